@@ -1,0 +1,60 @@
+//! Bytes → archive members. No filesystem access happens here.
+//!
+//! `format.rs` is the 512-byte block and header checks, `pax.rs` the PAX record codec,
+//! `sparse.rs` the GNU sparse maps, `reader.rs` the only part that reads.
+
+mod format;
+mod pax;
+mod reader;
+mod sparse;
+
+pub use reader::Reader;
+
+use crate::plan::Timestamp;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    File,
+    Dir,
+    Symlink,
+    Hardlink,
+    Fifo,
+    CharDev,
+    BlockDev,
+    /// Any other type flag (GNU volume labels, multi-volume continuations, ...).
+    Other(u8),
+}
+
+/// One data segment of a sparse file: `len` bytes at `offset` in the extracted file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// One archive member, with every extension header (GNU L/K, PAX x/g, sparse) already applied.
+#[derive(Clone, Debug)]
+pub struct Member {
+    /// Raw path bytes (PAX `path` > GNU `L` > ustar prefix/name), unsanitised.
+    pub name: Vec<u8>,
+    /// Raw link target (PAX `linkpath` > GNU `K` > header linkname).
+    pub link_name: Vec<u8>,
+    pub kind: Kind,
+    pub mode: u32,
+    pub uid: u64,
+    pub gid: u64,
+    pub mtime: Timestamp,
+    /// Extracted size in bytes (for sparse files the real size, not the stored size).
+    pub size: u64,
+    /// Some for GNU sparse members: the data segments, in file order.
+    pub sparse: Option<Vec<Segment>>,
+    /// Offset of the member's first header block (including extension headers).
+    pub offset: u64,
+}
+
+impl Member {
+    /// The name for messages: lossy UTF-8, as GNU tar would print it.
+    pub fn display_name(&self) -> String {
+        String::from_utf8_lossy(&self.name).into_owned()
+    }
+}

@@ -1,0 +1,82 @@
+//! Raw command-line flags (clap derive). Resolution into settings happens in `config.rs`.
+
+use std::path::PathBuf;
+
+use clap::{ArgAction, Parser, ValueEnum};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "fastuntar",
+    version,
+    about = "Extract .tar and .tar.zst archives as fast as the disk allows, and safely.",
+    after_help = "Examples:\n  fastuntar -x snapshot.tar.zst -C /ledger --direct-io\n  fastuntar -xvf backup.tar -C restore/\n  zstd -dc a.tar.zst | fastuntar -x - -C out"
+)]
+pub struct Args {
+    /// Extract the archive (the default action).
+    #[arg(short = 'x', long = "extract")]
+    pub extract: bool,
+
+    /// The archive to read ('-' for standard input).
+    #[arg(short = 'f', long = "file", value_name = "ARCHIVE")]
+    pub file: Option<PathBuf>,
+
+    /// The archive to read, as a positional argument ('-' for standard input).
+    #[arg(value_name = "ARCHIVE", conflicts_with = "file")]
+    pub archive: Option<PathBuf>,
+
+    /// Extract into DIR (created if missing).
+    #[arg(short = 'C', long = "directory", value_name = "DIR", default_value = ".")]
+    pub directory: PathBuf,
+
+    /// Print each member name as it is extracted.
+    #[arg(short = 'v', long = "verbose", action = ArgAction::Count)]
+    pub verbose: u8,
+
+    /// Refuse to replace existing files (report them and go on).
+    #[arg(short = 'k', long = "keep-old-files")]
+    pub keep_old_files: bool,
+
+    /// Strip N leading components from member names.
+    #[arg(long = "strip-components", value_name = "N", default_value_t = 0)]
+    pub strip_components: usize,
+
+    /// Restore owner and group from the archive.
+    #[arg(long = "same-owner", overrides_with = "no_same_owner")]
+    pub same_owner: bool,
+
+    /// Do not restore ownership (the default): files belong to the extracting user.
+    #[arg(long = "no-same-owner", overrides_with = "same_owner")]
+    pub no_same_owner: bool,
+
+    /// Restore permission bits exactly (always done; accepted for tar compatibility).
+    #[arg(short = 'p', long = "preserve-permissions", alias = "same-permissions")]
+    pub preserve_permissions: bool,
+
+    /// Open files of at least --direct-io-threshold bytes with O_DIRECT.
+    #[arg(long = "direct-io")]
+    pub direct_io: bool,
+
+    /// Smallest file written with O_DIRECT when --direct-io is on (e.g. 64K, 1M).
+    #[arg(long = "direct-io-threshold", value_name = "SIZE", default_value = "64K")]
+    pub direct_io_threshold: String,
+
+    /// Memory for the buffer pool: bytes of file data in flight (e.g. 64M).
+    #[arg(long = "memory", value_name = "SIZE", default_value = "64M")]
+    pub memory: String,
+
+    /// Writer backend.
+    #[arg(long = "io", value_enum, default_value_t = IoBackend::Uring)]
+    pub io: IoBackend,
+
+    /// Print nothing but errors.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoBackend {
+    /// io_uring (falls back to portable, with a warning, where the kernel refuses it).
+    Uring,
+    /// Plain pwrite/openat system calls.
+    Portable,
+}

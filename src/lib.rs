@@ -1,0 +1,17 @@
+//! fastuntar: extract .tar and .tar.zst archives as fast as the disk allows, and safely.
+//!
+//! The pipeline (docs/DESIGN.md): input → `decode` → `archive` members → `safety` paths →
+//! `plan` ops → `write` backend, with file data in `pool` buffers that return to the pool
+//! once written.
+
+pub mod archive;
+pub mod cli;
+pub mod config;
+pub mod decode;
+pub mod exit_codes;
+pub mod extract;
+pub mod plan;
+pub mod pool;
+pub mod report;
+pub mod safety;
+pub mod write;

@@ -1,0 +1,103 @@
+//! Member name / hard-link target → a safe relative path, or a refusal. Pure: no filesystem.
+//!
+//! The rules follow libarchive's secure-extraction defaults (ARCHIVE_EXTRACT_SECURE_NODOTDOT,
+//! SECURE_NOABSOLUTEPATHS handled by stripping as GNU tar does): leading `/` is removed (warned
+//! about once per run), `.` and empty components vanish, any `..` component refuses the member,
+//! NUL bytes refuse it. Symlinks are the writer's business: `write/dest.rs` never resolves a
+//! path through one.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+use crate::plan::SafePath;
+use crate::report;
+
+pub enum Verdict {
+    /// Extract at this path. An empty path means the destination directory itself.
+    Extract(SafePath),
+    /// Nothing left after `--strip-components` (or the name was only `.`/`/`): skip silently,
+    /// as GNU tar does.
+    Nothing,
+    /// Skip the member with this warning.
+    Refuse(&'static str),
+}
+
+pub struct Sanitizer {
+    strip_components: usize,
+    warned_absolute: bool,
+}
+
+impl Sanitizer {
+    pub fn new(strip_components: usize) -> Sanitizer {
+        Sanitizer { strip_components, warned_absolute: false }
+    }
+
+    /// Judges a member name or a hard-link target (both get the same treatment in GNU tar,
+    /// including `--strip-components`).
+    pub fn judge(&mut self, raw: &[u8]) -> Verdict {
+        if raw.contains(&0) {
+            return Verdict::Refuse("member name contains a NUL byte; skipped");
+        }
+        if raw.first() == Some(&b'/') && !self.warned_absolute {
+            self.warned_absolute = true;
+            report::warn("Removing leading '/' from member names");
+        }
+        // GNU tar counts `.` components when stripping (`./top/a` with 1 gives `top/a`), so strip
+        // first and drop `.` afterwards.
+        let mut parts = Vec::new();
+        for c in raw.split(|&b| b == b'/') {
+            match c {
+                b"" => {}
+                b".." => return Verdict::Refuse("member name contains '..'; skipped"),
+                _ => parts.push(c),
+            }
+        }
+        let stripped = !parts.is_empty() && self.strip_components > 0;
+        if parts.len() <= self.strip_components && stripped {
+            return Verdict::Nothing;
+        }
+        let rest: Vec<&[u8]> =
+            parts.into_iter().skip(self.strip_components).filter(|c| *c != b".").collect();
+        if rest.is_empty() {
+            return if !stripped && !raw.is_empty() {
+                Verdict::Extract(SafePath(PathBuf::new()))
+            } else {
+                Verdict::Nothing
+            };
+        }
+        let path: PathBuf = rest.iter().map(|c| OsStr::from_bytes(c)).collect();
+        Verdict::Extract(SafePath(path))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn judge(strip: usize, raw: &str) -> Option<String> {
+        match Sanitizer::new(strip).judge(raw.as_bytes()) {
+            Verdict::Extract(p) => Some(p.as_path().to_string_lossy().into_owned()),
+            Verdict::Nothing => Some("<nothing>".into()),
+            Verdict::Refuse(_) => None,
+        }
+    }
+
+    #[test]
+    fn rules() {
+        assert_eq!(judge(0, "a/b/c").as_deref(), Some("a/b/c"));
+        assert_eq!(judge(0, "/etc/passwd").as_deref(), Some("etc/passwd"));
+        assert_eq!(judge(0, "//a//./b/").as_deref(), Some("a/b"));
+        assert_eq!(judge(0, "./").as_deref(), Some(""));
+        assert_eq!(judge(0, "").as_deref(), Some("<nothing>"));
+        assert_eq!(judge(0, "../x"), None);
+        assert_eq!(judge(0, "a/../../x"), None);
+        assert_eq!(judge(0, "a/.."), None);
+        assert_eq!(judge(0, "a\0b"), None);
+        assert_eq!(judge(0, "..a/b..").as_deref(), Some("..a/b.."));
+        assert_eq!(judge(1, "top/a/b").as_deref(), Some("a/b"));
+        assert_eq!(judge(2, "top/a").as_deref(), Some("<nothing>"));
+        assert_eq!(judge(1, "./top/a").as_deref(), Some("top/a"));
+        assert_eq!(judge(1, "./").as_deref(), Some("<nothing>"));
+    }
+}

@@ -1,0 +1,51 @@
+//! The O_DIRECT alignment of the destination filesystem.
+//!
+//! statx(STATX_DIOALIGN) (Linux ≥ 6.1) says what the filesystem needs; before that, the
+//! logical block size of the backing block device is the rule (open(2), "O_DIRECT"); failing
+//! both, 4096, which every Linux filesystem accepts.
+
+use std::os::fd::RawFd;
+
+/// STATX_DIOALIGN from <linux/stat.h> (not exported by every libc version we build against).
+const STATX_DIOALIGN: u32 = 0x2000;
+
+/// Used when neither statx nor sysfs can tell: the conservative value from open(2).
+const FALLBACK_ALIGN: usize = 4096;
+
+/// Offset/length and memory alignment for O_DIRECT on the filesystem of `dirfd`, or None when
+/// the filesystem says it does not support direct IO at all.
+pub fn dio_alignment(dirfd: RawFd) -> Option<usize> {
+    let mut stx = std::mem::MaybeUninit::<libc::statx>::zeroed();
+    let empty = c"";
+    // Safety: dirfd is open, the path is a valid empty C string used with AT_EMPTY_PATH, and
+    // stx points to writable memory of the right size.
+    let r = unsafe {
+        libc::statx(
+            dirfd,
+            empty.as_ptr(),
+            libc::AT_EMPTY_PATH,
+            STATX_DIOALIGN | libc::STATX_BASIC_STATS,
+            stx.as_mut_ptr(),
+        )
+    };
+    if r == 0 {
+        // Safety: statx succeeded and the buffer was zero-initialised.
+        let stx = unsafe { stx.assume_init() };
+        if stx.stx_mask & STATX_DIOALIGN != 0 {
+            if stx.stx_dio_offset_align == 0 {
+                return None;
+            }
+            return Some(stx.stx_dio_offset_align.max(stx.stx_dio_mem_align) as usize);
+        }
+        if let Some(b) = logical_block_size(stx.stx_dev_major, stx.stx_dev_minor) {
+            return Some(b);
+        }
+    }
+    Some(FALLBACK_ALIGN)
+}
+
+fn logical_block_size(major: u32, minor: u32) -> Option<usize> {
+    let p = format!("/sys/dev/block/{major}:{minor}/queue/logical_block_size");
+    let s = std::fs::read_to_string(p).ok()?;
+    s.trim().parse().ok().filter(|&n: &usize| n.is_power_of_two())
+}

@@ -1,0 +1,91 @@
+//! The writer side: a trait with two backends and the choice between them.
+//!
+//! Both backends share `dest.rs`, which owns every path resolution in the destination.
+
+pub mod dest;
+pub mod portable;
+pub mod uring;
+
+use anyhow::Result;
+
+use crate::plan::Op;
+
+/// What a writer did, for the summary.
+#[derive(Debug, Default, Clone)]
+pub struct Stats {
+    pub files: u64,
+    pub files_direct: u64,
+    pub dirs: u64,
+    pub links: u64,
+    pub bytes: u64,
+}
+
+pub trait Writer {
+    /// Carries out one op (possibly asynchronously). An error is fatal for the whole run;
+    /// per-member problems are reported through `report::skipped` and do not return Err.
+    fn apply(&mut self, op: Op) -> Result<()>;
+
+    /// Waits for some work in flight to complete. Returns false, without waiting, when nothing
+    /// is in flight (then the caller may block for the next op).
+    fn progress(&mut self) -> Result<bool> {
+        Ok(false)
+    }
+
+    /// Lands everything in flight, applies deferred directory metadata, and returns the totals.
+    /// Called once, also after the producer failed (to leave a consistent tree behind).
+    fn finish(&mut self) -> Result<Stats>;
+}
+
+pub mod align;
+
+use crate::cli::IoBackend;
+use crate::config::Config;
+use crate::pool::{BUF_ALIGN, Pool};
+use portable::{DirectPolicy, Portable};
+
+/// Builds the writer the configuration asks for.
+pub fn create(cfg: &Config, pool: &Pool) -> Result<Box<dyn Writer>> {
+    // Modes are applied exactly as root (GNU tar's --preserve-permissions default for root);
+    // other users get the archive's modes minus their umask, like tar without -p.
+    // Safety: umask has no memory effects.
+    let old_umask = unsafe { libc::umask(0) };
+    let exact = cfg.preserve_permissions || unsafe { libc::geteuid() } == 0;
+    let umask = if exact { 0 } else { old_umask };
+    let dest = dest::Dest::open(&cfg.dest, cfg.keep_old_files, umask)?;
+    let policy = direct_policy(cfg, &dest, pool);
+    match cfg.io {
+        IoBackend::Portable => Ok(Box::new(Portable::new(dest, policy))),
+        IoBackend::Uring => match uring::setup() {
+            Ok(ring) => Ok(Box::new(uring::Uring::new(ring, pool, dest, policy))),
+            Err(e) => {
+                crate::report::warn(format!(
+                    "io_uring is not available ({e}); using the portable writer"
+                ));
+                Ok(Box::new(Portable::new(dest, policy)))
+            }
+        },
+    }
+}
+
+fn direct_policy(cfg: &Config, dest: &dest::Dest, pool: &Pool) -> DirectPolicy {
+    let Some(threshold) = cfg.direct_io else {
+        return DirectPolicy { threshold: None, align: BUF_ALIGN };
+    };
+    match align::dio_alignment(dest.root_fd()) {
+        Some(a) if a <= BUF_ALIGN && pool.buf_size().is_multiple_of(a) => {
+            DirectPolicy { threshold: Some(threshold), align: a }
+        }
+        Some(a) => {
+            crate::report::warn(format!(
+                "the destination needs {a}-byte alignment for O_DIRECT, more than the pool gives; writing buffered"
+            ));
+            DirectPolicy { threshold: None, align: BUF_ALIGN }
+        }
+        None => {
+            crate::report::warn(
+                "the destination filesystem does not support O_DIRECT; writing buffered",
+            );
+            DirectPolicy { threshold: None, align: BUF_ALIGN }
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! The portable backend: one synchronous system call at a time (openat, pwrite, close).
+//! It is the reference the io_uring backend is tested against, and the fallback where the
+//! kernel refuses io_uring.
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+
+use anyhow::{Result, anyhow};
+
+use super::dest::{Dest, is_member_error};
+use super::{Stats, Writer};
+use crate::plan::{Entry, Op};
+use crate::report;
+
+/// The per-file direct-IO decision, shared by both backends.
+#[derive(Clone, Copy, Debug)]
+pub struct DirectPolicy {
+    /// Some(threshold): files of at least this many bytes are opened with O_DIRECT.
+    pub threshold: Option<u64>,
+    /// The destination's O_DIRECT alignment (offset, length and memory).
+    pub align: usize,
+}
+
+/// Page size: the last chunk of a direct file is split at a page boundary, not just at the
+/// DIO alignment, so its buffered tail starts on a fresh page and block (no read-modify-write
+/// of a block the direct write just filled).
+const PAGE: usize = 4096;
+
+impl DirectPolicy {
+    pub fn wants(&self, size: u64, sparse: bool) -> bool {
+        !sparse && self.threshold.is_some_and(|t| size >= t)
+    }
+
+    /// How many leading bytes of a chunk of `len` bytes go direct; the rest is the tail.
+    pub fn direct_part(&self, len: usize) -> usize {
+        let unit = self.align.max(PAGE);
+        len / unit * unit
+    }
+}
+
+struct OpenFile {
+    fd: OwnedFd,
+    entry: Entry,
+    size: u64,
+    sparse: bool,
+    direct: bool,
+}
+
+pub struct Portable {
+    dest: Dest,
+    policy: DirectPolicy,
+    /// The file receiving Data ops; None while no file is open or after it was skipped.
+    cur: Option<OpenFile>,
+    stats: Stats,
+}
+
+impl Portable {
+    pub fn new(dest: Dest, policy: DirectPolicy) -> Portable {
+        Portable { dest, policy, cur: None, stats: Stats::default() }
+    }
+
+    /// Sorts an io error on a member into "skip it" or "stop everything".
+    fn member_failed(&self, entry: &Entry, what: &str, e: io::Error) -> Result<()> {
+        if is_member_error(&e) {
+            report::skipped(&entry.name, format!("{what}: {e}"));
+            Ok(())
+        } else {
+            Err(anyhow!("{}: {what}: {e}", entry.name))
+        }
+    }
+
+    fn open_file(&mut self, entry: Entry, size: u64, sparse: bool) -> Result<()> {
+        let mut direct = self.policy.wants(size, sparse);
+        let fd = match self.dest.create_file(&entry, if direct { libc::O_DIRECT } else { 0 }) {
+            Err(e) if direct && e.raw_os_error() == Some(libc::EINVAL) => {
+                report::warn("the destination refuses O_DIRECT; writing buffered from now on");
+                self.policy.threshold = None;
+                direct = false;
+                self.dest.create_file(&entry, 0)
+            }
+            other => other,
+        };
+        match fd {
+            Ok(fd) => {
+                self.cur = Some(OpenFile { fd, entry, size, sparse, direct });
+                Ok(())
+            }
+            Err(e) => self.member_failed(&entry, "cannot create", e),
+        }
+    }
+
+    fn write(&mut self, offset: u64, data: &[u8]) -> Result<()> {
+        let Some(f) = self.cur.as_mut() else {
+            return Ok(());
+        };
+        let fd = f.fd.as_raw_fd();
+        let mut done = 0;
+        if f.direct {
+            // Whole aligned blocks go direct; an unaligned tail (only the last chunk has one)
+            // is written after switching the fd to buffered mode.
+            let aligned = self.policy.direct_part(data.len());
+            if aligned > 0 {
+                pwrite_all(fd, &data[..aligned], offset).map_err(|e| {
+                    anyhow!("{}: write failed: {e}; the file is incomplete", f.entry.name)
+                })?;
+                done = aligned;
+            }
+            if done < data.len() {
+                clear_direct(fd)
+                    .map_err(|e| anyhow!("{}: cannot leave direct IO mode: {e}", f.entry.name))?;
+                f.direct = false;
+            }
+        }
+        pwrite_all(fd, &data[done..], offset + done as u64)
+            .map_err(|e| anyhow!("{}: write failed: {e}; the file is incomplete", f.entry.name))?;
+        self.stats.bytes += data.len() as u64;
+        Ok(())
+    }
+
+    fn close_file(&mut self) -> Result<()> {
+        let Some(f) = self.cur.take() else {
+            return Ok(());
+        };
+        let fd = f.fd.as_raw_fd();
+        if f.sparse {
+            // Trailing holes: the data segments may stop short of the real size.
+            // Safety: fd is open for writing.
+            if unsafe { libc::ftruncate(fd, f.size as libc::off_t) } != 0 {
+                let e = io::Error::last_os_error();
+                return Err(anyhow!("{}: cannot set the size: {e}", f.entry.name));
+            }
+        }
+        if let Err(e) = self.dest.finish_file(fd, &f.entry) {
+            self.member_failed(&f.entry, "cannot set metadata", e)?;
+        }
+        self.stats.files += 1;
+        if f.direct || self.policy.wants(f.size, f.sparse) {
+            self.stats.files_direct += 1;
+        }
+        Ok(())
+    }
+}
+
+impl Writer for Portable {
+    fn apply(&mut self, op: Op) -> Result<()> {
+        match op {
+            Op::File { entry, size, sparse } => self.open_file(entry, size, sparse),
+            Op::Data { offset, buf } => self.write(offset, buf.data()),
+            Op::End => self.close_file(),
+            Op::Dir(entry) => match self.dest.mkdir(&entry) {
+                Ok(()) => {
+                    self.stats.dirs += 1;
+                    Ok(())
+                }
+                Err(e) => self.member_failed(&entry, "cannot create directory", e),
+            },
+            Op::Symlink { entry, target } => match self.dest.symlink(&entry, &target) {
+                Ok(()) => {
+                    self.stats.links += 1;
+                    Ok(())
+                }
+                Err(e) => self.member_failed(&entry, "cannot create symlink", e),
+            },
+            Op::Hardlink { entry, target } => match self.dest.hardlink(&entry, &target) {
+                Ok(()) => {
+                    self.stats.links += 1;
+                    Ok(())
+                }
+                Err(e) => self.member_failed(&entry, "cannot create hard link", e),
+            },
+            Op::Fifo(entry) => match self.dest.mkfifo(&entry) {
+                Ok(()) => Ok(()),
+                Err(e) => self.member_failed(&entry, "cannot create fifo", e),
+            },
+        }
+    }
+
+    fn finish(&mut self) -> Result<Stats> {
+        if let Some(f) = self.cur.take() {
+            // The producer stopped in the middle of this file (its error says why).
+            drop(f);
+        }
+        self.dest.finish_dirs()?;
+        Ok(self.stats.clone())
+    }
+}
+
+/// Writes all of `data` at `offset`, resubmitting after short writes and EINTR.
+pub fn pwrite_all(fd: RawFd, mut data: &[u8], mut offset: u64) -> io::Result<()> {
+    while !data.is_empty() {
+        // Safety: data is a valid slice for its length; fd is open for writing.
+        let n =
+            unsafe { libc::pwrite(fd, data.as_ptr().cast(), data.len(), offset as libc::off_t) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Err(io::Error::from_raw_os_error(libc::EIO));
+        }
+        data = &data[n as usize..];
+        offset += n as u64;
+    }
+    Ok(())
+}
+
+/// Clears O_DIRECT so an unaligned tail can be written through the page cache.
+pub fn clear_direct(fd: RawFd) -> io::Result<()> {
+    // Safety: fd is open; F_GETFL/F_SETFL take no pointers.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // Safety: as above.
+    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_DIRECT) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}

@@ -1,0 +1,524 @@
+//! Shared test kit for the integration suites (in the spirit of ripgrep's `tests/util.rs` and
+//! fd's `tests/testenv`): a fresh temp directory per test, a command runner with a timeout, the
+//! list of writer configurations every case runs under, skip helpers, and the submodules
+//! `snapshot` (tree snapshots and diffs), `rawtar` (a byte-level tar writer for hostile and
+//! corrupt archives) and `tree` (the generated tree of the differential suite).
+//!
+//! Every test file does `mod util;` and uses a different part of it.
+#![allow(dead_code)]
+
+pub mod rawtar;
+pub mod snapshot;
+pub mod tree;
+
+use std::ffi::{OsStr, OsString};
+use std::fs;
+use std::io::{Read, Write};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime};
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_fastuntar");
+
+/// A run that takes longer than this is a hang, and a failure.
+pub const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// One way of running the writer. Every extraction case runs under each of these.
+#[derive(Debug, Clone, Copy)]
+pub struct WriterConfig {
+    pub name: &'static str,
+    pub args: &'static [&'static str],
+}
+
+/// The writer configurations. Add a backend or a mode here and every case runs under it.
+pub const WRITER_CONFIGS: &[WriterConfig] = &[
+    WriterConfig { name: "portable", args: &["--io", "portable"] },
+    WriterConfig { name: "uring", args: &["--io", "uring"] },
+    WriterConfig { name: "uring+direct", args: &["--io", "uring", "--direct-io"] },
+    WriterConfig {
+        name: "uring+direct(threshold 0)",
+        args: &["--io", "uring", "--direct-io", "--direct-io-threshold", "0"],
+    },
+    WriterConfig {
+        name: "uring+direct(threshold 1)",
+        args: &["--io", "uring", "--direct-io", "--direct-io-threshold", "1"],
+    },
+    // Every file direct, including 0..=511-byte ones.
+    WriterConfig {
+        name: "portable+direct(threshold 0)",
+        args: &["--io", "portable", "--direct-io", "--direct-io-threshold", "0"],
+    },
+];
+
+/// Runs `case` once per writer configuration. A failure under one configuration does not stop
+/// the others; at the end the test fails naming every configuration that failed.
+pub fn for_each_config(test: &str, mut case: impl FnMut(&WriterConfig)) {
+    let mut failed = Vec::new();
+    for cfg in WRITER_CONFIGS {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| case(cfg)));
+        if let Err(e) = r {
+            eprintln!("--- {test}: FAILED under writer config `{}`: {}", cfg.name, panic_text(&e));
+            failed.push(cfg.name);
+        }
+    }
+    assert!(failed.is_empty(), "{test}: failed under writer configs {failed:?} (see messages above)");
+}
+
+fn panic_text(e: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = e.downcast_ref::<String>() {
+        s.clone()
+    } else if let Some(s) = e.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else {
+        "(non-string panic)".to_string()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Skips
+
+/// True when `tool` is on PATH; otherwise prints `SKIP <test>: <tool> not installed`.
+pub fn have_tool(test: &str, tool: &str) -> bool {
+    static CACHE: OnceLock<Mutex<Vec<(String, bool)>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| Mutex::new(Vec::new()));
+    let known = cache.lock().unwrap().iter().find(|(t, _)| t == tool).map(|(_, ok)| *ok);
+    let ok = known.unwrap_or_else(|| {
+        let ok = which(tool).is_some();
+        cache.lock().unwrap().push((tool.to_string(), ok));
+        ok
+    });
+    if !ok {
+        eprintln!("SKIP {test}: {tool} not installed");
+    }
+    ok
+}
+
+/// True when all `tools` are installed (prints a SKIP line for each missing one).
+pub fn have_tools(test: &str, tools: &[&str]) -> bool {
+    tools.iter().fold(true, |all, t| have_tool(test, t) && all)
+}
+
+/// True when `tool` is on PATH (no message).
+pub fn which_quiet(tool: &str) -> bool {
+    which(tool).is_some()
+}
+
+fn which(tool: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(tool)).find(|p| p.is_file())
+}
+
+pub fn is_root() -> bool {
+    // Safety: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// True when running as root; otherwise prints `SKIP <test>: needs root (<why>)`.
+pub fn have_root(test: &str, why: &str) -> bool {
+    let ok = is_root();
+    if !ok {
+        eprintln!("SKIP {test}: needs root ({why})");
+    }
+    ok
+}
+
+// ---------------------------------------------------------------------------------------------
+// Temp directories
+
+/// A fresh directory for one test, removed on drop. It lives under Cargo's per-target temp dir
+/// (on the same file system as the build, which matters for O_DIRECT: tmpfs refuses it).
+pub struct TestDir {
+    dir: tempfile::TempDir,
+    /// Taken just before the directory was made: any directory mtime at or after this was set by
+    /// the extraction's own activity, not by the archive (see `snapshot::Compare`).
+    pub started: SystemTime,
+}
+
+impl TestDir {
+    pub fn new(test: &str) -> TestDir {
+        let started = SystemTime::now() - Duration::from_secs(1);
+        let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        fs::create_dir_all(base).unwrap();
+        let safe: String =
+            test.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).take(40).collect();
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("{safe}-"))
+            .tempdir_in(base)
+            .unwrap_or_else(|e| panic!("cannot create a temp dir in {}: {e}", base.display()));
+        TestDir { dir, started }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn join(&self, p: impl AsRef<Path>) -> PathBuf {
+        self.dir.path().join(p)
+    }
+
+    /// A new, empty subdirectory with a unique name starting with `prefix`.
+    pub fn fresh(&self, prefix: &str) -> PathBuf {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let p = self.join(format!("{prefix}{}", N.fetch_add(1, Ordering::Relaxed)));
+        fs::create_dir(&p).unwrap();
+        p
+    }
+
+    pub fn write(&self, rel: impl AsRef<Path>, data: impl AsRef<[u8]>) -> PathBuf {
+        let p = self.join(rel);
+        if let Some(parent) = p.parent() {
+            fs::create_dir_all(parent).unwrap();
+        }
+        fs::write(&p, data).unwrap();
+        p
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running commands
+
+/// Where a command's standard input comes from.
+pub enum Input {
+    Null,
+    Bytes(Vec<u8>),
+    /// Bytes written in pieces with pauses between them (a slow pipe): the pieces are the
+    /// chunks given, each followed by a short sleep.
+    Trickle(Vec<Vec<u8>>),
+    File(PathBuf),
+}
+
+/// What a finished command did.
+#[derive(Debug)]
+pub struct Output {
+    /// What was run, for messages.
+    pub cmdline: String,
+    /// The exit code; None when killed by a signal.
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub timed_out: bool,
+    pub elapsed: Duration,
+}
+
+impl Output {
+    pub fn stdout_str(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+
+    pub fn stderr_str(&self) -> String {
+        String::from_utf8_lossy(&self.stderr).into_owned()
+    }
+
+    /// Non-empty stderr lines.
+    pub fn stderr_lines(&self) -> Vec<String> {
+        self.stderr_str().lines().filter(|l| !l.trim().is_empty()).map(str::to_string).collect()
+    }
+
+    /// stderr lines about the archive: everything except a notice that io_uring is unavailable
+    /// and the portable writer is used instead (the uring configs may print one on kernels that
+    /// refuse io_uring).
+    pub fn diagnostics(&self) -> Vec<String> {
+        self.stderr_lines()
+            .into_iter()
+            .filter(|l| {
+                let l = l.to_ascii_lowercase();
+                !(l.contains("io_uring") && (l.contains("fall") || l.contains("portable")))
+            })
+            .collect()
+    }
+
+    /// A multi-line description for assertion messages.
+    pub fn describe(&self) -> String {
+        format!(
+            "command: {}\nexit: {}{}\n--- stdout ({} bytes) ---\n{}\n--- stderr ---\n{}",
+            self.cmdline,
+            match (self.code, self.signal) {
+                (Some(c), _) => c.to_string(),
+                (None, Some(s)) => format!("killed by signal {s}"),
+                _ => "?".into(),
+            },
+            if self.timed_out { " (TIMED OUT)" } else { "" },
+            self.stdout.len(),
+            truncate_text(&self.stdout_str(), 3000),
+            truncate_text(&self.stderr_str(), 6000),
+        )
+    }
+
+    pub fn success(&self) -> bool {
+        self.code == Some(0)
+    }
+
+    /// Asserts the exit code.
+    pub fn expect_code(&self, code: i32) -> &Self {
+        assert_eq!(self.code, Some(code), "expected exit {code}\n{}", self.describe());
+        self
+    }
+}
+
+fn truncate_text(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}\n... ({} more bytes)", &s[..end], s.len() - end)
+}
+
+/// A command to run: the binary under test or any other program.
+pub struct Cmd {
+    program: OsString,
+    args: Vec<OsString>,
+    cwd: Option<PathBuf>,
+    input: Input,
+    timeout: Duration,
+    /// For the binary under test: fail on a panic message, a signal or a timeout.
+    strict: bool,
+}
+
+/// The binary under test.
+pub fn fastuntar() -> Cmd {
+    Cmd { strict: true, ..Cmd::new(BIN) }
+}
+
+/// The binary under test with one writer configuration's flags.
+pub fn fastuntar_with(cfg: &WriterConfig) -> Cmd {
+    let mut c = fastuntar();
+    c.args(cfg.args);
+    c
+}
+
+impl Cmd {
+    pub fn new(program: impl AsRef<OsStr>) -> Cmd {
+        Cmd {
+            program: program.as_ref().to_owned(),
+            args: Vec::new(),
+            cwd: None,
+            input: Input::Null,
+            timeout: TIMEOUT,
+            strict: false,
+        }
+    }
+
+    pub fn arg(&mut self, a: impl AsRef<OsStr>) -> &mut Self {
+        self.args.push(a.as_ref().to_owned());
+        self
+    }
+
+    pub fn args<I, S>(&mut self, args: I) -> &mut Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        for a in args {
+            self.arg(a);
+        }
+        self
+    }
+
+    pub fn current_dir(&mut self, d: impl AsRef<Path>) -> &mut Self {
+        self.cwd = Some(d.as_ref().to_owned());
+        self
+    }
+
+    pub fn stdin(&mut self, input: Input) -> &mut Self {
+        self.input = input;
+        self
+    }
+
+    pub fn timeout(&mut self, t: Duration) -> &mut Self {
+        self.timeout = t;
+        self
+    }
+
+    fn cmdline(&self) -> String {
+        let mut s = self.program.to_string_lossy().into_owned();
+        for a in &self.args {
+            s.push(' ');
+            let a = a.to_string_lossy();
+            if a.is_empty() || a.contains(|c: char| c.is_whitespace() || c == '\'') {
+                s.push_str(&format!("'{a}'"));
+            } else {
+                s.push_str(&a);
+            }
+        }
+        if let Some(d) = &self.cwd {
+            s.push_str(&format!("   (in {})", d.display()));
+        }
+        match &self.input {
+            Input::File(p) => s.push_str(&format!(" < {}", p.display())),
+            Input::Bytes(b) => s.push_str(&format!(" < ({} bytes)", b.len())),
+            Input::Trickle(c) => s.push_str(&format!(" < ({} chunks, slowly)", c.len())),
+            Input::Null => {}
+        }
+        s
+    }
+
+    /// Runs to completion or until the timeout (then kills it). For the binary under test this
+    /// also fails the test on a timeout, a signal, or "panicked" on stderr.
+    pub fn run(&mut self) -> Output {
+        let cmdline = self.cmdline();
+        let mut c = Command::new(&self.program);
+        c.args(&self.args).stdout(Stdio::piped()).stderr(Stdio::piped());
+        // Messages are compared against English text.
+        c.env("LC_ALL", "C");
+        if let Some(d) = &self.cwd {
+            c.current_dir(d);
+        }
+        let input = std::mem::replace(&mut self.input, Input::Null);
+        match &input {
+            Input::Null => {
+                c.stdin(Stdio::null());
+            }
+            Input::File(p) => {
+                let f = fs::File::open(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                c.stdin(Stdio::from(f));
+            }
+            Input::Bytes(_) | Input::Trickle(_) => {
+                c.stdin(Stdio::piped());
+            }
+        }
+        let start = Instant::now();
+        let mut child = c.spawn().unwrap_or_else(|e| panic!("cannot run {cmdline}: {e}"));
+        let feeder = child.stdin.take().map(|mut w| {
+            thread::spawn(move || match input {
+                // Write errors (the child exited early: EPIPE) are not the test's business.
+                Input::Bytes(b) => {
+                    let _ = w.write_all(&b);
+                }
+                Input::Trickle(chunks) => {
+                    for ch in chunks {
+                        if w.write_all(&ch).and_then(|_| w.flush()).is_err() {
+                            break;
+                        }
+                        thread::sleep(Duration::from_millis(150));
+                    }
+                }
+                _ => {}
+            })
+        });
+        let out = reader_thread(child.stdout.take().unwrap());
+        let err = reader_thread(child.stderr.take().unwrap());
+        let mut timed_out = false;
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break st;
+            }
+            if start.elapsed() > self.timeout {
+                timed_out = true;
+                let _ = child.kill();
+                break child.wait().unwrap();
+            }
+            thread::sleep(Duration::from_millis(2));
+        };
+        let elapsed = start.elapsed();
+        if let Some(f) = feeder {
+            let _ = f.join();
+        }
+        let output = Output {
+            cmdline,
+            code: status.code(),
+            signal: status.signal(),
+            stdout: out.join().unwrap(),
+            stderr: err.join().unwrap(),
+            timed_out,
+            elapsed,
+        };
+        if self.strict {
+            assert!(!output.timed_out, "fastuntar hung (killed after {:?})\n{}", self.timeout, output.describe());
+            assert!(output.signal.is_none(), "fastuntar died of a signal\n{}", output.describe());
+            assert!(!output.stderr_str().contains("panicked"), "fastuntar panicked\n{}", output.describe());
+            assert!(
+                matches!(output.code, Some(0..=2)),
+                "fastuntar exit code outside 0..=2\n{}",
+                output.describe()
+            );
+        }
+        output
+    }
+}
+
+fn reader_thread(mut r: impl Read + Send + 'static) -> thread::JoinHandle<Vec<u8>> {
+    thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = r.read_to_end(&mut v);
+        v
+    })
+}
+
+/// Runs a shell command line (`sh -c`), failing the test if it does not exit 0.
+pub fn sh(script: &str) -> Output {
+    let out = Cmd::new("sh").args(["-c", script]).run();
+    assert!(out.success(), "shell command failed\n{}", out.describe());
+    out
+}
+
+/// Runs GNU tar with `args` (no extra flags), returning its output.
+pub fn gnu_tar<I, S>(args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    Cmd::new("tar").args(args).run()
+}
+
+/// Reads a whole file, panicking with the path on error.
+pub fn read(p: impl AsRef<Path>) -> Vec<u8> {
+    let p = p.as_ref();
+    fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// Sum of allocated bytes (st_blocks * 512) and of apparent sizes under `dir` (not following
+/// symlinks).
+pub fn disk_usage(dir: &Path) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    let mut blocks = 0;
+    let mut apparent = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = fs::read_dir(&d) else { continue };
+        for e in rd.flatten() {
+            let Ok(m) = fs::symlink_metadata(e.path()) else { continue };
+            blocks += m.blocks() * 512;
+            apparent += m.size();
+            if m.is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    (blocks, apparent)
+}
+
+/// A small deterministic PRNG (xorshift64*), for file contents and random inputs.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        let mut v = Vec::with_capacity(n + 8);
+        while v.len() < n {
+            v.extend_from_slice(&self.next_u64().to_le_bytes());
+        }
+        v.truncate(n);
+        v
+    }
+}
