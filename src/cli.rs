@@ -68,9 +68,47 @@ pub struct Args {
     #[arg(long = "io", value_enum, default_value_t = IoBackend::Uring)]
     pub io: IoBackend,
 
-    /// Print nothing but errors.
+    /// Accept only the ledger snapshot layout (version, snapshots/, accounts/): regular files
+    /// and directories, files 0644, directories 0755; anything else stops the run.
+    #[arg(long = "snapshot")]
+    pub snapshot: bool,
+
+    /// Stop before the member that would exceed N members (snapshot mode: 5000000).
+    #[arg(long = "max-files", value_name = "N")]
+    pub max_files: Option<u64>,
+
+    /// Stop before the member that would take the total of file sizes over SIZE (snapshot
+    /// mode: 4T).
+    #[arg(long = "max-bytes", value_name = "SIZE")]
+    pub max_bytes: Option<String>,
+
+    /// Stop at a file member larger than SIZE.
+    #[arg(long = "max-member-size", value_name = "SIZE")]
+    pub max_member_size: Option<String>,
+
+    /// Largest zstd window to accept (memory the decoder may need): a power of two up to 2G.
+    #[arg(long = "max-window", value_name = "SIZE", default_value = "2G")]
+    pub max_window: String,
+
+    /// When extraction ends, make everything durable (syncfs) and report how long that took.
+    #[arg(long = "sync")]
+    pub sync: bool,
+
+    /// Print the end-of-run summary as one JSON object on standard output.
+    #[arg(long = "json")]
+    pub json: bool,
+
+    /// Print nothing but errors (no progress, no summary).
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+
+    /// Print shell completions for SHELL (bash, zsh, fish, elvish, powershell) and exit.
+    #[arg(long = "completions", value_name = "SHELL", hide = true)]
+    pub completions: Option<clap_complete::Shell>,
+
+    /// Print the man page (roff) and exit.
+    #[arg(long = "man", hide = true)]
+    pub man: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

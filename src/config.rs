@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 
+use crate::admit::{Limits, SNAPSHOT_MAX_BYTES, SNAPSHOT_MAX_FILES};
 use crate::cli::{Args, IoBackend};
 use crate::pool::BUF_ALIGN;
 
@@ -32,6 +33,12 @@ pub struct Config {
     pub buf_count: usize,
     pub io: IoBackend,
     pub quiet: bool,
+    pub sync: bool,
+    pub json: bool,
+    pub snapshot: bool,
+    pub limits: Limits,
+    /// log2 of the largest zstd window accepted.
+    pub max_window_log: u32,
 }
 
 impl Config {
@@ -44,6 +51,19 @@ impl Config {
         let memory = parse_size(&args.memory).context("--memory")?;
         let threshold = parse_size(&args.direct_io_threshold).context("--direct-io-threshold")?;
         let (buf_size, buf_count) = pool_shape(memory)?;
+        let opt_size = |s: &Option<String>, flag: &str| -> Result<Option<u64>> {
+            s.as_deref().map(parse_size).transpose().with_context(|| flag.to_string())
+        };
+        let mut limits = Limits {
+            max_files: args.max_files,
+            max_bytes: opt_size(&args.max_bytes, "--max-bytes")?,
+            max_member_size: opt_size(&args.max_member_size, "--max-member-size")?,
+        };
+        if args.snapshot {
+            limits.max_files = limits.max_files.or(Some(SNAPSHOT_MAX_FILES));
+            limits.max_bytes = limits.max_bytes.or(Some(SNAPSHOT_MAX_BYTES));
+        }
+        let max_window_log = window_log(parse_size(&args.max_window).context("--max-window")?)?;
         Ok(Config {
             archive,
             dest: args.directory,
@@ -57,6 +77,11 @@ impl Config {
             buf_count,
             io: args.io,
             quiet: args.quiet,
+            sync: args.sync,
+            json: args.json,
+            snapshot: args.snapshot,
+            limits,
+            max_window_log,
         })
     }
 }
@@ -71,6 +96,15 @@ fn pool_shape(memory: u64) -> Result<(usize, usize)> {
     let memory = usize::try_from(memory.min(1 << 40)).unwrap_or(usize::MAX);
     let size = (memory / MIN_BUFFERS).min(CHUNK_SIZE) / BUF_ALIGN * BUF_ALIGN;
     Ok((size, memory / size))
+}
+
+/// The zstd window log for a --max-window size: 2^10 (zstd's minimum) to 2^31 (its maximum),
+/// rounded down to a power of two.
+fn window_log(size: u64) -> Result<u32> {
+    if !(1 << 10..=1 << 31).contains(&size) {
+        bail!("--max-window must be between 1K and 2G");
+    }
+    Ok(63 - size.leading_zeros())
 }
 
 /// `123`, `64K`, `64KiB`, `1M`, `2G` (binary multiples).
@@ -101,6 +135,15 @@ mod tests {
         assert_eq!(parse_size("0").unwrap(), 0);
         assert!(parse_size("12Q").is_err());
         assert!(parse_size("99999999999T").is_err());
+    }
+
+    #[test]
+    fn window_logs() {
+        assert_eq!(window_log(2 << 30).unwrap(), 31);
+        assert_eq!(window_log(128 << 20).unwrap(), 27);
+        assert_eq!(window_log(100 << 20).unwrap(), 26);
+        assert!(window_log(4 << 30).is_err());
+        assert!(window_log(10).is_err());
     }
 
     #[test]

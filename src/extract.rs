@@ -4,14 +4,17 @@
 
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
 use std::thread;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
 
+use crate::admit::{Admission, SNAPSHOT_DIR_MODE, SNAPSHOT_FILE_MODE};
 use crate::archive::{Kind, Member, Reader};
 use crate::config::Config;
 use crate::decode;
 use crate::plan::{Entry, Op};
 use crate::pool::Pool;
+use crate::progress::{self, Progress};
 use crate::report;
 use crate::safety::{Sanitizer, Verdict};
 use crate::write::{self, Stats};
@@ -23,23 +26,56 @@ const OP_QUEUE: usize = 1024;
 pub struct Summary {
     pub stats: Stats,
     pub members: u64,
+    /// From start to the last file closed and directory stamped.
+    pub elapsed: Duration,
+    /// Time `--sync` took to make it durable (syncfs), when asked.
+    pub sync: Option<Duration>,
 }
 
 pub fn run(cfg: &Config) -> Result<Summary> {
-    let input = decode::open(cfg.archive.as_deref())?;
+    let start = Instant::now();
+    let input = decode::open(cfg.archive.as_deref(), cfg.max_window_log)?;
     let pool = Pool::new(cfg.buf_size, cfg.buf_count);
     let mut writer = write::create(cfg, &pool)?;
-    let (tx, rx) = sync_channel::<Op>(OP_QUEUE);
+    let progress = Progress::start(!cfg.quiet, input.size, input.consumed.clone());
+    let (members, stats) = pipeline(cfg, input.reader, &pool, &mut *writer)?;
+    drop(writer);
+    progress.finish();
+    let elapsed = start.elapsed();
+    let sync = if cfg.sync { Some(sync_dest(&cfg.dest)?) } else { None };
+    Ok(Summary { stats, members, elapsed, sync })
+}
 
+/// Makes everything in the destination's filesystem durable (syncfs), and says how long it took.
+fn sync_dest(dest: &std::path::Path) -> Result<Duration> {
+    let t = Instant::now();
+    let dir = std::fs::File::open(dest)
+        .with_context(|| format!("{}: cannot open for --sync", dest.display()))?;
+    // Safety: the fd is open for the duration of the call.
+    if unsafe { libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&dir)) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(anyhow!("{}: syncfs failed: {e}", dest.display()));
+    }
+    Ok(t.elapsed())
+}
+
+/// Runs the decoder thread and the writer until the archive ends or one side fails.
+fn pipeline(
+    cfg: &Config,
+    input: Box<dyn std::io::Read + Send>,
+    pool: &Pool,
+    writer: &mut dyn write::Writer,
+) -> Result<(u64, Stats)> {
+    let (tx, rx) = sync_channel::<Op>(OP_QUEUE);
     thread::scope(|s| {
-        let producer = s.spawn(|| produce(cfg, input.reader, &pool, tx));
-        let written = consume(&mut *writer, rx);
+        let producer = s.spawn(|| produce(cfg, input, pool, tx));
+        let written = consume(writer, rx);
         // The writer is done with the channel (finished, or failed and dropped its receiver,
         // which makes the producer's next send fail); the producer stops either way.
         let produced = producer.join().unwrap_or_else(|_| Err(anyhow!("decoder thread panicked")));
         let finished = writer.finish();
         match (produced, written, finished) {
-            (Ok(members), Ok(()), Ok(stats)) => Ok(Summary { stats, members }),
+            (Ok(members), Ok(()), Ok(stats)) => Ok((members, stats)),
             // A write failure is the root cause when both sides failed: the producer only
             // saw a closed channel.
             (_, Err(e), _) => Err(e),
@@ -80,10 +116,20 @@ fn produce(
 ) -> Result<u64> {
     let mut reader = Reader::new(input);
     let mut sanitizer = Sanitizer::new(cfg.strip_components);
+    let mut admission = Admission::new(cfg.snapshot, cfg.limits.clone());
     let mut members = 0;
     while let Some(member) = reader.next_member()? {
         members += 1;
-        match produce_member(cfg, &mut reader, &mut sanitizer, pool, &tx, member) {
+        progress::member_seen();
+        let mut stage = Stage {
+            cfg,
+            reader: &mut reader,
+            sanitizer: &mut sanitizer,
+            admission: &mut admission,
+            pool,
+            tx: &tx,
+        };
+        match stage.member(member) {
             Ok(()) => {}
             Err(MemberError::Gone(WriterGone)) => return Ok(members),
             Err(MemberError::Read(e)) => return Err(e),
@@ -103,73 +149,94 @@ impl From<anyhow::Error> for MemberError {
     }
 }
 
-fn produce_member<R: std::io::Read>(
-    cfg: &Config,
-    reader: &mut Reader<R>,
-    sanitizer: &mut Sanitizer,
-    pool: &Pool,
-    tx: &SyncSender<Op>,
-    m: Member,
-) -> Result<(), MemberError> {
-    let send = |op: Op| tx.send(op).map_err(|_| MemberError::Gone(WriterGone));
-    let name = m.display_name();
-    let path = match sanitizer.judge(&m.name) {
-        Verdict::Extract(p) => p,
-        Verdict::Nothing => return Ok(()),
-        Verdict::Refuse(why) => {
-            report::skipped(&name, why);
+struct Stage<'a, R> {
+    cfg: &'a Config,
+    reader: &'a mut Reader<R>,
+    sanitizer: &'a mut Sanitizer,
+    admission: &'a mut Admission,
+    pool: &'a Pool,
+    tx: &'a SyncSender<Op>,
+}
+
+impl<R: std::io::Read> Stage<'_, R> {
+    fn send(&self, op: Op) -> Result<(), MemberError> {
+        self.tx.send(op).map_err(|_| MemberError::Gone(WriterGone))
+    }
+
+    /// One member: judge its path, admit it, send its ops (and data).
+    fn member(&mut self, m: Member) -> Result<(), MemberError> {
+        let cfg = self.cfg;
+        let name = m.display_name();
+        let path = match self.sanitizer.judge(&m.name) {
+            Verdict::Extract(p) => p,
+            Verdict::Nothing => return Ok(()),
+            Verdict::Refuse(why) if cfg.snapshot => {
+                return Err(anyhow!("{name}: {why} (--snapshot stops here)").into());
+            }
+            Verdict::Refuse(why) => {
+                report::skipped(&name, why);
+                return Ok(());
+            }
+        };
+        if path.as_path().as_os_str().is_empty() && m.kind != Kind::Dir {
+            report::skipped(&name, "member name is empty; skipped");
             return Ok(());
         }
-    };
-    if path.as_path().as_os_str().is_empty() && m.kind != Kind::Dir {
-        report::skipped(&name, "member name is empty; skipped");
-        return Ok(());
-    }
-    if cfg.verbose > 0 {
-        println!("{name}");
-    }
-    let owner = cfg.same_owner.then(|| {
-        (u32::try_from(m.uid).unwrap_or(u32::MAX - 1), u32::try_from(m.gid).unwrap_or(u32::MAX - 1))
-    });
-    let entry =
-        Entry { name, path, mode: m.mode & 0o7777, mtime: m.mtime, owner, offset: m.offset };
-    match m.kind {
-        Kind::Dir => send(Op::Dir(entry)),
-        Kind::Symlink => send(Op::Symlink { entry, target: m.link_name }),
-        Kind::Hardlink => match sanitizer.judge(&m.link_name) {
-            Verdict::Extract(target) if !target.as_path().as_os_str().is_empty() => {
-                send(Op::Hardlink { entry, target })
-            }
-            _ => {
-                report::skipped(&entry.name, "hard link target is unsafe or empty; skipped");
+        self.admission.admit(&m, path.as_path()).map_err(|e| anyhow!("{name}: {e:#}"))?;
+        if cfg.verbose > 0 {
+            println!("{name}");
+        }
+        let owner = (cfg.same_owner && !cfg.snapshot).then(|| {
+            (
+                u32::try_from(m.uid).unwrap_or(u32::MAX - 1),
+                u32::try_from(m.gid).unwrap_or(u32::MAX - 1),
+            )
+        });
+        let mode = match (cfg.snapshot, m.kind) {
+            (true, Kind::Dir) => SNAPSHOT_DIR_MODE,
+            (true, _) => SNAPSHOT_FILE_MODE,
+            (false, _) => m.mode & 0o7777,
+        };
+        let entry = Entry { name, path, mode, mtime: m.mtime, owner, offset: m.offset };
+        match m.kind {
+            Kind::Dir => self.send(Op::Dir(entry)),
+            Kind::Symlink => self.send(Op::Symlink { entry, target: m.link_name }),
+            Kind::Hardlink => match self.sanitizer.judge(&m.link_name) {
+                Verdict::Extract(target) if !target.as_path().as_os_str().is_empty() => {
+                    self.send(Op::Hardlink { entry, target })
+                }
+                _ => {
+                    report::skipped(&entry.name, "hard link target is unsafe or empty; skipped");
+                    Ok(())
+                }
+            },
+            Kind::Fifo => self.send(Op::Fifo(entry)),
+            Kind::CharDev | Kind::BlockDev => {
+                report::skipped(&entry.name, "device nodes are not extracted; skipped");
                 Ok(())
             }
-        },
-        Kind::Fifo => send(Op::Fifo(entry)),
-        Kind::CharDev | Kind::BlockDev => {
-            report::skipped(&entry.name, "device nodes are not extracted; skipped");
-            Ok(())
-        }
-        Kind::Other(flag) => {
-            report::skipped(
-                &entry.name,
-                format!("unsupported member type '{}'; skipped", flag as char),
-            );
-            Ok(())
-        }
-        Kind::File => {
-            let name = entry.name.clone();
-            send(Op::File { entry, size: m.size, sparse: m.sparse.is_some() })?;
-            loop {
-                let mut buf = pool.get();
-                let got = reader.read_data(buf.full_mut()).with_context(|| {
-                    format!("{name}: extraction stopped; the file is left incomplete")
-                })?;
-                let Some((offset, n)) = got else { break };
-                buf.set_len(n);
-                send(Op::Data { offset, buf })?;
+            Kind::Other(flag) => {
+                report::skipped(
+                    &entry.name,
+                    format!("unsupported member type '{}'; skipped", flag.escape_ascii()),
+                );
+                Ok(())
             }
-            send(Op::End)
+            Kind::File => {
+                let name = entry.name.clone();
+                self.send(Op::File { entry, size: m.size, sparse: m.sparse.is_some() })?;
+                loop {
+                    let mut buf = self.pool.get();
+                    let got = self
+                        .reader
+                        .read_data(buf.full_mut())
+                        .map_err(|e| anyhow!("{e:#}; {name} is left incomplete"))?;
+                    let Some((offset, n)) = got else { break };
+                    buf.set_len(n);
+                    self.send(Op::Data { offset, buf })?;
+                }
+                self.send(Op::End)
+            }
         }
     }
 }

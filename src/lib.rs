@@ -4,6 +4,7 @@
 //! `plan` ops → `write` backend, with file data in `pool` buffers that return to the pool
 //! once written.
 
+pub mod admit;
 pub mod archive;
 pub mod cli;
 pub mod config;
@@ -12,6 +13,7 @@ pub mod exit_codes;
 pub mod extract;
 pub mod plan;
 pub mod pool;
+pub mod progress;
 pub mod report;
 pub mod safety;
 pub mod write;

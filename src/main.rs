@@ -1,19 +1,108 @@
 //! fastuntar: parse the command line, run the extraction, turn the outcome into an exit code.
 
-use clap::Parser;
+use std::io::Write;
+
+use clap::{CommandFactory, Parser};
 
 use fastuntar::exit_codes::ExitCode;
+use fastuntar::extract::Summary;
 use fastuntar::{cli, config, extract, report};
 
 fn main() {
     let args = cli::Args::parse();
-    let code = match config::Config::from_args(args).and_then(|cfg| extract::run(&cfg)) {
-        Ok(_summary) if report::skipped_count() > 0 => ExitCode::Skipped,
-        Ok(_summary) => ExitCode::Success,
+    if let Some(shell) = args.completions {
+        clap_complete::generate(
+            shell,
+            &mut cli::Args::command(),
+            "fastuntar",
+            &mut std::io::stdout(),
+        );
+        return;
+    }
+    if args.man {
+        let man = clap_mangen::Man::new(cli::Args::command());
+        if let Err(e) = man.render(&mut std::io::stdout()) {
+            eprintln!("fastuntar: cannot write the man page: {e}");
+            std::process::exit(ExitCode::Fatal as i32);
+        }
+        return;
+    }
+    let cfg = match config::Config::from_args(args) {
+        Ok(cfg) => cfg,
+        Err(e) => {
+            eprintln!("fastuntar: {e:#}");
+            std::process::exit(ExitCode::Fatal as i32);
+        }
+    };
+    let outcome = extract::run(&cfg);
+    let code = match &outcome {
+        Ok(_) if report::skipped_count() > 0 => ExitCode::Skipped,
+        Ok(_) => ExitCode::Success,
         Err(e) => {
             eprintln!("fastuntar: {e:#}");
             ExitCode::Fatal
         }
     };
+    if let Ok(summary) = &outcome {
+        if cfg.json {
+            let _ = writeln!(std::io::stdout(), "{}", json(summary, code));
+        } else if !cfg.quiet {
+            eprintln!("fastuntar: {}", line(summary));
+        }
+    }
     std::process::exit(code as i32);
+}
+
+fn rate_mb_s(bytes: u64, secs: f64) -> f64 {
+    bytes as f64 / 1e6 / secs.max(1e-9)
+}
+
+/// The human summary: members, bytes, direct/buffered files, elapsed, MB/s (and sync time).
+fn line(s: &Summary) -> String {
+    let secs = s.elapsed.as_secs_f64();
+    let st = &s.stats;
+    let mut out = format!(
+        "{} members, {} files ({} direct, {} buffered), {:.1} MB in {:.2} s ({:.0} MB/s)",
+        s.members,
+        st.files,
+        st.files_direct,
+        st.files - st.files_direct,
+        st.bytes as f64 / 1e6,
+        secs,
+        rate_mb_s(st.bytes, secs),
+    );
+    if let Some(sync) = s.sync {
+        out += &format!("; sync {:.2} s", sync.as_secs_f64());
+    }
+    let skipped = report::skipped_count();
+    if skipped > 0 {
+        out += &format!("; {skipped} skipped");
+    }
+    out
+}
+
+/// The same as one JSON object (numbers only, so no escaping is needed).
+fn json(s: &Summary, code: ExitCode) -> String {
+    let st = &s.stats;
+    let secs = s.elapsed.as_secs_f64();
+    let sync = s.sync.map_or("null".to_string(), |d| format!("{:.6}", d.as_secs_f64()));
+    format!(
+        concat!(
+            "{{\"members\":{},\"files\":{},\"files_direct\":{},\"files_buffered\":{},",
+            "\"dirs\":{},\"links\":{},\"bytes\":{},\"elapsed_s\":{:.6},\"mb_per_s\":{:.3},",
+            "\"sync_s\":{},\"skipped\":{},\"exit_code\":{}}}"
+        ),
+        s.members,
+        st.files,
+        st.files_direct,
+        st.files - st.files_direct,
+        st.dirs,
+        st.links,
+        st.bytes,
+        secs,
+        rate_mb_s(st.bytes, secs),
+        sync,
+        report::skipped_count(),
+        code as i32
+    )
 }

@@ -1,7 +1,7 @@
 //! Input → decoded tar bytes. Compression is detected from the first bytes, never the name.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufReader, Read};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,18 +14,58 @@ const INPUT_BUF: usize = 1 << 20;
 
 /// zstd frame magic (RFC 8878 §3.1.1), little-endian 0xFD2FB528.
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
-/// zstd skippable frames: magic 0x184D2A50..=0x184D2A5F.
-fn is_zstd_skippable(b: &[u8]) -> bool {
-    b.len() >= 4 && b[0] & 0xf0 == 0x50 && b[1..4] == [0x2a, 0x4d, 0x18]
-}
+/// LZ4 frame magic, little-endian 0x184D2204.
+const LZ4_MAGIC: [u8; 4] = [0x04, 0x22, 0x4d, 0x18];
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
-/// Largest zstd window accepted: 2^31, what `zstd --long=31` writes.
-pub const MAX_WINDOW_LOG: u32 = 31;
+/// Bytes looked at to detect the format: enough to step over a few skippable frames.
+const SNIFF: usize = 64 << 10;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Plain,
     Zstd,
+    Gzip,
+    Bzip2,
+    Lz4,
+}
+
+/// The format of a stream starting with `head`, by magic number alone. Skippable frames
+/// (magic 0x184D2A50..=0x184D2A5F, shared by zstd and LZ4) are stepped over to find the frame
+/// that says which one it is.
+pub fn detect(head: &[u8]) -> Format {
+    let mut at = 0;
+    loop {
+        let b = &head[at.min(head.len())..];
+        if b.starts_with(&ZSTD_MAGIC) {
+            return Format::Zstd;
+        }
+        if b.starts_with(&LZ4_MAGIC) {
+            return Format::Lz4;
+        }
+        if b.len() >= 8 && b[0] & 0xf0 == 0x50 && b[1..4] == [0x2a, 0x4d, 0x18] {
+            let size = u32::from_le_bytes([b[4], b[5], b[6], b[7]]) as usize;
+            match at.checked_add(8 + size) {
+                Some(next) if next < head.len() => {
+                    at = next;
+                    continue;
+                }
+                // The frame runs past what we looked at: zstd is the likelier owner.
+                _ => return Format::Zstd,
+            }
+        }
+        if at > 0 {
+            // Skippable frames followed by something else: let the zstd decoder complain.
+            return Format::Zstd;
+        }
+        if b.starts_with(&GZIP_MAGIC) {
+            return Format::Gzip;
+        }
+        if b.len() >= 4 && b.starts_with(b"BZh") && (b'1'..=b'9').contains(&b[3]) {
+            return Format::Bzip2;
+        }
+        return Format::Plain;
+    }
 }
 
 /// Counts bytes read from the raw input (for progress and messages).
@@ -52,7 +92,7 @@ pub struct Input {
 }
 
 /// Opens `path` (None: standard input) and wraps it in the decoder its magic calls for.
-pub fn open(path: Option<&Path>) -> Result<Input> {
+pub fn open(path: Option<&Path>, max_window_log: u32) -> Result<Input> {
     let (raw, size): (Box<dyn Read + Send>, Option<u64>) = match path {
         None => (Box::new(io::stdin()), None),
         Some(p) => {
@@ -66,48 +106,81 @@ pub fn open(path: Option<&Path>) -> Result<Input> {
         }
     };
     let consumed = Arc::new(AtomicU64::new(0));
-    let counted = Counted { inner: raw, count: consumed.clone() };
-    let mut buffered = BufReader::with_capacity(INPUT_BUF, counted);
-    let head = fill_at_least(&mut buffered, 4).context("cannot read the archive")?;
-    let format = if head.starts_with(&ZSTD_MAGIC) || is_zstd_skippable(&head) {
-        Format::Zstd
-    } else {
-        Format::Plain
-    };
+    let mut counted = Counted { inner: raw, count: consumed.clone() };
+    let head = sniff(&mut counted).context("cannot read the archive")?;
+    let format = detect(&head);
+    let input = BufReader::with_capacity(INPUT_BUF, io::Cursor::new(head).chain(counted));
     let reader: Box<dyn Read + Send> = match format {
-        Format::Plain => Box::new(buffered),
+        Format::Plain => Box::new(input),
         Format::Zstd => {
-            let mut d = zstd::stream::read::Decoder::with_buffer(buffered)
+            let mut d = zstd::stream::read::Decoder::with_buffer(input)
                 .context("cannot start the zstd decoder")?;
-            d.window_log_max(MAX_WINDOW_LOG).context("cannot set the zstd window limit")?;
-            Box::new(ZstdErrors(d))
+            d.window_log_max(max_window_log).context("cannot set the zstd window limit")?;
+            Box::new(Named { inner: d, what: "zstd" })
+        }
+        Format::Gzip => {
+            Box::new(Named { inner: flate2::bufread::MultiGzDecoder::new(input), what: "gzip" })
+        }
+        Format::Bzip2 => {
+            Box::new(Named { inner: bzip2::bufread::MultiBzDecoder::new(input), what: "bzip2" })
+        }
+        Format::Lz4 => {
+            Box::new(Named { inner: lz4_flex::frame::FrameDecoder::new(input), what: "lz4" })
         }
     };
     Ok(Input { format, size, consumed, reader })
 }
 
-/// Names zstd's errors as such, so "corrupt block" reads as a decoding problem.
-struct ZstdErrors<R>(R);
+/// Reads up to SNIFF bytes (fewer only at end of input), however the input splits its reads.
+fn sniff<R: Read>(r: &mut R) -> io::Result<Vec<u8>> {
+    let mut head = Vec::with_capacity(SNIFF);
+    r.take(SNIFF as u64).read_to_end(&mut head)?;
+    Ok(head)
+}
 
-impl<R: Read> Read for ZstdErrors<R> {
+/// Prefixes decoder errors with the format's name, so "corrupt block" reads as a decoding
+/// problem, and names a stream that ends inside a frame.
+struct Named<R> {
+    inner: R,
+    what: &'static str,
+}
+
+impl<R: Read> Read for Named<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.0.read(buf).map_err(|e| {
+        let what = self.what;
+        self.inner.read(buf).map_err(|e| {
             if e.kind() == io::ErrorKind::UnexpectedEof {
+                io::Error::new(e.kind(), format!("{what}: truncated input (incomplete frame)"))
+            } else if what == "zstd" && e.to_string().contains("too much memory") {
                 io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "zstd: truncated input (incomplete frame)",
+                    e.kind(),
+                    "zstd: the frame needs a larger window than --max-window allows (raise --max-window, up to 2G)",
                 )
             } else {
-                io::Error::new(e.kind(), format!("zstd: {e}"))
+                io::Error::new(e.kind(), format!("{what}: {e}"))
             }
         })
     }
 }
 
-/// Peeks at least `n` bytes (fewer only at end of input) without consuming them.
-fn fill_at_least<R: Read>(r: &mut BufReader<R>, n: usize) -> io::Result<Vec<u8>> {
-    let buf = r.fill_buf()?;
-    // A short first read (a pipe) may return fewer bytes; a 4-byte magic almost always fits,
-    // and BufReader cannot grow its buffer without consuming, so accept what the first read gave.
-    Ok(buf[..buf.len().min(n)].to_vec())
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detects_by_magic() {
+        assert_eq!(detect(&[0x28, 0xb5, 0x2f, 0xfd, 0]), Format::Zstd);
+        assert_eq!(detect(&[0x04, 0x22, 0x4d, 0x18, 0]), Format::Lz4);
+        assert_eq!(detect(&[0x1f, 0x8b, 8]), Format::Gzip);
+        assert_eq!(detect(b"BZh91AY"), Format::Bzip2);
+        assert_eq!(detect(b"BZhx"), Format::Plain);
+        assert_eq!(detect(b"hello.txt\0\0\0"), Format::Plain);
+        assert_eq!(detect(b""), Format::Plain);
+        // A skippable frame of 2 bytes, then an LZ4 frame.
+        let mut s = vec![0x50, 0x2a, 0x4d, 0x18, 2, 0, 0, 0, 9, 9];
+        s.extend_from_slice(&LZ4_MAGIC);
+        assert_eq!(detect(&s), Format::Lz4);
+        // A skippable frame whose size runs past the end.
+        assert_eq!(detect(&[0x5f, 0x2a, 0x4d, 0x18, 0xff, 0xff, 0xff, 0xff]), Format::Zstd);
+    }
 }

@@ -114,6 +114,7 @@ impl Portable {
         pwrite_all(fd, &data[done..], offset + done as u64)
             .map_err(|e| anyhow!("{}: write failed: {e}; the file is incomplete", f.entry.name))?;
         self.stats.bytes += data.len() as u64;
+        crate::progress::bytes_written(data.len() as u64);
         Ok(())
     }
 

@@ -394,6 +394,7 @@ impl Uring {
                 let n = res as usize;
                 self.files[file].writes -= 1;
                 self.stats.bytes += n as u64;
+                crate::progress::bytes_written(n as u64);
                 if n == 0 && len > 0 {
                     return Err(anyhow!(
                         "{}: write failed: wrote 0 bytes; the file is incomplete",

@@ -1,0 +1,140 @@
+//! Which members may be extracted at all: `--snapshot` layout rules and the size/count limits.
+//! Runs on each member before anything of it is written; a refusal here is fatal (the run
+//! stops), unlike a path refusal in `safety.rs`, which skips one member.
+
+use std::path::{Component, Path};
+
+use anyhow::{Result, bail};
+
+use crate::archive::{Kind, Member};
+
+/// Limits in `--snapshot` mode when none is given: Agave's hardened unpack allows 5,000,000
+/// files and 4 TiB of data (mainnet snapshots hold ~1M files and ~300 GB in 2026).
+pub const SNAPSHOT_MAX_FILES: u64 = 5_000_000;
+pub const SNAPSHOT_MAX_BYTES: u64 = 4 << 40;
+
+/// Modes imposed in `--snapshot` mode (Agave's hardened unpack does the same).
+pub const SNAPSHOT_FILE_MODE: u32 = 0o644;
+pub const SNAPSHOT_DIR_MODE: u32 = 0o755;
+
+#[derive(Clone, Debug, Default)]
+pub struct Limits {
+    pub max_files: Option<u64>,
+    pub max_bytes: Option<u64>,
+    pub max_member_size: Option<u64>,
+}
+
+pub struct Admission {
+    snapshot: bool,
+    limits: Limits,
+    files: u64,
+    bytes: u64,
+}
+
+impl Admission {
+    pub fn new(snapshot: bool, limits: Limits) -> Admission {
+        Admission { snapshot, limits, files: 0, bytes: 0 }
+    }
+
+    /// Accepts the member (counting it against the limits) or says why the run must stop.
+    /// `path` is the member's path after sanitising, relative to the destination.
+    pub fn admit(&mut self, m: &Member, path: &Path) -> Result<()> {
+        if self.snapshot {
+            snapshot_layout(m.kind, path)?;
+        }
+        self.files += 1;
+        if let Some(max) = self.limits.max_files
+            && self.files > max
+        {
+            bail!("more than {max} members (--max-files); stopping before this one");
+        }
+        if m.kind == Kind::File {
+            if let Some(max) = self.limits.max_member_size
+                && m.size > max
+            {
+                bail!("member size {} exceeds --max-member-size {max}", m.size);
+            }
+            self.bytes = self.bytes.saturating_add(m.size);
+            if let Some(max) = self.limits.max_bytes
+                && self.bytes > max
+            {
+                bail!(
+                    "members total more than {max} bytes (--max-bytes); stopping before this one"
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The ledger snapshot layout: `version`, `snapshots/`, `snapshots/<slot>/`,
+/// `snapshots/<slot>/<slot>`, `snapshots/status_cache`, `accounts/`, `accounts/<slot>.<id>`;
+/// regular files and directories only.
+fn snapshot_layout(kind: Kind, path: &Path) -> Result<()> {
+    let parts: Vec<&[u8]> = path
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(s) => Some(std::os::unix::ffi::OsStrExt::as_bytes(s)),
+            _ => None,
+        })
+        .collect();
+    let ok = match kind {
+        Kind::Dir => {
+            matches!(parts.as_slice(), [b"snapshots"] | [b"accounts"])
+                || matches!(parts.as_slice(), [b"snapshots", slot] if digits(slot))
+        }
+        Kind::File => match parts.as_slice() {
+            [b"version"] => true,
+            [b"snapshots", b"status_cache"] => true,
+            [b"snapshots", a, b] => digits(a) && a == b,
+            [b"accounts", f] => account_file(f),
+            _ => false,
+        },
+        _ => bail!("not a regular file or directory; --snapshot accepts only those"),
+    };
+    if !ok {
+        bail!("not part of the ledger snapshot layout (--snapshot)");
+    }
+    Ok(())
+}
+
+fn digits(s: &[u8]) -> bool {
+    !s.is_empty() && s.len() <= 20 && s.iter().all(u8::is_ascii_digit)
+}
+
+fn account_file(s: &[u8]) -> bool {
+    match s.iter().position(|&b| b == b'.') {
+        Some(dot) => digits(&s[..dot]) && digits(&s[dot + 1..]),
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(kind: Kind, p: &str) -> bool {
+        snapshot_layout(kind, Path::new(p)).is_ok()
+    }
+
+    #[test]
+    fn snapshot_layout_rules() {
+        assert!(ok(Kind::File, "version"));
+        assert!(ok(Kind::Dir, "snapshots"));
+        assert!(ok(Kind::Dir, "snapshots/123"));
+        assert!(ok(Kind::File, "snapshots/123/123"));
+        assert!(ok(Kind::File, "snapshots/status_cache"));
+        assert!(ok(Kind::Dir, "accounts"));
+        assert!(ok(Kind::File, "accounts/123.456"));
+        assert!(!ok(Kind::File, "accounts/123.456.7"));
+        assert!(!ok(Kind::File, "accounts/123"));
+        assert!(!ok(Kind::File, "accounts/.1"));
+        assert!(!ok(Kind::File, "snapshots/123/124"));
+        assert!(!ok(Kind::File, "snapshots/abc/abc"));
+        assert!(!ok(Kind::File, "other"));
+        assert!(!ok(Kind::Symlink, "version"));
+        assert!(!ok(Kind::Hardlink, "accounts/1.2"));
+        assert!(!ok(Kind::Dir, "version"));
+        assert!(!ok(Kind::File, "accounts/1.2/x"));
+    }
+}

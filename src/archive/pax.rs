@@ -1,0 +1,581 @@
+//! PAX extended headers: the `"%d %s=%s\n"` record codec and the keys this reader acts on.
+//!
+//! [`Parser`] is a push parser: the reader feeds it the data area of an `x`/`g` header in
+//! pieces, so a header of any size is parsed in constant memory. Only the values of the keys
+//! used (`path`, `linkpath`, `size`, `mtime`, `uid`, `gid`, `GNU.sparse.*`) are kept, each
+//! capped; every other value (ACLs, xattrs, ...) is skipped as it streams past.
+//!
+//! Record syntax is checked strictly, as GNU tar does: a length that is missing, zero, not
+//! followed by a blank, or longer than the data left is an error, as is a record without `=`
+//! or not ending in `\n`. A NUL where a record would start ends the records (padding).
+//!
+//! An empty value resets the key (POSIX): in an `x` header the member gets its header-block
+//! value even if a `g` header set one; in a `g` header the key stops applying.
+
+use super::sparse::{self, PaxSparse};
+use crate::plan::Timestamp;
+
+/// Longest kept value of a name-like key (`path`, `linkpath`, `GNU.sparse.name`).
+pub(super) const MAX_NAME_VALUE: usize = 1 << 20;
+/// Longest kept value of a numeric key (a time with a long fraction is the longest).
+const MAX_NUMBER_VALUE: usize = 1024;
+/// Keys longer than this are none of ours: not stored, just skipped.
+const MAX_KEY: usize = 64;
+/// Digits accepted in a record length.
+const MAX_LENGTH_DIGITS: usize = 19;
+
+/// One overridable field: None = not set by this header, Some(None) = reset to the
+/// header-block value (empty PAX value), Some(Some(v)) = v.
+pub(super) type Field<T> = Option<Option<T>>;
+
+/// The member fields PAX records override.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct Overrides {
+    pub(super) path: Field<Vec<u8>>,
+    pub(super) linkpath: Field<Vec<u8>>,
+    pub(super) size: Field<u64>,
+    pub(super) mtime: Field<Timestamp>,
+    pub(super) uid: Field<u64>,
+    pub(super) gid: Field<u64>,
+}
+
+impl Overrides {
+    /// Folds a later `g` header into the global set: set keys replace, reset keys vanish.
+    pub(super) fn merge_global(&mut self, newer: Overrides) {
+        fn fold<T>(old: &mut Field<T>, new: Field<T>) {
+            match new {
+                None => {}
+                Some(None) => *old = None,
+                Some(v) => *old = Some(v),
+            }
+        }
+        fold(&mut self.path, newer.path);
+        fold(&mut self.linkpath, newer.linkpath);
+        fold(&mut self.size, newer.size);
+        fold(&mut self.mtime, newer.mtime);
+        fold(&mut self.uid, newer.uid);
+        fold(&mut self.gid, newer.gid);
+    }
+}
+
+/// The value of a field for a member: the local (`x`) setting if any, else the global one.
+pub(super) fn pick<T: Clone>(local: &Field<T>, global: &Field<T>) -> Option<T> {
+    match local {
+        Some(v) => v.clone(),
+        None => global.clone().flatten(),
+    }
+}
+
+/// Everything one `x` or `g` header says.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Extended {
+    pub(super) overrides: Overrides,
+    /// GNU sparse records (ignored in `g` headers).
+    pub(super) sparse: PaxSparse,
+}
+
+/// What to do with the value of the record being parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Value {
+    /// Collect it (at most this many bytes) and apply it at the end of the record.
+    Keep(usize),
+    /// Stream it into the sparse map parser (`GNU.sparse.map`).
+    Map,
+    Skip,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Where a record starts (leading blanks allowed).
+    Start,
+    /// In the length digits.
+    Length,
+    /// In the blanks after the length.
+    Blanks,
+    Key,
+    /// In the value (`left` bytes of it to go), then the newline.
+    Value,
+    /// After a NUL where a record would start: the rest is padding.
+    Padding,
+}
+
+/// Push parser for the data area of one `x` or `g` header.
+#[derive(Debug)]
+pub(super) struct Parser {
+    global: bool,
+    /// Bytes of the data area not yet fed.
+    left: u64,
+    state: State,
+    /// Record length and the bytes of the record consumed so far.
+    rec_len: u64,
+    rec_used: u64,
+    digits: usize,
+    key: Vec<u8>,
+    key_too_long: bool,
+    value: Vec<u8>,
+    value_kind: Value,
+    /// Value bytes still to come (the newline excluded).
+    value_left: u64,
+    ext: Extended,
+}
+
+impl Parser {
+    /// A parser for a data area of `size` bytes; `global` for a `g` header.
+    pub(super) fn new(size: u64, global: bool) -> Self {
+        Parser {
+            global,
+            left: size,
+            state: State::Start,
+            rec_len: 0,
+            rec_used: 0,
+            digits: 0,
+            key: Vec::new(),
+            key_too_long: false,
+            value: Vec::new(),
+            value_kind: Value::Skip,
+            value_left: 0,
+            ext: Extended::default(),
+        }
+    }
+
+    /// Feeds the next bytes of the data area (never more than the size given to `new`).
+    pub(super) fn feed(&mut self, mut data: &[u8]) -> Result<(), String> {
+        if data.len() as u64 > self.left {
+            return Err("PAX header: more data than its size".to_string());
+        }
+        while !data.is_empty() {
+            if self.state == State::Value {
+                // Bulk path: most of a large header is values.
+                let n = data.len().min(usize::try_from(self.value_left).unwrap_or(usize::MAX));
+                let (chunk, rest) = data.split_at(n);
+                self.value_chunk(chunk)?;
+                self.consume(n as u64);
+                data = rest;
+                if self.value_left == 0 {
+                    let Some((&b, rest)) = data.split_first() else {
+                        continue; // the newline comes in the next piece
+                    };
+                    self.consume(1);
+                    data = rest;
+                    self.end_record(b)?;
+                }
+                continue;
+            }
+            if self.state == State::Padding {
+                self.consume(data.len() as u64);
+                return Ok(());
+            }
+            let Some((&b, rest)) = data.split_first() else {
+                break;
+            };
+            data = rest;
+            self.byte(b)?;
+        }
+        Ok(())
+    }
+
+    fn consume(&mut self, n: u64) {
+        self.left -= n;
+        self.rec_used += n;
+    }
+
+    /// One byte outside a value.
+    fn byte(&mut self, b: u8) -> Result<(), String> {
+        let start_left = self.left;
+        self.consume(1);
+        match self.state {
+            State::Start => match b {
+                b' ' | b'\t' => {}
+                0 => self.state = State::Padding,
+                b'0'..=b'9' => {
+                    self.state = State::Length;
+                    self.digits = 1;
+                    self.rec_len = u64::from(b - b'0');
+                }
+                _ => return Err(bad("missing length")),
+            },
+            State::Length => match b {
+                b'0'..=b'9' => {
+                    self.digits += 1;
+                    if self.digits > MAX_LENGTH_DIGITS {
+                        return Err(bad("record length too long"));
+                    }
+                    self.rec_len = self.rec_len * 10 + u64::from(b - b'0');
+                }
+                b' ' | b'\t' => {
+                    // The record must fit in what is left of the data area, counted from
+                    // its first byte.
+                    let record_left = start_left + self.rec_used - 1;
+                    if self.rec_len == 0 {
+                        return Err(bad("record length 0"));
+                    }
+                    if self.rec_len > record_left {
+                        return Err(bad(&format!(
+                            "record length {} exceeds the {record_left} bytes left",
+                            self.rec_len
+                        )));
+                    }
+                    self.state = State::Blanks;
+                    self.check_room()?;
+                }
+                _ => return Err(bad("missing blank after length")),
+            },
+            State::Blanks | State::Key => {
+                if self.state == State::Blanks && (b == b' ' || b == b'\t') {
+                    return self.check_room();
+                }
+                self.state = State::Key;
+                if b == b'=' {
+                    return self.start_value();
+                }
+                self.check_room()?;
+                if self.key.len() < MAX_KEY {
+                    self.key.push(b);
+                } else {
+                    self.key_too_long = true;
+                }
+            }
+            // `feed` handles these two itself.
+            State::Value | State::Padding => return Err(bad("internal parser state")),
+        }
+        Ok(())
+    }
+
+    /// In the key: the byte just consumed may not be the record's last (its newline).
+    fn check_room(&self) -> Result<(), String> {
+        if self.rec_used >= self.rec_len {
+            return Err(bad("missing equal sign"));
+        }
+        Ok(())
+    }
+
+    /// The '=' has just been consumed.
+    fn start_value(&mut self) -> Result<(), String> {
+        if self.rec_used >= self.rec_len {
+            return Err(bad("missing newline"));
+        }
+        self.value_left = self.rec_len - self.rec_used - 1;
+        self.value.clear();
+        self.value_kind = self.value_kind_for_key();
+        if let Value::Keep(cap) = self.value_kind
+            && self.value_left > cap as u64
+        {
+            return Err(bad(&format!(
+                "{} value too long ({} bytes)",
+                String::from_utf8_lossy(&self.key),
+                self.value_left
+            )));
+        }
+        if self.value_kind == Value::Map {
+            self.ext.sparse.map_start()?;
+        }
+        self.state = State::Value;
+        Ok(())
+    }
+
+    fn value_kind_for_key(&self) -> Value {
+        if self.key_too_long {
+            return Value::Skip;
+        }
+        match self.key.as_slice() {
+            b"path" | b"linkpath" => Value::Keep(MAX_NAME_VALUE),
+            b"size" | b"mtime" | b"uid" | b"gid" => Value::Keep(MAX_NUMBER_VALUE),
+            _ if self.global => Value::Skip,
+            b"GNU.sparse.map" => Value::Map,
+            b"GNU.sparse.name" => Value::Keep(MAX_NAME_VALUE),
+            k if PaxSparse::is_sparse_key(k) => Value::Keep(MAX_NUMBER_VALUE),
+            _ => Value::Skip,
+        }
+    }
+
+    fn value_chunk(&mut self, chunk: &[u8]) -> Result<(), String> {
+        self.value_left -= chunk.len() as u64;
+        match self.value_kind {
+            Value::Keep(_) => self.value.extend_from_slice(chunk),
+            Value::Map => self.ext.sparse.map_bytes(chunk)?,
+            Value::Skip => {}
+        }
+        Ok(())
+    }
+
+    /// `b` is the record's last byte.
+    fn end_record(&mut self, b: u8) -> Result<(), String> {
+        if b != b'\n' {
+            return Err(bad("missing newline"));
+        }
+        match self.value_kind {
+            Value::Keep(_) => {
+                let value = std::mem::take(&mut self.value);
+                self.apply(&value)?;
+            }
+            Value::Map => self.ext.sparse.map_end()?,
+            Value::Skip => {}
+        }
+        self.state = State::Start;
+        self.rec_used = 0;
+        self.rec_len = 0;
+        self.key.clear();
+        self.key_too_long = false;
+        Ok(())
+    }
+
+    fn apply(&mut self, value: &[u8]) -> Result<(), String> {
+        let key = self.key.as_slice();
+        let o = &mut self.ext.overrides;
+        let invalid = || {
+            format!(
+                "PAX header: invalid {}={}",
+                String::from_utf8_lossy(key),
+                String::from_utf8_lossy(value)
+            )
+        };
+        let empty = value.is_empty();
+        match key {
+            b"path" | b"linkpath" => {
+                if value.contains(&0) {
+                    return Err(format!("PAX header: NUL byte in {}", String::from_utf8_lossy(key)));
+                }
+                let v = (!empty).then(|| value.to_vec());
+                if key == b"path" {
+                    o.path = Some(v);
+                } else {
+                    o.linkpath = Some(v);
+                }
+            }
+            b"size" => o.size = Some(if empty { None } else { Some(sparse::decimal(value).ok_or_else(invalid)?) }),
+            b"uid" | b"gid" => {
+                let v = if empty { None } else { Some(unsigned(value).ok_or_else(invalid)?) };
+                if key == b"uid" {
+                    o.uid = Some(v);
+                } else {
+                    o.gid = Some(v);
+                }
+            }
+            b"mtime" => o.mtime = Some(if empty { None } else { Some(parse_time(value).ok_or_else(invalid)?) }),
+            _ => self.ext.sparse.record(key, value).map_err(|e| format!("PAX header: {e}"))?,
+        }
+        Ok(())
+    }
+
+    /// Ends the data area: everything fed must have formed whole records.
+    pub(super) fn finish(self) -> Result<Extended, String> {
+        if self.left != 0 {
+            return Err("PAX header: data missing".to_string());
+        }
+        match self.state {
+            State::Start | State::Padding => Ok(self.ext),
+            _ => Err(bad("truncated record")),
+        }
+    }
+}
+
+fn bad(what: &str) -> String {
+    format!("malformed PAX header: {what}")
+}
+
+/// A decimal u64 (uid, gid): digits only.
+fn unsigned(v: &[u8]) -> Option<u64> {
+    if v.is_empty() || v.len() > 20 || !v.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    v.iter()
+        .try_fold(0u64, |n, &b| n.checked_mul(10)?.checked_add(u64::from(b - b'0')))
+}
+
+/// A PAX time: `[-]seconds[.fraction]`, the fraction truncated to nanoseconds. Negative
+/// times count back from the epoch: `-1.5` is 1.5 s before it (secs -2, nanos 500000000).
+pub(super) fn parse_time(v: &[u8]) -> Option<Timestamp> {
+    let (negative, v) = match v.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, v),
+    };
+    let (secs, frac) = match v.iter().position(|&b| b == b'.') {
+        Some(dot) => (&v[..dot], &v[dot + 1..]),
+        None => (v, &[][..]),
+    };
+    if secs.is_empty()
+        || secs.len() > 19
+        || !secs.iter().all(u8::is_ascii_digit)
+        || !frac.iter().all(u8::is_ascii_digit)
+    {
+        return None;
+    }
+    let secs = secs
+        .iter()
+        .try_fold(0i64, |n, &b| n.checked_mul(10)?.checked_add(i64::from(b - b'0')))?;
+    let mut nanos: u32 = 0;
+    for i in 0..9 {
+        nanos = nanos * 10 + frac.get(i).map_or(0, |&b| u32::from(b - b'0'));
+    }
+    if !negative {
+        return Some(Timestamp { secs, nanos });
+    }
+    if nanos == 0 {
+        return Some(Timestamp { secs: -secs, nanos: 0 });
+    }
+    // -(secs + nanos/1e9) = -(secs + 1) + (1e9 - nanos)/1e9
+    let secs = (-secs).checked_sub(1)?;
+    Some(Timestamp { secs, nanos: 1_000_000_000 - nanos })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Builds correctly sized records.
+    fn rec(key: &str, value: &str) -> Vec<u8> {
+        let body = format!(" {key}={value}\n");
+        let mut len = body.len() + 1;
+        while format!("{len}").len() + body.len() != len {
+            len += 1;
+        }
+        format!("{len}{body}").into_bytes()
+    }
+
+    fn parse_in_pieces(data: &[u8], global: bool, piece: usize) -> Result<Extended, String> {
+        let mut p = Parser::new(data.len() as u64, global);
+        for chunk in data.chunks(piece.max(1)) {
+            p.feed(chunk)?;
+        }
+        p.finish()
+    }
+
+    fn parse(data: &[u8]) -> Result<Extended, String> {
+        // Every piece size gives the same answer.
+        let whole = parse_in_pieces(data, false, data.len());
+        for piece in [1, 2, 3, 7, 512] {
+            let got = parse_in_pieces(data, false, piece);
+            assert_eq!(
+                format!("{got:?}"),
+                format!("{whole:?}"),
+                "piece {piece} of {}",
+                data.escape_ascii()
+            );
+        }
+        whole
+    }
+
+    #[test]
+    fn records() {
+        let mut data = rec("path", "a/b\nc=d");
+        data.extend(rec("linkpath", "target"));
+        data.extend(rec("size", "12345678901"));
+        data.extend(rec("mtime", "1310411683.041408671"));
+        data.extend(rec("uid", "4294967296"));
+        data.extend(rec("gid", "7"));
+        data.extend(rec("SCHILY.acl.ace", &"x".repeat(3000)));
+        data.extend(rec(&"k".repeat(200), "v"));
+        data.extend(rec("atime", "garbage is not looked at"));
+        let e = parse(&data).unwrap();
+        let o = &e.overrides;
+        assert_eq!(o.path, Some(Some(b"a/b\nc=d".to_vec())));
+        assert_eq!(o.linkpath, Some(Some(b"target".to_vec())));
+        assert_eq!(o.size, Some(Some(12345678901)));
+        assert_eq!(o.mtime, Some(Some(Timestamp { secs: 1310411683, nanos: 41408671 })));
+        assert_eq!(o.uid, Some(Some(1 << 32)));
+        assert_eq!(o.gid, Some(Some(7)));
+        // Trailing NUL padding ends the records.
+        let mut padded = rec("path", "p");
+        padded.extend([0u8; 100]);
+        assert_eq!(parse(&padded).unwrap().overrides.path, Some(Some(b"p".to_vec())));
+        // Leading blanks and tabs around the length (GNU tar accepts them).
+        let e = parse(b" 12\t path=x\n").unwrap();
+        assert_eq!(e.overrides.path, Some(Some(b"x".to_vec())));
+        // Empty values reset.
+        let e = parse(&rec("mtime", "")).unwrap();
+        assert_eq!(e.overrides.mtime, Some(None));
+        assert_eq!(parse(b"").unwrap().overrides, Overrides::default());
+    }
+
+    #[test]
+    fn malformed_records() {
+        let cases: &[(&[u8], &str)] = &[
+            (b"0 path=x\n", "length 0"),
+            (b"x path=x\n", "missing length"),
+            (b"99 path=x\n", "exceeds"),
+            (b"10path=xx\n", "missing blank"),
+            (b"9 path=x\0", "missing newline"),
+            (b"4 x=", "missing newline"),
+            (b"9 pathxxx\n", "missing equal sign"),
+            (b"3 x", "missing equal sign"),
+            (b"2 ", "missing equal sign"),
+            (b"12", "truncated"),
+            (b"99999999999999999999999 a=b\n", "too long"),
+            (b"9 size=x\n", "invalid size=x"),
+            (b"11 size=-1\n", "invalid size=-1"),
+            (b"28 size=9223372036854775808\n", "invalid size"),
+            (b"12 mtime=1x\n", "invalid mtime"),
+            (b"9 uid=-1\n", "invalid uid"),
+            (b"12 path=a\0b\n", "NUL byte"),
+            (b"6 a=b\n5 a=", "exceeds"),
+        ];
+        for (data, want) in cases {
+            let got = parse(data).unwrap_err();
+            assert!(got.contains(want), "{}: {got}", data.escape_ascii());
+        }
+        // A kept value over its cap is refused before it is buffered.
+        let big = rec("path", &"p".repeat(MAX_NAME_VALUE + 1));
+        assert!(parse_in_pieces(&big, false, 4096).unwrap_err().contains("too long"));
+        // Feeding more than the declared size is refused.
+        let mut p = Parser::new(3, false);
+        assert!(p.feed(b"abcd").is_err());
+    }
+
+    #[test]
+    fn global_headers_skip_sparse_keys() {
+        let mut data = rec("GNU.sparse.map", "0,1");
+        data.extend(rec("GNU.sparse.numblocks", "1"));
+        data.extend(rec("path", "g"));
+        let g = parse_in_pieces(&data, true, 5).unwrap();
+        assert_eq!(g.sparse.version(), Ok(None));
+        assert_eq!(g.overrides.path, Some(Some(b"g".to_vec())));
+        let x = parse_in_pieces(&data, false, 5).unwrap();
+        assert_eq!(x.sparse.version().unwrap(), Some(sparse::PaxVersion::V0));
+    }
+
+    #[test]
+    fn merging() {
+        let mut global = Overrides {
+            path: Some(Some(b"g".to_vec())),
+            uid: Some(Some(5)),
+            ..Default::default()
+        };
+        global.merge_global(Overrides {
+            uid: Some(None),
+            gid: Some(Some(9)),
+            ..Default::default()
+        });
+        assert_eq!(global.uid, None);
+        assert_eq!(global.gid, Some(Some(9)));
+        assert_eq!(global.path, Some(Some(b"g".to_vec())));
+        let local = Overrides {
+            path: Some(None),
+            gid: Some(Some(1)),
+            ..Default::default()
+        };
+        assert_eq!(pick(&local.path, &global.path), None);
+        assert_eq!(pick(&local.gid, &global.gid), Some(1));
+        assert_eq!(pick(&local.mtime, &global.mtime), None);
+        let empty = Overrides::default();
+        assert_eq!(pick(&empty.path, &global.path), Some(b"g".to_vec()));
+    }
+
+    #[test]
+    fn times() {
+        let t = |s: &str| parse_time(s.as_bytes()).map(|t| (t.secs, t.nanos));
+        assert_eq!(t("0"), Some((0, 0)));
+        assert_eq!(t("1.5"), Some((1, 500_000_000)));
+        assert_eq!(t("1."), Some((1, 0)));
+        assert_eq!(t("1.0000000019999"), Some((1, 1)));
+        assert_eq!(t("-1"), Some((-1, 0)));
+        assert_eq!(t("-1.5"), Some((-2, 500_000_000)));
+        assert_eq!(t("-0.25"), Some((-1, 750_000_000)));
+        assert_eq!(t("-2147483648"), Some((-2147483648, 0)));
+        assert_eq!(t("9223372036854775807"), Some((i64::MAX, 0)));
+        assert_eq!(t("-9223372036854775807.5"), Some((i64::MIN, 500_000_000)));
+        assert_eq!(t("9223372036854775808"), None);
+        for bad in ["", "-", ".5", "-.5", "1.x", "1e3", "+1", " 1", "1.2.3", "--1"] {
+            assert_eq!(t(bad), None, "{bad}");
+        }
+    }
+}
