@@ -16,6 +16,10 @@ pub struct Args {
     #[arg(short = 'x', long = "extract")]
     pub extract: bool,
 
+    /// List the members instead of extracting (with -v, like `tar -tvf`).
+    #[arg(short = 't', long = "list", conflicts_with = "extract")]
+    pub list: bool,
+
     /// The archive to read ('-' for standard input).
     #[arg(short = 'f', long = "file", value_name = "ARCHIVE")]
     pub file: Option<PathBuf>,
@@ -35,6 +39,11 @@ pub struct Args {
     /// Refuse to replace existing files (report them and go on).
     #[arg(short = 'k', long = "keep-old-files")]
     pub keep_old_files: bool,
+
+    /// Skip members matching PATTERN (shell wildcards, matched after any '/'; a matching
+    /// directory excludes its contents). May be repeated.
+    #[arg(long = "exclude", value_name = "PATTERN")]
+    pub exclude: Vec<String>,
 
     /// Strip N leading components from member names.
     #[arg(long = "strip-components", value_name = "N", default_value_t = 0)]

@@ -22,6 +22,9 @@ pub struct Config {
     /// None for standard input.
     pub archive: Option<PathBuf>,
     pub dest: PathBuf,
+    /// List members instead of extracting.
+    pub list: bool,
+    pub exclude: Vec<String>,
     pub verbose: u8,
     pub keep_old_files: bool,
     pub strip_components: usize,
@@ -67,6 +70,8 @@ impl Config {
         Ok(Config {
             archive,
             dest: args.directory,
+            list: args.list,
+            exclude: args.exclude,
             verbose: args.verbose,
             keep_old_files: args.keep_old_files,
             strip_components: args.strip_components,

@@ -12,6 +12,7 @@ use crate::admit::{Admission, SNAPSHOT_DIR_MODE, SNAPSHOT_FILE_MODE};
 use crate::archive::{Kind, Member, Reader};
 use crate::config::Config;
 use crate::decode;
+use crate::exclude::Exclude;
 use crate::plan::{Entry, Op};
 use crate::pool::Pool;
 use crate::progress::{self, Progress};
@@ -117,10 +118,14 @@ fn produce(
     let mut reader = Reader::new(input);
     let mut sanitizer = Sanitizer::new(cfg.strip_components);
     let mut admission = Admission::new(cfg.snapshot, cfg.limits.clone());
+    let exclude = Exclude::new(&cfg.exclude)?;
     let mut members = 0;
     while let Some(member) = reader.next_member()? {
         members += 1;
         progress::member_seen();
+        if exclude.excludes(&member.name) {
+            continue;
+        }
         let mut stage = Stage {
             cfg,
             reader: &mut reader,
@@ -149,7 +154,7 @@ impl From<anyhow::Error> for MemberError {
     }
 }
 
-struct Stage<'a, R> {
+struct Stage<'a, R: std::io::Read> {
     cfg: &'a Config,
     reader: &'a mut Reader<R>,
     sanitizer: &'a mut Sanitizer,

@@ -6,7 +6,7 @@ use clap::{CommandFactory, Parser};
 
 use fastuntar::exit_codes::ExitCode;
 use fastuntar::extract::Summary;
-use fastuntar::{cli, config, extract, report};
+use fastuntar::{cli, config, extract, list, report};
 
 fn main() {
     let args = cli::Args::parse();
@@ -34,6 +34,16 @@ fn main() {
             std::process::exit(ExitCode::Fatal as i32);
         }
     };
+    if cfg.list {
+        let code = match list::run(&cfg) {
+            Ok(_) => ExitCode::Success,
+            Err(e) => {
+                eprintln!("fastuntar: {e:#}");
+                ExitCode::Fatal
+            }
+        };
+        std::process::exit(code as i32);
+    }
     let outcome = extract::run(&cfg);
     let code = match &outcome {
         Ok(_) if report::skipped_count() > 0 => ExitCode::Skipped,

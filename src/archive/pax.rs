@@ -333,7 +333,10 @@ impl Parser {
         match key {
             b"path" | b"linkpath" => {
                 if value.contains(&0) {
-                    return Err(format!("PAX header: NUL byte in {}", String::from_utf8_lossy(key)));
+                    return Err(format!(
+                        "PAX header: NUL byte in {}",
+                        String::from_utf8_lossy(key)
+                    ));
                 }
                 let v = (!empty).then(|| value.to_vec());
                 if key == b"path" {
@@ -342,7 +345,13 @@ impl Parser {
                     o.linkpath = Some(v);
                 }
             }
-            b"size" => o.size = Some(if empty { None } else { Some(sparse::decimal(value).ok_or_else(invalid)?) }),
+            b"size" => {
+                o.size = Some(if empty {
+                    None
+                } else {
+                    Some(sparse::decimal(value).ok_or_else(invalid)?)
+                })
+            }
             b"uid" | b"gid" => {
                 let v = if empty { None } else { Some(unsigned(value).ok_or_else(invalid)?) };
                 if key == b"uid" {
@@ -351,7 +360,10 @@ impl Parser {
                     o.gid = Some(v);
                 }
             }
-            b"mtime" => o.mtime = Some(if empty { None } else { Some(parse_time(value).ok_or_else(invalid)?) }),
+            b"mtime" => {
+                o.mtime =
+                    Some(if empty { None } else { Some(parse_time(value).ok_or_else(invalid)?) })
+            }
             _ => self.ext.sparse.record(key, value).map_err(|e| format!("PAX header: {e}"))?,
         }
         Ok(())
@@ -378,8 +390,7 @@ fn unsigned(v: &[u8]) -> Option<u64> {
     if v.is_empty() || v.len() > 20 || !v.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    v.iter()
-        .try_fold(0u64, |n, &b| n.checked_mul(10)?.checked_add(u64::from(b - b'0')))
+    v.iter().try_fold(0u64, |n, &b| n.checked_mul(10)?.checked_add(u64::from(b - b'0')))
 }
 
 /// A PAX time: `[-]seconds[.fraction]`, the fraction truncated to nanoseconds. Negative
@@ -400,9 +411,8 @@ pub(super) fn parse_time(v: &[u8]) -> Option<Timestamp> {
     {
         return None;
     }
-    let secs = secs
-        .iter()
-        .try_fold(0i64, |n, &b| n.checked_mul(10)?.checked_add(i64::from(b - b'0')))?;
+    let secs =
+        secs.iter().try_fold(0i64, |n, &b| n.checked_mul(10)?.checked_add(i64::from(b - b'0')))?;
     let mut nanos: u32 = 0;
     for i in 0..9 {
         nanos = nanos * 10 + frac.get(i).map_or(0, |&b| u32::from(b - b'0'));
@@ -535,11 +545,8 @@ mod tests {
 
     #[test]
     fn merging() {
-        let mut global = Overrides {
-            path: Some(Some(b"g".to_vec())),
-            uid: Some(Some(5)),
-            ..Default::default()
-        };
+        let mut global =
+            Overrides { path: Some(Some(b"g".to_vec())), uid: Some(Some(5)), ..Default::default() };
         global.merge_global(Overrides {
             uid: Some(None),
             gid: Some(Some(9)),
@@ -548,11 +555,7 @@ mod tests {
         assert_eq!(global.uid, None);
         assert_eq!(global.gid, Some(Some(9)));
         assert_eq!(global.path, Some(Some(b"g".to_vec())));
-        let local = Overrides {
-            path: Some(None),
-            gid: Some(Some(1)),
-            ..Default::default()
-        };
+        let local = Overrides { path: Some(None), gid: Some(Some(1)), ..Default::default() };
         assert_eq!(pick(&local.path, &global.path), None);
         assert_eq!(pick(&local.gid, &global.gid), Some(1));
         assert_eq!(pick(&local.mtime, &global.mtime), None);

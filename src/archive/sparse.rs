@@ -48,10 +48,8 @@ impl MapBuilder {
             .checked_add(len)
             .filter(|&e| e <= i64::MAX as u64)
             .ok_or_else(|| format!("sparse map entry {offset}+{len} overflows"))?;
-        self.stored = self
-            .stored
-            .checked_add(len)
-            .ok_or_else(|| "sparse map sizes overflow".to_string())?;
+        self.stored =
+            self.stored.checked_add(len).ok_or_else(|| "sparse map sizes overflow".to_string())?;
         self.end = end;
         if len > 0 {
             self.segments.push(Segment { offset, len });
@@ -210,11 +208,7 @@ impl PaxSparse {
                 return Ok(None);
             }
             decimal(v).map(Some).ok_or_else(|| {
-                format!(
-                    "bad {}={}",
-                    String::from_utf8_lossy(key),
-                    String::from_utf8_lossy(v)
-                )
+                format!("bad {}={}", String::from_utf8_lossy(key), String::from_utf8_lossy(v))
             })
         };
         match key {
@@ -325,12 +319,7 @@ pub(super) struct MapV1 {
 
 impl Default for MapV1 {
     fn default() -> Self {
-        MapV1 {
-            numbers: Numbers::new(b'\n'),
-            count: None,
-            read: 0,
-            map: MapBuilder::default(),
-        }
+        MapV1 { numbers: Numbers::new(b'\n'), count: None, read: 0, map: MapBuilder::default() }
     }
 }
 
@@ -387,10 +376,9 @@ pub(super) fn old_gnu_entry(map: &mut MapBuilder, entry: &[u8]) -> Result<bool, 
     let field = |f: &[u8], what: &str| -> Result<u64, String> {
         match format::parse_numeric(f) {
             Ok(v) => u64::try_from(v).map_err(|_| format!("negative {what} in sparse map")),
-            Err(e @ (NumError::Blank | NumError::Garbage | NumError::Overflow)) => Err(format!(
-                "bad {what} field in sparse map ({e}: \"{}\")",
-                f.escape_ascii()
-            )),
+            Err(e @ (NumError::Blank | NumError::Garbage | NumError::Overflow)) => {
+                Err(format!("bad {what} field in sparse map ({e}: \"{}\")", f.escape_ascii()))
+            }
         }
     };
     let offset = field(offset, "offset")?;
@@ -426,7 +414,12 @@ mod tests {
         type Case = (&'static [(u64, u64)], u64, u64, Result<Vec<Segment>, &'static str>);
         let cases: &[Case] = &[
             (&[], 0, 0, Ok(vec![])),
-            (&[(0, 512), (1024, 512), (4096, 0)], 4096, 1024, Ok(vec![seg(0, 512), seg(1024, 512)])),
+            (
+                &[(0, 512), (1024, 512), (4096, 0)],
+                4096,
+                1024,
+                Ok(vec![seg(0, 512), seg(1024, 512)]),
+            ),
             (&[(0, 0), (1279, 0)], 1279, 0, Ok(vec![])),
             (&[(0, 512), (100, 512)], 4096, 1024, Err("overlaps")),
             (&[(1024, 512), (0, 512)], 4096, 1024, Err("overlaps")),
@@ -539,10 +532,7 @@ mod tests {
         let text = b"3\n999936\n512\n1999872\n512\n3145728\n0\n";
         block[..text.len()].copy_from_slice(text);
         assert!(m.feed(&block).unwrap());
-        assert_eq!(
-            m.finish(3145728, 1024).unwrap(),
-            vec![seg(999936, 512), seg(1999872, 512)]
-        );
+        assert_eq!(m.finish(3145728, 1024).unwrap(), vec![seg(999936, 512), seg(1999872, 512)]);
         // Split across blocks.
         let mut m = MapV1::default();
         assert!(!m.feed(b"2\n0\n1").unwrap());

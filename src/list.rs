@@ -1,0 +1,215 @@
+//! `-t/--list`: member names like `tar -tf`, and with `-v` lines like `tar -tvf`.
+
+use std::io::{self, Write};
+
+use anyhow::Result;
+
+use crate::archive::{Kind, Member, Reader};
+use crate::config::Config;
+use crate::decode;
+use crate::exclude::Exclude;
+
+/// GNU tar's starting widths for "user/group size" and the date column (list.c).
+const UGS_WIDTH: usize = 19;
+const DATE_WIDTH: usize = 16;
+
+pub fn run(cfg: &Config) -> Result<u64> {
+    let input = decode::open(cfg.archive.as_deref(), cfg.max_window_log)?;
+    let exclude = Exclude::new(&cfg.exclude)?;
+    let mut reader = Reader::new(input.reader);
+    let out = io::stdout();
+    let mut out = io::BufWriter::new(out.lock());
+    let utf8 = utf8_locale();
+    let mut ugs_width = UGS_WIDTH;
+    let mut members = 0;
+    while let Some(m) = reader.next_member()? {
+        if exclude.excludes(&m.name) {
+            continue;
+        }
+        members += 1;
+        let name = quote(listed_name(&m.name), utf8);
+        let line = if cfg.verbose > 0 { long_line(&m, &name, utf8, &mut ugs_width) } else { name };
+        if let Err(e) = writeln!(out, "{line}") {
+            if e.kind() == io::ErrorKind::BrokenPipe {
+                return Ok(members);
+            }
+            return Err(e.into());
+        }
+    }
+    match out.flush() {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(members),
+    }
+}
+
+/// GNU tar lists names with leading `/` (and any prefix up to a `..` component) removed.
+fn listed_name(raw: &[u8]) -> &[u8] {
+    let mut cut = 0;
+    let mut i = 0;
+    while i < raw.len() {
+        let end = raw[i..].iter().position(|&b| b == b'/').map_or(raw.len(), |p| i + p);
+        if &raw[i..end] == b".." {
+            cut = (end + 1).min(raw.len());
+        }
+        i = end + 1;
+    }
+    let mut rest = &raw[cut..];
+    while let Some(r) = rest.strip_prefix(b"/") {
+        rest = r;
+    }
+    rest
+}
+
+fn long_line(m: &Member, name: &str, utf8: bool, ugs_width: &mut usize) -> String {
+    // TODO(uname): user and group names once the reader exposes them.
+    let user = m.uid.to_string();
+    let group = m.gid.to_string();
+    let size = match m.kind {
+        Kind::Hardlink | Kind::Symlink | Kind::Dir | Kind::Fifo => "0".to_string(),
+        _ => m.size.to_string(),
+    };
+    let pad = user.len() + 1 + group.len() + size.len();
+    *ugs_width = (*ugs_width).max(pad);
+    let mut line = format!(
+        "{} {user}/{group} {:>w$} {:<dw$} {name}",
+        mode_string(m),
+        size,
+        date(m.mtime.secs),
+        w = *ugs_width - pad + size.len(),
+        dw = DATE_WIDTH,
+    );
+    match m.kind {
+        Kind::Symlink => line += &format!(" -> {}", quote(&m.link_name, utf8)),
+        Kind::Hardlink => line += &format!(" link to {}", quote(&m.link_name, utf8)),
+        _ => {}
+    }
+    line
+}
+
+fn mode_string(m: &Member) -> String {
+    let t = match m.kind {
+        Kind::File | Kind::Other(_) => '-',
+        Kind::Dir => 'd',
+        Kind::Symlink => 'l',
+        Kind::Hardlink => 'h',
+        Kind::Fifo => 'p',
+        Kind::CharDev => 'c',
+        Kind::BlockDev => 'b',
+    };
+    let mode = m.mode;
+    let bit = |mask: u32, c: char| if mode & mask != 0 { c } else { '-' };
+    let special = |x: bool, set: bool, on: char, off: char| match (x, set) {
+        (true, true) => on,
+        (false, true) => off,
+        (true, false) => 'x',
+        (false, false) => '-',
+    };
+    [
+        t,
+        bit(0o400, 'r'),
+        bit(0o200, 'w'),
+        special(mode & 0o100 != 0, mode & 0o4000 != 0, 's', 'S'),
+        bit(0o040, 'r'),
+        bit(0o020, 'w'),
+        special(mode & 0o010 != 0, mode & 0o2000 != 0, 's', 'S'),
+        bit(0o004, 'r'),
+        bit(0o002, 'w'),
+        special(mode & 0o001 != 0, mode & 0o1000 != 0, 't', 'T'),
+    ]
+    .iter()
+    .collect()
+}
+
+/// "YYYY-MM-DD HH:MM" in local time, as GNU tar prints it.
+fn date(secs: i64) -> String {
+    let t = secs as libc::time_t;
+    let mut tm = std::mem::MaybeUninit::<libc::tm>::zeroed();
+    // Safety: valid pointers to a time_t and a tm buffer.
+    let ok = !unsafe { libc::localtime_r(&t, tm.as_mut_ptr()) }.is_null();
+    if !ok {
+        return secs.to_string();
+    }
+    // Safety: localtime_r succeeded.
+    let tm = unsafe { tm.assume_init() };
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}",
+        tm.tm_year as i64 + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min
+    )
+}
+
+/// Whether the locale's character set is UTF-8 (then printable UTF-8 names print as they are).
+fn utf8_locale() -> bool {
+    let v = ["LC_ALL", "LC_CTYPE", "LANG"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    v.contains("utf-8") || v.contains("utf8")
+}
+
+/// GNU tar's default "escape" quoting: C escapes for control characters and backslash,
+/// octal for bytes that are not printable in the locale.
+pub fn quote(bytes: &[u8], utf8: bool) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    let mut rest = bytes;
+    while let Some(&b) = rest.first() {
+        if utf8
+            && b >= 0x80
+            && let Some(ch) = first_utf8_char(rest)
+            && !ch.is_control()
+        {
+            out.push(ch);
+            rest = &rest[ch.len_utf8()..];
+            continue;
+        }
+        match b {
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\t' => out.push_str("\\t"),
+            0x07 => out.push_str("\\a"),
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
+            b'\r' => out.push_str("\\r"),
+            0x0b => out.push_str("\\v"),
+            0x20..=0x7e => out.push(b as char),
+            _ => out.push_str(&format!("\\{b:03o}")),
+        }
+        rest = &rest[1..];
+    }
+    out
+}
+
+fn first_utf8_char(b: &[u8]) -> Option<char> {
+    let n = match b[0] {
+        0xc2..=0xdf => 2,
+        0xe0..=0xef => 3,
+        0xf0..=0xf4 => 4,
+        _ => return None,
+    };
+    std::str::from_utf8(b.get(..n)?).ok()?.chars().next()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting() {
+        assert_eq!(quote(b"a b", false), "a b");
+        assert_eq!(quote(b"a\\b\n", false), "a\\\\b\\n");
+        assert_eq!(quote("é".as_bytes(), false), "\\303\\251");
+        assert_eq!(quote("é".as_bytes(), true), "é");
+        assert_eq!(quote(b"\xff", true), "\\377");
+    }
+
+    #[test]
+    fn listed_names() {
+        assert_eq!(listed_name(b"/etc/passwd"), b"etc/passwd");
+        assert_eq!(listed_name(b"a/../../b"), b"b");
+        assert_eq!(listed_name(b"dir/"), b"dir/");
+    }
+}
