@@ -35,7 +35,7 @@ pub struct Summary {
 
 pub fn run(cfg: &Config) -> Result<Summary> {
     let start = Instant::now();
-    let input = decode::open(cfg.archive.as_deref(), cfg.max_window_log)?;
+    let input = decode::open(cfg.archive.as_deref(), cfg.max_window_log, cfg.direct_io.is_some())?;
     let pool = Pool::new(cfg.buf_size, cfg.buf_count);
     let mut writer = write::create(cfg, &pool)?;
     let progress = Progress::start(!cfg.quiet, input.size, input.consumed.clone());

@@ -14,7 +14,7 @@ const UGS_WIDTH: usize = 19;
 const DATE_WIDTH: usize = 16;
 
 pub fn run(cfg: &Config) -> Result<u64> {
-    let input = decode::open(cfg.archive.as_deref(), cfg.max_window_log)?;
+    let input = decode::open(cfg.archive.as_deref(), cfg.max_window_log, false)?;
     let exclude = Exclude::new(&cfg.exclude)?;
     let mut reader = Reader::new(input.reader);
     let out = io::stdout();

@@ -2,6 +2,7 @@
 
 use std::fs::File;
 use std::io::{self, BufReader, Read};
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -68,6 +69,39 @@ pub fn detect(head: &[u8]) -> Format {
     }
 }
 
+/// Input pages dropped from the page cache at a time behind the reader (with
+/// `drop_behind`): large enough that the fadvise calls cost nothing measurable.
+const DROP_BEHIND_STEP: u64 = 32 << 20;
+
+/// A regular archive file read sequentially; with `drop_behind`, pages already consumed are
+/// dropped from the page cache so reading a 100 GB archive does not fill memory with it.
+struct ArchiveFile {
+    file: File,
+    pos: u64,
+    dropped: u64,
+    drop_behind: bool,
+}
+
+impl Read for ArchiveFile {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.file.read(buf)?;
+        self.pos += n as u64;
+        if self.drop_behind && self.pos - self.dropped >= DROP_BEHIND_STEP {
+            // Safety: the fd is open; fadvise takes no pointers. Failure only costs cache.
+            unsafe {
+                libc::posix_fadvise(
+                    self.file.as_raw_fd(),
+                    0,
+                    self.pos as libc::off_t,
+                    libc::POSIX_FADV_DONTNEED,
+                )
+            };
+            self.dropped = self.pos;
+        }
+        Ok(n)
+    }
+}
+
 /// Counts bytes read from the raw input (for progress and messages).
 struct Counted<R> {
     inner: R,
@@ -92,7 +126,8 @@ pub struct Input {
 }
 
 /// Opens `path` (None: standard input) and wraps it in the decoder its magic calls for.
-pub fn open(path: Option<&Path>, max_window_log: u32) -> Result<Input> {
+/// `drop_behind` drops consumed archive pages from the page cache (regular files only).
+pub fn open(path: Option<&Path>, max_window_log: u32, drop_behind: bool) -> Result<Input> {
     let (raw, size): (Box<dyn Read + Send>, Option<u64>) = match path {
         None => (Box::new(io::stdin()), None),
         Some(p) => {
@@ -102,7 +137,10 @@ pub fn open(path: Option<&Path>, max_window_log: u32) -> Result<Input> {
                 anyhow::bail!("{}: is a directory", p.display());
             }
             let size = meta.is_file().then_some(meta.len());
-            (Box::new(f), size)
+            // Safety: the fd is open; fadvise takes no pointers. A hint only.
+            unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_SEQUENTIAL) };
+            let drop_behind = drop_behind && meta.is_file();
+            (Box::new(ArchiveFile { file: f, pos: 0, dropped: 0, drop_behind }), size)
         }
     };
     let consumed = Arc::new(AtomicU64::new(0));

@@ -40,6 +40,8 @@ impl DirectPolicy {
 
 struct OpenFile {
     fd: OwnedFd,
+    /// Bytes reserved with fallocate so far (direct files only).
+    preallocated: u64,
     entry: Entry,
     size: u64,
     sparse: bool,
@@ -82,7 +84,7 @@ impl Portable {
         };
         match fd {
             Ok(fd) => {
-                self.cur = Some(OpenFile { fd, entry, size, sparse, direct });
+                self.cur = Some(OpenFile { fd, preallocated: 0, entry, size, sparse, direct });
                 Ok(())
             }
             Err(e) => self.member_failed(&entry, "cannot create", e),
@@ -96,6 +98,8 @@ impl Portable {
         let fd = f.fd.as_raw_fd();
         let mut done = 0;
         if f.direct {
+            reserve(fd, f.size, &mut f.preallocated, offset + data.len() as u64)
+                .map_err(|e| anyhow!("{}: cannot reserve space: {e}", f.entry.name))?;
             // Whole aligned blocks go direct; an unaligned tail (only the last chunk has one)
             // is written after switching the fd to buffered mode.
             let aligned = self.policy.direct_part(data.len());
@@ -184,6 +188,39 @@ impl Writer for Portable {
         self.dest.finish_dirs()?;
         Ok(self.stats.clone())
     }
+}
+
+/// How far preallocation may run ahead of the data received: 64 chunks, so a large file is
+/// reserved in a few fallocate calls, and a lying header costs at most this much.
+const PREALLOC_AHEAD: u64 = 64 << 20;
+
+/// Reserves a direct file's blocks ahead of its data so direct writes land inside i_size:
+/// ext4 serialises extending O_DIRECT writes (orphan list and i_size update under the inode
+/// lock, synchronous completion), while writes into preallocated blocks run concurrently.
+/// Measured on the 4 GB snapshot-shaped archive (io_uring, busy machine): 5.3 s → 4.3 s
+/// extract+sync.
+///
+/// The reservation never runs more than PREALLOC_AHEAD past `data_end`, the end of data that
+/// has actually arrived, so a header that declares a huge size cannot make us allocate it.
+pub fn reserve(fd: RawFd, size: u64, reserved: &mut u64, data_end: u64) -> io::Result<()> {
+    if data_end <= *reserved || *reserved >= size {
+        return Ok(());
+    }
+    let target = size.min(data_end.saturating_add(PREALLOC_AHEAD));
+    // Safety: fd is an open, writable regular file.
+    if unsafe { libc::fallocate(fd, 0, 0, target as libc::off_t) } != 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            // Not supported by this filesystem: write without reservations.
+            Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => {
+                *reserved = size;
+                Ok(())
+            }
+            _ => Err(e),
+        };
+    }
+    *reserved = target;
+    Ok(())
 }
 
 /// Writes all of `data` at `offset`, resubmitting after short writes and EINTR.

@@ -24,7 +24,7 @@ use anyhow::{Result, anyhow};
 use io_uring::{IoUring, opcode, squeue, types};
 
 use super::dest::{Dest, Slot, is_member_error};
-use super::portable::{DirectPolicy, clear_direct};
+use super::portable::{DirectPolicy, clear_direct, reserve};
 use super::{Stats, Writer};
 use crate::plan::{Entry, Op};
 use crate::pool::{Pool, PoolBuf};
@@ -66,6 +66,8 @@ struct Pending {
 
 struct FileState {
     entry: Entry,
+    /// Bytes reserved with fallocate so far (direct files only).
+    preallocated: u64,
     size: u64,
     sparse: bool,
     /// Opened (or being opened) with O_DIRECT, and still in direct mode.
@@ -241,6 +243,7 @@ impl Uring {
         let path = entry.path.as_path().to_path_buf();
         let file = self.files.insert(FileState {
             entry,
+            preallocated: 0,
             size,
             sparse,
             direct,
@@ -296,6 +299,9 @@ impl Uring {
         let f = &mut self.files[file];
         let (index, ptr, len) = (buf.index(), buf.as_ptr(), buf.len());
         if f.direct {
+            let fd = f.fd.as_ref().map_or(-1, |fd| fd.as_raw_fd());
+            reserve(fd, f.size, &mut f.preallocated, offset + len as u64)
+                .map_err(|e| anyhow!("{}: cannot reserve space: {e}", f.entry.name))?;
             let direct = self.policy.direct_part(len);
             if direct < len {
                 if f.tail.is_some() {
