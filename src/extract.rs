@@ -39,7 +39,8 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     let pool = Pool::new(cfg.buf_size, cfg.buf_count);
     let mut writer = write::create(cfg, &pool)?;
     let progress = Progress::start(!cfg.quiet, input.size, input.consumed.clone());
-    let (members, stats) = pipeline(cfg, input.reader, &pool, &mut *writer)?;
+    let verify_trailer = input.format != decode::Format::Plain;
+    let (members, stats) = pipeline(cfg, input.reader, verify_trailer, &pool, &mut *writer)?;
     drop(writer);
     progress.finish();
     let elapsed = start.elapsed();
@@ -64,12 +65,13 @@ fn sync_dest(dest: &std::path::Path) -> Result<Duration> {
 fn pipeline(
     cfg: &Config,
     input: Box<dyn std::io::Read + Send>,
+    verify_trailer: bool,
     pool: &Pool,
     writer: &mut dyn write::Writer,
 ) -> Result<(u64, Stats)> {
     let (tx, rx) = sync_channel::<Op>(OP_QUEUE);
     thread::scope(|s| {
-        let producer = s.spawn(|| produce(cfg, input, pool, tx));
+        let producer = s.spawn(|| produce(cfg, input, verify_trailer, pool, tx));
         let written = consume(writer, rx);
         // The writer is done with the channel (finished, or failed and dropped its receiver,
         // which makes the producer's next send fail); the producer stops either way.
@@ -112,6 +114,7 @@ struct WriterGone;
 fn produce(
     cfg: &Config,
     input: Box<dyn std::io::Read + Send>,
+    verify_trailer: bool,
     pool: &Pool,
     tx: SyncSender<Op>,
 ) -> Result<u64> {
@@ -139,6 +142,13 @@ fn produce(
             Err(MemberError::Gone(WriterGone)) => return Ok(members),
             Err(MemberError::Read(e)) => return Err(e),
         }
+    }
+    if verify_trailer {
+        // The tar end marker comes before the end of a compressed stream: read the rest so the
+        // decoder checks the frame's end and checksum, as `zstd -d | tar -x` would.
+        let end = reader.offset();
+        std::io::copy(&mut reader.into_inner(), &mut std::io::sink())
+            .map_err(|e| anyhow!("archive offset {end}: after the end of the archive: {e}"))?;
     }
     Ok(members)
 }
