@@ -9,8 +9,9 @@
 //! followed by a blank, or longer than the data left is an error, as is a record without `=`
 //! or not ending in `\n`. A NUL where a record would start ends the records (padding).
 //!
-//! An empty value resets the key (POSIX): in an `x` header the member gets its header-block
-//! value even if a `g` header set one; in a `g` header the key stops applying.
+//! Empty values are taken as GNU tar 1.34 (and Go's archive/tar) take them, not as POSIX's
+//! "delete the key": an empty `path` or `linkpath` is an empty name, an empty number is an
+//! error. A later `g` header replaces the keys it sets; an `x` header wins over them all.
 
 use super::sparse::{self, PaxSparse};
 use crate::plan::Timestamp;
@@ -24,29 +25,23 @@ const MAX_KEY: usize = 64;
 /// Digits accepted in a record length.
 const MAX_LENGTH_DIGITS: usize = 19;
 
-/// One overridable field: None = not set by this header, Some(None) = reset to the
-/// header-block value (empty PAX value), Some(Some(v)) = v.
-pub(super) type Field<T> = Option<Option<T>>;
-
-/// The member fields PAX records override.
+/// The member fields PAX records override (None: not set by this header).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct Overrides {
-    pub(super) path: Field<Vec<u8>>,
-    pub(super) linkpath: Field<Vec<u8>>,
-    pub(super) size: Field<u64>,
-    pub(super) mtime: Field<Timestamp>,
-    pub(super) uid: Field<u64>,
-    pub(super) gid: Field<u64>,
+    pub(super) path: Option<Vec<u8>>,
+    pub(super) linkpath: Option<Vec<u8>>,
+    pub(super) size: Option<u64>,
+    pub(super) mtime: Option<Timestamp>,
+    pub(super) uid: Option<u64>,
+    pub(super) gid: Option<u64>,
 }
 
 impl Overrides {
-    /// Folds a later `g` header into the global set: set keys replace, reset keys vanish.
+    /// Folds a later `g` header into the global set: the keys it sets replace older values.
     pub(super) fn merge_global(&mut self, newer: Overrides) {
-        fn fold<T>(old: &mut Field<T>, new: Field<T>) {
-            match new {
-                None => {}
-                Some(None) => *old = None,
-                Some(v) => *old = Some(v),
+        fn fold<T>(old: &mut Option<T>, new: Option<T>) {
+            if new.is_some() {
+                *old = new;
             }
         }
         fold(&mut self.path, newer.path);
@@ -59,11 +54,8 @@ impl Overrides {
 }
 
 /// The value of a field for a member: the local (`x`) setting if any, else the global one.
-pub(super) fn pick<T: Clone>(local: &Field<T>, global: &Field<T>) -> Option<T> {
-    match local {
-        Some(v) => v.clone(),
-        None => global.clone().flatten(),
-    }
+pub(super) fn pick<T: Clone>(local: &Option<T>, global: &Option<T>) -> Option<T> {
+    local.as_ref().or(global.as_ref()).cloned()
 }
 
 /// Everything one `x` or `g` header says.
@@ -329,7 +321,6 @@ impl Parser {
                 String::from_utf8_lossy(value)
             )
         };
-        let empty = value.is_empty();
         match key {
             b"path" | b"linkpath" => {
                 if value.contains(&0) {
@@ -338,32 +329,16 @@ impl Parser {
                         String::from_utf8_lossy(key)
                     ));
                 }
-                let v = (!empty).then(|| value.to_vec());
                 if key == b"path" {
-                    o.path = Some(v);
+                    o.path = Some(value.to_vec());
                 } else {
-                    o.linkpath = Some(v);
+                    o.linkpath = Some(value.to_vec());
                 }
             }
-            b"size" => {
-                o.size = Some(if empty {
-                    None
-                } else {
-                    Some(sparse::decimal(value).ok_or_else(invalid)?)
-                })
-            }
-            b"uid" | b"gid" => {
-                let v = if empty { None } else { Some(unsigned(value).ok_or_else(invalid)?) };
-                if key == b"uid" {
-                    o.uid = Some(v);
-                } else {
-                    o.gid = Some(v);
-                }
-            }
-            b"mtime" => {
-                o.mtime =
-                    Some(if empty { None } else { Some(parse_time(value).ok_or_else(invalid)?) })
-            }
+            b"size" => o.size = Some(sparse::decimal(value).ok_or_else(invalid)?),
+            b"uid" => o.uid = Some(unsigned(value).ok_or_else(invalid)?),
+            b"gid" => o.gid = Some(unsigned(value).ok_or_else(invalid)?),
+            b"mtime" => o.mtime = Some(parse_time(value).ok_or_else(invalid)?),
             _ => self.ext.sparse.record(key, value).map_err(|e| format!("PAX header: {e}"))?,
         }
         Ok(())
@@ -481,22 +456,26 @@ mod tests {
         data.extend(rec("atime", "garbage is not looked at"));
         let e = parse(&data).unwrap();
         let o = &e.overrides;
-        assert_eq!(o.path, Some(Some(b"a/b\nc=d".to_vec())));
-        assert_eq!(o.linkpath, Some(Some(b"target".to_vec())));
-        assert_eq!(o.size, Some(Some(12345678901)));
-        assert_eq!(o.mtime, Some(Some(Timestamp { secs: 1310411683, nanos: 41408671 })));
-        assert_eq!(o.uid, Some(Some(1 << 32)));
-        assert_eq!(o.gid, Some(Some(7)));
+        assert_eq!(o.path, Some(b"a/b\nc=d".to_vec()));
+        assert_eq!(o.linkpath, Some(b"target".to_vec()));
+        assert_eq!(o.size, Some(12345678901));
+        assert_eq!(o.mtime, Some(Timestamp { secs: 1310411683, nanos: 41408671 }));
+        assert_eq!(o.uid, Some(1 << 32));
+        assert_eq!(o.gid, Some(7));
         // Trailing NUL padding ends the records.
         let mut padded = rec("path", "p");
         padded.extend([0u8; 100]);
-        assert_eq!(parse(&padded).unwrap().overrides.path, Some(Some(b"p".to_vec())));
+        assert_eq!(parse(&padded).unwrap().overrides.path, Some(b"p".to_vec()));
         // Leading blanks and tabs around the length (GNU tar accepts them).
         let e = parse(b" 12\t path=x\n").unwrap();
-        assert_eq!(e.overrides.path, Some(Some(b"x".to_vec())));
-        // Empty values reset.
-        let e = parse(&rec("mtime", "")).unwrap();
-        assert_eq!(e.overrides.mtime, Some(None));
+        assert_eq!(e.overrides.path, Some(b"x".to_vec()));
+        // Empty values: an empty name (GNU tar 1.34 and Go agree), an invalid number.
+        let e = parse(&rec("path", "")).unwrap();
+        assert_eq!(e.overrides.path, Some(vec![]));
+        for key in ["mtime", "size", "uid", "gid"] {
+            let err = parse(&rec(key, "")).unwrap_err();
+            assert!(err.contains(&format!("invalid {key}=")), "{err}");
+        }
         assert_eq!(parse(b"").unwrap().overrides, Overrides::default());
     }
 
@@ -541,7 +520,7 @@ mod tests {
         data.extend(rec("path", "g"));
         let g = parse_in_pieces(&data, true, 5).unwrap();
         assert_eq!(g.sparse.version(), Ok(None));
-        assert_eq!(g.overrides.path, Some(Some(b"g".to_vec())));
+        assert_eq!(g.overrides.path, Some(b"g".to_vec()));
         let x = parse_in_pieces(&data, false, 5).unwrap();
         assert_eq!(x.sparse.version().unwrap(), Some(sparse::PaxVersion::V0));
     }
@@ -549,21 +528,16 @@ mod tests {
     #[test]
     fn merging() {
         let mut global =
-            Overrides { path: Some(Some(b"g".to_vec())), uid: Some(Some(5)), ..Default::default() };
-        global.merge_global(Overrides {
-            uid: Some(None),
-            gid: Some(Some(9)),
-            ..Default::default()
-        });
-        assert_eq!(global.uid, None);
-        assert_eq!(global.gid, Some(Some(9)));
-        assert_eq!(global.path, Some(Some(b"g".to_vec())));
-        let local = Overrides { path: Some(None), gid: Some(Some(1)), ..Default::default() };
-        assert_eq!(pick(&local.path, &global.path), None);
+            Overrides { path: Some(b"g".to_vec()), uid: Some(5), ..Default::default() };
+        global.merge_global(Overrides { uid: Some(6), gid: Some(9), ..Default::default() });
+        assert_eq!((global.uid, global.gid), (Some(6), Some(9)));
+        assert_eq!(global.path, Some(b"g".to_vec()));
+        let local = Overrides { path: Some(vec![]), gid: Some(1), ..Default::default() };
+        assert_eq!(pick(&local.path, &global.path), Some(vec![]));
         assert_eq!(pick(&local.gid, &global.gid), Some(1));
         assert_eq!(pick(&local.mtime, &global.mtime), None);
-        let empty = Overrides::default();
-        assert_eq!(pick(&empty.path, &global.path), Some(b"g".to_vec()));
+        let none = Overrides::default();
+        assert_eq!(pick(&none.path, &global.path), Some(b"g".to_vec()));
     }
 
     #[test]

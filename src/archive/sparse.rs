@@ -204,34 +204,31 @@ impl PaxSparse {
     }
 
     /// Applies a record other than `GNU.sparse.map` (see [`PaxSparse::map_start`]).
-    /// Unknown `GNU.sparse.*` keys are ignored; an empty value resets the key.
+    /// Unknown `GNU.sparse.*` keys are ignored; an empty number is an error (GNU tar).
     pub(super) fn record(&mut self, key: &[u8], value: &[u8]) -> Result<(), String> {
-        let num = |v: &[u8]| -> Result<Option<u64>, String> {
-            if v.is_empty() {
-                return Ok(None);
-            }
-            decimal(v).map(Some).ok_or_else(|| {
-                format!("bad {}={}", String::from_utf8_lossy(key), String::from_utf8_lossy(v))
+        let num = |v: &[u8]| -> Result<u64, String> {
+            decimal(v).ok_or_else(|| {
+                format!("invalid {}={}", String::from_utf8_lossy(key), String::from_utf8_lossy(v))
             })
         };
         match key {
-            b"GNU.sparse.major" => self.major = num(value)?,
-            b"GNU.sparse.minor" => self.minor = num(value)?,
-            b"GNU.sparse.realsize" | b"GNU.sparse.size" => self.realsize = num(value)?,
-            b"GNU.sparse.numblocks" => self.numblocks = num(value)?,
+            b"GNU.sparse.major" => self.major = Some(num(value)?),
+            b"GNU.sparse.minor" => self.minor = Some(num(value)?),
+            b"GNU.sparse.realsize" | b"GNU.sparse.size" => self.realsize = Some(num(value)?),
+            b"GNU.sparse.numblocks" => self.numblocks = Some(num(value)?),
             b"GNU.sparse.name" => {
                 if value.contains(&0) {
                     return Err("NUL byte in GNU.sparse.name".to_string());
                 }
-                self.name = (!value.is_empty()).then(|| value.to_vec());
+                self.name = Some(value.to_vec());
             }
             b"GNU.sparse.offset" => {
-                let n = num(value)?.ok_or("empty GNU.sparse.offset")?;
+                let n = num(value)?;
                 self.has_map = true;
                 self.map.push_offset(n)?;
             }
             b"GNU.sparse.numbytes" => {
-                let n = num(value)?.ok_or("empty GNU.sparse.numbytes")?;
+                let n = num(value)?;
                 self.has_map = true;
                 self.map.push_len(n)?;
             }

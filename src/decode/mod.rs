@@ -1,5 +1,7 @@
 //! Input → decoded tar bytes. Compression is detected from the first bytes, never the name.
 
+mod lz4;
+
 use std::fs::File;
 use std::io::{self, BufReader, Read};
 use std::os::fd::AsRawFd;
@@ -41,7 +43,7 @@ pub fn detect(head: &[u8]) -> Format {
         if b.starts_with(&ZSTD_MAGIC) {
             return Format::Zstd;
         }
-        if b.starts_with(&LZ4_MAGIC) {
+        if b.starts_with(&LZ4_MAGIC) || b.starts_with(&lz4::LEGACY_MAGIC.to_le_bytes()) {
             return Format::Lz4;
         }
         if b.len() >= 8 && b[0] & 0xf0 == 0x50 && b[1..4] == [0x2a, 0x4d, 0x18] {
@@ -162,9 +164,7 @@ pub fn open(path: Option<&Path>, max_window_log: u32, drop_behind: bool) -> Resu
         Format::Bzip2 => {
             Box::new(Named { inner: bzip2::bufread::MultiBzDecoder::new(input), what: "bzip2" })
         }
-        Format::Lz4 => {
-            Box::new(Named { inner: lz4_flex::frame::FrameDecoder::new(input), what: "lz4" })
-        }
+        Format::Lz4 => Box::new(Named { inner: lz4::Lz4Frames::new(input), what: "lz4" }),
     };
     Ok(Input { format, size, consumed, reader })
 }
