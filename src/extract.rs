@@ -230,28 +230,38 @@ impl<R: std::io::Read> Stage<'_, R> {
                 report::skipped(&entry.name, "device nodes are not extracted; skipped");
                 Ok(())
             }
-            Kind::Other(flag) => {
-                report::skipped(
-                    &entry.name,
-                    format!("unsupported member type '{}'; skipped", flag.escape_ascii()),
-                );
+            // A GNU volume label names the archive, not a file: GNU tar ignores it.
+            Kind::Other(b'V') => Ok(()),
+            Kind::Other(b'M') => {
+                report::skipped(&entry.name, "continued from another volume; skipped");
                 Ok(())
             }
-            Kind::File => {
-                let name = entry.name.clone();
-                self.send(Op::File { entry, size: m.size, sparse: m.sparse.is_some() })?;
-                loop {
-                    let mut buf = self.pool.get();
-                    let got = self
-                        .reader
-                        .read_data(buf.full_mut())
-                        .map_err(|e| anyhow!("{e:#}; {name} is left incomplete"))?;
-                    let Some((offset, n)) = got else { break };
-                    buf.set_len(n);
-                    self.send(Op::Data { offset, buf })?;
-                }
-                self.send(Op::End)
+            Kind::Other(flag) => {
+                report::warn(format!(
+                    "{}: unknown file type '{}', extracted as a regular file",
+                    entry.name,
+                    flag.escape_ascii()
+                ));
+                self.file(entry, &m)
             }
+            Kind::File => self.file(entry, &m),
         }
+    }
+
+    /// A regular file: the File op, its data in pool buffers, End.
+    fn file(&mut self, entry: Entry, m: &Member) -> Result<(), MemberError> {
+        let name = entry.name.clone();
+        self.send(Op::File { entry, size: m.size, sparse: m.sparse.is_some() })?;
+        loop {
+            let mut buf = self.pool.get();
+            let got = self
+                .reader
+                .read_data(buf.full_mut())
+                .map_err(|e| anyhow!("{e:#}; {name} is left incomplete"))?;
+            let Some((offset, n)) = got else { break };
+            buf.set_len(n);
+            self.send(Op::Data { offset, buf })?;
+        }
+        self.send(Op::End)
     }
 }

@@ -60,7 +60,9 @@ impl Sanitizer {
         let rest: Vec<&[u8]> =
             parts.into_iter().skip(self.strip_components).filter(|c| *c != b".").collect();
         if rest.is_empty() {
-            return if !stripped && !raw.is_empty() {
+            // GNU tar substitutes `.` for an empty name: a directory member then carries the
+            // destination's own mode and mtime.
+            return if !stripped {
                 Verdict::Extract(SafePath(PathBuf::new()))
             } else {
                 Verdict::Nothing
@@ -89,7 +91,7 @@ mod tests {
         assert_eq!(judge(0, "/etc/passwd").as_deref(), Some("etc/passwd"));
         assert_eq!(judge(0, "//a//./b/").as_deref(), Some("a/b"));
         assert_eq!(judge(0, "./").as_deref(), Some(""));
-        assert_eq!(judge(0, "").as_deref(), Some("<nothing>"));
+        assert_eq!(judge(0, "").as_deref(), Some(""));
         assert_eq!(judge(0, "../x"), None);
         assert_eq!(judge(0, "a/../../x"), None);
         assert_eq!(judge(0, "a/.."), None);

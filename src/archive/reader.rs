@@ -108,10 +108,13 @@ fn short_read(r: io::Result<()>) -> String {
 }
 
 fn io_what(e: &io::Error) -> String {
-    if e.kind() == io::ErrorKind::UnexpectedEof {
-        "unexpected end of archive".to_string()
-    } else {
-        e.to_string()
+    match (e.kind(), e.get_ref()) {
+        // A decoder that saw its input end mid-frame says so: keep its words.
+        (io::ErrorKind::UnexpectedEof, Some(inner)) => {
+            format!("unexpected end of archive ({inner})")
+        }
+        (io::ErrorKind::UnexpectedEof, None) => "unexpected end of archive".to_string(),
+        _ => e.to_string(),
     }
 }
 
