@@ -10,7 +10,7 @@ use crate::decode;
 use crate::exclude::Exclude;
 
 /// GNU tar's starting widths for "user/group size" and the date column (list.c).
-const UGS_WIDTH: usize = 19;
+const UGS_WIDTH: usize = 18;
 const DATE_WIDTH: usize = 16;
 
 pub fn run(cfg: &Config) -> Result<u64> {
@@ -27,7 +27,7 @@ pub fn run(cfg: &Config) -> Result<u64> {
             continue;
         }
         members += 1;
-        let name = quote(listed_name(&m.name), utf8);
+        let name = quote(&m.name, utf8);
         let line = if cfg.verbose > 0 { long_line(&m, &name, utf8, &mut ugs_width) } else { name };
         if let Err(e) = writeln!(out, "{line}") {
             if e.kind() == io::ErrorKind::BrokenPipe {
@@ -42,8 +42,9 @@ pub fn run(cfg: &Config) -> Result<u64> {
     }
 }
 
-/// GNU tar lists names with leading `/` (and any prefix up to a `..` component) removed.
-fn listed_name(raw: &[u8]) -> &[u8] {
+/// GNU tar lists member names as stored but hard-link targets with leading `/` (and any
+/// prefix up to a `..` component) removed, as it would extract them.
+fn listed_target(raw: &[u8]) -> &[u8] {
     let mut cut = 0;
     let mut i = 0;
     while i < raw.len() {
@@ -61,10 +62,10 @@ fn listed_name(raw: &[u8]) -> &[u8] {
 }
 
 fn long_line(m: &Member, name: &str, utf8: bool, ugs_width: &mut usize) -> String {
-    // TODO(uname): user and group names once the reader exposes them.
-    let user = m.uid.to_string();
-    let group = m.gid.to_string();
+    let user = if m.uname.is_empty() { m.uid.to_string() } else { quote(&m.uname, utf8) };
+    let group = if m.gname.is_empty() { m.gid.to_string() } else { quote(&m.gname, utf8) };
     let size = match m.kind {
+        Kind::CharDev | Kind::BlockDev => format!("{},{}", m.dev_major, m.dev_minor),
         Kind::Hardlink | Kind::Symlink | Kind::Dir | Kind::Fifo => "0".to_string(),
         _ => m.size.to_string(),
     };
@@ -80,7 +81,12 @@ fn long_line(m: &Member, name: &str, utf8: bool, ugs_width: &mut usize) -> Strin
     );
     match m.kind {
         Kind::Symlink => line += &format!(" -> {}", quote(&m.link_name, utf8)),
-        Kind::Hardlink => line += &format!(" link to {}", quote(&m.link_name, utf8)),
+        Kind::Hardlink => line += &format!(" link to {}", quote(listed_target(&m.link_name), utf8)),
+        Kind::Other(b'V') => line += "--Volume Header--",
+        Kind::Other(flag) => {
+            let (open, close) = if utf8 { ("\u{2018}", "\u{2019}") } else { ("`", "'") };
+            line += &format!(" unknown file type {open}{}{close}", flag.escape_ascii());
+        }
         _ => {}
     }
     line
@@ -88,7 +94,9 @@ fn long_line(m: &Member, name: &str, utf8: bool, ugs_width: &mut usize) -> Strin
 
 fn mode_string(m: &Member) -> String {
     let t = match m.kind {
-        Kind::File | Kind::Other(_) => '-',
+        Kind::File => '-',
+        Kind::Other(b'V') => 'V',
+        Kind::Other(_) => '?',
         Kind::Dir => 'd',
         Kind::Symlink => 'l',
         Kind::Hardlink => 'h',
@@ -207,9 +215,9 @@ mod tests {
     }
 
     #[test]
-    fn listed_names() {
-        assert_eq!(listed_name(b"/etc/passwd"), b"etc/passwd");
-        assert_eq!(listed_name(b"a/../../b"), b"b");
-        assert_eq!(listed_name(b"dir/"), b"dir/");
+    fn listed_targets() {
+        assert_eq!(listed_target(b"/etc/passwd"), b"etc/passwd");
+        assert_eq!(listed_target(b"a/../../b"), b"b");
+        assert_eq!(listed_target(b"dir/"), b"dir/");
     }
 }

@@ -29,6 +29,10 @@ const CHKSUM: (usize, usize) = (148, 156);
 const TYPEFLAG: usize = 156;
 const LINKNAME: (usize, usize) = (157, 257);
 const MAGIC: (usize, usize) = (257, 263);
+const UNAME: (usize, usize) = (265, 297);
+const GNAME: (usize, usize) = (297, 329);
+const DEVMAJOR: (usize, usize) = (329, 337);
+const DEVMINOR: (usize, usize) = (337, 345);
 const PREFIX: (usize, usize) = (345, 500);
 // Old GNU sparse fields (type 'S').
 const GNU_SPARSE: usize = 386;
@@ -249,6 +253,29 @@ impl Header<'_> {
         } else {
             name.to_vec()
         }
+    }
+
+    /// Whether the header has the ustar fields (uname, gname, devices): POSIX `"ustar\0"` or
+    /// GNU `"ustar "`. Older (V7) headers have none.
+    fn has_ustar_fields(&self) -> bool {
+        field(self.0, MAGIC).starts_with(b"ustar")
+    }
+
+    /// Owner and group names (empty for V7 headers).
+    pub(super) fn owner_names(&self) -> (Vec<u8>, Vec<u8>) {
+        if !self.has_ustar_fields() {
+            return (Vec::new(), Vec::new());
+        }
+        (cstr(field(self.0, UNAME)).to_vec(), cstr(field(self.0, GNAME)).to_vec())
+    }
+
+    /// Device major and minor numbers (0 when absent or unreadable: they are only listed).
+    pub(super) fn device(&self) -> (u64, u64) {
+        if !self.has_ustar_fields() {
+            return (0, 0);
+        }
+        let n = |f| parse_numeric(field(self.0, f)).ok().and_then(|v| u64::try_from(v).ok());
+        (n(DEVMAJOR).unwrap_or(0), n(DEVMINOR).unwrap_or(0))
     }
 
     pub(super) fn link_name(&self) -> Vec<u8> {

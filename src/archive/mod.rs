@@ -43,6 +43,12 @@ pub struct Member {
     pub mode: u32,
     pub uid: u64,
     pub gid: u64,
+    /// Owner and group names (PAX uname/gname > header), empty when absent. Only listed.
+    pub uname: Vec<u8>,
+    pub gname: Vec<u8>,
+    /// Device numbers of character and block devices. Only listed.
+    pub dev_major: u64,
+    pub dev_minor: u64,
     pub mtime: Timestamp,
     /// Extracted size in bytes (for sparse files the real size, not the stored size).
     pub size: u64,

@@ -34,6 +34,8 @@ pub(super) struct Overrides {
     pub(super) mtime: Option<Timestamp>,
     pub(super) uid: Option<u64>,
     pub(super) gid: Option<u64>,
+    pub(super) uname: Option<Vec<u8>>,
+    pub(super) gname: Option<Vec<u8>>,
 }
 
 impl Overrides {
@@ -48,6 +50,8 @@ impl Overrides {
         fold(&mut self.linkpath, newer.linkpath);
         fold(&mut self.size, newer.size);
         fold(&mut self.mtime, newer.mtime);
+        fold(&mut self.uname, newer.uname);
+        fold(&mut self.gname, newer.gname);
         fold(&mut self.uid, newer.uid);
         fold(&mut self.gid, newer.gid);
     }
@@ -271,6 +275,7 @@ impl Parser {
         }
         match self.key.as_slice() {
             b"path" | b"linkpath" => Value::Keep(MAX_NAME_VALUE),
+            b"uname" | b"gname" => Value::Keep(MAX_NUMBER_VALUE),
             b"size" | b"mtime" | b"uid" | b"gid" => Value::Keep(MAX_NUMBER_VALUE),
             _ if self.global => Value::Skip,
             b"GNU.sparse.map" => Value::Map,
@@ -336,6 +341,8 @@ impl Parser {
                 }
             }
             b"size" => o.size = Some(sparse::decimal(value).ok_or_else(invalid)?),
+            b"uname" => o.uname = Some(value.to_vec()),
+            b"gname" => o.gname = Some(value.to_vec()),
             b"uid" => o.uid = Some(unsigned(value).ok_or_else(invalid)?),
             b"gid" => o.gid = Some(unsigned(value).ok_or_else(invalid)?),
             b"mtime" => o.mtime = Some(parse_time(value).ok_or_else(invalid)?),

@@ -511,6 +511,10 @@ impl<R: Read> Reader<R> {
         let pax_mtime = pax::pick(&lo.mtime, &g.mtime);
         let pax_uid = pax::pick(&lo.uid, &g.uid);
         let pax_gid = pax::pick(&lo.gid, &g.gid);
+        let (header_uname, header_gname) = h.owner_names();
+        let uname = pax::pick(&lo.uname, &g.uname).unwrap_or(header_uname);
+        let gname = pax::pick(&lo.gname, &g.gname).unwrap_or(header_gname);
+        let (dev_major, dev_minor) = h.device();
 
         let display = String::from_utf8_lossy(&name).into_owned();
         let err = |s: &Self, what: &str| s.msg(Some(&display), off, what);
@@ -611,6 +615,10 @@ impl<R: Read> Reader<R> {
             mode,
             uid,
             gid,
+            uname,
+            gname,
+            dev_major,
+            dev_minor,
             mtime,
             size: if readable { real_size } else { 0 },
             sparse: segments,

@@ -188,7 +188,7 @@ impl<R: Read> Read for Named<R> {
         let what = self.what;
         self.inner.read(buf).map_err(|e| {
             if e.kind() == io::ErrorKind::UnexpectedEof {
-                io::Error::new(e.kind(), format!("{what}: truncated input (incomplete frame)"))
+                io::Error::new(e.kind(), format!("{what}: the compressed input ends inside a frame"))
             } else if what == "zstd" && e.to_string().contains("too much memory") {
                 io::Error::new(
                     e.kind(),
