@@ -27,9 +27,6 @@ use crate::plan::{Entry, SafePath, Timestamp};
 /// more get their cache cleared when it fills (reopening costs one openat2 per component).
 const MAX_CACHED_DIRS: usize = 4096;
 
-/// Mode for directories we create on the way to a member (GNU tar uses 0777 minus umask).
-const INTERMEDIATE_DIR_MODE: u32 = 0o755;
-
 /// Mode a directory member is created with; its own mode is applied at the end, so a 0555
 /// directory can still be filled.
 const DIR_CREATE_MODE: u32 = 0o700;
@@ -68,6 +65,9 @@ pub struct Dest {
     keep_old: bool,
     /// Permission bits are masked with this (0 when restoring exactly, as root does).
     umask: u32,
+    /// Mode of directories created on the way to a member: 0777 minus the user's umask,
+    /// as GNU tar makes them.
+    implied_dir_mode: u32,
     deferred: Vec<DeferredDir>,
     /// Index in `deferred` by path, so a repeated directory member updates its metadata.
     deferred_at: HashMap<PathBuf, usize>,
@@ -87,7 +87,7 @@ impl Slot {
 
 impl Dest {
     /// Opens (creating if missing, like `tar -C` with `mkdir -p`) the destination directory.
-    pub fn open(dir: &Path, keep_old: bool, umask: u32) -> Result<Dest> {
+    pub fn open(dir: &Path, keep_old: bool, umask: u32, user_umask: u32) -> Result<Dest> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("{}: cannot create", dir.display()))?;
         let c = cstr(dir.as_os_str())?;
@@ -105,6 +105,7 @@ impl Dest {
             dirs: HashMap::new(),
             keep_old,
             umask,
+            implied_dir_mode: 0o777 & !user_umask,
             deferred: Vec::new(),
             deferred_at: HashMap::new(),
         })
@@ -139,9 +140,7 @@ impl Dest {
         let fd = match open_dir_beneath(parent, &name) {
             Err(e) if create && e.raw_os_error() == Some(libc::ENOENT) => {
                 // Safety: parent is an open directory fd, name a valid C string.
-                let r = unsafe {
-                    libc::mkdirat(parent, name.as_ptr(), INTERMEDIATE_DIR_MODE & !self.umask)
-                };
+                let r = unsafe { libc::mkdirat(parent, name.as_ptr(), self.implied_dir_mode) };
                 if r < 0 {
                     let e = io::Error::last_os_error();
                     if e.raw_os_error() != Some(libc::EEXIST) {
