@@ -15,7 +15,7 @@ use crate::pool::BUF_ALIGN;
 pub const CHUNK_SIZE: usize = 1 << 20;
 
 /// Fewest buffers the pool may have: one being filled, some in flight.
-const MIN_BUFFERS: usize = 4;
+pub const MIN_BUFFERS: usize = 4;
 
 #[derive(Debug, Clone)]
 pub struct Config {

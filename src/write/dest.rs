@@ -33,6 +33,10 @@ const DIR_CREATE_MODE: u32 = 0o700;
 
 /// An error that concerns one member only: report it and go on. Anything else is fatal.
 pub fn is_member_error(e: &io::Error) -> bool {
+    // Our own refusals (no errno) concern the member.
+    if e.raw_os_error().is_none() {
+        return e.kind() == io::ErrorKind::InvalidInput;
+    }
     matches!(
         e.raw_os_error(),
         Some(
@@ -422,7 +426,8 @@ impl Dest {
 
     pub fn hardlink(&mut self, entry: &Entry, target: &SafePath) -> io::Result<()> {
         if *target == entry.path {
-            return Ok(());
+            // GNU tar: "Cannot hard link to 'x'". Whatever is there is not what the archive meant.
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "hard link to itself"));
         }
         let t = target.as_path();
         let tdir = self.dir(t.parent().unwrap_or(Path::new("")), false)?;

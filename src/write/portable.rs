@@ -98,8 +98,9 @@ impl Portable {
         let fd = f.fd.as_raw_fd();
         let mut done = 0;
         if f.direct {
-            reserve(fd, f.size, &mut f.preallocated, offset + data.len() as u64)
-                .map_err(|e| anyhow!("{}: cannot reserve space: {e}", f.entry.name))?;
+            reserve(fd, f.size, &mut f.preallocated, offset + data.len() as u64).map_err(|e| {
+                anyhow!("{}: cannot reserve space: {e}; the file is incomplete", f.entry.name)
+            })?;
             // Whole aligned blocks go direct; an unaligned tail (only the last chunk has one)
             // is written after switching the fd to buffered mode.
             let aligned = self.policy.direct_part(data.len());

@@ -193,8 +193,10 @@ impl Uring {
     fn reap(&mut self) -> Result<()> {
         let done: Vec<(u64, i32)> =
             self.ring.completion().map(|c| (c.user_data(), c.result())).collect();
+        // Count them all out first: if one fails the run, the rest are already off the CQ,
+        // and `Drop` must not wait for them.
+        self.in_flight -= done.len();
         for (user_data, res) in done {
-            self.in_flight -= 1;
             self.complete(user_data as usize, res)?;
         }
         Ok(())
@@ -300,8 +302,9 @@ impl Uring {
         let (index, ptr, len) = (buf.index(), buf.as_ptr(), buf.len());
         if f.direct {
             let fd = f.fd.as_ref().map_or(-1, |fd| fd.as_raw_fd());
-            reserve(fd, f.size, &mut f.preallocated, offset + len as u64)
-                .map_err(|e| anyhow!("{}: cannot reserve space: {e}", f.entry.name))?;
+            reserve(fd, f.size, &mut f.preallocated, offset + len as u64).map_err(|e| {
+                anyhow!("{}: cannot reserve space: {e}; the file is incomplete", f.entry.name)
+            })?;
             let direct = self.policy.direct_part(len);
             if direct < len {
                 if f.tail.is_some() {
