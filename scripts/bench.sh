@@ -2,7 +2,7 @@
 # Benchmark fastuntar against GNU tar, bsdtar and the zstd decoding floor.
 #
 #   scripts/bench.sh [--rounds N] [--scale F] [--workdir DIR] [--only snapshot|smallfiles]
-#                    [--no-build] [--no-dd] [--timeout SEC]
+#                    [--no-build] [--no-dd] [--timeout SEC] [--quiet-wait SEC]
 #
 # Builds fastuntar (cargo build --release), generates the archives with
 # scripts/gen-archives.py (reused when up to date), measures raw disk rates with dd, then runs
@@ -13,12 +13,15 @@
 #   extract only  wall clock of CMD alone
 #   peak RSS      /usr/bin/time -f %M around CMD (for GNU tar: max of tar and its zstd child)
 #   cache growth  `Cached:` of /proc/meminfo after CMD minus before CMD (before the sync)
+# Other processes' CPU use during a run is recorded; before each run the script waits up to
+# --quiet-wait seconds (default 60, 0 = off) for the machine to be idle.  A failing or missing
+# fastuntar (it is under development) marks its rows failed instead of aborting.
 # Results go to WORKDIR/results/<timestamp>/ (raw TSV, logs, summary.txt, summary.md).
 # See docs/PERFORMANCE.md.
 set -euo pipefail
 export LC_ALL=C # EPOCHREALTIME must use '.' as its decimal separator
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 
 ROUNDS=3
 SCALE=1
@@ -27,6 +30,7 @@ ONLY=""
 BUILD=1
 DD=1
 TIMEOUT=1800
+QUIET_WAIT=60
 ORIG_ARGS=("$@")
 
 while (($#)); do
@@ -38,12 +42,14 @@ while (($#)); do
     --no-build) BUILD=0; shift ;;
     --no-dd) DD=0; shift ;;
     --timeout) TIMEOUT=${2:?--timeout needs a value}; shift 2 ;;
+    --quiet-wait) QUIET_WAIT=${2:?--quiet-wait needs a value}; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "bench.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
     esac
 done
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: --rounds must be a positive integer" >&2; exit 2; }
 [[ $TIMEOUT =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: --timeout must be a positive integer" >&2; exit 2; }
+[[ $QUIET_WAIT =~ ^[0-9]+$ ]] || { echo "bench.sh: --quiet-wait must be a non-negative integer" >&2; exit 2; }
 case $ONLY in "" | snapshot | smallfiles) ;; *) echo "bench.sh: --only snapshot|smallfiles" >&2; exit 2 ;; esac
 ((BASH_VERSINFO[0] >= 5)) || { echo "bench.sh: needs bash >= 5 (EPOCHREALTIME)" >&2; exit 2; }
 
@@ -89,7 +95,31 @@ read_cached() {
     done </proc/meminfo
 }
 now_us() { NOW_US=${EPOCHREALTIME/./}; }
+# Sets USER_TICKS to the system-wide user+nice CPU time (USER_HZ ticks) without forking.
+read_user_ticks() {
+    local _cpu user nice _rest
+    read -r _cpu user nice _rest </proc/stat
+    USER_TICKS=$((user + nice))
+}
 fmt_s() { printf '%d.%03d' $(($1 / 1000000)) $(($1 / 1000 % 1000)); }
+
+# Before each run, wait up to QUIET_WAIT seconds until other processes use < 10% of one CPU
+# (user time over 1 s), so that e.g. a concurrent cargo build does not pollute the figures.
+wait_quiet() {
+    local waited=0 u0 busy
+    ((QUIET_WAIT > 0)) || return 0
+    while :; do
+        read_user_ticks; u0=$USER_TICKS
+        sleep 1
+        read_user_ticks; busy=$((USER_TICKS - u0))
+        ((busy < 10)) && return 0
+        waited=$((waited + 1))
+        if ((waited >= QUIET_WAIT)); then
+            say "    note: machine still busy (other processes at ${busy}% CPU) after ${QUIET_WAIT}s; running anyway"
+            return 0
+        fi
+    done
+}
 
 # ---------------------------------------------------------------------------- machine facts
 hr
@@ -174,6 +204,7 @@ if ((DD)); then
         local label=$1 t0 t1 bytes=$((4096 * 1048576)) last
         shift
         rm -f -- "$DDFILE"
+        wait_quiet
         drop_caches
         now_us; t0=$NOW_US
         dd "$@" 2>"$RESULTS/logs/dd.err"
@@ -188,6 +219,7 @@ if ((DD)); then
     rm -f -- "$DDFILE"
     for key in "${KEYS[@]}"; do
         a=$ARCHDIR/$key.tar.zst
+        wait_quiet
         drop_caches
         now_us; t0=$NOW_US
         dd if="$a" of=/dev/null bs=1M iflag=direct 2>"$RESULTS/logs/dd.err"
@@ -247,18 +279,26 @@ ref_manifest() {
     rm -rf -- "$REFTMP"
 }
 declare -A VERIFIED=()
+HAVE_FINCORE=0
+command -v fincore >/dev/null && HAVE_FINCORE=1
+# Bytes of the regular files under $1 (a file or a tree) that are resident in the page cache.
+resident_bytes() {
+    find "$1" -type f -print0 | xargs -0 -r fincore -b -n -o RES | awk '{ s += $1 } END { printf "%d", s }'
+}
+mb() { if [[ -n $1 ]]; then echo $(($1 / 1048576)); else echo -; fi; }
 
 run_one() { # key archive contestant round
     local key=$1 a=$2 c=$3 r=$4 log=$RESULTS/logs/$1.$3.r$4 reason rc t0 t1 t2 c0 c1 rss status n
+    local u0 u1 ucmd other tline resf="" resa=""
     reason=$(skip_reason "$c")
     if [[ -n $reason ]]; then
-        printf '%s\t%s\t%s\tskipped\t\t\t\t\n' "$key" "$c" "$r" >>"$TSV"
+        printf '%s\t%s\t%s\tskipped\t\t\t\t\t\t\t\n' "$key" "$c" "$r" >>"$TSV"
         printf '  %-24s skipped (%s)\n' "${LABEL[$c]}" "$reason"
         return
     fi
     set_cmd "$c" "$a" "$DEST"
     if ! command -v "${CMD[0]}" >/dev/null; then
-        printf '%s\t%s\t%s\tmissing\t\t\t\t\n' "$key" "$c" "$r" >>"$TSV"
+        printf '%s\t%s\t%s\tmissing\t\t\t\t\t\t\t\n' "$key" "$c" "$r" >>"$TSV"
         printf '  %-24s missing (%s not found)\n' "${LABEL[$c]}" "${CMD[0]}"
         return
     fi
@@ -266,19 +306,31 @@ run_one() { # key archive contestant round
     mkdir -p "$DEST"
     local out=$log.out
     [[ $c == zstd ]] && out=/dev/null
+    wait_quiet
     drop_caches
+    read_user_ticks; u0=$USER_TICKS
     read_cached; c0=$CACHED_KB
     now_us; t0=$NOW_US
     set +e
-    /usr/bin/time -f %M -o "$log.rss" timeout -k 10 "$TIMEOUT" "${CMD[@]}" >"$out" 2>"$log.err"
+    /usr/bin/time -f '%M %U' -o "$log.time" timeout -k 10 "$TIMEOUT" "${CMD[@]}" >"$out" 2>"$log.err"
     rc=$?
     now_us; t1=$NOW_US
     read_cached; c1=$CACHED_KB
     sync
     now_us; t2=$NOW_US
+    read_user_ticks; u1=$USER_TICKS
     set -e
-    rss=$(tail -n1 "$log.rss" 2>/dev/null || true)
-    [[ $rss =~ ^[0-9]+$ ]] || rss=""
+    # Last line of the -o file (GNU time puts "Command exited with ..." above it on failure).
+    tline=$(tail -n1 "$log.time" 2>/dev/null || true)
+    rss="" ucmd=0
+    if [[ $tline =~ ^([0-9]+)\ ([0-9]+)\.([0-9]+)$ ]]; then
+        rss=${BASH_REMATCH[1]}
+        ucmd=$((10#${BASH_REMATCH[2]} * 100 + 10#${BASH_REMATCH[3]})) # centiseconds
+    fi
+    # User CPU burnt by *other* processes during the run (ticks are 1/100 s): a concurrent
+    # build or similar shows up here and makes the run suspect.
+    other=$((u1 - u0 - ucmd))
+    ((other >= 0)) || other=0
     status=ok
     if ((rc == 124 || rc == 137)); then
         status=timeout
@@ -291,11 +343,17 @@ run_one() { # key archive contestant round
             echo "bench.sh: extracted $n regular files, archive has ${EXPECT_FILES[$key]}" >>"$log.err"
         fi
     fi
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$key" "$c" "$r" "$status" $((t2 - t0)) $((t1 - t0)) \
-        "$rss" $((c1 - c0)) >>"$TSV"
-    printf '  %-24s %-10s extract+sync %8s s  extract %8s s  rss %6s MB  cache %+7d MB\n' \
+    # What the run left in the page cache, per file (sync cleans pages but does not evict
+    # them), so unlike the Cached: delta this is immune to other processes' activity.
+    if [[ $status == ok ]] && ((HAVE_FINCORE)); then
+        resa=$(resident_bytes "$a")
+        [[ $c == zstd ]] || resf=$(resident_bytes "$DEST")
+    fi
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$key" "$c" "$r" "$status" $((t2 - t0)) \
+        $((t1 - t0)) "$rss" $((c1 - c0)) $((other * 10000)) "$resf" "$resa" >>"$TSV"
+    printf '  %-24s %-10s extract+sync %8s s  extract %8s s  rss %5s MB  Cached %+6d MB  resident files/archive %s/%s MB  other-procs cpu %s s\n' \
         "${LABEL[$c]}" "$status" "$(fmt_s $((t2 - t0)))" "$(fmt_s $((t1 - t0)))" \
-        "$((${rss:-0} / 1024))" $(((c1 - c0) / 1024))
+        "$((${rss:-0} / 1024))" $(((c1 - c0) / 1024)) "$(mb "$resf")" "$(mb "$resa")" "$(fmt_s $((other * 10000)))"
     if [[ $status != ok ]]; then
         say "    exit code $rc; stderr tail ($log.err):"
         tail -n 8 "$log.err" | sed 's/^/      /'
@@ -359,11 +417,12 @@ for line in open(meta):
         nodrop = True
 runs = {}
 for line in open(tsv):
-    key, c, r, status, tot, cmd, rss, cache = line.rstrip("\n").split("\t")
-    runs.setdefault((key, c), []).append((status, tot, cmd, rss, cache))
+    key, c, r, status, tot, cmd, rss, cache, other, resf, resa = line.rstrip("\n").split("\t")
+    runs.setdefault((key, c), []).append((status, tot, cmd, rss, cache, other, resf, resa))
 
 HEAD = ["contestant", "median extract+sync (s)", "min", "max", "median extract only (s)",
-        "peak RSS (MB)", "page-cache growth (MB, % of bytes)", "vs GNU tar", "vs zstd floor"]
+        "peak RSS (MB)", "page-cache growth (MB, % of bytes)",
+        "left resident: files / archive (MB)", "vs GNU tar", "vs zstd floor"]
 out_txt, out_md = [], []
 for key, info in archives.items():
     med = {}
@@ -382,12 +441,15 @@ for key, info in archives.items():
             name += " [OUTPUT DIFFERS]"
         if not ok:
             states = sorted({x[0] for x in rr}) or ["not run"]
-            rows.append([name, "/".join(states)] + ["-"] * 7)
+            rows.append([name, "/".join(states)] + ["-"] * 8)
             continue
         tot = [int(x[1]) / 1e6 for x in ok]
         cmd = [int(x[2]) / 1e6 for x in ok]
         rss = [int(x[3]) / 1024 for x in ok if x[3]]
         cache = st.median(int(x[4]) for x in ok) / 1024
+        resf = [int(x[6]) / 1048576 for x in ok if x[6]]
+        resa = [int(x[7]) / 1048576 for x in ok if x[7]]
+        resident = (f"{st.median(resf):.0f}" if resf else "-") + " / " + (f"{st.median(resa):.0f}" if resa else "-")
         m = st.median(tot)
         note = "" if len(ok) == len(rr) else f" ({len(ok)}/{len(rr)} ok)"
         rows.append([
@@ -395,6 +457,7 @@ for key, info in archives.items():
             f"{m:.2f}", f"{min(tot):.2f}", f"{max(tot):.2f}", f"{st.median(cmd):.2f}",
             f"{max(rss):.0f}" if rss else "?",
             f"{cache:.0f} ({100 * cache * 1048576 / info['file_bytes']:.0f}%)",
+            resident,
             f"{med['gnutar'] / m:.2f}x" if "gnutar" in med else "-",
             f"{m / med['zstd']:.2f}x" if "zstd" in med else "-",
         ])
@@ -402,16 +465,25 @@ for key, info in archives.items():
              f"{info['zst'] / 1e6:.0f} MB compressed; rounds: {max((len(v) for (k, _), v in runs.items() if k == key), default=0)}")
     if nodrop:
         title += "; PAGE CACHE NOT DROPPED (not root)"
+    # Runs during which other processes used > 10% of one CPU (user time, and at least
+    # 0.2 s of it) are suspect.
+    noisy = [f"{labels[c]} r{i + 1} ({int(x[5]) / 1e6:.1f} s)"
+             for c in order for i, x in enumerate(runs.get((key, c), []))
+             if x[0] == "ok" and x[5] and int(x[5]) > max(200_000, 0.10 * int(x[1]))]
     widths = [max(len(HEAD[i]), *(len(r[i]) for r in rows)) for i in range(len(HEAD))]
     fmt = lambda r: "  ".join(x.ljust(widths[i]) if i == 0 else x.rjust(widths[i]) for i, x in enumerate(r))
-    out_txt += [title, fmt(HEAD), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows] + [""]
+    noise = ("WARNING: other processes were busy (user CPU) during: " + ", ".join(noisy)) if noisy else ""
+    out_txt += [title, fmt(HEAD), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows]
+    out_txt += ([noise] if noise else []) + [""]
     out_md += [f"**{title}**", "", "| " + " | ".join(HEAD) + " |",
                "|" + "|".join(["---"] + ["---:"] * (len(HEAD) - 1)) + "|"]
-    out_md += ["| " + " | ".join(r) + " |" for r in rows] + [""]
+    out_md += ["| " + " | ".join(r) + " |" for r in rows] + ([""] + [noise] if noise else []) + [""]
 legend = ("vs GNU tar = GNU tar's median / this median (>1 is faster than GNU tar); "
           "vs zstd floor = this median / zstd -dc's median (1.00 = as fast as decoding alone). "
-          "Page-cache growth includes the archive itself being read through the cache "
-          "(the zstd row shows that part).")
+          "Page-cache growth = Cached: in /proc/meminfo after the command minus before it, system-wide: "
+          "it includes the archive read through the cache (see the zstd row), the programs' own "
+          "binaries, and anything other processes did meanwhile. 'Left resident' is measured per "
+          "file with fincore after the sync (medians): extracted files / the archive itself.")
 out_txt += [legend, f"command: {cmdline}"]
 out_md += [legend, "", f"Command: `{cmdline.strip()}`"]
 open(f"{results}/summary.txt", "w").write("\n".join(out_txt) + "\n")

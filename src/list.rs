@@ -8,6 +8,7 @@ use crate::archive::{Kind, Member, Reader};
 use crate::config::Config;
 use crate::decode;
 use crate::exclude::Exclude;
+use crate::report::quote;
 
 /// GNU tar's starting widths for "user/group size" and the date column (list.c).
 const UGS_WIDTH: usize = 18;
@@ -159,60 +160,9 @@ fn utf8_locale() -> bool {
     v.contains("utf-8") || v.contains("utf8")
 }
 
-/// GNU tar's default "escape" quoting: C escapes for control characters and backslash,
-/// octal for bytes that are not printable in the locale.
-pub fn quote(bytes: &[u8], utf8: bool) -> String {
-    let mut out = String::with_capacity(bytes.len());
-    let mut rest = bytes;
-    while let Some(&b) = rest.first() {
-        if utf8
-            && b >= 0x80
-            && let Some(ch) = first_utf8_char(rest)
-            && !ch.is_control()
-        {
-            out.push(ch);
-            rest = &rest[ch.len_utf8()..];
-            continue;
-        }
-        match b {
-            b'\\' => out.push_str("\\\\"),
-            b'\n' => out.push_str("\\n"),
-            b'\t' => out.push_str("\\t"),
-            0x07 => out.push_str("\\a"),
-            0x08 => out.push_str("\\b"),
-            0x0c => out.push_str("\\f"),
-            b'\r' => out.push_str("\\r"),
-            0x0b => out.push_str("\\v"),
-            0x20..=0x7e => out.push(b as char),
-            _ => out.push_str(&format!("\\{b:03o}")),
-        }
-        rest = &rest[1..];
-    }
-    out
-}
-
-fn first_utf8_char(b: &[u8]) -> Option<char> {
-    let n = match b[0] {
-        0xc2..=0xdf => 2,
-        0xe0..=0xef => 3,
-        0xf0..=0xf4 => 4,
-        _ => return None,
-    };
-    std::str::from_utf8(b.get(..n)?).ok()?.chars().next()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn quoting() {
-        assert_eq!(quote(b"a b", false), "a b");
-        assert_eq!(quote(b"a\\b\n", false), "a\\\\b\\n");
-        assert_eq!(quote("é".as_bytes(), false), "\\303\\251");
-        assert_eq!(quote("é".as_bytes(), true), "é");
-        assert_eq!(quote(b"\xff", true), "\\377");
-    }
 
     #[test]
     fn listed_targets() {

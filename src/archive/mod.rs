@@ -59,8 +59,9 @@ pub struct Member {
 }
 
 impl Member {
-    /// The name for messages: lossy UTF-8, as GNU tar would print it.
+    /// The name for messages and `-v`: escaped as GNU tar prints it (control characters and
+    /// bytes that are not UTF-8 as C escapes), so it can never break a line.
     pub fn display_name(&self) -> String {
-        String::from_utf8_lossy(&self.name).into_owned()
+        crate::report::printable(&self.name)
     }
 }

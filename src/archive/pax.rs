@@ -258,7 +258,7 @@ impl Parser {
         {
             return Err(bad(&format!(
                 "{} value too long ({} bytes)",
-                String::from_utf8_lossy(&self.key),
+                crate::report::printable(&self.key),
                 self.value_left
             )));
         }
@@ -322,8 +322,8 @@ impl Parser {
         let invalid = || {
             format!(
                 "PAX header: invalid {}={}",
-                String::from_utf8_lossy(key),
-                String::from_utf8_lossy(value)
+                crate::report::printable(key),
+                crate::report::printable(value)
             )
         };
         match key {
@@ -331,7 +331,7 @@ impl Parser {
                 if value.contains(&0) {
                     return Err(format!(
                         "PAX header: NUL byte in {}",
-                        String::from_utf8_lossy(key)
+                        crate::report::printable(key)
                     ));
                 }
                 if key == b"path" {

@@ -516,7 +516,7 @@ impl<R: Read> Reader<R> {
         let gname = pax::pick(&lo.gname, &g.gname).unwrap_or(header_gname);
         let (dev_major, dev_minor) = h.device();
 
-        let display = String::from_utf8_lossy(&name).into_owned();
+        let display = crate::report::printable(&name);
         let err = |s: &Self, what: &str| s.msg(Some(&display), off, what);
         let num = |s: &Self, field: &str, v: Result<i64, format::NumError>| -> Res<u64> {
             match v {

@@ -208,7 +208,7 @@ impl PaxSparse {
     pub(super) fn record(&mut self, key: &[u8], value: &[u8]) -> Result<(), String> {
         let num = |v: &[u8]| -> Result<u64, String> {
             decimal(v).ok_or_else(|| {
-                format!("invalid {}={}", String::from_utf8_lossy(key), String::from_utf8_lossy(v))
+                format!("invalid {}={}", crate::report::printable(key), crate::report::printable(v))
             })
         };
         match key {

@@ -67,7 +67,9 @@ pub struct Dest {
     /// an operation in flight keeps its directory open even if the cache lets go of it.
     dirs: HashMap<PathBuf, Arc<OwnedFd>>,
     keep_old: bool,
-    /// Permission bits are masked with this (0 when restoring exactly, as root does).
+    /// Modes are restored exactly (root, or `-p`).
+    exact: bool,
+    /// The user's umask, applied when not `exact`.
     umask: u32,
     /// Mode of directories created on the way to a member: 0777 minus the user's umask,
     /// as GNU tar makes them.
@@ -91,7 +93,7 @@ impl Slot {
 
 impl Dest {
     /// Opens (creating if missing, like `tar -C` with `mkdir -p`) the destination directory.
-    pub fn open(dir: &Path, keep_old: bool, umask: u32, user_umask: u32) -> Result<Dest> {
+    pub fn open(dir: &Path, keep_old: bool, exact: bool, user_umask: u32) -> Result<Dest> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("{}: cannot create", dir.display()))?;
         let c = cstr(dir.as_os_str())?;
@@ -108,7 +110,8 @@ impl Dest {
             root,
             dirs: HashMap::new(),
             keep_old,
-            umask,
+            exact,
+            umask: user_umask,
             implied_dir_mode: 0o777 & !user_umask,
             deferred: Vec::new(),
             deferred_at: HashMap::new(),
@@ -123,9 +126,10 @@ impl Dest {
         self.keep_old
     }
 
-    /// Final permission bits for a member's `mode`.
+    /// Final permission bits for a member's `mode`: exact as root or with `-p`; otherwise,
+    /// like GNU tar without `-p`, minus the umask and without set-id and sticky bits.
     pub fn mode(&self, mode: u32) -> u32 {
-        mode & !self.umask & 0o7777
+        if self.exact { mode & 0o7777 } else { mode & 0o777 & !self.umask }
     }
 
     /// Directory `rel` (relative to DIR), opening and, if `create`, making every missing

@@ -52,8 +52,7 @@ pub fn create(cfg: &Config, pool: &Pool) -> Result<Box<dyn Writer>> {
     // Safety: as above; DIR itself is created like `mkdir -p`, under the user's umask.
     unsafe { libc::umask(old_umask) };
     let exact = cfg.preserve_permissions || unsafe { libc::geteuid() } == 0;
-    let umask = if exact { 0 } else { old_umask };
-    let dest = dest::Dest::open(&cfg.dest, cfg.keep_old_files, umask, old_umask)?;
+    let dest = dest::Dest::open(&cfg.dest, cfg.keep_old_files, exact, old_umask)?;
     // From here on modes are applied explicitly.
     // Safety: umask has no memory effects.
     unsafe { libc::umask(0) };

@@ -62,11 +62,16 @@ pub fn for_each_config(test: &str, mut case: impl FnMut(&WriterConfig)) {
     for cfg in WRITER_CONFIGS {
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| case(cfg)));
         if let Err(e) = r {
-            eprintln!("--- {test}: FAILED under writer config `{}`: {}", cfg.name, panic_text(&e));
+            // The panic hook has printed the message already.
+            let _ = panic_text(&e);
+            eprintln!("--- {test}: FAILED under writer config `{}` (message above)", cfg.name);
             failed.push(cfg.name);
         }
     }
-    assert!(failed.is_empty(), "{test}: failed under writer configs {failed:?} (see messages above)");
+    assert!(
+        failed.is_empty(),
+        "{test}: failed under writer configs {failed:?} (see messages above)"
+    );
 }
 
 fn panic_text(e: &Box<dyn std::any::Any + Send>) -> String {
@@ -80,7 +85,13 @@ fn panic_text(e: &Box<dyn std::any::Any + Send>) -> String {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Skips
+// Skips and notes
+
+/// Prints one line straight to the process's stderr. libtest captures `eprintln!` (shown only
+/// for failing tests); SKIP lines and summaries should be seen in every CI log.
+pub fn note(line: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
 
 /// True when `tool` is on PATH; otherwise prints `SKIP <test>: <tool> not installed`.
 pub fn have_tool(test: &str, tool: &str) -> bool {
@@ -93,14 +104,16 @@ pub fn have_tool(test: &str, tool: &str) -> bool {
         ok
     });
     if !ok {
-        eprintln!("SKIP {test}: {tool} not installed");
+        note(&format!("SKIP {test}: {tool} not installed"));
     }
     ok
 }
 
 /// True when all `tools` are installed (prints a SKIP line for each missing one).
 pub fn have_tools(test: &str, tools: &[&str]) -> bool {
-    tools.iter().fold(true, |all, t| have_tool(test, t) && all)
+    // Not `all`: every missing tool gets its SKIP line.
+    let missing: Vec<&&str> = tools.iter().filter(|t| !have_tool(test, t)).collect();
+    missing.is_empty()
 }
 
 /// True when `tool` is on PATH (no message).
@@ -113,6 +126,16 @@ fn which(tool: &str) -> Option<PathBuf> {
     std::env::split_paths(&path).map(|d| d.join(tool)).find(|p| p.is_file())
 }
 
+/// This process's umask (from /proc, without changing it: tests run on threads).
+pub fn umask() -> u32 {
+    let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Umask:"))
+        .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+        .unwrap_or(0o022)
+}
+
 pub fn is_root() -> bool {
     // Safety: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
@@ -122,7 +145,7 @@ pub fn is_root() -> bool {
 pub fn have_root(test: &str, why: &str) -> bool {
     let ok = is_root();
     if !ok {
-        eprintln!("SKIP {test}: needs root ({why})");
+        note(&format!("SKIP {test}: needs root ({why})"));
     }
     ok
 }
@@ -144,8 +167,11 @@ impl TestDir {
         let started = SystemTime::now() - Duration::from_secs(1);
         let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
         fs::create_dir_all(base).unwrap();
-        let safe: String =
-            test.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).take(40).collect();
+        let safe: String = test
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .take(40)
+            .collect();
         let dir = tempfile::Builder::new()
             .prefix(&format!("{safe}-"))
             .tempdir_in(base)
@@ -220,12 +246,14 @@ impl Output {
         self.stderr_str().lines().filter(|l| !l.trim().is_empty()).map(str::to_string).collect()
     }
 
-    /// stderr lines about the archive: everything except a notice that io_uring is unavailable
-    /// and the portable writer is used instead (the uring configs may print one on kernels that
-    /// refuse io_uring).
+    /// stderr lines about the archive: everything except the closing summary line
+    /// (`fastuntar: N members, N files (...), ... MB in ... s`, printed unless -q) and a notice
+    /// that io_uring is unavailable and the portable writer is used instead (the uring configs
+    /// may print one on kernels that refuse io_uring).
     pub fn diagnostics(&self) -> Vec<String> {
         self.stderr_lines()
             .into_iter()
+            .filter(|l| !is_summary(l))
             .filter(|l| {
                 let l = l.to_ascii_lowercase();
                 !(l.contains("io_uring") && (l.contains("fall") || l.contains("portable")))
@@ -259,6 +287,13 @@ impl Output {
         assert_eq!(self.code, Some(code), "expected exit {code}\n{}", self.describe());
         self
     }
+}
+
+/// The closing summary: `fastuntar: 3 members, 3 files (0 direct, 3 buffered), 0.0 MB in ...`.
+pub fn is_summary(line: &str) -> bool {
+    line.strip_prefix("fastuntar: ")
+        .and_then(|r| r.split_once(" members, "))
+        .is_some_and(|(n, rest)| n.bytes().all(|b| b.is_ascii_digit()) && rest.contains(" files ("))
 }
 
 fn truncate_text(s: &str, max: usize) -> String {
@@ -432,9 +467,18 @@ impl Cmd {
             elapsed,
         };
         if self.strict {
-            assert!(!output.timed_out, "fastuntar hung (killed after {:?})\n{}", self.timeout, output.describe());
+            assert!(
+                !output.timed_out,
+                "fastuntar hung (killed after {:?})\n{}",
+                self.timeout,
+                output.describe()
+            );
             assert!(output.signal.is_none(), "fastuntar died of a signal\n{}", output.describe());
-            assert!(!output.stderr_str().contains("panicked"), "fastuntar panicked\n{}", output.describe());
+            assert!(
+                !output.stderr_str().contains("panicked"),
+                "fastuntar panicked\n{}",
+                output.describe()
+            );
             assert!(
                 matches!(output.code, Some(0..=2)),
                 "fastuntar exit code outside 0..=2\n{}",
@@ -453,9 +497,9 @@ fn reader_thread(mut r: impl Read + Send + 'static) -> thread::JoinHandle<Vec<u8
     })
 }
 
-/// Runs a shell command line (`sh -c`), failing the test if it does not exit 0.
+/// Runs a bash command line (with pipefail), failing the test if it does not exit 0.
 pub fn sh(script: &str) -> Output {
-    let out = Cmd::new("sh").args(["-c", script]).run();
+    let out = Cmd::new("bash").args(["-c", &format!("set -o pipefail; {script}")]).run();
     assert!(out.success(), "shell command failed\n{}", out.describe());
     out
 }

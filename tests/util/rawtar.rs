@@ -181,7 +181,13 @@ fn put_num(field: &mut [u8], n: &Num) {
             let be = v.to_be_bytes(); // 16 bytes of two's complement
             for (i, f) in field.iter_mut().enumerate() {
                 let from_end = w - 1 - i;
-                *f = if from_end < 16 { be[15 - from_end] } else if *v < 0 { 0xff } else { 0 };
+                *f = if from_end < 16 {
+                    be[15 - from_end]
+                } else if *v < 0 {
+                    0xff
+                } else {
+                    0
+                };
             }
             field[0] |= 0x80;
         }
@@ -262,6 +268,18 @@ impl Tar {
         self.header(&Header::hardlink(name, target))
     }
 
+    /// A member with any name and link target: GNU 'L' / 'K' headers go first when the name or
+    /// target does not fit its 100-byte field.
+    pub fn member(&mut self, h: &Header, data: &[u8]) -> &mut Self {
+        if h.name.len() > 100 {
+            self.gnu_long_name(&h.name);
+        }
+        if h.linkname.len() > 100 {
+            self.gnu_long_link(&h.linkname);
+        }
+        self.entry(h, data)
+    }
+
     /// A GNU 'L' header carrying the next member's name (NUL-terminated, as GNU tar writes it).
     pub fn gnu_long_name(&mut self, name: impl AsRef<[u8]>) -> &mut Self {
         let mut d = name.as_ref().to_vec();
@@ -279,7 +297,7 @@ impl Tar {
     }
 
     /// A PAX 'x' header with these records (each key, value).
-    pub fn pax(&mut self, records: &[(&[u8], &[u8])]) -> &mut Self {
+    pub fn pax<K: AsRef<[u8]>, V: AsRef<[u8]>>(&mut self, records: &[(K, V)]) -> &mut Self {
         let mut d = Vec::new();
         for (k, v) in records {
             d.extend(pax_record(k, v));

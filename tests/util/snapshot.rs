@@ -4,7 +4,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::fs;
-use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
@@ -28,7 +27,8 @@ pub struct Entry {
     pub mode: u32,
     pub mtime: (i64, i64),
     pub size: u64,
-    /// FNV-1a 64 of the contents (regular files only; 0 otherwise).
+    /// FNV-1a 64 over the non-zero 64 KiB chunks and their offsets (regular files only; 0
+    /// otherwise). See `hash_file`.
     pub hash: u64,
     /// Symlink target bytes.
     pub target: Option<Vec<u8>>,
@@ -59,21 +59,45 @@ pub fn fnv1a(data: &[u8]) -> u64 {
     h
 }
 
+/// Chunk size for content hashing.
+const CHUNK: u64 = 1 << 16;
+
+/// A hash of the contents that does not depend on how zeros are stored: the file is read in
+/// 64 KiB chunks at fixed offsets, all-zero chunks are left out, and holes (found with
+/// SEEK_DATA) are never read. So a sparse file and the same bytes written out hash alike, and a
+/// 10 GiB sparse member costs only its data. (The size is compared separately.)
 fn hash_file(p: &Path) -> u64 {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::FileExt;
+    let Ok(f) = fs::File::open(p) else { return 1 };
+    let Ok(len) = f.metadata().map(|m| m.len()) else { return 2 };
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let Ok(mut f) = fs::File::open(p) else { return 1 };
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        match f.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                for &b in &buf[..n] {
-                    h ^= u64::from(b);
-                    h = h.wrapping_mul(0x0000_0100_0000_01b3);
-                }
-            }
-            Err(_) => return 2,
+    let mut feed = |bytes: &[u8]| {
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
         }
+    };
+    let mut buf = vec![0u8; CHUNK as usize];
+    let mut off = 0u64;
+    while off < len {
+        // Safety: a valid open file descriptor and plain integer arguments.
+        let data = unsafe { libc::lseek(f.as_raw_fd(), off as libc::off_t, libc::SEEK_DATA) };
+        if data < 0 {
+            break; // ENXIO: only a hole remains (or SEEK_DATA unsupported: read on below)
+        }
+        let start = (data as u64) / CHUNK * CHUNK;
+        off = off.max(start);
+        let n = CHUNK.min(len - off) as usize;
+        let got = match f.read_at(&mut buf[..n], off) {
+            Ok(0) | Err(_) => break,
+            Ok(g) => g,
+        };
+        if buf[..got].iter().any(|&b| b != 0) {
+            feed(&off.to_le_bytes());
+            feed(&buf[..got]);
+        }
+        off += got as u64;
     }
     h
 }
@@ -152,7 +176,11 @@ fn walk(dir: &Path, rel: &mut Vec<u8>, out: &mut BTreeMap<Vec<u8>, Entry>) {
 /// Renders path bytes readably (non-UTF-8 and control bytes escaped).
 pub fn show(p: &[u8]) -> String {
     let s = p.escape_ascii().to_string();
-    if s.len() > 160 { format!("{}...{} ({} bytes)", &s[..80], &s[s.len() - 60..], p.len()) } else { s }
+    if s.len() > 160 {
+        format!("{}...{} ({} bytes)", &s[..80], &s[s.len() - 60..], p.len())
+    } else {
+        s
+    }
 }
 
 impl Snapshot {
@@ -180,7 +208,11 @@ impl Snapshot {
     pub fn map_paths(&self, mut f: impl FnMut(&[u8]) -> Option<Vec<u8>>) -> Snapshot {
         Snapshot {
             root: self.root.clone(),
-            entries: self.entries.iter().filter_map(|(p, e)| f(p).map(|q| (q, e.clone()))).collect(),
+            entries: self
+                .entries
+                .iter()
+                .filter_map(|(p, e)| f(p).map(|q| (q, e.clone())))
+                .collect(),
         }
     }
 
@@ -268,9 +300,7 @@ pub fn diff(a: &Snapshot, la: &str, b: &Snapshot, lb: &str, cmp: &Compare) -> Ve
             out.push(format!("{name}: mode {:04o} in {la}, {:04o} in {lb}", x.mode, y.mode));
         }
         let check_mtime = match x.kind {
-            Kind::Dir => {
-                cmp.dir_mtime && !recent.is_some_and(|r| x.mtime >= r && y.mtime >= r)
-            }
+            Kind::Dir => cmp.dir_mtime && !recent.is_some_and(|r| x.mtime >= r && y.mtime >= r),
             Kind::Symlink => cmp.symlink_mtime,
             _ => true,
         };
@@ -324,7 +354,8 @@ pub fn assert_same(a: &Snapshot, la: &str, b: &Snapshot, lb: &str, cmp: &Compare
     let d = diff(a, la, b, lb, cmp);
     if !d.is_empty() {
         let shown: Vec<&String> = d.iter().take(40).collect();
-        let more = if d.len() > 40 { format!("\n  ... and {} more", d.len() - 40) } else { String::new() };
+        let more =
+            if d.len() > 40 { format!("\n  ... and {} more", d.len() - 40) } else { String::new() };
         panic!(
             "{context}\ntrees differ ({} vs {}): {} difference(s):\n  {}{more}",
             a.root.display(),

@@ -22,7 +22,8 @@ pub struct TreeOpts {
 
 impl TreeOpts {
     pub const FULL: TreeOpts = TreeOpts { long_names: true, negative_mtimes: true, owners: false };
-    pub const USTAR: TreeOpts = TreeOpts { long_names: false, negative_mtimes: false, owners: false };
+    pub const USTAR: TreeOpts =
+        TreeOpts { long_names: false, negative_mtimes: false, owners: false };
 }
 
 /// Sizes around block (512), page (4096), the default direct-I/O threshold (64 KiB) and the
@@ -73,7 +74,9 @@ pub fn set_mtime(p: &Path, secs: i64, nsecs: i64) {
     let times = [ts, ts];
     let c = cstr(p);
     // Safety: `c` is a NUL-terminated path and `times` two valid timespecs, both alive for the call.
-    let r = unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), times.as_ptr(), libc::AT_SYMLINK_NOFOLLOW) };
+    let r = unsafe {
+        libc::utimensat(libc::AT_FDCWD, c.as_ptr(), times.as_ptr(), libc::AT_SYMLINK_NOFOLLOW)
+    };
     assert_eq!(r, 0, "utimensat {}: {}", p.display(), std::io::Error::last_os_error());
 }
 
