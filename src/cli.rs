@@ -8,8 +8,13 @@ use clap::{ArgAction, Parser, ValueEnum};
 #[command(
     name = "fastuntar",
     version,
-    about = "Extract .tar and .tar.zst archives as fast as the disk allows, and safely.",
-    after_help = "Examples:\n  fastuntar -x snapshot.tar.zst -C /ledger --direct-io\n  fastuntar -xvf backup.tar -C restore/\n  zstd -dc a.tar.zst | fastuntar -x - -C out"
+    about = "Extract tar archives (plain, zstd, gzip, bzip2, lz4) as fast as the disk allows, and safely.",
+    after_help = "Examples:\n  \
+        fastuntar -x snapshot.tar.zst -C /ledger --direct-io --snapshot   restore a ledger snapshot\n  \
+        fastuntar -xvf backup.tar.gz -C restore/                          like tar -xvf\n  \
+        zstd -dc a.tar.zst | fastuntar -x - -C out                       read standard input\n  \
+        fastuntar -tvf archive.tar.zst                                    list like tar -tvf\n\n\
+        Exit status: 0 success; 1 finished but some members were skipped (each reported); 2 fatal error."
 )]
 pub struct Args {
     /// Extract the archive (the default action).
@@ -57,7 +62,8 @@ pub struct Args {
     #[arg(long = "no-same-owner", overrides_with = "same_owner")]
     pub no_same_owner: bool,
 
-    /// Restore permission bits exactly (always done; accepted for tar compatibility).
+    /// Restore permission bits exactly, set-id bits included (the default as root; otherwise
+    /// the umask applies and set-id bits are dropped, as in tar).
     #[arg(short = 'p', long = "preserve-permissions", alias = "same-permissions")]
     pub preserve_permissions: bool,
 
