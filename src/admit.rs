@@ -79,8 +79,9 @@ fn snapshot_layout(kind: Kind, path: &Path) -> Result<()> {
         })
         .collect();
     let ok = match kind {
+        // `[]` is `./`, the destination itself (archives made with `tar -C dir -cf x .`).
         Kind::Dir => {
-            matches!(parts.as_slice(), [b"snapshots"] | [b"accounts"])
+            matches!(parts.as_slice(), [] | [b"snapshots"] | [b"accounts"])
                 || matches!(parts.as_slice(), [b"snapshots", slot] if digits(slot))
         }
         Kind::File => match parts.as_slice() {
@@ -121,6 +122,8 @@ mod tests {
     fn snapshot_layout_rules() {
         assert!(ok(Kind::File, "version"));
         assert!(ok(Kind::Dir, "snapshots"));
+        assert!(ok(Kind::Dir, ""));
+        assert!(!ok(Kind::File, ""));
         assert!(ok(Kind::Dir, "snapshots/123"));
         assert!(ok(Kind::File, "snapshots/123/123"));
         assert!(ok(Kind::File, "snapshots/status_cache"));

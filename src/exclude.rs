@@ -17,7 +17,7 @@ impl Exclude {
         let patterns = patterns
             .iter()
             .map(|p| {
-                CString::new(p.trim_end_matches('/'))
+                CString::new(p.as_str())
                     .map_err(|_| anyhow::anyhow!("--exclude pattern contains a NUL byte"))
             })
             .collect::<anyhow::Result<_>>()?;
@@ -29,7 +29,11 @@ impl Exclude {
         if self.patterns.is_empty() {
             return false;
         }
+        // GNU tar matches a directory's name without its trailing '/'.
         let mut name = name;
+        while let Some(rest) = name.strip_suffix(b"/") {
+            name = rest;
+        }
         loop {
             if let Some(rest) = name.strip_prefix(b"/") {
                 name = rest;
@@ -77,6 +81,10 @@ mod tests {
         assert!(!e.excludes(b"cachex"));
         assert!(!e.excludes(b"x.c"));
         assert!(!e.excludes(b"a/bc"));
+        // A directory entry is matched without its trailing '/', as GNU tar does.
+        let inside = Exclude::new(&["*/cache/*".into()]).unwrap();
+        assert!(!inside.excludes(b"top/cache/"));
+        assert!(inside.excludes(b"top/cache/f"));
         assert!(!Exclude::default().excludes(b"x"));
     }
 }

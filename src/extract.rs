@@ -138,6 +138,7 @@ fn produce(
     let mut sanitizer = Sanitizer::new(cfg.strip_components);
     let mut admission = Admission::new(cfg.snapshot, cfg.limits.clone());
     let exclude = Exclude::new(&cfg.exclude)?;
+    let utf8 = crate::list::utf8_locale();
     let mut members = 0;
     while let Some(member) = reader.next_member()? {
         members += 1;
@@ -147,6 +148,7 @@ fn produce(
         }
         let mut stage = Stage {
             cfg,
+            utf8,
             reader: &mut reader,
             sanitizer: &mut sanitizer,
             admission: &mut admission,
@@ -160,13 +162,18 @@ fn produce(
         }
     }
     if verify_trailer {
-        // The tar end marker comes before the end of a compressed stream: read the rest so the
-        // decoder checks the frame's end and checksum, as `zstd -d | tar -x` would.
-        let end = reader.offset();
-        std::io::copy(&mut reader.into_inner(), &mut std::io::sink())
-            .map_err(|e| anyhow!("archive offset {end}: after the end of the archive: {e}"))?;
+        self::verify_trailer(reader)?;
     }
     Ok(members)
+}
+
+/// The tar end marker comes before the end of a compressed stream: reads the rest so the
+/// decoder checks the frame's end and checksum, as `zstd -d | tar -x` would.
+pub fn verify_trailer<R: std::io::Read>(reader: Reader<R>) -> Result<()> {
+    let end = reader.offset();
+    std::io::copy(&mut reader.into_inner(), &mut std::io::sink())
+        .map_err(|e| anyhow!("archive offset {end}: after the end of the archive: {e}"))?;
+    Ok(())
 }
 
 enum MemberError {
@@ -182,6 +189,8 @@ impl From<anyhow::Error> for MemberError {
 
 struct Stage<'a, R: std::io::Read> {
     cfg: &'a Config,
+    /// The locale is UTF-8 (for quoting `-v` output as GNU tar does).
+    utf8: bool,
     reader: &'a mut Reader<R>,
     sanitizer: &'a mut Sanitizer,
     admission: &'a mut Admission,
@@ -215,7 +224,8 @@ impl<R: std::io::Read> Stage<'_, R> {
         }
         self.admission.admit(&m, path.as_path()).map_err(|e| anyhow!("{name}: {e:#}"))?;
         if cfg.verbose > 0 {
-            println!("{name}");
+            // As `tar -xv` prints it: quoted for the locale.
+            println!("{}", report::quote(&m.name, self.utf8));
         }
         let owner = (cfg.same_owner && !cfg.snapshot).then(|| {
             (

@@ -17,6 +17,7 @@ const DATE_WIDTH: usize = 16;
 pub fn run(cfg: &Config) -> Result<u64> {
     let input = decode::open(cfg.archive.as_deref(), cfg.max_window_log, false)?;
     let exclude = Exclude::new(&cfg.exclude)?;
+    let verify_trailer = input.format != decode::Format::Plain;
     let mut reader = Reader::new(input.reader);
     let out = io::stdout();
     let mut out = io::BufWriter::new(out.lock());
@@ -38,9 +39,13 @@ pub fn run(cfg: &Config) -> Result<u64> {
         }
     }
     match out.flush() {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(members),
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => return Err(e.into()),
+        _ => {}
     }
+    if verify_trailer {
+        crate::extract::verify_trailer(reader)?;
+    }
+    Ok(members)
 }
 
 /// GNU tar lists member names as stored but hard-link targets with leading `/` (and any
@@ -85,7 +90,7 @@ fn long_line(m: &Member, name: &str, utf8: bool, ugs_width: &mut usize) -> Strin
         Kind::Hardlink => line += &format!(" link to {}", quote(listed_target(&m.link_name), utf8)),
         Kind::Other(b'V') => line += "--Volume Header--",
         Kind::Other(flag) => {
-            let (open, close) = if utf8 { ("\u{2018}", "\u{2019}") } else { ("`", "'") };
+            let (open, close) = if utf8 { ("\u{2018}", "\u{2019}") } else { ("'", "'") };
             line += &format!(" unknown file type {open}{}{close}", flag.escape_ascii());
         }
         _ => {}
@@ -151,7 +156,7 @@ fn date(secs: i64) -> String {
 }
 
 /// Whether the locale's character set is UTF-8 (then printable UTF-8 names print as they are).
-fn utf8_locale() -> bool {
+pub fn utf8_locale() -> bool {
     let v = ["LC_ALL", "LC_CTYPE", "LANG"]
         .iter()
         .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))

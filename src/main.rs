@@ -21,7 +21,9 @@ fn main() {
     }
     if args.man {
         let man = clap_mangen::Man::new(cli::Args::command());
-        if let Err(e) = man.render(&mut std::io::stdout()) {
+        if let Err(e) = man.render(&mut std::io::stdout())
+            && e.kind() != std::io::ErrorKind::BrokenPipe
+        {
             eprintln!("fastuntar: cannot write the man page: {e}");
             std::process::exit(ExitCode::Fatal as i32);
         }

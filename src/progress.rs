@@ -74,7 +74,8 @@ impl Progress {
                     HumanBytes((written as f64 / secs) as u64),
                     members as f64 / secs
                 ));
-                std::thread::sleep(Duration::from_millis(1000 / REDRAW_HZ as u64));
+                // Woken early by `finish`, so the run never ends late waiting for a redraw.
+                std::thread::park_timeout(Duration::from_millis(1000 / REDRAW_HZ as u64));
             }
             bar.finish_and_clear();
         });
@@ -88,6 +89,7 @@ impl Progress {
     fn stop_thread(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
+            t.thread().unpark();
             let _ = t.join();
         }
     }

@@ -42,6 +42,8 @@ struct OpenFile {
     fd: OwnedFd,
     /// Bytes reserved with fallocate so far (direct files only).
     preallocated: u64,
+    /// End of the data received so far.
+    received: u64,
     entry: Entry,
     size: u64,
     sparse: bool,
@@ -84,7 +86,15 @@ impl Portable {
         };
         match fd {
             Ok(fd) => {
-                self.cur = Some(OpenFile { fd, preallocated: 0, entry, size, sparse, direct });
+                self.cur = Some(OpenFile {
+                    fd,
+                    preallocated: 0,
+                    received: 0,
+                    entry,
+                    size,
+                    sparse,
+                    direct,
+                });
                 Ok(())
             }
             Err(e) => self.member_failed(&entry, "cannot create", e),
@@ -183,8 +193,12 @@ impl Writer for Portable {
 
     fn finish(&mut self) -> Result<Stats> {
         if let Some(f) = self.cur.take() {
-            // The producer stopped in the middle of this file (its error says why).
-            drop(f);
+            // The producer stopped in the middle of this file (its error says why): leave it
+            // as long as the data that arrived, not as long as its reservation.
+            if f.preallocated > f.received {
+                // Safety: fd is open for writing. Best effort: the run is failing anyway.
+                unsafe { libc::ftruncate(f.fd.as_raw_fd(), f.received as libc::off_t) };
+            }
         }
         self.dest.finish_dirs()?;
         Ok(self.stats.clone())

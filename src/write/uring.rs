@@ -68,6 +68,10 @@ struct FileState {
     entry: Entry,
     /// Bytes reserved with fallocate so far (direct files only).
     preallocated: u64,
+    /// End of the data received so far.
+    received: u64,
+    /// The producer stopped inside this file: close it as it is, without its metadata.
+    incomplete: bool,
     size: u64,
     sparse: bool,
     /// Opened (or being opened) with O_DIRECT, and still in direct mode.
@@ -246,6 +250,8 @@ impl Uring {
         let file = self.files.insert(FileState {
             entry,
             preallocated: 0,
+            received: 0,
+            incomplete: false,
             size,
             sparse,
             direct,
@@ -290,6 +296,7 @@ impl Uring {
         if f.failed {
             return Ok(());
         }
+        f.received = f.received.max(offset + buf.len() as u64);
         if f.fd.is_none() {
             f.queued.push((offset, buf));
             return Ok(());
@@ -365,7 +372,12 @@ impl Uring {
             f.tail_submitted = true;
             return self.submit_write(file, None, index, ptr, len, offset);
         }
-        if f.sparse {
+        if f.incomplete {
+            if f.preallocated > f.received {
+                // Safety: fd is open for writing. Best effort: the run is failing anyway.
+                unsafe { libc::ftruncate(fd, f.received as libc::off_t) };
+            }
+        } else if f.sparse {
             // Trailing holes: the data segments may stop short of the real size.
             // Safety: fd is open for writing.
             if unsafe { libc::ftruncate(fd, f.size as libc::off_t) } != 0 {
@@ -373,7 +385,9 @@ impl Uring {
                 return Err(anyhow!("{}: cannot set the size: {e}", f.entry.name));
             }
         }
-        if let Err(e) = self.dest.finish_file(fd, &f.entry) {
+        if !f.incomplete
+            && let Err(e) = self.dest.finish_file(fd, &f.entry)
+        {
             let entry = f.entry.clone();
             self.member_failed(&entry, "cannot set metadata", e)?;
         }
@@ -576,6 +590,7 @@ impl Writer for Uring {
             let f = &mut self.files[file];
             if !f.failed {
                 f.ended = true;
+                f.incomplete = true;
                 self.advance(file)?;
             }
         }
