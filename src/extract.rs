@@ -35,6 +35,7 @@ pub struct Summary {
 
 pub fn run(cfg: &Config) -> Result<Summary> {
     let start = Instant::now();
+    let _umask = UmaskGuard::current();
     let input = decode::open(cfg.archive.as_deref(), cfg.max_window_log, cfg.direct_io.is_some())?;
     let pool = Pool::new(cfg.buf_size, pool_count(cfg, input.size, input.format));
     let mut writer = write::create(cfg, &pool)?;
@@ -62,6 +63,27 @@ fn pool_count(cfg: &Config, size: Option<u64>, format: decode::Format) -> usize 
     };
     let needed = usize::try_from(expanded.div_ceil(cfg.buf_size as u64)).unwrap_or(usize::MAX);
     needed.saturating_add(1).clamp(config::MIN_BUFFERS.min(cfg.buf_count), cfg.buf_count)
+}
+
+/// The writers apply modes themselves under umask 0; this gives the caller its umask back
+/// however the run ends.
+struct UmaskGuard(libc::mode_t);
+
+impl UmaskGuard {
+    fn current() -> UmaskGuard {
+        // Safety: umask has no memory effects; this reads it and puts it back.
+        let m = unsafe { libc::umask(0o022) };
+        // Safety: as above.
+        unsafe { libc::umask(m) };
+        UmaskGuard(m)
+    }
+}
+
+impl Drop for UmaskGuard {
+    fn drop(&mut self) {
+        // Safety: as above.
+        unsafe { libc::umask(self.0) };
+    }
 }
 
 /// Makes everything in the destination's filesystem durable (syncfs), and says how long it took.
@@ -187,6 +209,23 @@ impl From<anyhow::Error> for MemberError {
     }
 }
 
+/// libarchive's rule for set-id bits (its SUID/SGID checks): keep S_ISUID only when the file
+/// will belong to the archive's owner, S_ISGID only for the archive's group. Without
+/// `--same-owner` a root extraction owns everything, so a set-uid member of uid 1000 would
+/// otherwise become set-uid root. (GNU tar keeps the bit there; we deliberately do not.)
+fn setid_checked(mode: u32, m: &Member, owner: Option<(u32, u32)>) -> u32 {
+    // Safety: geteuid/getegid have no preconditions.
+    let (uid, gid) = owner.unwrap_or_else(|| unsafe { (libc::geteuid(), libc::getegid()) });
+    let mut mode = mode;
+    if m.uid != u64::from(uid) {
+        mode &= !0o4000;
+    }
+    if m.gid != u64::from(gid) {
+        mode &= !0o2000;
+    }
+    mode
+}
+
 struct Stage<'a, R: std::io::Read> {
     cfg: &'a Config,
     /// The locale is UTF-8 (for quoting `-v` output as GNU tar does).
@@ -236,7 +275,7 @@ impl<R: std::io::Read> Stage<'_, R> {
         let mode = match (cfg.snapshot, m.kind) {
             (true, Kind::Dir) => SNAPSHOT_DIR_MODE,
             (true, _) => SNAPSHOT_FILE_MODE,
-            (false, _) => m.mode & 0o7777,
+            (false, _) => setid_checked(m.mode & 0o7777, &m, owner),
         };
         let entry = Entry { name, path, mode, mtime: m.mtime, owner, offset: m.offset };
         match m.kind {

@@ -105,6 +105,8 @@ pub struct Uring {
     files: Slab<FileState>,
     /// Paths of files in flight → their index in `files`.
     paths: HashMap<PathBuf, usize>,
+    /// Directories → how many files in flight lie beneath them (at any depth).
+    under: HashMap<PathBuf, usize>,
     /// The file receiving Data ops.
     current: Option<usize>,
     /// Operations submitted or queued and not yet reaped.
@@ -135,6 +137,7 @@ impl Uring {
             ops: Slab::default(),
             files: Slab::default(),
             paths: HashMap::new(),
+            under: HashMap::new(),
             current: None,
             in_flight: 0,
             stats: Stats::default(),
@@ -214,14 +217,37 @@ impl Uring {
         Ok(())
     }
 
-    /// Drains first if `path`, one of its ancestors, or `also` is a file still in flight.
+    /// Drains first if `path`, one of its ancestors, or `also` is a file still in flight, or
+    /// if files in flight lie beneath `path` (it may be a directory about to be replaced).
     fn order_after_in_flight(&mut self, path: &Path, also: Option<&Path>) -> Result<()> {
         if self.paths.is_empty() {
             return Ok(());
         }
         let busy = path.ancestors().any(|a| self.paths.contains_key(a))
+            || self.under.contains_key(path)
             || also.is_some_and(|p| p.ancestors().any(|a| self.paths.contains_key(a)));
         if busy { self.drain() } else { Ok(()) }
+    }
+
+    fn track(&mut self, path: PathBuf, file: usize) {
+        for dir in path.ancestors().skip(1).filter(|d| !d.as_os_str().is_empty()) {
+            *self.under.entry(dir.to_path_buf()).or_default() += 1;
+        }
+        self.paths.insert(path, file);
+    }
+
+    fn untrack(&mut self, path: &Path) {
+        if self.paths.remove(path).is_none() {
+            return;
+        }
+        for dir in path.ancestors().skip(1).filter(|d| !d.as_os_str().is_empty()) {
+            if let Some(n) = self.under.get_mut(dir) {
+                *n -= 1;
+                if *n == 0 {
+                    self.under.remove(dir);
+                }
+            }
+        }
     }
 
     fn member_failed(&self, entry: &Entry, what: &str, e: io::Error) -> Result<()> {
@@ -266,7 +292,7 @@ impl Uring {
             tail_submitted: false,
             closing: false,
         });
-        self.paths.insert(path, file);
+        self.track(path, file);
         self.current = Some(file);
         self.submit_open(file)
     }
@@ -439,7 +465,7 @@ impl Uring {
                 if let Some(fd) = f.fd {
                     let _ = fd.into_raw_fd();
                 }
-                self.paths.remove(f.entry.path.as_path());
+                self.untrack(f.entry.path.as_path());
                 if self.current == Some(file) {
                     self.current = None;
                 }
@@ -469,7 +495,10 @@ impl Uring {
         let err = -res;
         let f = &mut self.files[file];
         if err == libc::EINVAL && f.direct {
-            report::warn("the destination refuses O_DIRECT; writing buffered from now on");
+            // Files opened before the first refusal come back here too: warn once.
+            if self.policy.threshold.is_some() {
+                report::warn("the destination refuses O_DIRECT; writing buffered from now on");
+            }
             self.policy.threshold = None;
             f.direct = false;
             f.went_direct = false;
@@ -501,7 +530,7 @@ impl Uring {
 
     fn forget(&mut self, file: usize) {
         let f = self.files.remove(file);
-        self.paths.remove(f.entry.path.as_path());
+        self.untrack(f.entry.path.as_path());
         if self.current == Some(file) {
             self.current = None;
         }
