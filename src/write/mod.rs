@@ -25,6 +25,11 @@ pub trait Writer {
     /// per-member problems are reported through `report::skipped` and do not return Err.
     fn apply(&mut self, op: Op) -> Result<()>;
 
+    /// Starts what `apply` queued (called after each batch of ops).
+    fn submit(&mut self) -> Result<()> {
+        Ok(())
+    }
+
     /// Waits for some work in flight to complete. Returns false, without waiting, when nothing
     /// is in flight (then the caller may block for the next op).
     fn progress(&mut self) -> Result<bool> {

@@ -155,16 +155,16 @@ impl Uring {
             if unsafe { self.ring.submission().push(&entry) }.is_ok() {
                 break;
             }
-            self.submit()?;
+            self.submit_queued()?;
         }
         self.in_flight += 1;
         if self.ring.submission().len() >= SUBMIT_BATCH {
-            self.submit()?;
+            self.submit_queued()?;
         }
         Ok(())
     }
 
-    fn submit(&mut self) -> Result<()> {
+    fn submit_queued(&mut self) -> Result<()> {
         loop {
             match self.ring.submit() {
                 Ok(_) => return Ok(()),
@@ -556,14 +556,7 @@ impl Writer for Uring {
         self.reap()?;
         match op {
             Op::File { entry, size, sparse } => self.open_file(entry, size, sparse),
-            Op::Data { offset, buf } => {
-                self.data(offset, buf)?;
-                // Keep the disk busy: a full chunk is worth a syscall.
-                if !self.ring.submission().is_empty() {
-                    self.submit()?;
-                }
-                Ok(())
-            }
+            Op::Data { offset, buf } => self.data(offset, buf),
             Op::End => self.end(),
             Op::Dir(entry) => {
                 self.order_after_in_flight(entry.path.as_path(), None)?;
@@ -603,6 +596,10 @@ impl Writer for Uring {
                 }
             }
         }
+    }
+
+    fn submit(&mut self) -> Result<()> {
+        if self.ring.submission().is_empty() { Ok(()) } else { self.submit_queued() }
     }
 
     fn progress(&mut self) -> Result<bool> {
