@@ -12,7 +12,7 @@ use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::sync::{Arc, Condvar, Mutex};
 
 /// Alignment of the region and of every buffer. 4096 covers every O_DIRECT alignment we can meet
-/// (STATX_DIOALIGN reports 512 on this machine's virtio disk, 4096 on 4Kn devices).
+/// (512 on 512-byte-sector disks such as this machine's virtio disk, 4096 on 4Kn devices).
 pub const BUF_ALIGN: usize = 4096;
 
 struct Region {
