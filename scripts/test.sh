@@ -39,5 +39,15 @@ echo "test.sh: cargo fmt --check"
 cargo fmt --check
 echo "test.sh: cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets -- -D warnings
-echo "test.sh: cargo test --release --no-fail-fast"
-cargo test --release --no-fail-fast
+# --all-targets: every unit and integration test, without the empty doc-test pass (the crate
+# has no doc tests), so the last summary line belongs to a real suite.
+echo "test.sh: cargo test --release --no-fail-fast --all-targets"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+set +e
+cargo test --release --no-fail-fast --all-targets 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+# One closing line with the totals over every suite.
+awk '/^test result:/ { p += $4; f += $6 } END { printf "%d passed, %d failed\n", p, f }' "$log"
+exit "$status"
