@@ -43,6 +43,47 @@ pub trait Writer {
 
 pub mod align;
 
+/// Sorts an io error on a member into "skip it, warn, go on" (Ok) or "stop the run" (Err),
+/// for both backends.
+pub fn member_failed(entry: &crate::plan::Entry, what: &str, e: std::io::Error) -> Result<()> {
+    if dest::is_member_error(&e) {
+        crate::report::skipped(&entry.name, format!("{what}: {e}"));
+        Ok(())
+    } else {
+        Err(anyhow::anyhow!("{}: {what}: {e}", entry.name))
+    }
+}
+
+/// Directories, symlinks, hard links and FIFOs: synchronous in both backends (rare in
+/// snapshots). Returns the op back when it is a file op.
+pub fn apply_namespace_op(dest: &mut dest::Dest, stats: &mut Stats, op: Op) -> Result<Option<Op>> {
+    let (result, what, entry, counter) = match op {
+        Op::Dir(entry) => {
+            (dest.mkdir(&entry), "cannot create directory", entry, Some(&mut stats.dirs))
+        }
+        Op::Symlink { entry, target } => {
+            (dest.symlink(&entry, &target), "cannot create symlink", entry, Some(&mut stats.links))
+        }
+        Op::Hardlink { entry, target } => (
+            dest.hardlink(&entry, &target),
+            "cannot create hard link",
+            entry,
+            Some(&mut stats.links),
+        ),
+        Op::Fifo(entry) => (dest.mkfifo(&entry), "cannot create fifo", entry, None),
+        file_op => return Ok(Some(file_op)),
+    };
+    match result {
+        Ok(()) => {
+            if let Some(c) = counter {
+                *c += 1;
+            }
+        }
+        Err(e) => member_failed(&entry, what, e)?,
+    }
+    Ok(None)
+}
+
 use crate::cli::IoBackend;
 use crate::config::Config;
 use crate::pool::{BUF_ALIGN, Pool};

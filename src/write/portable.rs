@@ -7,8 +7,8 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use anyhow::{Result, anyhow};
 
-use super::dest::{Dest, is_member_error};
-use super::{Stats, Writer};
+use super::dest::Dest;
+use super::{Stats, Writer, apply_namespace_op, member_failed};
 use crate::plan::{Entry, Op};
 use crate::report;
 
@@ -63,16 +63,6 @@ impl Portable {
         Portable { dest, policy, cur: None, stats: Stats::default() }
     }
 
-    /// Sorts an io error on a member into "skip it" or "stop everything".
-    fn member_failed(&self, entry: &Entry, what: &str, e: io::Error) -> Result<()> {
-        if is_member_error(&e) {
-            report::skipped(&entry.name, format!("{what}: {e}"));
-            Ok(())
-        } else {
-            Err(anyhow!("{}: {what}: {e}", entry.name))
-        }
-    }
-
     fn open_file(&mut self, entry: Entry, size: u64, sparse: bool) -> Result<()> {
         let mut direct = self.policy.wants(size, sparse);
         let fd = match self.dest.create_file(&entry, if direct { libc::O_DIRECT } else { 0 }) {
@@ -97,7 +87,7 @@ impl Portable {
                 });
                 Ok(())
             }
-            Err(e) => self.member_failed(&entry, "cannot create", e),
+            Err(e) => member_failed(&entry, "cannot create", e),
         }
     }
 
@@ -147,7 +137,7 @@ impl Portable {
             }
         }
         if let Err(e) = self.dest.finish_file(fd, &f.entry) {
-            self.member_failed(&f.entry, "cannot set metadata", e)?;
+            member_failed(&f.entry, "cannot set metadata", e)?;
         }
         self.stats.files += 1;
         if f.direct || self.policy.wants(f.size, f.sparse) {
@@ -163,31 +153,8 @@ impl Writer for Portable {
             Op::File { entry, size, sparse } => self.open_file(entry, size, sparse),
             Op::Data { offset, buf } => self.write(offset, buf.data()),
             Op::End => self.close_file(),
-            Op::Dir(entry) => match self.dest.mkdir(&entry) {
-                Ok(()) => {
-                    self.stats.dirs += 1;
-                    Ok(())
-                }
-                Err(e) => self.member_failed(&entry, "cannot create directory", e),
-            },
-            Op::Symlink { entry, target } => match self.dest.symlink(&entry, &target) {
-                Ok(()) => {
-                    self.stats.links += 1;
-                    Ok(())
-                }
-                Err(e) => self.member_failed(&entry, "cannot create symlink", e),
-            },
-            Op::Hardlink { entry, target } => match self.dest.hardlink(&entry, &target) {
-                Ok(()) => {
-                    self.stats.links += 1;
-                    Ok(())
-                }
-                Err(e) => self.member_failed(&entry, "cannot create hard link", e),
-            },
-            Op::Fifo(entry) => match self.dest.mkfifo(&entry) {
-                Ok(()) => Ok(()),
-                Err(e) => self.member_failed(&entry, "cannot create fifo", e),
-            },
+            // File ops are matched above, so nothing comes back.
+            op => apply_namespace_op(&mut self.dest, &mut self.stats, op).map(drop),
         }
     }
 

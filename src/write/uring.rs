@@ -23,9 +23,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, anyhow};
 use io_uring::{IoUring, opcode, squeue, types};
 
-use super::dest::{Dest, Slot, is_member_error};
+use super::dest::{Dest, Slot};
 use super::portable::{DirectPolicy, clear_direct, reserve};
-use super::{Stats, Writer};
+use super::{Stats, Writer, apply_namespace_op, member_failed};
 use crate::plan::{Entry, Op};
 use crate::pool::{Pool, PoolBuf};
 use crate::report;
@@ -250,15 +250,6 @@ impl Uring {
         }
     }
 
-    fn member_failed(&self, entry: &Entry, what: &str, e: io::Error) -> Result<()> {
-        if is_member_error(&e) {
-            report::skipped(&entry.name, format!("{what}: {e}"));
-            Ok(())
-        } else {
-            Err(anyhow!("{}: {what}: {e}", entry.name))
-        }
-    }
-
     fn open_file(&mut self, entry: Entry, size: u64, sparse: bool) -> Result<()> {
         self.order_after_in_flight(entry.path.as_path(), None)?;
         while self.paths.len() >= MAX_FILES_IN_FLIGHT {
@@ -268,7 +259,7 @@ impl Uring {
             Ok(s) => s,
             Err(e) => {
                 self.current = None;
-                return self.member_failed(&entry, "cannot create", e);
+                return member_failed(&entry, "cannot create", e);
             }
         };
         let direct = self.policy.wants(size, sparse);
@@ -415,7 +406,7 @@ impl Uring {
             && let Err(e) = self.dest.finish_file(fd, &f.entry)
         {
             let entry = f.entry.clone();
-            self.member_failed(&entry, "cannot set metadata", e)?;
+            member_failed(&entry, "cannot set metadata", e)?;
         }
         let f = &mut self.files[file];
         f.closing = true;
@@ -525,7 +516,7 @@ impl Uring {
         if self.current != Some(file) || f.ended {
             self.forget(file);
         }
-        self.member_failed(&entry, "cannot create", e)
+        member_failed(&entry, "cannot create", e)
     }
 
     fn forget(&mut self, file: usize) {
@@ -558,42 +549,17 @@ impl Writer for Uring {
             Op::File { entry, size, sparse } => self.open_file(entry, size, sparse),
             Op::Data { offset, buf } => self.data(offset, buf),
             Op::End => self.end(),
-            Op::Dir(entry) => {
-                self.order_after_in_flight(entry.path.as_path(), None)?;
-                match self.dest.mkdir(&entry) {
-                    Ok(()) => {
-                        self.stats.dirs += 1;
-                        Ok(())
+            op => {
+                let (path, target) = match &op {
+                    Op::Dir(e) | Op::Fifo(e) | Op::Symlink { entry: e, .. } => {
+                        (e.path.clone(), None)
                     }
-                    Err(e) => self.member_failed(&entry, "cannot create directory", e),
-                }
-            }
-            Op::Symlink { entry, target } => {
-                self.order_after_in_flight(entry.path.as_path(), None)?;
-                match self.dest.symlink(&entry, &target) {
-                    Ok(()) => {
-                        self.stats.links += 1;
-                        Ok(())
-                    }
-                    Err(e) => self.member_failed(&entry, "cannot create symlink", e),
-                }
-            }
-            Op::Hardlink { entry, target } => {
-                self.order_after_in_flight(entry.path.as_path(), Some(target.as_path()))?;
-                match self.dest.hardlink(&entry, &target) {
-                    Ok(()) => {
-                        self.stats.links += 1;
-                        Ok(())
-                    }
-                    Err(e) => self.member_failed(&entry, "cannot create hard link", e),
-                }
-            }
-            Op::Fifo(entry) => {
-                self.order_after_in_flight(entry.path.as_path(), None)?;
-                match self.dest.mkfifo(&entry) {
-                    Ok(()) => Ok(()),
-                    Err(e) => self.member_failed(&entry, "cannot create fifo", e),
-                }
+                    Op::Hardlink { entry, target } => (entry.path.clone(), Some(target.clone())),
+                    _ => return Ok(()),
+                };
+                self.order_after_in_flight(path.as_path(), target.as_ref().map(|t| t.as_path()))?;
+                // File ops are matched above, so nothing comes back.
+                apply_namespace_op(&mut self.dest, &mut self.stats, op).map(drop)
             }
         }
     }
