@@ -211,12 +211,22 @@ impl Dest {
     pub fn create_with<T>(
         &mut self,
         path: &SafePath,
-        mut create: impl FnMut(RawFd, &CStr) -> io::Result<T>,
+        create: impl FnMut(RawFd, &CStr) -> io::Result<T>,
     ) -> io::Result<T> {
         let slot = self.slot(path)?;
+        self.create_at(path, &slot, create)
+    }
+
+    /// `create_with` at a slot the caller already resolved (it needs the slot afterwards).
+    fn create_at<T>(
+        &mut self,
+        path: &SafePath,
+        slot: &Slot,
+        mut create: impl FnMut(RawFd, &CStr) -> io::Result<T>,
+    ) -> io::Result<T> {
         match create(slot.dirfd(), &slot.name) {
             Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
-                self.remove_existing(path, &slot)?;
+                self.remove_existing(path, slot)?;
                 create(slot.dirfd(), &slot.name)
             }
             other => other,
@@ -421,7 +431,7 @@ impl Dest {
         let target =
             CString::new(target).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
         let slot = self.slot(&entry.path)?;
-        self.create_with(&entry.path, |dirfd, name| {
+        self.create_at(&entry.path, &slot, |dirfd, name| {
             // Safety: valid C strings and dirfd.
             cvt(unsafe { libc::symlinkat(target.as_ptr(), dirfd, name.as_ptr()) })
         })?;
@@ -445,7 +455,7 @@ impl Dest {
     pub fn mkfifo(&mut self, entry: &Entry) -> io::Result<()> {
         let mode = self.mode(entry.mode);
         let slot = self.slot(&entry.path)?;
-        self.create_with(&entry.path, |dirfd, name| {
+        self.create_at(&entry.path, &slot, |dirfd, name| {
             // Safety: valid dirfd and C string.
             cvt(unsafe { libc::mknodat(dirfd, name.as_ptr(), libc::S_IFIFO | (mode & 0o777), 0) })
         })?;

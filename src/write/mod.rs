@@ -3,6 +3,7 @@
 //! Both backends share `dest.rs`, which owns every path resolution in the destination.
 
 pub mod dest;
+pub mod direct;
 pub mod portable;
 pub mod uring;
 
@@ -87,7 +88,8 @@ pub fn apply_namespace_op(dest: &mut dest::Dest, stats: &mut Stats, op: Op) -> R
 use crate::cli::IoBackend;
 use crate::config::Config;
 use crate::pool::{BUF_ALIGN, Pool};
-use portable::{DirectPolicy, Portable};
+use direct::DirectPolicy;
+use portable::Portable;
 
 /// Builds the writer the configuration asks for.
 pub fn create(cfg: &Config, pool: &Pool) -> Result<Box<dyn Writer>> {

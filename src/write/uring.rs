@@ -24,7 +24,7 @@ use anyhow::{Result, anyhow};
 use io_uring::{IoUring, opcode, squeue, types};
 
 use super::dest::{Dest, Slot};
-use super::portable::{DirectPolicy, clear_direct, reserve};
+use super::direct::{DirectPolicy, clear_direct, reserve};
 use super::{Stats, Writer, apply_namespace_op, member_failed};
 use crate::plan::{Entry, Op};
 use crate::pool::{Pool, PoolBuf};
