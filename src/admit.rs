@@ -3,6 +3,8 @@
 //! stops), unlike a path refusal in `safety.rs`, which skips one member.
 
 use std::path::{Component, Path};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Result, bail};
 
@@ -24,16 +26,57 @@ pub struct Limits {
     pub max_member_size: Option<u64>,
 }
 
+/// `--max-files` counts every member and every directory the writer creates on the way to one
+/// (implied directories): the decoder thread counts members, the writer implied directories,
+/// both against this one shared count.
+#[derive(Debug, Default)]
+pub struct FileCount {
+    max: Option<u64>,
+    used: AtomicU64,
+}
+
+impl FileCount {
+    pub fn new(max: Option<u64>) -> Arc<FileCount> {
+        Arc::new(FileCount { max, used: AtomicU64::new(0) })
+    }
+
+    /// Counts one more; Err (with the message) once that passes the limit.
+    pub fn take(&self) -> Result<()> {
+        let used = self.used.fetch_add(1, Ordering::Relaxed) + 1;
+        match self.max {
+            Some(max) if used > max => bail!(
+                "more than {max} files and directories (--max-files); stopping before this one"
+            ),
+            _ => Ok(()),
+        }
+    }
+}
+
 pub struct Admission {
     snapshot: bool,
     limits: Limits,
-    files: u64,
+    files: Arc<FileCount>,
     bytes: u64,
 }
 
+/// Member types written as regular files, with data: files, and the unknown types GNU tar
+/// extracts as files (not volume labels or multi-volume continuations, which are skipped).
+pub fn extracted_as_file(kind: Kind) -> bool {
+    !matches!(
+        kind,
+        Kind::Dir
+            | Kind::Symlink
+            | Kind::Hardlink
+            | Kind::Fifo
+            | Kind::CharDev
+            | Kind::BlockDev
+            | Kind::Other(b'V' | b'M')
+    )
+}
+
 impl Admission {
-    pub fn new(snapshot: bool, limits: Limits) -> Admission {
-        Admission { snapshot, limits, files: 0, bytes: 0 }
+    pub fn new(snapshot: bool, limits: Limits, files: Arc<FileCount>) -> Admission {
+        Admission { snapshot, limits, files, bytes: 0 }
     }
 
     /// Accepts the member (counting it against the limits) or says why the run must stop.
@@ -42,13 +85,8 @@ impl Admission {
         if self.snapshot {
             snapshot_layout(m.kind, path)?;
         }
-        self.files += 1;
-        if let Some(max) = self.limits.max_files
-            && self.files > max
-        {
-            bail!("more than {max} members (--max-files); stopping before this one");
-        }
-        if m.kind == Kind::File {
+        self.files.take()?;
+        if extracted_as_file(m.kind) {
             if let Some(max) = self.limits.max_member_size
                 && m.size > max
             {

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
 
-use crate::admit::{Admission, SNAPSHOT_DIR_MODE, SNAPSHOT_FILE_MODE};
+use std::sync::Arc;
+
+use crate::admit::{Admission, FileCount, SNAPSHOT_DIR_MODE, SNAPSHOT_FILE_MODE};
 use crate::archive::{Kind, Member, Reader};
 use crate::config::{self, Config};
 use crate::decode;
@@ -46,10 +48,11 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     let _umask = UmaskGuard::current();
     let input = decode::open(cfg.archive.as_deref(), cfg.max_window_log, cfg.direct_io.is_some())?;
     let pool = Pool::new(cfg.buf_size, pool_count(cfg, input.size, input.format));
-    let mut writer = write::create(cfg, &pool)?;
+    let files = FileCount::new(cfg.limits.max_files);
+    let mut writer = write::create(cfg, &pool, files.clone())?;
     let progress = Progress::start(!cfg.quiet, input.size, input.consumed.clone());
     let verify_trailer = input.format != decode::Format::Plain;
-    let (members, stats) = pipeline(cfg, input.reader, verify_trailer, &pool, &mut *writer)?;
+    let (members, stats) = pipeline(cfg, input.reader, verify_trailer, &pool, &mut *writer, files)?;
     drop(writer);
     progress.finish();
     let elapsed = start.elapsed();
@@ -114,10 +117,11 @@ fn pipeline(
     verify_trailer: bool,
     pool: &Pool,
     writer: &mut dyn write::Writer,
+    files: Arc<FileCount>,
 ) -> Result<(u64, Stats)> {
     let (tx, rx) = sync_channel::<Vec<Op>>(BATCH_QUEUE);
     thread::scope(|s| {
-        let producer = s.spawn(|| produce(cfg, input, verify_trailer, pool, tx));
+        let producer = s.spawn(|| produce(cfg, input, verify_trailer, pool, tx, files));
         let written = consume(writer, rx);
         // The writer is done with the channel (finished, or failed and dropped its receiver,
         // which makes the producer's next send fail); the producer stops either way.
@@ -170,10 +174,11 @@ fn produce(
     verify_trailer: bool,
     pool: &Pool,
     tx: SyncSender<Vec<Op>>,
+    files: Arc<FileCount>,
 ) -> Result<u64> {
     let mut reader = Reader::new(input);
     let mut sanitizer = Sanitizer::new(cfg.strip_components);
-    let mut admission = Admission::new(cfg.snapshot, cfg.limits.clone());
+    let mut admission = Admission::new(cfg.snapshot, cfg.limits.clone(), files);
     let exclude = Exclude::new(&cfg.exclude)?;
     let utf8 = crate::list::utf8_locale();
     // Safety: geteuid/getegid have no preconditions.

@@ -17,5 +17,6 @@ pub mod plan;
 pub mod pool;
 pub mod progress;
 pub mod report;
+pub mod resources;
 pub mod safety;
 pub mod write;

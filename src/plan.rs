@@ -4,7 +4,8 @@
 //! contiguous from 0 unless the member is sparse), then `End`. Everything else is one op.
 //! Paths are already safe (see `safety.rs`): relative, made of plain components only.
 
-use std::path::{Path, PathBuf};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
 
 use crate::pool::PoolBuf;
 
@@ -13,9 +14,49 @@ use crate::pool::PoolBuf;
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SafePath(pub(crate) PathBuf);
 
+/// A component of a SafePath as bytes.
+fn bytes(c: Component<'_>) -> &[u8] {
+    c.as_os_str().as_bytes()
+}
+
 impl SafePath {
     pub fn as_path(&self) -> &Path {
         &self.0
+    }
+
+    /// The path's components (none for DIR itself).
+    pub fn components(&self) -> impl Iterator<Item = &[u8]> + Clone {
+        self.0.components().map(bytes)
+    }
+
+    /// The components of the parent directory.
+    pub fn parent_components(&self) -> impl Iterator<Item = &[u8]> + Clone {
+        self.0.parent().unwrap_or(Path::new("")).components().map(bytes)
+    }
+
+    /// The last component (empty for DIR itself).
+    pub fn file_name(&self) -> &[u8] {
+        self.0.file_name().map_or(&[], |n| n.as_bytes())
+    }
+
+    /// DIR itself.
+    pub fn is_root(&self) -> bool {
+        self.0.as_os_str().is_empty()
+    }
+
+    /// True when `other` lies beneath this path (not when they are equal).
+    pub fn is_ancestor_of(&self, other: &SafePath) -> bool {
+        other.0 != self.0 && other.0.starts_with(&self.0)
+    }
+
+    /// Length in bytes, with '/' separators.
+    pub fn byte_len(&self) -> usize {
+        self.0.as_os_str().len()
+    }
+
+    /// For messages: the path as it will be created, escaped like member names.
+    pub fn display(&self) -> String {
+        crate::report::printable(self.0.as_os_str().as_bytes())
     }
 }
 
@@ -67,4 +108,17 @@ pub enum Op {
         target: SafePath,
     },
     Fifo(Entry),
+}
+
+impl Op {
+    /// The member the op creates (None for Data and End, which belong to the last File).
+    pub fn entry(&self) -> Option<&Entry> {
+        match self {
+            Op::Dir(e) | Op::Fifo(e) => Some(e),
+            Op::File { entry, .. } | Op::Symlink { entry, .. } | Op::Hardlink { entry, .. } => {
+                Some(entry)
+            }
+            Op::Data { .. } | Op::End => None,
+        }
+    }
 }

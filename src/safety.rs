@@ -13,6 +13,11 @@ use std::path::PathBuf;
 use crate::plan::SafePath;
 use crate::report;
 
+/// Longest path (in bytes, relative to DIR) extracted: PATH_MAX less its NUL, the longest path
+/// the kernel accepts in one call. GNU tar fails longer members with "File name too long"
+/// (ENAMETOOLONG from openat relative to DIR); so do we, before anything is tracked for them.
+pub const MAX_PATH_BYTES: usize = libc::PATH_MAX as usize - 1;
+
 pub enum Verdict {
     /// Extract at this path. An empty path means the destination directory itself.
     Extract(SafePath),
@@ -68,6 +73,10 @@ impl Sanitizer {
                 Verdict::Nothing
             };
         }
+        let len = rest.iter().map(|c| c.len() + 1).sum::<usize>() - 1;
+        if len > MAX_PATH_BYTES {
+            return Verdict::Refuse("file name too long (more than PATH_MAX bytes); skipped");
+        }
         let path: PathBuf = rest.iter().map(|c| OsStr::from_bytes(c)).collect();
         Verdict::Extract(SafePath(path))
     }
@@ -101,5 +110,10 @@ mod tests {
         assert_eq!(judge(2, "top/a").as_deref(), Some("<nothing>"));
         assert_eq!(judge(1, "./top/a").as_deref(), Some("top/a"));
         assert_eq!(judge(1, "./").as_deref(), Some("<nothing>"));
+        let long = "d/".repeat(2047) + "f";
+        assert_eq!(judge(0, &long).map(|p| p.len()), Some(4095));
+        assert_eq!(judge(0, &("d/".repeat(2048) + "f")), None);
+        // Padding the sanitiser removes does not count.
+        assert_eq!(judge(0, &("/".repeat(1 << 20) + "a/./b")).as_deref(), Some("a/b"));
     }
 }

@@ -59,9 +59,18 @@ pub struct Member {
 }
 
 impl Member {
-    /// The name for messages and `-v`: escaped as GNU tar prints it (control characters and
-    /// bytes that are not UTF-8 as C escapes), so it can never break a line.
+    /// The name for messages: escaped as GNU tar prints it (control characters and bytes that
+    /// are not UTF-8 as C escapes), so it can never break a line. A name longer than any path
+    /// the kernel accepts (PATH_MAX) shows its first and last 2 KiB around "...": every op in
+    /// flight carries this string, and a 1 MiB name must not cost a megabyte per member.
     pub fn display_name(&self) -> String {
-        crate::report::printable(&self.name)
+        const SIDE: usize = 2048;
+        let n = &self.name;
+        if n.len() <= 2 * SIDE {
+            return crate::report::printable(n);
+        }
+        let head = crate::report::printable(&n[..SIDE]);
+        let tail = crate::report::printable(&n[n.len() - SIDE..]);
+        format!("{head}...{tail}")
     }
 }

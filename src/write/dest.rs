@@ -1,34 +1,33 @@
 //! The destination directory: every path resolution and namespace change in DIR happens here.
 //!
-//! Directories are opened one component at a time, relative to their parent's cached fd, with
-//! `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` (O_NOFOLLOW | O_DIRECTORY where openat2 is
-//! missing). A symlink anywhere in a member's parent path, whether the archive made it or it was
-//! there before, therefore fails the member instead of being followed; the kernel enforces it,
-//! not a string check. Leaves are created with O_EXCL / O_NOFOLLOW and, when something is in the
-//! way, that thing is unlinked first (GNU tar's default), so nothing is ever written through an
-//! existing symlink or into an existing hard link's inode.
+//! Paths are resolved through `tree.rs`: one component at a time, relative to the parent's
+//! cached fd, never through a symlink. Leaves are created with O_EXCL / O_NOFOLLOW and, when
+//! something is in the way, that thing is unlinked first (GNU tar's default), so nothing is ever
+//! written through an existing symlink or into an existing hard link's inode. Every metadata
+//! change acts on an open fd of the very inode that was created, or with AT_SYMLINK_NOFOLLOW
+//! (docs/SECURITY.md, "Metadata without races").
 //!
-//! Directory permissions and times are applied at the end (`finish_dirs`), deepest first, after
-//! their contents, on the directory that was created (checked by inode).
+//! Directory permissions and times are deferred as GNU tar defers them (`delayed_set_stat`):
+//! a directory member's metadata is applied once a later member lies outside it, after the
+//! files in flight beneath it have landed, and only to the directory that was created (checked
+//! by inode). The deferred set is the chain of directories above the latest member, so it is
+//! bounded by the path length, not by the number of directories in the archive.
 
-use std::collections::HashMap;
-use std::ffi::{CStr, CString, OsStr};
+use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, anyhow};
 
+use super::tree::{Create, NodeId, Tree};
+use crate::admit::FileCount;
 use crate::plan::{Entry, SafePath, Timestamp};
 
-/// Most directory fds kept open. Snapshots have a handful of directories; archives with many
-/// more get their cache cleared when it fills (reopening costs one openat2 per component).
-const MAX_CACHED_DIRS: usize = 4096;
-
-/// Mode a directory member is created with; its own mode is applied at the end, so a 0555
-/// directory can still be filled.
+/// Mode a directory member is created with; its own mode is applied once it is complete, so a
+/// 0555 directory can still be filled.
 const DIR_CREATE_MODE: u32 = 0o700;
 
 /// An error that concerns one member only: report it and go on. Anything else is fatal.
@@ -55,17 +54,20 @@ pub fn is_member_error(e: &io::Error) -> bool {
     )
 }
 
+/// A directory member whose owner, mode and mtime wait to be applied. Only the sanitised path
+/// is kept (a raw name can be a megabyte of `/`), and the node keeps the directory's fd handy.
 struct DeferredDir {
-    entry: Entry,
+    node: NodeId,
+    path: SafePath,
+    mode: u32,
+    mtime: Timestamp,
+    owner: Option<(u32, u32)>,
     dev: u64,
     ino: u64,
 }
 
 pub struct Dest {
-    root: Arc<OwnedFd>,
-    /// Open directories by path relative to DIR ("" is DIR itself, kept in `root`). Shared so
-    /// an operation in flight keeps its directory open even if the cache lets go of it.
-    dirs: HashMap<PathBuf, Arc<OwnedFd>>,
+    tree: Tree,
     keep_old: bool,
     /// Modes are restored exactly (root, or `-p`).
     exact: bool,
@@ -74,14 +76,19 @@ pub struct Dest {
     /// Mode of directories created on the way to a member: 0777 minus the user's umask,
     /// as GNU tar makes them.
     implied_dir_mode: u32,
-    deferred: Vec<DeferredDir>,
-    /// Index in `deferred` by path, so a repeated directory member updates its metadata.
-    deferred_at: HashMap<PathBuf, usize>,
+    /// `--max-files`, which implied directories count against too.
+    files: Arc<FileCount>,
+    /// Directory members above the latest member, outermost first.
+    open: Vec<DeferredDir>,
+    /// Directory members the archive has left, waiting for files in flight beneath them.
+    closing: Vec<DeferredDir>,
 }
 
 /// Where a member goes: its parent directory and the last component.
 pub struct Slot {
     pub dir: Arc<OwnedFd>,
+    /// The parent directory's node in the tree.
+    pub node: NodeId,
     pub name: CString,
 }
 
@@ -91,12 +98,23 @@ impl Slot {
     }
 }
 
+/// What `Dest::open` needs besides the directory.
+pub struct DestOptions {
+    pub keep_old: bool,
+    /// Apply modes exactly (root, or `-p`).
+    pub exact: bool,
+    pub user_umask: u32,
+    /// Directory fds to keep open at most (from the fd budget).
+    pub dir_fds: usize,
+    pub files: Arc<FileCount>,
+}
+
 impl Dest {
     /// Opens (creating if missing, like `tar -C` with `mkdir -p`) the destination directory.
-    pub fn open(dir: &Path, keep_old: bool, exact: bool, user_umask: u32) -> Result<Dest> {
+    pub fn open(dir: &Path, opts: DestOptions) -> Result<Dest> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("{}: cannot create", dir.display()))?;
-        let c = cstr(dir.as_os_str())?;
+        let c = CString::new(dir.as_os_str().as_bytes()).context("path contains a NUL byte")?;
         // Safety: `c` is a valid NUL-terminated path; the returned fd is checked below.
         let fd =
             unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
@@ -105,25 +123,29 @@ impl Dest {
                 .with_context(|| format!("{}: cannot open", dir.display()));
         }
         // Safety: fd is a fresh descriptor we own.
-        let root = Arc::new(unsafe { OwnedFd::from_raw_fd(fd) });
+        let root = unsafe { OwnedFd::from_raw_fd(fd) };
         Ok(Dest {
-            root,
-            dirs: HashMap::new(),
-            keep_old,
-            exact,
-            umask: user_umask,
-            implied_dir_mode: 0o777 & !user_umask,
-            deferred: Vec::new(),
-            deferred_at: HashMap::new(),
+            tree: Tree::new(root, opts.dir_fds),
+            keep_old: opts.keep_old,
+            exact: opts.exact,
+            umask: opts.user_umask,
+            implied_dir_mode: 0o777 & !opts.user_umask,
+            files: opts.files,
+            open: Vec::new(),
+            closing: Vec::new(),
         })
     }
 
     pub fn root_fd(&self) -> RawFd {
-        self.root.as_raw_fd()
+        self.tree.root_fd().as_raw_fd()
     }
 
     pub fn keep_old(&self) -> bool {
         self.keep_old
+    }
+
+    pub fn tree(&mut self) -> &mut Tree {
+        &mut self.tree
     }
 
     /// Final permission bits for a member's `mode`: exact as root or with `-p`; otherwise,
@@ -132,47 +154,25 @@ impl Dest {
         if self.exact { mode & 0o7777 } else { mode & 0o777 & !self.umask }
     }
 
-    /// Directory `rel` (relative to DIR), opening and, if `create`, making every missing
-    /// component on the way. Fails with ELOOP/ENOTDIR when a component is a symlink or not a
-    /// directory.
-    fn dir(&mut self, rel: &Path, create: bool) -> io::Result<Arc<OwnedFd>> {
-        if rel.as_os_str().is_empty() {
-            return Ok(self.root.clone());
-        }
-        if let Some(fd) = self.dirs.get(rel) {
-            return Ok(fd.clone());
-        }
-        let parent = self.dir(rel.parent().unwrap_or(Path::new("")), create)?;
-        let parent = parent.as_raw_fd();
-        let name = cstr_io(rel.file_name().unwrap_or_default())?;
-        let fd = match open_dir_beneath(parent, &name) {
-            Err(e) if create && e.raw_os_error() == Some(libc::ENOENT) => {
-                // Safety: parent is an open directory fd, name a valid C string.
-                let r = unsafe { libc::mkdirat(parent, name.as_ptr(), self.implied_dir_mode) };
-                if r < 0 {
-                    let e = io::Error::last_os_error();
-                    if e.raw_os_error() != Some(libc::EEXIST) {
-                        return Err(e);
-                    }
-                }
-                open_dir_beneath(parent, &name)?
-            }
-            other => other?,
-        };
-        if self.dirs.len() >= MAX_CACHED_DIRS {
-            self.dirs.clear();
-        }
-        let fd = Arc::new(fd);
-        self.dirs.insert(rel.to_path_buf(), fd.clone());
-        Ok(fd)
+    /// Directory `comps` (relative to DIR), opening and, if `create`, making every missing
+    /// component on the way (each counted against `--max-files`). Fails with ELOOP/ENOTDIR
+    /// when a component is a symlink or not a directory.
+    fn dir<'a, I>(&mut self, comps: I, create: bool) -> io::Result<(NodeId, Arc<OwnedFd>)>
+    where
+        I: IntoIterator<Item = &'a [u8]>,
+        I::IntoIter: Clone,
+    {
+        let mode = if create { Create::With(self.implied_dir_mode) } else { Create::No };
+        let files = self.files.clone();
+        let mut count = || files.take().map_err(|e| io::Error::other(format!("{e:#}")));
+        self.tree.dir(comps, mode, &mut count)
     }
 
     /// The parent directory of `path` (created as needed) and its last component.
     pub fn slot(&mut self, path: &SafePath) -> io::Result<Slot> {
-        let p = path.as_path();
-        let dir = self.dir(p.parent().unwrap_or(Path::new("")), true)?;
-        let name = cstr_io(p.file_name().unwrap_or_default())?;
-        Ok(Slot { dir, name })
+        let (node, dir) = self.dir(path.parent_components(), true)?;
+        let name = cstr_io(path.file_name())?;
+        Ok(Slot { dir, node, name })
     }
 
     /// Clears the way for a new non-directory at `slot`: with -k refuses (EEXIST), otherwise
@@ -194,16 +194,12 @@ impl Dest {
                 {
                     return Err(io::Error::last_os_error());
                 }
-                self.forget_dirs_under(path.as_path());
+                self.tree.detach(path.components());
                 Ok(())
             }
             Some(libc::ENOENT) => Ok(()),
             _ => Err(e),
         }
-    }
-
-    fn forget_dirs_under(&mut self, p: &Path) {
-        self.dirs.retain(|k, _| !k.starts_with(p));
     }
 
     /// Runs `create` at the member's slot; when it fails with EEXIST, clears the way and tries
@@ -224,21 +220,22 @@ impl Dest {
         slot: &Slot,
         mut create: impl FnMut(RawFd, &CStr) -> io::Result<T>,
     ) -> io::Result<T> {
-        match create(slot.dirfd(), &slot.name) {
+        let tree = &mut self.tree;
+        match tree.retry_emfile(|| create(slot.dirfd(), &slot.name)) {
             Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
                 self.remove_existing(path, slot)?;
-                create(slot.dirfd(), &slot.name)
+                self.tree.retry_emfile(|| create(slot.dirfd(), &slot.name))
             }
             other => other,
         }
     }
 
     /// Creates (or keeps, if a directory is already there) the directory member and defers its
-    /// metadata to `finish_dirs`.
+    /// metadata until the archive has left it.
     pub fn mkdir(&mut self, entry: &Entry) -> io::Result<()> {
-        let p = entry.path.as_path();
-        if !p.as_os_str().is_empty() {
-            let slot = self.slot(&entry.path)?;
+        let p = &entry.path;
+        if !p.is_root() {
+            let slot = self.slot(p)?;
             // Safety: valid dirfd and C string.
             let r = unsafe { libc::mkdirat(slot.dirfd(), slot.name.as_ptr(), DIR_CREATE_MODE) };
             if r != 0 {
@@ -264,62 +261,110 @@ impl Dest {
                 }
             }
         }
-        let fd = self.dir(p, false)?;
+        let (node, fd) = self.dir(p.components(), false)?;
         let st = fstat(fd.as_raw_fd())?;
-        let d = DeferredDir { entry: entry.clone(), dev: st.st_dev, ino: st.st_ino };
-        match self.deferred_at.get(p) {
-            Some(&i) => self.deferred[i] = d,
-            None => {
-                self.deferred_at.insert(p.to_path_buf(), self.deferred.len());
-                self.deferred.push(d);
+        self.tree.pin(node);
+        self.open.push(DeferredDir {
+            node,
+            path: p.clone(),
+            mode: entry.mode,
+            mtime: entry.mtime,
+            owner: entry.owner,
+            dev: st.st_dev,
+            ino: st.st_ino,
+        });
+        Ok(())
+    }
+
+    /// A member at `path` is next: every deferred directory it does not lie beneath is done
+    /// (GNU tar's `apply_nonancestor_delayed_set_stat`) and moves to `closing`. Returns true
+    /// when `path` is at or beneath a closing directory: its metadata must be applied first
+    /// (`settle` once nothing is in flight beneath it), so the member sees the directory as
+    /// GNU tar would.
+    pub fn enter(&mut self, path: &SafePath) -> bool {
+        while let Some(top) = self.open.last() {
+            if top.path.is_ancestor_of(path) {
+                break;
             }
+            let d = self.open.pop().expect("top exists");
+            self.tree.set_marked(d.node, true);
+            self.closing.push(d);
+        }
+        !self.closing.is_empty() && self.tree.marked(path.components())
+    }
+
+    /// The archive has ended (or failed): every deferred directory is done.
+    pub fn leave_all(&mut self) {
+        while let Some(d) = self.open.pop() {
+            self.tree.set_marked(d.node, true);
+            self.closing.push(d);
+        }
+    }
+
+    /// Directories waiting to be stamped.
+    pub fn closing(&self) -> usize {
+        self.closing.len()
+    }
+
+    /// Applies owner, mode and mtime to every closing directory with no file in flight
+    /// beneath it (deepest first: a parent waits while a child does). A directory that was
+    /// removed or replaced since is left alone.
+    pub fn settle(&mut self) -> Result<()> {
+        let mut i = 0;
+        while i < self.closing.len() {
+            if self.tree.busy_at(self.closing[i].node) {
+                i += 1;
+                continue;
+            }
+            let d = self.closing.remove(i);
+            self.tree.set_marked(d.node, false);
+            let applied = self.apply_dir(&d);
+            self.tree.unpin(d.node);
+            applied?;
         }
         Ok(())
     }
 
-    /// Applies directory owners, modes and mtimes, deepest first. A directory that was removed
-    /// or replaced since is left alone.
-    pub fn finish_dirs(&mut self) -> Result<()> {
-        let mut dirs = std::mem::take(&mut self.deferred);
-        dirs.sort_by_key(|d| std::cmp::Reverse(d.entry.path.as_path().components().count()));
-        for d in dirs {
-            let Ok(fd) = self.dir(d.entry.path.as_path(), false) else {
-                continue;
-            };
-            let fd = fd.as_raw_fd();
-            let Ok(st) = fstat(fd) else { continue };
-            if st.st_dev != d.dev || st.st_ino != d.ino {
-                continue;
-            }
-            set_meta(fd, &d.entry, self.mode(d.entry.mode), true)
-                .with_context(|| format!("{}: cannot set directory metadata", d.entry.name))?;
+    fn apply_dir(&mut self, d: &DeferredDir) -> Result<()> {
+        let fd = match self.tree.cached_fd(d.node) {
+            Some(fd) => fd,
+            None => match self.dir(d.path.components(), false) {
+                Ok((_, fd)) => fd,
+                Err(_) => return Ok(()),
+            },
+        };
+        let Ok(st) = fstat(fd.as_raw_fd()) else { return Ok(()) };
+        if st.st_dev != d.dev || st.st_ino != d.ino {
+            return Ok(());
         }
-        self.dirs.clear();
-        Ok(())
+        let entry = MetaOf { mode: self.mode(d.mode), mtime: d.mtime, owner: d.owner };
+        set_meta(fd.as_raw_fd(), &entry, true)
+            .map_err(|e| anyhow!("{}: cannot set directory metadata: {e}", d.path.display()))
     }
 }
 
-/// Owner (if asked), mode and mtime of an open file or directory, in that order (chown clears
-/// set-id bits, so the mode comes after it).
-pub fn set_meta(fd: RawFd, entry: &Entry, mode: u32, set_mode: bool) -> io::Result<()> {
-    if let Some((uid, gid)) = entry.owner {
+/// The metadata to apply to one inode.
+pub struct MetaOf {
+    /// Final permission bits (after `Dest::mode`).
+    pub mode: u32,
+    pub mtime: Timestamp,
+    pub owner: Option<(u32, u32)>,
+}
+
+/// Owner (if asked), mode (if `set_mode`) and mtime of an open file or directory, in that
+/// order (chown clears set-id bits, so the mode comes after it).
+pub fn set_meta(fd: RawFd, m: &MetaOf, set_mode: bool) -> io::Result<()> {
+    if let Some((uid, gid)) = m.owner {
         // Safety: fd is open.
-        if unsafe { libc::fchown(fd, uid, gid) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        cvt(unsafe { libc::fchown(fd, uid, gid) })?;
     }
     if set_mode {
         // Safety: fd is open.
-        if unsafe { libc::fchmod(fd, mode) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        cvt(unsafe { libc::fchmod(fd, m.mode) })?;
     }
-    let times = timespecs(entry.mtime);
+    let times = timespecs(m.mtime);
     // Safety: fd is open; `times` is a valid two-element array.
-    if unsafe { libc::futimens(fd, times.as_ptr()) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    cvt(unsafe { libc::futimens(fd, times.as_ptr()) })
 }
 
 /// atime left as is (UTIME_OMIT: creation just set it to now), mtime from the archive.
@@ -355,44 +400,8 @@ fn is_dir_nofollow(dirfd: RawFd, name: &CStr) -> io::Result<bool> {
     Ok(unsafe { st.assume_init() }.st_mode & libc::S_IFMT == libc::S_IFDIR)
 }
 
-/// Opens directory `name` inside `parent` without following any symlink and without leaving
-/// `parent` (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS; O_NOFOLLOW where openat2 is missing).
-fn open_dir_beneath(parent: RawFd, name: &CStr) -> io::Result<OwnedFd> {
-    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    // Safety: open_how is plain integers; all-zero is its documented default.
-    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-    how.flags = flags as u64;
-    how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
-    // Safety: valid dirfd, C string, and an open_how of the size we pass.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            parent,
-            name.as_ptr(),
-            &how as *const libc::open_how,
-            std::mem::size_of::<libc::open_how>(),
-        )
-    } as RawFd;
-    let fd = if fd < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
-        // Safety: valid dirfd and C string. `name` is a single plain component, so
-        // O_NOFOLLOW alone keeps the open beneath `parent`.
-        unsafe { libc::openat(parent, name.as_ptr(), flags) }
-    } else {
-        fd
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // Safety: fd is a fresh descriptor we own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-pub fn cstr_io(s: &OsStr) -> io::Result<CString> {
-    CString::new(s.as_bytes()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
-}
-
-fn cstr(s: &OsStr) -> Result<CString> {
-    CString::new(s.as_bytes()).context("path contains a NUL byte")
+pub fn cstr_io(s: &[u8]) -> io::Result<CString> {
+    CString::new(s).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
 }
 
 /// Leaf creators shared by both backends (they are rare enough to stay synchronous).
@@ -418,24 +427,33 @@ impl Dest {
         })
     }
 
-    /// Owner, set-id bits and mtime of a file whose data is complete.
+    /// Owner, set-id bits and mtime of a file whose data is complete, through its fd.
     pub fn finish_file(&self, fd: RawFd, entry: &Entry) -> io::Result<()> {
         let mode = self.mode(entry.mode);
         // The create mode already holds the permission bits; only chown (which clears set-id
         // bits) or set-id/sticky bits need an explicit chmod.
         let set_mode = entry.owner.is_some() || mode & 0o7000 != 0;
-        set_meta(fd, entry, mode, set_mode)
+        set_meta(fd, &MetaOf { mode, mtime: entry.mtime, owner: entry.owner }, set_mode)
     }
 
+    /// A symlink: created with symlinkat; owner and mtime set with AT_SYMLINK_NOFOLLOW (a
+    /// symlink has no mode of its own on Linux).
     pub fn symlink(&mut self, entry: &Entry, target: &[u8]) -> io::Result<()> {
-        let target =
-            CString::new(target).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+        let target = cstr_io(target)?;
         let slot = self.slot(&entry.path)?;
         self.create_at(&entry.path, &slot, |dirfd, name| {
             // Safety: valid C strings and dirfd.
             cvt(unsafe { libc::symlinkat(target.as_ptr(), dirfd, name.as_ptr()) })
         })?;
-        self.set_meta_nofollow(&slot, entry, false)
+        let (dirfd, name) = (slot.dirfd(), slot.name.as_ptr());
+        if let Some((uid, gid)) = entry.owner {
+            // Safety: valid dirfd and C string; the flag acts on the link itself.
+            cvt(unsafe { libc::fchownat(dirfd, name, uid, gid, libc::AT_SYMLINK_NOFOLLOW) })?;
+        }
+        let times = timespecs(entry.mtime);
+        // Safety: valid dirfd, C string and a two-element timespec array; the flag acts on
+        // the link itself.
+        cvt(unsafe { libc::utimensat(dirfd, name, times.as_ptr(), libc::AT_SYMLINK_NOFOLLOW) })
     }
 
     pub fn hardlink(&mut self, entry: &Entry, target: &SafePath) -> io::Result<()> {
@@ -443,15 +461,17 @@ impl Dest {
             // GNU tar: "Cannot hard link to 'x'". Whatever is there is not what the archive meant.
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "hard link to itself"));
         }
-        let t = target.as_path();
-        let tdir = self.dir(t.parent().unwrap_or(Path::new("")), false)?;
-        let tname = cstr_io(t.file_name().unwrap_or_default())?;
+        let (_, tdir) = self.dir(target.parent_components(), false)?;
+        let tname = cstr_io(target.file_name())?;
         self.create_with(&entry.path, |dirfd, name| {
             // Safety: valid dirfds and C strings; flags 0 links a symlink itself, not its target.
             cvt(unsafe { libc::linkat(tdir.as_raw_fd(), tname.as_ptr(), dirfd, name.as_ptr(), 0) })
         })
     }
 
+    /// A FIFO: created with mknodat, then its metadata is applied through an O_PATH fd of the
+    /// node at that name, checked to be a FIFO: a name swapped for a symlink (or anything
+    /// else) after the mknod is never followed or changed.
     pub fn mkfifo(&mut self, entry: &Entry) -> io::Result<()> {
         let mode = self.mode(entry.mode);
         let slot = self.slot(&entry.path)?;
@@ -459,26 +479,112 @@ impl Dest {
             // Safety: valid dirfd and C string.
             cvt(unsafe { libc::mknodat(dirfd, name.as_ptr(), libc::S_IFIFO | (mode & 0o777), 0) })
         })?;
-        self.set_meta_nofollow(&slot, entry, mode & 0o7000 != 0 || entry.owner.is_some())
+        let set_mode = mode & 0o7000 != 0 || entry.owner.is_some();
+        let node = self.tree.retry_emfile(|| open_path_nofollow(slot.dirfd(), &slot.name))?;
+        if fstat(node.as_raw_fd())?.st_mode & libc::S_IFMT != libc::S_IFIFO {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "replaced by something else while being created; left alone",
+            ));
+        }
+        set_meta_opath(&node, &MetaOf { mode, mtime: entry.mtime, owner: entry.owner }, set_mode)
     }
+}
 
-    /// Owner, mode and mtime by name, never following a symlink at the leaf.
-    fn set_meta_nofollow(&self, slot: &Slot, entry: &Entry, set_mode: bool) -> io::Result<()> {
-        let (dirfd, name) = (slot.dirfd(), slot.name.as_ptr());
-        if let Some((uid, gid)) = entry.owner {
-            // Safety: valid dirfd and C string.
-            cvt(unsafe { libc::fchownat(dirfd, name, uid, gid, libc::AT_SYMLINK_NOFOLLOW) })?;
-        }
-        if set_mode {
-            // Safety: as above. The leaf is not a symlink here (only fifos ask for a mode).
-            cvt(unsafe { libc::fchmodat(dirfd, name, self.mode(entry.mode), 0) })?;
-        }
-        let times = timespecs(entry.mtime);
-        // Safety: valid dirfd, C string and a two-element timespec array.
-        cvt(unsafe { libc::utimensat(dirfd, name, times.as_ptr(), libc::AT_SYMLINK_NOFOLLOW) })
+/// An O_PATH fd of `name` in `dirfd` itself (a symlink is not followed): it names the inode
+/// without opening it, so no open side effect (a FIFO blocking, a device) can happen.
+fn open_path_nofollow(dirfd: RawFd, name: &CStr) -> io::Result<OwnedFd> {
+    // Safety: valid dirfd and C string.
+    let fd = unsafe {
+        libc::openat(dirfd, name.as_ptr(), libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
     }
+    // Safety: a fresh fd we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `set_meta` for an O_PATH fd, which fchown/fchmod/futimens refuse (EBADF): owner through
+/// fchownat(AT_EMPTY_PATH), mode and times through the fd's /proc/self/fd entry, which names
+/// exactly the inode the fd holds (a magic link, not a path that can be swapped).
+fn set_meta_opath(fd: &OwnedFd, m: &MetaOf, set_mode: bool) -> io::Result<()> {
+    let raw = fd.as_raw_fd();
+    if let Some((uid, gid)) = m.owner {
+        // Safety: valid fd and an empty C string, which AT_EMPTY_PATH applies to the fd itself.
+        cvt(unsafe { libc::fchownat(raw, c"".as_ptr(), uid, gid, libc::AT_EMPTY_PATH) })?;
+    }
+    let proc = CString::new(format!("/proc/self/fd/{raw}")).expect("no NUL in a number");
+    if set_mode {
+        // Safety: a valid C string; the magic link resolves to the inode `fd` holds.
+        cvt(unsafe { libc::chmod(proc.as_ptr(), m.mode) })?;
+    }
+    let times = timespecs(m.mtime);
+    // Safety: a valid C string and a two-element timespec array, as above.
+    cvt(unsafe { libc::utimensat(libc::AT_FDCWD, proc.as_ptr(), times.as_ptr(), 0) })
 }
 
 fn cvt(r: libc::c_int) -> io::Result<()> {
     if r < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dest(dir: &Path) -> Dest {
+        let opts = DestOptions {
+            keep_old: false,
+            exact: true,
+            user_umask: 0o022,
+            dir_fds: 8,
+            files: FileCount::new(None),
+        };
+        Dest::open(dir, opts).unwrap()
+    }
+
+    fn entry(path: &str, mode: u32, secs: i64) -> Entry {
+        Entry {
+            name: path.to_string(),
+            path: SafePath(path.into()),
+            mode,
+            mtime: Timestamp { secs, nanos: 0 },
+            owner: None,
+            offset: 0,
+        }
+    }
+
+    #[test]
+    fn deferred_dirs_are_bounded_by_depth() {
+        let t = tempfile::tempdir().unwrap();
+        let mut d = dest(t.path());
+        for i in 0..2000 {
+            let e = entry(&format!("d{i}"), 0o755, 1000);
+            d.enter(&e.path);
+            d.mkdir(&e).unwrap();
+            d.settle().unwrap();
+            assert!(d.open.len() + d.closing.len() <= 2);
+        }
+        d.leave_all();
+        d.settle().unwrap();
+        assert_eq!(d.closing(), 0);
+        let m = std::fs::metadata(t.path().join("d7")).unwrap();
+        assert_eq!(std::os::unix::fs::MetadataExt::mtime(&m), 1000);
+        // The tree keeps only cached fds and DIR.
+        assert!(d.tree.len() <= 1 + 8);
+    }
+
+    #[test]
+    fn a_member_inside_a_closing_dir_waits_for_it() {
+        let t = tempfile::tempdir().unwrap();
+        let mut d = dest(t.path());
+        let a = entry("a", 0o755, 1000);
+        d.enter(&a.path);
+        d.mkdir(&a).unwrap();
+        let b = entry("b", 0o755, 2000);
+        assert!(!d.enter(&b.path));
+        assert!(d.enter(&entry("a/x", 0o644, 0).path));
+        d.settle().unwrap();
+        assert!(!d.enter(&entry("a/x", 0o644, 0).path));
+    }
 }

@@ -5,6 +5,7 @@
 pub mod dest;
 pub mod direct;
 pub mod portable;
+pub mod tree;
 pub mod uring;
 
 use anyhow::Result;
@@ -85,14 +86,19 @@ pub fn apply_namespace_op(dest: &mut dest::Dest, stats: &mut Stats, op: Op) -> R
     Ok(None)
 }
 
+use std::sync::Arc;
+
+use crate::admit::FileCount;
 use crate::cli::IoBackend;
 use crate::config::Config;
 use crate::pool::{BUF_ALIGN, Pool};
+use crate::resources::FdBudget;
 use direct::DirectPolicy;
 use portable::Portable;
 
-/// Builds the writer the configuration asks for.
-pub fn create(cfg: &Config, pool: &Pool) -> Result<Box<dyn Writer>> {
+/// Builds the writer the configuration asks for. `files` is the `--max-files` count that
+/// implied directories are counted against.
+pub fn create(cfg: &Config, pool: &Pool, files: Arc<FileCount>) -> Result<Box<dyn Writer>> {
     // Modes are applied exactly as root (GNU tar's --preserve-permissions default for root);
     // other users get the archive's modes minus their umask, like tar without -p.
     // Safety: umask has no memory effects.
@@ -100,7 +106,15 @@ pub fn create(cfg: &Config, pool: &Pool) -> Result<Box<dyn Writer>> {
     // Safety: as above; DIR itself is created like `mkdir -p`, under the user's umask.
     unsafe { libc::umask(old_umask) };
     let exact = cfg.preserve_permissions || unsafe { libc::geteuid() } == 0;
-    let dest = dest::Dest::open(&cfg.dest, cfg.keep_old_files, exact, old_umask)?;
+    let fds = FdBudget::from_rlimit();
+    let opts = dest::DestOptions {
+        keep_old: cfg.keep_old_files,
+        exact,
+        user_umask: old_umask,
+        dir_fds: fds.dirs,
+        files,
+    };
+    let dest = dest::Dest::open(&cfg.dest, opts)?;
     // From here on modes are applied explicitly.
     // Safety: umask has no memory effects.
     unsafe { libc::umask(0) };
@@ -108,7 +122,7 @@ pub fn create(cfg: &Config, pool: &Pool) -> Result<Box<dyn Writer>> {
     match cfg.io {
         IoBackend::Portable => Ok(Box::new(Portable::new(dest, policy))),
         IoBackend::Uring => match uring::setup() {
-            Ok(ring) => Ok(Box::new(uring::Uring::new(ring, pool, dest, policy))),
+            Ok(ring) => Ok(Box::new(uring::Uring::new(ring, pool, dest, policy, fds.files))),
             Err(e) => {
                 crate::report::warn(format!(
                     "io_uring is not available ({e}); using the portable writer"

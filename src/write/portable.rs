@@ -124,6 +124,11 @@ impl Portable {
 
 impl Writer for Portable {
     fn apply(&mut self, op: Op) -> Result<()> {
+        if let Some(e) = op.entry() {
+            // Nothing is in flight here: directories the archive has left are stamped at once.
+            self.dest.enter(&e.path);
+            self.dest.settle()?;
+        }
         match op {
             Op::File { entry, size, sparse } => self.open_file(entry, size, sparse),
             Op::Data { offset, buf } => self.write(offset, buf.data()),
@@ -142,7 +147,8 @@ impl Writer for Portable {
                 unsafe { libc::ftruncate(f.fd.as_raw_fd(), f.received as libc::off_t) };
             }
         }
-        self.dest.finish_dirs()?;
+        self.dest.leave_all();
+        self.dest.settle()?;
         Ok(self.stats.clone())
     }
 }

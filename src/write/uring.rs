@@ -15,18 +15,17 @@
 //! one of them, or a file, touches a path that an in-flight file occupies (the same path, an
 //! ancestor, or a hard link's target), the ring is drained so archive order is kept.
 
-use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
-use std::path::{Path, PathBuf};
 
 use anyhow::{Result, anyhow};
 use io_uring::{IoUring, opcode, squeue, types};
 
 use super::dest::{Dest, Slot};
 use super::direct::{DirectPolicy, clear_direct, reserve};
+use super::tree::{self, NodeId};
 use super::{Stats, Writer, apply_namespace_op, member_failed};
-use crate::plan::{Entry, Op};
+use crate::plan::{Entry, Op, SafePath};
 use crate::pool::{Pool, PoolBuf};
 use crate::report;
 
@@ -40,10 +39,6 @@ const CQ_ENTRIES: u32 = 2 * RING_ENTRIES;
 /// Queued submissions that trigger an io_uring_enter: batching amortises the syscall over
 /// ~10 small files without leaving the disk idle.
 const SUBMIT_BATCH: usize = 32;
-
-/// Files open at once. Bounds fds and the directory-inode contention Agave measured with
-/// many concurrent opens in one directory.
-const MAX_FILES_IN_FLIGHT: usize = 128;
 
 enum OpKind {
     Open,
@@ -80,6 +75,8 @@ struct FileState {
     went_direct: bool,
     /// Keeps the directory fd and the name alive while the open is in flight.
     slot: Slot,
+    /// The file's node in the destination tree, busy until the file is closed.
+    node: NodeId,
     fd: Option<OwnedFd>,
     /// Chunks that arrived before the open completed.
     queued: Vec<(u64, PoolBuf)>,
@@ -103,10 +100,10 @@ pub struct Uring {
     policy: DirectPolicy,
     ops: Slab<Pending>,
     files: Slab<FileState>,
-    /// Paths of files in flight → their index in `files`.
-    paths: HashMap<PathBuf, usize>,
-    /// Directories → how many files in flight lie beneath them (at any depth).
-    under: HashMap<PathBuf, usize>,
+    /// Files open (or being opened) at once, at most: the fd budget's share.
+    max_files: usize,
+    /// Files whose open failed for want of fds, to reopen once others have closed.
+    reopen: Vec<usize>,
     /// The file receiving Data ops.
     current: Option<usize>,
     /// Operations submitted or queued and not yet reaped.
@@ -124,7 +121,13 @@ pub fn setup() -> io::Result<IoUring> {
 }
 
 impl Uring {
-    pub fn new(ring: IoUring, pool: &Pool, dest: Dest, policy: DirectPolicy) -> Uring {
+    pub fn new(
+        ring: IoUring,
+        pool: &Pool,
+        dest: Dest,
+        policy: DirectPolicy,
+        max_files: usize,
+    ) -> Uring {
         // Safety: the iovecs describe the pool's region, which lives as long as `_pool` (a
         // clone of the pool's Arc) inside this struct, i.e. longer than the ring.
         let registered = unsafe { ring.submitter().register_buffers(&pool.iovecs()) }.is_ok();
@@ -136,8 +139,8 @@ impl Uring {
             policy,
             ops: Slab::default(),
             files: Slab::default(),
-            paths: HashMap::new(),
-            under: HashMap::new(),
+            max_files: max_files.max(1),
+            reopen: Vec::new(),
             current: None,
             in_flight: 0,
             stats: Stats::default(),
@@ -209,50 +212,44 @@ impl Uring {
         Ok(())
     }
 
-    /// Lands everything in flight.
+    /// Lands everything in flight (files waiting to be reopened included).
     fn drain(&mut self) -> Result<()> {
-        while self.in_flight > 0 {
-            self.wait_one()?;
-        }
-        Ok(())
-    }
-
-    /// Drains first if `path`, one of its ancestors, or `also` is a file still in flight, or
-    /// if files in flight lie beneath `path` (it may be a directory about to be replaced).
-    fn order_after_in_flight(&mut self, path: &Path, also: Option<&Path>) -> Result<()> {
-        if self.paths.is_empty() {
-            return Ok(());
-        }
-        let busy = path.ancestors().any(|a| self.paths.contains_key(a))
-            || self.under.contains_key(path)
-            || also.is_some_and(|p| p.ancestors().any(|a| self.paths.contains_key(a)));
-        if busy { self.drain() } else { Ok(()) }
-    }
-
-    fn track(&mut self, path: PathBuf, file: usize) {
-        for dir in path.ancestors().skip(1).filter(|d| !d.as_os_str().is_empty()) {
-            *self.under.entry(dir.to_path_buf()).or_default() += 1;
-        }
-        self.paths.insert(path, file);
-    }
-
-    fn untrack(&mut self, path: &Path) {
-        if self.paths.remove(path).is_none() {
-            return;
-        }
-        for dir in path.ancestors().skip(1).filter(|d| !d.as_os_str().is_empty()) {
-            if let Some(n) = self.under.get_mut(dir) {
-                *n -= 1;
-                if *n == 0 {
-                    self.under.remove(dir);
-                }
+        loop {
+            while self.in_flight > 0 {
+                self.wait_one()?;
+            }
+            if self.reopen.is_empty() {
+                return Ok(());
+            }
+            for file in std::mem::take(&mut self.reopen) {
+                self.submit_open(file)?;
             }
         }
     }
 
+    /// Before an op on `entry`: the directories the archive has left are stamped once the files
+    /// beneath them have landed (right away if `entry` lies inside one), and if `entry`'s path,
+    /// one of its ancestors, or `also` is a file still in flight, or files in flight lie beneath
+    /// the path (a directory about to be replaced), everything in flight lands first, so
+    /// archive order is kept.
+    fn order_after_in_flight(&mut self, entry: &Entry, also: Option<&SafePath>) -> Result<()> {
+        if self.dest.enter(&entry.path) {
+            self.drain()?;
+        }
+        self.dest.settle()?;
+        if self.files.len == 0 {
+            return Ok(());
+        }
+        let tree = self.dest.tree();
+        if tree.busy(entry.path.components()) || also.is_some_and(|t| tree.busy(t.components())) {
+            self.drain()?;
+        }
+        Ok(())
+    }
+
     fn open_file(&mut self, entry: Entry, size: u64, sparse: bool) -> Result<()> {
-        self.order_after_in_flight(entry.path.as_path(), None)?;
-        while self.paths.len() >= MAX_FILES_IN_FLIGHT {
+        self.order_after_in_flight(&entry, None)?;
+        while self.files.len >= self.max_files {
             self.wait_one()?;
         }
         let slot = match self.dest.slot(&entry.path) {
@@ -263,7 +260,7 @@ impl Uring {
             }
         };
         let direct = self.policy.wants(size, sparse);
-        let path = entry.path.as_path().to_path_buf();
+        let node = self.dest.tree().begin_file(slot.node, entry.path.file_name());
         let file = self.files.insert(FileState {
             entry,
             preallocated: 0,
@@ -274,6 +271,7 @@ impl Uring {
             direct,
             went_direct: direct,
             slot,
+            node,
             fd: None,
             queued: Vec::new(),
             writes: 0,
@@ -283,7 +281,6 @@ impl Uring {
             tail_submitted: false,
             closing: false,
         });
-        self.track(path, file);
         self.current = Some(file);
         self.submit_open(file)
     }
@@ -456,9 +453,13 @@ impl Uring {
                 if let Some(fd) = f.fd {
                     let _ = fd.into_raw_fd();
                 }
-                self.untrack(f.entry.path.as_path());
+                self.dest.tree().end_file(f.node);
                 if self.current == Some(file) {
                     self.current = None;
+                }
+                // A closed file frees an fd for one that ran out of them.
+                if let Some(waiting) = self.reopen.pop() {
+                    self.submit_open(waiting)?;
                 }
                 if res < 0 {
                     let e = io::Error::from_raw_os_error(-res);
@@ -484,6 +485,17 @@ impl Uring {
             return self.advance(file);
         }
         let err = -res;
+        if tree::is_out_of_fds(&io::Error::from_raw_os_error(err)) {
+            // Out of descriptors (other fds than the budget foresaw): close cached directories,
+            // or reopen once an operation in flight has let a file close.
+            if self.dest.tree().shrink() {
+                return self.submit_open(file);
+            }
+            if self.in_flight > 0 {
+                self.reopen.push(file);
+                return Ok(());
+            }
+        }
         let f = &mut self.files[file];
         if err == libc::EINVAL && f.direct {
             // Files opened before the first refusal come back here too: warn once.
@@ -497,7 +509,8 @@ impl Uring {
         }
         if err == libc::EEXIST {
             let path = f.entry.path.clone();
-            let slot = Slot { dir: f.slot.dir.clone(), name: f.slot.name.clone() };
+            let slot =
+                Slot { dir: f.slot.dir.clone(), node: f.slot.node, name: f.slot.name.clone() };
             match self.dest.remove_existing(&path, &slot) {
                 Ok(()) => return self.submit_open(file),
                 Err(e) => return self.open_failed(file, e),
@@ -521,7 +534,7 @@ impl Uring {
 
     fn forget(&mut self, file: usize) {
         let f = self.files.remove(file);
-        self.untrack(f.entry.path.as_path());
+        self.dest.tree().end_file(f.node);
         if self.current == Some(file) {
             self.current = None;
         }
@@ -550,14 +563,14 @@ impl Writer for Uring {
             Op::Data { offset, buf } => self.data(offset, buf),
             Op::End => self.end(),
             op => {
-                let (path, target) = match &op {
-                    Op::Dir(e) | Op::Fifo(e) | Op::Symlink { entry: e, .. } => {
-                        (e.path.clone(), None)
-                    }
-                    Op::Hardlink { entry, target } => (entry.path.clone(), Some(target.clone())),
-                    _ => return Ok(()),
+                let (entry, target) = match &op {
+                    Op::Hardlink { entry, target } => (entry.clone(), Some(target.clone())),
+                    op => match op.entry() {
+                        Some(e) => (e.clone(), None),
+                        None => return Ok(()),
+                    },
                 };
-                self.order_after_in_flight(path.as_path(), target.as_ref().map(|t| t.as_path()))?;
+                self.order_after_in_flight(&entry, target.as_ref())?;
                 // File ops are matched above, so nothing comes back.
                 apply_namespace_op(&mut self.dest, &mut self.stats, op).map(drop)
             }
@@ -587,7 +600,8 @@ impl Writer for Uring {
             }
         }
         self.drain()?;
-        self.dest.finish_dirs()?;
+        self.dest.leave_all();
+        self.dest.settle()?;
         Ok(self.stats.clone())
     }
 }
@@ -610,16 +624,19 @@ impl Drop for Uring {
 struct Slab<T> {
     entries: Vec<Option<T>>,
     free: Vec<usize>,
+    /// Entries in use.
+    len: usize,
 }
 
 impl<T> Default for Slab<T> {
     fn default() -> Self {
-        Slab { entries: Vec::new(), free: Vec::new() }
+        Slab { entries: Vec::new(), free: Vec::new(), len: 0 }
     }
 }
 
 impl<T> Slab<T> {
     fn insert(&mut self, v: T) -> usize {
+        self.len += 1;
         match self.free.pop() {
             Some(i) => {
                 self.entries[i] = Some(v);
@@ -635,6 +652,7 @@ impl<T> Slab<T> {
     fn remove(&mut self, i: usize) -> T {
         let v = self.entries[i].take().expect("slab entry in use");
         self.free.push(i);
+        self.len -= 1;
         v
     }
 }

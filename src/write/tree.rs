@@ -1,0 +1,578 @@
+//! The part of DIR the writer is working in, mirrored in memory: one node per path component,
+//! holding the directory's open fd (a bounded cache) and how many files in flight sit at or
+//! beneath it.
+//!
+//! Paths are walked one component at a time from DIR, so resolving a path costs O(its length)
+//! in time and the tree O(length) in memory per live path, whatever the depth (a map keyed by
+//! whole paths costs depth² for a deep one: 24,000 levels once took 713 MiB). Nodes live only
+//! while something needs them — an open fd, a file in flight, a pin, or a child — so the tree
+//! is bounded by the fd budget, the files in flight and the length of their paths, never by the
+//! size of the archive.
+//!
+//! Directories are opened with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` relative to
+//! their parent's fd (O_NOFOLLOW | O_DIRECTORY where openat2 is missing): a symlink anywhere
+//! in a member's parent path fails the member instead of being followed.
+
+use std::collections::HashMap;
+use std::ffi::{CStr, CString};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
+
+pub type NodeId = u32;
+
+/// DIR itself.
+pub const ROOT: NodeId = 0;
+
+/// End of a hash chain.
+const NONE: NodeId = NodeId::MAX;
+
+struct Node {
+    parent: NodeId,
+    name: Box<[u8]>,
+    /// The bucket this node is filed under, and the next node in it.
+    hash: u64,
+    chain: NodeId,
+    /// Child nodes (a node with children stays: they point to it).
+    children: u32,
+    /// The open directory, when cached. Shared: an operation in flight keeps the fd alive even
+    /// if the cache lets go of it.
+    fd: Option<Arc<OwnedFd>>,
+    /// Tick of the last use of `fd`, for eviction.
+    used: u64,
+    /// Files in flight at this path.
+    busy: u32,
+    /// Files in flight strictly beneath this node.
+    busy_below: u32,
+    /// Holders outside the tree (deferred directory metadata).
+    pins: u32,
+    /// A directory whose metadata waits to be applied (see `dest.rs`, `closing`).
+    marked: bool,
+    /// Detached (the directory was removed): no longer found by lookups.
+    detached: bool,
+}
+
+/// The hash of a (parent, name) pair is computed once with SipHash; the bucket map only needs
+/// to pass it through.
+#[derive(Default)]
+struct PassThrough(u64);
+
+impl Hasher for PassThrough {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, _: &[u8]) {
+        unreachable!("only u64 keys")
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+pub struct Tree {
+    nodes: Vec<Node>,
+    free: Vec<NodeId>,
+    buckets: HashMap<u64, NodeId, BuildHasherDefault<PassThrough>>,
+    /// Directory fds the cache holds (DIR's own not counted).
+    fds: usize,
+    /// Most directory fds to hold.
+    fd_budget: usize,
+    tick: u64,
+}
+
+/// Whether a walk may create the directories it does not find, and with which mode.
+#[derive(Clone, Copy)]
+pub enum Create {
+    No,
+    /// mkdir missing components with this mode.
+    With(u32),
+}
+
+impl Tree {
+    /// A tree rooted at the open directory `root`, caching at most `fd_budget` more fds.
+    pub fn new(root: OwnedFd, fd_budget: usize) -> Tree {
+        let root = Node {
+            parent: NONE,
+            name: Box::new([]),
+            hash: 0,
+            chain: NONE,
+            children: 0,
+            fd: Some(Arc::new(root)),
+            used: 0,
+            busy: 0,
+            busy_below: 0,
+            pins: 1,
+            marked: false,
+            detached: false,
+        };
+        Tree {
+            nodes: vec![root],
+            free: Vec::new(),
+            buckets: HashMap::default(),
+            fds: 0,
+            fd_budget: fd_budget.max(1),
+            tick: 0,
+        }
+    }
+
+    pub fn root_fd(&self) -> &Arc<OwnedFd> {
+        self.nodes[ROOT as usize].fd.as_ref().expect("DIR stays open")
+    }
+
+    fn key(parent: NodeId, name: &[u8]) -> u64 {
+        let mut h = std::hash::DefaultHasher::new();
+        h.write_u32(parent);
+        h.write(name);
+        h.finish()
+    }
+
+    /// The child `name` of `parent`, if the tree has it.
+    fn find(&self, parent: NodeId, name: &[u8]) -> Option<NodeId> {
+        let hash = Self::key(parent, name);
+        let mut at = *self.buckets.get(&hash)?;
+        while at != NONE {
+            let n = &self.nodes[at as usize];
+            if n.parent == parent && *n.name == *name {
+                return Some(at);
+            }
+            at = n.chain;
+        }
+        None
+    }
+
+    fn find_or_insert(&mut self, parent: NodeId, name: &[u8]) -> NodeId {
+        if let Some(id) = self.find(parent, name) {
+            return id;
+        }
+        let hash = Self::key(parent, name);
+        let chain = self.buckets.get(&hash).copied().unwrap_or(NONE);
+        let node = Node {
+            parent,
+            name: name.into(),
+            hash,
+            chain,
+            children: 0,
+            fd: None,
+            used: 0,
+            busy: 0,
+            busy_below: 0,
+            pins: 0,
+            marked: false,
+            detached: false,
+        };
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.nodes[id as usize] = node;
+                id
+            }
+            None => {
+                self.nodes.push(node);
+                (self.nodes.len() - 1) as NodeId
+            }
+        };
+        self.buckets.insert(hash, id);
+        self.nodes[parent as usize].children += 1;
+        id
+    }
+
+    /// Takes `id` out of its bucket so lookups no longer find it.
+    fn unlink_hash(&mut self, id: NodeId) {
+        let hash = self.nodes[id as usize].hash;
+        let next = self.nodes[id as usize].chain;
+        let Some(&head) = self.buckets.get(&hash) else { return };
+        if head == id {
+            if next == NONE {
+                self.buckets.remove(&hash);
+            } else {
+                self.buckets.insert(hash, next);
+            }
+            return;
+        }
+        let mut at = head;
+        while at != NONE {
+            if self.nodes[at as usize].chain == id {
+                self.nodes[at as usize].chain = next;
+                return;
+            }
+            at = self.nodes[at as usize].chain;
+        }
+    }
+
+    /// Frees `id` and then its ancestors for as long as nothing needs them.
+    fn prune(&mut self, mut id: NodeId) {
+        while id != ROOT && id != NONE {
+            let n = &self.nodes[id as usize];
+            if n.fd.is_some()
+                || n.busy > 0
+                || n.busy_below > 0
+                || n.pins > 0
+                || n.marked
+                || n.children > 0
+            {
+                return;
+            }
+            let parent = n.parent;
+            if !n.detached {
+                self.unlink_hash(id);
+            }
+            let n = &mut self.nodes[id as usize];
+            n.name = Box::new([]);
+            n.parent = NONE;
+            self.free.push(id);
+            self.nodes[parent as usize].children -= 1;
+            id = parent;
+        }
+    }
+
+    fn set_fd(&mut self, id: NodeId, fd: Arc<OwnedFd>) {
+        if self.fds >= self.fd_budget {
+            self.shrink();
+        }
+        self.tick += 1;
+        let n = &mut self.nodes[id as usize];
+        n.used = self.tick;
+        if n.fd.replace(fd).is_none() {
+            self.fds += 1;
+        }
+    }
+
+    fn drop_fd(&mut self, id: NodeId) {
+        if id != ROOT && self.nodes[id as usize].fd.take().is_some() {
+            self.fds -= 1;
+        }
+    }
+
+    /// Closes the least recently used half of the cached directory fds (an fd an operation in
+    /// flight still holds closes when that operation lets go of it). Returns false when the
+    /// cache held none.
+    pub fn shrink(&mut self) -> bool {
+        let mut cached: Vec<(u64, NodeId)> = (1..self.nodes.len() as NodeId)
+            .filter(|&id| self.nodes[id as usize].fd.is_some())
+            .map(|id| (self.nodes[id as usize].used, id))
+            .collect();
+        if cached.is_empty() {
+            return false;
+        }
+        // The older half (at least one): `select_nth_unstable` puts them first.
+        let drop = cached.len() - cached.len() / 2;
+        cached.select_nth_unstable(drop - 1);
+        for &(_, id) in &cached[..drop] {
+            self.drop_fd(id);
+            self.prune(id);
+        }
+        true
+    }
+
+    /// Runs `open`; on EMFILE/ENFILE closes cached fds and tries again while there are any.
+    pub fn retry_emfile<T>(&mut self, mut open: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+        loop {
+            match open() {
+                Err(e) if is_out_of_fds(&e) && self.shrink() => continue,
+                other => return other,
+            }
+        }
+    }
+
+    /// Opens (creating with `create`) the directory reached by `comps` from DIR. Starts from the
+    /// deepest directory on the way whose fd is cached. `before_mkdir` runs before each
+    /// directory is made and may refuse it.
+    pub fn dir<'a, I>(
+        &mut self,
+        comps: I,
+        create: Create,
+        before_mkdir: &mut dyn FnMut() -> io::Result<()>,
+    ) -> io::Result<(NodeId, Arc<OwnedFd>)>
+    where
+        I: IntoIterator<Item = &'a [u8]>,
+        I::IntoIter: Clone,
+    {
+        let comps = comps.into_iter();
+        // Find the deepest cached directory among the nodes the tree already has.
+        let (mut node, mut depth, mut start) = (ROOT, 0usize, (ROOT, 0usize));
+        for c in comps.clone() {
+            match self.find(node, c) {
+                Some(id) => {
+                    node = id;
+                    depth += 1;
+                    if self.nodes[id as usize].fd.is_some() {
+                        start = (id, depth);
+                    }
+                }
+                None => break,
+            }
+        }
+        let (mut node, skip) = start;
+        self.tick += 1;
+        let n = &mut self.nodes[node as usize];
+        n.used = self.tick;
+        let mut fd = n.fd.clone().expect("start has an fd");
+        for c in comps.skip(skip) {
+            let child = self.find_or_insert(node, c);
+            let opened = self.open_child(fd.as_raw_fd(), c, create, before_mkdir);
+            match opened {
+                Ok(f) => {
+                    fd = Arc::new(f);
+                    self.set_fd(child, fd.clone());
+                    node = child;
+                }
+                Err(e) => {
+                    self.prune(child);
+                    return Err(e);
+                }
+            }
+        }
+        Ok((node, fd))
+    }
+
+    fn open_child(
+        &mut self,
+        parent: RawFd,
+        name: &[u8],
+        create: Create,
+        before_mkdir: &mut dyn FnMut() -> io::Result<()>,
+    ) -> io::Result<OwnedFd> {
+        let name = CString::new(name).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+        match self.retry_emfile(|| open_dir_beneath(parent, &name)) {
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                let Create::With(mode) = create else { return Err(e) };
+                before_mkdir()?;
+                // Safety: parent is an open directory fd, name a valid C string.
+                if unsafe { libc::mkdirat(parent, name.as_ptr(), mode) } < 0 {
+                    let e = io::Error::last_os_error();
+                    if e.raw_os_error() != Some(libc::EEXIST) {
+                        return Err(e);
+                    }
+                }
+                self.retry_emfile(|| open_dir_beneath(parent, &name))
+            }
+            other => other,
+        }
+    }
+
+    /// The node for `name` in directory `parent` (a file about to be written), counted busy
+    /// (with all its ancestors) until `end_file`.
+    pub fn begin_file(&mut self, parent: NodeId, name: &[u8]) -> NodeId {
+        let id = self.find_or_insert(parent, name);
+        self.nodes[id as usize].busy += 1;
+        let mut at = parent;
+        while at != NONE {
+            self.nodes[at as usize].busy_below += 1;
+            at = self.nodes[at as usize].parent;
+        }
+        id
+    }
+
+    pub fn end_file(&mut self, id: NodeId) {
+        self.nodes[id as usize].busy -= 1;
+        let mut at = self.nodes[id as usize].parent;
+        while at != NONE {
+            self.nodes[at as usize].busy_below -= 1;
+            at = self.nodes[at as usize].parent;
+        }
+        self.prune(id);
+    }
+
+    /// True when a file in flight sits at `comps`, at one of its ancestors, or beneath it: an
+    /// operation on `comps` must wait for it to keep archive order.
+    pub fn busy<'a>(&self, comps: impl IntoIterator<Item = &'a [u8]>) -> bool {
+        let mut node = ROOT;
+        if self.nodes[ROOT as usize].busy_below == 0 {
+            return false;
+        }
+        for c in comps {
+            match self.find(node, c) {
+                Some(id) => {
+                    if self.nodes[id as usize].busy > 0 {
+                        return true;
+                    }
+                    node = id;
+                }
+                None => return false,
+            }
+        }
+        node != ROOT && self.nodes[node as usize].busy_below > 0
+    }
+
+    /// Keeps `id` in the tree until `unpin`.
+    pub fn pin(&mut self, id: NodeId) {
+        self.nodes[id as usize].pins += 1;
+    }
+
+    pub fn unpin(&mut self, id: NodeId) {
+        self.nodes[id as usize].pins -= 1;
+        self.prune(id);
+    }
+
+    pub fn set_marked(&mut self, id: NodeId, marked: bool) {
+        self.nodes[id as usize].marked = marked;
+    }
+
+    /// True when `comps` or one of its ancestors is marked.
+    pub fn marked<'a>(&self, comps: impl IntoIterator<Item = &'a [u8]>) -> bool {
+        let mut node = ROOT;
+        if self.nodes[ROOT as usize].marked {
+            return true;
+        }
+        for c in comps {
+            match self.find(node, c) {
+                Some(id) if self.nodes[id as usize].marked => return true,
+                Some(id) => node = id,
+                None => return false,
+            }
+        }
+        false
+    }
+
+    /// Files in flight at or beneath `id`.
+    pub fn busy_at(&self, id: NodeId) -> bool {
+        let n = &self.nodes[id as usize];
+        n.busy > 0 || n.busy_below > 0
+    }
+
+    /// The cached fd of `id`, if it is still the directory at its path (not detached).
+    pub fn cached_fd(&self, id: NodeId) -> Option<Arc<OwnedFd>> {
+        let n = &self.nodes[id as usize];
+        if n.detached { None } else { n.fd.clone() }
+    }
+
+    /// The directory at `comps` was removed or replaced: forget it (and, through it, anything
+    /// cached beneath it). Lookups of the path build a fresh node from then on.
+    pub fn detach<'a>(&mut self, comps: impl IntoIterator<Item = &'a [u8]>) {
+        let mut node = ROOT;
+        for c in comps {
+            match self.find(node, c) {
+                Some(id) => node = id,
+                None => return,
+            }
+        }
+        if node == ROOT {
+            return;
+        }
+        self.unlink_hash(node);
+        self.nodes[node as usize].detached = true;
+        self.drop_fd(node);
+        self.prune(node);
+    }
+
+    /// Live nodes (for tests and memory checks).
+    pub fn len(&self) -> usize {
+        self.nodes.len() - self.free.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() <= 1
+    }
+
+    pub fn cached_fds(&self) -> usize {
+        self.fds
+    }
+}
+
+/// EMFILE (this process) or ENFILE (the system) from an open.
+pub fn is_out_of_fds(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE))
+}
+
+/// Opens directory `name` inside `parent` without following any symlink and without leaving
+/// `parent` (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS; O_NOFOLLOW where openat2 is missing).
+pub fn open_dir_beneath(parent: RawFd, name: &CStr) -> io::Result<OwnedFd> {
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    // Safety: open_how is plain integers; all-zero is its documented default.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = flags as u64;
+    how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
+    // Safety: valid dirfd, C string, and an open_how of the size we pass.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            parent,
+            name.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    } as RawFd;
+    let fd = if fd < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
+        // Safety: valid dirfd and C string. `name` is a single plain component, so
+        // O_NOFOLLOW alone keeps the open beneath `parent`.
+        unsafe { libc::openat(parent, name.as_ptr(), flags) }
+    } else {
+        fd
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // Safety: fd is a fresh descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(budget: usize) -> (tempfile::TempDir, Tree) {
+        let t = tempfile::tempdir().unwrap();
+        let root: OwnedFd = std::fs::File::open(t.path()).unwrap().into();
+        (t, Tree::new(root, budget))
+    }
+
+    fn comps(p: &str) -> Vec<&[u8]> {
+        p.split('/').filter(|c| !c.is_empty()).map(str::as_bytes).collect()
+    }
+
+    #[test]
+    fn creates_and_caches_within_budget() {
+        let (t, mut tree) = tree(4);
+        for i in 0..20 {
+            let p = format!("a/b{i}/c");
+            tree.dir(comps(&p), Create::With(0o755), &mut || Ok(())).unwrap();
+            assert!(tree.cached_fds() <= 4, "{} fds cached", tree.cached_fds());
+        }
+        assert!(t.path().join("a/b19/c").is_dir());
+        // Nodes without fds, pins or files in flight are gone.
+        assert!(tree.len() <= 1 + 4 * 3, "{} nodes", tree.len());
+        assert!(tree.dir(comps("x/y"), Create::No, &mut || Ok(())).is_err());
+        assert!(tree.len() <= 1 + 4 * 3);
+    }
+
+    #[test]
+    fn deep_paths_are_linear() {
+        let (_t, mut tree) = tree(8);
+        let deep: Vec<&[u8]> = std::iter::repeat_n(&b"d"[..], 2000).collect();
+        tree.dir(deep.iter().copied(), Create::With(0o700), &mut || Ok(())).unwrap();
+        // Every component has a node (they are each other's parents), nothing more.
+        assert!(tree.len() <= 2001);
+        let (parent, _) = tree.dir(deep.iter().copied(), Create::No, &mut || Ok(())).unwrap();
+        let f = tree.begin_file(parent, b"f");
+        assert!(tree.busy(deep.iter().copied()));
+        assert!(tree.busy(deep[..1].iter().copied()));
+        assert!(!tree.busy(comps("other")));
+        tree.end_file(f);
+        assert!(!tree.busy(deep.iter().copied()));
+    }
+
+    #[test]
+    fn busy_files_and_ancestors() {
+        let (_t, mut tree) = tree(16);
+        let (d, _) = tree.dir(comps("a/b"), Create::With(0o755), &mut || Ok(())).unwrap();
+        let f = tree.begin_file(d, b"f");
+        assert!(tree.busy(comps("a/b/f")));
+        assert!(tree.busy(comps("a/b/f/g")));
+        assert!(tree.busy(comps("a")));
+        assert!(!tree.busy(comps("a/c")));
+        assert!(!tree.busy(comps("a/b/g")));
+        tree.end_file(f);
+        assert!(!tree.busy(comps("a")));
+    }
+
+    #[test]
+    fn detached_directories_are_reopened() {
+        let (t, mut tree) = tree(16);
+        tree.dir(comps("a/b"), Create::With(0o755), &mut || Ok(())).unwrap();
+        std::fs::remove_dir(t.path().join("a/b")).unwrap();
+        std::fs::remove_dir(t.path().join("a")).unwrap();
+        tree.detach(comps("a"));
+        tree.dir(comps("a/b"), Create::With(0o755), &mut || Ok(())).unwrap();
+        assert!(t.path().join("a/b").is_dir());
+    }
+}
