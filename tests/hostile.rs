@@ -93,6 +93,18 @@ fn hostile(
     prep: impl Fn(&Scene),
     check: impl Fn(&Scene, &Output),
 ) {
+    hostile_with(test, args, false, build, prep, check)
+}
+
+/// `hostile`, measuring the peak RSS when `rss` is set.
+fn hostile_with(
+    test: &str,
+    args: &[&str],
+    rss: bool,
+    build: impl Fn(&Scene) -> Vec<u8>,
+    prep: impl Fn(&Scene),
+    check: impl Fn(&Scene, &Output),
+) {
     let td = TestDir::new(test);
     for_each_config(test, |cfg| {
         let s = Scene::new(&td);
@@ -100,8 +112,12 @@ fn hostile(
         fs::write(&archive, build(&s)).unwrap();
         prep(&s);
         let before = snapshot(&s.sentinel);
-        let out =
-            fastuntar_with(cfg).arg("-x").arg(&archive).arg("-C").arg(&s.dest).args(args).run();
+        let mut cmd = fastuntar_with(cfg);
+        cmd.arg("-x").arg(&archive).arg("-C").arg(&s.dest).args(args);
+        if rss {
+            cmd.measure_rss();
+        }
+        let out = cmd.run();
         let ctx = format!("{test} [{}]\n{}", cfg.name, out.describe());
 
         assert_same(
@@ -972,4 +988,149 @@ fn deep_paths() {
             assert_eq!(contents(&s.d(&format!("{deep}file"))), b"deep\n");
         },
     );
+}
+
+// --- Resource bombs (issue 8) ---------------------------------------------------------------
+
+/// Directory members whose names are a megabyte of padding the sanitiser removes (`/` repeated,
+/// then `snapshots/N`): deferred directory metadata once kept each raw name, a megabyte of RSS
+/// per member (an 87 KB .tar.zst reached 1.6 GB). Only the sanitised path may be kept, and only
+/// for directories still above the current member. Also under `--snapshot`, whose layout
+/// allows `snapshots/N/`.
+#[test]
+fn padded_directory_names_do_not_cost_memory() {
+    const MEMBERS: usize = 300;
+    let pad = "/".repeat((1 << 20) - 64);
+    let mut t = Tar::new();
+    for i in 0..MEMBERS {
+        let name = format!("{pad}snapshots/{i}/");
+        t.member(&Header::dir(name.as_bytes()), b"");
+    }
+    let archive = rawtar::zstd(&t.finish(), 3);
+    assert!(archive.len() < 200_000, "the bomb is small: {} bytes", archive.len());
+    for args in [&[][..], &["--snapshot"][..]] {
+        hostile_with(
+            "padded_directory_names_do_not_cost_memory",
+            args,
+            true,
+            |_| archive.clone(),
+            no_prep,
+            |s, out| {
+                expect_clean(out);
+                assert!(s.d(&format!("snapshots/{}", MEMBERS - 1)).is_dir());
+                // 300 MiB of names went through; the pool is 64 MiB at most.
+                assert_rss_below(out, 120 << 10);
+            },
+        );
+    }
+}
+
+/// Paths longer than PATH_MAX are refused before anything is resolved or tracked for them, as
+/// GNU tar fails them ("File name too long"): a GNU long name of 1 MiB of `a/` once overflowed
+/// the stack (one recursion per component); a hard link whose target is that deep, likewise.
+/// A path just under the limit (2,047 levels) still extracts, in bounded time and memory.
+#[test]
+fn paths_deeper_than_path_max() {
+    let bomb = "a/".repeat((1 << 20) / 2 - 8) + "f";
+    let max = "d/".repeat(2047) + "f";
+    assert_eq!(max.len(), 4095);
+    let over = "d/".repeat(2047) + "fx";
+    hostile_with(
+        "paths_deeper_than_path_max",
+        &[],
+        true,
+        |_| {
+            let mut t = Tar::new();
+            t.member(&Header::file(bomb.as_bytes()), b"bomb\n");
+            t.member(&Header::file(over.as_bytes()), b"over\n");
+            t.member(&Header::file(max.as_bytes()), b"deepest\n");
+            t.member(&Header::hardlink("link", bomb.as_bytes()), b"");
+            t.member(&Header::hardlink("link2", max.as_bytes()), b"");
+            t.finish()
+        },
+        no_prep,
+        |s, out| {
+            expect_skipped(out, &[b"a/a/a/a/", b"d/d/d/d/", b"link"]);
+            assert!(out.stderr_str().contains("too long"), "{}", out.describe());
+            // Relative to DIR: the absolute path is longer than PATH_MAX.
+            let deepest = util::Cmd::new("cat").arg(&max).current_dir(&s.dest).run();
+            assert_eq!(deepest.stdout, b"deepest\n");
+            assert_eq!(contents(&s.d("link2")), b"deepest\n");
+            assert!(!s.d("a").exists() && !s.d("link").exists());
+            assert!(out.elapsed.as_secs() < 10, "{}", out.describe());
+            assert_rss_below(out, 120 << 10);
+        },
+    );
+}
+
+/// Unknown member types are extracted as regular files, so their data counts against
+/// `--max-member-size` and `--max-bytes` like a file's.
+#[test]
+fn unknown_types_count_against_the_byte_limits() {
+    let data = vec![b'z'; 10_000];
+    for args in [&["--max-member-size", "1000"][..], &["--max-bytes", "5000"][..]] {
+        hostile(
+            "unknown_types_count_against_the_byte_limits",
+            args,
+            |_| {
+                let mut t = Tar::new();
+                t.entry(&Header::new("odd", b'Z'), &data);
+                t.finish()
+            },
+            no_prep,
+            |s, out| {
+                assert_eq!(out.code, Some(2), "{}", out.describe());
+                assert!(out.stderr_str().contains(args[0]), "{}", out.describe());
+                assert!(!s.d("odd").exists(), "nothing of the member is written");
+            },
+        );
+    }
+}
+
+/// Directories created on the way to a member count against `--max-files` with the members:
+/// three files 100 levels deep once made 300 directories under `--max-files 3`.
+#[test]
+fn implied_directories_count_against_max_files() {
+    hostile(
+        "implied_directories_count_against_max_files",
+        &["--max-files", "3"],
+        |_| {
+            let mut t = Tar::new();
+            for i in 0..3 {
+                let name = format!("{}f{i}", format!("d{i}/").repeat(100));
+                t.member(&Header::file(name.as_bytes()), b"x");
+            }
+            t.finish()
+        },
+        no_prep,
+        |s, out| {
+            assert_eq!(out.code, Some(2), "{}", out.describe());
+            assert!(out.stderr_str().contains("--max-files"), "{}", out.describe());
+            let created = walk_count(&s.dest);
+            assert!(created <= 3, "{created} files and directories under --max-files 3");
+        },
+    );
+}
+
+/// The run's peak RSS stayed under `kib` (skipped, with a note, without /usr/bin/time).
+fn assert_rss_below(out: &Output, kib: u64) {
+    match out.peak_rss_kib {
+        Some(rss) => assert!(rss < kib, "peak RSS {} MiB\n{}", rss >> 10, out.describe()),
+        None => util::note("SKIP peak RSS check: /usr/bin/time not installed"),
+    }
+}
+
+/// Entries under `dir` (not counting it), without following symlinks.
+fn walk_count(dir: &Path) -> usize {
+    let mut n = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap().flatten() {
+            n += 1;
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    n
 }

@@ -230,6 +230,9 @@ pub struct Output {
     pub stderr: Vec<u8>,
     pub timed_out: bool,
     pub elapsed: Duration,
+    /// The program's peak resident set in KiB, when asked for (`Cmd::measure_rss`) and
+    /// /usr/bin/time is installed.
+    pub peak_rss_kib: Option<u64>,
 }
 
 impl Output {
@@ -316,11 +319,30 @@ pub struct Cmd {
     timeout: Duration,
     /// For the binary under test: fail on a panic message, a signal or a timeout.
     strict: bool,
+    /// Resource limits (resource, soft, hard) set in the child before it runs.
+    rlimits: Vec<(libc::__rlimit_resource_t, u64, u64)>,
+    /// Run as this (uid, gid), with no supplementary groups.
+    user: Option<(u32, u32)>,
+    /// Report the peak RSS (through /usr/bin/time).
+    measure_rss: bool,
 }
 
-/// The binary under test.
+/// The environment variable that runs every suite the way a stock machine would: the binary
+/// under test gets `ulimit -n 64` and `ulimit -l 64` (64 open files, 64 KiB of locked memory).
+pub const STOCK_LIMITS_VAR: &str = "FASTUNTAR_TEST_STOCK_LIMITS";
+
+/// Runs the kit's cases against another build (an older commit, to see a regression test fail
+/// before its fix): `FASTUNTAR_TEST_BIN=/path/to/fastuntar cargo test ...`.
+pub const BIN_VAR: &str = "FASTUNTAR_TEST_BIN";
+
+/// The binary under test (with the stock machine's limits when STOCK_LIMITS_VAR is set).
 pub fn fastuntar() -> Cmd {
-    Cmd { strict: true, ..Cmd::new(BIN) }
+    let bin = std::env::var_os(BIN_VAR).unwrap_or_else(|| BIN.into());
+    let mut c = Cmd { strict: true, ..Cmd::new(bin) };
+    if std::env::var_os(STOCK_LIMITS_VAR).is_some() {
+        c.rlimit(libc::RLIMIT_NOFILE, 64, 64).rlimit(libc::RLIMIT_MEMLOCK, 64 << 10, 64 << 10);
+    }
+    c
 }
 
 /// The binary under test with one writer configuration's flags.
@@ -339,7 +361,31 @@ impl Cmd {
             input: Input::Null,
             timeout: TIMEOUT,
             strict: false,
+            rlimits: Vec::new(),
+            user: None,
+            measure_rss: false,
         }
+    }
+
+    /// Measures the program's peak RSS with `/usr/bin/time -f %M` (ru_maxrss of a child that
+    /// time forks: a child forked from this test process would count the test's own memory,
+    /// which it shares until exec). Without /usr/bin/time, `peak_rss_kib` stays None.
+    pub fn measure_rss(&mut self) -> &mut Self {
+        self.measure_rss = true;
+        self
+    }
+
+    /// Sets a resource limit in the child, as `ulimit` would.
+    pub fn rlimit(&mut self, resource: libc::__rlimit_resource_t, soft: u64, hard: u64) -> &mut Self {
+        self.rlimits.retain(|r| r.0 != resource);
+        self.rlimits.push((resource, soft, hard));
+        self
+    }
+
+    /// Runs the child as `uid`:`gid` without supplementary groups (needs root).
+    pub fn user(&mut self, uid: u32, gid: u32) -> &mut Self {
+        self.user = Some((uid, gid));
+        self
     }
 
     pub fn arg(&mut self, a: impl AsRef<OsStr>) -> &mut Self {
@@ -400,12 +446,44 @@ impl Cmd {
     /// also fails the test on a timeout, a signal, or "panicked" on stderr.
     pub fn run(&mut self) -> Output {
         let cmdline = self.cmdline();
-        let mut c = Command::new(&self.program);
+        let time = Path::new("/usr/bin/time");
+        let rss_file = (self.measure_rss && time.exists())
+            .then(|| tempfile::NamedTempFile::new().expect("a temp file for the RSS"));
+        let mut c = match &rss_file {
+            Some(f) => {
+                let mut c = Command::new(time);
+                c.args(["-f", "%M", "-o"]).arg(f.path()).arg(&self.program);
+                c
+            }
+            None => Command::new(&self.program),
+        };
         c.args(&self.args).stdout(Stdio::piped()).stderr(Stdio::piped());
         // Messages are compared against English text.
         c.env("LC_ALL", "C");
         if let Some(d) = &self.cwd {
             c.current_dir(d);
+        }
+        if let Some((uid, gid)) = self.user {
+            use std::os::unix::process::CommandExt;
+            // std drops supplementary groups (setgroups(0)) when it changes the uid as root.
+            c.uid(uid).gid(gid);
+        }
+        if !self.rlimits.is_empty() {
+            use std::os::unix::process::CommandExt;
+            let limits = self.rlimits.clone();
+            // Safety: the closure runs in the forked child before exec and only calls
+            // setrlimit, which is async-signal-safe; it allocates nothing.
+            unsafe {
+                c.pre_exec(move || {
+                    for &(res, soft, hard) in &limits {
+                        let rl = libc::rlimit { rlim_cur: soft, rlim_max: hard };
+                        if libc::setrlimit(res, &rl) != 0 {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                    }
+                    Ok(())
+                });
+            }
         }
         let input = std::mem::replace(&mut self.input, Input::Null);
         match &input {
@@ -465,6 +543,11 @@ impl Cmd {
             stderr: err.join().unwrap(),
             timed_out,
             elapsed,
+            peak_rss_kib: rss_file.and_then(|f| {
+                // "Command exited with non-zero status N" may come first.
+                let text = fs::read_to_string(f.path()).ok()?;
+                text.lines().last()?.trim().parse().ok()
+            }),
         };
         if self.strict {
             assert!(
