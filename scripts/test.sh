@@ -8,11 +8,13 @@
 #    need a missing tool print `SKIP <test>: <tool> not installed` and pass.
 # 2. cargo fmt --check, cargo clippy --all-targets -D warnings.
 # 3. cargo test --release (release, so the large-file cases are fast).
+# 4. The differential, hostile, corrupt and fault suites again with the binary under a stock
+#    machine's limits: `ulimit -n 64` and `ulimit -l 64` (FASTUNTAR_TEST_STOCK_LIMITS).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 declare -A package=([tar]=tar [zstd]=zstd [lz4]=lz4 [gzip]=gzip [bzip2]=bzip2
-  [sha256sum]=coreutils [awk]=mawk)
+  [sha256sum]=coreutils [awk]=mawk [/usr/bin/time]=time)
 missing=()
 for tool in "${!package[@]}"; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("${package[$tool]}")
@@ -47,6 +49,11 @@ trap 'rm -f "$log"' EXIT
 set +e
 cargo test --release --no-fail-fast --all-targets 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
+echo "test.sh: differential, hostile, corrupt, faults under ulimit -n 64 -l 64"
+FASTUNTAR_TEST_STOCK_LIMITS=1 cargo test --release --no-fail-fast --test differential \
+  --test hostile --test corrupt --test faults 2>&1 | tee -a "$log"
+stock=${PIPESTATUS[0]}
+((status == 0)) && status=$stock
 set -e
 # One closing line with the totals over every suite.
 awk '/^test result:/ { p += $4; f += $6 } END { printf "%d passed, %d failed\n", p, f }' "$log"
