@@ -1,5 +1,6 @@
 //! Input → decoded tar bytes. Compression is detected from the first bytes, never the name.
 
+pub mod frames;
 mod lz4;
 
 use std::fs::File;
