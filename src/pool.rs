@@ -89,6 +89,18 @@ impl Pool {
         }
     }
 
+    /// A free buffer, waiting at most `timeout` for one.
+    pub fn get_timeout(&self, timeout: std::time::Duration) -> Option<PoolBuf> {
+        let mut free = self.inner.free.lock().unwrap();
+        if free.indices.is_empty() {
+            free.waiting += 1;
+            free = self.inner.returned.wait_timeout(free, timeout).unwrap().0;
+            free.waiting -= 1;
+        }
+        let index = free.indices.pop()?;
+        Some(PoolBuf { pool: self.inner.clone(), index, len: 0 })
+    }
+
     /// A free buffer if there is one now; never waits.
     pub fn try_get(&self) -> Option<PoolBuf> {
         let index = self.inner.free.lock().unwrap().indices.pop()?;

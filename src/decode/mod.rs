@@ -2,6 +2,7 @@
 
 pub mod frames;
 mod lz4;
+pub mod parallel;
 
 use std::fs::File;
 use std::io::{self, BufReader, Read};

@@ -1,0 +1,752 @@
+//! Multi-frame zstd decoded on several threads, read back as one stream in order.
+//!
+//! Agave writes snapshot archives as independent zstd frames of 32 MiB of tar stream each, so
+//! frames can be decoded at once on different cores. Three parties share the work:
+//!
+//! - the **splitter** thread reads the compressed input in pieces, finds frame boundaries with
+//!   `frames::Walker` (frame and block headers only, nothing is decompressed) and queues each
+//!   frame as a job whose compressed bytes follow on the job's own channel;
+//! - **workers** claim queued frames *ahead of* the one being read and decode them into pool
+//!   buffers, which wait, in order, on the frame's output channel;
+//! - the **reader** (the `Read` impl, on the caller's thread) consumes frames in order: a frame
+//!   a worker decoded is copied out of its buffers; a frame nobody has claimed yet when the
+//!   reader reaches it — every frame of a single-frame archive, every frame with `--threads
+//!   1` — is decoded by the reader itself straight into the caller's buffer, as the sequential
+//!   decoder does.
+//!
+//! Memory: decoded output waiting for the reader lives in pool buffers; frames ahead of the
+//! reader may hold at most `ahead_cap` of them (the rest of the pool stays for file data in
+//! flight), so more threads than the budget allows means fewer frames decoded ahead, never more
+//! memory. Compressed input read ahead is bounded by `input_budget` bytes. A worker decoding the
+//! frame the reader is waiting for is never held back by the cap.
+//!
+//! Errors keep their place: a corrupt or truncated frame is reported when the reader reaches
+//! it, as "zstd frame N (archive offset X): ...", so everything before it is delivered and
+//! nothing after it; a failure a worker finds early in a later frame waits for its turn.
+
+use std::collections::VecDeque;
+use std::io::{self, Read};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use zstd::zstd_safe::{DCtx, DParameter, InBuffer, OutBuffer, ResetDirective, get_error_name};
+
+use super::frames::{Event, Walker};
+use crate::pool::{Pool, PoolBuf};
+
+/// Compressed bytes read at a time by the splitter.
+const PIECE: usize = 1 << 20;
+
+/// How often a worker blocked on input or on the pool looks whether the run was cancelled.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
+
+/// Counters for the summary.
+#[derive(Debug, Default)]
+pub struct DecodeStats {
+    /// zstd frames read to their end.
+    pub frames: AtomicU64,
+    /// Of those, frames a worker decoded ahead of the reader.
+    pub frames_ahead: AtomicU64,
+}
+
+pub struct Options {
+    /// Worker threads (0: the reader decodes every frame itself).
+    pub workers: usize,
+    pub max_window_log: u32,
+    /// Pool buffers frames ahead of the reader may hold.
+    pub ahead_cap: usize,
+    /// Compressed bytes read ahead, at most.
+    pub input_budget: usize,
+}
+
+/// A run of a frame's compressed bytes.
+struct Piece {
+    data: Arc<InputBuf>,
+    start: usize,
+    end: usize,
+}
+
+impl Piece {
+    fn bytes(&self) -> &[u8] {
+        &self.data.bytes[self.start..self.end]
+    }
+}
+
+/// One read of compressed input; gives its bytes back to the input budget when dropped.
+struct InputBuf {
+    bytes: Vec<u8>,
+    shared: Arc<Shared>,
+}
+
+impl Drop for InputBuf {
+    fn drop(&mut self) {
+        let mut st = self.shared.lock();
+        st.input_used -= self.bytes.capacity();
+        self.shared.changed.notify_all();
+    }
+}
+
+/// What a worker sends the reader for a frame.
+enum Out {
+    Data(PoolBuf),
+    End,
+    Err(String),
+}
+
+/// A frame waiting to be decoded.
+struct Job {
+    index: u64,
+    offset: u64,
+    input: Receiver<Piece>,
+    output: Sender<Out>,
+}
+
+/// A frame in stream order, as the reader will take it.
+struct Entry {
+    index: u64,
+    offset: u64,
+    /// Some until a worker or the reader claims it.
+    job: Option<Job>,
+    output: Receiver<Out>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Frames found and not yet taken by the reader, in order.
+    queue: VecDeque<Entry>,
+    /// The splitter is done: the input ended (or failed, with this message).
+    done: bool,
+    failed: Option<String>,
+    /// Index of the frame the reader is on.
+    head: u64,
+    /// Decoded buffers not yet read.
+    unread: usize,
+    /// Compressed bytes held in pieces.
+    input_used: usize,
+    /// The reader is gone or a frame failed: stop.
+    cancel: bool,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    /// Signalled on every change anyone may wait for.
+    changed: Condvar,
+    /// `State::cancel`, readable without the lock.
+    cancelled: AtomicBool,
+    opts: Options,
+}
+
+impl Shared {
+    fn cancel(&self) {
+        self.lock().cancel = true;
+        self.cancelled.store(true, Ordering::Relaxed);
+        self.changed.notify_all();
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn wait<'a>(&self, g: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        self.changed.wait(g).unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The decoded stream (see the module doc).
+pub struct ParallelZstd {
+    shared: Arc<Shared>,
+    stats: Arc<DecodeStats>,
+    current: Current,
+    dctx: DCtx<'static>,
+    workers: Vec<JoinHandle<()>>,
+    /// The stream's sticky error.
+    error: Option<(io::ErrorKind, String)>,
+}
+
+enum Current {
+    /// Between frames.
+    None,
+    /// Decoding `job` here.
+    Inline { job: Job, piece: Option<Piece>, at: usize },
+    /// Copying out what a worker decoded.
+    Worker { index: u64, offset: u64, rx: Receiver<Out>, buf: Option<PoolBuf>, at: usize },
+    /// No more frames.
+    Eof,
+}
+
+impl ParallelZstd {
+    pub fn new(
+        input: Box<dyn Read + Send>,
+        opts: Options,
+        pool: Pool,
+        stats: Arc<DecodeStats>,
+    ) -> ParallelZstd {
+        let workers = opts.workers;
+        let max_window = 1u64 << opts.max_window_log;
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            changed: Condvar::new(),
+            cancelled: AtomicBool::new(false),
+            opts,
+        });
+        // The splitter may block in a read of standard input that never returns: it is not
+        // joined, and ends with the process (or at its next read, when cancelled).
+        let s = shared.clone();
+        std::thread::Builder::new()
+            .name("zstd-split".into())
+            .spawn(move || split(input, max_window, &s))
+            .expect("spawn the zstd splitter");
+        let workers = (0..workers)
+            .map(|i| {
+                let (s, p) = (shared.clone(), pool.clone());
+                std::thread::Builder::new()
+                    .name(format!("zstd-{i}"))
+                    .spawn(move || work(&s, &p))
+                    .expect("spawn a zstd worker")
+            })
+            .collect();
+        let mut dctx = DCtx::create();
+        let _ = dctx.set_parameter(DParameter::WindowLogMax(shared.opts.max_window_log));
+        ParallelZstd { shared, stats, current: Current::None, dctx, workers, error: None }
+    }
+
+    fn fail(&mut self, kind: io::ErrorKind, msg: String) -> io::Error {
+        self.shared.cancel();
+        self.error = Some((kind, msg.clone()));
+        io::Error::new(kind, msg)
+    }
+
+    /// Moves to the next frame: claims it if nobody has, else follows its worker.
+    fn next_frame(&mut self) -> io::Result<()> {
+        let mut st = self.shared.lock();
+        loop {
+            if let Some(e) = st.queue.pop_front() {
+                st.head = e.index;
+                drop(st);
+                self.shared.changed.notify_all();
+                self.current = match e.job {
+                    Some(job) => {
+                        let _ = self.dctx.reset(ResetDirective::SessionOnly);
+                        Current::Inline { job, piece: None, at: 0 }
+                    }
+                    None => Current::Worker {
+                        index: e.index,
+                        offset: e.offset,
+                        rx: e.output,
+                        buf: None,
+                        at: 0,
+                    },
+                };
+                return Ok(());
+            }
+            if st.done {
+                let failed = st.failed.clone();
+                drop(st);
+                return match failed {
+                    Some(msg) => Err(self.fail(io::ErrorKind::InvalidData, msg)),
+                    None => {
+                        self.current = Current::Eof;
+                        Ok(())
+                    }
+                };
+            }
+            st = self.shared.wait(st);
+        }
+    }
+
+    /// Decodes the current inline frame into `buf`; 0 at its end.
+    fn read_inline(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let Current::Inline { job, piece, at } = &mut self.current else { unreachable!() };
+        loop {
+            let rest: &[u8] = piece.as_ref().map_or(&[], |p| &p.bytes()[*at..]);
+            let mut input = InBuffer::around(rest);
+            let mut output = OutBuffer::around(buf);
+            let r = self.dctx.decompress_stream(&mut output, &mut input);
+            let (used, written) = (input.pos(), output.pos());
+            *at += used;
+            match r {
+                Err(code) => {
+                    let msg = frame_error(job.index, job.offset, get_error_name(code));
+                    return Err(self.fail(io::ErrorKind::InvalidData, msg));
+                }
+                Ok(0) => {
+                    // The frame is complete: nothing of its input may be left.
+                    if used < rest.len() || job.input.try_recv().is_ok() {
+                        let msg = frame_error(job.index, job.offset, "data after the frame's end");
+                        return Err(self.fail(io::ErrorKind::InvalidData, msg));
+                    }
+                    self.stats.frames.fetch_add(1, Ordering::Relaxed);
+                    self.current = Current::None;
+                    return Ok(written);
+                }
+                Ok(_) if written > 0 => return Ok(written),
+                Ok(_) if used < rest.len() => {}
+                Ok(_) => match job.input.recv() {
+                    // Nothing came out and the input is used up: the next piece.
+                    Ok(p) => {
+                        *piece = Some(p);
+                        *at = 0;
+                    }
+                    // The splitter saw the frame (or the input) end before the decoder did.
+                    Err(_) => {
+                        let (i, o) = (job.index, job.offset);
+                        return Err(self.fail(io::ErrorKind::UnexpectedEof, truncated(i, o)));
+                    }
+                },
+            }
+        }
+    }
+
+    /// Copies what a worker decoded into `buf`; 0 at the frame's end.
+    fn read_worker(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let Current::Worker { index, offset, rx, buf: chunk, at } = &mut self.current else {
+            unreachable!()
+        };
+        loop {
+            if let Some(c) = chunk
+                && *at < c.len()
+            {
+                let n = (c.len() - *at).min(buf.len());
+                buf[..n].copy_from_slice(&c.data()[*at..*at + n]);
+                *at += n;
+                return Ok(n);
+            }
+            if chunk.take().is_some() {
+                let mut st = self.shared.lock();
+                st.unread -= 1;
+                drop(st);
+                self.shared.changed.notify_all();
+            }
+            match rx.recv() {
+                Ok(Out::Data(b)) => {
+                    *chunk = Some(b);
+                    *at = 0;
+                }
+                Ok(Out::End) => {
+                    self.stats.frames.fetch_add(1, Ordering::Relaxed);
+                    self.stats.frames_ahead.fetch_add(1, Ordering::Relaxed);
+                    self.current = Current::None;
+                    return Ok(0);
+                }
+                Ok(Out::Err(msg)) => return Err(self.fail(io::ErrorKind::InvalidData, msg)),
+                Err(_) => {
+                    let msg = frame_error(*index, *offset, "the decoder stopped");
+                    return Err(self.fail(io::ErrorKind::Other, msg));
+                }
+            }
+        }
+    }
+}
+
+impl Read for ParallelZstd {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if let Some((kind, msg)) = &self.error {
+            return Err(io::Error::new(*kind, msg.clone()));
+        }
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            let n = match self.current {
+                Current::None => {
+                    self.next_frame()?;
+                    continue;
+                }
+                Current::Eof => return Ok(0),
+                Current::Inline { .. } => self.read_inline(buf)?,
+                Current::Worker { .. } => self.read_worker(buf)?,
+            };
+            if n > 0 {
+                return Ok(n);
+            }
+        }
+    }
+}
+
+impl Drop for ParallelZstd {
+    fn drop(&mut self) {
+        self.shared.cancel();
+        // Decoded buffers waiting in frames' channels go back to the pool before the workers
+        // are joined: one of them may be waiting for a buffer.
+        self.current = Current::None;
+        let queue = std::mem::take(&mut self.shared.lock().queue);
+        drop(queue);
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}
+
+fn frame_error(index: u64, offset: u64, what: &str) -> String {
+    format!("zstd frame {index} (archive offset {offset}): {what}")
+}
+
+fn truncated(index: u64, offset: u64) -> String {
+    frame_error(index, offset, "the compressed input ends inside the frame")
+}
+
+/// The splitter: reads the input, walks frame boundaries, queues a job per frame and sends
+/// each frame's bytes to it.
+fn split(mut input: Box<dyn Read + Send>, max_window: u64, shared: &Arc<Shared>) {
+    let mut walker = Walker::new(max_window);
+    let mut events = Vec::new();
+    // The frame whose bytes are being sent: its index and input channel.
+    let mut current: Option<Sender<Piece>> = None;
+    let mut index = 0;
+    let budget = shared.opts.input_budget.max(PIECE);
+    let finish = |failed: Option<String>| {
+        let mut st = shared.lock();
+        st.done = true;
+        st.failed = failed;
+        drop(st);
+        shared.changed.notify_all();
+    };
+    loop {
+        {
+            let mut st = shared.lock();
+            while st.input_used + PIECE > budget && !st.cancel {
+                st = shared.wait(st);
+            }
+            if st.cancel {
+                return;
+            }
+            st.input_used += PIECE;
+        }
+        let mut bytes = vec![0u8; PIECE];
+        let n = loop {
+            match input.read(&mut bytes) {
+                Ok(n) => break Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => break Err(e),
+            }
+        };
+        bytes.truncate(n.as_ref().copied().unwrap_or(0));
+        // Capacity stays PIECE: the budget counts what was reserved.
+        let data = Arc::new(InputBuf { bytes, shared: shared.clone() });
+        let n = match n {
+            Ok(n) => n,
+            Err(e) => return finish(Some(format!("archive offset {}: {e}", walker.offset()))),
+        };
+        if n == 0 {
+            // The end of the input: between frames it is the end of the stream; inside a frame
+            // the frame's decoder reports the truncation when its channel closes.
+            if current.is_some() || walker.between_frames() {
+                drop(current.take());
+                return finish(None);
+            }
+            return finish(Some(format!(
+                "archive offset {}: zstd: the compressed input ends inside a frame header",
+                walker.offset()
+            )));
+        }
+        let base = walker.offset();
+        events.clear();
+        let walked = walker.feed(&data.bytes, &mut events);
+        // Route the piece's bytes: each frame gets the runs between its start and end.
+        let mut at = 0usize;
+        for e in &events {
+            match *e {
+                Event::Start { offset, .. } => {
+                    let start = (offset - base) as usize;
+                    at = start;
+                    let (in_tx, in_rx) = channel();
+                    let (out_tx, out_rx) = channel();
+                    let job = Job { index, offset, input: in_rx, output: out_tx };
+                    let mut st = shared.lock();
+                    st.queue.push_back(Entry { index, offset, job: Some(job), output: out_rx });
+                    drop(st);
+                    shared.changed.notify_all();
+                    current = Some(in_tx);
+                    index += 1;
+                }
+                Event::End { offset } => {
+                    let end = (offset - base) as usize;
+                    if let Some(tx) = current.take()
+                        && end > at
+                    {
+                        let _ = tx.send(Piece { data: data.clone(), start: at, end });
+                    }
+                    at = end;
+                }
+            }
+        }
+        if let Some(tx) = &current {
+            let end = match &walked {
+                Ok(()) => n,
+                Err(e) => (e.offset.max(base) - base) as usize,
+            };
+            if end > at {
+                let _ = tx.send(Piece { data: data.clone(), start: at, end });
+            }
+        }
+        if let Err(e) = walked {
+            drop(current.take());
+            return finish(Some(e.to_string()));
+        }
+    }
+}
+
+/// A worker: claims frames ahead of the reader and decodes them into pool buffers.
+fn work(shared: &Arc<Shared>, pool: &Pool) {
+    let mut dctx = DCtx::create();
+    let _ = dctx.set_parameter(DParameter::WindowLogMax(shared.opts.max_window_log));
+    loop {
+        let job = {
+            let mut st = shared.lock();
+            loop {
+                if st.cancel {
+                    return;
+                }
+                let head = st.head;
+                if let Some(e) = st.queue.iter_mut().find(|e| e.job.is_some() && e.index > head) {
+                    break e.job.take().expect("unclaimed");
+                }
+                if st.done {
+                    return;
+                }
+                st = shared.wait(st);
+            }
+        };
+        let _ = dctx.reset(ResetDirective::SessionOnly);
+        let result = decode_job(&mut dctx, &job, shared, pool);
+        let msg = match result {
+            Ok(true) => Out::End,
+            Ok(false) => return,
+            Err(msg) => Out::Err(msg),
+        };
+        let _ = job.output.send(msg);
+    }
+}
+
+/// Decodes one frame, sending buffers as they fill. Ok(false) when cancelled.
+fn decode_job(
+    dctx: &mut DCtx<'_>,
+    job: &Job,
+    shared: &Arc<Shared>,
+    pool: &Pool,
+) -> Result<bool, String> {
+    let mut out: Option<PoolBuf> = None;
+    let mut finished = false;
+    loop {
+        let piece = match job.input.recv_timeout(CANCEL_POLL) {
+            Ok(p) => p,
+            Err(RecvTimeoutError::Timeout) if shared.cancelled() => return Ok(false),
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => break,
+        };
+        let bytes = piece.bytes();
+        if finished {
+            return Err(frame_error(job.index, job.offset, "data after the frame's end"));
+        }
+        let mut input = InBuffer::around(bytes);
+        loop {
+            // A full buffer goes to the reader; decoding continues into a fresh one.
+            if out.as_ref().is_none_or(|b| b.len() == b.capacity()) {
+                if let Some(full) = out.take()
+                    && job.output.send(Out::Data(full)).is_err()
+                {
+                    return Ok(false);
+                }
+                match output_buffer(job.index, shared, pool) {
+                    Some(b) => out = Some(b),
+                    None => return Ok(false),
+                }
+            }
+            let b = out.as_mut().expect("an output buffer");
+            let len = b.len();
+            let mut output = OutBuffer::around_pos(b.full_mut(), len);
+            let r = dctx.decompress_stream(&mut output, &mut input);
+            let pos = output.pos();
+            b.set_len(pos);
+            match r {
+                Err(code) => return Err(frame_error(job.index, job.offset, get_error_name(code))),
+                Ok(0) => {
+                    finished = true;
+                    if input.pos() < bytes.len() {
+                        return Err(frame_error(
+                            job.index,
+                            job.offset,
+                            "data after the frame's end",
+                        ));
+                    }
+                    break;
+                }
+                // More input needed, unless the output filled up (then there may be more).
+                Ok(_) if input.pos() == bytes.len() && pos < b.capacity() => break,
+                Ok(_) => {}
+            }
+        }
+    }
+    if let Some(last) = out.take().filter(|b| !b.is_empty())
+        && job.output.send(Out::Data(last)).is_err()
+    {
+        return Ok(false);
+    }
+    if !finished {
+        return Err(truncated(job.index, job.offset));
+    }
+    Ok(true)
+}
+
+/// An output buffer for frame `index`: frames ahead of the reader wait while `ahead_cap`
+/// buffers are unread; the reader's own frame never waits for the cap. None when cancelled.
+fn output_buffer(index: u64, shared: &Arc<Shared>, pool: &Pool) -> Option<PoolBuf> {
+    let mut st = shared.lock();
+    loop {
+        if st.cancel {
+            return None;
+        }
+        if index <= st.head || st.unread < shared.opts.ahead_cap {
+            break;
+        }
+        st = shared.wait(st);
+    }
+    st.unread += 1;
+    drop(st);
+    // The pool's other holders (the writer's data in flight) return buffers on their own.
+    loop {
+        if let Some(b) = pool.get_timeout(CANCEL_POLL) {
+            return Some(b);
+        }
+        if shared.cancelled() {
+            return None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames(parts: &[&[u8]]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (i, p) in parts.iter().enumerate() {
+            let mut e = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
+            e.include_checksum(i % 2 == 0).unwrap();
+            std::io::Write::write_all(&mut e, p).unwrap();
+            out.extend_from_slice(&e.finish().unwrap());
+            if i % 3 == 1 {
+                // A skippable frame now and then.
+                out.extend_from_slice(&[0x50, 0x2a, 0x4d, 0x18, 2, 0, 0, 0, 9, 9]);
+            }
+        }
+        out
+    }
+
+    fn content(n: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed | 1;
+        (0..n)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if i % 3 == 0 { x as u8 } else { (i / 7) as u8 }
+            })
+            .collect()
+    }
+
+    fn decode(data: Vec<u8>, workers: usize, buffers: usize, read: usize) -> io::Result<Vec<u8>> {
+        let pool = Pool::new(64 << 10, buffers);
+        let opts =
+            Options { workers, max_window_log: 27, ahead_cap: buffers / 2, input_budget: 2 << 20 };
+        let stats = Arc::new(DecodeStats::default());
+        let mut d = ParallelZstd::new(Box::new(io::Cursor::new(data)), opts, pool, stats);
+        let mut out = Vec::new();
+        let mut buf = vec![0; read];
+        loop {
+            match d.read(&mut buf)? {
+                0 => return Ok(out),
+                n => out.extend_from_slice(&buf[..n]),
+            }
+        }
+    }
+
+    #[test]
+    fn multi_frame_in_order_at_any_thread_count() {
+        let parts: Vec<Vec<u8>> =
+            (0..12).map(|i| content(100_000 + i * 37_000, i as u64)).collect();
+        let refs: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
+        let want: Vec<u8> = parts.concat();
+        let data = frames(&refs);
+        for workers in [0, 1, 2, 4] {
+            for (buffers, read) in [(4, 512), (16, 100_000), (64, 7)] {
+                let got = decode(data.clone(), workers, buffers, read).unwrap();
+                assert!(got == want, "workers {workers}, {buffers} buffers, reads of {read}");
+            }
+        }
+        // One frame, and no frames at all.
+        assert_eq!(decode(frames(&[&want]), 2, 8, 4096).unwrap(), want);
+        assert_eq!(decode(Vec::new(), 2, 8, 4096).unwrap(), b"");
+    }
+
+    #[test]
+    fn a_corrupt_frame_fails_in_its_turn() {
+        let parts: Vec<Vec<u8>> = (0..8).map(|i| content(200_000, i as u64)).collect();
+        let refs: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
+        let mut data = frames(&refs);
+        // Corrupt frame 4 (it has a checksum) in the middle: later frames decode fine and may
+        // finish first.
+        let mut w = Walker::new(1 << 31);
+        let mut ev = Vec::new();
+        w.feed(&data, &mut ev).unwrap();
+        let starts: Vec<u64> = ev
+            .iter()
+            .filter_map(|e| match e {
+                Event::Start { offset, .. } => Some(*offset),
+                _ => None,
+            })
+            .collect();
+        let mid = (starts[4] + starts[5]) / 2;
+        for b in &mut data[mid as usize..mid as usize + 16] {
+            *b ^= 0x5a;
+        }
+        for workers in [0, 1, 3] {
+            let pool = Pool::new(64 << 10, 16);
+            let opts = Options { workers, max_window_log: 27, ahead_cap: 8, input_budget: 4 << 20 };
+            let stats = Arc::new(DecodeStats::default());
+            let mut d =
+                ParallelZstd::new(Box::new(io::Cursor::new(data.clone())), opts, pool, stats);
+            let mut got = Vec::new();
+            let err = loop {
+                let mut buf = vec![0; 8192];
+                match d.read(&mut buf) {
+                    Ok(0) => panic!("no error"),
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                    Err(e) => break e,
+                }
+            };
+            let msg = err.to_string();
+            let want = format!("zstd frame 4 (archive offset {})", starts[4]);
+            assert!(msg.starts_with(&want), "{msg}");
+            // Everything before the bad frame came out, nothing after it.
+            assert_eq!(&got[..4 * 200_000], &parts[..4].concat()[..]);
+            assert!(got.len() <= 5 * 200_000);
+            // The error is sticky.
+            assert!(d.read(&mut [0; 10]).is_err());
+        }
+    }
+
+    #[test]
+    fn truncated_and_garbage() {
+        let parts: Vec<Vec<u8>> = (0..4).map(|i| content(150_000, i as u64)).collect();
+        let refs: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
+        let data = frames(&refs);
+        for workers in [0, 2] {
+            let cut = data[..data.len() - 10].to_vec();
+            let err = decode(cut, workers, 8, 4096).unwrap_err();
+            assert!(err.to_string().contains("frame 3"), "{err}");
+            assert!(err.to_string().contains("ends inside the frame"), "{err}");
+            let mut junk = data.clone();
+            junk.extend_from_slice(b"not zstd");
+            let err = decode(junk, workers, 8, 4096).unwrap_err();
+            assert!(err.to_string().contains("unknown magic"), "{err}");
+        }
+    }
+}
