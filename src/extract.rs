@@ -48,8 +48,8 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     let pool = Pool::new(cfg.buf_size, pool_count(cfg, input.size, input.format));
     let mut writer = write::create(cfg, &pool)?;
     let progress = Progress::start(!cfg.quiet, input.size, input.consumed.clone());
-    let verify_trailer = input.format != decode::Format::Plain;
-    let (members, stats) = pipeline(cfg, input.reader, verify_trailer, &pool, &mut *writer)?;
+    let trailer = (input.format != decode::Format::Plain).then_some(input.trailer);
+    let (members, stats) = pipeline(cfg, input.reader, trailer, &pool, &mut *writer)?;
     drop(writer);
     progress.finish();
     let elapsed = start.elapsed();
@@ -111,13 +111,13 @@ fn sync_dest(dest: &std::path::Path) -> Result<Duration> {
 fn pipeline(
     cfg: &Config,
     input: Box<dyn std::io::Read + Send>,
-    verify_trailer: bool,
+    trailer: Option<decode::Trailer>,
     pool: &Pool,
     writer: &mut dyn write::Writer,
 ) -> Result<(u64, Stats)> {
     let (tx, rx) = sync_channel::<Vec<Op>>(BATCH_QUEUE);
     thread::scope(|s| {
-        let producer = s.spawn(|| produce(cfg, input, verify_trailer, pool, tx));
+        let producer = s.spawn(|| produce(cfg, input, trailer, pool, tx));
         let written = consume(writer, rx);
         // The writer is done with the channel (finished, or failed and dropped its receiver,
         // which makes the producer's next send fail); the producer stops either way.
@@ -167,7 +167,7 @@ struct WriterGone;
 fn produce(
     cfg: &Config,
     input: Box<dyn std::io::Read + Send>,
-    verify_trailer: bool,
+    trailer: Option<decode::Trailer>,
     pool: &Pool,
     tx: SyncSender<Vec<Op>>,
 ) -> Result<u64> {
@@ -218,19 +218,23 @@ fn produce(
     if out.flush().is_err() {
         return Ok(members);
     }
-    if verify_trailer {
-        self::verify_trailer(reader)?;
+    if let Some(trailer) = trailer {
+        verify_trailer(reader, &trailer)?;
     }
     Ok(members)
 }
 
-/// The tar end marker comes before the end of a compressed stream: reads the rest so the
-/// decoder checks the frame's end and checksum, as `zstd -d | tar -x` would.
-pub fn verify_trailer<R: std::io::Read>(reader: Reader<R>) -> Result<()> {
+/// The tar end marker comes before the end of a compressed stream: reads on so the decoder
+/// checks the frame's end and checksum and what follows it, as `zstd -d | tar -x` would, but
+/// only within a budget (decode.rs TRAILER_DECODED): gigabytes of trailing data are not decoded.
+pub fn verify_trailer<R: std::io::Read>(
+    reader: Reader<R>,
+    trailer: &decode::Trailer,
+) -> Result<()> {
     let end = reader.offset();
-    std::io::copy(&mut reader.into_inner(), &mut std::io::sink())
-        .map_err(|e| anyhow!("archive offset {end}: after the end of the archive: {e}"))?;
-    Ok(())
+    trailer
+        .check(reader.into_inner())
+        .map_err(|e| anyhow!("archive offset {end}: after the end of the archive: {e}"))
 }
 
 enum MemberError {

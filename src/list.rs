@@ -17,7 +17,7 @@ const DATE_WIDTH: usize = 16;
 pub fn run(cfg: &Config) -> Result<u64> {
     let input = decode::open(cfg.archive.as_deref(), cfg.max_window_log, false)?;
     let exclude = Exclude::new(&cfg.exclude)?;
-    let verify_trailer = input.format != decode::Format::Plain;
+    let trailer = (input.format != decode::Format::Plain).then_some(input.trailer);
     let mut reader = Reader::new(input.reader);
     let out = io::stdout();
     let mut out = io::BufWriter::new(out.lock());
@@ -42,8 +42,8 @@ pub fn run(cfg: &Config) -> Result<u64> {
         Err(e) if e.kind() != io::ErrorKind::BrokenPipe => return Err(e.into()),
         _ => {}
     }
-    if verify_trailer {
-        crate::extract::verify_trailer(reader)?;
+    if let Some(trailer) = trailer {
+        crate::extract::verify_trailer(reader, &trailer)?;
     }
     Ok(members)
 }
