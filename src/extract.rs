@@ -342,8 +342,9 @@ impl<R: std::io::Read> Stage<'_, '_, R> {
         }
         self.admission.admit(&m, path.as_path()).map_err(|e| anyhow!("{name}: {e:#}"))?;
         if cfg.verbose > 0 {
-            // As `tar -xv` prints it: quoted for the locale.
-            println!("{}", report::quote(&m.name, self.utf8));
+            // As `tar -xv` prints it: quoted for the locale. A failed write stops the names,
+            // not the extraction; main.rs reports it at the end (exit 2), as GNU tar does.
+            let _ = report::print_line(&report::quote(&m.name, self.utf8));
         }
         let owner = (cfg.same_owner && !cfg.snapshot).then(|| {
             (

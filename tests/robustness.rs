@@ -8,15 +8,16 @@
 //!   for each format.
 //! - Standard input held open by its writer: format detection decides on what has arrived, so
 //!   a small archive is extracted without waiting for more input.
+//! - Closed or full stdout/stderr: no panic, GNU tar's exit status (src/report.rs).
 //!
 //! The hangs run under a timeout: a run that goes on past it is killed and fails its test.
 
 mod util;
 
 use std::fs;
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -460,6 +461,201 @@ fn compressed_archive_on_a_pipe_held_open() {
                 ));
             }
             if let Err(e) = run.expect(0, &what) {
+                failures.push(e);
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+// --- Item 6: closed and full output streams -----------------------------------------------------
+
+/// An archive of 2,000 small files: enough `-v` lines to outlast any pipe buffer.
+fn many_tar(td: &TestDir) -> PathBuf {
+    let mut t = Tar::new();
+    t.dir("d/");
+    for i in 0..2000 {
+        t.file(format!("d/f{i}"), format!("{i}\n").as_bytes());
+    }
+    td.write("many.tar", t.finish())
+}
+
+fn check_many(dest: &Path) -> Result<(), String> {
+    for i in 0..2000 {
+        let p = dest.join(format!("d/f{i}"));
+        match fs::read(&p) {
+            Ok(got) if got == format!("{i}\n").as_bytes() => {}
+            other => return Err(format!("{}: {other:?}", p.display())),
+        }
+    }
+    Ok(())
+}
+
+fn dev_full() -> fs::File {
+    fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full")
+}
+
+/// Runs `cmd` to the end with the given stdout and stderr, reading whichever is piped.
+fn run_with(mut cmd: Command, stdout: Stdio, stderr: Stdio) -> (Run, Vec<u8>) {
+    cmd.stdin(Stdio::null()).stdout(stdout).stderr(stderr);
+    let start = Instant::now();
+    let mut child = cmd.spawn().expect("spawn");
+    let out = child.stdout.take().map(collect);
+    let err = child.stderr.take().map(collect);
+    let (status, killed) = wait(&mut child, start, HANG);
+    let stdout = out.map(|h| h.join().unwrap()).unwrap_or_default();
+    let stderr = err.map(|h| String::from_utf8_lossy(&h.join().unwrap()).into_owned());
+    let run = Run {
+        code: status.code(),
+        signal: status.signal(),
+        stderr: stderr.unwrap_or_default(),
+        elapsed: start.elapsed(),
+        killed,
+    };
+    (run, stdout)
+}
+
+/// Runs `cmd` with stdout a pipe that is closed after its first line has been read (all of
+/// it for `lines` 0: closed at once). Returns the run and that line.
+fn run_closing_stdout(mut cmd: Command, lines: usize) -> (Run, String) {
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let start = Instant::now();
+    let mut child = cmd.spawn().expect("spawn");
+    let stdout = child.stdout.take().unwrap();
+    let mut first = String::new();
+    if lines > 0 {
+        BufReader::new(stdout).read_line(&mut first).unwrap();
+    } else {
+        drop(stdout);
+    }
+    // The read end is closed here.
+    let err = collect(child.stderr.take().unwrap());
+    let (status, killed) = wait(&mut child, start, HANG);
+    let stderr = String::from_utf8_lossy(&err.join().unwrap()).into_owned();
+    let run = Run {
+        code: status.code(),
+        signal: status.signal(),
+        stderr,
+        elapsed: start.elapsed(),
+        killed,
+    };
+    (run, first)
+}
+
+/// `-xv` whose reader goes away after one line (`fastuntar -xv A | head -1`): no panic; the
+/// extraction runs to its end, then exit 2 with `stdout: write error` (GNU tar with SIGPIPE
+/// ignored does the same; with SIGPIPE it dies at the next name).
+#[test]
+fn verbose_into_a_pipe_closed_early() {
+    let td = TestDir::new("verbose_closed_pipe");
+    let a = many_tar(&td);
+    let mut failures = Vec::new();
+    for cfg in configs() {
+        let dest = td.fresh("dest");
+        let mut cmd = fastuntar_cmd(cfg, &["-xv", "-q", "-C", dest.to_str().unwrap()]);
+        cmd.arg(&a);
+        let (run, first) = run_closing_stdout(cmd, 1);
+        let r = run
+            .expect(2, &format!("[{}] -xv | head -1", cfg.name))
+            .and_then(|()| {
+                let lines: Vec<_> = run.stderr.lines().collect();
+                if first == "d/\n"
+                    && lines == ["fastuntar: stdout: write error: Broken pipe (os error 32)"]
+                {
+                    Ok(())
+                } else {
+                    Err(format!("first line {first:?}, stderr:\n{}", run.stderr))
+                }
+            })
+            .and_then(|()| check_many(&dest));
+        if let Err(e) = r {
+            failures.push(e);
+        }
+    }
+    // `-t`: a closed pipe ends the listing quietly (exit 0): nobody is reading.
+    let mut cmd = fastuntar_cmd(configs()[0], &["-tf"]);
+    cmd.arg(&a);
+    if let Err(e) = run_closing_stdout(cmd, 0).0.expect(0, "-t into a closed pipe") {
+        failures.push(e);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// stdout on a full disk (`>/dev/full`): `-xv`, `-t` and `--json` exit 2 with one line saying
+/// so, after a complete extraction (GNU tar 1.34: "tar: stdout: write error", exit 2).
+#[test]
+fn stdout_on_a_full_disk() {
+    let td = TestDir::new("stdout_full");
+    let a = many_tar(&td);
+    let a = a.to_str().unwrap();
+    let mut failures = Vec::new();
+    for cfg in configs() {
+        for args in [&["-xv"][..], &["-x", "--json"][..], &["-t"][..]] {
+            let dest = td.fresh("dest");
+            let mut cmd = fastuntar_cmd(cfg, args);
+            cmd.args(["-q", "-f", a, "-C", dest.to_str().unwrap()]);
+            let (run, _) = run_with(cmd, Stdio::from(dev_full()), Stdio::piped());
+            let what = format!("[{}] {args:?} >/dev/full", cfg.name);
+            let r = run.expect(2, &what).and_then(|()| {
+                let lines: Vec<_> = run.stderr.lines().collect();
+                if lines
+                    == ["fastuntar: stdout: write error: No space left on device (os error 28)"]
+                {
+                    Ok(())
+                } else {
+                    Err(format!("{what}: stderr:\n{}", run.stderr))
+                }
+            });
+            let r = r.and_then(|()| if args[0] == "-t" { Ok(()) } else { check_many(&dest) });
+            if let Err(e) = r {
+                failures.push(e);
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// stderr on a full disk or closed (`2>/dev/full`, `2>&-`): no panic (it used to exit 101 on
+/// the summary line) and a complete extraction. GNU tar's rule: a diagnostic that could not be
+/// written makes the exit status 2; the summary line is not a diagnostic. A closed stderr is
+/// reopened on /dev/null by Rust's runtime, so nothing is lost as far as the program can tell:
+/// the exit status is the usual one.
+#[test]
+fn stderr_full_or_closed() {
+    let td = TestDir::new("stderr_full");
+    let a = many_tar(&td);
+    // A member with a leading '/', which fastuntar strips and reports: a diagnostic.
+    let mut t = Tar::new();
+    t.file("/abs", b"abs\n");
+    let warn = td.write("warn.tar", t.finish());
+    let mut failures = Vec::new();
+    for cfg in configs() {
+        for (label, archive, full_code) in [("clean", &a, 0), ("with a warning", &warn, 2)] {
+            let check = |dest: &Path| {
+                if archive == &a {
+                    check_many(dest)
+                } else {
+                    (fs::read(dest.join("abs")).ok().as_deref() == Some(&b"abs\n"[..]))
+                        .then_some(())
+                        .ok_or_else(|| "abs not extracted".to_string())
+                }
+            };
+            let dest = td.fresh("dest");
+            let mut cmd = fastuntar_cmd(cfg, &["-xv", "-C", dest.to_str().unwrap()]);
+            cmd.arg(archive);
+            let (run, _) = run_with(cmd, Stdio::null(), Stdio::from(dev_full()));
+            let what = format!("[{}] {label} 2>/dev/full", cfg.name);
+            if let Err(e) = run.expect(full_code, &what).and_then(|()| check(&dest)) {
+                failures.push(e);
+            }
+            // 2>&- through the shell (std's Command cannot close a descriptor).
+            let dest = td.fresh("dest");
+            let mut cmd = Command::new("bash");
+            cmd.args(["-c", r#"exec 2>&-; exec "$0" "$@""#, BIN]).args(cfg.args);
+            cmd.args(["-xv", "-C", dest.to_str().unwrap()]).arg(archive);
+            let (run, _) = run_with(cmd, Stdio::null(), Stdio::null());
+            let what = format!("[{}] {label} 2>&-", cfg.name);
+            if let Err(e) = run.expect(0, &what).and_then(|()| check(&dest)) {
                 failures.push(e);
             }
         }
