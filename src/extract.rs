@@ -51,8 +51,8 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     let files = FileCount::new(cfg.limits.max_files);
     let mut writer = write::create(cfg, &pool, files.clone())?;
     let progress = Progress::start(!cfg.quiet, input.size, input.consumed.clone());
-    let verify_trailer = input.format != decode::Format::Plain;
-    let (members, stats) = pipeline(cfg, input.reader, verify_trailer, &pool, &mut *writer, files)?;
+    let trailer = (input.format != decode::Format::Plain).then_some(input.trailer);
+    let (members, stats) = pipeline(cfg, input.reader, trailer, &pool, &mut *writer, files)?;
     drop(writer);
     progress.finish();
     let elapsed = start.elapsed();
@@ -114,14 +114,14 @@ fn sync_dest(dest: &std::path::Path) -> Result<Duration> {
 fn pipeline(
     cfg: &Config,
     input: Box<dyn std::io::Read + Send>,
-    verify_trailer: bool,
+    trailer: Option<decode::Trailer>,
     pool: &Pool,
     writer: &mut dyn write::Writer,
     files: Arc<FileCount>,
 ) -> Result<(u64, Stats)> {
     let (tx, rx) = sync_channel::<Vec<Op>>(BATCH_QUEUE);
     thread::scope(|s| {
-        let producer = s.spawn(|| produce(cfg, input, verify_trailer, pool, tx, files));
+        let producer = s.spawn(|| produce(cfg, input, trailer, pool, tx, files));
         let written = consume(writer, rx);
         // The writer is done with the channel (finished, or failed and dropped its receiver,
         // which makes the producer's next send fail); the producer stops either way.
@@ -171,7 +171,7 @@ struct WriterGone;
 fn produce(
     cfg: &Config,
     input: Box<dyn std::io::Read + Send>,
-    verify_trailer: bool,
+    trailer: Option<decode::Trailer>,
     pool: &Pool,
     tx: SyncSender<Vec<Op>>,
     files: Arc<FileCount>,
@@ -223,19 +223,23 @@ fn produce(
     if out.flush().is_err() {
         return Ok(members);
     }
-    if verify_trailer {
-        self::verify_trailer(reader)?;
+    if let Some(trailer) = trailer {
+        verify_trailer(reader, &trailer)?;
     }
     Ok(members)
 }
 
-/// The tar end marker comes before the end of a compressed stream: reads the rest so the
-/// decoder checks the frame's end and checksum, as `zstd -d | tar -x` would.
-pub fn verify_trailer<R: std::io::Read>(reader: Reader<R>) -> Result<()> {
+/// The tar end marker comes before the end of a compressed stream: reads on so the decoder
+/// checks the frame's end and checksum and what follows it, as `zstd -d | tar -x` would, but
+/// only within a budget (decode.rs TRAILER_DECODED): gigabytes of trailing data are not decoded.
+pub fn verify_trailer<R: std::io::Read>(
+    reader: Reader<R>,
+    trailer: &decode::Trailer,
+) -> Result<()> {
     let end = reader.offset();
-    std::io::copy(&mut reader.into_inner(), &mut std::io::sink())
-        .map_err(|e| anyhow!("archive offset {end}: after the end of the archive: {e}"))?;
-    Ok(())
+    trailer
+        .check(reader.into_inner())
+        .map_err(|e| anyhow!("archive offset {end}: after the end of the archive: {e}"))
 }
 
 enum MemberError {
@@ -343,8 +347,9 @@ impl<R: std::io::Read> Stage<'_, '_, R> {
         }
         self.admission.admit(&m, path.as_path()).map_err(|e| anyhow!("{name}: {e:#}"))?;
         if cfg.verbose > 0 {
-            // As `tar -xv` prints it: quoted for the locale.
-            println!("{}", report::quote(&m.name, self.utf8));
+            // As `tar -xv` prints it: quoted for the locale. A failed write stops the names,
+            // not the extraction; main.rs reports it at the end (exit 2), as GNU tar does.
+            let _ = report::print_line(&report::quote(&m.name, self.utf8));
         }
         let owner = (cfg.same_owner && !cfg.snapshot).then(|| {
             (

@@ -17,7 +17,7 @@ const DATE_WIDTH: usize = 16;
 pub fn run(cfg: &Config) -> Result<u64> {
     let input = decode::open(cfg.archive.as_deref(), cfg.max_window_log, false)?;
     let exclude = Exclude::new(&cfg.exclude)?;
-    let verify_trailer = input.format != decode::Format::Plain;
+    let trailer = (input.format != decode::Format::Plain).then_some(input.trailer);
     let mut reader = Reader::new(input.reader);
     let out = io::stdout();
     let mut out = io::BufWriter::new(out.lock());
@@ -32,18 +32,25 @@ pub fn run(cfg: &Config) -> Result<u64> {
         let name = quote(&m.name, utf8);
         let line = if cfg.verbose > 0 { long_line(&m, &name, utf8, &mut ugs_width) } else { name };
         if let Err(e) = writeln!(out, "{line}") {
-            if e.kind() == io::ErrorKind::BrokenPipe {
-                return Ok(members);
-            }
-            return Err(e.into());
+            return stopped(members, e);
         }
     }
-    match out.flush() {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => return Err(e.into()),
-        _ => {}
+    if let Err(e) = out.flush() {
+        return stopped(members, e);
     }
-    if verify_trailer {
-        crate::extract::verify_trailer(reader)?;
+    if let Some(trailer) = trailer {
+        crate::extract::verify_trailer(reader, &trailer)?;
+    }
+    Ok(members)
+}
+
+/// Listing ends at the first failed write. A closed pipe (`fastuntar -t A | head`) ends it
+/// quietly: nobody is reading, and reading the rest of the archive would be wasted. Any other
+/// failure (a full disk) is reported at the end of the run, exit 2, like GNU tar's "stdout:
+/// write error".
+fn stopped(members: u64, e: io::Error) -> Result<u64> {
+    if e.kind() != io::ErrorKind::BrokenPipe {
+        crate::report::stdout_failed(&e);
     }
     Ok(members)
 }

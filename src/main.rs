@@ -11,28 +11,23 @@ use fastuntar::{cli, config, extract, list, report};
 fn main() {
     let args = cli::Args::parse();
     if let Some(shell) = args.completions {
-        clap_complete::generate(
-            shell,
-            &mut cli::Args::command(),
-            "fastuntar",
-            &mut std::io::stdout(),
-        );
-        return;
+        let mut text = Vec::new();
+        clap_complete::generate(shell, &mut cli::Args::command(), "fastuntar", &mut text);
+        print_all(&text, "the completions");
     }
     if args.man {
+        let mut text = Vec::new();
         let man = clap_mangen::Man::new(cli::Args::command());
-        if let Err(e) = man.render(&mut std::io::stdout())
-            && e.kind() != std::io::ErrorKind::BrokenPipe
-        {
-            eprintln!("fastuntar: cannot write the man page: {e}");
+        if let Err(e) = man.render(&mut text) {
+            report::diagnostic(&format!("fastuntar: cannot write the man page: {e}"));
             std::process::exit(ExitCode::Fatal as i32);
         }
-        return;
+        print_all(&text, "the man page");
     }
     let cfg = match config::Config::from_args(args) {
         Ok(cfg) => cfg,
         Err(e) => {
-            eprintln!("fastuntar: {e:#}");
+            report::diagnostic(&format!("fastuntar: {e:#}"));
             std::process::exit(ExitCode::Fatal as i32);
         }
     };
@@ -40,29 +35,56 @@ fn main() {
         let code = match list::run(&cfg) {
             Ok(_) => ExitCode::Success,
             Err(e) => {
-                eprintln!("fastuntar: {e:#}");
+                report::diagnostic(&format!("fastuntar: {e:#}"));
                 ExitCode::Fatal
             }
         };
-        std::process::exit(code as i32);
+        exit(code);
     }
     let outcome = extract::run(&cfg);
     let code = match &outcome {
         Ok(_) if report::skipped_count() > 0 => ExitCode::Skipped,
         Ok(_) => ExitCode::Success,
         Err(e) => {
-            eprintln!("fastuntar: {e:#}");
+            report::diagnostic(&format!("fastuntar: {e:#}"));
             ExitCode::Fatal
         }
     };
     if let Ok(summary) = &outcome {
         if cfg.json {
-            let _ = writeln!(std::io::stdout(), "{}", json(summary, code));
+            let _ = report::print_line(&json(summary, code));
         } else if !cfg.quiet {
-            eprintln!("fastuntar: {}", line(summary));
+            report::info(&format!("fastuntar: {}", line(summary)));
         }
     }
+    exit(code);
+}
+
+/// Exits with `code`, or with 2 when output was lost (report.rs): a failed write to stdout is
+/// said here, once; a diagnostic that stderr did not take cannot be said at all.
+fn exit(code: ExitCode) -> ! {
+    let mut code = code;
+    if let Some(e) = report::stdout_failure() {
+        report::diagnostic(&format!("fastuntar: stdout: write error: {e}"));
+        code = ExitCode::Fatal;
+    }
+    if report::diagnostic_lost() {
+        code = ExitCode::Fatal;
+    }
     std::process::exit(code as i32);
+}
+
+/// Prints generated text (completions, man page) and exits: 0, also when the reader closed
+/// the pipe early (`fastuntar --man | head`); 2 with a message on any other failure.
+fn print_all(text: &[u8], what: &str) -> ! {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            report::diagnostic(&format!("fastuntar: cannot write {what}: {e}"));
+            std::process::exit(ExitCode::Fatal as i32);
+        }
+        _ => std::process::exit(ExitCode::Success as i32),
+    }
 }
 
 fn rate_mb_s(bytes: u64, secs: f64) -> f64 {

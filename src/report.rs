@@ -1,26 +1,96 @@
-//! Non-fatal problems: one reporting helper that prints `fastuntar: MEMBER: message` and
-//! remembers that something was skipped, so the exit code is decided in one place (main.rs).
+//! Everything fastuntar prints goes through here. Non-fatal problems: one reporting helper
+//! that prints `fastuntar: MEMBER: message` and remembers that something was skipped, so the
+//! exit code is decided in one place (main.rs).
+//!
+//! Printing never panics (`println!` does on a closed pipe or a full disk). As GNU tar 1.34
+//! (gnulib's `close_stdout`): a failed write to standard output (`-v` names, `--json`) stops
+//! the printing, not the run, and the run then exits 2 saying `stdout: write error: ...`; a
+//! diagnostic that could not be written to standard error makes the exit status 2 as well.
+//! The closing summary line is not a diagnostic: losing it changes nothing. (A closed stdout or
+//! stderr never shows up as an error here: Rust's runtime reopens a closed 0, 1 or 2 on
+//! /dev/null before main, so such output is discarded as `>/dev/null` would discard it.)
 
+use std::io::{self, Write};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 static SKIPPED: AtomicU64 = AtomicU64::new(0);
 static QUIET_WARNINGS: AtomicBool = AtomicBool::new(false);
+/// A diagnostic could not be written to stderr.
+static DIAGNOSTIC_LOST: AtomicBool = AtomicBool::new(false);
+/// The first failed write to stdout; nothing is written to it after that.
+static STDOUT_FAILED: Mutex<Option<String>> = Mutex::new(None);
 
 /// A member was skipped or only partly restored; the run will exit 1.
 pub fn skipped(member: &str, msg: impl std::fmt::Display) {
     SKIPPED.fetch_add(1, Ordering::Relaxed);
-    eprintln!("fastuntar: {member}: {msg}");
+    diagnostic(&format!("fastuntar: {member}: {msg}"));
 }
 
 /// Something worth saying that does not change the exit code (e.g. a stripped leading `/`).
 pub fn warn(msg: impl std::fmt::Display) {
     if !QUIET_WARNINGS.load(Ordering::Relaxed) {
-        eprintln!("fastuntar: {msg}");
+        diagnostic(&format!("fastuntar: {msg}"));
     }
 }
 
 pub fn skipped_count() -> u64 {
     SKIPPED.load(Ordering::Relaxed)
+}
+
+/// Writes `line` and a newline to stderr in one write, so lines from two threads never mix.
+fn write_stderr(line: &str) -> io::Result<()> {
+    let mut buf = Vec::with_capacity(line.len() + 1);
+    buf.extend_from_slice(line.as_bytes());
+    buf.push(b'\n');
+    io::stderr().lock().write_all(&buf)
+}
+
+/// An error, warning or skip message for stderr. If it cannot be written the run will exit 2.
+pub fn diagnostic(line: &str) {
+    if write_stderr(line).is_err() {
+        DIAGNOSTIC_LOST.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A line for stderr that is information only (the closing summary): a failure is ignored.
+pub fn info(line: &str) {
+    let _ = write_stderr(line);
+}
+
+/// Whether a diagnostic could not be written.
+pub fn diagnostic_lost() -> bool {
+    DIAGNOSTIC_LOST.load(Ordering::Relaxed)
+}
+
+/// Writes `line` and a newline to stdout. After the first failure (kept for `stdout_failure`)
+/// nothing more is written and every call fails.
+pub fn print_line(line: &str) -> io::Result<()> {
+    let mut failed = STDOUT_FAILED.lock().unwrap_or_else(|e| e.into_inner());
+    if failed.is_some() {
+        return Err(io::Error::other("an earlier write to stdout failed"));
+    }
+    let mut buf = Vec::with_capacity(line.len() + 1);
+    buf.extend_from_slice(line.as_bytes());
+    buf.push(b'\n');
+    let mut out = io::stdout().lock();
+    let r = out.write_all(&buf).and_then(|()| out.flush());
+    if let Err(e) = &r {
+        *failed = Some(e.to_string());
+    }
+    r
+}
+
+/// Notes a failed write to stdout made elsewhere (the `-t` listing writes through its own
+/// buffer), for the end of the run.
+pub fn stdout_failed(e: &io::Error) {
+    let mut failed = STDOUT_FAILED.lock().unwrap_or_else(|e| e.into_inner());
+    failed.get_or_insert_with(|| e.to_string());
+}
+
+/// The first failed write to stdout, if any.
+pub fn stdout_failure() -> Option<String> {
+    STDOUT_FAILED.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
 /// A name or value from the archive made safe for a one-line message: control characters,

@@ -14,7 +14,24 @@ const LEGACY_BLOCK: usize = 8 << 20;
 /// LZ4_compressBound(LEGACY_BLOCK): no valid compressed block is larger.
 const LEGACY_BOUND: usize = LEGACY_BLOCK + LEGACY_BLOCK / 255 + 16;
 
-type Framed<R> = FrameDecoder<Chain<Cursor<[u8; 4]>, R>>;
+type Framed<R> = FrameDecoder<Chain<Cursor<[u8; 4]>, Spy<R>>>;
+
+/// Notes whether the input ended under a frame decoder: lz4_flex's FrameDecoder takes the end
+/// of the input where a block header should be as the end of the frame, so a frame cut in its
+/// last block header or EndMark would pass as complete. A complete frame is read to its
+/// EndMark (and checksum) and never sees the end of the input.
+struct Spy<R> {
+    inner: R,
+    eof: bool,
+}
+
+impl<R: Read> Read for Spy<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.eof |= n == 0 && !buf.is_empty();
+        Ok(n)
+    }
+}
 
 enum State<R: Read> {
     /// At a frame boundary; `pending` is a magic number already read (a legacy frame ends
@@ -80,9 +97,15 @@ impl<R: Read> Read for Lz4Frames<R> {
                         self.state = State::In(d);
                         return Ok(n);
                     }
-                    let (_magic, rest) = d.into_inner().into_inner();
+                    let (_magic, spy) = d.into_inner().into_inner();
+                    if spy.eof {
+                        return Err(io::Error::new(
+                            io::ErrorKind::UnexpectedEof,
+                            "frame without its end mark",
+                        ));
+                    }
                     self.seen_frame = true;
-                    self.state = State::Between(rest, None);
+                    self.state = State::Between(spy.inner, None);
                 }
                 State::Legacy { mut r, mut out, at } => {
                     if at < out.len() {
@@ -131,7 +154,7 @@ impl<R: Read> Read for Lz4Frames<R> {
                     };
                     let magic = u32::from_le_bytes(word);
                     if magic == LZ4_MAGIC {
-                        let replay = Cursor::new(word).chain(r);
+                        let replay = Cursor::new(word).chain(Spy { inner: r, eof: false });
                         self.state = State::In(Box::new(FrameDecoder::new(replay)));
                     } else if magic == LEGACY_MAGIC {
                         self.state = State::Legacy { r, out: Vec::new(), at: 0 };
@@ -192,6 +215,12 @@ mod tests {
     #[test]
     fn truncation_is_an_error_and_trailing_data_is_ignored() {
         let f = frame(b"hello");
+        for cut in 1..f.len() {
+            assert!(
+                Lz4Frames::new(&f[..cut]).read_to_end(&mut Vec::new()).is_err(),
+                "cut at {cut}"
+            );
+        }
         assert!(Lz4Frames::new(&f[..6]).read_to_end(&mut Vec::new()).is_err());
         assert!(Lz4Frames::new(&f[..f.len() - 6]).read_to_end(&mut Vec::new()).is_err());
         assert!(Lz4Frames::new(&b"junkjunk"[..]).read_to_end(&mut Vec::new()).is_err());

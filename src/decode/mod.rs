@@ -1,17 +1,22 @@
 //! Input → decoded tar bytes. Compression is detected from the first bytes, never the name.
 
+mod bz2;
 pub mod frames;
+mod gz;
 mod lz4;
 pub mod parallel;
+mod source;
 
 use std::fs::File;
-use std::io::{self, BufReader, Read};
+use std::io::{self, Read};
 use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result};
+
+use source::{Budget, Source};
 
 /// Read size for the compressed input. 1 MiB keeps read syscalls to ~100 per 100 MB and matches
 /// the decoder's appetite; larger showed no gain.
@@ -23,8 +28,25 @@ const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 const LZ4_MAGIC: [u8; 4] = [0x04, 0x22, 0x4d, 0x18];
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
-/// Bytes looked at to detect the format: enough to step over a few skippable frames.
+/// Most bytes looked at to detect the format: enough to step over a few skippable frames. The
+/// decision is made as soon as the bytes that have arrived settle it (a magic number is at most
+/// 4 bytes, a skippable frame's header 8), so a pipe is never waited on for all of these.
 const SNIFF: usize = 64 << 10;
+
+/// Decoded bytes read after the tar end marker to check the end of the compressed stream (a
+/// frame's checksum, trailing data the format's own tool would reject), after which reading
+/// stops without a word, as GNU tar stops its `zstd -d` child by closing the pipe. GNU tar's
+/// records are 10 KiB by default and 1 MiB with `-b 2048`, so 4 MiB covers the padding to the
+/// end of any record and the frame that holds it; a bzip2 bomb decodes 4 MiB in ~10 ms where
+/// decoding it whole took minutes.
+const TRAILER_DECODED: u64 = 4 << 20;
+
+/// Compressed bytes consumed after the tar end marker, for trailers that decode to little or
+/// nothing (zero padding after a gzip member, skippable frames, tiny members): past this,
+/// reading stops as at TRAILER_DECODED. A compressed end-of-record padding takes a few hundred
+/// bytes; the costliest input per byte, a run of tiny bzip2 streams (libbz2-rs zeroes a 3.6 MB
+/// block buffer for each), takes ~0.3 s for 256 KiB.
+const TRAILER_INPUT: u64 = 256 << 10;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -35,41 +57,74 @@ pub enum Format {
     Lz4,
 }
 
-/// The format of a stream starting with `head`, by magic number alone. Skippable frames
-/// (magic 0x184D2A50..=0x184D2A5F, shared by zstd and LZ4) are stepped over to find the frame
-/// that says which one it is.
+/// The format of a stream starting with `head` (all there is of it), by magic number alone.
+/// Skippable frames (magic 0x184D2A50..=0x184D2A5F, shared by zstd and LZ4) are stepped over to
+/// find the frame that says which one it is.
 pub fn detect(head: &[u8]) -> Format {
+    decide(head, true).unwrap_or(Format::Plain)
+}
+
+/// A skippable frame's magic (its first 4 bytes, or a prefix of them).
+fn skippable(b: &[u8]) -> bool {
+    b.first().is_some_and(|m| m & 0xf0 == 0x50)
+        && [0x2a, 0x4d, 0x18].starts_with(&b[1..b.len().min(4)])
+}
+
+/// The format, or None while `head` is too short to tell and more input may come (`eof`
+/// false): it is a proper prefix of a magic number, or a skippable frame's header or body is
+/// not all there yet. Anything else is decided at once, so a small archive on a pipe whose
+/// writer keeps it open is never waited on.
+fn decide(head: &[u8], eof: bool) -> Option<Format> {
+    // A skippable frame not all there: at the end of the input, zstd's decoder will say so.
+    let more = if eof { Some(Format::Zstd) } else { None };
     let mut at = 0;
     loop {
         let b = &head[at.min(head.len())..];
+        let proper_prefix = b.len() < 4
+            && (ZSTD_MAGIC.starts_with(b)
+                || LZ4_MAGIC.starts_with(b)
+                || lz4::LEGACY_MAGIC.to_le_bytes().starts_with(b)
+                || skippable(b)
+                || b == [GZIP_MAGIC[0]]
+                || b"BZh".starts_with(b));
+        if proper_prefix && !eof {
+            return None;
+        }
         if b.starts_with(&ZSTD_MAGIC) {
-            return Format::Zstd;
+            return Some(Format::Zstd);
         }
         if b.starts_with(&LZ4_MAGIC) || b.starts_with(&lz4::LEGACY_MAGIC.to_le_bytes()) {
-            return Format::Lz4;
+            return Some(Format::Lz4);
         }
-        if b.len() >= 8 && b[0] & 0xf0 == 0x50 && b[1..4] == [0x2a, 0x4d, 0x18] {
+        if b.len() >= 4 && skippable(b) {
+            if b.len() < 8 {
+                return more;
+            }
             let size = u32::from_le_bytes([b[4], b[5], b[6], b[7]]) as usize;
             match at.checked_add(8 + size) {
-                Some(next) if next < head.len() => {
-                    at = next;
-                    continue;
+                // The next frame's magic is within what we look at: step over to it.
+                Some(next) if next < SNIFF => {
+                    if next < head.len() {
+                        at = next;
+                        continue;
+                    }
+                    return more;
                 }
-                // The frame runs past what we looked at: zstd is the likelier owner.
-                _ => return Format::Zstd,
+                // The frame runs past what we look at: zstd is the likelier owner.
+                _ => return Some(Format::Zstd),
             }
         }
         if at > 0 {
             // Skippable frames followed by something else: let the zstd decoder complain.
-            return Format::Zstd;
+            return Some(Format::Zstd);
         }
         if b.starts_with(&GZIP_MAGIC) {
-            return Format::Gzip;
+            return Some(Format::Gzip);
         }
         if b.len() >= 4 && b.starts_with(b"BZh") && (b'1'..=b'9').contains(&b[3]) {
-            return Format::Bzip2;
+            return Some(Format::Bzip2);
         }
-        return Format::Plain;
+        return Some(Format::Plain);
     }
 }
 
@@ -120,6 +175,23 @@ impl<R: Read> Read for Counted<R> {
     }
 }
 
+/// Checks what follows the tar end marker in a compressed stream, within TRAILER_DECODED
+/// decoded and TRAILER_INPUT compressed bytes.
+pub struct Trailer(Arc<Budget>);
+
+impl Trailer {
+    /// Reads what follows the end marker in `decoded` (the decoder, positioned after it) so
+    /// the decoder checks the rest of the stream, within the budget: errors before the budget
+    /// is spent are the stream's; reaching it ends the check quietly.
+    pub fn check<R: Read>(&self, decoded: R) -> io::Result<()> {
+        self.0.arm(TRAILER_INPUT);
+        match io::copy(&mut decoded.take(TRAILER_DECODED), &mut io::sink()) {
+            Err(_) if self.0.reached() => Ok(()),
+            r => r.map(|_| ()),
+        }
+    }
+}
+
 pub struct Input {
     pub format: Format,
     /// Size of the archive file, when it is a regular file.
@@ -127,6 +199,8 @@ pub struct Input {
     /// Bytes consumed from the archive so far.
     pub consumed: Arc<AtomicU64>,
     pub reader: Box<dyn Read + Send>,
+    /// For checking the compressed stream after the tar end marker.
+    pub trailer: Trailer,
 }
 
 /// Opens `path` (None: standard input) and wraps it in the decoder its magic calls for.
@@ -148,10 +222,10 @@ pub fn open(path: Option<&Path>, max_window_log: u32, drop_behind: bool) -> Resu
         }
     };
     let consumed = Arc::new(AtomicU64::new(0));
-    let mut counted = Counted { inner: raw, count: consumed.clone() };
-    let head = sniff(&mut counted).context("cannot read the archive")?;
-    let format = detect(&head);
-    let input = BufReader::with_capacity(INPUT_BUF, io::Cursor::new(head).chain(counted));
+    let counted = Counted { inner: raw, count: consumed.clone() };
+    let mut input = Source::with_capacity(INPUT_BUF, counted);
+    let trailer = Trailer(input.budget());
+    let format = sniff(&mut input).context("cannot read the archive")?;
     let reader: Box<dyn Read + Send> = match format {
         Format::Plain => Box::new(input),
         Format::Zstd => {
@@ -160,22 +234,28 @@ pub fn open(path: Option<&Path>, max_window_log: u32, drop_behind: bool) -> Resu
             d.window_log_max(max_window_log).context("cannot set the zstd window limit")?;
             Box::new(Named { inner: d, what: "zstd" })
         }
-        Format::Gzip => {
-            Box::new(Named { inner: flate2::bufread::MultiGzDecoder::new(input), what: "gzip" })
-        }
-        Format::Bzip2 => {
-            Box::new(Named { inner: bzip2::bufread::MultiBzDecoder::new(input), what: "bzip2" })
-        }
+        Format::Gzip => Box::new(Named { inner: gz::GzMembers::new(input), what: "gzip" }),
+        Format::Bzip2 => Box::new(Named { inner: bz2::BzStreams::new(input), what: "bzip2" }),
         Format::Lz4 => Box::new(Named { inner: lz4::Lz4Frames::new(input), what: "lz4" }),
     };
-    Ok(Input { format, size, consumed, reader })
+    Ok(Input { format, size, consumed, reader, trailer })
 }
 
-/// Reads up to SNIFF bytes (fewer only at end of input), however the input splits its reads.
-fn sniff<R: Read>(r: &mut R) -> io::Result<Vec<u8>> {
-    let mut head = Vec::with_capacity(SNIFF);
-    r.take(SNIFF as u64).read_to_end(&mut head)?;
-    Ok(head)
+/// Reads until the format is known: from the first read on, whatever has arrived is looked
+/// at, and more is read only while it cannot tell (see `decide`), never past SNIFF bytes.
+fn sniff<R: Read>(input: &mut Source<R>) -> io::Result<Format> {
+    loop {
+        let head = input.buffered();
+        if head.len() >= SNIFF {
+            return Ok(detect(&head[..SNIFF]));
+        }
+        if let Some(format) = decide(head, false) {
+            return Ok(format);
+        }
+        if !input.fill_more()? {
+            return Ok(detect(input.buffered()));
+        }
+    }
 }
 
 /// Prefixes decoder errors with the format's name, so "corrupt block" reads as a decoding
@@ -222,5 +302,63 @@ mod tests {
         assert_eq!(detect(&s), Format::Lz4);
         // A skippable frame whose size runs past the end.
         assert_eq!(detect(&[0x5f, 0x2a, 0x4d, 0x18, 0xff, 0xff, 0xff, 0xff]), Format::Zstd);
+    }
+
+    /// What has arrived decides as soon as it can; only a proper prefix of a magic number or
+    /// an incomplete skippable frame asks for more.
+    #[test]
+    fn decides_on_what_has_arrived() {
+        for (head, want) in [
+            (&b""[..], None),
+            (&[0x28][..], None),
+            (&[0x28, 0xb5, 0x2f][..], None),
+            (&[0x28, 0xb5, 0x2f, 0xfd][..], Some(Format::Zstd)),
+            (&[0x1f][..], None),
+            (&[0x1f, 0x8b][..], Some(Format::Gzip)),
+            (&b"BZh"[..], None),
+            (&b"BZh9"[..], Some(Format::Bzip2)),
+            (&b"BZx"[..], Some(Format::Plain)),
+            (&[0x04, 0x22][..], None),
+            (&[0x02, 0x21, 0x4c, 0x18][..], Some(Format::Lz4)),
+            (&b"f"[..], Some(Format::Plain)),
+            (&b"hello.txt"[..], Some(Format::Plain)),
+            (&[0x50, 0x2a, 0x4d, 0x18, 4, 0][..], None),
+            (&[0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 1, 2][..], None),
+            (&[0x50, 0x2a, 0x4d, 0x18, 1, 0, 0, 0, 9, 0x1f, 0x8b][..], Some(Format::Zstd)),
+            (&[0x50, 0x2a, 0x4d, 0x18, 1, 0, 0, 0, 9, 0x04, 0x22][..], None),
+            (&[0x50, 0x2a, 0x4d, 0x18, 0, 0, 1, 0][..], Some(Format::Zstd)),
+        ] {
+            assert_eq!(decide(head, false), want, "{head:x?}");
+            assert!(decide(head, true).is_some(), "{head:x?} at the end of the input");
+        }
+    }
+
+    #[test]
+    fn sniffing_a_dribbling_input_reads_only_what_it_needs() {
+        struct Dribble(Vec<u8>, usize);
+        impl Read for Dribble {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                if self.1 == self.0.len() {
+                    // A pipe whose writer keeps it open: nothing more is coming yet.
+                    panic!("read past what was needed");
+                }
+                buf[0] = self.0[self.1];
+                self.1 += 1;
+                Ok(1)
+            }
+        }
+        for (bytes, want) in [
+            (b"name of a member".to_vec(), Format::Plain),
+            (b"BZh91AY".to_vec(), Format::Bzip2),
+            (vec![0x50, 0x2a, 0x4d, 0x18, 1, 0, 0, 0, 9, 0x28, 0xb5, 0x2f, 0xfd], Format::Zstd),
+        ] {
+            let n = match want {
+                Format::Plain => 1,
+                Format::Bzip2 => 4,
+                _ => bytes.len(),
+            };
+            let mut src = Source::with_capacity(1 << 20, Dribble(bytes[..n].to_vec(), 0));
+            assert_eq!(sniff(&mut src).unwrap(), want);
+        }
     }
 }
