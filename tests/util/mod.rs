@@ -376,7 +376,12 @@ impl Cmd {
     }
 
     /// Sets a resource limit in the child, as `ulimit` would.
-    pub fn rlimit(&mut self, resource: libc::__rlimit_resource_t, soft: u64, hard: u64) -> &mut Self {
+    pub fn rlimit(
+        &mut self,
+        resource: libc::__rlimit_resource_t,
+        soft: u64,
+        hard: u64,
+    ) -> &mut Self {
         self.rlimits.retain(|r| r.0 != resource);
         self.rlimits.push((resource, soft, hard));
         self
