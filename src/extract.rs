@@ -47,7 +47,14 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     let start = Instant::now();
     let _umask = UmaskGuard::current();
     let input = decode::open(cfg.archive.as_deref(), cfg.max_window_log, cfg.direct_io.is_some())?;
-    let pool = Pool::new(cfg.buf_size, pool_count(cfg, input.size, input.format));
+    let count = pool_count(cfg, input.size, input.format);
+    let pool = Pool::try_new(cfg.buf_size, count).ok_or_else(|| {
+        let mib = (cfg.buf_size * count) >> 20;
+        anyhow!(
+            "cannot allocate {mib} MiB of buffers: out of memory (ulimit -v?); a smaller \
+             --memory needs less"
+        )
+    })?;
     let files = FileCount::new(cfg.limits.max_files);
     let mut writer = write::create(cfg, &pool, files.clone())?;
     let progress = Progress::start(!cfg.quiet, input.size, input.consumed.clone());
@@ -121,7 +128,16 @@ fn pipeline(
 ) -> Result<(u64, Stats)> {
     let (tx, rx) = sync_channel::<Vec<Op>>(BATCH_QUEUE);
     thread::scope(|s| {
-        let producer = s.spawn(|| produce(cfg, input, trailer, pool, tx, files));
+        // A user at RLIMIT_NPROC (`ulimit -u`, threads count) or at a cgroup's pids.max
+        // cannot start a thread: one line, not a panic.
+        let producer = thread::Builder::new()
+            .spawn_scoped(s, || produce(cfg, input, trailer, pool, tx, files))
+            .map_err(|e| {
+                anyhow!(
+                    "cannot start the decoder thread: {e} (too many processes: ulimit -u or \
+                     pids.max)"
+                )
+            })?;
         let written = consume(writer, rx);
         // The writer is done with the channel (finished, or failed and dropped its receiver,
         // which makes the producer's next send fail); the producer stops either way.

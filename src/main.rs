@@ -9,6 +9,7 @@ use fastuntar::extract::Summary;
 use fastuntar::{cli, config, extract, list, report};
 
 fn main() {
+    ignore_sigxfsz();
     let args = cli::Args::parse();
     if let Some(shell) = args.completions {
         let mut text = Vec::new();
@@ -85,6 +86,15 @@ fn print_all(text: &[u8], what: &str) -> ! {
         }
         _ => std::process::exit(ExitCode::Success as i32),
     }
+}
+
+/// A write past RLIMIT_FSIZE (`ulimit -f`) raises SIGXFSZ, whose default action kills the
+/// process with no word about the member (GNU tar 1.34 dies that way: "File size limit
+/// exceeded", status 153 in the shell). Ignored, the write fails with EFBIG instead, in this
+/// thread and in io_uring's workers alike, and the run ends with the member's error line.
+fn ignore_sigxfsz() {
+    // Safety: installs SIG_IGN, which runs no code in the handler; no other thread exists yet.
+    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
 }
 
 fn rate_mb_s(bytes: u64, secs: f64) -> f64 {

@@ -57,15 +57,27 @@ pub struct Pool {
 impl Pool {
     /// A pool of `count` buffers of `buf_size` bytes each (`buf_size` a multiple of BUF_ALIGN).
     pub fn new(buf_size: usize, count: usize) -> Pool {
+        Pool::try_new(buf_size, count).unwrap_or_else(|| {
+            let size = buf_size.checked_mul(count).expect("pool size overflows");
+            std::alloc::handle_alloc_error(
+                Layout::from_size_align(size, BUF_ALIGN).expect("layout"),
+            )
+        })
+    }
+
+    /// `new`, or None when the region cannot be allocated (RLIMIT_AS, `ulimit -v`, or no
+    /// memory), so the caller can say so in one line instead of aborting.
+    pub fn try_new(buf_size: usize, count: usize) -> Option<Pool> {
         assert!(count > 0 && buf_size > 0 && buf_size.is_multiple_of(BUF_ALIGN));
-        let layout = Layout::from_size_align(buf_size * count, BUF_ALIGN).expect("pool layout");
+        let size = buf_size.checked_mul(count)?;
+        let layout = Layout::from_size_align(size, BUF_ALIGN).ok()?;
         // Safety: the layout has a non-zero size (both factors are positive).
         let base = unsafe { alloc_zeroed(layout) };
         if base.is_null() {
-            std::alloc::handle_alloc_error(layout);
+            return None;
         }
         let free = Free { indices: (0..count as u32).rev().collect(), waiting: 0 };
-        Pool {
+        Some(Pool {
             inner: Arc::new(Inner {
                 region: Region { base, layout },
                 buf_size,
@@ -73,7 +85,7 @@ impl Pool {
                 free: Mutex::new(free),
                 returned: Condvar::new(),
             }),
-        }
+        })
     }
 
     /// Takes a free buffer, waiting until the writer returns one. Its length starts at 0.

@@ -61,7 +61,8 @@ impl Progress {
             }
         };
         let flag = stop.clone();
-        let thread = std::thread::spawn(move || {
+        // Progress is cosmetic: a thread that cannot start (RLIMIT_NPROC) means no bar.
+        let spawned = std::thread::Builder::new().spawn(move || {
             let start = Instant::now();
             while !flag.load(Ordering::Relaxed) {
                 let secs = start.elapsed().as_secs_f64().max(1e-3);
@@ -79,7 +80,7 @@ impl Progress {
             }
             bar.finish_and_clear();
         });
-        Progress { stop, thread: Some(thread) }
+        Progress { stop, thread: spawned.ok() }
     }
 
     pub fn finish(mut self) {

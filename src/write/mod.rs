@@ -121,7 +121,7 @@ pub fn create(cfg: &Config, pool: &Pool, files: Arc<FileCount>) -> Result<Box<dy
     let policy = direct_policy(cfg, &dest, pool);
     match cfg.io {
         IoBackend::Portable => Ok(Box::new(Portable::new(dest, policy))),
-        IoBackend::Uring => match uring::setup() {
+        IoBackend::Uring => match uring::setup().and_then(probe_workers) {
             Ok(ring) => Ok(Box::new(uring::Uring::new(ring, pool, dest, policy, fds.files))),
             Err(e) => {
                 crate::report::warn(format!(
@@ -131,6 +131,34 @@ pub fn create(cfg: &Config, pool: &Pool, files: Arc<FileCount>) -> Result<Box<dy
             }
         },
     }
+}
+
+/// io_uring runs opens and writes that would block on io-wq worker threads, which count against
+/// RLIMIT_NPROC (`ulimit -u`) and a cgroup's pids.max like any thread of the user. When not one
+/// can start, the kernel cancels the request (ECANCELED): a user at the limit would see the
+/// first file fail with "Operation canceled". A NOP forced onto a worker (IOSQE_ASYNC) finds out
+/// before any file does, and the caller uses the portable writer, which needs no extra thread.
+/// Once one worker runs, io-wq keeps it while the ring lives (the last idle worker does not
+/// exit), so requests are never cancelled later for want of a worker.
+fn probe_workers(mut ring: io_uring::IoUring) -> std::io::Result<io_uring::IoUring> {
+    use io_uring::{opcode, squeue};
+    let nop = opcode::Nop::new().build().flags(squeue::Flags::ASYNC).user_data(0);
+    // Safety: a NOP reads no memory of ours.
+    unsafe { ring.submission().push(&nop) }.map_err(|_| std::io::Error::other("SQ full"))?;
+    loop {
+        match ring.submit_and_wait(1) {
+            Ok(_) => break,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    let res = ring.completion().next().map_or(0, |c| c.result());
+    if res == -libc::ECANCELED {
+        return Err(std::io::Error::other(
+            "its worker threads cannot start: too many processes, ulimit -u or pids.max",
+        ));
+    }
+    Ok(ring)
 }
 
 fn direct_policy(cfg: &Config, dest: &dest::Dest, pool: &Pool) -> DirectPolicy {
