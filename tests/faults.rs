@@ -97,6 +97,9 @@ fn run(cmd: Command, stdin: Option<Vec<u8>>) -> Out {
 
 /// `run`, for a caller that holds URING_SYSCTL itself.
 fn run_unlocked(mut cmd: Command, stdin: Option<Vec<u8>>) -> Out {
+    if std::env::var_os(STOCK_LIMITS_VAR).is_some() {
+        cmd = stock_limits(cmd);
+    }
     cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
@@ -723,6 +726,36 @@ fn wrapped(program: &str, prefix: &[String], cmd: &Command) -> Command {
 fn as_user(cmd: &Command, uid: u32) -> Command {
     let prefix = [format!("--reuid={uid}"), format!("--regid={uid}"), "--clear-groups".to_string()];
     wrapped("setpriv", &prefix, cmd)
+}
+
+/// Set (to anything): every program a case runs, fastuntar and GNU tar alike, gets a stock
+/// machine's limits on top of the case's own (the same variable as the shared kit's).
+const STOCK_LIMITS_VAR: &str = "FASTUNTAR_TEST_STOCK_LIMITS";
+
+/// Lowers RLIMIT_NOFILE to 64 and RLIMIT_MEMLOCK to 64 KiB in the child, keeping any lower
+/// limit the case set itself (hooks run in the order they were added; this one runs last).
+/// A program started through setpriv inherits the limits across its exec.
+fn stock_limits(mut cmd: Command) -> Command {
+    use std::os::unix::process::CommandExt;
+    // Safety: the hook runs in the child between fork and exec and only calls getrlimit and
+    // setrlimit, which are async-signal-safe, on stack values.
+    unsafe {
+        cmd.pre_exec(|| {
+            for (resource, cap) in [(libc::RLIMIT_NOFILE, 64), (libc::RLIMIT_MEMLOCK, 64 << 10)] {
+                let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+                if libc::getrlimit(resource, &mut rl) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                rl.rlim_cur = rl.rlim_cur.min(cap);
+                rl.rlim_max = rl.rlim_max.min(cap);
+                if libc::setrlimit(resource, &rl) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        })
+    };
+    cmd
 }
 
 /// Sets `resource` to `limit` (soft and hard) in the child before it runs its program.
