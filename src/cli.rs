@@ -83,6 +83,11 @@ pub struct Args {
     #[arg(long = "memory", value_name = "SIZE", default_value = "64M")]
     pub memory: String,
 
+    /// Threads that decode a multi-frame zstd archive (default: the CPUs this process may run
+    /// on); 1 keeps to one streaming decoder. Other formats and single-frame zstd decode on one.
+    #[arg(long = "threads", value_name = "N")]
+    pub threads: Option<usize>,
+
     /// Writer backend.
     #[arg(long = "io", value_enum, default_value_t = IoBackend::Uring)]
     pub io: IoBackend,

@@ -42,6 +42,8 @@ pub struct Config {
     pub limits: Limits,
     /// log2 of the largest zstd window accepted.
     pub max_window_log: u32,
+    /// zstd decoder threads (frames of a multi-frame archive decode in parallel).
+    pub threads: usize,
 }
 
 impl Config {
@@ -87,8 +89,23 @@ impl Config {
             snapshot: args.snapshot,
             limits,
             max_window_log,
+            threads: match args.threads {
+                Some(0) => bail!("--threads: must be at least 1"),
+                Some(n) => n.min(MAX_THREADS),
+                None => default_threads(),
+            },
         })
     }
+}
+
+/// Most decoder threads: past the 64 cores of the biggest validators, more threads only add
+/// frames in flight that the pool and the writer cannot use.
+const MAX_THREADS: usize = 256;
+
+/// The CPUs this process may run on (sched_getaffinity, and a cgroup's CPU quota, through
+/// `available_parallelism`), or 1 when that cannot be known.
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_THREADS)
 }
 
 /// Splits the memory budget into buffers: CHUNK_SIZE each while that leaves MIN_BUFFERS,

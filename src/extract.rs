@@ -41,6 +41,7 @@ pub struct Summary {
     pub elapsed: Duration,
     /// Time `--sync` took to make it durable (syncfs), when asked.
     pub sync: Option<Duration>,
+    pub decoding: DecodeSummary,
 }
 
 pub fn run(cfg: &Config) -> Result<Summary> {
@@ -58,13 +59,57 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     let files = FileCount::new(cfg.limits.max_files);
     let mut writer = write::create(cfg, &pool, files.clone())?;
     let progress = Progress::start(!cfg.quiet, input.size, input.consumed.clone());
-    let trailer = (input.format != decode::Format::Plain).then_some(input.trailer);
-    let (members, stats) = pipeline(cfg, input.reader, trailer, &pool, &mut *writer, files)?;
+    let threads = decode::Threads {
+        count: cfg.threads,
+        pool: Some(pool.clone()),
+        ahead_cap: ahead_cap(&pool),
+    };
+    let decoded = input.decode(threads)?;
+    let decoding = Decoding::of(&decoded);
+    let (members, stats) =
+        pipeline(cfg, decoded.reader, decoded.trailer, &pool, &mut *writer, files)?;
     drop(writer);
     progress.finish();
     let elapsed = start.elapsed();
     let sync = if cfg.sync { Some(sync_dest(&cfg.dest)?) } else { None };
-    Ok(Summary { stats, members, elapsed, sync })
+    Ok(Summary { stats, members, elapsed, sync, decoding: decoding.read() })
+}
+
+/// Pool buffers decoded zstd frames may hold ahead of the tar stage: half the pool, so a
+/// 32 MiB frame of Agave's decodes whole into the default 64 MiB while the other half carries
+/// file data to the writer; never so many that the tar stage could not get a buffer (the
+/// frame being read may hold 2 more, and the tar stage needs 1).
+pub fn ahead_cap(pool: &Pool) -> usize {
+    (pool.count() / 2).min(pool.count().saturating_sub(3)).max(1)
+}
+
+/// The decoder's side of the summary.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DecodeSummary {
+    /// Threads that decoded (1 unless zstd frames were decoded in parallel).
+    pub threads: usize,
+    /// zstd frames decoded, when the frame-parallel decoder ran (None otherwise).
+    pub frames: Option<u64>,
+    /// Of those, the frames a worker decoded ahead of the reader.
+    pub frames_ahead: Option<u64>,
+}
+
+/// Reads the decoder's counters when the run is over.
+pub struct Decoding(usize, Option<Arc<decode::parallel::DecodeStats>>);
+
+impl Decoding {
+    pub fn of(d: &decode::Decoded) -> Decoding {
+        Decoding(d.threads, d.stats.clone())
+    }
+
+    pub fn read(&self) -> DecodeSummary {
+        use std::sync::atomic::Ordering::Relaxed;
+        DecodeSummary {
+            threads: self.0,
+            frames: self.1.as_ref().map(|s| s.frames.load(Relaxed)),
+            frames_ahead: self.1.as_ref().map(|s| s.frames_ahead.load(Relaxed)),
+        }
+    }
 }
 
 /// Buffers worth having for an archive of `size` bytes: a small archive cannot fill a 64 MiB

@@ -8,6 +8,7 @@ use crate::archive::{Kind, Member, Reader};
 use crate::config::Config;
 use crate::decode;
 use crate::exclude::Exclude;
+use crate::pool::Pool;
 use crate::report::quote;
 
 /// GNU tar's starting widths for "user/group size" and the date column (list.c).
@@ -17,8 +18,20 @@ const DATE_WIDTH: usize = 16;
 pub fn run(cfg: &Config) -> Result<u64> {
     let input = decode::open(cfg.archive.as_deref(), cfg.max_window_log, false)?;
     let exclude = Exclude::new(&cfg.exclude)?;
-    let trailer = (input.format != decode::Format::Plain).then_some(input.trailer);
-    let mut reader = Reader::new(input.reader);
+    // Decoded frames wait in a pool of --memory, as when extracting (it is only touched
+    // where frames are decoded ahead, so a single-frame archive costs no memory for it).
+    let threads = if input.format == decode::Format::Zstd && cfg.threads > 1 {
+        let pool = Pool::try_new(cfg.buf_size, cfg.buf_count).ok_or_else(|| {
+            anyhow::anyhow!("cannot allocate the decoder's buffers: out of memory")
+        })?;
+        let ahead_cap = crate::extract::ahead_cap(&pool);
+        decode::Threads { count: cfg.threads, pool: Some(pool), ahead_cap }
+    } else {
+        decode::Threads { count: 1, pool: None, ahead_cap: 0 }
+    };
+    let decoded = input.decode(threads)?;
+    let trailer = decoded.trailer;
+    let mut reader = Reader::new(decoded.reader);
     let out = io::stdout();
     let mut out = io::BufWriter::new(out.lock());
     let utf8 = utf8_locale();

@@ -115,6 +115,10 @@ fn line(s: &Summary) -> String {
         secs,
         rate_mb_s(st.bytes, secs),
     );
+    if let Some(frames) = s.decoding.frames {
+        let threads = s.decoding.threads;
+        out += &format!("; {frames} zstd frames on {threads} threads");
+    }
     if let Some(sync) = s.sync {
         out += &format!("; sync {:.2} s", sync.as_secs_f64());
     }
@@ -134,7 +138,8 @@ fn json(s: &Summary, code: ExitCode) -> String {
         concat!(
             "{{\"members\":{},\"files\":{},\"files_direct\":{},\"files_buffered\":{},",
             "\"dirs\":{},\"links\":{},\"bytes\":{},\"elapsed_s\":{:.6},\"mb_per_s\":{:.3},",
-            "\"sync_s\":{},\"skipped\":{},\"exit_code\":{}}}"
+            "\"sync_s\":{},\"decode_threads\":{},\"frames\":{},\"frames_ahead\":{},",
+            "\"skipped\":{},\"exit_code\":{}}}"
         ),
         s.members,
         st.files,
@@ -146,7 +151,14 @@ fn json(s: &Summary, code: ExitCode) -> String {
         secs,
         rate_mb_s(st.bytes, secs),
         sync,
+        s.decoding.threads,
+        null_or(s.decoding.frames),
+        null_or(s.decoding.frames_ahead),
         report::skipped_count(),
         code as i32
     )
+}
+
+fn null_or(n: Option<u64>) -> String {
+    n.map_or("null".to_string(), |n| n.to_string())
 }

@@ -16,11 +16,20 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result};
 
+use parallel::{DecodeStats, ParallelZstd};
 use source::{Budget, Source};
+
+use crate::pool::Pool;
 
 /// Read size for the compressed input. 1 MiB keeps read syscalls to ~100 per 100 MB and matches
 /// the decoder's appetite; larger showed no gain.
 const INPUT_BUF: usize = 1 << 20;
+
+/// Compressed input the frame-parallel decoder reads ahead of its decoders, per decoder
+/// thread: most of one of Agave's frames (32 MiB of tar, ~10 MiB at level 3), so each decoder
+/// has its frame's input while the reader is still on an earlier one. At most 64 MiB.
+const INPUT_PER_THREAD: usize = 8 << 20;
+const INPUT_MAX: usize = 64 << 20;
 
 /// zstd frame magic (RFC 8878 §3.1.1), little-endian 0xFD2FB528.
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
@@ -192,19 +201,86 @@ impl Trailer {
     }
 }
 
+/// An opened archive whose format is known, before its decoder starts.
 pub struct Input {
     pub format: Format,
     /// Size of the archive file, when it is a regular file.
     pub size: Option<u64>,
     /// Bytes consumed from the archive so far.
     pub consumed: Arc<AtomicU64>,
-    pub reader: Box<dyn Read + Send>,
-    /// For checking the compressed stream after the tar end marker.
-    pub trailer: Trailer,
+    source: Source<Counted<Box<dyn Read + Send>>>,
+    trailer: Trailer,
+    max_window_log: u32,
 }
 
-/// Opens `path` (None: standard input) and wraps it in the decoder its magic calls for.
-/// `drop_behind` drops consumed archive pages from the page cache (regular files only).
+/// How many threads may decode, and where decoded frames wait (multi-frame zstd only).
+pub struct Threads {
+    /// Decoder threads in all, the reader's own included; 1 is the one streaming decoder.
+    pub count: usize,
+    /// Decoded frames ahead of the reader wait in this pool's buffers (None: one thread)...
+    pub pool: Option<Pool>,
+    /// ...holding at most this many of them (see parallel::Options::ahead_cap).
+    pub ahead_cap: usize,
+}
+
+/// The decoded tar stream.
+pub struct Decoded {
+    pub reader: Box<dyn Read + Send>,
+    /// For checking the compressed stream after the tar end marker (None for plain tar).
+    pub trailer: Option<Trailer>,
+    /// Decoder threads at work (1 unless zstd frames are decoded in parallel).
+    pub threads: usize,
+    /// zstd frames decoded so far, when the frame-parallel decoder counts them.
+    pub stats: Option<Arc<DecodeStats>>,
+}
+
+impl Input {
+    /// Starts the decoder the format calls for: for zstd with more than one thread, the
+    /// frame-parallel one (`parallel.rs`), which reads a single-frame stream as the streaming
+    /// decoder does.
+    pub fn decode(self, threads: Threads) -> Result<Decoded> {
+        let Input { format, source, trailer, max_window_log, .. } = self;
+        let trailer = (format != Format::Plain).then_some(trailer);
+        let mut decoded =
+            Decoded { reader: Box::new(io::empty()), trailer, threads: 1, stats: None };
+        let pool = threads.pool.filter(|_| threads.count > 1);
+        decoded.reader = match (format, pool) {
+            (Format::Plain, _) => Box::new(source),
+            (Format::Zstd, Some(pool)) => {
+                let opts = parallel::Options {
+                    workers: threads.count - 1,
+                    max_window_log,
+                    ahead_cap: threads.ahead_cap,
+                    input_budget: (threads.count * INPUT_PER_THREAD).min(INPUT_MAX),
+                };
+                let stats = Arc::new(DecodeStats::default());
+                let d = ParallelZstd::new(Box::new(source), opts, pool, stats.clone())
+                    .context("cannot start the zstd decoder threads")?;
+                decoded.threads = d.threads();
+                decoded.stats = Some(stats);
+                Box::new(d)
+            }
+            (Format::Zstd, None) => {
+                let mut d = zstd::stream::read::Decoder::with_buffer(source)
+                    .context("cannot start the zstd decoder")?;
+                d.window_log_max(max_window_log).context("cannot set the zstd window limit")?;
+                Box::new(Named { inner: d, what: "zstd" })
+            }
+            (Format::Gzip, _) => {
+                Box::new(Named { inner: gz::GzMembers::new(source), what: "gzip" })
+            }
+            (Format::Bzip2, _) => {
+                Box::new(Named { inner: bz2::BzStreams::new(source), what: "bzip2" })
+            }
+            (Format::Lz4, _) => Box::new(Named { inner: lz4::Lz4Frames::new(source), what: "lz4" }),
+        };
+        Ok(decoded)
+    }
+}
+
+/// Opens `path` (None: standard input) and finds the format from its magic number; `decode`
+/// then starts the decoder. `drop_behind` drops consumed archive pages from the page cache
+/// (regular files only).
 pub fn open(path: Option<&Path>, max_window_log: u32, drop_behind: bool) -> Result<Input> {
     let (raw, size): (Box<dyn Read + Send>, Option<u64>) = match path {
         None => (Box::new(io::stdin()), None),
@@ -223,22 +299,10 @@ pub fn open(path: Option<&Path>, max_window_log: u32, drop_behind: bool) -> Resu
     };
     let consumed = Arc::new(AtomicU64::new(0));
     let counted = Counted { inner: raw, count: consumed.clone() };
-    let mut input = Source::with_capacity(INPUT_BUF, counted);
-    let trailer = Trailer(input.budget());
-    let format = sniff(&mut input).context("cannot read the archive")?;
-    let reader: Box<dyn Read + Send> = match format {
-        Format::Plain => Box::new(input),
-        Format::Zstd => {
-            let mut d = zstd::stream::read::Decoder::with_buffer(input)
-                .context("cannot start the zstd decoder")?;
-            d.window_log_max(max_window_log).context("cannot set the zstd window limit")?;
-            Box::new(Named { inner: d, what: "zstd" })
-        }
-        Format::Gzip => Box::new(Named { inner: gz::GzMembers::new(input), what: "gzip" }),
-        Format::Bzip2 => Box::new(Named { inner: bz2::BzStreams::new(input), what: "bzip2" }),
-        Format::Lz4 => Box::new(Named { inner: lz4::Lz4Frames::new(input), what: "lz4" }),
-    };
-    Ok(Input { format, size, consumed, reader, trailer })
+    let mut source = Source::with_capacity(INPUT_BUF, counted);
+    let trailer = Trailer(source.budget());
+    let format = sniff(&mut source).context("cannot read the archive")?;
+    Ok(Input { format, size, consumed, source, trailer, max_window_log })
 }
 
 /// Reads until the format is known: from the first read on, whatever has arrived is looked

@@ -43,6 +43,16 @@ const PIECE: usize = 1 << 20;
 /// How often a worker blocked on input or on the pool looks whether the run was cancelled.
 const CANCEL_POLL: Duration = Duration::from_millis(50);
 
+/// Largest window a worker decodes; frames declaring more are left to the reader's one
+/// decoder, so decoder memory is at most one `--max-window` plus this much per worker, at any
+/// thread count. 8 MiB is what `zstd -19` uses without `--long`; Agave's level-1 and level-3
+/// frames of 32 MiB declare 512 KiB and 2 MiB.
+pub const WORKER_MAX_WINDOW: u64 = 8 << 20;
+
+/// Buffers the frame the reader is on may hold beyond `ahead_cap`: the reader consumes them
+/// in order, so two keep its worker busy while the reader copies.
+const HEAD_EXTRA: usize = 2;
+
 /// Counters for the summary.
 #[derive(Debug, Default)]
 pub struct DecodeStats {
@@ -56,7 +66,9 @@ pub struct Options {
     /// Worker threads (0: the reader decodes every frame itself).
     pub workers: usize,
     pub max_window_log: u32,
-    /// Pool buffers frames ahead of the reader may hold.
+    /// Pool buffers decoded frames may hold unread (the frame the reader is on may hold
+    /// HEAD_EXTRA more). With `ahead_cap + HEAD_EXTRA` below the pool's count, whoever else
+    /// takes pool buffers (the tar stage, for file data) always gets one in the end.
     pub ahead_cap: usize,
     /// Compressed bytes read ahead, at most.
     pub input_budget: usize,
@@ -100,6 +112,8 @@ enum Out {
 struct Job {
     index: u64,
     offset: u64,
+    /// The window its header declares (bytes).
+    window: u64,
     input: Receiver<Piece>,
     output: Sender<Out>,
 }
@@ -187,7 +201,7 @@ impl ParallelZstd {
         opts: Options,
         pool: Pool,
         stats: Arc<DecodeStats>,
-    ) -> ParallelZstd {
+    ) -> io::Result<ParallelZstd> {
         let workers = opts.workers;
         let max_window = 1u64 << opts.max_window_log;
         let shared = Arc::new(Shared {
@@ -201,20 +215,33 @@ impl ParallelZstd {
         let s = shared.clone();
         std::thread::Builder::new()
             .name("zstd-split".into())
-            .spawn(move || split(input, max_window, &s))
-            .expect("spawn the zstd splitter");
-        let workers = (0..workers)
-            .map(|i| {
-                let (s, p) = (shared.clone(), pool.clone());
-                std::thread::Builder::new()
-                    .name(format!("zstd-{i}"))
-                    .spawn(move || work(&s, &p))
-                    .expect("spawn a zstd worker")
-            })
-            .collect();
+            .spawn(move || split(input, max_window, &s))?;
         let mut dctx = DCtx::create();
         let _ = dctx.set_parameter(DParameter::WindowLogMax(shared.opts.max_window_log));
-        ParallelZstd { shared, stats, current: Current::None, dctx, workers, error: None }
+        let mut this = ParallelZstd {
+            shared: shared.clone(),
+            stats,
+            current: Current::None,
+            dctx,
+            workers: Vec::new(),
+            error: None,
+        };
+        // A user at RLIMIT_NPROC may get fewer workers than asked for: the reader decodes
+        // what they do not.
+        for i in 0..workers {
+            let (s, p) = (shared.clone(), pool.clone());
+            match std::thread::Builder::new().name(format!("zstd-{i}")).spawn(move || work(&s, &p))
+            {
+                Ok(w) => this.workers.push(w),
+                Err(_) => break,
+            }
+        }
+        Ok(this)
+    }
+
+    /// Decoder threads at work: the workers that started, and the reader.
+    pub fn threads(&self) -> usize {
+        self.workers.len() + 1
     }
 
     fn fail(&mut self, kind: io::ErrorKind, msg: String) -> io::Error {
@@ -453,12 +480,13 @@ fn split(mut input: Box<dyn Read + Send>, max_window: u64, shared: &Arc<Shared>)
         let mut at = 0usize;
         for e in &events {
             match *e {
-                Event::Start { offset, .. } => {
+                Event::Start { offset, header } => {
                     let start = (offset - base) as usize;
                     at = start;
                     let (in_tx, in_rx) = channel();
                     let (out_tx, out_rx) = channel();
-                    let job = Job { index, offset, input: in_rx, output: out_tx };
+                    let window = header.window;
+                    let job = Job { index, offset, window, input: in_rx, output: out_tx };
                     let mut st = shared.lock();
                     st.queue.push_back(Entry { index, offset, job: Some(job), output: out_rx });
                     drop(st);
@@ -505,8 +533,13 @@ fn work(shared: &Arc<Shared>, pool: &Pool) {
                     return;
                 }
                 let head = st.head;
-                if let Some(e) = st.queue.iter_mut().find(|e| e.job.is_some() && e.index > head) {
-                    break e.job.take().expect("unclaimed");
+                if let Some(job) = st
+                    .queue
+                    .iter_mut()
+                    .filter(|e| e.index > head)
+                    .find_map(|e| e.job.take_if(|j| j.window <= WORKER_MAX_WINDOW))
+                {
+                    break job;
                 }
                 if st.done {
                     return;
@@ -595,15 +628,17 @@ fn decode_job(
     Ok(true)
 }
 
-/// An output buffer for frame `index`: frames ahead of the reader wait while `ahead_cap`
-/// buffers are unread; the reader's own frame never waits for the cap. None when cancelled.
+/// An output buffer for frame `index`: frames wait while `ahead_cap` buffers are unread, the
+/// reader's own frame while HEAD_EXTRA more are (it drains as the reader copies, so it always
+/// gets one in the end). None when cancelled.
 fn output_buffer(index: u64, shared: &Arc<Shared>, pool: &Pool) -> Option<PoolBuf> {
     let mut st = shared.lock();
     loop {
         if st.cancel {
             return None;
         }
-        if index <= st.head || st.unread < shared.opts.ahead_cap {
+        let cap = shared.opts.ahead_cap + if index <= st.head { HEAD_EXTRA } else { 0 };
+        if st.unread < cap {
             break;
         }
         st = shared.wait(st);
@@ -657,7 +692,7 @@ mod tests {
         let opts =
             Options { workers, max_window_log: 27, ahead_cap: buffers / 2, input_budget: 2 << 20 };
         let stats = Arc::new(DecodeStats::default());
-        let mut d = ParallelZstd::new(Box::new(io::Cursor::new(data)), opts, pool, stats);
+        let mut d = ParallelZstd::new(Box::new(io::Cursor::new(data)), opts, pool, stats).unwrap();
         let mut out = Vec::new();
         let mut buf = vec![0; read];
         loop {
@@ -712,7 +747,8 @@ mod tests {
             let opts = Options { workers, max_window_log: 27, ahead_cap: 8, input_budget: 4 << 20 };
             let stats = Arc::new(DecodeStats::default());
             let mut d =
-                ParallelZstd::new(Box::new(io::Cursor::new(data.clone())), opts, pool, stats);
+                ParallelZstd::new(Box::new(io::Cursor::new(data.clone())), opts, pool, stats)
+                    .unwrap();
             let mut got = Vec::new();
             let err = loop {
                 let mut buf = vec![0; 8192];
