@@ -406,6 +406,12 @@ impl<R: std::io::Read> Stage<'_, '_, R> {
             report::skipped(&name, "member name is empty; skipped");
             return Ok(());
         }
+        // A `./` member is DIR itself. GNU tar gives DIR its mode and mtime (as root, or
+        // with -p), and so do we; but a snapshot never holds one (Agave writes no directory
+        // entries), and DIR is the operator's: a 0700 ledger directory stays 0700.
+        if cfg.snapshot && path.is_root() {
+            return Ok(());
+        }
         self.admission.admit(&m, path.as_path()).map_err(|e| anyhow!("{name}: {e:#}"))?;
         if cfg.verbose > 0 {
             // As `tar -xv` prints it: quoted for the locale. A failed write stops the names,

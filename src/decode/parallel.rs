@@ -21,7 +21,7 @@
 //! frame the reader is waiting for is never held back by the cap.
 //!
 //! Errors keep their place: a corrupt or truncated frame is reported when the reader reaches
-//! it, as "zstd frame N (archive offset X): ...", so everything before it is delivered and
+//! it, as "zstd frame N (byte X of the archive): ...", so everything before it is delivered and
 //! nothing after it; a failure a worker finds early in a later frame waits for its turn.
 
 use std::collections::VecDeque;
@@ -412,7 +412,7 @@ impl Drop for ParallelZstd {
 }
 
 fn frame_error(index: u64, offset: u64, what: &str) -> String {
-    format!("zstd frame {index} (archive offset {offset}): {what}")
+    format!("zstd frame {index} (byte {offset} of the archive): {what}")
 }
 
 fn truncated(index: u64, offset: u64) -> String {
@@ -459,7 +459,10 @@ fn split(mut input: Box<dyn Read + Send>, max_window: u64, shared: &Arc<Shared>)
         let data = Arc::new(InputBuf { bytes, shared: shared.clone() });
         let n = match n {
             Ok(n) => n,
-            Err(e) => return finish(Some(format!("archive offset {}: {e}", walker.offset()))),
+            Err(e) => {
+                let at = walker.offset();
+                return finish(Some(format!("cannot read the archive at byte {at}: {e}")));
+            }
         };
         if n == 0 {
             // The end of the input: between frames it is the end of the stream; inside a frame
@@ -468,9 +471,9 @@ fn split(mut input: Box<dyn Read + Send>, max_window: u64, shared: &Arc<Shared>)
                 drop(current.take());
                 return finish(None);
             }
+            let at = walker.offset();
             return finish(Some(format!(
-                "archive offset {}: zstd: the compressed input ends inside a frame header",
-                walker.offset()
+                "zstd frame {index}: the compressed input ends inside its header, at byte {at}"
             )));
         }
         let base = walker.offset();
@@ -515,8 +518,9 @@ fn split(mut input: Box<dyn Read + Send>, max_window: u64, shared: &Arc<Shared>)
             }
         }
         if let Err(e) = walked {
-            drop(current.take());
-            return finish(Some(e.to_string()));
+            // The frame the walk was in, or the one whose header it was reading.
+            let frame = if current.take().is_some() { index - 1 } else { index };
+            return finish(Some(frame_error(frame, e.offset, &e.what)));
         }
     }
 }
@@ -759,7 +763,7 @@ mod tests {
                 }
             };
             let msg = err.to_string();
-            let want = format!("zstd frame 4 (archive offset {})", starts[4]);
+            let want = format!("zstd frame 4 (byte {} of the archive)", starts[4]);
             assert!(msg.starts_with(&want), "{msg}");
             // Everything before the bad frame came out, nothing after it.
             assert_eq!(&got[..4 * 200_000], &parts[..4].concat()[..]);
