@@ -66,8 +66,9 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     };
     let decoded = input.decode(threads)?;
     let decoding = Decoding::of(&decoded);
-    let (members, stats) =
-        pipeline(cfg, decoded.reader, decoded.trailer, &pool, &mut *writer, files)?;
+    let batch_buffers = if decoded.threads > 1 { batch_buffers(&pool) } else { usize::MAX };
+    let stream = Stream { reader: decoded.reader, trailer: decoded.trailer, batch_buffers };
+    let (members, stats) = pipeline(cfg, stream, &pool, &mut *writer, files)?;
     drop(writer);
     progress.finish();
     let elapsed = start.elapsed();
@@ -81,6 +82,25 @@ pub fn run(cfg: &Config) -> Result<Summary> {
 /// frame being read may hold 2 more, and the tar stage needs 1).
 pub fn ahead_cap(pool: &Pool) -> usize {
     (pool.count() / 2).min(pool.count().saturating_sub(3)).max(1)
+}
+
+/// Buffers of file data the tar stage may hold in an unsent batch while the frame-parallel
+/// decoder runs. The tar stage blocks in the decoder's `read` (not only in `Pool::get`, where
+/// it flushes first), and a worker it waits for may be waiting for a pool buffer: the frames
+/// hold at most `ahead_cap + HEAD_EXTRA`, the tar stage one more that it is filling, and the
+/// worker needs one free, so an unsent batch may hold only what is left. (Small sparse
+/// segments, one buffer each, once filled the pool this way and hung.)
+fn batch_buffers(pool: &Pool) -> usize {
+    let decoder = ahead_cap(pool) + decode::parallel::HEAD_EXTRA;
+    pool.count().saturating_sub(decoder + 2)
+}
+
+/// The decoded tar stream and how the tar stage must batch what it reads from it.
+struct Stream {
+    reader: Box<dyn std::io::Read + Send>,
+    trailer: Option<decode::Trailer>,
+    /// Most buffers of file data an unsent batch may hold (`batch_buffers`).
+    batch_buffers: usize,
 }
 
 /// The decoder's side of the summary.
@@ -165,8 +185,7 @@ fn sync_dest(dest: &std::path::Path) -> Result<Duration> {
 /// Runs the decoder thread and the writer until the archive ends or one side fails.
 fn pipeline(
     cfg: &Config,
-    input: Box<dyn std::io::Read + Send>,
-    trailer: Option<decode::Trailer>,
+    input: Stream,
     pool: &Pool,
     writer: &mut dyn write::Writer,
     files: Arc<FileCount>,
@@ -176,7 +195,7 @@ fn pipeline(
         // A user at RLIMIT_NPROC (`ulimit -u`, threads count) or at a cgroup's pids.max
         // cannot start a thread: one line, not a panic.
         let producer = thread::Builder::new()
-            .spawn_scoped(s, || produce(cfg, input, trailer, pool, tx, files))
+            .spawn_scoped(s, || produce(cfg, input, pool, tx, files))
             .map_err(|e| {
                 anyhow!(
                     "cannot start the decoder thread: {e} (too many processes: ulimit -u or \
@@ -231,12 +250,12 @@ struct WriterGone;
 /// Reads members, judges their paths and sends the ops. Returns the number of members.
 fn produce(
     cfg: &Config,
-    input: Box<dyn std::io::Read + Send>,
-    trailer: Option<decode::Trailer>,
+    input: Stream,
     pool: &Pool,
     tx: SyncSender<Vec<Op>>,
     files: Arc<FileCount>,
 ) -> Result<u64> {
+    let Stream { reader: input, trailer, batch_buffers } = input;
     let mut reader = Reader::new(input);
     let mut sanitizer = Sanitizer::new(cfg.strip_components);
     let mut admission = Admission::new(cfg.snapshot, cfg.limits.clone(), files);
@@ -244,7 +263,13 @@ fn produce(
     let utf8 = crate::list::utf8_locale();
     // Safety: geteuid/getegid have no preconditions.
     let ids = unsafe { (libc::geteuid(), libc::getegid()) };
-    let mut out = Batcher { tx: &tx, ops: Vec::with_capacity(BATCH_OPS), bytes: 0 };
+    let mut out = Batcher {
+        tx: &tx,
+        ops: Vec::with_capacity(BATCH_OPS),
+        bytes: 0,
+        buffers: 0,
+        max_buffers: batch_buffers,
+    };
     let mut members = 0;
     loop {
         let member = match reader.next_member() {
@@ -333,17 +358,24 @@ fn setid_checked(mode: u32, m: &Member, (uid, gid): (u32, u32)) -> u32 {
 struct Batcher<'a> {
     tx: &'a SyncSender<Vec<Op>>,
     ops: Vec<Op>,
-    /// File data in `ops`.
+    /// File data in `ops`, and the pool buffers holding it.
     bytes: usize,
+    buffers: usize,
+    /// Sent once `buffers` exceeds this (see `batch_buffers`).
+    max_buffers: usize,
 }
 
 impl Batcher<'_> {
     fn push(&mut self, op: Op) -> Result<(), WriterGone> {
         if let Op::Data { buf, .. } = &op {
             self.bytes += buf.len();
+            self.buffers += 1;
         }
         self.ops.push(op);
-        if self.ops.len() >= BATCH_OPS || self.bytes >= BATCH_BYTES {
+        if self.ops.len() >= BATCH_OPS
+            || self.bytes >= BATCH_BYTES
+            || self.buffers > self.max_buffers
+        {
             self.flush()?;
         }
         Ok(())
@@ -354,6 +386,7 @@ impl Batcher<'_> {
             return Ok(());
         }
         self.bytes = 0;
+        self.buffers = 0;
         let batch = std::mem::replace(&mut self.ops, Vec::with_capacity(BATCH_OPS));
         self.tx.send(batch).map_err(|_| WriterGone)
     }

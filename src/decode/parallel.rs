@@ -51,7 +51,7 @@ pub const WORKER_MAX_WINDOW: u64 = 8 << 20;
 
 /// Buffers the frame the reader is on may hold beyond `ahead_cap`: the reader consumes them
 /// in order, so two keep its worker busy while the reader copies.
-const HEAD_EXTRA: usize = 2;
+pub const HEAD_EXTRA: usize = 2;
 
 /// Counters for the summary.
 #[derive(Debug, Default)]
