@@ -79,7 +79,7 @@ pub fn run(cfg: &Config) -> Result<Summary> {
 /// Pool buffers decoded zstd frames may hold ahead of the tar stage: half the pool, so a
 /// 32 MiB frame of Agave's decodes whole into the default 64 MiB while the other half carries
 /// file data to the writer; never so many that the tar stage could not get a buffer (the
-/// frame being read may hold 2 more, and the tar stage needs 1).
+/// frame being read may hold 1 more; see `batch_buffers` for the rest of the count).
 pub fn ahead_cap(pool: &Pool) -> usize {
     (pool.count() / 2).min(pool.count().saturating_sub(3)).max(1)
 }
@@ -87,9 +87,11 @@ pub fn ahead_cap(pool: &Pool) -> usize {
 /// Buffers of file data the tar stage may hold in an unsent batch while the frame-parallel
 /// decoder runs. The tar stage blocks in the decoder's `read` (not only in `Pool::get`, where
 /// it flushes first), and a worker it waits for may be waiting for a pool buffer: the frames
-/// hold at most `ahead_cap + HEAD_EXTRA`, the tar stage one more that it is filling, and the
-/// worker needs one free, so an unsent batch may hold only what is left. (Small sparse
-/// segments, one buffer each, once filled the pool this way and hung.)
+/// hold at most `ahead_cap + HEAD_EXTRA` (one of them still to be taken by the waiting worker),
+/// the tar stage one more that it is filling, the writer one more (a direct file's unaligned
+/// tail waits for the file's End, which may sit in the unsent batch), and the worker needs one
+/// free, so an unsent batch may hold only what is left. (Small sparse segments, one buffer
+/// each, once filled the pool this way and hung.)
 fn batch_buffers(pool: &Pool) -> usize {
     let decoder = ahead_cap(pool) + decode::parallel::HEAD_EXTRA;
     pool.count().saturating_sub(decoder + 2)

@@ -49,9 +49,11 @@ const CANCEL_POLL: Duration = Duration::from_millis(50);
 /// frames of 32 MiB declare 512 KiB and 2 MiB.
 pub const WORKER_MAX_WINDOW: u64 = 8 << 20;
 
-/// Buffers the frame the reader is on may hold beyond `ahead_cap`: the reader consumes them
-/// in order, so two keep its worker busy while the reader copies.
-pub const HEAD_EXTRA: usize = 2;
+/// Buffers the frame the reader is on may hold beyond `ahead_cap`: one, so it always gets a
+/// buffer when frames ahead hold the whole cap (the reader consumes its frame's in order). One,
+/// not more: every buffer held here is one the tar stage and the writer cannot have, and with
+/// the smallest pool (4 buffers) two left none free (see extract.rs `batch_buffers`).
+pub const HEAD_EXTRA: usize = 1;
 
 /// Counters for the summary.
 #[derive(Debug, Default)]
