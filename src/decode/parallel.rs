@@ -9,10 +9,14 @@
 //! - **workers** claim queued frames *ahead of* the one being read and decode them into pool
 //!   buffers, which wait, in order, on the frame's output channel;
 //! - the **reader** (the `Read` impl, on the caller's thread) consumes frames in order: a frame
-//!   a worker decoded is copied out of its buffers; a frame nobody has claimed yet when the
-//!   reader reaches it — every frame of a single-frame archive, every frame with `--threads
-//!   1` — is decoded by the reader itself straight into the caller's buffer, as the sequential
-//!   decoder does.
+//!   a worker decoded is copied out of its buffers; a frame nobody has claimed when the reader
+//!   reaches it is decoded by the reader itself straight into the caller's buffer, as the
+//!   sequential decoder does. With N decoders (N-1 workers and the reader) every N-th frame
+//!   (0, N, 2N, ...) is left to the reader, so it decodes its share while the workers decode
+//!   the frames after it: when workers took whatever was next, the reader only ever copied
+//!   (101 of the 119 frames of a 4 GB archive went to the one worker on 2 CPUs). Frame 0 of a
+//!   single-frame archive, and frames whose window is over WORKER_MAX_WINDOW, are the reader's
+//!   too.
 //!
 //! Memory: decoded output waiting for the reader lives in pool buffers; frames ahead of the
 //! reader may hold at most `ahead_cap` of them (the rest of the pool stays for file data in
@@ -144,6 +148,9 @@ struct State {
     input_used: usize,
     /// The reader is gone or a frame failed: stop.
     cancel: bool,
+    /// Threads decoding: the workers that started and the reader. Every `decoders`-th frame
+    /// (index 0, N, 2N, ...) is the reader's (see `work`).
+    decoders: u64,
 }
 
 struct Shared {
@@ -207,7 +214,7 @@ impl ParallelZstd {
         let workers = opts.workers;
         let max_window = 1u64 << opts.max_window_log;
         let shared = Arc::new(Shared {
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State { decoders: workers as u64 + 1, ..State::default() }),
             changed: Condvar::new(),
             cancelled: AtomicBool::new(false),
             opts,
@@ -238,6 +245,8 @@ impl ParallelZstd {
                 Err(_) => break,
             }
         }
+        shared.lock().decoders = this.workers.len() as u64 + 1;
+        shared.changed.notify_all();
         Ok(this)
     }
 
@@ -538,11 +547,11 @@ fn work(shared: &Arc<Shared>, pool: &Pool) {
                 if st.cancel {
                     return;
                 }
-                let head = st.head;
+                let (head, decoders) = (st.head, st.decoders);
                 if let Some(job) = st
                     .queue
                     .iter_mut()
-                    .filter(|e| e.index > head)
+                    .filter(|e| e.index > head && e.index % decoders != 0)
                     .find_map(|e| e.job.take_if(|j| j.window <= WORKER_MAX_WINDOW))
                 {
                     break job;
