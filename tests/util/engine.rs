@@ -43,6 +43,9 @@ pub const DECODERS: &[DecoderConfig] = &[
 pub enum Encoding {
     /// The tar stream as it is.
     Plain,
+    /// An archive the case compressed itself (a peer-corpus `.tar.zst`, `zstd --long`), as it
+    /// is: compressed, so it meets the decoder rows.
+    AsBuilt,
     /// zstd level 3 with checksums; `frame` bytes of tar stream per independent frame (the
     /// way Agave writes snapshots: `split -b 32M --filter='zstd -3 -q -c'`), or one frame.
     Zstd { frame: Option<usize> },
@@ -68,6 +71,7 @@ impl Encoding {
     pub fn name(&self) -> String {
         match self {
             Encoding::Plain => "plain".into(),
+            Encoding::AsBuilt => "compressed as built".into(),
             Encoding::Zstd { frame: None } => "zstd 1 frame".into(),
             Encoding::Zstd { frame: Some(n) } if n % (1 << 20) == 0 => {
                 format!("zstd {} MiB frames", n >> 20)
@@ -83,6 +87,7 @@ impl Encoding {
     pub fn suffix(&self) -> &'static str {
         match self {
             Encoding::Plain => ".tar",
+            Encoding::AsBuilt => ".archive",
             Encoding::Zstd { .. } => ".tar.zst",
         }
     }
@@ -90,7 +95,7 @@ impl Encoding {
     /// `tar` (the tar stream) in this encoding.
     pub fn encode(&self, tar: &[u8]) -> Vec<u8> {
         match *self {
-            Encoding::Plain => tar.to_vec(),
+            Encoding::Plain | Encoding::AsBuilt => tar.to_vec(),
             Encoding::Zstd { frame } => {
                 let piece = frame.unwrap_or(usize::MAX).max(1);
                 let mut out = Vec::new();
@@ -115,6 +120,20 @@ impl Encoding {
             at += zstd_frame(chunk, 3).len();
         }
         offsets
+    }
+}
+
+/// The encodings a differential case runs `archive` in: a tar stream as it is and in small
+/// zstd frames (64 KiB, or 1021 bytes for an archive under 128 KiB, so that frame edges fall
+/// inside it); anything else (compressed by the case) as built.
+pub fn encodings_of(archive: &[u8]) -> &'static [Encoding] {
+    let is_tar = archive.len() >= 512 && archive[257..262] == *b"ustar";
+    if !is_tar {
+        &[Encoding::AsBuilt]
+    } else if archive.len() >= 128 << 10 {
+        &[Encoding::Plain, ZSTD_64K]
+    } else {
+        PLAIN_AND_SMALL_FRAMES
     }
 }
 
