@@ -445,9 +445,9 @@ fn corrupt_frame_in_the_middle_of_many() {
             assert!(line.contains(&frame), "the error names `{frame}`\n{}", out.describe());
         }
         assert!(line.contains("incomplete"), "f2 is said to be incomplete\n{}", out.describe());
-        for i in 0..2 {
+        for (i, want) in data.iter().enumerate().take(2) {
             let got = util::read(s.dest.join(format!("f{i}")));
-            assert!(got == data[i], "f{i} is not complete\n{}", out.describe());
+            assert!(got == *want, "f{i} is not complete\n{}", out.describe());
         }
         let f2 = util::read(s.dest.join("f2"));
         assert!(
