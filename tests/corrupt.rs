@@ -440,7 +440,7 @@ fn corrupt_frame_in_the_middle_of_many() {
         let (out, s) = extract(&td, run, &z, util::TIMEOUT);
         expect_fatal(&out, Some("f2"));
         let line = &out.diagnostics()[0];
-        let frame = format!("zstd frame {bad} (archive offset {})", starts[bad]);
+        let frame = format!("zstd frame {bad} (byte {} of the archive)", starts[bad]);
         if run.engine.decoder.name == "threads 4" || line.contains("zstd frame") {
             assert!(line.contains(&frame), "the error names `{frame}`\n{}", out.describe());
         }

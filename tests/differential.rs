@@ -172,18 +172,6 @@ fn corpus_encodings(name: &str) -> &'static [Encoding] {
     }
 }
 
-/// Known product bug, pinned by `sparse_in_small_frames_hangs_with_threads_4` (ignored until
-/// fixed): the tar stage batches each small sparse segment in its own pool buffer
-/// (`extract.rs` `Batcher` flushes by ops and bytes, not buffers) and then blocks on the
-/// frame-parallel decoder, whose worker waits for a pool buffer: a deadlock.
-const KNOWN_HANG: &str = "skipped: sparse members in small zstd frames with --threads 4 hang (bug)";
-
-fn known_hang(name: &str, run: &engine::Run) -> bool {
-    name.contains("sparse")
-        && matches!(run.encoding, Encoding::Zstd { .. })
-        && run.engine.decoder.name == "threads 4"
-}
-
 /// Runs every corpus archive that `select` accepts through the reference and through fastuntar
 /// in every run of `corpus_encodings`.
 fn run_corpus(test: &str, select: impl Fn(&str) -> bool) {
@@ -264,10 +252,6 @@ fn run_corpus(test: &str, select: impl Fn(&str) -> bool) {
         let want = snapshot(&reference);
         let bytes = util::read(&archive);
         for run in engine::runs(Set::Sweep, corpus_encodings(name)) {
-            if known_hang(name, &run) {
-                skipped.push(format!("{name} [{}]: {KNOWN_HANG}", run.name()));
-                continue;
-            }
             let input = match run.encoding {
                 Encoding::Plain | Encoding::AsBuilt => archive.clone(),
                 e => td.write(format!("input{}", e.suffix()), e.encode(&bytes)),
@@ -581,8 +565,8 @@ fn zstd_level1() {
 }
 
 /// `zstd --long=31` fed through a pipe: the frame has no content size and declares a 2 GiB
-/// window. GNU tar's `zstd -d` refuses that without `--long=31`, so the reference decompresses
-/// explicitly.
+/// window. GNU tar's `zstd -d` refuses that without `--long=31`, and fastuntar without
+/// `--max-window 2G` (its default is zstd's 128M), so both are told.
 #[test]
 fn zstd_long_window() {
     let test = "zstd_long_window";
@@ -604,7 +588,7 @@ fn zstd_long_window() {
         &g.td,
         &z,
         "zstd -d --long=31 -q -c {a} | tar -xf - -C {d} --no-same-owner -p",
-        &[],
+        &["--max-window", "2G"],
         false,
     );
 }
@@ -1120,17 +1104,15 @@ fn large_file_integrity() {
     compare_with_reference(&format!("{test} (zstd)"), &td, &z, GNU_X, &["--memory", "256K"], false);
 }
 
-/// Product bug found by the multi-frame corpus runs (issue 11): GNU sparse archives of the peer
-/// corpus in 1021- or 4096-byte zstd frames hang with `--threads 4` (not with 1 or 2, nor in
-/// 16 KiB frames or larger). The tar stage keeps the pool buffers of small sparse segments in its
-/// unsent batch (`extract.rs` `Batcher` flushes at BATCH_OPS ops or BATCH_BYTES bytes, not at a
-/// number of buffers) and then blocks reading the next frame; the worker decoding that frame
-/// waits in `Pool::get_timeout` for a buffer only the batch could give back. Ignored until fixed:
-/// `cargo test --release --test differential -- --ignored`.
+/// Regression (found by the multi-frame corpus runs, issue 11): GNU sparse archives of the
+/// peer corpus in 4096-byte zstd frames hung with `--threads 4`. The tar stage kept the pool
+/// buffers of small sparse segments in its unsent batch (flushed at BATCH_OPS ops or
+/// BATCH_BYTES bytes, not at a number of buffers) and then blocked reading the next frame,
+/// whose worker waited in `Pool::get_timeout` for a buffer only the batch could give back. The
+/// batch is now sent before it holds more buffers than the decoder leaves (`batch_buffers`).
 #[test]
-#[ignore = "product bug: deadlock between the tar stage's batch and the parallel decoder"]
-fn sparse_in_small_frames_hangs_with_threads_4() {
-    let test = "sparse_in_small_frames_hangs_with_threads_4";
+fn sparse_in_small_frames_with_threads_4() {
+    let test = "sparse_in_small_frames_with_threads_4";
     let archive = corpus_dir().join("test_read_format_gtar_sparse_1_13.tar");
     if !archive.is_file() || !have_tool(test, "tar") {
         util::note(&format!("SKIP {test}: no peer corpus"));
@@ -1139,14 +1121,16 @@ fn sparse_in_small_frames_hangs_with_threads_4() {
     let td = TestDir::new(test);
     let z = td.write("a.tar.zst", ZSTD_4K.encode(&util::read(&archive)));
     let d = td.fresh("ours");
-    let out = fastuntar()
-        .args(["--io", "portable", "--threads", "4", "-x"])
-        .arg(&z)
-        .arg("-C")
-        .arg(&d)
-        .timeout(std::time::Duration::from_secs(15))
-        .run();
-    out.expect_code(0);
+    for memory in ["64M", "16K"] {
+        let out = fastuntar()
+            .args(["--io", "portable", "--threads", "4", "--memory", memory, "-x"])
+            .arg(&z)
+            .arg("-C")
+            .arg(&d)
+            .timeout(std::time::Duration::from_secs(15))
+            .run();
+        out.expect_code(0);
+    }
 }
 
 const ZSTD_4K: Encoding = Encoding::Zstd { frame: Some(4096) };
