@@ -39,6 +39,31 @@ fn exclusive() -> RwLockWriteGuard<'static, ()> {
 
 // --- Helpers ------------------------------------------------------------------------------------
 
+/// The start of a test that compares with GNU tar: the shared lock and a fresh directory
+/// `dir`, or None (after `have_tool`'s SKIP line) where `tar` is missing.
+fn with_gnu_tar(test: &str, dir: &str) -> Option<(RwLockReadGuard<'static, ()>, TestDir)> {
+    let guard = shared();
+    if !have_tool(test, "tar") {
+        return None;
+    }
+    Some((guard, TestDir::new(dir)))
+}
+
+/// `-tf archive` with `flags` by GNU tar and by fastuntar: None when fastuntar exits 0 and
+/// lists what GNU tar lists, else the exit code and both listings.
+fn listing_differs<S: AsRef<std::ffi::OsStr>>(flags: &[S], archive: &Path) -> Option<String> {
+    let gnu = Cmd::new("tar").args(flags).arg("-tf").arg(archive).run();
+    let ours = fastuntar().args(flags).arg("-tf").arg(archive).run();
+    (ours.code != Some(0) || gnu.stdout != ours.stdout).then(|| {
+        format!(
+            "(exit {:?})\n--- GNU ---\n{}--- fastuntar ---\n{}",
+            ours.code,
+            gnu.stdout_str(),
+            ours.stdout_str()
+        )
+    })
+}
+
 /// fastuntar with `TZ=UTC` (through env(1), which execs it: the kit's timeout still applies).
 /// The kit's strict checks (panic, signal, exit code range) are repeated here.
 fn fastuntar_utc<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
@@ -101,12 +126,8 @@ fn small_tree(root: &Path) {
     }
 }
 
-/// `small_tree` archived by GNU tar as `NAME` (`tar -C src -cf NAME top`).
-fn small_archive(td: &TestDir, name: &str) -> PathBuf {
-    let src = td.join(format!("{name}.src"));
-    fs::create_dir(&src).unwrap();
-    small_tree(&src);
-    let archive = td.join(name);
+/// `src/top` archived by GNU tar as `archive` (`tar -C src -cf archive top`).
+fn gnu_archive_top(src: &Path, archive: &Path) -> PathBuf {
     let out = gnu_tar([
         "-C".as_ref(),
         src.as_os_str(),
@@ -115,7 +136,15 @@ fn small_archive(td: &TestDir, name: &str) -> PathBuf {
         "top".as_ref(),
     ]);
     assert!(out.success(), "GNU tar -c failed\n{}", out.describe());
-    archive
+    archive.to_path_buf()
+}
+
+/// `small_tree` archived by GNU tar as `NAME` (`tar -C src -cf NAME top`).
+fn small_archive(td: &TestDir, name: &str) -> PathBuf {
+    let src = td.join(format!("{name}.src"));
+    fs::create_dir(&src).unwrap();
+    small_tree(&src);
+    gnu_archive_top(&src, &td.join(name))
 }
 
 /// GNU tar's extraction of `archive` with `args`, into a fresh directory.
@@ -325,19 +354,24 @@ fn verbose_matches(td: &TestDir, archive: &Path, locale: &str) -> Result<(), Str
     Ok(())
 }
 
+/// `verbose_matches` in the C locale and in a UTF-8 one; fails naming every locale that differs.
+fn assert_verbose_matches(td: &TestDir, archive: &Path) {
+    let errors: Vec<String> = ["C", "C.UTF-8"]
+        .into_iter()
+        .filter_map(|locale| verbose_matches(td, archive, locale).err())
+        .collect();
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
 #[test]
 fn verbose_extraction_prints_names_like_gnu_tar() {
-    let _g = shared();
-    if !have_tool("verbose_extraction_prints_names_like_gnu_tar", "tar") {
+    let Some((_g, td)) =
+        with_gnu_tar("verbose_extraction_prints_names_like_gnu_tar", "verbose_names")
+    else {
         return;
-    }
-    let td = TestDir::new("verbose_names");
+    };
     let archive = small_archive(&td, "v.tar");
-    for locale in ["C", "C.UTF-8"] {
-        if let Err(e) = verbose_matches(&td, &archive, locale) {
-            panic!("{e}");
-        }
-    }
+    assert_verbose_matches(&td, &archive);
 }
 
 /// Names that are not ASCII: GNU tar quotes them by the locale (octal escapes such as
@@ -345,11 +379,11 @@ fn verbose_extraction_prints_names_like_gnu_tar() {
 /// already does (src/list.rs, `utf8_locale`); `-xv` must print the same.
 #[test]
 fn verbose_quotes_non_ascii_names_by_locale() {
-    let _g = shared();
-    if !have_tool("verbose_quotes_non_ascii_names_by_locale", "tar") {
+    let Some((_g, td)) =
+        with_gnu_tar("verbose_quotes_non_ascii_names_by_locale", "verbose_non_ascii")
+    else {
         return;
-    }
-    let td = TestDir::new("verbose_non_ascii");
+    };
     let src = td.join("src");
     fs::create_dir_all(src.join("top/日本")).unwrap();
     fs::write(src.join("top/ünï"), b"u\n").unwrap();
@@ -357,22 +391,8 @@ fn verbose_quotes_non_ascii_names_by_locale() {
     for i in 0..10 {
         fs::write(src.join(format!("top/f{i}")), b"x").unwrap();
     }
-    let archive = td.join("u.tar");
-    let out = gnu_tar([
-        "-C".as_ref(),
-        src.as_os_str(),
-        "-cf".as_ref(),
-        archive.as_os_str(),
-        "top".as_ref(),
-    ]);
-    assert!(out.success(), "{}", out.describe());
-    let mut errors = Vec::new();
-    for locale in ["C", "C.UTF-8"] {
-        if let Err(e) = verbose_matches(&td, &archive, locale) {
-            errors.push(e);
-        }
-    }
-    assert!(errors.is_empty(), "{}", errors.join("\n"));
+    let archive = gnu_archive_top(&src, &td.join("u.tar"));
+    assert_verbose_matches(&td, &archive);
 }
 
 // --- --exclude ----------------------------------------------------------------------------------
@@ -419,22 +439,10 @@ const EXCLUDE_CASES: &[&[&str]] = &[
 
 #[test]
 fn exclude_matches_gnu_tar() {
-    let _g = shared();
-    if !have_tool("exclude_matches_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("exclude");
+    let Some((_g, td)) = with_gnu_tar("exclude_matches_gnu_tar", "exclude") else { return };
     let src = td.join("src");
     exclude_tree(&src);
-    let archive = td.join("ex.tar");
-    let out = gnu_tar([
-        "-C".as_ref(),
-        src.as_os_str(),
-        "-cf".as_ref(),
-        archive.as_os_str(),
-        "top".as_ref(),
-    ]);
-    assert!(out.success(), "{}", out.describe());
+    let archive = gnu_archive_top(&src, &td.join("ex.tar"));
     let mut failures = Vec::new();
     for pats in EXCLUDE_CASES {
         let mut flags: Vec<String> = Vec::new();
@@ -456,15 +464,8 @@ fn exclude_matches_gnu_tar() {
             }
         }
         // Listing.
-        let gl = Cmd::new("tar").args(&flags).arg("-tf").arg(&archive).run();
-        let ol = fastuntar().args(&flags).arg("-tf").arg(&archive).run();
-        if gl.stdout != ol.stdout || ol.code != Some(0) {
-            failures.push(format!(
-                "{pats:?}: -t differs (exit {:?})\n--- GNU ---\n{}--- fastuntar ---\n{}",
-                ol.code,
-                gl.stdout_str(),
-                ol.stdout_str()
-            ));
+        if let Some(d) = listing_differs(&flags, &archive) {
+            failures.push(format!("{pats:?}: -t differs {d}"));
         }
     }
     assert!(failures.is_empty(), "--exclude differs from GNU tar:\n  {}", failures.join("\n  "));
@@ -477,10 +478,10 @@ fn exclude_matches_gnu_tar() {
 /// --exclude P` list the same members for each.
 #[test]
 fn exclude_corner_cases_match_gnu_tar() {
-    let _g = shared();
-    if !have_tool("exclude_corner_cases_match_gnu_tar", "tar") {
+    let Some((_g, td)) = with_gnu_tar("exclude_corner_cases_match_gnu_tar", "exclude_corners")
+    else {
         return;
-    }
+    };
     let names = [
         "x//y1", "x/y1", "a\\b", "ab", "a\\", "q[", "q[[", "[[", "e", "cache/x", "cache//x",
         "dir/sub", "z/./w", "m/n.log", "m.log/k", "/abs/p", "./dot/p", "a*b", "a\\*b", "7up", "]",
@@ -490,7 +491,6 @@ fn exclude_corner_cases_match_gnu_tar() {
     for n in names {
         t.file(n, b"");
     }
-    let td = TestDir::new("exclude_corners");
     let archive = td.write("corners.tar", t.finish());
     let patterns = [
         "/y1",
@@ -538,15 +538,8 @@ fn exclude_corner_cases_match_gnu_tar() {
     ];
     let mut failures = Vec::new();
     for p in patterns {
-        let gnu = Cmd::new("tar").args(["--exclude", p, "-tf"]).arg(&archive).run();
-        let ours = fastuntar().args(["--exclude", p, "-tf"]).arg(&archive).run();
-        if ours.code != Some(0) || gnu.stdout != ours.stdout {
-            failures.push(format!(
-                "--exclude {p:?} (exit {:?})\n--- GNU ---\n{}--- fastuntar ---\n{}",
-                ours.code,
-                gnu.stdout_str(),
-                ours.stdout_str()
-            ));
+        if let Some(d) = listing_differs(&["--exclude", p], &archive) {
+            failures.push(format!("--exclude {p:?} {d}"));
         }
     }
     assert!(failures.is_empty(), "--exclude differs from GNU tar:\n  {}", failures.join("\n  "));
@@ -1093,12 +1086,8 @@ fn completions_man_help_version() {
 
 #[test]
 fn formats_by_magic_not_by_name() {
-    let _g = shared();
     let test = "formats_by_magic_not_by_name";
-    if !have_tool(test, "tar") {
-        return;
-    }
-    let td = TestDir::new("formats");
+    let Some((_g, td)) = with_gnu_tar(test, "formats") else { return };
     let plain = small_archive(&td, "plain.tar");
     let want_dir = gnu_extract(&td, &plain, &[]);
     let want = snapshot(&want_dir);
@@ -1149,11 +1138,7 @@ fn formats_by_magic_not_by_name() {
 
 #[test]
 fn tar_spellings() {
-    let _g = shared();
-    if !have_tool("tar_spellings", "tar") {
-        return;
-    }
-    let td = TestDir::new("spellings");
+    let Some((_g, td)) = with_gnu_tar("tar_spellings", "spellings") else { return };
     let archive = small_archive(&td, "s.tar");
     let a = archive.to_str().unwrap().to_string();
     let want = snapshot(&gnu_extract(&td, &archive, &[]));
@@ -1263,11 +1248,7 @@ fn keep_old_files_refuses_to_replace() {
 
 #[test]
 fn strip_components_like_gnu_tar() {
-    let _g = shared();
-    if !have_tool("strip_components_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("strip");
+    let Some((_g, td)) = with_gnu_tar("strip_components_like_gnu_tar", "strip") else { return };
     let archive = small_archive(&td, "st.tar");
     for n in ["1", "2"] {
         let g = gnu_extract(&td, &archive, &["--strip-components", n]);
