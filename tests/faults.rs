@@ -38,6 +38,9 @@ const CONFIGS: &[(&str, &[&str])] = &[
     ("uring+direct", &["--io", "uring", "--direct-io", "--direct-io-threshold", "0"]),
 ];
 
+/// The rows of `CONFIGS` that write every file direct.
+const DIRECT_CONFIGS: &[(&str, &[&str])] = CONFIGS.split_at(2).1;
+
 // ---------------------------------------------------------------------------------------------
 // Running the binary
 
@@ -301,6 +304,11 @@ impl Drop for Mount {
     }
 }
 
+/// The value, or a SKIP line for `test` with the reason and None.
+fn or_skip<T>(test: &str, r: Result<T, String>) -> Option<T> {
+    r.map_err(|e| skip(test, &e)).ok()
+}
+
 /// A root-only case's mount, or a SKIP line and None.
 fn mount_or_skip(test: &str, args: &[&str], dir: &Path) -> Option<Mount> {
     if !is_root() {
@@ -316,17 +324,57 @@ fn mount_or_skip(test: &str, args: &[&str], dir: &Path) -> Option<Mount> {
     }
 }
 
+/// A scratch directory with a filesystem mounted on its `mnt`; unmounted before the
+/// directory is removed (fields drop in order).
+struct ScratchMount {
+    mount: Mount,
+    td: tempfile::TempDir,
+    mnt: PathBuf,
+}
+
+/// `mount ARGS... DIR` on the `mnt` of a fresh scratch directory (named after `name`), or a
+/// SKIP line and None.
+fn scratch_mount(test: &str, name: &str, args: &[&str]) -> Option<ScratchMount> {
+    let td = scratch(name);
+    let mnt = td.path().join("mnt");
+    let mount = mount_or_skip(test, args, &mnt)?;
+    Some(ScratchMount { mount, td, mnt })
+}
+
+/// `scratch_mount` of a tmpfs with options `opts`.
+fn scratch_tmpfs(test: &str, name: &str, opts: &str) -> Option<ScratchMount> {
+    scratch_mount(test, name, &["-t", "tmpfs", "-o", opts, "tmpfs"])
+}
+
 // ---------------------------------------------------------------------------------------------
 // Disk full
 
-/// Extracts `archive` into a full filesystem at `mnt` under every configuration: exit 2, the
-/// message names `big` and says the write failed with ENOSPC and the file is incomplete; the
-/// member before it is complete.
-fn disk_full(test: &str, mnt: &Path, archive: &Path, first: &(&str, &[u8])) {
+/// An archive (`a.tar` in a scratch directory) of `first`, `big` (more than the filesystem
+/// holds) and `after`.
+struct DiskFull {
+    archive: PathBuf,
+    first: Vec<u8>,
+}
+
+/// `first` of `first_len` bytes and `big` of `big_len`, noise from `seed` and `seed + 1`.
+fn disk_full_archive(dir: &Path, first_len: usize, big_len: usize, seed: u64) -> DiskFull {
+    let first = noise(first_len, seed);
+    let big = noise(big_len, seed + 1);
+    let archive = dir.join("a.tar");
+    fs::write(&archive, tar_of(&[("first", &first), ("big", &big), ("after", b"after\n")]))
+        .unwrap();
+    DiskFull { archive, first }
+}
+
+/// Extracts `full.archive` into a full filesystem at `mnt` under every configuration: exit 2,
+/// the message names `big` and says the write failed with ENOSPC and the file is incomplete;
+/// the member before it is complete.
+fn disk_full(test: &str, mnt: &Path, full: &DiskFull) {
+    let first = ("first", full.first.as_slice());
     for_each_config(test, CONFIGS, |args| {
         let dest = mnt.join("dest");
         empty_dir(&dest);
-        let out = run(fastuntar(archive.to_str().unwrap(), &dest, args), None);
+        let out = run(fastuntar(full.archive.to_str().unwrap(), &dest, args), None);
         let res = (|| {
             out.expect(2, "disk full")?;
             let line = out.line_about("big").ok_or("no `fastuntar: big: ...` line")?;
@@ -336,7 +384,7 @@ fn disk_full(test: &str, mnt: &Path, archive: &Path, first: &(&str, &[u8])) {
             if out.stderr.lines().any(|l| !l.starts_with("fastuntar: ")) {
                 return Err("a stderr line that is not a fastuntar: message".into());
             }
-            check_files(&dest, std::slice::from_ref(first))
+            check_files(&dest, std::slice::from_ref(&first))
         })();
         empty_dir(&dest);
         res.map_err(|e| format!("{e}\nstderr:\n{}", out.stderr))
@@ -346,51 +394,22 @@ fn disk_full(test: &str, mnt: &Path, archive: &Path, first: &(&str, &[u8])) {
 /// tmpfs of 4 MiB, an 8 MiB member.
 #[test]
 fn disk_full_tmpfs() {
-    let td = scratch("tmpfs");
-    let mnt = td.path().join("mnt");
-    let Some(_m) =
-        mount_or_skip("disk_full_tmpfs", &["-t", "tmpfs", "-o", "size=4m", "tmpfs"], &mnt)
-    else {
+    let Some(sm) = scratch_tmpfs("disk_full_tmpfs", "tmpfs", "size=4m") else {
         return;
     };
-    let first = noise(64 << 10, 1);
-    let big = noise(8 << 20, 2);
-    let ar = tar_of(&[("first", &first), ("big", &big), ("after", b"after\n")]);
-    let archive = td.path().join("a.tar");
-    fs::write(&archive, ar).unwrap();
-    disk_full("disk_full_tmpfs", &mnt, &archive, &("first", &first));
+    disk_full("disk_full_tmpfs", &sm.mnt, &disk_full_archive(sm.td.path(), 64 << 10, 8 << 20, 1));
 }
 
 /// A loop-mounted 32 MiB ext4 image (O_DIRECT for real), a 48 MiB member.
 #[test]
 fn disk_full_ext4_loop() {
     let test = "disk_full_ext4_loop";
-    if !is_root() {
-        return skip(test, "needs root to mount");
-    }
-    let td = scratch("ext4");
-    let img = td.path().join("fs.img");
-    fs::File::create(&img).unwrap().set_len(32 << 20).unwrap();
-    match Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&img).output() {
-        Ok(o) if o.status.success() => {}
-        Ok(o) => {
-            return skip(
-                test,
-                &format!("mkfs.ext4 failed: {}", String::from_utf8_lossy(&o.stderr)),
-            );
-        }
-        Err(e) => return skip(test, &format!("mkfs.ext4: {e}")),
-    }
-    let mnt = td.path().join("mnt");
-    let Some(_m) = mount_or_skip(test, &["-o", "loop", img.to_str().unwrap()], &mnt) else {
+    let Some(fs) = or_skip(test, loop_fs(test, "mkfs.ext4", "e2fsprogs", &["-q", "-F"], 32 << 20))
+    else {
         return;
     };
-    let first = noise(1 << 20, 3);
-    let big = noise(48 << 20, 4);
-    let ar = tar_of(&[("first", &first), ("big", &big), ("after", b"after\n")]);
-    let archive = td.path().join("a.tar");
-    fs::write(&archive, ar).unwrap();
-    disk_full(test, &mnt, &archive, &("first", &first));
+    let td = scratch("ext4");
+    disk_full(test, &fs.mnt, &disk_full_archive(td.path(), 1 << 20, 48 << 20, 3));
 }
 
 /// The io_uring writer hangs after a failed write (found by `disk_full_tmpfs`, about 6 runs in
@@ -401,19 +420,14 @@ fn disk_full_ext4_loop() {
 #[test]
 fn uring_enospc_does_not_hang() {
     let test = "uring_enospc_does_not_hang";
-    let td = scratch("uringhang");
-    let mnt = td.path().join("mnt");
-    let Some(_m) = mount_or_skip(test, &["-t", "tmpfs", "-o", "size=4m", "tmpfs"], &mnt) else {
+    let Some(sm) = scratch_tmpfs(test, "uringhang", "size=4m") else {
         return;
     };
-    let first = noise(64 << 10, 11);
-    let big = noise(8 << 20, 12);
-    let archive = td.path().join("a.tar");
-    fs::write(&archive, tar_of(&[("first", &first), ("big", &big), ("after", b"x")])).unwrap();
+    let full = disk_full_archive(sm.td.path(), 64 << 10, 8 << 20, 11);
     for i in 0..5 {
-        let dest = mnt.join("dest");
+        let dest = sm.mnt.join("dest");
         empty_dir(&dest);
-        let out = run(fastuntar(archive.to_str().unwrap(), &dest, &["--io", "uring"]), None);
+        let out = run(fastuntar(full.archive.to_str().unwrap(), &dest, &["--io", "uring"]), None);
         if let Err(e) = out.expect(2, &format!("run {i}")) {
             panic!("{e}");
         }
@@ -455,11 +469,11 @@ fn expect_not_writable(out: &Out, errno_text: &str) -> Result<(), String> {
 #[test]
 fn dest_read_only_tmpfs() {
     let test = "dest_read_only_tmpfs";
-    let td = scratch("rotmpfs");
-    let mnt = td.path().join("mnt");
-    let Some(m) = mount_or_skip(test, &["-t", "tmpfs", "-o", "size=1m", "tmpfs"], &mnt) else {
+    let Some(sm) = scratch_tmpfs(test, "rotmpfs", "size=1m") else {
         return;
     };
+    let (td, mnt) = (&sm.td, &sm.mnt);
+    let m = &sm.mount;
     fs::create_dir(mnt.join("dest")).unwrap();
     if let Err(e) = m.remount("remount,ro") {
         return skip(test, &e);
@@ -660,36 +674,66 @@ fn no_uring_falls_back_to_portable() {
 // ---------------------------------------------------------------------------------------------
 // O_DIRECT refused
 
+/// `dd oflag=direct` of one 4 KiB block to `dir/probe` (removed after): whether the filesystem
+/// takes O_DIRECT writes.
+fn dd_direct_probe(dir: &Path) -> std::io::Result<std::process::Output> {
+    let probe = dir.join("probe");
+    let out = Command::new("dd")
+        .args(["if=/dev/zero", "bs=4096", "count=1", "oflag=direct"])
+        .arg(format!("of={}", probe.display()))
+        .output();
+    let _ = fs::remove_file(probe);
+    out
+}
+
+/// Files around the direct-IO edges: empty, one byte, one page, 70,000 bytes in a directory,
+/// and `big` bytes; noise from `seed`, `seed + 1`, `seed + 2`.
+struct DirectFiles {
+    page: Vec<u8>,
+    mid: Vec<u8>,
+    big: Vec<u8>,
+}
+
+impl DirectFiles {
+    fn new(seed: u64, big: usize) -> Self {
+        DirectFiles {
+            page: noise(4096, seed),
+            mid: noise(70_000, seed + 1),
+            big: noise(big, seed + 2),
+        }
+    }
+
+    fn members(&self) -> [(&str, &[u8]); 6] {
+        [
+            ("empty", b""),
+            ("one", b"1"),
+            ("page", &self.page),
+            ("d/", b""),
+            ("d/mid", &self.mid),
+            ("big", &self.big),
+        ]
+    }
+}
+
 /// ramfs refuses O_DIRECT (checked with `dd oflag=direct` first): with `--direct-io
 /// --direct-io-threshold 0` fastuntar warns once and writes buffered; exit 0, contents right.
 #[test]
 fn direct_io_refused_ramfs() {
     let test = "direct_io_refused_ramfs";
-    let td = scratch("ramfs");
-    let mnt = td.path().join("mnt");
-    let Some(_m) = mount_or_skip(test, &["-t", "ramfs", "ramfs"], &mnt) else {
+    let Some(sm) = scratch_mount(test, "ramfs", &["-t", "ramfs", "ramfs"]) else {
         return;
     };
-    let probe = Command::new("dd")
-        .args(["if=/dev/zero", "bs=4096", "count=1", "oflag=direct"])
-        .arg(format!("of={}", mnt.join("probe").display()))
-        .output();
-    match probe {
+    let (td, mnt) = (&sm.td, &sm.mnt);
+    match dd_direct_probe(mnt) {
         Ok(o) if !o.status.success() => {}
         Ok(_) => return skip(test, "ramfs accepted O_DIRECT on this kernel"),
         Err(e) => return skip(test, &format!("dd: {e}")),
     }
-    let _ = fs::remove_file(mnt.join("probe"));
-    let (f1, f2, f3) = (noise(4096, 8), noise(70_000, 9), noise((1 << 20) + 3, 10));
-    let members: [(&str, &[u8]); 6] =
-        [("empty", b""), ("one", b"1"), ("page", &f1), ("d/", b""), ("d/mid", &f2), ("big", &f3)];
+    let files = DirectFiles::new(8, (1 << 20) + 3);
+    let members = files.members();
     let archive = td.path().join("a.tar");
     fs::write(&archive, tar_of(&members)).unwrap();
-    let configs: &[(&str, &[&str])] = &[
-        ("portable+direct", &["--io", "portable", "--direct-io", "--direct-io-threshold", "0"]),
-        ("uring+direct", &["--io", "uring", "--direct-io", "--direct-io-threshold", "0"]),
-    ];
-    for_each_config(test, configs, |args| {
+    for_each_config(test, DIRECT_CONFIGS, |args| {
         let dest = mnt.join("dest");
         empty_dir(&dest);
         let out = run(fastuntar(archive.to_str().unwrap(), &dest, args), None);
@@ -1253,11 +1297,7 @@ fn memlock_limit_registration_degrades() {
             None => c,
         }
     };
-    let configs: &[(&str, &[&str])] = &[
-        ("portable+direct", &["--io", "portable", "--direct-io", "--direct-io-threshold", "0"]),
-        ("uring+direct", &["--io", "uring", "--direct-io", "--direct-io-threshold", "0"]),
-    ];
-    for_each_config(test, configs, |args| {
+    for_each_config(test, DIRECT_CONFIGS, |args| {
         for &(label, uid, limit) in cases {
             let dest = td.path().join("dest");
             fresh_dir(&dest, uid);
@@ -1281,7 +1321,7 @@ fn memlock_limit_registration_degrades() {
         let prefix = ["-f", "-qq", "-e", "trace=io_uring_register", "-o"].map(String::from);
         let mut prefix = prefix.to_vec();
         prefix.push(trace.to_str().unwrap().to_string());
-        let c = wrapped(strace.to_str().unwrap(), &prefix, &cmd(&dest, configs[1].1, uid));
+        let c = wrapped(strace.to_str().unwrap(), &prefix, &cmd(&dest, DIRECT_CONFIGS[1].1, uid));
         let out = run(with_rlimit(c, libc::RLIMIT_MEMLOCK, limit), None);
         let text = fs::read_to_string(&trace).unwrap_or_default();
         let Some(line) = text.lines().find(|l| l.contains("IORING_REGISTER_BUFFERS")) else {
@@ -1531,9 +1571,10 @@ fn io_uring_disabled_sysctl() {
 #[test]
 fn inodes_exhausted_ext4() {
     let test = "inodes_exhausted_ext4";
-    let fs = match loop_fs(test, "mkfs.ext4", "e2fsprogs", &["-q", "-F", "-N", "64"], 16 << 20) {
-        Ok(f) => f,
-        Err(e) => return skip(test, &e),
+    let Some(fs) =
+        or_skip(test, loop_fs(test, "mkfs.ext4", "e2fsprogs", &["-q", "-F", "-N", "64"], 16 << 20))
+    else {
+        return;
     };
     let td = scratch("inodes");
     let mut names = Vec::new();
@@ -1581,12 +1622,10 @@ fn inodes_exhausted_ext4() {
 #[test]
 fn dest_noexec_tmpfs() {
     let test = "dest_noexec_tmpfs";
-    let td = scratch("noexec");
-    let mnt = td.path().join("mnt");
-    let Some(_m) = mount_or_skip(test, &["-t", "tmpfs", "-o", "size=16m,noexec", "tmpfs"], &mnt)
-    else {
+    let Some(sm) = scratch_tmpfs(test, "noexec", "size=16m,noexec") else {
         return;
     };
+    let (td, mnt) = (&sm.td, &sm.mnt);
     let big = noise(3 << 20, 29);
     let members: [(&str, &[u8], u32); 5] = [
         ("bin/", b"", 0o750),
@@ -1630,33 +1669,23 @@ fn dest_noexec_tmpfs() {
 #[test]
 fn direct_io_on_tmpfs() {
     let test = "direct_io_on_tmpfs";
-    let td = scratch("tmpfsdio");
-    let mnt = td.path().join("mnt");
-    let Some(_m) = mount_or_skip(test, &["-t", "tmpfs", "-o", "size=64m", "tmpfs"], &mnt) else {
+    let Some(sm) = scratch_tmpfs(test, "tmpfsdio", "size=64m") else {
         return;
     };
-    let probe = Command::new("dd")
-        .args(["if=/dev/zero", "bs=4096", "count=1", "oflag=direct"])
-        .arg(format!("of={}", mnt.join("probe").display()))
-        .output();
-    let accepted = probe.is_ok_and(|o| o.status.success());
+    let (td, mnt) = (&sm.td, &sm.mnt);
+    let accepted = dd_direct_probe(mnt).is_ok_and(|o| o.status.success());
     note(
         test,
         &format!("dd oflag=direct on tmpfs: {}", if accepted { "accepted" } else { "refused" }),
     );
-    note_dio_align(test, &mnt);
-    let _ = fs::remove_file(mnt.join("probe"));
-    let (f1, f2, f3) = (noise(4096, 35), noise(70_000, 36), noise((3 << 20) + 3, 37));
-    let members: [(&str, &[u8]); 6] =
-        [("empty", b""), ("one", b"1"), ("page", &f1), ("d/", b""), ("d/mid", &f2), ("big", &f3)];
+    note_dio_align(test, mnt);
+    let files = DirectFiles::new(35, (3 << 20) + 3);
+    let members = files.members();
     let archive = td.path().join("a.tar");
     fs::write(&archive, tar_of(&members)).unwrap();
-    let configs: &[(&str, &[&str])] = &[
-        ("portable+direct", &["--io", "portable", "--direct-io", "--direct-io-threshold", "0"]),
-        ("uring+direct", &["--io", "uring", "--direct-io", "--direct-io-threshold", "0"]),
-        ("uring+direct (64K threshold)", &["--io", "uring", "--direct-io"]),
-    ];
-    for_each_config(test, configs, |args| {
+    let mut configs = DIRECT_CONFIGS.to_vec();
+    configs.push(("uring+direct (64K threshold)", &["--io", "uring", "--direct-io"]));
+    for_each_config(test, &configs, |args| {
         let dest = mnt.join("dest");
         fresh_dir(&dest, None);
         let out = run(fastuntar(archive.to_str().unwrap(), &dest, args), None);
@@ -1685,22 +1714,21 @@ fn dest_fuse_bindfs() {
     if !Path::new("/dev/fuse").exists() {
         return skip(test, "no /dev/fuse");
     }
-    let bindfs = match ensure_tool("bindfs", "bindfs") {
-        Ok(p) => p,
-        Err(e) => return skip(test, &e),
+    let Some(bindfs) = or_skip(test, ensure_tool("bindfs", "bindfs")) else {
+        return;
     };
     let td = scratch("fuse");
-    let archive = match mixed_archive(td.path()) {
-        Ok(a) => a,
-        Err(e) => return skip(test, &e),
+    let Some(archive) = or_skip(test, mixed_archive(td.path())) else {
+        return;
     };
     let under = td.path().join("under");
     fresh_dir(&under, None);
     fs::set_permissions(&under, fs::Permissions::from_mode(0o755)).unwrap();
     let mnt = td.path().join("mnt");
-    let _m = match Mount::with(bindfs.to_str().unwrap(), &[under.to_str().unwrap()], &mnt) {
-        Ok(m) => m,
-        Err(e) => return skip(test, &e),
+    let Some(_m) =
+        or_skip(test, Mount::with(bindfs.to_str().unwrap(), &[under.to_str().unwrap()], &mnt))
+    else {
+        return;
     };
     note_dio_align(test, &mnt);
     against_gnu_tar(test, &mnt, &archive, CONFIGS, None);
@@ -1716,6 +1744,24 @@ fn dest_fuse_bindfs() {
     against_gnu_tar(test, &nobody, &archive, configs, Some(NOBODY));
 }
 
+/// What `mixed_on_loop_fs` made, for more runs on the same filesystem.
+struct MixedOnLoopFs {
+    fs: LoopFs,
+    archive: PathBuf,
+    _td: tempfile::TempDir,
+}
+
+/// `MKFS -q -f` on a loop image of `size` bytes; the mixed archive extracted onto it under
+/// every configuration and compared with GNU tar's extraction there. None after a SKIP line.
+fn mixed_on_loop_fs(test: &str, mkfs: &str, package: &str, size: u64) -> Option<MixedOnLoopFs> {
+    let fs = or_skip(test, loop_fs(test, mkfs, package, &["-q", "-f"], size))?;
+    let td = scratch(test);
+    let archive = or_skip(test, mixed_archive(td.path()))?;
+    note_dio_align(test, &fs.mnt);
+    against_gnu_tar(test, &fs.mnt, &archive, CONFIGS, None);
+    Some(MixedOnLoopFs { fs, archive, _td: td })
+}
+
 /// XFS on a loop device (300 MiB, the smallest mkfs.xfs accepts): the mixed archive (small
 /// and large files, directories, symlinks, a hard link, a sparse file) under every
 /// configuration gives GNU tar's tree (paths, types, contents, link targets, modes, mtimes,
@@ -1724,18 +1770,7 @@ fn dest_fuse_bindfs() {
 /// stands in.
 #[test]
 fn dest_xfs_loop() {
-    let test = "dest_xfs_loop";
-    let fs = match loop_fs(test, "mkfs.xfs", "xfsprogs", &["-q", "-f"], 300 << 20) {
-        Ok(f) => f,
-        Err(e) => return skip(test, &e),
-    };
-    let td = scratch("xfs");
-    let archive = match mixed_archive(td.path()) {
-        Ok(a) => a,
-        Err(e) => return skip(test, &e),
-    };
-    note_dio_align(test, &fs.mnt);
-    against_gnu_tar(test, &fs.mnt, &archive, CONFIGS, None);
+    mixed_on_loop_fs("dest_xfs_loop", "mkfs.xfs", "xfsprogs", 300 << 20);
 }
 
 /// btrfs on a loop device: the mixed archive under every configuration gives GNU tar's tree.
@@ -1748,26 +1783,16 @@ fn dest_xfs_loop() {
 #[test]
 fn dest_btrfs_loop() {
     let test = "dest_btrfs_loop";
-    let fs = match loop_fs(test, "mkfs.btrfs", "btrfs-progs", &["-q", "-f"], 256 << 20) {
-        Ok(f) => f,
-        Err(e) => return skip(test, &e),
+    let Some(MixedOnLoopFs { fs, archive, _td }) =
+        mixed_on_loop_fs(test, "mkfs.btrfs", "btrfs-progs", 256 << 20)
+    else {
+        return;
     };
-    let td = scratch("btrfs");
-    let archive = match mixed_archive(td.path()) {
-        Ok(a) => a,
-        Err(e) => return skip(test, &e),
-    };
-    note_dio_align(test, &fs.mnt);
-    against_gnu_tar(test, &fs.mnt, &archive, CONFIGS, None);
     let nocow = fs.mnt.join("nocow");
     fresh_dir(&nocow, None);
     match Command::new("chattr").arg("+C").arg(&nocow).output() {
         Ok(o) if o.status.success() => {}
         other => return skip(&format!("{test} (nodatasum)"), &format!("chattr +C: {other:?}")),
     }
-    let configs: &[(&str, &[&str])] = &[
-        ("portable+direct", &["--io", "portable", "--direct-io", "--direct-io-threshold", "0"]),
-        ("uring+direct", &["--io", "uring", "--direct-io", "--direct-io-threshold", "0"]),
-    ];
-    against_gnu_tar(test, &nocow, &archive, configs, None);
+    against_gnu_tar(test, &nocow, &archive, DIRECT_CONFIGS, None);
 }
