@@ -341,9 +341,12 @@ fn scratch_mount(test: &str, name: &str, args: &[&str]) -> Option<ScratchMount> 
     Some(ScratchMount { mount, td, mnt })
 }
 
-/// `scratch_mount` of a tmpfs with options `opts`.
-fn scratch_tmpfs(test: &str, name: &str, opts: &str) -> Option<ScratchMount> {
-    scratch_mount(test, name, &["-t", "tmpfs", "-o", opts, "tmpfs"])
+/// Runs `body` with a scratch directory, a tmpfs mounted with options `opts` on its `mnt`,
+/// and the mount; or only a SKIP line when the tmpfs cannot be had.
+fn on_tmpfs(test: &str, opts: &str, body: impl FnOnce(&tempfile::TempDir, &PathBuf, &Mount)) {
+    if let Some(sm) = scratch_mount(test, test, &["-t", "tmpfs", "-o", opts, "tmpfs"]) {
+        body(&sm.td, &sm.mnt, &sm.mount);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -394,10 +397,9 @@ fn disk_full(test: &str, mnt: &Path, full: &DiskFull) {
 /// tmpfs of 4 MiB, an 8 MiB member.
 #[test]
 fn disk_full_tmpfs() {
-    let Some(sm) = scratch_tmpfs("disk_full_tmpfs", "tmpfs", "size=4m") else {
-        return;
-    };
-    disk_full("disk_full_tmpfs", &sm.mnt, &disk_full_archive(sm.td.path(), 64 << 10, 8 << 20, 1));
+    on_tmpfs("disk_full_tmpfs", "size=4m", |td, mnt, _| {
+        disk_full("disk_full_tmpfs", mnt, &disk_full_archive(td.path(), 64 << 10, 8 << 20, 1));
+    });
 }
 
 /// A loop-mounted 32 MiB ext4 image (O_DIRECT for real), a 48 MiB member.
@@ -420,18 +422,18 @@ fn disk_full_ext4_loop() {
 #[test]
 fn uring_enospc_does_not_hang() {
     let test = "uring_enospc_does_not_hang";
-    let Some(sm) = scratch_tmpfs(test, "uringhang", "size=4m") else {
-        return;
-    };
-    let full = disk_full_archive(sm.td.path(), 64 << 10, 8 << 20, 11);
-    for i in 0..5 {
-        let dest = sm.mnt.join("dest");
-        empty_dir(&dest);
-        let out = run(fastuntar(full.archive.to_str().unwrap(), &dest, &["--io", "uring"]), None);
-        if let Err(e) = out.expect(2, &format!("run {i}")) {
-            panic!("{e}");
+    on_tmpfs(test, "size=4m", |td, mnt, _| {
+        let full = disk_full_archive(td.path(), 64 << 10, 8 << 20, 11);
+        for i in 0..5 {
+            let dest = mnt.join("dest");
+            empty_dir(&dest);
+            let out =
+                run(fastuntar(full.archive.to_str().unwrap(), &dest, &["--io", "uring"]), None);
+            if let Err(e) = out.expect(2, &format!("run {i}")) {
+                panic!("{e}");
+            }
         }
-    }
+    });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -459,29 +461,26 @@ fn expect_not_writable(out: &Out, errno_text: &str) -> Result<(), String> {
         .line_about("f1")
         .or_else(|| out.line_about("d/"))
         .ok_or_else(|| format!("no `fastuntar: f1: ...` line:\n{}", out.stderr))?;
-    if !line.contains(errno_text) {
-        return Err(format!("want {errno_text:?} in {line:?}"));
+    match line.contains(errno_text) {
+        true => Ok(()),
+        false => Err(format!("want {errno_text:?} in {line:?}")),
     }
-    Ok(())
 }
 
 /// A tmpfs remounted read-only (EROFS).
 #[test]
 fn dest_read_only_tmpfs() {
     let test = "dest_read_only_tmpfs";
-    let Some(sm) = scratch_tmpfs(test, "rotmpfs", "size=1m") else {
-        return;
-    };
-    let (td, mnt) = (&sm.td, &sm.mnt);
-    let m = &sm.mount;
-    fs::create_dir(mnt.join("dest")).unwrap();
-    if let Err(e) = m.remount("remount,ro") {
-        return skip(test, &e);
-    }
-    let archive = ro_archive(td.path());
-    for_each_config(test, CONFIGS, |args| {
-        let out = run(fastuntar(archive.to_str().unwrap(), &mnt.join("dest"), args), None);
-        expect_not_writable(&out, "Read-only file system")
+    on_tmpfs(test, "size=1m", |td, mnt, m| {
+        fs::create_dir(mnt.join("dest")).unwrap();
+        if let Err(e) = m.remount("remount,ro") {
+            return skip(test, &e);
+        }
+        let archive = ro_archive(td.path());
+        for_each_config(test, CONFIGS, |args| {
+            let out = run(fastuntar(archive.to_str().unwrap(), &mnt.join("dest"), args), None);
+            expect_not_writable(&out, "Read-only file system")
+        });
     });
 }
 
@@ -517,7 +516,7 @@ fn dest_not_writable_unprivileged() {
     let test = "dest_not_writable_unprivileged";
     let td = scratch("eacces");
     let dest = td.path().join("dest");
-    fs::create_dir(&dest).unwrap();
+    fresh_dir(&dest, None);
     fs::set_permissions(&dest, fs::Permissions::from_mode(0o555)).unwrap();
     let archive = ro_archive(td.path());
     let root = is_root();
@@ -1452,23 +1451,20 @@ fn address_space_limit() {
     g.args(["-xf", "-", "-C"]).arg(&gnu);
     let g = run(with_rlimit(g, libc::RLIMIT_AS, LIMIT), Some(ar.clone()));
     note(test, &format!("GNU tar, ulimit -v 262144: {}", gnu_outcome(&g)));
-    for_each_config(test, CONFIGS, |args| {
-        let dest = td.path().join("dest");
+    let dest = td.path().join("dest");
+    // A run with `--memory memory` into a fresh `dest`, under the limit.
+    let with_memory = |args: &[&str], memory: &str| {
         fresh_dir(&dest, None);
-        let mut extra = args.to_vec();
-        extra.extend(["--memory", "512M"]);
-        let c = fastuntar("-", &dest, &extra);
-        let out = run(with_rlimit(c, libc::RLIMIT_AS, LIMIT), Some(ar.clone()));
+        let c = fastuntar("-", &dest, &[args, &["--memory", memory]].concat());
+        run(with_rlimit(c, libc::RLIMIT_AS, LIMIT), Some(ar.clone()))
+    };
+    for_each_config(test, CONFIGS, |args| {
+        let out = with_memory(args, "512M");
         out.expect(2, "--memory 512M")?;
         if out.stderr.lines().count() != 1 || !out.stderr.contains("cannot allocate 512 MiB") {
             return Err(format!("want one `cannot allocate` line:\n{}", out.stderr));
         }
-        fresh_dir(&dest, None);
-        let mut extra = args.to_vec();
-        extra.extend(["--memory", "16M"]);
-        let c = fastuntar("-", &dest, &extra);
-        let out = run(with_rlimit(c, libc::RLIMIT_AS, LIMIT), Some(ar.clone()));
-        out.expect(0, "--memory 16M")?;
+        with_memory(args, "16M").expect(0, "--memory 16M")?;
         check_files(&dest, &members)
     });
 }
@@ -1622,44 +1618,45 @@ fn inodes_exhausted_ext4() {
 #[test]
 fn dest_noexec_tmpfs() {
     let test = "dest_noexec_tmpfs";
-    let Some(sm) = scratch_tmpfs(test, "noexec", "size=16m,noexec") else {
-        return;
-    };
-    let (td, mnt) = (&sm.td, &sm.mnt);
-    let big = noise(3 << 20, 29);
-    let members: [(&str, &[u8], u32); 5] = [
-        ("bin/", b"", 0o750),
-        ("bin/tool", b"#!/bin/sh\necho tool\n", 0o755),
-        ("bin/private", b"#!/bin/sh\n", 0o700),
-        ("bin/big", &big, 0o755),
-        ("data", b"data\n", 0o640),
-    ];
-    let archive = td.path().join("a.tar");
-    fs::write(&archive, tar_with_modes(&members)).unwrap();
-    let gnu = mnt.join("gnu");
-    fresh_dir(&gnu, None);
-    let g = run(gnu_tar(&archive, &gnu), None);
-    note(test, &format!("GNU tar: {}", gnu_outcome(&g)));
-    empty_dir(&gnu);
-    for_each_config(test, CONFIGS, |args| {
-        let dest = mnt.join("dest");
-        fresh_dir(&dest, None);
-        let out = run(fastuntar(archive.to_str().unwrap(), &dest, args), None);
-        out.expect(0, "noexec")?;
-        if !out.stderr.is_empty() {
-            return Err(format!("want no message:\n{}", out.stderr));
-        }
-        for (name, data, mode) in &members {
-            let p = dest.join(name);
-            let m = fs::metadata(&p).map_err(|e| format!("{name}: {e}"))?;
-            if m.permissions().mode() & 0o7777 != *mode {
-                return Err(format!("{name}: mode {:o}, want {mode:o}", m.permissions().mode()));
+    on_tmpfs(test, "size=16m,noexec", |td, mnt, _| {
+        let big = noise(3 << 20, 29);
+        let members: [(&str, &[u8], u32); 5] = [
+            ("bin/", b"", 0o750),
+            ("bin/tool", b"#!/bin/sh\necho tool\n", 0o755),
+            ("bin/private", b"#!/bin/sh\n", 0o700),
+            ("bin/big", &big, 0o755),
+            ("data", b"data\n", 0o640),
+        ];
+        let archive = td.path().join("a.tar");
+        fs::write(&archive, tar_with_modes(&members)).unwrap();
+        let gnu = mnt.join("gnu");
+        fresh_dir(&gnu, None);
+        let g = run(gnu_tar(&archive, &gnu), None);
+        note(test, &format!("GNU tar: {}", gnu_outcome(&g)));
+        empty_dir(&gnu);
+        for_each_config(test, CONFIGS, |args| {
+            let dest = mnt.join("dest");
+            fresh_dir(&dest, None);
+            let out = run(fastuntar(archive.to_str().unwrap(), &dest, args), None);
+            out.expect(0, "noexec")?;
+            if !out.stderr.is_empty() {
+                return Err(format!("want no message:\n{}", out.stderr));
             }
-            if !name.ends_with('/') && fs::read(&p).map_err(|e| e.to_string())? != *data {
-                return Err(format!("{name}: contents differ"));
+            for (name, data, mode) in &members {
+                let p = dest.join(name);
+                let m = fs::metadata(&p).map_err(|e| format!("{name}: {e}"))?;
+                if m.permissions().mode() & 0o7777 != *mode {
+                    return Err(format!(
+                        "{name}: mode {:o}, want {mode:o}",
+                        m.permissions().mode()
+                    ));
+                }
+                if !name.ends_with('/') && fs::read(&p).map_err(|e| e.to_string())? != *data {
+                    return Err(format!("{name}: contents differ"));
+                }
             }
-        }
-        Ok(())
+            Ok(())
+        });
     });
 }
 
@@ -1669,32 +1666,30 @@ fn dest_noexec_tmpfs() {
 #[test]
 fn direct_io_on_tmpfs() {
     let test = "direct_io_on_tmpfs";
-    let Some(sm) = scratch_tmpfs(test, "tmpfsdio", "size=64m") else {
-        return;
-    };
-    let (td, mnt) = (&sm.td, &sm.mnt);
-    let accepted = dd_direct_probe(mnt).is_ok_and(|o| o.status.success());
-    note(
-        test,
-        &format!("dd oflag=direct on tmpfs: {}", if accepted { "accepted" } else { "refused" }),
-    );
-    note_dio_align(test, mnt);
-    let files = DirectFiles::new(35, (3 << 20) + 3);
-    let members = files.members();
-    let archive = td.path().join("a.tar");
-    fs::write(&archive, tar_of(&members)).unwrap();
-    let mut configs = DIRECT_CONFIGS.to_vec();
-    configs.push(("uring+direct (64K threshold)", &["--io", "uring", "--direct-io"]));
-    for_each_config(test, &configs, |args| {
-        let dest = mnt.join("dest");
-        fresh_dir(&dest, None);
-        let out = run(fastuntar(archive.to_str().unwrap(), &dest, args), None);
-        out.expect(0, "tmpfs --direct-io")?;
-        let lines: Vec<&str> = out.stderr.lines().collect();
-        if lines.len() > 1 || lines.iter().any(|l| !l.contains("O_DIRECT")) {
-            return Err(format!("want at most one O_DIRECT warning:\n{}", out.stderr));
-        }
-        check_files(&dest, &members)
+    on_tmpfs(test, "size=64m", |td, mnt, _| {
+        let accepted = dd_direct_probe(mnt).is_ok_and(|o| o.status.success());
+        note(
+            test,
+            &format!("dd oflag=direct on tmpfs: {}", if accepted { "accepted" } else { "refused" }),
+        );
+        note_dio_align(test, mnt);
+        let files = DirectFiles::new(35, (3 << 20) + 3);
+        let members = files.members();
+        let archive = td.path().join("a.tar");
+        fs::write(&archive, tar_of(&members)).unwrap();
+        let mut configs = DIRECT_CONFIGS.to_vec();
+        configs.push(("uring+direct (64K threshold)", &["--io", "uring", "--direct-io"]));
+        for_each_config(test, &configs, |args| {
+            let dest = mnt.join("dest");
+            fresh_dir(&dest, None);
+            let out = run(fastuntar(archive.to_str().unwrap(), &dest, args), None);
+            out.expect(0, "tmpfs --direct-io")?;
+            let lines: Vec<&str> = out.stderr.lines().collect();
+            if lines.len() > 1 || lines.iter().any(|l| !l.contains("O_DIRECT")) {
+                return Err(format!("want at most one O_DIRECT warning:\n{}", out.stderr));
+            }
+            check_files(&dest, &members)
+        });
     });
 }
 
