@@ -80,15 +80,9 @@ fn member(out: &mut Vec<u8>, name: &[u8], flag: u8, data: &[u8]) {
 
 /// One PAX record `"%d key=value\n"` with its length right; `value` may hold any byte.
 fn record(key: &str, value: &[u8]) -> Vec<u8> {
-    let body = 1 + key.len() + 1 + value.len() + 1;
-    let mut len = body + 1;
-    while len.to_string().len() + body != len {
-        len += 1;
-    }
-    let mut r = format!("{len} {key}=").into_bytes();
-    r.extend_from_slice(value);
-    r.push(b'\n');
-    r
+    let body = [b" ", key.as_bytes(), b"=", value, b"\n"].concat();
+    let len = (body.len()..).find(|n| n.to_string().len() + body.len() == *n).unwrap();
+    [len.to_string().as_bytes(), &body].concat()
 }
 
 fn scratch(test: &str) -> tempfile::TempDir {

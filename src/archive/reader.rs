@@ -837,15 +837,9 @@ mod tests {
 
     /// One PAX record with its length right.
     fn rec(key: &str, value: &[u8]) -> Vec<u8> {
-        let body_len = 1 + key.len() + 1 + value.len() + 1;
-        let mut len = body_len + 1;
-        while len.to_string().len() + body_len != len {
-            len += 1;
-        }
-        let mut r = format!("{len} {key}=").into_bytes();
-        r.extend_from_slice(value);
-        r.push(b'\n');
-        r
+        let body = [b" ", key.as_bytes(), b"=", value, b"\n"].concat();
+        let len = (body.len()..).find(|n| n.to_string().len() + body.len() == *n).unwrap();
+        [len.to_string().as_bytes(), &body].concat()
     }
 
     /// An archive under construction; `starts` records where each member's first header is,
