@@ -23,7 +23,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use util::rawtar::Tar;
-use util::{BIN, Cmd, Rng, TestDir, WRITER_CONFIGS, WriterConfig, fastuntar_with, have_tools};
+use util::{BIN, Cmd, Rng, TestDir, WriterConfig, fastuntar_with, have_tools};
 
 /// How long a run that should end at once may take before it counts as a hang (debug builds
 /// and a loaded 2-core machine included; the runs take milliseconds in release).
@@ -32,10 +32,7 @@ const HANG: Duration = Duration::from_secs(15);
 /// The plain portable writer and the default io_uring one: the cases here are about the
 /// input and the output streams, not about how files are written.
 fn configs() -> Vec<&'static WriterConfig> {
-    let pick = ["portable", "uring"];
-    let v: Vec<_> = WRITER_CONFIGS.iter().filter(|c| pick.contains(&c.name)).collect();
-    assert_eq!(v.len(), pick.len());
-    v
+    util::writer_rows(&["portable", "uring"])
 }
 
 /// Runs `case` under each of `configs()`, in one scratch directory `dir`; `case` adds a line

@@ -32,20 +32,14 @@ const TIB: u64 = 1 << 40;
 
 /// The writer configurations that matter for "nothing of a refused member is written": the two
 /// backends, buffered and direct.
-const TWO_BACKENDS: &[WriterConfig] = &[
-    WriterConfig { name: "portable", args: &["--io", "portable"] },
-    WriterConfig { name: "uring", args: &["--io", "uring"] },
-    WriterConfig { name: "uring+direct", args: &["--io", "uring", "--direct-io"] },
-    WriterConfig {
-        name: "portable+direct(threshold 0)",
-        args: &["--io", "portable", "--direct-io", "--direct-io-threshold", "0"],
-    },
-];
+fn two_backends() -> Vec<&'static WriterConfig> {
+    util::writer_rows(&["portable", "uring", "uring+direct", "portable+direct(threshold 0)"])
+}
 
-/// Runs `case` under each of TWO_BACKENDS, reporting every failing one at the end.
+/// Runs `case` under each of `two_backends()`, reporting every failing one at the end.
 fn for_each_backend(test: &str, mut case: impl FnMut(&WriterConfig)) {
     let mut failed = Vec::new();
-    for cfg in TWO_BACKENDS {
+    for cfg in two_backends() {
         if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| case(cfg))).is_err() {
             eprintln!("--- {test}: FAILED under writer config `{}` (message above)", cfg.name);
             failed.push(cfg.name);
@@ -175,7 +169,7 @@ fn snapshot_mode_ignores_same_owner() {
     }
     let td = TestDir::new("snapshot_same_owner");
     let archive = write_archive(&td, "snap.tar", &snapshot_archive());
-    let (dest, out) = extract(&td, &TWO_BACKENDS[0], &archive, &["--snapshot", "--same-owner"]);
+    let (dest, out) = extract(&td, two_backends()[0], &archive, &["--snapshot", "--same-owner"]);
     out.expect_code(0);
     let m = fs::metadata(dest.join("accounts/123.0")).unwrap();
     assert_eq!(
@@ -551,7 +545,7 @@ fn snapshot_mode_explicit_limits() {
     ] {
         let mut all = vec!["--snapshot"];
         all.extend_from_slice(args);
-        let (dest, out) = extract(&td, &TWO_BACKENDS[1], &archive, &all);
+        let (dest, out) = extract(&td, two_backends()[1], &archive, &all);
         expect_fatal_naming(&out, stops_at, &[flag], &format!("{all:?}"));
         assert!(dest.join("snapshots/123").is_dir(), "{all:?}\n{}", out.describe());
         assert!(!exists(&dest.join(stops_at)), "{all:?}: {stops_at} exists\n{}", out.describe());
@@ -561,7 +555,7 @@ fn snapshot_mode_explicit_limits() {
     {
         let mut all = vec!["--snapshot"];
         all.extend_from_slice(args);
-        let (_, out) = extract(&td, &TWO_BACKENDS[1], &archive, &all);
+        let (_, out) = extract(&td, two_backends()[1], &archive, &all);
         assert_eq!(out.code, Some(0), "{all:?} is at the limit\n{}", out.describe());
     }
 }
@@ -755,7 +749,7 @@ fn max_window() {
         out.expect_code(0);
         assert_eq!(util::read(dest.join("w/f3")), Rng::new(3).bytes(40_000));
         let args = ["--max-window", "2G", "--threads", threads];
-        let (_, out) = extract(&td, &TWO_BACKENDS[1], &zst, &args);
+        let (_, out) = extract(&td, two_backends()[1], &zst, &args);
         out.expect_code(0);
     }
 

@@ -814,15 +814,22 @@ mod tests {
 
     /// A ustar header block (name at most 100 bytes, size below 8 GiB).
     fn header(name: &[u8], flag: u8, size: u64) -> Block {
+        let (size, mtime) = (format!("{size:011o}\0"), format!("{MTIME:011o}\0"));
+        // (offset, value): name, mode, uid, gid, size, mtime, type flag, magic and version.
+        let fields: [(usize, &[u8]); 8] = [
+            (0, name),
+            (100, b"0000644\0"),
+            (108, b"0001750\0"),
+            (116, b"0001751\0"),
+            (124, size.as_bytes()),
+            (136, mtime.as_bytes()),
+            (156, &[flag]),
+            (257, b"ustar\x0000"),
+        ];
         let mut b = [0u8; BLOCK];
-        b[..name.len()].copy_from_slice(name);
-        b[100..108].copy_from_slice(b"0000644\0");
-        b[108..116].copy_from_slice(b"0001750\0");
-        b[116..124].copy_from_slice(b"0001751\0");
-        b[124..136].copy_from_slice(format!("{size:011o}\0").as_bytes());
-        b[136..148].copy_from_slice(format!("{MTIME:011o}\0").as_bytes());
-        b[156] = flag;
-        b[257..265].copy_from_slice(b"ustar\x0000");
+        for (at, value) in fields {
+            b[at..at + value.len()].copy_from_slice(value);
+        }
         fix_checksum(&mut b);
         b
     }
