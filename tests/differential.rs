@@ -485,24 +485,27 @@ fn format_case(test: &str, opts: TreeOpts, flags: &[&str]) {
     compare_with_reference(test, &g.td, &a, GNU_X, &[], false);
 }
 
-#[test]
-fn format_gnu() {
-    format_case("format_gnu", TreeOpts::FULL, &["--format=gnu"]);
+/// One test per GNU tar `-c` format (and sparse format) of the generated tree: `name: tree
+/// options, creation flags`.
+macro_rules! format_cases {
+    ($($name:ident: $opts:ident, [$($flag:literal),*];)*) => {$(
+        #[test]
+        fn $name() {
+            format_case(stringify!($name), TreeOpts::$opts, &[$($flag),*]);
+        }
+    )*};
 }
 
-#[test]
-fn format_pax() {
-    format_case("format_pax", TreeOpts::FULL, &["--format=pax"]);
-}
-
-#[test]
-fn format_ustar() {
-    format_case("format_ustar", TreeOpts::USTAR, &["--format=ustar"]);
-}
-
-#[test]
-fn format_oldgnu() {
-    format_case("format_oldgnu", TreeOpts::FULL, &["--format=oldgnu"]);
+format_cases! {
+    format_gnu: FULL, ["--format=gnu"];
+    format_pax: FULL, ["--format=pax"];
+    format_ustar: USTAR, ["--format=ustar"];
+    format_oldgnu: FULL, ["--format=oldgnu"];
+    sparse_gnu: FULL, ["--format=gnu", "--sparse"];
+    sparse_oldgnu: FULL, ["--format=oldgnu", "--sparse"];
+    sparse_posix_0_0: FULL, ["--format=posix", "--sparse", "--sparse-version=0.0"];
+    sparse_posix_0_1: FULL, ["--format=posix", "--sparse", "--sparse-version=0.1"];
+    sparse_posix_1_0: FULL, ["--format=posix", "--sparse", "--sparse-version=1.0"];
 }
 
 #[test]
@@ -524,43 +527,6 @@ fn format_v7() {
         .run();
     assert!(r.success(), "creating a v7 archive failed\n{}", r.describe());
     compare_with_reference("format_v7", &g.td, &out, GNU_X, &[], false);
-}
-
-#[test]
-fn sparse_gnu() {
-    format_case("sparse_gnu", TreeOpts::FULL, &["--format=gnu", "--sparse"]);
-}
-
-#[test]
-fn sparse_oldgnu() {
-    format_case("sparse_oldgnu", TreeOpts::FULL, &["--format=oldgnu", "--sparse"]);
-}
-
-#[test]
-fn sparse_posix_0_0() {
-    format_case(
-        "sparse_posix_0_0",
-        TreeOpts::FULL,
-        &["--format=posix", "--sparse", "--sparse-version=0.0"],
-    );
-}
-
-#[test]
-fn sparse_posix_0_1() {
-    format_case(
-        "sparse_posix_0_1",
-        TreeOpts::FULL,
-        &["--format=posix", "--sparse", "--sparse-version=0.1"],
-    );
-}
-
-#[test]
-fn sparse_posix_1_0() {
-    format_case(
-        "sparse_posix_1_0",
-        TreeOpts::FULL,
-        &["--format=posix", "--sparse", "--sparse-version=1.0"],
-    );
 }
 
 fn zstd_file(src: &Path, dst: &Path, flags: &str) {
@@ -1046,28 +1012,33 @@ fn handmade_extension_header_mixtures() {
 #[test]
 fn large_file_integrity() {
     let test = "large_file_integrity";
-    if !have_tools(test, &["tar", "zstd"]) {
-        return;
-    }
-    let td = TestDir::new(test);
-    let src = td.join("src/big");
-    fs::create_dir_all(&src).unwrap();
-    fs::write(src.join("f"), tree::contents((80 << 20) + 7, 99)).unwrap();
-    fs::write(src.join("g"), tree::contents(3 << 20, 98)).unwrap();
-    let a = td.join("big.tar");
-    let r = Cmd::new("tar")
-        .args(["--format=pax", "-cf"])
-        .arg(&a)
-        .arg("-C")
-        .arg(td.join("src"))
-        .arg("big")
-        .run();
-    assert!(r.success(), "{}", r.describe());
-    let z = td.join("big.tar.zst");
-    zstd_file(&a, &z, "-1");
-    let _ = fs::remove_dir_all(td.join("src"));
-    compare_with_reference(test, &td, &a, GNU_X, &[], false);
-    compare_with_reference(&format!("{test} (zstd)"), &td, &z, GNU_X, &["--memory", "256K"], false);
+    util::with_tools(test, &["tar", "zstd"], |td| {
+        let src = td.join("src/big");
+        fs::create_dir_all(&src).unwrap();
+        fs::write(src.join("f"), tree::contents((80 << 20) + 7, 99)).unwrap();
+        fs::write(src.join("g"), tree::contents(3 << 20, 98)).unwrap();
+        let a = td.join("big.tar");
+        let r = Cmd::new("tar")
+            .args(["--format=pax", "-cf"])
+            .arg(&a)
+            .arg("-C")
+            .arg(td.join("src"))
+            .arg("big")
+            .run();
+        assert!(r.success(), "{}", r.describe());
+        let z = td.join("big.tar.zst");
+        zstd_file(&a, &z, "-1");
+        let _ = fs::remove_dir_all(td.join("src"));
+        compare_with_reference(test, td, &a, GNU_X, &[], false);
+        compare_with_reference(
+            &format!("{test} (zstd)"),
+            td,
+            &z,
+            GNU_X,
+            &["--memory", "256K"],
+            false,
+        );
+    });
 }
 
 /// Regression (found by the multi-frame corpus runs, issue 11): GNU sparse archives of the

@@ -109,6 +109,14 @@ pub fn have_tools(test: &str, tools: &[&str]) -> bool {
     missing.is_empty()
 }
 
+/// Runs `body` in a fresh `TestDir` named after `test` when every one of `tools` is on PATH;
+/// otherwise only `have_tools`' SKIP lines.
+pub fn with_tools(test: &str, tools: &[&str], body: impl FnOnce(&TestDir)) {
+    if have_tools(test, tools) {
+        body(&TestDir::new(test));
+    }
+}
+
 /// True when `tool` is on PATH (no message).
 pub fn which_quiet(tool: &str) -> bool {
     which(tool).is_some()
