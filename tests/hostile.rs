@@ -263,18 +263,9 @@ fn expect_clean(out: &Output) {
     assert_eq!(out.code, Some(0), "expected exit 0\n{}", out.describe());
 }
 
+/// What is at `p` (not following a symlink), if anything.
 fn kind(p: &Path) -> Option<Kind> {
-    let m = fs::symlink_metadata(p).ok()?;
-    let ft = m.file_type();
-    Some(if ft.is_symlink() {
-        Kind::Symlink
-    } else if ft.is_dir() {
-        Kind::Dir
-    } else if ft.is_file() {
-        Kind::File
-    } else {
-        Kind::Fifo
-    })
+    Some(Kind::of(fs::symlink_metadata(p).ok()?.file_type()))
 }
 
 fn contents(p: &Path) -> Vec<u8> {
