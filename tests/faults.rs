@@ -729,6 +729,13 @@ impl DirectFiles {
         }
     }
 
+    /// `dir/a.tar` of `members()`.
+    fn write_archive(&self, dir: &Path) -> PathBuf {
+        let archive = dir.join("a.tar");
+        fs::write(&archive, tar_of(&self.members())).unwrap();
+        archive
+    }
+
     fn members(&self) -> [(&str, &[u8]); 6] {
         [
             ("empty", b""),
@@ -756,9 +763,7 @@ fn direct_io_refused_ramfs() {
         Err(e) => return skip(test, &format!("dd: {e}")),
     }
     let files = DirectFiles::new(8, (1 << 20) + 3);
-    let members = files.members();
-    let archive = td.path().join("a.tar");
-    fs::write(&archive, tar_of(&members)).unwrap();
+    let (members, archive) = (files.members(), files.write_archive(td.path()));
     for_each_config(test, &every_file_direct(), |args| {
         let dest = mnt.join("dest");
         empty_dir(&dest);
@@ -1701,9 +1706,7 @@ fn direct_io_on_tmpfs() {
         );
         note_dio_align(test, mnt);
         let files = DirectFiles::new(35, (3 << 20) + 3);
-        let members = files.members();
-        let archive = td.path().join("a.tar");
-        fs::write(&archive, tar_of(&members)).unwrap();
+        let (members, archive) = (files.members(), files.write_archive(td.path()));
         for_each_config(test, &direct_rows(), |args| {
             let dest = mnt.join("dest");
             fresh_dir(&dest, None);
