@@ -218,10 +218,9 @@ pub struct Input {
 pub struct Threads {
     /// Decoder threads in all, the reader's own included; 1 is the one streaming decoder.
     pub count: usize,
-    /// Decoded frames ahead of the reader wait in this pool's buffers (None: one thread)...
+    /// Decoded frames ahead of the reader wait in this pool's buffers, at most
+    /// `parallel::pool_share` of them (None: one thread).
     pub pool: Option<Pool>,
-    /// ...holding at most this many of them (see parallel::Options::ahead_cap).
-    pub ahead_cap: usize,
 }
 
 /// The decoded tar stream.
@@ -235,7 +234,49 @@ pub struct Decoded {
     pub stats: Option<Arc<DecodeStats>>,
 }
 
+/// The decoder's side of the run's summary.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DecodeSummary {
+    /// Threads that decoded (1 unless zstd frames were decoded in parallel).
+    pub threads: usize,
+    /// zstd frames decoded, when the frame-parallel decoder ran (None otherwise).
+    pub frames: Option<u64>,
+    /// Of those, the frames a worker decoded ahead of the reader.
+    pub frames_ahead: Option<u64>,
+}
+
+/// The decoder's counters, readable after its stream has been handed to the tar stage.
+pub struct Counters {
+    threads: usize,
+    stats: Option<Arc<DecodeStats>>,
+}
+
+impl Counters {
+    pub fn summary(&self) -> DecodeSummary {
+        let read = |f: fn(&DecodeStats) -> &AtomicU64| {
+            self.stats.as_ref().map(|s| f(s).load(Ordering::Relaxed))
+        };
+        DecodeSummary {
+            threads: self.threads,
+            frames: read(|s| &s.frames),
+            frames_ahead: read(|s| &s.frames_ahead),
+        }
+    }
+}
+
+impl Decoded {
+    pub fn counters(&self) -> Counters {
+        Counters { threads: self.threads, stats: self.stats.clone() }
+    }
+}
+
 impl Input {
+    /// Whether `decode` with `threads` threads would use a pool (multi-threaded zstd), so a
+    /// caller without one of its own (`-t`) allocates it only then.
+    pub fn wants_pool(&self, threads: usize) -> bool {
+        self.format == Format::Zstd && threads > 1
+    }
+
     /// Starts the decoder the format calls for: for zstd with more than one thread, the
     /// frame-parallel one (`parallel.rs`), which reads a single-frame stream as the streaming
     /// decoder does.
@@ -251,7 +292,7 @@ impl Input {
                 let opts = parallel::Options {
                     workers: threads.count - 1,
                     max_window_log,
-                    ahead_cap: threads.ahead_cap,
+                    ahead_cap: parallel::ahead_cap(pool.count()),
                     input_budget: (threads.count * INPUT_PER_THREAD).min(INPUT_MAX),
                 };
                 let stats = Arc::new(DecodeStats::default());

@@ -59,6 +59,19 @@ pub const WORKER_MAX_WINDOW: u64 = 8 << 20;
 /// the smallest pool (4 buffers) two left none free (see extract.rs `batch_buffers`).
 pub const HEAD_EXTRA: usize = 1;
 
+/// `ahead_cap` for a pool of `count` buffers: half of them, so a 32 MiB frame of Agave's
+/// decodes whole into the default 64 MiB while the other half carries file data to the writer;
+/// never so many that the other holders could not get one (see `pool_share`).
+pub fn ahead_cap(count: usize) -> usize {
+    (count / 2).min(count.saturating_sub(3)).max(1)
+}
+
+/// Most pool buffers the decoder holds at once from a pool of `count`: the frames' cap and the
+/// one more the frame being read may take.
+pub fn pool_share(count: usize) -> usize {
+    ahead_cap(count) + HEAD_EXTRA
+}
+
 /// Counters for the summary.
 #[derive(Debug, Default)]
 pub struct DecodeStats {
