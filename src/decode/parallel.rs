@@ -38,6 +38,7 @@ use std::time::Duration;
 
 use zstd::zstd_safe::{DCtx, DParameter, InBuffer, OutBuffer, ResetDirective, get_error_name};
 
+use super::archive_file::AlignedBuf;
 use super::frames::{Event, Walker};
 use crate::pool::{Pool, PoolBuf};
 
@@ -108,7 +109,7 @@ impl Piece {
 
 /// One read of compressed input; gives its bytes back to the input budget when dropped.
 struct InputBuf {
-    bytes: Vec<u8>,
+    bytes: AlignedBuf,
     shared: Arc<Shared>,
 }
 
@@ -116,7 +117,7 @@ impl Drop for InputBuf {
     fn drop(&mut self) {
         let mut st = self.shared.lock();
         st.input_used -= self.bytes.capacity();
-        st.spare.push(std::mem::take(&mut self.bytes));
+        st.spare.push(std::mem::replace(&mut self.bytes, AlignedBuf::empty()));
         drop(st);
         self.shared.changed.notify_all();
     }
@@ -164,7 +165,7 @@ struct State {
     /// Piece buffers given back, for the splitter to read into again: a fresh 1 MiB vector
     /// per read was zeroed and page-faulted in every time (0.3-0.5 s of CPU on a 1.35 GB
     /// archive, which made a single-frame archive slower with --threads 2 than with 1).
-    spare: Vec<Vec<u8>>,
+    spare: Vec<AlignedBuf>,
     /// The reader is gone or a frame failed: stop.
     cancel: bool,
     /// Threads decoding: the workers that started and the reader. Every `decoders`-th frame
@@ -477,8 +478,10 @@ fn split(mut input: Box<dyn Read + Send>, max_window: u64, shared: &Arc<Shared>)
             st.input_used += PIECE;
             st.spare.pop()
         };
-        let mut bytes = spare.unwrap_or_default();
-        bytes.resize(PIECE, 0);
+        // Aligned, so that a regular file not in the page cache is read with O_DIRECT
+        // (archive_file.rs).
+        let mut bytes = spare.unwrap_or_else(|| AlignedBuf::new(PIECE));
+        bytes.set_len(PIECE);
         let n = loop {
             match input.read(&mut bytes) {
                 Ok(n) => break Ok(n),
@@ -486,7 +489,7 @@ fn split(mut input: Box<dyn Read + Send>, max_window: u64, shared: &Arc<Shared>)
                 Err(e) => break Err(e),
             }
         };
-        bytes.truncate(n.as_ref().copied().unwrap_or(0));
+        bytes.set_len(n.as_ref().copied().unwrap_or(0));
         // Capacity stays PIECE: the budget counts what was reserved.
         let data = Arc::new(InputBuf { bytes, shared: shared.clone() });
         let n = match n {
