@@ -88,6 +88,12 @@ pub struct Args {
     #[arg(long = "threads", value_name = "N")]
     pub threads: Option<usize>,
 
+    /// Threads that create files (default: the CPUs this process may run on, at most 8; or
+    /// $FASTUNTAR_WRITER_THREADS). Files of different directories are created in parallel;
+    /// 1 writes everything from one thread.
+    #[arg(long = "writer-threads", value_name = "N")]
+    pub writer_threads: Option<usize>,
+
     /// Writer backend.
     #[arg(long = "io", value_enum, default_value_t = IoBackend::Uring)]
     pub io: IoBackend,

@@ -44,6 +44,8 @@ pub struct Config {
     pub max_window_log: u32,
     /// zstd decoder threads (frames of a multi-frame archive decode in parallel).
     pub threads: usize,
+    /// Writer threads (`write/multi.rs` when more than 1).
+    pub writer_threads: usize,
 }
 
 impl Config {
@@ -94,6 +96,7 @@ impl Config {
                 Some(n) => n.min(MAX_THREADS),
                 None => default_threads(),
             },
+            writer_threads: writer_threads(args.writer_threads)?,
         })
     }
 }
@@ -106,6 +109,26 @@ const MAX_THREADS: usize = 256;
 /// `available_parallelism`), or 1 when that cannot be known.
 fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_THREADS)
+}
+
+/// Most writer threads by default. On 2 CPUs, 2 writers created the 100,000-file tree in about
+/// half the time of 1 and 3-4 were no faster (docs/PERFORMANCE.md); ext4's journal and the
+/// directory locks are shared, so past 8 more threads mostly add contention.
+const DEFAULT_MAX_WRITERS: usize = 8;
+
+/// `--writer-threads`, else $FASTUNTAR_WRITER_THREADS (which lets the test suites run every
+/// case at any count), else the CPUs we may run on, at most DEFAULT_MAX_WRITERS.
+fn writer_threads(flag: Option<usize>) -> Result<usize> {
+    let env = std::env::var("FASTUNTAR_WRITER_THREADS").ok();
+    let n = match (flag, env) {
+        (Some(n), _) => n,
+        (None, Some(v)) => v.trim().parse().context("FASTUNTAR_WRITER_THREADS: not a number")?,
+        (None, None) => default_threads().min(DEFAULT_MAX_WRITERS),
+    };
+    if n == 0 {
+        bail!("--writer-threads: must be at least 1");
+    }
+    Ok(n.min(crate::write::multi::MAX_WRITERS))
 }
 
 /// Splits the memory budget into buffers: CHUNK_SIZE each while that leaves MIN_BUFFERS,

@@ -15,8 +15,8 @@ use crate::archive::{Kind, Member, Reader};
 use crate::config::{self, Config};
 use crate::decode;
 use crate::exclude::Exclude;
-use crate::plan::{Entry, Op};
-use crate::pool::Pool;
+use crate::plan::{Entry, Op, Sink, Stop};
+use crate::pool::{Pool, PoolBuf};
 use crate::progress::{self, Progress};
 use crate::report;
 use crate::safety::{Sanitizer, Verdict};
@@ -57,7 +57,7 @@ pub fn run(cfg: &Config) -> Result<Summary> {
         )
     })?;
     let files = FileCount::new(cfg.limits.max_files);
-    let mut writer = write::create(cfg, &pool, files.clone())?;
+    let writers = write::create_n(cfg, &pool, files.clone(), cfg.writer_threads)?;
     let progress = Progress::start(!cfg.quiet, input.size, input.consumed.clone());
     let threads = decode::Threads {
         count: cfg.threads,
@@ -66,9 +66,7 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     };
     let decoded = input.decode(threads)?;
     let decoding = Decoding::of(&decoded);
-    let (members, stats) =
-        pipeline(cfg, decoded.reader, decoded.trailer, &pool, &mut *writer, files)?;
-    drop(writer);
+    let (members, stats) = pipeline(cfg, decoded.reader, decoded.trailer, &pool, writers, files)?;
     progress.finish();
     let elapsed = start.elapsed();
     let sync = if cfg.sync { Some(sync_dest(&cfg.dest)?) } else { None };
@@ -162,8 +160,24 @@ fn sync_dest(dest: &std::path::Path) -> Result<Duration> {
     Ok(t.elapsed())
 }
 
-/// Runs the decoder thread and the writer until the archive ends or one side fails.
+/// Runs the decoder thread and the writer(s) until the archive ends or one side fails.
 fn pipeline(
+    cfg: &Config,
+    input: Box<dyn std::io::Read + Send>,
+    trailer: Option<decode::Trailer>,
+    pool: &Pool,
+    mut writers: write::Writers,
+    files: Arc<FileCount>,
+) -> Result<(u64, Stats)> {
+    let Some(dest) = writers.dest.take() else {
+        let mut writer = writers.workers.pop().expect("one writer");
+        return pipeline_one(cfg, input, trailer, pool, &mut *writer, files);
+    };
+    pipeline_many(cfg, input, trailer, pool, writers.workers, dest, files)
+}
+
+/// One writer, on this thread.
+fn pipeline_one(
     cfg: &Config,
     input: Box<dyn std::io::Read + Send>,
     trailer: Option<decode::Trailer>,
@@ -176,13 +190,13 @@ fn pipeline(
         // A user at RLIMIT_NPROC (`ulimit -u`, threads count) or at a cgroup's pids.max
         // cannot start a thread: one line, not a panic.
         let producer = thread::Builder::new()
-            .spawn_scoped(s, || produce(cfg, input, trailer, pool, tx, files))
-            .map_err(|e| {
-                anyhow!(
-                    "cannot start the decoder thread: {e} (too many processes: ulimit -u or \
-                     pids.max)"
-                )
-            })?;
+            .spawn_scoped(s, move || {
+                // The channel closes when the producer ends: the sender is moved in here.
+                let tx = tx;
+                let mut out = Batcher { tx: &tx, ops: Vec::with_capacity(BATCH_OPS), bytes: 0 };
+                produce(cfg, input, trailer, pool, &mut out, files)
+            })
+            .map_err(thread_error)?;
         let written = consume(writer, rx);
         // The writer is done with the channel (finished, or failed and dropped its receiver,
         // which makes the producer's next send fail); the producer stops either way.
@@ -197,6 +211,111 @@ fn pipeline(
             (Ok(_), Ok(()), Err(e)) => Err(e),
         }
     })
+}
+
+fn thread_error(e: std::io::Error) -> anyhow::Error {
+    anyhow!("cannot start the decoder thread: {e} (too many processes: ulimit -u or pids.max)")
+}
+
+/// Several writer threads (`write/multi.rs`): the decoder thread dispatches, worker 0 runs on
+/// this thread, the others on their own.
+fn pipeline_many(
+    cfg: &Config,
+    input: Box<dyn std::io::Read + Send>,
+    trailer: Option<decode::Trailer>,
+    pool: &Pool,
+    mut workers: Vec<Box<dyn write::Writer>>,
+    dest: write::dest::Dest,
+    files: Arc<FileCount>,
+) -> Result<(u64, Stats)> {
+    use write::multi::{Dispatch, QUEUE_BATCHES, Shared, run_worker};
+    let shared = Arc::new(Shared::new(workers.len()));
+    let (txs, mut rxs): (Vec<_>, Vec<_>) =
+        (0..workers.len()).map(|_| sync_channel::<Vec<Op>>(QUEUE_BATCHES)).unzip();
+    let mut dispatch = Dispatch::new(txs, dest, shared.clone());
+    let (first, others) = workers.split_first_mut().expect("writers");
+    let rx0 = rxs.remove(0);
+    let (produced, mut results) = thread::scope(|s| {
+        let dispatch = &mut dispatch;
+        let producer = thread::Builder::new().spawn_scoped(s, || {
+            let r = produce(cfg, input, trailer, pool, dispatch, files);
+            dispatch.close();
+            r
+        });
+        let producer = match producer {
+            Ok(p) => p,
+            Err(e) => return (Err(thread_error(e)), Vec::new()),
+        };
+        let mut handles = Vec::new();
+        let mut spawn_error = None;
+        for (i, (w, rx)) in others.iter_mut().zip(rxs).enumerate() {
+            let shared = &shared;
+            let spawned = thread::Builder::new()
+                .spawn_scoped(s, move || run_worker(i + 1, &mut **w, rx, shared));
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    // The decoder stops at its next op (its sends to the missing workers fail).
+                    shared.stop();
+                    spawn_error = Some(anyhow!(
+                        "cannot start a writer thread: {e} (too many processes: ulimit -u or \
+                         pids.max; --writer-threads 1 needs none)"
+                    ));
+                    break;
+                }
+            }
+        }
+        let mut results = Vec::new();
+        if spawn_error.is_none() {
+            results.push(run_worker(0, &mut **first, rx0, &shared));
+        } else {
+            drop(rx0);
+        }
+        for h in handles {
+            results.push(h.join().unwrap_or_else(|_| Err(anyhow!("writer thread panicked"))));
+        }
+        let produced = producer.join().unwrap_or_else(|_| Err(anyhow!("decoder thread panicked")));
+        match spawn_error {
+            Some(e) => (Err(e), Vec::new()),
+            None => (produced, results),
+        }
+    });
+    // Every worker has landed its files: stamp the directories the archive left last.
+    let mut stats = std::mem::take(&mut dispatch.stats);
+    let dest = &mut dispatch.dest;
+    dest.leave_all();
+    // As with one writer: stamped unless a writer failed (its files may not have landed).
+    let stamped = if shared.first_failed().is_none() { dest.settle() } else { Ok(()) };
+    let mut first_err = None;
+    if let Some(Err(e)) = shared
+        .first_failed()
+        .and_then(|i| results.get_mut(i))
+        .map(|r| std::mem::replace(r, Ok(Stats::default())))
+    {
+        first_err = Some(e);
+    }
+    for r in results {
+        match r {
+            Ok(s) => {
+                stats.files += s.files;
+                stats.files_direct += s.files_direct;
+                stats.dirs += s.dirs;
+                stats.links += s.links;
+                stats.bytes += s.bytes;
+            }
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    // A write failure is the root cause when both sides failed: the producer only saw a
+    // worker gone.
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    let members = produced?;
+    stamped?;
+    Ok((members, stats))
 }
 
 /// Feeds ops to the writer, a batch at a time, and has it submit after each batch. While no
@@ -234,7 +353,7 @@ fn produce(
     input: Box<dyn std::io::Read + Send>,
     trailer: Option<decode::Trailer>,
     pool: &Pool,
-    tx: SyncSender<Vec<Op>>,
+    out: &mut dyn Sink,
     files: Arc<FileCount>,
 ) -> Result<u64> {
     let mut reader = Reader::new(input);
@@ -244,7 +363,7 @@ fn produce(
     let utf8 = crate::list::utf8_locale();
     // Safety: geteuid/getegid have no preconditions.
     let ids = unsafe { (libc::geteuid(), libc::getegid()) };
-    let mut out = Batcher { tx: &tx, ops: Vec::with_capacity(BATCH_OPS), bytes: 0 };
+    let mut packer = None;
     let mut members = 0;
     loop {
         let member = match reader.next_member() {
@@ -269,11 +388,16 @@ fn produce(
             sanitizer: &mut sanitizer,
             admission: &mut admission,
             pool,
-            out: &mut out,
+            packer: &mut packer,
+            out: &mut *out,
         };
         match stage.member(member) {
             Ok(()) => {}
             Err(MemberError::Gone(WriterGone)) => return Ok(members),
+            Err(MemberError::Fatal(e)) => {
+                let _ = out.flush();
+                return Err(e);
+            }
             Err(MemberError::Read(e)) => {
                 // What was decoded before the error is still written.
                 let _ = out.flush();
@@ -306,6 +430,17 @@ pub fn verify_trailer<R: std::io::Read>(
 enum MemberError {
     Gone(WriterGone),
     Read(anyhow::Error),
+    /// The sink failed the op itself (the dispatcher's directory or link).
+    Fatal(anyhow::Error),
+}
+
+impl From<Stop> for MemberError {
+    fn from(s: Stop) -> Self {
+        match s {
+            Stop::Gone => MemberError::Gone(WriterGone),
+            Stop::Fatal(e) => MemberError::Fatal(e),
+        }
+    }
 }
 
 impl From<anyhow::Error> for MemberError {
@@ -337,8 +472,8 @@ struct Batcher<'a> {
     bytes: usize,
 }
 
-impl Batcher<'_> {
-    fn push(&mut self, op: Op) -> Result<(), WriterGone> {
+impl Sink for Batcher<'_> {
+    fn push(&mut self, op: Op) -> Result<(), Stop> {
         if let Op::Data { buf, .. } = &op {
             self.bytes += buf.len();
         }
@@ -349,15 +484,19 @@ impl Batcher<'_> {
         Ok(())
     }
 
-    fn flush(&mut self) -> Result<(), WriterGone> {
+    fn flush(&mut self) -> Result<(), Stop> {
         if self.ops.is_empty() {
             return Ok(());
         }
         self.bytes = 0;
         let batch = std::mem::replace(&mut self.ops, Vec::with_capacity(BATCH_OPS));
-        self.tx.send(batch).map_err(|_| WriterGone)
+        self.tx.send(batch).map_err(|_| Stop::Gone)
     }
 }
+
+/// Files of at most this fraction of a pool buffer share buffers (`Packer`); larger ones get
+/// whole buffers. 1/8 (128 KiB of a 1 MiB buffer) wastes at most that at a buffer's end.
+const PACK_FRACTION: usize = 8;
 
 struct Stage<'a, 'b, R: std::io::Read> {
     cfg: &'a Config,
@@ -369,22 +508,37 @@ struct Stage<'a, 'b, R: std::io::Read> {
     sanitizer: &'a mut Sanitizer,
     admission: &'a mut Admission,
     pool: &'a Pool,
-    out: &'a mut Batcher<'b>,
+    /// The rest of the buffer small files are being packed into.
+    packer: &'a mut Option<PoolBuf>,
+    out: &'a mut (dyn Sink + 'b),
 }
 
 impl<R: std::io::Read> Stage<'_, '_, R> {
     fn send(&mut self, op: Op) -> Result<(), MemberError> {
-        self.out.push(op).map_err(MemberError::Gone)
+        self.out.push(op).map_err(MemberError::from)
     }
 
     /// A pool buffer; sends the pending batch first if it would have to wait (the writer can
     /// only free buffers it has been sent).
-    fn buffer(&mut self) -> Result<crate::pool::PoolBuf, MemberError> {
+    fn buffer(&mut self) -> Result<PoolBuf, MemberError> {
         if let Some(b) = self.pool.try_get() {
             return Ok(b);
         }
-        self.out.flush().map_err(MemberError::Gone)?;
+        // The packing buffer's rest is useless to whoever needs a whole one.
+        *self.packer = None;
+        self.out.flush().map_err(MemberError::from)?;
         Ok(self.pool.get())
+    }
+
+    /// Room for `n` bytes of a small file: a piece of the packing buffer (a fresh one when the
+    /// rest is too small), so thousands of small files fit in the pool at once.
+    fn piece(&mut self, n: usize) -> Result<PoolBuf, MemberError> {
+        if self.packer.as_ref().is_none_or(|b| b.capacity() < n) {
+            *self.packer = None;
+            let b = self.buffer()?;
+            *self.packer = Some(b);
+        }
+        Ok(self.packer.as_mut().expect("just filled").split_to(n))
     }
 
     /// One member: judge its path, admit it, send its ops (and data).
@@ -463,6 +617,21 @@ impl<R: std::io::Read> Stage<'_, '_, R> {
     fn file(&mut self, entry: Entry, m: &Member) -> Result<(), MemberError> {
         let name = entry.name.clone();
         self.send(Op::File { entry, size: m.size, sparse: m.sparse.is_some() })?;
+        let small = m.sparse.is_none() && m.size <= (self.pool.buf_size() / PACK_FRACTION) as u64;
+        if small {
+            if m.size > 0 {
+                let mut buf = self.piece(m.size as usize)?;
+                let got = self
+                    .reader
+                    .read_data(buf.full_mut())
+                    .map_err(|e| anyhow!("{e:#}; {name} is left incomplete"))?;
+                if let Some((offset, n)) = got {
+                    buf.set_len(n);
+                    self.send(Op::Data { offset, buf })?;
+                }
+            }
+            return self.send(Op::End);
+        }
         loop {
             let mut buf = self.buffer()?;
             let got = self

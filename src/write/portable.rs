@@ -138,6 +138,10 @@ impl Writer for Portable {
         }
     }
 
+    fn pending_floor(&self) -> u64 {
+        self.cur.as_ref().map_or(u64::MAX, |f| f.entry.offset)
+    }
+
     fn finish(&mut self) -> Result<Stats> {
         if let Some(f) = self.cur.take() {
             // The producer stopped in the middle of this file (its error says why): leave it

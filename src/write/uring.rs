@@ -111,6 +111,11 @@ pub struct Uring {
     stats: Stats,
 }
 
+// Safety: the raw pointers in `ops` point into pool buffers owned by the same entries (or
+// their files), which are plain memory usable from any thread; the ring and fds are Send. A
+// Uring is used by one thread at a time (it is moved into its writer thread).
+unsafe impl Send for Uring {}
+
 /// Why the ring could not be set up (the caller falls back to the portable backend).
 pub fn setup() -> io::Result<IoUring> {
     if std::env::var_os("FASTUNTAR_TEST_NO_URING").is_some() {
@@ -587,6 +592,10 @@ impl Writer for Uring {
         }
         self.wait_one()?;
         Ok(true)
+    }
+
+    fn pending_floor(&self) -> u64 {
+        self.files.entries.iter().flatten().map(|f| f.entry.offset).min().unwrap_or(u64::MAX)
     }
 
     fn finish(&mut self) -> Result<Stats> {
