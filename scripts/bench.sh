@@ -340,12 +340,14 @@ declare -A TREE=([snapshot]=snapshot [smallfiles]=smallfiles [agave]=agave [agav
 declare -A COMP=([snapshot]=zstd [smallfiles]=zstd [agave]=zstd [agave-1frame]=zstd [agave-lz4]=lz4)
 declare -A LABEL=(
     [fu_direct]="fastuntar --direct-io" [fu_buffered]="fastuntar buffered"
-    [fu_portable]="fastuntar portable" [gnutar]="GNU tar" [bsdtar]="bsdtar"
+    [fu_portable]="fastuntar portable" [fu_w1]="fastuntar --writer-threads 1"
+    [gnutar]="GNU tar" [bsdtar]="bsdtar"
     [zstd]="zstd -dc (floor)" [lz4]="lz4 -dc (floor)"
 )
 declare -A CONTS=()
 CONTS[snapshot]="fu_direct fu_buffered fu_portable gnutar bsdtar zstd"
-CONTS[smallfiles]="fu_direct fu_buffered fu_portable gnutar bsdtar zstd"
+# fu_w1: one writer thread (the writer before issue 12), for the small-files scaling figure.
+CONTS[smallfiles]="fu_direct fu_buffered fu_portable fu_w1 gnutar bsdtar zstd"
 sweep=""
 for t in "${THREADS[@]}"; do sweep+=" fu_list_t$t"; done
 for t in "${THREADS[@]}"; do sweep+=" fu_direct_t$t"; done
@@ -473,6 +475,7 @@ set_cmd() {
     fu_direct) CMD=("$BIN" -x "$3" -C "$4" --direct-io) ;;
     fu_buffered) CMD=("$BIN" -x "$3" -C "$4") ;;
     fu_portable) CMD=("$BIN" -x "$3" -C "$4" --io portable) ;;
+    fu_w1) CMD=("$BIN" -x "$3" -C "$4" --writer-threads 1) ;;
     fu_list_t*)
         CMD=("$BIN" -t -f "$3")
         if ((HAVE_THREADS)); then CMD+=(--threads "${1#fu_list_t}"); fi

@@ -94,6 +94,12 @@ pub struct Args {
     #[arg(long = "writer-threads", value_name = "N")]
     pub writer_threads: Option<usize>,
 
+    /// Start writing the extracted data back to the disk each time SIZE more has been
+    /// written (syncfs from a thread of its own), so the final sync finds less to do; 0 turns
+    /// it off.
+    #[arg(long = "writeback-every", value_name = "SIZE", default_value = "0")]
+    pub writeback_every: String,
+
     /// Writer backend.
     #[arg(long = "io", value_enum, default_value_t = IoBackend::Uring)]
     pub io: IoBackend,

@@ -46,6 +46,8 @@ pub struct Config {
     pub threads: usize,
     /// Writer threads (`write/multi.rs` when more than 1).
     pub writer_threads: usize,
+    /// `--writeback-every`: bytes written between syncfs calls while extracting (None: off).
+    pub writeback: Option<u64>,
 }
 
 impl Config {
@@ -97,6 +99,8 @@ impl Config {
                 None => default_threads(),
             },
             writer_threads: writer_threads(args.writer_threads)?,
+            writeback: Some(parse_size(&args.writeback_every).context("--writeback-every")?)
+                .filter(|&n| n > 0),
         })
     }
 }

@@ -66,7 +66,10 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     };
     let decoded = input.decode(threads)?;
     let decoding = Decoding::of(&decoded);
-    let (members, stats) = pipeline(cfg, decoded.reader, decoded.trailer, &pool, writers, files)?;
+    let flusher = Flusher::start(&cfg.dest, cfg.writeback);
+    let piped = pipeline(cfg, decoded.reader, decoded.trailer, &pool, writers, files);
+    drop(flusher);
+    let (members, stats) = piped?;
     progress.finish();
     let elapsed = start.elapsed();
     let sync = if cfg.sync { Some(sync_dest(&cfg.dest)?) } else { None };
@@ -144,6 +147,54 @@ impl Drop for UmaskGuard {
     fn drop(&mut self) {
         // Safety: as above.
         unsafe { libc::umask(self.0) };
+    }
+}
+
+/// Starts writeback while extracting: each time another `every` bytes have been written, a
+/// thread of its own calls syncfs on DIR's filesystem, so the data goes to the disk while the
+/// archive is still being decoded instead of all at the final sync (or after the run). Only
+/// that thread waits for it.
+struct Flusher {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl Flusher {
+    fn start(dest: &std::path::Path, every: Option<u64>) -> Flusher {
+        let none = Flusher { stop: None, thread: None };
+        let Some(every) = every.filter(|&e| e > 0) else { return none };
+        let Ok(dir) = std::fs::File::open(dest) else { return none };
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let spawned = thread::Builder::new().name("writeback".into()).spawn(move || {
+            use std::sync::atomic::Ordering::Relaxed;
+            let mut last = progress::WRITTEN.load(Relaxed);
+            loop {
+                match rx.recv_timeout(Duration::from_millis(20)) {
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                    _ => return,
+                }
+                let now = progress::WRITTEN.load(Relaxed);
+                if now.saturating_sub(last) >= every {
+                    last = now;
+                    // Safety: the fd is open for the duration of the call. Errors are the
+                    // final sync's (or the next run's) to report: this only starts writeback.
+                    unsafe { libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&dir)) };
+                }
+            }
+        });
+        match spawned {
+            Ok(t) => Flusher { stop: Some(tx), thread: Some(t) },
+            Err(_) => none,
+        }
+    }
+}
+
+impl Drop for Flusher {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 
