@@ -286,51 +286,61 @@ fn pipeline_many(
     let mut dispatch = Dispatch::new(txs, dest, shared.clone());
     let (first, others) = workers.split_first_mut().expect("writers");
     let rx0 = rxs.remove(0);
-    let (produced, mut results) = thread::scope(|s| {
+    let mut input = Some(input);
+    let mut trailer = trailer;
+    let files_for_one = files.clone();
+    let scoped = thread::scope(|s| {
+        // Writer threads first: when one cannot start (`ulimit -u`, pids.max), the others are
+        // hung up on and the run goes on with one writer on this thread.
+        let mut handles = Vec::new();
+        let mut spawn_failed = false;
+        for (i, (w, rx)) in others.iter_mut().zip(rxs).enumerate() {
+            let shared = &shared;
+            match thread::Builder::new()
+                .spawn_scoped(s, move || run_worker(i + 1, &mut **w, rx, shared))
+            {
+                Ok(h) => handles.push(h),
+                Err(_) => {
+                    spawn_failed = true;
+                    break;
+                }
+            }
+        }
+        if spawn_failed {
+            dispatch.close();
+            for h in handles {
+                let _ = h.join();
+            }
+            return None;
+        }
         let dispatch = &mut dispatch;
-        let producer = thread::Builder::new().spawn_scoped(s, || {
+        let (input, trailer) = (input.take().expect("input"), trailer.take());
+        let producer = thread::Builder::new().spawn_scoped(s, move || {
             let r = produce(cfg, input, trailer, pool, dispatch, files);
             dispatch.close();
             r
         });
         let producer = match producer {
             Ok(p) => p,
-            Err(e) => return (Err(thread_error(e)), Vec::new()),
-        };
-        let mut handles = Vec::new();
-        let mut spawn_error = None;
-        for (i, (w, rx)) in others.iter_mut().zip(rxs).enumerate() {
-            let shared = &shared;
-            let spawned = thread::Builder::new()
-                .spawn_scoped(s, move || run_worker(i + 1, &mut **w, rx, shared));
-            match spawned {
-                Ok(h) => handles.push(h),
-                Err(e) => {
-                    // The decoder stops at its next op (its sends to the missing workers fail).
-                    shared.stop();
-                    spawn_error = Some(anyhow!(
-                        "cannot start a writer thread: {e} (too many processes: ulimit -u or \
-                         pids.max; --writer-threads 1 needs none)"
-                    ));
-                    break;
+            Err(e) => {
+                drop(rx0);
+                for h in handles {
+                    let _ = h.join();
                 }
+                return Some((Err(thread_error(e)), Vec::new()));
             }
-        }
-        let mut results = Vec::new();
-        if spawn_error.is_none() {
-            results.push(run_worker(0, &mut **first, rx0, &shared));
-        } else {
-            drop(rx0);
-        }
+        };
+        let mut results = vec![run_worker(0, &mut **first, rx0, &shared)];
         for h in handles {
             results.push(h.join().unwrap_or_else(|_| Err(anyhow!("writer thread panicked"))));
         }
         let produced = producer.join().unwrap_or_else(|_| Err(anyhow!("decoder thread panicked")));
-        match spawn_error {
-            Some(e) => (Err(e), Vec::new()),
-            None => (produced, results),
-        }
+        Some((produced, results))
     });
+    let Some((produced, mut results)) = scoped else {
+        let input = input.take().expect("not consumed");
+        return pipeline_one(cfg, input, trailer, pool, &mut **first, files_for_one);
+    };
     // Every worker has landed its files: stamp the directories the archive left last.
     let mut stats = std::mem::take(&mut dispatch.stats);
     let dest = &mut dispatch.dest;

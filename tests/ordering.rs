@@ -174,7 +174,11 @@ fn listing(root: &Path) -> BTreeMap<String, String> {
         let desc = if m.file_type().is_symlink() {
             format!("link -> {}", fs::read_link(&p).unwrap().display())
         } else if m.is_dir() {
-            format!("dir {:o} mtime {}", m.permissions().mode() & 0o7777, m.mtime())
+            // A directory the archive came back to (or never listed) has the time of
+            // extraction, as in GNU tar: only "recent" is compared.
+            let t =
+                if m.mtime() > 1_700_000_000 { "now".to_string() } else { m.mtime().to_string() };
+            format!("dir {:o} mtime {t}", m.permissions().mode() & 0o7777)
         } else {
             let first = inodes.entry(m.ino()).or_insert_with(|| rel.clone()).clone();
             let data = fs::read(&p).unwrap();

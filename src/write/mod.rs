@@ -103,6 +103,14 @@ use crate::resources::FdBudget;
 use direct::DirectPolicy;
 use portable::Portable;
 
+/// The destination refused O_DIRECT: one warning per run, however many writers find out.
+pub fn direct_refused() {
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        crate::report::warn("the destination refuses O_DIRECT; writing buffered from now on");
+    }
+}
+
 /// Builds the writer the configuration asks for. `files` is the `--max-files` count that
 /// implied directories are counted against.
 pub fn create(cfg: &Config, pool: &Pool, files: Arc<FileCount>) -> Result<Box<dyn Writer>> {

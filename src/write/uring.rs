@@ -27,7 +27,6 @@ use super::tree::{self, NodeId};
 use super::{Stats, Writer, apply_namespace_op, member_failed};
 use crate::plan::{Entry, Op, SafePath};
 use crate::pool::{Pool, PoolBuf};
-use crate::report;
 
 /// Submission queue size. 256 entries hold a batch for ~85 small files (open+write+close)
 /// and are far more than the 64 writes a default pool can have in flight.
@@ -505,7 +504,7 @@ impl Uring {
         if err == libc::EINVAL && f.direct {
             // Files opened before the first refusal come back here too: warn once.
             if self.policy.threshold.is_some() {
-                report::warn("the destination refuses O_DIRECT; writing buffered from now on");
+                super::direct_refused();
             }
             self.policy.threshold = None;
             f.direct = false;
