@@ -123,7 +123,11 @@ pub struct Args {
     pub max_member_size: Option<String>,
 
     /// Largest zstd window to accept (memory the decoder may need): a power of two up to 2G.
-    #[arg(long = "max-window", value_name = "SIZE", default_value = "2G")]
+    /// The default is `zstd -d`'s own; archives made with `zstd --long=31` need 2G.
+    // 128M, as zstd's CLI (it refuses larger windows without --long=31 or --memory): a 75 KB
+    // frame declaring 2 GiB drove RSS to 2 GiB under the old 2G default. Agave's frames
+    // declare 512 KiB (level 1) to 2 MiB (level 3).
+    #[arg(long = "max-window", value_name = "SIZE", default_value = "128M")]
     pub max_window: String,
 
     /// When extraction ends, make everything durable (syncfs) and report how long that took.

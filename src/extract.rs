@@ -66,8 +66,11 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     };
     let decoded = input.decode(threads)?;
     let decoding = Decoding::of(&decoded);
+    let batch_buffers =
+        if decoded.threads > 1 { batch_buffers(&pool, writers.workers.len()) } else { usize::MAX };
+    let stream = Stream { reader: decoded.reader, trailer: decoded.trailer, batch_buffers };
     let flusher = Flusher::start(&cfg.dest, cfg.writeback);
-    let piped = pipeline(cfg, decoded.reader, decoded.trailer, &pool, writers, files);
+    let piped = pipeline(cfg, stream, &pool, writers, files);
     drop(flusher);
     let (members, stats) = piped?;
     progress.finish();
@@ -79,9 +82,32 @@ pub fn run(cfg: &Config) -> Result<Summary> {
 /// Pool buffers decoded zstd frames may hold ahead of the tar stage: half the pool, so a
 /// 32 MiB frame of Agave's decodes whole into the default 64 MiB while the other half carries
 /// file data to the writer; never so many that the tar stage could not get a buffer (the
-/// frame being read may hold 2 more, and the tar stage needs 1).
+/// frame being read may hold 1 more; see `batch_buffers` for the rest of the count).
 pub fn ahead_cap(pool: &Pool) -> usize {
     (pool.count() / 2).min(pool.count().saturating_sub(3)).max(1)
+}
+
+/// Buffers of file data the tar stage may hold in an unsent batch while the frame-parallel
+/// decoder runs. The tar stage blocks in the decoder's `read` (not only in `Pool::get`, where
+/// it flushes first), and a worker it waits for may be waiting for a pool buffer: the frames
+/// hold at most `ahead_cap + HEAD_EXTRA` (one of them still to be taken by the waiting worker),
+/// the tar stage the buffer it is filling and the one it packs small files into, each writer
+/// one more (a direct file's unaligned tail waits for the file's End, which may sit in the
+/// unsent batch), and the worker needs one free, so an unsent batch may hold only what is left. (Small sparse segments, one buffer
+/// each, once filled the pool this way and hung.)
+fn batch_buffers(pool: &Pool, writers: usize) -> usize {
+    let decoder = ahead_cap(pool) + decode::parallel::HEAD_EXTRA;
+    // The tar stage's own: the buffer it fills and the shared one small files are packed
+    // into; each writer's held tail; one free for the waiting worker.
+    pool.count().saturating_sub(decoder + 2 + writers + 1)
+}
+
+/// The decoded tar stream and how the tar stage must batch what it reads from it.
+struct Stream {
+    reader: Box<dyn std::io::Read + Send>,
+    trailer: Option<decode::Trailer>,
+    /// Most buffers of file data an unsent batch may hold (`batch_buffers`).
+    batch_buffers: usize,
 }
 
 /// The decoder's side of the summary.
@@ -214,24 +240,22 @@ fn sync_dest(dest: &std::path::Path) -> Result<Duration> {
 /// Runs the decoder thread and the writer(s) until the archive ends or one side fails.
 fn pipeline(
     cfg: &Config,
-    input: Box<dyn std::io::Read + Send>,
-    trailer: Option<decode::Trailer>,
+    input: Stream,
     pool: &Pool,
     mut writers: write::Writers,
     files: Arc<FileCount>,
 ) -> Result<(u64, Stats)> {
     let Some(dest) = writers.dest.take() else {
         let mut writer = writers.workers.pop().expect("one writer");
-        return pipeline_one(cfg, input, trailer, pool, &mut *writer, files);
+        return pipeline_one(cfg, input, pool, &mut *writer, files);
     };
-    pipeline_many(cfg, input, trailer, pool, writers.workers, dest, files)
+    pipeline_many(cfg, input, pool, writers.workers, dest, files)
 }
 
 /// One writer, on this thread.
 fn pipeline_one(
     cfg: &Config,
-    input: Box<dyn std::io::Read + Send>,
-    trailer: Option<decode::Trailer>,
+    input: Stream,
     pool: &Pool,
     writer: &mut dyn write::Writer,
     files: Arc<FileCount>,
@@ -245,7 +269,7 @@ fn pipeline_one(
                 // The channel closes when the producer ends: the sender is moved in here.
                 let tx = tx;
                 let mut out = Batcher { tx: &tx, ops: Vec::with_capacity(BATCH_OPS), bytes: 0 };
-                produce(cfg, input, trailer, pool, &mut out, files)
+                produce(cfg, input, pool, &mut out, files)
             })
             .map_err(thread_error)?;
         let written = consume(writer, rx);
@@ -272,8 +296,7 @@ fn thread_error(e: std::io::Error) -> anyhow::Error {
 /// this thread, the others on their own.
 fn pipeline_many(
     cfg: &Config,
-    input: Box<dyn std::io::Read + Send>,
-    trailer: Option<decode::Trailer>,
+    input: Stream,
     pool: &Pool,
     mut workers: Vec<Box<dyn write::Writer>>,
     dest: write::dest::Dest,
@@ -287,7 +310,6 @@ fn pipeline_many(
     let (first, others) = workers.split_first_mut().expect("writers");
     let rx0 = rxs.remove(0);
     let mut input = Some(input);
-    let mut trailer = trailer;
     let files_for_one = files.clone();
     let scoped = thread::scope(|s| {
         // Writer threads first: when one cannot start (`ulimit -u`, pids.max), the others are
@@ -314,9 +336,9 @@ fn pipeline_many(
             return None;
         }
         let dispatch = &mut dispatch;
-        let (input, trailer) = (input.take().expect("input"), trailer.take());
+        let input = input.take().expect("input");
         let producer = thread::Builder::new().spawn_scoped(s, move || {
-            let r = produce(cfg, input, trailer, pool, dispatch, files);
+            let r = produce(cfg, input, pool, dispatch, files);
             dispatch.close();
             r
         });
@@ -339,7 +361,7 @@ fn pipeline_many(
     });
     let Some((produced, mut results)) = scoped else {
         let input = input.take().expect("not consumed");
-        return pipeline_one(cfg, input, trailer, pool, &mut **first, files_for_one);
+        return pipeline_one(cfg, input, pool, &mut **first, files_for_one);
     };
     // Every worker has landed its files: stamp the directories the archive left last.
     let mut stats = std::mem::take(&mut dispatch.stats);
@@ -411,12 +433,12 @@ struct WriterGone;
 /// Reads members, judges their paths and sends the ops. Returns the number of members.
 fn produce(
     cfg: &Config,
-    input: Box<dyn std::io::Read + Send>,
-    trailer: Option<decode::Trailer>,
+    input: Stream,
     pool: &Pool,
     out: &mut dyn Sink,
     files: Arc<FileCount>,
 ) -> Result<u64> {
+    let Stream { reader: input, trailer, batch_buffers } = input;
     let mut reader = Reader::new(input);
     let mut sanitizer = Sanitizer::new(cfg.strip_components);
     let mut admission = Admission::new(cfg.snapshot, cfg.limits.clone(), files);
@@ -425,6 +447,7 @@ fn produce(
     // Safety: geteuid/getegid have no preconditions.
     let ids = unsafe { (libc::geteuid(), libc::getegid()) };
     let mut packer = None;
+    let mut out = Bounded { inner: out, buffers: 0, max_buffers: batch_buffers };
     let mut members = 0;
     loop {
         let member = match reader.next_member() {
@@ -450,7 +473,7 @@ fn produce(
             admission: &mut admission,
             pool,
             packer: &mut packer,
-            out: &mut *out,
+            out: &mut out,
         };
         match stage.member(member) {
             Ok(()) => {}
@@ -555,6 +578,33 @@ impl Sink for Batcher<'_> {
     }
 }
 
+/// Any sink, sent on whenever it holds more than `max_buffers` pieces of file data unsent (see
+/// `batch_buffers`; a piece of a shared buffer counts as a whole one, which only sends sooner).
+struct Bounded<'a> {
+    inner: &'a mut dyn Sink,
+    buffers: usize,
+    max_buffers: usize,
+}
+
+impl Sink for Bounded<'_> {
+    fn push(&mut self, op: Op) -> Result<(), Stop> {
+        let data = matches!(op, Op::Data { .. });
+        self.inner.push(op)?;
+        if data {
+            self.buffers += 1;
+            if self.buffers > self.max_buffers {
+                self.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), Stop> {
+        self.buffers = 0;
+        self.inner.flush()
+    }
+}
+
 /// Files of at most this fraction of a pool buffer share buffers (`Packer`); larger ones get
 /// whole buffers. 1/8 (128 KiB of a 1 MiB buffer) wastes at most that at a buffer's end.
 const PACK_FRACTION: usize = 8;
@@ -619,6 +669,12 @@ impl<R: std::io::Read> Stage<'_, '_, R> {
         };
         if path.as_path().as_os_str().is_empty() && m.kind != Kind::Dir {
             report::skipped(&name, "member name is empty; skipped");
+            return Ok(());
+        }
+        // A `./` member is DIR itself. GNU tar gives DIR its mode and mtime (as root, or
+        // with -p), and so do we; but a snapshot never holds one (Agave writes no directory
+        // entries), and DIR is the operator's: a 0700 ledger directory stays 0700.
+        if cfg.snapshot && path.is_root() {
             return Ok(());
         }
         self.admission.admit(&m, path.as_path()).map_err(|e| anyhow!("{name}: {e:#}"))?;

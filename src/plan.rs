@@ -55,7 +55,11 @@ impl SafePath {
     }
 
     /// For messages: the path as it will be created, escaped like member names.
+    /// For messages: the path as printable text, `.` for the destination itself.
     pub fn display(&self) -> String {
+        if self.is_root() {
+            return ".".to_string();
+        }
         crate::report::printable(self.0.as_os_str().as_bytes())
     }
 }

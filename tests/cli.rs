@@ -734,6 +734,9 @@ fn json_summary() {
         "elapsed_s",
         "mb_per_s",
         "sync_s",
+        "decode_threads",
+        "frames",
+        "frames_ahead",
         "skipped",
         "exit_code",
     ];

@@ -8,11 +8,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use util::engine::{Encoding, Run, Set, ZSTD_64K, for_each_run};
 use util::rawtar::{self, Header, Num, Tar};
 use util::snapshot::{Compare, assert_same, snapshot};
-use util::{
-    Cmd, Input, Output, Rng, TestDir, WriterConfig, fastuntar_with, for_each_config, have_tool,
-};
+use util::{Cmd, Input, Output, Rng, TestDir, have_tool};
 
 /// DIR plus a sibling that must stay untouched.
 struct Scene {
@@ -53,14 +52,14 @@ fn expect_fatal(out: &Output, member: Option<&str>) {
     }
 }
 
-/// Extracts `archive` (bytes) into a fresh scene under `cfg`, checks nothing outside DIR changed,
+/// Extracts `archive` (bytes) into a fresh scene in `run`, checks nothing outside DIR changed,
 /// and returns the output and the scene.
-fn extract(td: &TestDir, cfg: &WriterConfig, archive: &[u8], timeout: Duration) -> (Output, Scene) {
+fn extract(td: &TestDir, run: &Run, archive: &[u8], timeout: Duration) -> (Output, Scene) {
     let s = Scene::new(td);
     let a = s.case.join("archive");
     fs::write(&a, archive).unwrap();
     let before = snapshot(&s.beside);
-    let out = fastuntar_with(cfg).arg("-x").arg(&a).arg("-C").arg(&s.dest).timeout(timeout).run();
+    let out = run.cmd().arg("-x").arg(&a).arg("-C").arg(&s.dest).timeout(timeout).run();
     assert_same(
         &before,
         "before",
@@ -81,11 +80,23 @@ fn extract(td: &TestDir, cfg: &WriterConfig, archive: &[u8], timeout: Duration) 
     (out, s)
 }
 
-/// Runs `archive` under every writer config and expects a fatal error naming `member`.
+/// How a damaged archive is given: as built, and a compressed one under every decoder row
+/// (`--threads 1`, the default, `--threads 4`), with the two sweep writers (the damage is in
+/// the input; the writer rows differ only in what they do with what came before it).
+fn encoding_of(archive: &[u8]) -> (Set, Encoding) {
+    if archive.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        (Set::Sweep, Encoding::AsBuilt)
+    } else {
+        (Set::All, Encoding::Plain)
+    }
+}
+
+/// Runs `archive` in every run of the engine table and expects a fatal error naming `member`.
 fn fatal_case(test: &str, archive: &[u8], member: Option<&str>) {
     let td = TestDir::new(test);
-    for_each_config(test, |cfg| {
-        let (out, _) = extract(&td, cfg, archive, util::TIMEOUT);
+    let (set, encoding) = encoding_of(archive);
+    for_each_run(test, set, &[encoding], |run| {
+        let (out, _) = extract(&td, run, archive, util::TIMEOUT);
         expect_fatal(&out, member);
     });
 }
@@ -179,8 +190,8 @@ fn absurd_sizes_fail_fast() {
         let archive = t.finish();
         let test = format!("absurd_sizes_fail_fast ({label})");
         let td = TestDir::new(&test);
-        for_each_config(&test, |cfg| {
-            let (out, s) = extract(&td, cfg, &archive, Duration::from_secs(20));
+        for_each_run(&test, Set::All, &[Encoding::Plain], |run| {
+            let (out, s) = extract(&td, run, &archive, Duration::from_secs(20));
             expect_fatal(&out, Some("huge"));
             assert!(
                 out.elapsed < Duration::from_secs(10),
@@ -236,13 +247,9 @@ fn random_bytes() {
 fn empty_input() {
     fatal_case("empty_input (file)", b"", None);
     let td = TestDir::new("empty_input (stdin)");
-    for_each_config("empty_input (stdin)", |cfg| {
+    for_each_run("empty_input (stdin)", Set::All, &[Encoding::Plain], |run| {
         let d = td.fresh("dest");
-        let out = fastuntar_with(cfg)
-            .args(["-x", "-", "-C"])
-            .arg(&d)
-            .stdin(Input::Bytes(Vec::new()))
-            .run();
+        let out = run.cmd().args(["-x", "-", "-C"]).arg(&d).stdin(Input::Bytes(Vec::new())).run();
         expect_fatal(&out, None);
     });
     if have_tool("empty_input", "tar") {
@@ -288,8 +295,8 @@ fn absurd_extension_header_sizes() {
             let archive = t.finish();
             let test = format!("absurd_extension_header_sizes ({label}, {sz})");
             let td = TestDir::new(&test);
-            for_each_config(&test, |cfg| {
-                let (out, _) = extract(&td, cfg, &archive, Duration::from_secs(20));
+            for_each_run(&test, Set::All, &[Encoding::Plain], |run| {
+                let (out, _) = extract(&td, run, &archive, Duration::from_secs(20));
                 expect_fatal(&out, None);
                 assert!(
                     out.elapsed < Duration::from_secs(10),
@@ -319,14 +326,13 @@ fn gnu_reference(td: &TestDir, archive: &Path) -> Option<util::snapshot::Snapsho
     snap
 }
 
-/// The sweeps exercise the reader at hundreds of cut points, so they run under two writer
-/// configurations rather than all (each run pays fastuntar's start-up, ~50 ms with the default
-/// 64 MiB pool): the plain portable writer and the io_uring writer with every file direct.
-fn sweep_configs() -> Vec<&'static WriterConfig> {
-    let pick = ["portable", "uring+direct(threshold 0)"];
-    let v: Vec<_> = util::WRITER_CONFIGS.iter().filter(|c| pick.contains(&c.name)).collect();
-    assert_eq!(v.len(), pick.len());
-    v
+/// The sweeps exercise the reader at hundreds of cut points, so they run under the engine
+/// table's `Set::Sweep` rather than all writer rows (each run pays fastuntar's start-up, ~50 ms
+/// with the default 64 MiB pool): the plain portable writer and the io_uring writer with every
+/// file direct; a compressed archive under each of them with every decoder row.
+fn sweep_runs(whole: &[u8]) -> Vec<Run> {
+    let (_, encoding) = encoding_of(whole);
+    util::engine::runs(Set::Sweep, &[encoding])
 }
 
 /// Cuts `whole` at every 512-byte boundary; each cut must give exit 0 (only where GNU tar also
@@ -347,9 +353,9 @@ fn sweep(test: &str, whole: &[u8]) {
         let part = &whole[..cut];
         let a = td.write(format!("cut-{cut}"), part);
         let reference = if gnu { gnu_reference(&td, &a) } else { None };
-        for cfg in sweep_configs() {
+        for run in sweep_runs(whole) {
             let d = td.fresh("ours");
-            let out = fastuntar_with(cfg).arg("-x").arg(&a).arg("-C").arg(&d).run();
+            let out = run.cmd().arg("-x").arg(&a).arg("-C").arg(&d).run();
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match out.code {
                 Some(0) => {
                     if gnu {
@@ -372,16 +378,16 @@ fn sweep(test: &str, whole: &[u8]) {
                 exits[c.min(2)] += 1;
             }
             if r.is_err() {
-                failures.push(format!("cut at {cut} [{}]", cfg.name));
+                failures.push(format!("cut at {cut} [{}]", run.name()));
             }
             let _ = fs::remove_dir_all(&d);
         }
         let _ = fs::remove_file(&a);
     }
     util::note(&format!(
-        "{test}: {} cuts x {} configs: exit 0: {}, exit 1: {}, exit 2: {}",
+        "{test}: {} cuts x {} runs: exit 0: {}, exit 1: {}, exit 2: {}",
         cuts.len(),
-        sweep_configs().len(),
+        sweep_runs(whole).len(),
         exits[0],
         exits[1],
         exits[2]
@@ -401,4 +407,57 @@ fn truncation_sweep_tar_zst() {
         return;
     }
     sweep("truncation_sweep_tar_zst", &zstd_checked(&sample_tar()));
+}
+
+// --- Multi-frame zstd (issue 11) ----------------------------------------------------------------
+
+/// A damaged frame in the middle of a 28-frame archive (64 KiB of tar stream per frame): with
+/// `--threads 4` workers finish later frames before the reader reaches the bad one. One line
+/// naming the member being written, `zstd frame 12` and the frame's archive offset (the
+/// frame-parallel decoder; `--threads 1` names the offset), the member left incomplete, the
+/// members before it complete, nothing after the failure point.
+#[test]
+fn corrupt_frame_in_the_middle_of_many() {
+    let test = "corrupt_frame_in_the_middle_of_many";
+    const SIZE: usize = 300_000;
+    let mut rng = Rng::new(11);
+    let data: Vec<Vec<u8>> = (0..6).map(|_| rng.bytes(SIZE)).collect();
+    let mut t = Tar::new();
+    for (i, d) in data.iter().enumerate() {
+        t.entry(&Header::file(format!("f{i}")), d);
+    }
+    let tar = t.finish();
+    let mut z = ZSTD_64K.encode(&tar);
+    let starts = ZSTD_64K.frame_offsets(&tar);
+    assert_eq!(starts.len(), tar.len().div_ceil(64 << 10));
+    let bad = 12;
+    z[(starts[bad] + starts[bad + 1]) / 2] ^= 0x5a;
+    // Frame 12 holds tar bytes 786432.. : inside f2's data (f2 starts at 2 * (512 + 300,032)).
+    let f2_data = 2 * (512 + SIZE.next_multiple_of(512)) + 512;
+    let good_part = bad * (64 << 10) - f2_data;
+    let td = TestDir::new(test);
+    for_each_run(test, Set::All, &[Encoding::AsBuilt], |run| {
+        let (out, s) = extract(&td, run, &z, util::TIMEOUT);
+        expect_fatal(&out, Some("f2"));
+        let line = &out.diagnostics()[0];
+        let frame = format!("zstd frame {bad} (byte {} of the archive)", starts[bad]);
+        if run.engine.decoder.name == "threads 4" || line.contains("zstd frame") {
+            assert!(line.contains(&frame), "the error names `{frame}`\n{}", out.describe());
+        }
+        assert!(line.contains("incomplete"), "f2 is said to be incomplete\n{}", out.describe());
+        for (i, want) in data.iter().enumerate().take(2) {
+            let got = util::read(s.dest.join(format!("f{i}")));
+            assert!(got == *want, "f{i} is not complete\n{}", out.describe());
+        }
+        let f2 = util::read(s.dest.join("f2"));
+        assert!(
+            f2.len() <= good_part && f2[..] == data[2][..f2.len()],
+            "f2 holds {} bytes, not a prefix of at most the {good_part} before the bad frame\n{}",
+            f2.len(),
+            out.describe()
+        );
+        for i in 3..6 {
+            assert!(!s.dest.join(format!("f{i}")).exists(), "f{i} written\n{}", out.describe());
+        }
+    });
 }

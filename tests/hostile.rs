@@ -29,10 +29,11 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 
+use util::engine::{Encoding, PLAIN_AND_SMALL_FRAMES, Set, ZSTD_1, ZSTD_FRAMINGS, for_each_run};
 use util::rawtar::{self, Header, Num, Tar};
 use util::snapshot::{Compare, Kind, assert_same, snapshot};
 use util::tree::set_mtime;
-use util::{Output, TestDir, fastuntar_with, for_each_config};
+use util::{Output, TestDir};
 
 struct Scene {
     case: PathBuf,
@@ -84,8 +85,69 @@ impl Scene {
     }
 }
 
-/// Runs one hostile case: `build` makes the archive for a scene, `prep` arranges DIR before
-/// extraction, `check` asserts the intended outcome. The safety checks run after every case.
+/// One row of the hostile table. `hostile_cases!` turns each row into a test that runs it under
+/// every engine configuration and input encoding (`util::engine`), with the safety checks of
+/// the module comment after every run.
+struct Case {
+    /// Arguments after `-x ARCHIVE -C DIR`.
+    args: &'static [&'static str],
+    /// Arranges DIR before the run.
+    prep: fn(&Scene),
+    /// The archive: a tar stream, which the runner also compresses per `encodings`.
+    build: fn(&Scene) -> Vec<u8>,
+    encodings: &'static [Encoding],
+    /// The exit status; `None` where `check` decides (it must then check it).
+    exit: Option<i32>,
+    /// Members each named by a warning. With exit 1, every message also has tar's shape.
+    says: &'static [&'static [u8]],
+    /// What else must hold after the run.
+    check: fn(&Scene, &Output),
+}
+
+impl Case {
+    const DEFAULT: Case = Case {
+        args: &[],
+        prep: no_prep,
+        build: |_| Vec::new(),
+        encodings: PLAIN_AND_SMALL_FRAMES,
+        exit: Some(0),
+        says: &[],
+        check: |_, _| {},
+    };
+}
+
+/// `name: Case { .. },` rows, each a test (as ripgrep's `rgtest!` makes one test per engine).
+macro_rules! hostile_cases {
+    ($($(#[$doc:meta])* $name:ident: $case:expr,)*) => {$(
+        $(#[$doc])*
+        #[test]
+        fn $name() {
+            let case: Case = $case;
+            let check = |s: &Scene, out: &Output| {
+                expect_exit(out, case.exit, case.says);
+                (case.check)(s, out)
+            };
+            let name = stringify!($name);
+            hostile_in(name, case.args, case.encodings, false, case.build, case.prep, check);
+        }
+    )*};
+}
+
+/// The row's uniform expectation: the exit status, and with exit 1 every message in tar's
+/// shape; each of `says` named by a message.
+fn expect_exit(out: &Output, exit: Option<i32>, says: &[&[u8]]) {
+    match exit {
+        Some(1) => expect_skipped(out, says),
+        Some(code) => {
+            assert_eq!(out.code, Some(code), "expected exit {code}\n{}", out.describe());
+            expect_named(out, says);
+        }
+        None => expect_named(out, says),
+    }
+}
+
+/// Runs one hostile case outside the table (cases that loop over arguments or capture values),
+/// in the same encodings as a row.
 fn hostile(
     test: &str,
     args: &[&str],
@@ -93,32 +155,36 @@ fn hostile(
     prep: impl Fn(&Scene),
     check: impl Fn(&Scene, &Output),
 ) {
-    hostile_with(test, args, false, build, prep, check)
+    hostile_in(test, args, PLAIN_AND_SMALL_FRAMES, false, build, prep, check)
 }
 
-/// `hostile`, measuring the peak RSS when `rss` is set.
-fn hostile_with(
+/// The runner: for each run (encoding × engine), a fresh scene, `build`'s archive in the run's
+/// encoding, `prep`, the extraction (measuring the peak RSS when `rss` is set), the safety
+/// checks, then `check`.
+fn hostile_in(
     test: &str,
     args: &[&str],
+    encodings: &[Encoding],
     rss: bool,
     build: impl Fn(&Scene) -> Vec<u8>,
     prep: impl Fn(&Scene),
     check: impl Fn(&Scene, &Output),
 ) {
     let td = TestDir::new(test);
-    for_each_config(test, |cfg| {
+    for_each_run(test, Set::Sweep, encodings, |run| {
         let s = Scene::new(&td);
-        let archive = s.case.join("archive.tar");
-        fs::write(&archive, build(&s)).unwrap();
+        let file = format!("archive{}", run.encoding.suffix());
+        let archive = s.case.join(&file);
+        fs::write(&archive, run.encoding.encode(&build(&s))).unwrap();
         prep(&s);
         let before = snapshot(&s.sentinel);
-        let mut cmd = fastuntar_with(cfg);
+        let mut cmd = run.cmd();
         cmd.arg("-x").arg(&archive).arg("-C").arg(&s.dest).args(args);
         if rss {
             cmd.measure_rss();
         }
         let out = cmd.run();
-        let ctx = format!("{test} [{}]\n{}", cfg.name, out.describe());
+        let ctx = format!("{test} [{}]\n{}", run.name(), out.describe());
 
         assert_same(
             &before,
@@ -139,7 +205,7 @@ fn hostile_with(
         };
         assert_eq!(
             names(&s.case),
-            ["archive.tar", "tmp"],
+            [file.as_str(), "tmp"],
             "something was created beside tmp/: {ctx}"
         );
         assert_eq!(names(&s.tmp), ["dest", "sentinel"], "something was created beside DIR: {ctx}");
@@ -162,15 +228,21 @@ fn hostile_with(
 
 fn no_prep(_: &Scene) {}
 
-/// Exit 1, and for each of `members` a `fastuntar: ...MEMBER...` warning line.
+/// Exit 1, every message in tar's shape `fastuntar: ...`, and a warning naming each of
+/// `members`.
 fn expect_skipped(out: &Output, members: &[&[u8]]) {
     assert_eq!(out.code, Some(1), "expected exit 1 (members skipped)\n{}", out.describe());
-    let diags = out.diagnostics();
     assert!(
-        diags.iter().all(|l| l.starts_with("fastuntar: ")),
+        out.diagnostics().iter().all(|l| l.starts_with("fastuntar: ")),
         "every message has tar's shape `fastuntar: MEMBER: what happened`\n{}",
         out.describe()
     );
+    expect_named(out, members);
+}
+
+/// For each of `members`, a message naming it.
+fn expect_named(out: &Output, members: &[&[u8]]) {
+    let diags = out.diagnostics();
     for m in members {
         let m = String::from_utf8_lossy(m);
         assert!(
@@ -205,21 +277,16 @@ fn contents(p: &Path) -> Vec<u8> {
 
 // --- Names --------------------------------------------------------------------------------------
 
-#[test]
-fn absolute_names_are_stripped_into_dir() {
-    hostile(
-        "absolute_names_are_stripped_into_dir",
-        &[],
-        |s| {
+hostile_cases! {
+    absolute_names_are_stripped_into_dir: Case {
+        build: |s| {
             let mut t = Tar::new();
             t.member(&Header::file(s.abs("x")), b"absolute x\n");
             t.member(&Header::file(s.abs("file")), b"absolute file\n");
             t.member(&Header::file(b"//double/slash"), b"two slashes\n");
             t.finish()
         },
-        no_prep,
-        |s, out| {
-            expect_clean(out);
+        check: |s, out| {
             assert_eq!(contents(&s.stripped(&s.abs("x"))), b"absolute x\n", "{}", out.describe());
             assert_eq!(contents(&s.stripped(&s.abs("file"))), b"absolute file\n");
             assert_eq!(contents(&s.d("double/slash")), b"two slashes\n", "{}", out.describe());
@@ -232,15 +299,12 @@ fn absolute_names_are_stripped_into_dir() {
             );
             assert!(warnings[0].starts_with("fastuntar: "), "{}", out.describe());
         },
-    );
-}
-
-#[test]
-fn dotdot_members_are_skipped() {
-    hostile(
-        "dotdot_members_are_skipped",
-        &[],
-        |_| {
+        ..Case::DEFAULT
+    },
+    dotdot_members_are_skipped: Case {
+        exit: Some(1),
+        says: &[b"../sentinel/x", b"a/../../sentinel/x", b"../sentinel/file", b"a/../b"],
+        build: |_| {
             let mut t = Tar::new();
             t.file("../sentinel/x", b"escaped\n");
             t.file("a/../../sentinel/x", b"escaped\n");
@@ -251,12 +315,7 @@ fn dotdot_members_are_skipped() {
             t.file("ok", b"fine\n");
             t.finish()
         },
-        no_prep,
-        |s, out| {
-            expect_skipped(
-                out,
-                &[b"../sentinel/x", b"a/../../sentinel/x", b"../sentinel/file", b"a/../b"],
-            );
+        check: |s, _| {
             assert_eq!(
                 contents(&s.d("ok")),
                 b"fine\n",
@@ -267,15 +326,12 @@ fn dotdot_members_are_skipped() {
                 "a/../b was not skipped"
             );
         },
-    );
-}
-
-#[test]
-fn dotdot_in_long_names_is_skipped() {
-    hostile(
-        "dotdot_in_long_names_is_skipped",
-        &[],
-        |_| {
+        ..Case::DEFAULT
+    },
+    dotdot_in_long_names_is_skipped: Case {
+        exit: Some(1),
+        says: &[b"../sentinel/gnu-long", b"../sentinel/pax-path", b"pax-hardlink", b"gnu-hardlink"],
+        build: |_| {
             let mut t = Tar::new();
             t.gnu_long_name("../sentinel/gnu-long").file("placeholder-name", b"via L\n");
             t.pax(&[(b"path", b"../sentinel/pax-path")]).file("placeholder2", b"via PAX path\n");
@@ -286,58 +342,38 @@ fn dotdot_in_long_names_is_skipped() {
             t.file("ok", b"fine\n");
             t.finish()
         },
-        no_prep,
-        |s, out| {
-            expect_skipped(
-                out,
-                &[
-                    b"../sentinel/gnu-long",
-                    b"../sentinel/pax-path",
-                    b"pax-hardlink",
-                    b"gnu-hardlink",
-                ],
-            );
+        check: |s, _| {
             assert_eq!(contents(&s.d("ok")), b"fine\n");
         },
-    );
-}
-
-#[test]
-fn strip_components_cannot_expose_dotdot() {
-    hostile(
-        "strip_components_cannot_expose_dotdot",
-        &["--strip-components", "1"],
-        |_| {
+        ..Case::DEFAULT
+    },
+    strip_components_cannot_expose_dotdot: Case {
+        args: &["--strip-components", "1"],
+        exit: None,
+        build: |_| {
             let mut t = Tar::new();
             t.file("top/../sentinel/x", b"escaped\n");
             t.file("x/../../sentinel/x", b"escaped\n");
             t.file("top/ok", b"fine\n");
             t.finish()
         },
-        no_prep,
-        |s, out| {
+        check: |s, out| {
             assert_eq!(out.code, Some(1), "{}", out.describe());
             assert_eq!(contents(&s.d("ok")), b"fine\n");
         },
-    );
-}
-
-#[test]
-fn nul_in_ustar_name_field_ends_the_name() {
-    hostile(
-        "nul_in_ustar_name_field_ends_the_name",
-        &[],
-        |_| {
+        ..Case::DEFAULT
+    },
+    nul_in_ustar_name_field_ends_the_name: Case {
+        build: |_| {
             let mut t = Tar::new();
             t.file(b"nul-ok\0/../../sentinel/x", b"ustar field\n");
             t.finish()
         },
-        no_prep,
-        |s, out| {
-            expect_clean(out);
+        check: |s, out| {
             assert_eq!(contents(&s.d("nul-ok")), b"ustar field\n", "{}", out.describe());
         },
-    );
+        ..Case::DEFAULT
+    },
 }
 
 /// A NUL inside a PAX path or a GNU long name. GNU tar 1.34 cuts the name at the NUL (C
@@ -386,38 +422,34 @@ fn nul_in_extended_names() {
     }
 }
 
-/// An empty member name (ustar or PAX): skipped with a warning; DIR itself is left alone.
-/// (GNU tar substitutes `.` and fails to open it as a file: exit 2 at the end.)
-#[test]
-fn empty_names_are_skipped() {
-    hostile(
-        "empty_names_are_skipped",
-        &[],
-        |_| {
+hostile_cases! {
+    /// An empty member name (ustar or PAX): skipped with a warning; DIR itself is left alone.
+    /// (GNU tar substitutes `.` and fails to open it as a file: exit 2 at the end.)
+    empty_names_are_skipped: Case {
+        prep: |s| {
+            fs::write(s.d("keep"), b"pre-existing\n").unwrap();
+        },
+        exit: Some(1),
+        build: |_| {
             let mut t = Tar::new();
             t.file(b"", b"empty name\n");
             t.pax(&[("path", "")]).file("p3", b"empty pax path\n");
             t.file("after", b"fine\n");
             t.finish()
         },
-        |s| {
-            fs::write(s.d("keep"), b"pre-existing\n").unwrap();
-        },
-        |s, out| {
-            expect_skipped(out, &[]);
+        check: |s, _| {
             assert_eq!(contents(&s.d("keep")), b"pre-existing\n", "DIR's contents were clobbered");
             assert_eq!(contents(&s.d("after")), b"fine\n");
             assert!(kind(&s.d("p3")).is_none(), "the PAX path (empty) overrides the header name");
         },
-    );
-}
-
-#[test]
-fn dot_file_members_do_not_replace_dir() {
-    hostile(
-        "dot_file_members_do_not_replace_dir",
-        &[],
-        |_| {
+        ..Case::DEFAULT
+    },
+    dot_file_members_do_not_replace_dir: Case {
+        prep: |s| {
+            fs::write(s.d("keep"), b"pre-existing\n").unwrap();
+        },
+        exit: Some(1),
+        build: |_| {
             let mut t = Tar::new();
             t.file(".", b"a file named .\n");
             t.file("./", b"a file named ./\n");
@@ -427,23 +459,17 @@ fn dot_file_members_do_not_replace_dir() {
             t.file("after", b"fine\n");
             t.finish()
         },
-        |s| {
-            fs::write(s.d("keep"), b"pre-existing\n").unwrap();
-        },
-        |s, out| {
-            expect_skipped(out, &[]);
+        check: |s, _| {
             assert_eq!(contents(&s.d("keep")), b"pre-existing\n", "DIR's contents were clobbered");
             assert_eq!(contents(&s.d("after")), b"fine\n");
         },
-    );
-}
-
-#[test]
-fn dot_dir_members() {
-    hostile(
-        "dot_dir_members",
-        &[],
-        |_| {
+        ..Case::DEFAULT
+    },
+    dot_dir_members: Case {
+        prep: |s| {
+            fs::write(s.d("keep"), b"pre-existing\n").unwrap();
+        },
+        build: |_| {
             let mut t = Tar::new();
             t.header(&Header::dir(".").mode(0o755));
             t.header(&Header::dir("./").mode(0o755));
@@ -452,26 +478,22 @@ fn dot_dir_members() {
             t.file("./sub/./f", b"f\n");
             t.finish()
         },
-        |s| {
-            fs::write(s.d("keep"), b"pre-existing\n").unwrap();
-        },
-        |s, out| {
-            expect_clean(out);
+        check: |s, _| {
             assert_eq!(contents(&s.d("keep")), b"pre-existing\n");
             assert_eq!(contents(&s.d("sub/f")), b"f\n");
             assert_eq!(fs::metadata(s.d("sub")).unwrap().mode() & 0o7777, 0o700);
         },
-    );
+        ..Case::DEFAULT
+    },
 }
 
 // --- Archive-made symlinks ----------------------------------------------------------------------
 
-#[test]
-fn member_under_archive_symlink_is_refused() {
-    hostile(
-        "member_under_archive_symlink_is_refused",
-        &[],
-        |_| {
+hostile_cases! {
+    member_under_archive_symlink_is_refused: Case {
+        exit: Some(1),
+        says: &[b"l/x", b"l/file"],
+        build: |_| {
             let mut t = Tar::new();
             t.symlink("l", "../sentinel");
             t.file("l/x", b"through the symlink\n");
@@ -482,9 +504,7 @@ fn member_under_archive_symlink_is_refused() {
             t.file("ok", b"fine\n");
             t.finish()
         },
-        no_prep,
-        |s, out| {
-            expect_skipped(out, &[b"l/x", b"l/file"]);
+        check: |s, _| {
             assert_eq!(
                 fs::read_link(s.d("l")).unwrap().as_os_str().as_bytes(),
                 b"../sentinel",
@@ -492,38 +512,30 @@ fn member_under_archive_symlink_is_refused() {
             );
             assert_eq!(contents(&s.d("ok")), b"fine\n");
         },
-    );
-}
-
-#[test]
-fn member_under_absolute_archive_symlink_is_refused() {
-    hostile(
-        "member_under_absolute_archive_symlink_is_refused",
-        &[],
-        |s| {
+        ..Case::DEFAULT
+    },
+    member_under_absolute_archive_symlink_is_refused: Case {
+        exit: Some(1),
+        says: &[b"abs/x", b"abs/sub/inner"],
+        build: |s| {
             let mut t = Tar::new();
             t.member(&Header::symlink("abs", s.abs("")), b"");
             t.file("abs/x", b"through the absolute symlink\n");
             t.file("abs/sub/inner", b"overwrite\n");
             t.finish()
         },
-        no_prep,
-        |s, out| {
-            expect_skipped(out, &[b"abs/x", b"abs/sub/inner"]);
+        check: |s, _| {
             assert_eq!(
                 fs::read_link(s.d("abs")).unwrap().as_os_str().as_bytes(),
                 s.abs("").as_slice()
             );
         },
-    );
-}
-
-#[test]
-fn symlink_chain_is_not_followed() {
-    hostile(
-        "symlink_chain_is_not_followed",
-        &[],
-        |_| {
+        ..Case::DEFAULT
+    },
+    symlink_chain_is_not_followed: Case {
+        exit: Some(1),
+        says: &[b"c1/x"],
+        build: |_| {
             let mut t = Tar::new();
             t.symlink("c1", "c2");
             t.symlink("c2", "c3");
@@ -535,22 +547,15 @@ fn symlink_chain_is_not_followed() {
             t.file("f2", b"replaces f2 itself\n");
             t.finish()
         },
-        no_prep,
-        |s, out| {
-            expect_skipped(out, &[b"c1/x"]);
+        check: |s, _| {
             assert_eq!(kind(&s.d("f2")), Some(Kind::File));
             assert_eq!(contents(&s.d("f2")), b"replaces f2 itself\n");
             assert_eq!(kind(&s.d("f3")), Some(Kind::Symlink));
         },
-    );
-}
-
-#[test]
-fn member_replaces_symlink_instead_of_writing_through_it() {
-    hostile(
-        "member_replaces_symlink_instead_of_writing_through_it",
-        &[],
-        |s| {
+        ..Case::DEFAULT
+    },
+    member_replaces_symlink_instead_of_writing_through_it: Case {
+        build: |s| {
             let mut t = Tar::new();
             t.symlink("s", "../sentinel/file");
             t.file("s", b"new s\n");
@@ -562,9 +567,7 @@ fn member_replaces_symlink_instead_of_writing_through_it() {
             t.symlink("link-then-link", "elsewhere");
             t.finish()
         },
-        no_prep,
-        |s, out| {
-            expect_clean(out);
+        check: |s, _| {
             assert_eq!(kind(&s.d("s")), Some(Kind::File));
             assert_eq!(contents(&s.d("s")), b"new s\n");
             assert_eq!(contents(&s.d("s-abs")), b"new s-abs\n");
@@ -575,17 +578,13 @@ fn member_replaces_symlink_instead_of_writing_through_it() {
                 b"elsewhere"
             );
         },
-    );
-}
-
-/// A directory member whose path is an archive-made symlink to outside: the directory's mode
-/// and mtime must not land on the symlink's target.
-#[test]
-fn dir_metadata_not_applied_through_symlink() {
-    hostile(
-        "dir_metadata_not_applied_through_symlink",
-        &[],
-        |s| {
+        ..Case::DEFAULT
+    },
+    /// A directory member whose path is an archive-made symlink to outside: the directory's mode
+    /// and mtime must not land on the symlink's target.
+    dir_metadata_not_applied_through_symlink: Case {
+        exit: None,
+        build: |s| {
             let mut t = Tar::new();
             t.symlink("s", "../sentinel");
             t.header(&Header::dir("s").mode(0o777).mtime(0));
@@ -595,8 +594,7 @@ fn dir_metadata_not_applied_through_symlink() {
             t.header(&Header::dir("s3").mode(0o700).mtime(7));
             t.finish()
         },
-        no_prep,
-        |s, out| {
+        check: |s, out| {
             assert!(matches!(out.code, Some(0 | 1)), "{}", out.describe());
             for n in ["s", "s2", "s3"] {
                 // Either the symlink was replaced by a real directory, or it was left and the
@@ -608,15 +606,11 @@ fn dir_metadata_not_applied_through_symlink() {
                 }
             }
         },
-    );
-}
-
-#[test]
-fn dir_then_symlink_then_member() {
-    hostile(
-        "dir_then_symlink_then_member",
-        &[],
-        |_| {
+        ..Case::DEFAULT
+    },
+    dir_then_symlink_then_member: Case {
+        exit: None,
+        build: |_| {
             let mut t = Tar::new();
             t.dir("d");
             t.symlink("d", "../sentinel");
@@ -624,8 +618,7 @@ fn dir_then_symlink_then_member() {
             t.file("d/file", b"into d\n");
             t.finish()
         },
-        no_prep,
-        |s, out| {
+        check: |s, out| {
             assert!(matches!(out.code, Some(0 | 1)), "{}", out.describe());
             match kind(&s.d("d")) {
                 // The symlink replaced the (empty) directory: d/x must have been refused.
@@ -638,30 +631,29 @@ fn dir_then_symlink_then_member() {
                 k => panic!("d: {k:?}\n{}", out.describe()),
             }
         },
-    );
+        ..Case::DEFAULT
+    },
 }
 
 // --- Hard links ---------------------------------------------------------------------------------
 
-#[test]
-fn hardlink_to_outside_is_refused() {
-    hostile(
-        "hardlink_to_outside_is_refused",
-        &[],
-        |_| {
+hostile_cases! {
+    hardlink_to_outside_is_refused: Case {
+        exit: Some(1),
+        says: &[b"h"],
+        build: |_| {
             let mut t = Tar::new();
             t.hardlink("h", "../sentinel/file");
             t.hardlink("h2", "a/../../sentinel/f");
             t.file("ok", b"fine\n");
             t.finish()
         },
-        no_prep,
-        |s, out| {
-            expect_skipped(out, &[b"h"]);
+        check: |s, out| {
             assert!(kind(&s.d("h")).is_none() && kind(&s.d("h2")).is_none(), "{}", out.describe());
             assert_eq!(contents(&s.d("ok")), b"fine\n");
         },
-    );
+        ..Case::DEFAULT
+    },
 }
 
 /// A hard link to an absolute path: the target is stripped like a member name, so it resolves
@@ -704,12 +696,11 @@ fn hardlink_to_absolute_path_resolves_inside() {
     );
 }
 
-#[test]
-fn hardlink_through_symlink_is_refused() {
-    hostile(
-        "hardlink_through_symlink_is_refused",
-        &[],
-        |_| {
+hostile_cases! {
+    hardlink_through_symlink_is_refused: Case {
+        exit: Some(1),
+        says: &[b"h"],
+        build: |_| {
             let mut t = Tar::new();
             t.symlink("l", "../sentinel");
             t.hardlink("h", "l/file");
@@ -718,25 +709,28 @@ fn hardlink_through_symlink_is_refused() {
             t.hardlink("hs", "ls");
             t.finish()
         },
-        no_prep,
-        |s, out| {
-            expect_skipped(out, &[b"h"]);
+        check: |s, _| {
             assert!(kind(&s.d("h")).is_none());
             if let Some(k) = kind(&s.d("hs")) {
                 assert_eq!(k, Kind::Symlink, "hs must be a link to the symlink, not to its target");
             }
         },
-    );
+        ..Case::DEFAULT
+    },
 }
 
 // --- Pre-existing things in DIR -----------------------------------------------------------------
 
-#[test]
-fn preexisting_symlink_in_dir() {
-    hostile(
-        "preexisting_symlink_in_dir",
-        &[],
-        |_| {
+hostile_cases! {
+    preexisting_symlink_in_dir: Case {
+        prep: |s| {
+            symlink("../sentinel", s.d("pre")).unwrap();
+            symlink(&s.sentinel, s.d("pre-abs")).unwrap();
+            symlink("../sentinel", s.d("pre-dir")).unwrap();
+        },
+        exit: Some(1),
+        says: &[b"pre/x", b"pre/file", b"pre-abs/sub/inner"],
+        build: |_| {
             let mut t = Tar::new();
             t.file("pre/x", b"through the pre-existing symlink\n");
             t.file("pre/file", b"overwrite\n");
@@ -746,34 +740,22 @@ fn preexisting_symlink_in_dir() {
             t.header(&Header::dir("pre-dir").mode(0o700).mtime(0));
             t.finish()
         },
-        |s| {
-            symlink("../sentinel", s.d("pre")).unwrap();
-            symlink(&s.sentinel, s.d("pre-abs")).unwrap();
-            symlink("../sentinel", s.d("pre-dir")).unwrap();
-        },
-        |s, out| {
-            expect_skipped(out, &[b"pre/x", b"pre/file", b"pre-abs/sub/inner"]);
+        check: |s, _| {
             assert_eq!(kind(&s.d("pre")), Some(Kind::File), "member `pre` replaces the symlink");
             assert_eq!(contents(&s.d("pre")), b"replaces the symlink\n");
         },
-    );
-}
-
-#[test]
-fn preexisting_hardlink_in_dir() {
-    hostile(
-        "preexisting_hardlink_in_dir",
-        &[],
-        |_| {
+        ..Case::DEFAULT
+    },
+    preexisting_hardlink_in_dir: Case {
+        prep: |s| {
+            fs::hard_link(s.sentinel.join("f"), s.d("hl")).unwrap();
+        },
+        build: |_| {
             let mut t = Tar::new();
             t.entry(&Header::file("hl").mode(0o777).mtime(0), b"new contents for hl\n");
             t.finish()
         },
-        |s| {
-            fs::hard_link(s.sentinel.join("f"), s.d("hl")).unwrap();
-        },
-        |s, out| {
-            expect_clean(out);
+        check: |s, _| {
             assert_eq!(contents(&s.d("hl")), b"new contents for hl\n");
             assert_eq!(
                 fs::metadata(s.sentinel.join("f")).unwrap().nlink(),
@@ -781,7 +763,8 @@ fn preexisting_hardlink_in_dir() {
                 "hl was unlinked first"
             );
         },
-    );
+        ..Case::DEFAULT
+    },
 }
 
 #[test]
@@ -820,12 +803,11 @@ fn keep_old_files() {
 
 // --- Special files ------------------------------------------------------------------------------
 
-#[test]
-fn device_nodes_are_skipped() {
-    hostile(
-        "device_nodes_are_skipped",
-        &[],
-        |_| {
+hostile_cases! {
+    device_nodes_are_skipped: Case {
+        exit: Some(1),
+        says: &[b"null", b"sda"],
+        build: |_| {
             let mut t = Tar::new();
             t.header(&Header { devmajor: 1, devminor: 3, ..Header::new("null", rawtar::CHR) });
             t.header(&Header { devmajor: 8, devminor: 0, ..Header::new("sda", rawtar::BLK) });
@@ -833,49 +815,39 @@ fn device_nodes_are_skipped() {
             t.file("ok", b"fine\n");
             t.finish()
         },
-        no_prep,
-        |s, out| {
-            expect_skipped(out, &[b"null", b"sda"]);
+        check: |s, _| {
             assert!(kind(&s.d("null")).is_none() && kind(&s.d("sda")).is_none());
             assert_eq!(kind(&s.d("fifo")), Some(Kind::Fifo), "FIFOs are created");
             assert_eq!(fs::symlink_metadata(s.d("fifo")).unwrap().mode() & 0o7777, 0o600);
             assert_eq!(contents(&s.d("ok")), b"fine\n");
         },
-    );
-}
-
-/// The same hostile archive compressed: the zstd path goes through the same checks.
-#[test]
-fn hostile_archive_compressed() {
-    hostile(
-        "hostile_archive_compressed",
-        &[],
-        |s| {
+        ..Case::DEFAULT
+    },
+    /// The same hostile archive compressed: the zstd path goes through the same checks.
+    hostile_archive_compressed: Case {
+        exit: Some(1),
+        says: &[b"../sentinel/x", b"l/x"],
+        build: |s| {
             let mut t = Tar::new();
             t.file("../sentinel/x", b"escaped\n");
             t.symlink("l", "../sentinel");
             t.file("l/x", b"through\n");
             t.member(&Header::file(s.abs("y")), b"absolute\n");
             t.entry(&Header { size: Some(Num::Octal(5)), ..Header::file("ok") }, b"fine\n");
-            rawtar::zstd(&t.finish(), 3)
+            t.finish()
         },
-        no_prep,
-        |s, out| {
-            expect_skipped(out, &[b"../sentinel/x", b"l/x"]);
+        encodings: ZSTD_FRAMINGS,
+        check: |s, _| {
             assert_eq!(contents(&s.stripped(&s.abs("y"))), b"absolute\n");
             assert_eq!(contents(&s.d("ok")), b"fine\n");
         },
-    );
-}
-
-/// A directory member, then a symlink of the same name to outside: the directory's metadata
-/// (applied at the end) must not land on the symlink's target.
-#[test]
-fn dir_metadata_not_applied_after_dir_replaced_by_symlink() {
-    hostile(
-        "dir_metadata_not_applied_after_dir_replaced_by_symlink",
-        &[],
-        |s| {
+        ..Case::DEFAULT
+    },
+    /// A directory member, then a symlink of the same name to outside: the directory's metadata
+    /// (applied at the end) must not land on the symlink's target.
+    dir_metadata_not_applied_after_dir_replaced_by_symlink: Case {
+        exit: None,
+        build: |s| {
             let mut t = Tar::new();
             t.header(&Header::dir("d").mode(0o777).mtime(0));
             t.symlink("d", "../sentinel");
@@ -883,19 +855,15 @@ fn dir_metadata_not_applied_after_dir_replaced_by_symlink() {
             t.member(&Header::symlink("e", s.abs("sub")), b"");
             t.finish()
         },
-        no_prep,
-        |_, out| {
+        check: |_, out| {
             assert!(matches!(out.code, Some(0 | 1)), "{}", out.describe());
         },
-    );
-}
-
-#[test]
-fn hardlink_to_directory_is_skipped() {
-    hostile(
-        "hardlink_to_directory_is_skipped",
-        &[],
-        |_| {
+        ..Case::DEFAULT
+    },
+    hardlink_to_directory_is_skipped: Case {
+        exit: Some(1),
+        says: &[b"h", b"self", b"missing"],
+        build: |_| {
             let mut t = Tar::new();
             t.dir("d");
             t.hardlink("h", "d");
@@ -904,20 +872,15 @@ fn hardlink_to_directory_is_skipped() {
             t.file("after", b"fine\n");
             t.finish()
         },
-        no_prep,
-        |s, out| {
-            expect_skipped(out, &[b"h", b"self", b"missing"]);
+        check: |s, _| {
             assert_eq!(contents(&s.d("after")), b"fine\n", "a bad hard link is not fatal");
         },
-    );
-}
-
-#[test]
-fn member_under_a_regular_file_is_skipped() {
-    hostile(
-        "member_under_a_regular_file_is_skipped",
-        &[],
-        |_| {
+        ..Case::DEFAULT
+    },
+    member_under_a_regular_file_is_skipped: Case {
+        exit: Some(1),
+        says: &[b"f/x", b"fifo/y"],
+        build: |_| {
             let mut t = Tar::new();
             t.file("f", b"a file\n");
             t.file("f/x", b"under a file\n");
@@ -927,23 +890,25 @@ fn member_under_a_regular_file_is_skipped() {
             t.file("after", b"fine\n");
             t.finish()
         },
-        no_prep,
-        |s, out| {
-            expect_skipped(out, &[b"f/x", b"fifo/y"]);
+        check: |s, _| {
             assert_eq!(contents(&s.d("f")), b"a file\n");
             assert_eq!(contents(&s.d("after")), b"fine\n");
         },
-    );
-}
-
-/// What is already in DIR: an empty directory is replaced by a file member (as GNU tar does);
-/// a non-empty one cannot be, and the member is skipped with a warning.
-#[test]
-fn preexisting_directories_in_dir() {
-    hostile(
-        "preexisting_directories_in_dir",
-        &[],
-        |_| {
+        ..Case::DEFAULT
+    },
+    /// What is already in DIR: an empty directory is replaced by a file member (as GNU tar does);
+    /// a non-empty one cannot be, and the member is skipped with a warning.
+    preexisting_directories_in_dir: Case {
+        prep: |s| {
+            fs::create_dir(s.d("empty-dir")).unwrap();
+            fs::create_dir(s.d("full-dir")).unwrap();
+            fs::write(s.d("full-dir/old"), b"old\n").unwrap();
+            fs::create_dir(s.d("kept")).unwrap();
+            fs::write(s.d("kept/old"), b"old\n").unwrap();
+        },
+        exit: Some(1),
+        says: &[b"full-dir"],
+        build: |_| {
             let mut t = Tar::new();
             t.file("empty-dir", b"replaces an empty dir\n");
             t.file("full-dir", b"cannot replace a non-empty dir\n");
@@ -951,22 +916,15 @@ fn preexisting_directories_in_dir() {
             t.file("kept/new", b"new\n");
             t.finish()
         },
-        |s| {
-            fs::create_dir(s.d("empty-dir")).unwrap();
-            fs::create_dir(s.d("full-dir")).unwrap();
-            fs::write(s.d("full-dir/old"), b"old\n").unwrap();
-            fs::create_dir(s.d("kept")).unwrap();
-            fs::write(s.d("kept/old"), b"old\n").unwrap();
-        },
-        |s, out| {
-            expect_skipped(out, &[b"full-dir"]);
+        check: |s, _| {
             assert_eq!(contents(&s.d("empty-dir")), b"replaces an empty dir\n");
             assert_eq!(contents(&s.d("full-dir/old")), b"old\n");
             assert_eq!(contents(&s.d("kept/old")), b"old\n", "an existing directory is kept");
             assert_eq!(contents(&s.d("kept/new")), b"new\n");
             assert_eq!(fs::metadata(s.d("kept")).unwrap().mode() & 0o7777, 0o700);
         },
-    );
+        ..Case::DEFAULT
+    },
 }
 
 /// A path of ~3000 bytes in 100 components (under PATH_MAX, far over any header field).
@@ -1006,14 +964,16 @@ fn padded_directory_names_do_not_cost_memory() {
         let name = format!("{pad}snapshots/{i}/");
         t.member(&Header::dir(name.as_bytes()), b"");
     }
-    let archive = rawtar::zstd(&t.finish(), 3);
+    let tar = t.finish();
+    let archive = ZSTD_1.encode(&tar);
     assert!(archive.len() < 200_000, "the bomb is small: {} bytes", archive.len());
     for args in [&[][..], &["--snapshot"][..]] {
-        hostile_with(
+        hostile_in(
             "padded_directory_names_do_not_cost_memory",
             args,
+            &[ZSTD_1],
             true,
-            |_| archive.clone(),
+            |_| tar.clone(),
             no_prep,
             |s, out| {
                 expect_clean(out);
@@ -1035,9 +995,10 @@ fn paths_deeper_than_path_max() {
     let max = "d/".repeat(2047) + "f";
     assert_eq!(max.len(), 4095);
     let over = "d/".repeat(2047) + "fx";
-    hostile_with(
+    hostile_in(
         "paths_deeper_than_path_max",
         &[],
+        PLAIN_AND_SMALL_FRAMES,
         true,
         |_| {
             let mut t = Tar::new();
@@ -1087,14 +1048,13 @@ fn unknown_types_count_against_the_byte_limits() {
     }
 }
 
-/// Directories created on the way to a member count against `--max-files` with the members:
-/// three files 100 levels deep once made 300 directories under `--max-files 3`.
-#[test]
-fn implied_directories_count_against_max_files() {
-    hostile(
-        "implied_directories_count_against_max_files",
-        &["--max-files", "3"],
-        |_| {
+hostile_cases! {
+    /// Directories created on the way to a member count against `--max-files` with the members:
+    /// three files 100 levels deep once made 300 directories under `--max-files 3`.
+    implied_directories_count_against_max_files: Case {
+        args: &["--max-files", "3"],
+        exit: None,
+        build: |_| {
             let mut t = Tar::new();
             for i in 0..3 {
                 let name = format!("{}f{i}", format!("d{i}/").repeat(100));
@@ -1102,14 +1062,14 @@ fn implied_directories_count_against_max_files() {
             }
             t.finish()
         },
-        no_prep,
-        |s, out| {
+        check: |s, out| {
             assert_eq!(out.code, Some(2), "{}", out.describe());
             assert!(out.stderr_str().contains("--max-files"), "{}", out.describe());
             let created = walk_count(&s.dest);
             assert!(created <= 3, "{created} files and directories under --max-files 3");
         },
-    );
+        ..Case::DEFAULT
+    },
 }
 
 /// The run's peak RSS stayed under `kib` (skipped, with a note, without /usr/bin/time).

@@ -743,36 +743,112 @@ fn max_window() {
     let wlog = zstd_window_log(&frame);
     assert_eq!(wlog, Some(31), "zstd --long=31 through a pipe did not write a 2 GiB window");
 
-    // Default: decodes, from a pipe and from the file.
-    let dest = td.fresh("dest");
-    let out =
-        fastuntar().args(["-x", "-", "-C"]).arg(&dest).stdin(Input::Bytes(frame.clone())).run();
-    out.expect_code(0);
-    assert_eq!(util::read(dest.join("w/f3")), Rng::new(3).bytes(40_000));
-    let (_, out) = extract(&td, &TWO_BACKENDS[1], &zst, &[]);
-    out.expect_code(0);
+    // --max-window 2G: decodes, from a pipe and from the file, with one decoder thread and
+    // with several (a frame over the workers' window is the reader's own).
+    for threads in ["1", "4"] {
+        let dest = td.fresh("dest");
+        let out = fastuntar()
+            .args(["--max-window", "2G", "--threads", threads, "-x", "-", "-C"])
+            .arg(&dest)
+            .stdin(Input::Bytes(frame.clone()))
+            .run();
+        out.expect_code(0);
+        assert_eq!(util::read(dest.join("w/f3")), Rng::new(3).bytes(40_000));
+        let args = ["--max-window", "2G", "--threads", threads];
+        let (_, out) = extract(&td, &TWO_BACKENDS[1], &zst, &args);
+        out.expect_code(0);
+    }
 
-    // --max-window 128M: refused, and the message says what to do.
-    for input in ["pipe", "file"] {
+    // The default (128M, zstd -d's own) and an explicit 128M: refused before anything is
+    // decoded, and the message says what to do. (A 98 KB frame declaring 2 GiB that decodes
+    // 3 GiB of zeros took 2.1 GB of RSS under the old 2G default.)
+    for (input, limit, threads) in [
+        ("pipe", None, "1"),
+        ("file", None, "1"),
+        ("pipe", Some("128M"), "4"),
+        ("file", Some("128M"), "4"),
+        ("file", None, "4"),
+    ] {
+        let ctx = format!("{input}, --max-window {limit:?}, --threads {threads}");
         let dest = td.fresh("dest");
         let mut c = fastuntar();
-        c.args(["--max-window", "128M", "-C"]).arg(&dest);
+        if let Some(limit) = limit {
+            c.args(["--max-window", limit]);
+        }
+        c.args(["--threads", threads, "-C"]).arg(&dest);
         if input == "pipe" {
             c.args(["-x", "-"]).stdin(Input::Bytes(frame.clone()));
         } else {
             c.arg("-xf").arg(&zst);
         }
         let out = c.run();
-        assert_eq!(out.code, Some(2), "[{input}] expected exit 2\n{}", out.describe());
+        assert_eq!(out.code, Some(2), "[{ctx}] expected exit 2\n{}", out.describe());
         let diags = out.diagnostics();
-        assert_eq!(diags.len(), 1, "[{input}] one message line\n{}", out.describe());
+        assert_eq!(diags.len(), 1, "[{ctx}] one message line\n{}", out.describe());
         assert!(
             diags[0].starts_with("fastuntar: ") && diags[0].contains("raise --max-window"),
-            "[{input}] the message should say to raise --max-window\n{}",
+            "[{ctx}] the message should say to raise --max-window\n{}",
             out.describe()
         );
-        assert!(!exists(&dest.join("w/f0")), "[{input}] data was extracted\n{}", out.describe());
+        assert!(!exists(&dest.join("w/f0")), "[{ctx}] data was extracted\n{}", out.describe());
     }
+}
+
+/// A `./` member is DIR itself. Without --snapshot it gets the member's mode and mtime as GNU
+/// tar gives them (as root); with --snapshot DIR is left as the operator made it: a 0700
+/// ledger directory must not become 0755 (or 0777) because an archive said so.
+#[test]
+fn dot_member_and_dest_modes() {
+    let test = "dot_member_and_dest_modes";
+    if !is_root() {
+        note(&format!("SKIP {test}: GNU tar applies ./'s mode to DIR only as root (or with -p)"));
+        return;
+    }
+    let td = TestDir::new(test);
+    let mut t = Tar::new();
+    t.header(&Header {
+        mode: Num::Octal(0o777),
+        mtime: Num::Octal(1_000_000_000),
+        ..Header::new("./", rawtar::DIR)
+    });
+    t.file("version", b"1.2.0\n");
+    let archive = write_archive(&td, "dot.tar", &t.finish());
+    let make_dest = |name: &str| {
+        let dest = td.fresh(name);
+        fs::set_permissions(&dest, fs::Permissions::from_mode(0o700)).unwrap();
+        dest
+    };
+    let gnu = make_dest("gnu");
+    let status =
+        std::process::Command::new("tar").arg("-xf").arg(&archive).arg("-C").arg(&gnu).status();
+    let gnu_mode = fs::metadata(&gnu).unwrap().mode() & 0o7777;
+    let gnu_mtime = fs::metadata(&gnu).unwrap().mtime();
+    assert!(status.is_ok_and(|s| s.success()));
+    for_each_backend(test, |cfg| {
+        let dest = make_dest("dest");
+        let out = fastuntar_with(cfg).arg("-xf").arg(&archive).arg("-C").arg(&dest).run();
+        out.expect_code(0);
+        let meta = fs::metadata(&dest).unwrap();
+        assert_eq!(meta.mode() & 0o7777, gnu_mode, "as GNU tar: DIR takes ./'s mode");
+        assert_eq!(meta.mtime(), gnu_mtime, "as GNU tar: DIR takes ./'s mtime");
+
+        let dest = make_dest("dest");
+        let out = fastuntar_with(cfg)
+            .arg("-xf")
+            .arg(&archive)
+            .arg("-C")
+            .arg(&dest)
+            .arg("--snapshot")
+            .run();
+        out.expect_code(0);
+        assert_eq!(
+            fs::metadata(&dest).unwrap().mode() & 0o7777,
+            0o700,
+            "--snapshot: DIR untouched"
+        );
+        assert_eq!(util::read(dest.join("version")), b"1.2.0\n");
+    });
+    assert_eq!(gnu_mode, 0o777, "GNU tar as root applies ./'s mode (the premise of this test)");
 }
 
 // --- Exit codes ---------------------------------------------------------------------------------

@@ -14,26 +14,13 @@ use std::io::{self, BufRead, Read};
 
 use bzip2::bufread::BzDecoder;
 
+use super::members::{Format, Members, Next};
 use super::source::Source;
 
-enum State<R> {
-    Between(Source<R>),
-    In(Box<BzDecoder<Source<R>>>),
-    Done,
-    Poisoned,
-}
+/// bzip2's rules between streams.
+pub struct Bzip2;
 
-pub struct BzStreams<R> {
-    state: State<R>,
-    /// Streams read to their end.
-    streams: u64,
-}
-
-impl<R: Read> BzStreams<R> {
-    pub fn new(input: Source<R>) -> BzStreams<R> {
-        BzStreams { state: State::Between(input), streams: 0 }
-    }
-}
+pub type BzStreams<R> = Members<R, Bzip2>;
 
 /// The end-of-stream marker (0x177245385090) and a combined CRC of 0: what follows the
 /// 4-byte header in a stream with no blocks.
@@ -48,42 +35,27 @@ fn stream_header(head: &[u8]) -> bool {
     }
 }
 
-impl<R: Read> Read for BzStreams<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        loop {
-            match std::mem::replace(&mut self.state, State::Poisoned) {
-                State::Done => {
-                    self.state = State::Done;
-                    return Ok(0);
-                }
-                State::Poisoned => {
-                    return Err(io::Error::other("an earlier error stopped the decoder"));
-                }
-                State::In(mut d) => {
-                    let n = d.read(buf)?;
-                    if n > 0 || buf.is_empty() {
-                        self.state = State::In(d);
-                        return Ok(n);
-                    }
-                    self.streams += 1;
-                    self.state = State::Between(d.into_inner());
-                }
-                State::Between(mut src) => {
-                    let head = src.peek(4 + EMPTY_REST.len())?;
-                    if head.is_empty() || (self.streams > 0 && !stream_header(head)) {
-                        self.state = State::Done;
-                        return Ok(0);
-                    }
-                    if stream_header(head) && head.get(4..) == Some(&EMPTY_REST[..]) {
-                        src.consume(4 + EMPTY_REST.len());
-                        self.streams += 1;
-                        self.state = State::Between(src);
-                        continue;
-                    }
-                    self.state = State::In(Box::new(BzDecoder::new(src)));
-                }
-            }
+impl<R: Read> Format<R> for Bzip2 {
+    type Decoder = BzDecoder<Source<R>>;
+
+    fn decoder(src: Source<R>) -> Self::Decoder {
+        BzDecoder::new(src)
+    }
+
+    fn input(d: Self::Decoder) -> Source<R> {
+        d.into_inner()
+    }
+
+    fn between(src: &mut Source<R>, done: u64) -> io::Result<Next> {
+        let head = src.peek(4 + EMPTY_REST.len())?;
+        if head.is_empty() || (done > 0 && !stream_header(head)) {
+            return Ok(Next::End);
         }
+        if stream_header(head) && head.get(4..) == Some(&EMPTY_REST[..]) {
+            src.consume(4 + EMPTY_REST.len());
+            return Ok(Next::Skipped);
+        }
+        Ok(Next::Member)
     }
 }
 

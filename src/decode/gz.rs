@@ -8,85 +8,55 @@ use std::io::{self, BufRead, Read};
 
 use flate2::bufread::GzDecoder;
 
+use super::members::{Format, Members, Next};
 use super::source::Source;
 
 const MAGIC: [u8; 2] = [0x1f, 0x8b];
 
-enum State<R> {
-    /// At a member boundary.
-    Between(Source<R>),
-    In(Box<GzDecoder<Source<R>>>),
-    Done,
-    /// Only transiently, while moving between states.
-    Poisoned,
-}
+/// gzip's rules between members.
+pub struct Gzip;
 
-pub struct GzMembers<R> {
-    state: State<R>,
-    /// Members read to their end.
-    members: u64,
-}
-
-impl<R: Read> GzMembers<R> {
-    pub fn new(input: Source<R>) -> GzMembers<R> {
-        GzMembers { state: State::Between(input), members: 0 }
-    }
-}
+pub type GzMembers<R> = Members<R, Gzip>;
 
 fn garbage() -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, "trailing garbage after the last member")
 }
 
-impl<R: Read> Read for GzMembers<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+impl<R: Read> Format<R> for Gzip {
+    type Decoder = GzDecoder<Source<R>>;
+
+    fn decoder(src: Source<R>) -> Self::Decoder {
+        GzDecoder::new(src)
+    }
+
+    fn input(d: Self::Decoder) -> Source<R> {
+        d.into_inner()
+    }
+
+    fn between(src: &mut Source<R>, done: u64) -> io::Result<Next> {
+        let head = src.peek(MAGIC.len())?;
+        if head.is_empty() {
+            return Ok(Next::End);
+        }
+        // The first member is decoded whatever it starts with: the decoder's own error says
+        // what is wrong with it.
+        if head == MAGIC || done == 0 {
+            return Ok(Next::Member);
+        }
+        if head[0] != 0 {
+            return Err(garbage());
+        }
+        // Zeros to the end are padding; zeros and then anything else are garbage.
         loop {
-            match std::mem::replace(&mut self.state, State::Poisoned) {
-                State::Done => {
-                    self.state = State::Done;
-                    return Ok(0);
-                }
-                State::Poisoned => {
-                    return Err(io::Error::other("an earlier error stopped the decoder"));
-                }
-                State::In(mut d) => {
-                    let n = d.read(buf)?;
-                    if n > 0 || buf.is_empty() {
-                        self.state = State::In(d);
-                        return Ok(n);
-                    }
-                    self.members += 1;
-                    self.state = State::Between(d.into_inner());
-                }
-                State::Between(mut src) => {
-                    let head = src.peek(MAGIC.len())?;
-                    if head.is_empty() {
-                        self.state = State::Done;
-                        return Ok(0);
-                    }
-                    // The first member is decoded whatever it starts with: the decoder's own
-                    // error says what is wrong with it.
-                    if head == MAGIC || self.members == 0 {
-                        self.state = State::In(Box::new(GzDecoder::new(src)));
-                        continue;
-                    }
-                    if head[0] != 0 {
-                        return Err(garbage());
-                    }
-                    // Zeros to the end are padding; zeros and then anything else are garbage.
-                    loop {
-                        let avail = src.fill_buf()?;
-                        if avail.is_empty() {
-                            self.state = State::Done;
-                            return Ok(0);
-                        }
-                        if avail.iter().any(|&b| b != 0) {
-                            return Err(garbage());
-                        }
-                        let n = avail.len();
-                        src.consume(n);
-                    }
-                }
+            let avail = src.fill_buf()?;
+            if avail.is_empty() {
+                return Ok(Next::End);
             }
+            if avail.iter().any(|&b| b != 0) {
+                return Err(garbage());
+            }
+            let n = avail.len();
+            src.consume(n);
         }
     }
 }

@@ -4,6 +4,7 @@ mod bz2;
 pub mod frames;
 mod gz;
 mod lz4;
+mod members;
 pub mod parallel;
 mod source;
 

@@ -14,14 +14,30 @@ const FALLBACK_ALIGN: usize = 4096;
 
 /// Offset/length and memory alignment for O_DIRECT on the filesystem of `dirfd`, or None when
 /// the filesystem says it does not support direct IO at all.
+///
+/// Filesystems answer STATX_DIOALIGN for regular files only (ext4, XFS and btrfs leave it out
+/// for a directory), so the question is put to an unnamed O_TMPFILE file in DIR, which
+/// vanishes when closed; where O_TMPFILE is refused, DIR itself is asked.
 pub fn dio_alignment(dirfd: RawFd) -> Option<usize> {
+    // Safety: dirfd is open and "." a valid C string; the new fd, if any, is owned below.
+    let tmp =
+        unsafe { libc::openat(dirfd, c".".as_ptr(), libc::O_TMPFILE | libc::O_WRONLY, 0o600) };
+    if tmp >= 0 {
+        // Safety: openat returned a new fd that nothing else owns.
+        let tmp = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(tmp) };
+        return alignment_of(std::os::fd::AsRawFd::as_raw_fd(&tmp));
+    }
+    alignment_of(dirfd)
+}
+
+fn alignment_of(fd: RawFd) -> Option<usize> {
     let mut stx = std::mem::MaybeUninit::<libc::statx>::zeroed();
     let empty = c"";
-    // Safety: dirfd is open, the path is a valid empty C string used with AT_EMPTY_PATH, and
+    // Safety: fd is open, the path is a valid empty C string used with AT_EMPTY_PATH, and
     // stx points to writable memory of the right size.
     let r = unsafe {
         libc::statx(
-            dirfd,
+            fd,
             empty.as_ptr(),
             libc::AT_EMPTY_PATH,
             STATX_DIOALIGN | libc::STATX_BASIC_STATS,

@@ -7,6 +7,7 @@
 //! Every test file does `mod util;` and uses a different part of it.
 #![allow(dead_code)]
 
+pub mod engine;
 pub mod rawtar;
 pub mod snapshot;
 pub mod tree;
@@ -28,14 +29,16 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_fastuntar");
 /// A run that takes longer than this is a hang, and a failure.
 pub const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// One way of running the writer. Every extraction case runs under each of these.
+/// One way of running the writer: a row of the writer dimension of the engine table
+/// (`engine.rs`, which combines it with the other dimensions).
 #[derive(Debug, Clone, Copy)]
 pub struct WriterConfig {
     pub name: &'static str,
     pub args: &'static [&'static str],
 }
 
-/// The writer configurations. Add a backend or a mode here and every case runs under it.
+/// The writer rows (backend × direct IO × threshold). Add a backend or a mode here and every
+/// case runs under it.
 pub const WRITER_CONFIGS: &[WriterConfig] = &[
     WriterConfig { name: "portable", args: &["--io", "portable"] },
     WriterConfig { name: "uring", args: &["--io", "uring"] },
@@ -55,33 +58,13 @@ pub const WRITER_CONFIGS: &[WriterConfig] = &[
     },
 ];
 
-/// Runs `case` once per writer configuration. A failure under one configuration does not stop
-/// the others; at the end the test fails naming every configuration that failed.
+/// Runs `case` once per writer configuration (the runs of a plain tar in `engine`'s table).
+/// A failure under one configuration does not stop the others; at the end the test fails
+/// naming every configuration that failed.
 pub fn for_each_config(test: &str, mut case: impl FnMut(&WriterConfig)) {
-    let mut failed = Vec::new();
-    for cfg in WRITER_CONFIGS {
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| case(cfg)));
-        if let Err(e) = r {
-            // The panic hook has printed the message already.
-            let _ = panic_text(&e);
-            eprintln!("--- {test}: FAILED under writer config `{}` (message above)", cfg.name);
-            failed.push(cfg.name);
-        }
-    }
-    assert!(
-        failed.is_empty(),
-        "{test}: failed under writer configs {failed:?} (see messages above)"
-    );
-}
-
-fn panic_text(e: &Box<dyn std::any::Any + Send>) -> String {
-    if let Some(s) = e.downcast_ref::<String>() {
-        s.clone()
-    } else if let Some(s) = e.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else {
-        "(non-string panic)".to_string()
-    }
+    engine::for_each_run(test, engine::Set::All, &[engine::Encoding::Plain], |run| {
+        case(run.engine.writer)
+    });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,0 +1,86 @@
+//! Streams made of concatenated members (gzip members, bzip2 streams), read as one: a member
+//! decoder runs to the end of its member, then the format says what may come between members
+//! (`Format::between`), as its own tool reads it. The decoders (flate2's `GzDecoder`, bzip2's
+//! `BzDecoder`) each read one member and stop exactly after it; this loops around them.
+
+use std::io::{self, Read};
+
+use super::source::Source;
+
+/// What follows a member boundary.
+pub enum Next {
+    /// Another member: decode it.
+    Member,
+    /// Something the format steps over was consumed (an empty bzip2 stream): it counts as a
+    /// member; look again.
+    Skipped,
+    /// The end of the stream (trailing data, if any, is ignored).
+    End,
+}
+
+/// One multi-member format.
+pub trait Format<R: Read> {
+    type Decoder: Read;
+    fn decoder(src: Source<R>) -> Self::Decoder;
+    /// The input back from a decoder that reached its member's end.
+    fn input(d: Self::Decoder) -> Source<R>;
+    /// At a boundary after `done` members, with `src` positioned there: what comes next (or
+    /// an error for data the format's tool rejects).
+    fn between(src: &mut Source<R>, done: u64) -> io::Result<Next>;
+}
+
+enum State<R, D> {
+    Between(Source<R>),
+    In(Box<D>),
+    Done,
+    /// Only transiently while moving between states, and after an error.
+    Poisoned,
+}
+
+pub struct Members<R: Read, F: Format<R>> {
+    state: State<R, F::Decoder>,
+    /// Members read to their end.
+    done: u64,
+}
+
+impl<R: Read, F: Format<R>> Members<R, F> {
+    pub fn new(input: Source<R>) -> Self {
+        Members { state: State::Between(input), done: 0 }
+    }
+}
+
+impl<R: Read, F: Format<R>> Read for Members<R, F> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            match std::mem::replace(&mut self.state, State::Poisoned) {
+                State::Done => {
+                    self.state = State::Done;
+                    return Ok(0);
+                }
+                State::Poisoned => {
+                    return Err(io::Error::other("an earlier error stopped the decoder"));
+                }
+                State::In(mut d) => {
+                    let n = d.read(buf)?;
+                    if n > 0 || buf.is_empty() {
+                        self.state = State::In(d);
+                        return Ok(n);
+                    }
+                    self.done += 1;
+                    self.state = State::Between(F::input(*d));
+                }
+                State::Between(mut src) => match F::between(&mut src, self.done)? {
+                    Next::Member => self.state = State::In(Box::new(F::decoder(src))),
+                    Next::Skipped => {
+                        self.done += 1;
+                        self.state = State::Between(src);
+                    }
+                    Next::End => {
+                        self.state = State::Done;
+                        return Ok(0);
+                    }
+                },
+            }
+        }
+    }
+}

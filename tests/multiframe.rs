@@ -1,0 +1,200 @@
+//! Agave-shaped multi-frame zstd (issue 11): a tar stream of ~100 MiB cut into independent
+//! frames of 32 MiB of tar each, as Agave writes snapshots (`split -b 32M --filter='zstd -3'`),
+//! with skippable frames between some of them, extracted and listed under every decoder row
+//! (`--threads 1`, the default, 4) from a file and from standard input, against GNU tar. The
+//! small-frame framings (64 KiB, 1021 bytes) of every other suite are in the engine table;
+//! these archives are the ones large enough for frames to be decoded ahead while the reader is
+//! on another, so `--json` must show them.
+
+mod util;
+
+use util::engine::{DECODERS, ZSTD_32M};
+use util::rawtar::{Header, Tar};
+use util::snapshot::{Compare, assert_same, snapshot};
+use util::{Cmd, Input, Rng, TestDir, have_tools};
+
+/// Account files: ~100 MiB in all, sizes from 1 KiB to 9 MiB so members straddle the three
+/// frame edges at various offsets; content compressible about 3x like account storage (a
+/// random 32-byte key then mostly repeated bytes).
+fn agave_tar() -> Vec<u8> {
+    let mut t = Tar::new();
+    t.member(&Header { mtime: util::rawtar::Num::Octal(0), ..Header::file("version") }, b"1.2.0");
+    let mut rng = Rng::new(11);
+    let mut total = 0usize;
+    let mut id = 0;
+    while total < 100 << 20 {
+        let size = match id % 5 {
+            0 => 1024,
+            1 => 9 << 20,
+            2 => 3 << 20,
+            3 => 777_777,
+            _ => 5 << 20,
+        };
+        let mut data = Vec::with_capacity(size);
+        while data.len() < size {
+            data.extend(rng.bytes(32));
+            data.extend(std::iter::repeat_n((id % 251) as u8, 104));
+        }
+        data.truncate(size);
+        t.file(format!("accounts/312345678.{id}"), &data);
+        total += size;
+        id += 1;
+    }
+    t.finish()
+}
+
+/// The archive in 32 MiB frames, with a skippable frame after the first.
+fn agave_zst(tar: &[u8]) -> Vec<u8> {
+    let mut z = ZSTD_32M.encode(tar);
+    let first = ZSTD_32M.frame_offsets(tar)[1];
+    let skippable = [0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 1, 2, 3, 4];
+    z.splice(first..first, skippable);
+    z
+}
+
+fn json_number(stdout: &str, key: &str) -> Option<u64> {
+    let at = stdout.find(&format!("\"{key}\":"))? + key.len() + 3;
+    let digits: String = stdout[at..].chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+#[test]
+fn agave_frames_extract_and_list_like_gnu_tar() {
+    let test = "agave_frames_extract_and_list_like_gnu_tar";
+    if !have_tools(test, &["tar"]) {
+        return;
+    }
+    let td = TestDir::new(test);
+    let tar = agave_tar();
+    let plain = td.write("agave.tar", &tar);
+    let zst = td.write("agave.tar.zst", agave_zst(&tar));
+    let frames = tar.len().div_ceil(32 << 20) as u64;
+    assert!(frames >= 4, "the archive should have 4 frames or more, has {frames}");
+
+    let gnu = td.fresh("gnu");
+    let g = Cmd::new("tar").arg("-xf").arg(&plain).arg("-C").arg(&gnu).run();
+    assert!(g.success(), "GNU tar failed\n{}", g.describe());
+    let want = snapshot(&gnu);
+    let started = std::time::SystemTime::now() - std::time::Duration::from_secs(1);
+    let listed = Cmd::new("tar").arg("-tf").arg(&plain).run().stdout_str();
+
+    let mut failed = Vec::new();
+    for decoder in DECODERS {
+        for stdin in [false, true] {
+            let ctx = format!("[{}, {}]", decoder.name, if stdin { "stdin" } else { "file" });
+            let r = std::panic::catch_unwind(|| {
+                let dest = td.fresh("ours");
+                let mut c = util::fastuntar();
+                c.args(decoder.args).args(["--json", "--direct-io", "-C"]).arg(&dest);
+                if stdin {
+                    c.args(["-x", "-"]).stdin(Input::File(zst.clone()));
+                } else {
+                    c.arg("-xf").arg(&zst);
+                }
+                let out = c.run();
+                out.expect_code(0);
+                let ours = snapshot(&dest);
+                assert_same(
+                    &want,
+                    "GNU tar",
+                    &ours,
+                    "fastuntar",
+                    &Compare::extraction(started),
+                    &ctx,
+                );
+                let json = out.stdout_str();
+                let threads = json_number(&json, "decode_threads").expect("decode_threads");
+                if decoder.args == ["--threads", "1"] {
+                    assert_eq!(threads, 1, "{ctx} {json}");
+                    assert!(
+                        json.contains("\"frames\":null"),
+                        "{ctx} one streaming decoder: {json}"
+                    );
+                } else {
+                    assert_eq!(json_number(&json, "frames"), Some(frames), "{ctx} {json}");
+                    if decoder.args == ["--threads", "4"] {
+                        assert_eq!(threads, 4, "{ctx} {json}");
+                        // 3 workers: with every 4th frame the reader's, the rest were ahead.
+                        let ahead = json_number(&json, "frames_ahead").unwrap_or(0);
+                        assert!(ahead >= frames - frames.div_ceil(4), "{ctx} {json}");
+                    }
+                }
+                // -t lists what GNU tar lists, through the same decoder.
+                let mut l = util::fastuntar();
+                l.args(decoder.args).arg("-t");
+                if stdin {
+                    l.arg("-").stdin(Input::File(zst.clone()));
+                } else {
+                    l.arg("-f").arg(&zst);
+                }
+                let out = l.run();
+                out.expect_code(0);
+                assert_eq!(out.stdout_str(), listed, "{ctx} -t");
+            });
+            if r.is_err() {
+                failed.push(ctx);
+            }
+        }
+    }
+    assert!(failed.is_empty(), "{test} failed under {failed:?} (messages above)");
+}
+
+/// A frame in the middle of the 32 MiB framing cut short: one line naming the member being
+/// written, the frame and its byte in the archive, "incomplete"; members before it complete,
+/// none after it; under every decoder row.
+#[test]
+fn a_damaged_middle_frame_of_agave_framing() {
+    let test = "a_damaged_middle_frame_of_agave_framing";
+    let td = TestDir::new(test);
+    let tar = agave_tar();
+    let offsets = ZSTD_32M.frame_offsets(&tar);
+    let mut z = ZSTD_32M.encode(&tar);
+    // Frame 1 loses its last 1000 bytes (its last block and checksum): the stream then holds
+    // frame 2's magic where frame 1's next block header should be.
+    let end1 = offsets[2];
+    z.drain(end1 - 1000..end1);
+    let zst = td.write("cut.tar.zst", &z);
+    let mut failed = Vec::new();
+    for decoder in DECODERS {
+        let ctx = decoder.name;
+        let r = std::panic::catch_unwind(|| {
+            let dest = td.fresh("ours");
+            let out = util::fastuntar()
+                .args(decoder.args)
+                .arg("-xf")
+                .arg(&zst)
+                .arg("-C")
+                .arg(&dest)
+                .run();
+            assert_eq!(out.code, Some(2), "[{ctx}] {}", out.describe());
+            let diags = out.diagnostics();
+            assert_eq!(diags.len(), 1, "[{ctx}] one line\n{}", out.describe());
+            let line = &diags[0];
+            assert!(line.contains("accounts/"), "[{ctx}] names the member: {line}");
+            assert!(line.contains("incomplete"), "[{ctx}] says incomplete: {line}");
+            if decoder.args != ["--threads", "1"] {
+                assert!(line.contains("zstd frame 1 (byte "), "[{ctx}] names the frame: {line}");
+            }
+            // Nothing from frame 2 on: no member that starts after 64 MiB of tar exists.
+            let mut at = 0usize;
+            while at + 512 <= tar.len() && tar[at] != 0 {
+                let name =
+                    String::from_utf8_lossy(&tar[at..at + 100]).trim_end_matches('\0').to_string();
+                let size = usize::from_str_radix(
+                    String::from_utf8_lossy(&tar[at + 124..at + 135])
+                        .trim_matches(|c| c == '\0' || c == ' '),
+                    8,
+                )
+                .unwrap();
+                if at >= 64 << 20 {
+                    assert!(!dest.join(&name).exists(), "[{ctx}] {name} is after the bad frame");
+                }
+                at += 512 + size.div_ceil(512) * 512;
+            }
+        });
+        if r.is_err() {
+            failed.push(ctx);
+        }
+    }
+    assert!(failed.is_empty(), "{test} failed under {failed:?} (messages above)");
+}
