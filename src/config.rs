@@ -127,12 +127,27 @@ fn writer_threads(flag: Option<usize>) -> Result<usize> {
     let n = match (flag, env) {
         (Some(n), _) => n,
         (None, Some(v)) => v.trim().parse().context("FASTUNTAR_WRITER_THREADS: not a number")?,
+        (None, None) if few_threads_allowed() => 1,
         (None, None) => default_threads().min(DEFAULT_MAX_WRITERS),
     };
     if n == 0 {
         bail!("--writer-threads: must be at least 1");
     }
     Ok(n.min(crate::write::multi::MAX_WRITERS))
+}
+
+/// Below this RLIMIT_NPROC (`ulimit -u`, which counts every thread of the user), the default
+/// is one writer: each more writer is a thread, and with io_uring its io-wq workers are more.
+/// Distributions give users thousands; a limit this low is set on purpose.
+const NPROC_FOR_WRITERS: u64 = 256;
+
+/// Whether RLIMIT_NPROC applies to us and is below NPROC_FOR_WRITERS (root is not held to it).
+fn few_threads_allowed() -> bool {
+    let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // Safety: getrlimit writes the struct it is given; geteuid has no preconditions.
+    let (got, root) =
+        unsafe { (libc::getrlimit(libc::RLIMIT_NPROC, &mut rl) == 0, libc::geteuid() == 0) };
+    got && !root && rl.rlim_cur != libc::RLIM_INFINITY && rl.rlim_cur < NPROC_FOR_WRITERS
 }
 
 /// Splits the memory budget into buffers: CHUNK_SIZE each while that leaves MIN_BUFFERS,

@@ -306,7 +306,7 @@ fn pipeline_many(
     let shared = Arc::new(Shared::new(workers.len()));
     let (txs, mut rxs): (Vec<_>, Vec<_>) =
         (0..workers.len()).map(|_| sync_channel::<Vec<Op>>(QUEUE_BATCHES)).unzip();
-    let mut dispatch = Dispatch::new(txs, dest, shared.clone());
+    let dispatch_cell = std::sync::Mutex::new(Dispatch::new(txs, dest, shared.clone()));
     let (first, others) = workers.split_first_mut().expect("writers");
     let rx0 = rxs.remove(0);
     let mut input = Some(input);
@@ -329,22 +329,26 @@ fn pipeline_many(
             }
         }
         if spawn_failed {
-            dispatch.close();
+            dispatch_cell.lock().unwrap_or_else(|e| e.into_inner()).close();
             for h in handles {
                 let _ = h.join();
             }
             return None;
         }
-        let dispatch = &mut dispatch;
+        // Behind a lock only so that this thread can hang up on the writers if the producer
+        // cannot start (the closure that would have owned it is gone then); never contended.
+        let cell = &dispatch_cell;
         let input = input.take().expect("input");
         let producer = thread::Builder::new().spawn_scoped(s, move || {
-            let r = produce(cfg, input, pool, dispatch, files);
+            let mut dispatch = cell.lock().unwrap_or_else(|e| e.into_inner());
+            let r = produce(cfg, input, pool, &mut *dispatch, files);
             dispatch.close();
             r
         });
         let producer = match producer {
             Ok(p) => p,
             Err(e) => {
+                cell.lock().unwrap_or_else(|e| e.into_inner()).close();
                 drop(rx0);
                 for h in handles {
                     let _ = h.join();
@@ -364,6 +368,7 @@ fn pipeline_many(
         return pipeline_one(cfg, input, pool, &mut **first, files_for_one);
     };
     // Every worker has landed its files: stamp the directories the archive left last.
+    let mut dispatch = dispatch_cell.into_inner().unwrap_or_else(|e| e.into_inner());
     let mut stats = std::mem::take(&mut dispatch.stats);
     let dest = &mut dispatch.dest;
     dest.leave_all();
