@@ -84,7 +84,8 @@ pub struct Args {
     pub memory: String,
 
     /// Threads that decode a multi-frame zstd archive (default: the CPUs this process may run
-    /// on); 1 keeps to one streaming decoder. Other formats and single-frame zstd decode on one.
+    /// on, one fewer when extracting, for the writer); 1 keeps to one streaming decoder. Other
+    /// formats and single-frame zstd decode on one.
     #[arg(long = "threads", value_name = "N")]
     pub threads: Option<usize>,
 

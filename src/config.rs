@@ -96,7 +96,7 @@ impl Config {
             threads: match args.threads {
                 Some(0) => bail!("--threads: must be at least 1"),
                 Some(n) => n.min(MAX_THREADS),
-                None => default_threads(),
+                None => default_threads(args.list),
             },
             writer_threads: writer_threads(args.writer_threads)?,
             writeback: Some(parse_size(&args.writeback_every).context("--writeback-every")?)
@@ -109,10 +109,17 @@ impl Config {
 /// frames in flight that the pool and the writer cannot use.
 const MAX_THREADS: usize = 256;
 
-/// The CPUs this process may run on (sched_getaffinity, and a cgroup's CPU quota, through
-/// `available_parallelism`), or 1 when that cannot be known.
-fn default_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_THREADS)
+/// zstd decoder threads by default: the CPUs this process may run on (sched_getaffinity, and
+/// a cgroup's CPU quota, through `available_parallelism`) when listing; one fewer when
+/// extracting, because the writer needs a CPU of its own. Measured on 2 CPUs (4 GB in 119
+/// frames): `-t` took 0.57x the time with 2 threads, but extraction none less, to tmpfs, to
+/// RAM-backed ext4 or to the disk: the writer's system time (2.4 s of copying into the page
+/// cache, or the loop device's worker) already filled the second CPU, and a second decoder
+/// only added its copying (docs/PERFORMANCE.md).
+fn default_threads(listing: bool) -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let spare = if listing { cpus } else { cpus - 1 };
+    spare.clamp(1, MAX_THREADS)
 }
 
 /// Most writer threads by default. On 2 CPUs, 2 writers created the 100,000-file tree in about

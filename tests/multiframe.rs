@@ -106,6 +106,10 @@ fn agave_frames_extract_and_list_like_gnu_tar() {
                 let threads = json_number(&json, "decode_threads").expect("decode_threads");
                 if decoder.args == ["--threads", "1"] {
                     assert_eq!(threads, 1, "{ctx} {json}");
+                }
+                if threads == 1 {
+                    // --threads 1, or the default on a machine of 2 CPUs or fewer (one is
+                    // left for the writer): the one streaming decoder, which counts nothing.
                     assert!(
                         json.contains("\"frames\":null"),
                         "{ctx} one streaming decoder: {json}"
@@ -172,7 +176,7 @@ fn a_damaged_middle_frame_of_agave_framing() {
             let line = &diags[0];
             assert!(line.contains("accounts/"), "[{ctx}] names the member: {line}");
             assert!(line.contains("incomplete"), "[{ctx}] says incomplete: {line}");
-            if decoder.args != ["--threads", "1"] {
+            if decoder.args == ["--threads", "4"] {
                 assert!(line.contains("zstd frame 1 (byte "), "[{ctx}] names the frame: {line}");
             }
             // Nothing from frame 2 on: no member that starts after 64 MiB of tar exists.
