@@ -135,7 +135,7 @@ fn writer_threads(flag: Option<usize>) -> Result<usize> {
         (Some(n), _) => n,
         (None, Some(v)) => v.trim().parse().context("FASTUNTAR_WRITER_THREADS: not a number")?,
         (None, None) if few_threads_allowed() => 1,
-        (None, None) => default_threads().min(DEFAULT_MAX_WRITERS),
+        (None, None) => default_threads(true).min(DEFAULT_MAX_WRITERS),
     };
     if n == 0 {
         bail!("--writer-threads: must be at least 1");
