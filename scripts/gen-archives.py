@@ -130,16 +130,51 @@ class Pool:
             off = 0
 
 
-class TarStream:
-    """Writes a GNU tar stream into a binary file object and counts bytes."""
+class CountedStream:
+    """A tar stream being written by `_emit(b)`: its length and member counts."""
 
-    def __init__(self, out):
-        self.out = out
+    def __init__(self):
         self.pos = 0
         self.members = 0
         self.files = 0
         self.dirs = 0
         self.file_bytes = 0
+
+    def counts(self, compressed):
+        """The stamp's counts, with `compressed` bytes of output as `zst_bytes` (the name
+        bench.sh reads)."""
+        return {
+            "members": self.members,
+            "files": self.files,
+            "dirs": self.dirs,
+            "file_bytes": self.file_bytes,
+            "tar_bytes": self.pos,
+            "zst_bytes": compressed,
+        }
+
+    def _file_data(self, name, size, chunks):
+        """A regular file's data (`size` bytes in `chunks`), padded to a whole block."""
+        written = 0
+        for c in chunks:
+            self._emit(c)
+            written += len(c)
+        assert written == size, (name, written, size)
+        if size % 512:
+            self._emit(bytes(-size % 512))
+        self.files += 1
+        self.file_bytes += size
+
+
+class TarStream(CountedStream):
+    """Writes a GNU tar stream into a binary file object and counts bytes."""
+
+    def __init__(self, out):
+        super().__init__()
+        self.out = out
+
+    def _emit(self, b):
+        self.out.write(b)
+        self.pos += len(b)
 
     def _header(self, name, size, kind, mode):
         ti = tarfile.TarInfo(name)
@@ -149,9 +184,7 @@ class TarStream:
         ti.mtime = MTIME
         ti.uid = ti.gid = 0
         ti.uname = ti.gname = "root"
-        buf = ti.tobuf(tarfile.GNU_FORMAT, "utf-8", "surrogateescape")
-        self.out.write(buf)
-        self.pos += len(buf)
+        self._emit(ti.tobuf(tarfile.GNU_FORMAT, "utf-8", "surrogateescape"))
         self.members += 1
 
     def add_dir(self, name):
@@ -160,17 +193,7 @@ class TarStream:
 
     def add_file(self, name, size, chunks):
         self._header(name, size, tarfile.REGTYPE, 0o644)
-        written = 0
-        for c in chunks:
-            self.out.write(c)
-            written += len(c)
-        assert written == size, (name, written, size)
-        pad = -size % 512
-        if pad:
-            self.out.write(bytes(pad))
-        self.pos += size + pad
-        self.files += 1
-        self.file_bytes += size
+        self._file_data(name, size, chunks)
 
     def add_bytes(self, name, data):
         self.add_file(name, len(data), [data])
@@ -178,8 +201,7 @@ class TarStream:
     def finish(self):
         end = self.pos + 1024
         end += -end % TAR_RECORD
-        self.out.write(bytes(end - self.pos))
-        self.pos = end
+        self._emit(bytes(end - self.pos))
 
 
 def agave_order(sizes_and_items, small, large):
@@ -202,19 +224,23 @@ def agave_order(sizes_and_items, small, large):
     return out
 
 
-def gen_snapshot(tar, pool, scale, p):
+def account_storages(scale, p):
+    """The account storage files, drawn from the seed: (target size, name) each."""
     rng = random.Random(SEED + 1)
-    slot = p["slot"]
     n = max(1, round(p["accounts_files"] * scale))
     mu = math.log(p["accounts_median"])
-    entries = []
     next_id = 1_000
     for _ in range(n):
         size = int(rng.lognormvariate(mu, p["accounts_sigma"]))
         size = min(p["accounts_max"], max(p["accounts_min"], size))
-        acc_slot = slot - rng.randrange(0, 432_000)  # about two epochs of slots
+        acc_slot = p["slot"] - rng.randrange(0, 432_000)  # about two epochs of slots
         next_id += rng.randrange(1, 40)
-        entries.append((size, f"accounts/{acc_slot}.{next_id}"))
+        yield size, f"accounts/{acc_slot}.{next_id}"
+
+
+def gen_snapshot(tar, pool, scale, p):
+    slot = p["slot"]
+    entries = list(account_storages(scale, p))
     ordered = agave_order(entries, *p["small_to_large"])
 
     content_rng = random.Random(SEED + 2)
@@ -283,6 +309,20 @@ def wanted_params(kind, scale):
     }
 
 
+def stamped_stats(archive):
+    """The statistics in `archive`'s stamp."""
+    with open(stamp_path(archive)) as f:
+        return json.load(f)["stats"]
+
+
+def remove_stamp(archive):
+    """Removes `archive`'s stamp (if any) before the archive is regenerated."""
+    try:
+        os.unlink(stamp_path(archive))
+    except FileNotFoundError:
+        pass
+
+
 def up_to_date(archive, params):
     try:
         with open(stamp_path(archive)) as f:
@@ -296,19 +336,14 @@ def generate(outdir, kind, scale, pool_holder):
     archive = os.path.join(outdir, f"{kind}.tar.zst")
     params = wanted_params(kind, scale)
     if up_to_date(archive, params):
-        with open(stamp_path(archive)) as f:
-            stats = json.load(f)["stats"]
         log(f"{archive}: up to date (scale {scale}), skipping")
-        return stats
+        return stamped_stats(archive)
     if pool_holder[0] is None:
         pool_holder[0] = Pool(SEED)
     pool = pool_holder[0]
 
     tmp = os.path.join(outdir, f".{kind}.tar.zst.tmp")
-    try:
-        os.unlink(stamp_path(archive))
-    except FileNotFoundError:
-        pass
+    remove_stamp(archive)
     log(f"{archive}: generating (scale {scale}) ...")
     t0 = time.monotonic()
     proc = subprocess.Popen(
@@ -334,16 +369,7 @@ def generate(outdir, kind, scale, pool_holder):
     os.rename(tmp, archive)
     secs = time.monotonic() - t0
     zst = os.path.getsize(archive)
-    stats = {
-        "members": tar.members,
-        "files": tar.files,
-        "dirs": tar.dirs,
-        "file_bytes": tar.file_bytes,
-        "tar_bytes": tar.pos,
-        "zst_bytes": zst,
-        "ratio": round(tar.pos / zst, 4),
-        "gen_seconds": round(secs, 1),
-    }
+    stats = {**tar.counts(zst), "ratio": round(tar.pos / zst, 4), "gen_seconds": round(secs, 1)}
     with open(stamp_path(archive) + ".tmp", "w") as f:
         json.dump({"params": params, "stats": stats}, f, indent=1, sort_keys=True)
         f.write("\n")
@@ -552,17 +578,13 @@ def tar_crate_header(name, size, *, typeflag=b"\0", mode=None, uid=None, gid=Non
     return bytes(h)
 
 
-class AgaveTar:
+class AgaveTar(CountedStream):
     """Writes the tar stream as tar::Builder does: no record padding, two zero blocks at the
     end.  `sink(chunk)` receives every piece of the stream in order."""
 
     def __init__(self, sink):
+        super().__init__()
         self.sink = sink
-        self.pos = 0
-        self.members = 0
-        self.files = 0
-        self.dirs = 0
-        self.file_bytes = 0
 
     def _emit(self, b):
         self.sink(b)
@@ -570,16 +592,8 @@ class AgaveTar:
 
     def add_file(self, header, chunks, size):
         self._emit(header)
-        written = 0
-        for c in chunks:
-            self._emit(c)
-            written += len(c)
-        assert written == size
-        if size % 512:
-            self._emit(bytes(-size % 512))
+        self._file_data(None, size, chunks)
         self.members += 1
-        self.files += 1
-        self.file_bytes += size
 
     def add_meta_file(self, name, chunks, size, p):
         h = tar_crate_header(name, size, typeflag=b"0", mode=0o100644, uid=p["meta_uid"],
@@ -602,21 +616,12 @@ class AgaveTar:
 
 def gen_agave(tar, pool, scale, p):
     # Names and target sizes: the same draws as gen_snapshot.
-    rng = random.Random(SEED + 1)
     slot = p["slot"]
-    n = max(1, round(p["accounts_files"] * scale))
-    mu = math.log(p["accounts_median"])
     start_rng = random.Random(SEED + 5)
     entries = []
-    next_id = 1_000
-    for _ in range(n):
-        want = int(rng.lognormvariate(mu, p["accounts_sigma"]))
-        want = min(p["accounts_max"], max(p["accounts_min"], want))
-        acc_slot = slot - rng.randrange(0, 432_000)
-        next_id += rng.randrange(1, 40)
+    for want, name in account_storages(scale, p):
         start = start_rng.randrange(pool.records)
-        size = pool.file_size(start, want)
-        entries.append((size, f"accounts/{acc_slot}.{next_id}", start))
+        entries.append((pool.file_size(start, want), name, start))
     ordered = agave_order(entries, *p["small_to_large"])
 
     # Archive order of tar::Builder: append_path_with_name(version), then append_dir_all of the
@@ -734,16 +739,9 @@ def generate_agave(outdir, scale):
     paths = [os.path.join(outdir, name) for name in AGAVE_OUTPUTS]
     if all(up_to_date(a, params) for a in paths):
         log(f"{outdir}/agave.*: up to date (scale {scale}), skipping")
-        stats = []
-        for a in paths:
-            with open(stamp_path(a)) as f:
-                stats.append(json.load(f)["stats"])
-        return stats
+        return [stamped_stats(a) for a in paths]
     for a in paths:
-        try:
-            os.unlink(stamp_path(a))
-        except FileNotFoundError:
-            pass
+        remove_stamp(a)
     log(f"{outdir}/agave.*: generating (scale {scale}) ...")
     t0 = time.monotonic()
     pool = AgavePool(SEED + 6, AGAVE)
@@ -800,12 +798,7 @@ def generate_agave(outdir, scale):
         os.rename(tmps[name], a)
         size = os.path.getsize(a)
         stats = {
-            "members": tar.members,
-            "files": tar.files,
-            "dirs": tar.dirs,
-            "file_bytes": tar.file_bytes,
-            "tar_bytes": tar.pos,
-            "zst_bytes": size,  # the name bench.sh reads; for the .lz4 file it is lz4 bytes
+            **tar.counts(size),  # zst_bytes: for the .lz4 file it is lz4 bytes
             "compressed_bytes": size,
             "ratio": round(tar.pos / size, 4),
             "gen_seconds": round(secs, 1),

@@ -41,7 +41,7 @@ pub struct Summary {
     pub elapsed: Duration,
     /// Time `--sync` took to make it durable (syncfs), when asked.
     pub sync: Option<Duration>,
-    pub decoding: DecodeSummary,
+    pub decoding: decode::DecodeSummary,
 }
 
 pub fn run(cfg: &Config) -> Result<Summary> {
@@ -49,23 +49,13 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     let _umask = UmaskGuard::current();
     let input = decode::open(cfg.archive.as_deref(), cfg.max_window_log, cfg.direct_io.is_some())?;
     let count = pool_count(cfg, input.size, input.format);
-    let pool = Pool::try_new(cfg.buf_size, count).ok_or_else(|| {
-        let mib = (cfg.buf_size * count) >> 20;
-        anyhow!(
-            "cannot allocate {mib} MiB of buffers: out of memory (ulimit -v?); a smaller \
-             --memory needs less"
-        )
-    })?;
+    let pool = allocate_pool(cfg.buf_size, count)?;
     let files = FileCount::new(cfg.limits.max_files);
     let writers = write::create_n(cfg, &pool, files.clone(), cfg.writer_threads)?;
     let progress = Progress::start(!cfg.quiet, input.size, input.consumed.clone());
-    let threads = decode::Threads {
-        count: cfg.threads,
-        pool: Some(pool.clone()),
-        ahead_cap: ahead_cap(&pool),
-    };
+    let threads = decode::Threads { count: cfg.threads, pool: Some(pool.clone()) };
     let decoded = input.decode(threads)?;
-    let decoding = Decoding::of(&decoded);
+    let counters = decoded.counters();
     let batch_buffers =
         if decoded.threads > 1 { batch_buffers(&pool, writers.workers.len()) } else { usize::MAX };
     let stream = Stream { reader: decoded.reader, trailer: decoded.trailer, batch_buffers };
@@ -76,30 +66,30 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     progress.finish();
     let elapsed = start.elapsed();
     let sync = if cfg.sync { Some(sync_dest(&cfg.dest)?) } else { None };
-    Ok(Summary { stats, members, elapsed, sync, decoding: decoding.read() })
+    Ok(Summary { stats, members, elapsed, sync, decoding: counters.summary() })
 }
 
-/// Pool buffers decoded zstd frames may hold ahead of the tar stage: half the pool, so a
-/// 32 MiB frame of Agave's decodes whole into the default 64 MiB while the other half carries
-/// file data to the writer; never so many that the tar stage could not get a buffer (the
-/// frame being read may hold 1 more; see `batch_buffers` for the rest of the count).
-pub fn ahead_cap(pool: &Pool) -> usize {
-    (pool.count() / 2).min(pool.count().saturating_sub(3)).max(1)
+/// The buffer pool, or one line saying why it could not be had (RLIMIT_AS, no memory).
+pub fn allocate_pool(buf_size: usize, count: usize) -> Result<Pool> {
+    Pool::try_new(buf_size, count).ok_or_else(|| {
+        let mib = (buf_size * count) >> 20;
+        anyhow!(
+            "cannot allocate {mib} MiB of buffers: out of memory (ulimit -v?); a smaller \
+             --memory needs less"
+        )
+    })
 }
 
 /// Buffers of file data the tar stage may hold in an unsent batch while the frame-parallel
 /// decoder runs. The tar stage blocks in the decoder's `read` (not only in `Pool::get`, where
 /// it flushes first), and a worker it waits for may be waiting for a pool buffer: the frames
-/// hold at most `ahead_cap + HEAD_EXTRA` (one of them still to be taken by the waiting worker),
+/// hold at most `parallel::pool_share` (one of them still to be taken by the waiting worker),
 /// the tar stage the buffer it is filling and the one it packs small files into, each writer
 /// one more (a direct file's unaligned tail waits for the file's End, which may sit in the
-/// unsent batch), and the worker needs one free, so an unsent batch may hold only what is left. (Small sparse segments, one buffer
-/// each, once filled the pool this way and hung.)
+/// unsent batch), and the worker needs one free, so an unsent batch may hold only what is
+/// left. (Small sparse segments, one buffer each, once filled the pool this way and hung.)
 fn batch_buffers(pool: &Pool, writers: usize) -> usize {
-    let decoder = ahead_cap(pool) + decode::parallel::HEAD_EXTRA;
-    // The tar stage's own: the buffer it fills and the shared one small files are packed
-    // into; each writer's held tail; one free for the waiting worker.
-    pool.count().saturating_sub(decoder + 2 + writers + 1)
+    pool.count().saturating_sub(decode::parallel::pool_share(pool.count()) + 2 + writers)
 }
 
 /// The decoded tar stream and how the tar stage must batch what it reads from it.
@@ -108,35 +98,6 @@ struct Stream {
     trailer: Option<decode::Trailer>,
     /// Most buffers of file data an unsent batch may hold (`batch_buffers`).
     batch_buffers: usize,
-}
-
-/// The decoder's side of the summary.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct DecodeSummary {
-    /// Threads that decoded (1 unless zstd frames were decoded in parallel).
-    pub threads: usize,
-    /// zstd frames decoded, when the frame-parallel decoder ran (None otherwise).
-    pub frames: Option<u64>,
-    /// Of those, the frames a worker decoded ahead of the reader.
-    pub frames_ahead: Option<u64>,
-}
-
-/// Reads the decoder's counters when the run is over.
-pub struct Decoding(usize, Option<Arc<decode::parallel::DecodeStats>>);
-
-impl Decoding {
-    pub fn of(d: &decode::Decoded) -> Decoding {
-        Decoding(d.threads, d.stats.clone())
-    }
-
-    pub fn read(&self) -> DecodeSummary {
-        use std::sync::atomic::Ordering::Relaxed;
-        DecodeSummary {
-            threads: self.0,
-            frames: self.1.as_ref().map(|s| s.frames.load(Relaxed)),
-            frames_ahead: self.1.as_ref().map(|s| s.frames_ahead.load(Relaxed)),
-        }
-    }
 }
 
 /// Buffers worth having for an archive of `size` bytes: a small archive cannot fill a 64 MiB

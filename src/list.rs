@@ -8,7 +8,6 @@ use crate::archive::{Kind, Member, Reader};
 use crate::config::Config;
 use crate::decode;
 use crate::exclude::Exclude;
-use crate::pool::Pool;
 use crate::report::quote;
 
 /// GNU tar's starting widths for "user/group size" and the date column (list.c).
@@ -20,15 +19,11 @@ pub fn run(cfg: &Config) -> Result<u64> {
     let exclude = Exclude::new(&cfg.exclude)?;
     // Decoded frames wait in a pool of --memory, as when extracting (it is only touched
     // where frames are decoded ahead, so a single-frame archive costs no memory for it).
-    let threads = if input.format == decode::Format::Zstd && cfg.threads > 1 {
-        let pool = Pool::try_new(cfg.buf_size, cfg.buf_count).ok_or_else(|| {
-            anyhow::anyhow!("cannot allocate the decoder's buffers: out of memory")
-        })?;
-        let ahead_cap = crate::extract::ahead_cap(&pool);
-        decode::Threads { count: cfg.threads, pool: Some(pool), ahead_cap }
-    } else {
-        decode::Threads { count: 1, pool: None, ahead_cap: 0 }
-    };
+    let pool = input
+        .wants_pool(cfg.threads)
+        .then(|| crate::extract::allocate_pool(cfg.buf_size, cfg.buf_count))
+        .transpose()?;
+    let threads = decode::Threads { count: cfg.threads, pool };
     let decoded = input.decode(threads)?;
     let trailer = decoded.trailer;
     let mut reader = Reader::new(decoded.reader);

@@ -39,6 +39,30 @@ fn exclusive() -> RwLockWriteGuard<'static, ()> {
 
 // --- Helpers ------------------------------------------------------------------------------------
 
+/// Runs `body`, a test that compares with GNU tar, under the shared lock in a fresh
+/// directory `dir`; where `tar` is missing, only `have_tool`'s SKIP line.
+fn with_gnu_tar(test: &str, dir: &str, body: impl FnOnce(&TestDir)) {
+    let _g = shared();
+    if have_tool(test, "tar") {
+        body(&TestDir::new(dir));
+    }
+}
+
+/// `-tf archive` with `flags` by GNU tar and by fastuntar: None when fastuntar exits 0 and
+/// lists what GNU tar lists, else the exit code and both listings.
+fn listing_differs<S: AsRef<std::ffi::OsStr>>(flags: &[S], archive: &Path) -> Option<String> {
+    let gnu = Cmd::new("tar").args(flags).arg("-tf").arg(archive).run();
+    let ours = fastuntar().args(flags).arg("-tf").arg(archive).run();
+    (ours.code != Some(0) || gnu.stdout != ours.stdout).then(|| {
+        format!(
+            "(exit {:?})\n--- GNU ---\n{}--- fastuntar ---\n{}",
+            ours.code,
+            gnu.stdout_str(),
+            ours.stdout_str()
+        )
+    })
+}
+
 /// fastuntar with `TZ=UTC` (through env(1), which execs it: the kit's timeout still applies).
 /// The kit's strict checks (panic, signal, exit code range) are repeated here.
 fn fastuntar_utc<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
@@ -101,12 +125,8 @@ fn small_tree(root: &Path) {
     }
 }
 
-/// `small_tree` archived by GNU tar as `NAME` (`tar -C src -cf NAME top`).
-fn small_archive(td: &TestDir, name: &str) -> PathBuf {
-    let src = td.join(format!("{name}.src"));
-    fs::create_dir(&src).unwrap();
-    small_tree(&src);
-    let archive = td.join(name);
+/// `src/top` archived by GNU tar as `archive` (`tar -C src -cf archive top`).
+fn gnu_archive_top(src: &Path, archive: &Path) -> PathBuf {
     let out = gnu_tar([
         "-C".as_ref(),
         src.as_os_str(),
@@ -115,7 +135,15 @@ fn small_archive(td: &TestDir, name: &str) -> PathBuf {
         "top".as_ref(),
     ]);
     assert!(out.success(), "GNU tar -c failed\n{}", out.describe());
-    archive
+    archive.to_path_buf()
+}
+
+/// `small_tree` archived by GNU tar as `NAME` (`tar -C src -cf NAME top`).
+fn small_archive(td: &TestDir, name: &str) -> PathBuf {
+    let src = td.join(format!("{name}.src"));
+    fs::create_dir(&src).unwrap();
+    small_tree(&src);
+    gnu_archive_top(&src, &td.join(name))
 }
 
 /// GNU tar's extraction of `archive` with `args`, into a fresh directory.
@@ -325,19 +353,21 @@ fn verbose_matches(td: &TestDir, archive: &Path, locale: &str) -> Result<(), Str
     Ok(())
 }
 
+/// `verbose_matches` in the C locale and in a UTF-8 one; fails naming every locale that differs.
+fn assert_verbose_matches(td: &TestDir, archive: &Path) {
+    let errors: Vec<String> = ["C", "C.UTF-8"]
+        .into_iter()
+        .filter_map(|locale| verbose_matches(td, archive, locale).err())
+        .collect();
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
 #[test]
 fn verbose_extraction_prints_names_like_gnu_tar() {
-    let _g = shared();
-    if !have_tool("verbose_extraction_prints_names_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("verbose_names");
-    let archive = small_archive(&td, "v.tar");
-    for locale in ["C", "C.UTF-8"] {
-        if let Err(e) = verbose_matches(&td, &archive, locale) {
-            panic!("{e}");
-        }
-    }
+    with_gnu_tar("verbose_extraction_prints_names_like_gnu_tar", "verbose_names", |td| {
+        let archive = small_archive(td, "v.tar");
+        assert_verbose_matches(td, &archive);
+    });
 }
 
 /// Names that are not ASCII: GNU tar quotes them by the locale (octal escapes such as
@@ -345,34 +375,17 @@ fn verbose_extraction_prints_names_like_gnu_tar() {
 /// already does (src/list.rs, `utf8_locale`); `-xv` must print the same.
 #[test]
 fn verbose_quotes_non_ascii_names_by_locale() {
-    let _g = shared();
-    if !have_tool("verbose_quotes_non_ascii_names_by_locale", "tar") {
-        return;
-    }
-    let td = TestDir::new("verbose_non_ascii");
-    let src = td.join("src");
-    fs::create_dir_all(src.join("top/日本")).unwrap();
-    fs::write(src.join("top/ünï"), b"u\n").unwrap();
-    fs::write(src.join("top/日本/ファイル"), b"j\n").unwrap();
-    for i in 0..10 {
-        fs::write(src.join(format!("top/f{i}")), b"x").unwrap();
-    }
-    let archive = td.join("u.tar");
-    let out = gnu_tar([
-        "-C".as_ref(),
-        src.as_os_str(),
-        "-cf".as_ref(),
-        archive.as_os_str(),
-        "top".as_ref(),
-    ]);
-    assert!(out.success(), "{}", out.describe());
-    let mut errors = Vec::new();
-    for locale in ["C", "C.UTF-8"] {
-        if let Err(e) = verbose_matches(&td, &archive, locale) {
-            errors.push(e);
+    with_gnu_tar("verbose_quotes_non_ascii_names_by_locale", "verbose_non_ascii", |td| {
+        let src = td.join("src");
+        fs::create_dir_all(src.join("top/日本")).unwrap();
+        fs::write(src.join("top/ünï"), b"u\n").unwrap();
+        fs::write(src.join("top/日本/ファイル"), b"j\n").unwrap();
+        for i in 0..10 {
+            fs::write(src.join(format!("top/f{i}")), b"x").unwrap();
         }
-    }
-    assert!(errors.is_empty(), "{}", errors.join("\n"));
+        let archive = gnu_archive_top(&src, &td.join("u.tar"));
+        assert_verbose_matches(td, &archive);
+    });
 }
 
 // --- --exclude ----------------------------------------------------------------------------------
@@ -419,54 +432,41 @@ const EXCLUDE_CASES: &[&[&str]] = &[
 
 #[test]
 fn exclude_matches_gnu_tar() {
-    let _g = shared();
-    if !have_tool("exclude_matches_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("exclude");
-    let src = td.join("src");
-    exclude_tree(&src);
-    let archive = td.join("ex.tar");
-    let out = gnu_tar([
-        "-C".as_ref(),
-        src.as_os_str(),
-        "-cf".as_ref(),
-        archive.as_os_str(),
-        "top".as_ref(),
-    ]);
-    assert!(out.success(), "{}", out.describe());
-    let mut failures = Vec::new();
-    for pats in EXCLUDE_CASES {
-        let mut flags: Vec<String> = Vec::new();
-        for p in *pats {
-            flags.push("--exclude".into());
-            flags.push((*p).into());
-        }
-        let flag_refs: Vec<&str> = flags.iter().map(String::as_str).collect();
-        // Extraction.
-        let g = gnu_extract(&td, &archive, &flag_refs);
-        let d = td.fresh("ours");
-        let ours = fastuntar().args(&flags).arg("-xf").arg(&archive).arg("-C").arg(&d).run();
-        if ours.code != Some(0) {
-            failures.push(format!("{pats:?}: -x exits {:?}\n{}", ours.code, ours.describe()));
-        } else {
-            let dd = diff(&snapshot(&g), "GNU tar", &snapshot(&d), "fastuntar", &cmp(&td));
-            if !dd.is_empty() {
-                failures.push(format!("{pats:?}: -x trees differ:\n      {}", dd.join("\n      ")));
+    with_gnu_tar("exclude_matches_gnu_tar", "exclude", |td| {
+        let src = td.join("src");
+        exclude_tree(&src);
+        let archive = gnu_archive_top(&src, &td.join("ex.tar"));
+        let mut failures = Vec::new();
+        for pats in EXCLUDE_CASES {
+            let mut flags: Vec<String> = Vec::new();
+            for p in *pats {
+                flags.push("--exclude".into());
+                flags.push((*p).into());
+            }
+            let flag_refs: Vec<&str> = flags.iter().map(String::as_str).collect();
+            // Extraction.
+            let g = gnu_extract(td, &archive, &flag_refs);
+            let d = td.fresh("ours");
+            let ours = fastuntar().args(&flags).arg("-xf").arg(&archive).arg("-C").arg(&d).run();
+            if ours.code != Some(0) {
+                failures.push(format!("{pats:?}: -x exits {:?}\n{}", ours.code, ours.describe()));
+            } else {
+                let dd = diff(&snapshot(&g), "GNU tar", &snapshot(&d), "fastuntar", &cmp(td));
+                if !dd.is_empty() {
+                    failures
+                        .push(format!("{pats:?}: -x trees differ:\n      {}", dd.join("\n      ")));
+                }
+            }
+            // Listing.
+            if let Some(d) = listing_differs(&flags, &archive) {
+                failures.push(format!("{pats:?}: -t differs {d}"));
             }
         }
-        // Listing.
-        let gl = Cmd::new("tar").args(&flags).arg("-tf").arg(&archive).run();
-        let ol = fastuntar().args(&flags).arg("-tf").arg(&archive).run();
-        if gl.stdout != ol.stdout || ol.code != Some(0) {
-            failures.push(format!(
-                "{pats:?}: -t differs (exit {:?})\n--- GNU ---\n{}--- fastuntar ---\n{}",
-                ol.code,
-                gl.stdout_str(),
-                ol.stdout_str()
-            ));
-        }
-    }
+        assert_exclude_like_gnu(&failures);
+    });
+}
+
+fn assert_exclude_like_gnu(failures: &[String]) {
     assert!(failures.is_empty(), "--exclude differs from GNU tar:\n  {}", failures.join("\n  "));
 }
 
@@ -477,79 +477,70 @@ fn exclude_matches_gnu_tar() {
 /// --exclude P` list the same members for each.
 #[test]
 fn exclude_corner_cases_match_gnu_tar() {
-    let _g = shared();
-    if !have_tool("exclude_corner_cases_match_gnu_tar", "tar") {
-        return;
-    }
-    let names = [
-        "x//y1", "x/y1", "a\\b", "ab", "a\\", "q[", "q[[", "[[", "e", "cache/x", "cache//x",
-        "dir/sub", "z/./w", "m/n.log", "m.log/k", "/abs/p", "./dot/p", "a*b", "a\\*b", "7up", "]",
-        "x-y",
-    ];
-    let mut t = Tar::new();
-    for n in names {
-        t.file(n, b"");
-    }
-    let td = TestDir::new("exclude_corners");
-    let archive = td.write("corners.tar", t.finish());
-    let patterns = [
-        "/y1",
-        "/y?",
-        "y1",
-        "a\\b",
-        "a\\\\b",
-        "a\\",
-        "a\\*b",
-        "a*b",
-        "[",
-        "q[",
-        "[[",
-        "q[[",
-        "q[[]",
-        "*[",
-        "cache/",
-        "cache",
-        "z/.",
-        "n.log",
-        "*.log",
-        "abs",
-        "/abs",
-        "dot",
-        "./dot",
-        "",
-        "*",
-        "x/",
-        "x//",
-        "/",
-        ".",
-        "./*",
-        "/*",
-        "*/p",
-        "[]]",
-        "[!a]*",
-        "[[:digit:]]*",
-        "[[:foo:]]*",
-        "x[-]y",
-        "[a-c]?",
-        "*\\",
-        "?",
-        "*/",
-        "**",
-    ];
-    let mut failures = Vec::new();
-    for p in patterns {
-        let gnu = Cmd::new("tar").args(["--exclude", p, "-tf"]).arg(&archive).run();
-        let ours = fastuntar().args(["--exclude", p, "-tf"]).arg(&archive).run();
-        if ours.code != Some(0) || gnu.stdout != ours.stdout {
-            failures.push(format!(
-                "--exclude {p:?} (exit {:?})\n--- GNU ---\n{}--- fastuntar ---\n{}",
-                ours.code,
-                gnu.stdout_str(),
-                ours.stdout_str()
-            ));
+    with_gnu_tar("exclude_corner_cases_match_gnu_tar", "exclude_corners", |td| {
+        let names = [
+            "x//y1", "x/y1", "a\\b", "ab", "a\\", "q[", "q[[", "[[", "e", "cache/x", "cache//x",
+            "dir/sub", "z/./w", "m/n.log", "m.log/k", "/abs/p", "./dot/p", "a*b", "a\\*b", "7up",
+            "]", "x-y",
+        ];
+        let mut t = Tar::new();
+        for n in names {
+            t.file(n, b"");
         }
-    }
-    assert!(failures.is_empty(), "--exclude differs from GNU tar:\n  {}", failures.join("\n  "));
+        let archive = td.write("corners.tar", t.finish());
+        let patterns = [
+            "/y1",
+            "/y?",
+            "y1",
+            "a\\b",
+            "a\\\\b",
+            "a\\",
+            "a\\*b",
+            "a*b",
+            "[",
+            "q[",
+            "[[",
+            "q[[",
+            "q[[]",
+            "*[",
+            "cache/",
+            "cache",
+            "z/.",
+            "n.log",
+            "*.log",
+            "abs",
+            "/abs",
+            "dot",
+            "./dot",
+            "",
+            "*",
+            "x/",
+            "x//",
+            "/",
+            ".",
+            "./*",
+            "/*",
+            "*/p",
+            "[]]",
+            "[!a]*",
+            "[[:digit:]]*",
+            "[[:foo:]]*",
+            "x[-]y",
+            "[a-c]?",
+            "*\\",
+            "?",
+            "*/",
+            "**",
+        ];
+        let failures: Vec<String> = patterns
+            .into_iter()
+            .filter_map(|p| {
+                let d = listing_differs(&["--exclude", p], &archive)?;
+                Some(format!("--exclude {p:?} {d}"))
+            })
+            .collect();
+        assert_exclude_like_gnu(&failures);
+    });
 }
 
 /// A 1 MiB member name with 500,000 '/' and a few patterns: judged in linear time (GNU tar's
@@ -1093,142 +1084,137 @@ fn completions_man_help_version() {
 
 #[test]
 fn formats_by_magic_not_by_name() {
-    let _g = shared();
     let test = "formats_by_magic_not_by_name";
-    if !have_tool(test, "tar") {
-        return;
-    }
-    let td = TestDir::new("formats");
-    let plain = small_archive(&td, "plain.tar");
-    let want_dir = gnu_extract(&td, &plain, &[]);
-    let want = snapshot(&want_dir);
-    // (format, tool, compress command, misleading name)
-    let formats: &[(&str, &str, &str, &str)] = &[
-        ("tar", "cat", "cat", "tar-named.tar.zst"),
-        ("zstd", "zstd", "zstd -q -c", "zstd-named.tar.gz"),
-        ("gzip", "gzip", "gzip -c", "gzip-named.bin"),
-        ("bzip2", "bzip2", "bzip2 -c", "bzip2-named.tar.lz4"),
-        ("lz4", "lz4", "lz4 -q -c", "lz4-named.tar.bz2"),
-    ];
-    let mut failures = Vec::new();
-    for (format, tool, compress, name) in formats {
-        if !have_tool(&format!("{test} [{format}]"), tool) {
-            continue;
-        }
-        let archive = td.join(name);
-        util::sh(&format!("{compress} < {} > {}", q(&plain), q(&archive)));
-        let bytes = util::read(&archive);
-        for via in ["file", "stdin"] {
-            let d = td.fresh("ours");
-            let mut c = fastuntar();
-            c.arg("-C").arg(&d);
-            if via == "file" {
-                c.arg("-xf").arg(&archive);
-            } else {
-                c.args(["-xf", "-"]).stdin(Input::Bytes(bytes.clone()));
-            }
-            let out = c.run();
-            if out.code != Some(0) || !out.diagnostics().is_empty() {
-                failures.push(format!(
-                    "{format} via {via}: exit {:?}\n{}",
-                    out.code,
-                    out.describe()
-                ));
+    with_gnu_tar(test, "formats", |td| {
+        let plain = small_archive(td, "plain.tar");
+        let want_dir = gnu_extract(td, &plain, &[]);
+        let want = snapshot(&want_dir);
+        // (format, tool, compress command, misleading name)
+        let formats: &[(&str, &str, &str, &str)] = &[
+            ("tar", "cat", "cat", "tar-named.tar.zst"),
+            ("zstd", "zstd", "zstd -q -c", "zstd-named.tar.gz"),
+            ("gzip", "gzip", "gzip -c", "gzip-named.bin"),
+            ("bzip2", "bzip2", "bzip2 -c", "bzip2-named.tar.lz4"),
+            ("lz4", "lz4", "lz4 -q -c", "lz4-named.tar.bz2"),
+        ];
+        let mut failures = Vec::new();
+        for (format, tool, compress, name) in formats {
+            if !have_tool(&format!("{test} [{format}]"), tool) {
                 continue;
             }
-            let dd = diff(&want, "GNU tar (plain .tar)", &snapshot(&d), "fastuntar", &cmp(&td));
-            if !dd.is_empty() {
-                failures.push(format!("{format} via {via} ({name}):\n    {}", dd.join("\n    ")));
+            let archive = td.join(name);
+            util::sh(&format!("{compress} < {} > {}", q(&plain), q(&archive)));
+            let bytes = util::read(&archive);
+            for via in ["file", "stdin"] {
+                let d = td.fresh("ours");
+                let mut c = fastuntar();
+                c.arg("-C").arg(&d);
+                if via == "file" {
+                    c.arg("-xf").arg(&archive);
+                } else {
+                    c.args(["-xf", "-"]).stdin(Input::Bytes(bytes.clone()));
+                }
+                let out = c.run();
+                if out.code != Some(0) || !out.diagnostics().is_empty() {
+                    failures.push(format!(
+                        "{format} via {via}: exit {:?}\n{}",
+                        out.code,
+                        out.describe()
+                    ));
+                    continue;
+                }
+                let dd = diff(&want, "GNU tar (plain .tar)", &snapshot(&d), "fastuntar", &cmp(td));
+                if !dd.is_empty() {
+                    failures
+                        .push(format!("{format} via {via} ({name}):\n    {}", dd.join("\n    ")));
+                }
             }
         }
-    }
-    assert!(failures.is_empty(), "formats by magic:\n  {}", failures.join("\n  "));
+        assert!(failures.is_empty(), "formats by magic:\n  {}", failures.join("\n  "));
+    });
 }
 
 // --- tar's spellings ----------------------------------------------------------------------------
 
 #[test]
 fn tar_spellings() {
-    let _g = shared();
-    if !have_tool("tar_spellings", "tar") {
-        return;
-    }
-    let td = TestDir::new("spellings");
-    let archive = small_archive(&td, "s.tar");
-    let a = archive.to_str().unwrap().to_string();
-    let want = snapshot(&gnu_extract(&td, &archive, &[]));
-    let spellings: Vec<Vec<String>> = vec![
-        vec!["-xf".into(), a.clone()],
-        vec!["-xvf".into(), a.clone()],
-        vec!["-f".into(), a.clone(), "-x".into()],
-        vec![format!("--file={a}")],
-        vec!["--file".into(), a.clone(), "--extract".into()],
-        vec!["-x".into(), a.clone()],
-        vec![a.clone()],
-        vec!["-xpf".into(), a.clone()],
-        vec!["-x".into(), "-p".into(), a.clone()],
-        vec!["-xf".into(), a.clone(), "--preserve-permissions".into()],
-        vec!["-xf".into(), a.clone(), "--same-permissions".into()],
-        vec!["-xf".into(), a.clone(), "--no-same-owner".into()],
-    ];
-    let mut failures = Vec::new();
-    for args in &spellings {
-        let d = td.fresh("ours");
-        let out = fastuntar().args(args).arg("-C").arg(&d).run();
-        if out.code != Some(0) {
-            failures.push(format!("{args:?}: exit {:?}\n{}", out.code, out.describe()));
-            continue;
+    with_gnu_tar("tar_spellings", "spellings", |td| {
+        let archive = small_archive(td, "s.tar");
+        let a = archive.to_str().unwrap().to_string();
+        let want = snapshot(&gnu_extract(td, &archive, &[]));
+        let spellings: Vec<Vec<String>> = vec![
+            vec!["-xf".into(), a.clone()],
+            vec!["-xvf".into(), a.clone()],
+            vec!["-f".into(), a.clone(), "-x".into()],
+            vec![format!("--file={a}")],
+            vec!["--file".into(), a.clone(), "--extract".into()],
+            vec!["-x".into(), a.clone()],
+            vec![a.clone()],
+            vec!["-xpf".into(), a.clone()],
+            vec!["-x".into(), "-p".into(), a.clone()],
+            vec!["-xf".into(), a.clone(), "--preserve-permissions".into()],
+            vec!["-xf".into(), a.clone(), "--same-permissions".into()],
+            vec!["-xf".into(), a.clone(), "--no-same-owner".into()],
+        ];
+        let mut failures = Vec::new();
+        for args in &spellings {
+            let d = td.fresh("ours");
+            let out = fastuntar().args(args).arg("-C").arg(&d).run();
+            if out.code != Some(0) {
+                failures.push(format!("{args:?}: exit {:?}\n{}", out.code, out.describe()));
+                continue;
+            }
+            let dd = diff(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp(td));
+            if !dd.is_empty() {
+                failures.push(format!("{args:?}: trees differ:\n    {}", dd.join("\n    ")));
+            }
         }
-        let dd = diff(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp(&td));
-        if !dd.is_empty() {
-            failures.push(format!("{args:?}: trees differ:\n    {}", dd.join("\n    ")));
+        // Standard input, spelled `-xf -` and `-x -`; `--directory=DIR`; `-C` after the archive.
+        for args in [&["-xf", "-"][..], &["-x", "-"]] {
+            let d = td.fresh("ours");
+            let out =
+                fastuntar().args(args).arg("-C").arg(&d).stdin(Input::File(archive.clone())).run();
+            let dd = diff(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp(td));
+            if out.code != Some(0) || !dd.is_empty() {
+                failures.push(format!("{args:?} < archive: {}\n{}", dd.join("\n"), out.describe()));
+            }
         }
-    }
-    // Standard input, spelled `-xf -` and `-x -`; `--directory=DIR`; `-C` after the archive.
-    for args in [&["-xf", "-"][..], &["-x", "-"]] {
         let d = td.fresh("ours");
         let out =
-            fastuntar().args(args).arg("-C").arg(&d).stdin(Input::File(archive.clone())).run();
-        let dd = diff(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp(&td));
+            fastuntar().arg("-xf").arg(&archive).arg(format!("--directory={}", d.display())).run();
+        let dd = diff(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp(td));
         if out.code != Some(0) || !dd.is_empty() {
-            failures.push(format!("{args:?} < archive: {}\n{}", dd.join("\n"), out.describe()));
+            failures.push(format!("--directory=DIR: {}\n{}", dd.join("\n"), out.describe()));
         }
-    }
-    let d = td.fresh("ours");
-    let out =
-        fastuntar().arg("-xf").arg(&archive).arg(format!("--directory={}", d.display())).run();
-    let dd = diff(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp(&td));
-    if out.code != Some(0) || !dd.is_empty() {
-        failures.push(format!("--directory=DIR: {}\n{}", dd.join("\n"), out.describe()));
-    }
-    // -C DIR that does not exist yet (and one whose parent does not either) is created.
-    for rel in ["new", "new2/deeper"] {
-        let d = td.join(format!("missing/{rel}"));
-        let _ = fs::create_dir_all(td.join("missing"));
-        let out = fastuntar().arg("-xf").arg(&archive).arg("-C").arg(&d).run();
-        if out.code != Some(0) || !d.is_dir() {
-            failures.push(format!("-C {rel} (missing): not created\n{}", out.describe()));
-            continue;
+        // -C DIR that does not exist yet (and one whose parent does not either) is created.
+        for rel in ["new", "new2/deeper"] {
+            let d = td.join(format!("missing/{rel}"));
+            let _ = fs::create_dir_all(td.join("missing"));
+            let out = fastuntar().arg("-xf").arg(&archive).arg("-C").arg(&d).run();
+            if out.code != Some(0) || !d.is_dir() {
+                failures.push(format!("-C {rel} (missing): not created\n{}", out.describe()));
+                continue;
+            }
+            let dd = diff(
+                &want,
+                "GNU tar",
+                &snapshot(&d),
+                "fastuntar",
+                &Compare { root: false, ..cmp(td) },
+            );
+            if !dd.is_empty() {
+                failures.push(format!("-C {rel} (missing): {}", dd.join("\n    ")));
+            }
         }
-        let dd = diff(
-            &want,
-            "GNU tar",
-            &snapshot(&d),
-            "fastuntar",
-            &Compare { root: false, ..cmp(&td) },
-        );
-        if !dd.is_empty() {
-            failures.push(format!("-C {rel} (missing): {}", dd.join("\n    ")));
+        // Without -C: the current directory.
+        let d = td.fresh("cwd");
+        let out = fastuntar().arg("-xf").arg(&archive).current_dir(&d).run();
+        let dd = diff(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp(td));
+        if out.code != Some(0) || !dd.is_empty() {
+            failures.push(format!("no -C (cwd): {}\n{}", dd.join("\n"), out.describe()));
         }
-    }
-    // Without -C: the current directory.
-    let d = td.fresh("cwd");
-    let out = fastuntar().arg("-xf").arg(&archive).current_dir(&d).run();
-    let dd = diff(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp(&td));
-    if out.code != Some(0) || !dd.is_empty() {
-        failures.push(format!("no -C (cwd): {}\n{}", dd.join("\n"), out.describe()));
-    }
-    assert!(failures.is_empty(), "spellings:\n  {}", failures.join("\n  "));
+        assert!(failures.is_empty(), "spellings:\n  {}", failures.join("\n  "));
+    });
 }
 
 #[test]
@@ -1263,35 +1249,36 @@ fn keep_old_files_refuses_to_replace() {
 
 #[test]
 fn strip_components_like_gnu_tar() {
-    let _g = shared();
-    if !have_tool("strip_components_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("strip");
-    let archive = small_archive(&td, "st.tar");
-    for n in ["1", "2"] {
-        let g = gnu_extract(&td, &archive, &["--strip-components", n]);
+    with_gnu_tar("strip_components_like_gnu_tar", "strip", |td| {
+        let archive = small_archive(td, "st.tar");
+        for n in ["1", "2"] {
+            let g = gnu_extract(td, &archive, &["--strip-components", n]);
+            let d = td.fresh("ours");
+            let out = fastuntar()
+                .args(["--strip-components", n, "-xf"])
+                .arg(&archive)
+                .arg("-C")
+                .arg(&d)
+                .run();
+            assert_eq!(out.code, Some(0), "{}", out.describe());
+            assert_same(
+                &snapshot(&g),
+                "GNU tar",
+                &snapshot(&d),
+                "fastuntar",
+                &cmp(td),
+                &format!("--strip-components {n}\n{}", out.describe()),
+            );
+        }
         let d = td.fresh("ours");
         let out = fastuntar()
-            .args(["--strip-components", n, "-xf"])
+            .args(["--strip-components", "1", "-xf"])
             .arg(&archive)
             .arg("-C")
             .arg(&d)
             .run();
-        assert_eq!(out.code, Some(0), "{}", out.describe());
-        assert_same(
-            &snapshot(&g),
-            "GNU tar",
-            &snapshot(&d),
-            "fastuntar",
-            &cmp(&td),
-            &format!("--strip-components {n}\n{}", out.describe()),
-        );
-    }
-    let d = td.fresh("ours");
-    let out =
-        fastuntar().args(["--strip-components", "1", "-xf"]).arg(&archive).arg("-C").arg(&d).run();
-    assert!(d.join("a.txt").is_file() && !exists(&d.join("top")), "{}", out.describe());
+        assert!(d.join("a.txt").is_file() && !exists(&d.join("top")), "{}", out.describe());
+    });
 }
 
 #[test]

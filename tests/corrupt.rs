@@ -23,10 +23,10 @@ struct Scene {
 impl Scene {
     fn new(td: &TestDir) -> Scene {
         let case = td.fresh("case");
-        let dest = case.join("dest");
-        let beside = case.join("beside");
-        fs::create_dir(&dest).unwrap();
-        fs::create_dir(&beside).unwrap();
+        let (dest, beside) = (case.join("dest"), case.join("beside"));
+        for dir in [&dest, &beside] {
+            fs::create_dir(dir).unwrap();
+        }
         fs::write(beside.join("f"), b"untouched\n").unwrap();
         util::tree::set_mtime(&beside.join("f"), 1_000_000_000, 0);
         util::tree::set_mtime(&beside, 1_000_000_000, 0);

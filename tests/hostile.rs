@@ -93,8 +93,9 @@ struct Case {
     args: &'static [&'static str],
     /// Arranges DIR before the run.
     prep: fn(&Scene),
-    /// The archive: a tar stream, which the runner also compresses per `encodings`.
-    build: fn(&Scene) -> Vec<u8>,
+    /// The archive: members added to a tar stream (which the runner finishes, and also
+    /// compresses per `encodings`).
+    build: fn(&Scene, &mut Tar),
     encodings: &'static [Encoding],
     /// The exit status; `None` where `check` decides (it must then check it).
     exit: Option<i32>,
@@ -108,7 +109,7 @@ impl Case {
     const DEFAULT: Case = Case {
         args: &[],
         prep: no_prep,
-        build: |_| Vec::new(),
+        build: |_, _| {},
         encodings: PLAIN_AND_SMALL_FRAMES,
         exit: Some(0),
         says: &[],
@@ -128,7 +129,12 @@ macro_rules! hostile_cases {
                 (case.check)(s, out)
             };
             let name = stringify!($name);
-            hostile_in(name, case.args, case.encodings, false, case.build, case.prep, check);
+            let build = |s: &Scene| {
+                let mut t = Tar::new();
+                (case.build)(s, &mut t);
+                t.finish()
+            };
+            hostile_in(name, case.args, case.encodings, false, build, case.prep, check);
         }
     )*};
 }
@@ -257,18 +263,9 @@ fn expect_clean(out: &Output) {
     assert_eq!(out.code, Some(0), "expected exit 0\n{}", out.describe());
 }
 
+/// What is at `p` (not following a symlink), if anything.
 fn kind(p: &Path) -> Option<Kind> {
-    let m = fs::symlink_metadata(p).ok()?;
-    let ft = m.file_type();
-    Some(if ft.is_symlink() {
-        Kind::Symlink
-    } else if ft.is_dir() {
-        Kind::Dir
-    } else if ft.is_file() {
-        Kind::File
-    } else {
-        Kind::Fifo
-    })
+    Some(Kind::of(fs::symlink_metadata(p).ok()?.file_type()))
 }
 
 fn contents(p: &Path) -> Vec<u8> {
@@ -279,12 +276,10 @@ fn contents(p: &Path) -> Vec<u8> {
 
 hostile_cases! {
     absolute_names_are_stripped_into_dir: Case {
-        build: |s| {
-            let mut t = Tar::new();
+        build: |s, t| {
             t.member(&Header::file(s.abs("x")), b"absolute x\n");
             t.member(&Header::file(s.abs("file")), b"absolute file\n");
             t.member(&Header::file(b"//double/slash"), b"two slashes\n");
-            t.finish()
         },
         check: |s, out| {
             assert_eq!(contents(&s.stripped(&s.abs("x"))), b"absolute x\n", "{}", out.describe());
@@ -304,8 +299,7 @@ hostile_cases! {
     dotdot_members_are_skipped: Case {
         exit: Some(1),
         says: &[b"../sentinel/x", b"a/../../sentinel/x", b"../sentinel/file", b"a/../b"],
-        build: |_| {
-            let mut t = Tar::new();
+        build: |_, t| {
             t.file("../sentinel/x", b"escaped\n");
             t.file("a/../../sentinel/x", b"escaped\n");
             t.file("../sentinel/file", b"overwritten\n");
@@ -313,7 +307,6 @@ hostile_cases! {
             t.file("..", b"dot dot\n");
             t.dir("../sentinel/newdir");
             t.file("ok", b"fine\n");
-            t.finish()
         },
         check: |s, _| {
             assert_eq!(
@@ -331,8 +324,7 @@ hostile_cases! {
     dotdot_in_long_names_is_skipped: Case {
         exit: Some(1),
         says: &[b"../sentinel/gnu-long", b"../sentinel/pax-path", b"pax-hardlink", b"gnu-hardlink"],
-        build: |_| {
-            let mut t = Tar::new();
+        build: |_, t| {
             t.gnu_long_name("../sentinel/gnu-long").file("placeholder-name", b"via L\n");
             t.pax(&[(b"path", b"../sentinel/pax-path")]).file("placeholder2", b"via PAX path\n");
             t.pax(&[(b"linkpath", b"../sentinel/file")])
@@ -340,7 +332,6 @@ hostile_cases! {
             t.gnu_long_link("../sentinel/file")
                 .header(&Header::hardlink("gnu-hardlink", "placeholder"));
             t.file("ok", b"fine\n");
-            t.finish()
         },
         check: |s, _| {
             assert_eq!(contents(&s.d("ok")), b"fine\n");
@@ -350,12 +341,10 @@ hostile_cases! {
     strip_components_cannot_expose_dotdot: Case {
         args: &["--strip-components", "1"],
         exit: None,
-        build: |_| {
-            let mut t = Tar::new();
+        build: |_, t| {
             t.file("top/../sentinel/x", b"escaped\n");
             t.file("x/../../sentinel/x", b"escaped\n");
             t.file("top/ok", b"fine\n");
-            t.finish()
         },
         check: |s, out| {
             assert_eq!(out.code, Some(1), "{}", out.describe());
@@ -364,10 +353,8 @@ hostile_cases! {
         ..Case::DEFAULT
     },
     nul_in_ustar_name_field_ends_the_name: Case {
-        build: |_| {
-            let mut t = Tar::new();
+        build: |_, t| {
             t.file(b"nul-ok\0/../../sentinel/x", b"ustar field\n");
-            t.finish()
         },
         check: |s, out| {
             assert_eq!(contents(&s.d("nul-ok")), b"ustar field\n", "{}", out.describe());
@@ -430,12 +417,10 @@ hostile_cases! {
             fs::write(s.d("keep"), b"pre-existing\n").unwrap();
         },
         exit: Some(1),
-        build: |_| {
-            let mut t = Tar::new();
+        build: |_, t| {
             t.file(b"", b"empty name\n");
             t.pax(&[("path", "")]).file("p3", b"empty pax path\n");
             t.file("after", b"fine\n");
-            t.finish()
         },
         check: |s, _| {
             assert_eq!(contents(&s.d("keep")), b"pre-existing\n", "DIR's contents were clobbered");
@@ -449,15 +434,13 @@ hostile_cases! {
             fs::write(s.d("keep"), b"pre-existing\n").unwrap();
         },
         exit: Some(1),
-        build: |_| {
-            let mut t = Tar::new();
+        build: |_, t| {
             t.file(".", b"a file named .\n");
             t.file("./", b"a file named ./\n");
             t.file("./.", b"a file named ./.\n");
             t.header(&Header::symlink(".", "../sentinel"));
             t.header(&Header::new("./", rawtar::FIFO));
             t.file("after", b"fine\n");
-            t.finish()
         },
         check: |s, _| {
             assert_eq!(contents(&s.d("keep")), b"pre-existing\n", "DIR's contents were clobbered");
@@ -469,14 +452,12 @@ hostile_cases! {
         prep: |s| {
             fs::write(s.d("keep"), b"pre-existing\n").unwrap();
         },
-        build: |_| {
-            let mut t = Tar::new();
+        build: |_, t| {
             t.header(&Header::dir(".").mode(0o755));
             t.header(&Header::dir("./").mode(0o755));
             t.header(&Header::dir("./.").mode(0o755));
             t.header(&Header::dir("././sub/.").mode(0o700));
             t.file("./sub/./f", b"f\n");
-            t.finish()
         },
         check: |s, _| {
             assert_eq!(contents(&s.d("keep")), b"pre-existing\n");
@@ -493,8 +474,7 @@ hostile_cases! {
     member_under_archive_symlink_is_refused: Case {
         exit: Some(1),
         says: &[b"l/x", b"l/file"],
-        build: |_| {
-            let mut t = Tar::new();
+        build: |_, t| {
             t.symlink("l", "../sentinel");
             t.file("l/x", b"through the symlink\n");
             t.file("l/file", b"overwrite through the symlink\n");
@@ -502,7 +482,6 @@ hostile_cases! {
             t.dir("l/newdir");
             t.symlink("l/newlink", "x");
             t.file("ok", b"fine\n");
-            t.finish()
         },
         check: |s, _| {
             assert_eq!(
@@ -517,12 +496,10 @@ hostile_cases! {
     member_under_absolute_archive_symlink_is_refused: Case {
         exit: Some(1),
         says: &[b"abs/x", b"abs/sub/inner"],
-        build: |s| {
-            let mut t = Tar::new();
+        build: |s, t| {
             t.member(&Header::symlink("abs", s.abs("")), b"");
             t.file("abs/x", b"through the absolute symlink\n");
             t.file("abs/sub/inner", b"overwrite\n");
-            t.finish()
         },
         check: |s, _| {
             assert_eq!(
@@ -535,8 +512,7 @@ hostile_cases! {
     symlink_chain_is_not_followed: Case {
         exit: Some(1),
         says: &[b"c1/x"],
-        build: |_| {
-            let mut t = Tar::new();
+        build: |_, t| {
             t.symlink("c1", "c2");
             t.symlink("c2", "c3");
             t.symlink("c3", "../sentinel");
@@ -545,7 +521,6 @@ hostile_cases! {
             t.symlink("f3", "../sentinel/file");
             t.symlink("f2", "f3");
             t.file("f2", b"replaces f2 itself\n");
-            t.finish()
         },
         check: |s, _| {
             assert_eq!(kind(&s.d("f2")), Some(Kind::File));
@@ -555,8 +530,7 @@ hostile_cases! {
         ..Case::DEFAULT
     },
     member_replaces_symlink_instead_of_writing_through_it: Case {
-        build: |s| {
-            let mut t = Tar::new();
+        build: |s, t| {
             t.symlink("s", "../sentinel/file");
             t.file("s", b"new s\n");
             t.member(&Header::symlink("s-abs", s.abs("file")), b"");
@@ -565,7 +539,6 @@ hostile_cases! {
             t.header(&Header::new("fifo", rawtar::FIFO));
             t.symlink("link-then-link", "../sentinel/f");
             t.symlink("link-then-link", "elsewhere");
-            t.finish()
         },
         check: |s, _| {
             assert_eq!(kind(&s.d("s")), Some(Kind::File));
@@ -584,15 +557,13 @@ hostile_cases! {
     /// and mtime must not land on the symlink's target.
     dir_metadata_not_applied_through_symlink: Case {
         exit: None,
-        build: |s| {
-            let mut t = Tar::new();
+        build: |s, t| {
             t.symlink("s", "../sentinel");
             t.header(&Header::dir("s").mode(0o777).mtime(0));
             t.symlink("s2", "../sentinel/sub");
             t.header(&Header::dir("s2/").mode(0o777).mtime(5));
             t.member(&Header::symlink("s3", s.abs("sub")), b"");
             t.header(&Header::dir("s3").mode(0o700).mtime(7));
-            t.finish()
         },
         check: |s, out| {
             assert!(matches!(out.code, Some(0 | 1)), "{}", out.describe());
@@ -610,13 +581,11 @@ hostile_cases! {
     },
     dir_then_symlink_then_member: Case {
         exit: None,
-        build: |_| {
-            let mut t = Tar::new();
+        build: |_, t| {
             t.dir("d");
             t.symlink("d", "../sentinel");
             t.file("d/x", b"into d\n");
             t.file("d/file", b"into d\n");
-            t.finish()
         },
         check: |s, out| {
             assert!(matches!(out.code, Some(0 | 1)), "{}", out.describe());
@@ -641,12 +610,10 @@ hostile_cases! {
     hardlink_to_outside_is_refused: Case {
         exit: Some(1),
         says: &[b"h"],
-        build: |_| {
-            let mut t = Tar::new();
+        build: |_, t| {
             t.hardlink("h", "../sentinel/file");
             t.hardlink("h2", "a/../../sentinel/f");
             t.file("ok", b"fine\n");
-            t.finish()
         },
         check: |s, out| {
             assert!(kind(&s.d("h")).is_none() && kind(&s.d("h2")).is_none(), "{}", out.describe());
@@ -700,14 +667,12 @@ hostile_cases! {
     hardlink_through_symlink_is_refused: Case {
         exit: Some(1),
         says: &[b"h"],
-        build: |_| {
-            let mut t = Tar::new();
+        build: |_, t| {
             t.symlink("l", "../sentinel");
             t.hardlink("h", "l/file");
             t.symlink("ls", "../sentinel/f");
             // A hard link to an archive symlink links the symlink itself, not its target.
             t.hardlink("hs", "ls");
-            t.finish()
         },
         check: |s, _| {
             assert!(kind(&s.d("h")).is_none());
@@ -730,15 +695,13 @@ hostile_cases! {
         },
         exit: Some(1),
         says: &[b"pre/x", b"pre/file", b"pre-abs/sub/inner"],
-        build: |_| {
-            let mut t = Tar::new();
+        build: |_, t| {
             t.file("pre/x", b"through the pre-existing symlink\n");
             t.file("pre/file", b"overwrite\n");
             t.dir("pre/newdir");
             t.file("pre-abs/sub/inner", b"deep, through an absolute one\n");
             t.file("pre", b"replaces the symlink\n");
             t.header(&Header::dir("pre-dir").mode(0o700).mtime(0));
-            t.finish()
         },
         check: |s, _| {
             assert_eq!(kind(&s.d("pre")), Some(Kind::File), "member `pre` replaces the symlink");
@@ -750,10 +713,8 @@ hostile_cases! {
         prep: |s| {
             fs::hard_link(s.sentinel.join("f"), s.d("hl")).unwrap();
         },
-        build: |_| {
-            let mut t = Tar::new();
+        build: |_, t| {
             t.entry(&Header::file("hl").mode(0o777).mtime(0), b"new contents for hl\n");
-            t.finish()
         },
         check: |s, _| {
             assert_eq!(contents(&s.d("hl")), b"new contents for hl\n");
@@ -807,13 +768,11 @@ hostile_cases! {
     device_nodes_are_skipped: Case {
         exit: Some(1),
         says: &[b"null", b"sda"],
-        build: |_| {
-            let mut t = Tar::new();
+        build: |_, t| {
             t.header(&Header { devmajor: 1, devminor: 3, ..Header::new("null", rawtar::CHR) });
             t.header(&Header { devmajor: 8, devminor: 0, ..Header::new("sda", rawtar::BLK) });
             t.header(&Header::new("fifo", rawtar::FIFO).mode(0o600));
             t.file("ok", b"fine\n");
-            t.finish()
         },
         check: |s, _| {
             assert!(kind(&s.d("null")).is_none() && kind(&s.d("sda")).is_none());
@@ -827,14 +786,12 @@ hostile_cases! {
     hostile_archive_compressed: Case {
         exit: Some(1),
         says: &[b"../sentinel/x", b"l/x"],
-        build: |s| {
-            let mut t = Tar::new();
+        build: |s, t| {
             t.file("../sentinel/x", b"escaped\n");
             t.symlink("l", "../sentinel");
             t.file("l/x", b"through\n");
             t.member(&Header::file(s.abs("y")), b"absolute\n");
             t.entry(&Header { size: Some(Num::Octal(5)), ..Header::file("ok") }, b"fine\n");
-            t.finish()
         },
         encodings: ZSTD_FRAMINGS,
         check: |s, _| {
@@ -847,13 +804,11 @@ hostile_cases! {
     /// (applied at the end) must not land on the symlink's target.
     dir_metadata_not_applied_after_dir_replaced_by_symlink: Case {
         exit: None,
-        build: |s| {
-            let mut t = Tar::new();
+        build: |s, t| {
             t.header(&Header::dir("d").mode(0o777).mtime(0));
             t.symlink("d", "../sentinel");
             t.header(&Header::dir("e/").mode(0o700).mtime(1));
             t.member(&Header::symlink("e", s.abs("sub")), b"");
-            t.finish()
         },
         check: |_, out| {
             assert!(matches!(out.code, Some(0 | 1)), "{}", out.describe());
@@ -863,14 +818,12 @@ hostile_cases! {
     hardlink_to_directory_is_skipped: Case {
         exit: Some(1),
         says: &[b"h", b"self", b"missing"],
-        build: |_| {
-            let mut t = Tar::new();
+        build: |_, t| {
             t.dir("d");
             t.hardlink("h", "d");
             t.hardlink("self", "self");
             t.hardlink("missing", "no/such/file");
             t.file("after", b"fine\n");
-            t.finish()
         },
         check: |s, _| {
             assert_eq!(contents(&s.d("after")), b"fine\n", "a bad hard link is not fatal");
@@ -880,15 +833,13 @@ hostile_cases! {
     member_under_a_regular_file_is_skipped: Case {
         exit: Some(1),
         says: &[b"f/x", b"fifo/y"],
-        build: |_| {
-            let mut t = Tar::new();
+        build: |_, t| {
             t.file("f", b"a file\n");
             t.file("f/x", b"under a file\n");
             t.header(&Header::new("fifo", rawtar::FIFO));
             t.file("fifo/y", b"under a fifo\n");
             t.symlink("empty-target", "");
             t.file("after", b"fine\n");
-            t.finish()
         },
         check: |s, _| {
             assert_eq!(contents(&s.d("f")), b"a file\n");
@@ -908,13 +859,11 @@ hostile_cases! {
         },
         exit: Some(1),
         says: &[b"full-dir"],
-        build: |_| {
-            let mut t = Tar::new();
+        build: |_, t| {
             t.file("empty-dir", b"replaces an empty dir\n");
             t.file("full-dir", b"cannot replace a non-empty dir\n");
             t.header(&Header::dir("kept").mode(0o700).mtime(7));
             t.file("kept/new", b"new\n");
-            t.finish()
         },
         check: |s, _| {
             assert_eq!(contents(&s.d("empty-dir")), b"replaces an empty dir\n");
@@ -1054,13 +1003,11 @@ hostile_cases! {
     implied_directories_count_against_max_files: Case {
         args: &["--max-files", "3"],
         exit: None,
-        build: |_| {
-            let mut t = Tar::new();
+        build: |_, t| {
             for i in 0..3 {
                 let name = format!("{}f{i}", format!("d{i}/").repeat(100));
                 t.member(&Header::file(name.as_bytes()), b"x");
             }
-            t.finish()
         },
         check: |s, out| {
             assert_eq!(out.code, Some(2), "{}", out.describe());

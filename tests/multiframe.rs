@@ -202,3 +202,84 @@ fn a_damaged_middle_frame_of_agave_framing() {
     }
     assert!(failed.is_empty(), "{test} failed under {failed:?} (messages above)");
 }
+
+/// Pages of `path` in the page cache (mincore over a mapping of it).
+fn resident_bytes(path: &std::path::Path) -> u64 {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(path).unwrap();
+    let len = f.metadata().unwrap().len() as usize;
+    let page = 4096;
+    // Safety: a fresh read-only shared mapping of an open file, unmapped below; mincore writes
+    // one byte per page into a vector of that many bytes.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            0,
+        );
+        assert_ne!(p, libc::MAP_FAILED);
+        let mut vec = vec![0u8; len.div_ceil(page)];
+        assert_eq!(libc::mincore(p, len, vec.as_mut_ptr()), 0);
+        libc::munmap(p, len);
+        vec.iter().filter(|&&b| b & 1 == 1).count() as u64 * page as u64
+    }
+}
+
+/// Drops `path`'s clean pages from the page cache.
+fn evict(path: &std::path::Path) {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(path).unwrap();
+    f.sync_all().unwrap();
+    // Safety: the fd is open; a hint that takes no pointers.
+    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+}
+
+/// An archive file that is not in the page cache is read by the frame-parallel decoder with
+/// O_DIRECT (decode/archive_file.rs): the extraction is the same as from a cached archive, and
+/// the archive is not left in the page cache (only the first read, for format detection, goes
+/// through it). A cached archive is read from the cache and stays there.
+#[test]
+fn uncached_archives_are_read_direct() {
+    let test = "uncached_archives_are_read_direct";
+    let td = TestDir::new(test);
+    let tar = agave_tar();
+    let zst = td.write("agave.tar.zst", agave_zst(&tar));
+    let started = std::time::SystemTime::now() - std::time::Duration::from_secs(1);
+    use std::os::unix::fs::OpenOptionsExt;
+    if std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(&zst).is_err() {
+        eprintln!("{test}: skipped: the test directory's filesystem refuses O_DIRECT");
+        return;
+    }
+    let extract = |name: &str| {
+        let dest = td.fresh(name);
+        util::fastuntar()
+            .args(["--threads", "2", "--direct-io", "-C"])
+            .arg(&dest)
+            .arg("-xf")
+            .arg(&zst)
+            .run()
+            .expect_code(0);
+        snapshot(&dest)
+    };
+    evict(&zst);
+    let before = resident_bytes(&zst);
+    if before > 1 << 20 {
+        eprintln!("{test}: skipped: {before} bytes of the archive stay cached after eviction");
+        return;
+    }
+    let uncached = extract("uncached");
+    let after = resident_bytes(&zst);
+    let size = std::fs::metadata(&zst).unwrap().len();
+    assert!(
+        after <= 2 << 20,
+        "{after} of the archive's {size} bytes were left in the page cache: not read direct"
+    );
+    // Now cached: read through the cache, the same files.
+    std::fs::read(&zst).unwrap();
+    let cached = extract("cached");
+    assert!(resident_bytes(&zst) >= size - 4096, "a cached archive stays cached");
+    assert_same(&cached, "cached", &uncached, "uncached", &Compare::extraction(started), test);
+}

@@ -2,10 +2,12 @@
 //! rename and swap entries while root extracts; the tree fastuntar leaves is then not promised,
 //! but nothing outside DIR may change (docs/SECURITY.md, "Metadata without races").
 //!
-//! Each case runs an attacker thread that loops over `symlink(victim, tmp); rename(tmp, name)`
-//! for the names the archive is creating, while fastuntar extracts as root, under every writer
-//! configuration; the victim, a root-owned file outside DIR, must keep its mode, owner,
-//! times and contents.
+//! Each case runs an attacker that loops over `symlink(victim, tmp); rename(tmp, name)` for the
+//! names the archive is creating, while fastuntar extracts as root, under every writer
+//! configuration: once as a thread of this (root) process, once as a process of an
+//! unprivileged user (uid 65534, a perl loop started through setpriv), as the real attacker
+//! would be. The victim, a root-owned file outside DIR, must keep its mode, owner, times and
+//! contents.
 
 mod util;
 
@@ -14,12 +16,50 @@ use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 
 use util::rawtar::{self, Header, Tar};
-use util::{TestDir, fastuntar_with, for_each_config, have_root};
+use util::{TestDir, fastuntar_with, for_each_config, have_root, have_tools};
+
+/// Who races the extraction.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Racer {
+    /// A thread of the test process (root): the fastest loop.
+    Thread,
+    /// A process of uid 65534, as a local user would race: a perl loop (no fork per swap).
+    Nobody,
+}
+
+/// The unprivileged attacker: swaps each name for a symlink to the victim until `stop` exists,
+/// then prints how many swaps it made.
+const NOBODY_RACER: &str = r#"
+my ($victim, $dir, $stop, @names) = @ARGV;
+my ($n, $tmp) = (0, "$dir/.swap");
+until (-e $stop) {
+    for my $name (@names) {
+        unlink $tmp;
+        $n++ if symlink($victim, $tmp) && rename($tmp, "$dir/$name");
+    }
+}
+print "$n
+";
+"#;
+
+/// Starts the unprivileged attacker on `dir`'s `names`.
+fn nobody_attacker(dir: &Path, names: &[&str], victim: &Path, stop: &Path) -> std::process::Child {
+    Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "perl", "-e", NOBODY_RACER])
+        .arg(victim)
+        .arg(dir)
+        .arg(stop)
+        .args(names)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the unprivileged attacker")
+}
 
 /// Swaps `dir/name` for a symlink to `victim` as fast as it can until `stop`; returns how many
 /// swaps it made.
@@ -56,9 +96,24 @@ fn race(test: &str, args: &[&str], names: &[&str], archive: &[u8]) {
     if !have_root(test, "the attack needs root's chmod and chown to mean anything") {
         return;
     }
+    race_as(test, Racer::Thread, args, names, archive);
+    if have_tools(test, &["setpriv", "perl"]) {
+        race_as(test, Racer::Nobody, args, names, archive);
+    }
+}
+
+fn race_as(test: &str, racer: Racer, args: &[&str], names: &[&str], archive: &[u8]) {
     let td = TestDir::new(test);
+    // The unprivileged attacker must be able to reach DIR/dir.
+    for d in std::iter::successors(Some(td.path()), |p| p.parent()) {
+        let mode = fs::metadata(d).unwrap().mode();
+        if mode & 0o001 == 0 {
+            fs::set_permissions(d, fs::Permissions::from_mode(mode & 0o7777 | 0o001)).unwrap();
+        }
+    }
     for_each_config(test, |cfg| {
         let case = td.fresh("case");
+        fs::set_permissions(&case, fs::Permissions::from_mode(0o755)).unwrap();
         let victim = case.join("victim");
         fs::write(&victim, b"root's secret\n").unwrap();
         fs::set_permissions(&victim, fs::Permissions::from_mode(0o600)).unwrap();
@@ -71,21 +126,33 @@ fn race(test: &str, args: &[&str], names: &[&str], archive: &[u8]) {
         fs::write(&path, archive).unwrap();
 
         let stop = Arc::new(AtomicBool::new(false));
-        let names = names.iter().map(|n| n.to_string()).collect();
-        let swapper = {
-            let (dir, victim, stop) = (dir.clone(), victim.clone(), stop.clone());
-            thread::spawn(move || attacker(dir, names, victim, stop))
+        let stop_file = case.join("stop");
+        let owned: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        let (thread, child) = match racer {
+            Racer::Thread => {
+                let (dir, victim, stop) = (dir.clone(), victim.clone(), stop.clone());
+                (Some(thread::spawn(move || attacker(dir, owned, victim, stop))), None)
+            }
+            Racer::Nobody => (None, Some(nobody_attacker(&dir, names, &victim, &stop_file))),
         };
         let out = fastuntar_with(cfg).arg("-x").arg(&path).arg("-C").arg(&dest).args(args).run();
         stop.store(true, Ordering::Relaxed);
-        let swaps = swapper.join().unwrap();
+        fs::write(&stop_file, b"").unwrap();
+        let swaps = match (thread, child) {
+            (Some(t), _) => t.join().unwrap(),
+            (_, Some(c)) => {
+                let done = c.wait_with_output().expect("the unprivileged attacker");
+                String::from_utf8_lossy(&done.stdout).trim().parse().unwrap_or(0)
+            }
+            _ => unreachable!(),
+        };
         // Members whose name was swapped under them are skipped (exit 1); nothing else.
         assert!(matches!(out.code, Some(0 | 1)), "{}", out.describe());
         assert!(swaps > 0, "the attacker never swapped a name");
         assert_eq!(
             state(&victim),
             before,
-            "THE FILE OUTSIDE DIR CHANGED [{}] after {swaps} swaps\n{}",
+            "THE FILE OUTSIDE DIR CHANGED [{}, racer {racer:?}] after {swaps} swaps\n{}",
             cfg.name,
             out.describe()
         );

@@ -18,12 +18,12 @@ use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use util::rawtar::Tar;
-use util::{BIN, Cmd, Rng, TestDir, WRITER_CONFIGS, WriterConfig, fastuntar_with, have_tools};
+use util::{BIN, Cmd, Rng, TestDir, WriterConfig, fastuntar_with, have_tools};
 
 /// How long a run that should end at once may take before it counts as a hang (debug builds
 /// and a loaded 2-core machine included; the runs take milliseconds in release).
@@ -32,10 +32,18 @@ const HANG: Duration = Duration::from_secs(15);
 /// The plain portable writer and the default io_uring one: the cases here are about the
 /// input and the output streams, not about how files are written.
 fn configs() -> Vec<&'static WriterConfig> {
-    let pick = ["portable", "uring"];
-    let v: Vec<_> = WRITER_CONFIGS.iter().filter(|c| pick.contains(&c.name)).collect();
-    assert_eq!(v.len(), pick.len());
-    v
+    util::writer_rows(&["portable", "uring"])
+}
+
+/// Runs `case` under each of `configs()`, in one scratch directory `dir`; `case` adds a line
+/// per failure (naming the configuration), and the test fails at the end with all of them.
+fn for_each_cfg(dir: &str, mut case: impl FnMut(&WriterConfig, &TestDir, &mut Vec<String>)) {
+    let td = TestDir::new(dir);
+    let mut failures = Vec::new();
+    for cfg in configs() {
+        case(cfg, &td, &mut failures);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 // --- Archives -----------------------------------------------------------------------------------
@@ -147,6 +155,17 @@ struct Run {
 }
 
 impl Run {
+    /// The run of a child that ended with `status` (`killed`: after a timeout), `elapsed`
+    /// after it started, its stderr gathered by `err`.
+    fn new(
+        (status, killed): (ExitStatus, bool),
+        err: JoinHandle<Vec<u8>>,
+        elapsed: Duration,
+    ) -> Run {
+        let stderr = String::from_utf8_lossy(&err.join().unwrap()).into_owned();
+        Run { code: status.code(), signal: status.signal(), stderr, elapsed, killed }
+    }
+
     /// Not killed, no signal, no panic, exit `code`.
     fn expect(&self, code: i32, what: &str) -> Result<(), String> {
         let desc = || {
@@ -178,7 +197,7 @@ fn collect(mut r: impl Read + Send + 'static) -> JoinHandle<Vec<u8>> {
 }
 
 /// Waits for `child` until `timeout`, then kills it.
-fn wait(child: &mut Child, start: Instant, timeout: Duration) -> (std::process::ExitStatus, bool) {
+fn wait(child: &mut Child, start: Instant, timeout: Duration) -> (ExitStatus, bool) {
     loop {
         if let Some(st) = child.try_wait().unwrap() {
             return (st, false);
@@ -212,11 +231,10 @@ fn run_endless(mut cmd: Command, head: Vec<u8>, unit: Vec<u8>) -> Run {
         while pipe.write_all(&unit).is_ok() {}
     });
     let err = collect(child.stderr.take().unwrap());
-    let (status, killed) = wait(&mut child, start, HANG);
+    let waited = wait(&mut child, start, HANG);
     let elapsed = start.elapsed();
     feeder.join().unwrap();
-    let stderr = String::from_utf8_lossy(&err.join().unwrap()).into_owned();
-    Run { code: status.code(), signal: status.signal(), stderr, elapsed, killed }
+    Run::new(waited, err, elapsed)
 }
 
 /// Starts `cmd` reading `bytes` from a pipe whose write end stays open (returned: dropping it
@@ -248,9 +266,7 @@ fn endless_trailers_end_the_run_at_once() {
     cases.push(("gzip then zeros".into(), Fmt::Gzip, vec![0u8; 64 << 10]));
     cases.push(("zstd then skippable frames".into(), Fmt::Zstd, skippable));
     cases.push(("bzip2 then empty streams".into(), Fmt::Bzip2, Fmt::Bzip2.compress(b"")));
-    let td = TestDir::new("endless_trailers");
-    let mut failures = Vec::new();
-    for cfg in configs() {
+    for_each_cfg("endless_trailers", |cfg, td, failures| {
         for (label, fmt, unit) in &cases {
             let dest = td.fresh("dest");
             let d = dest.to_str().unwrap();
@@ -269,8 +285,7 @@ fn endless_trailers_end_the_run_at_once() {
                 }
             }
         }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    });
 }
 
 /// The frame (member, stream) that holds the end of the archive is still checked to its end:
@@ -279,9 +294,7 @@ fn endless_trailers_end_the_run_at_once() {
 #[test]
 fn a_damaged_last_frame_still_fails() {
     let tar = small_tar();
-    let td = TestDir::new("damaged_last_frame");
-    let mut failures = Vec::new();
-    for cfg in configs() {
+    for_each_cfg("damaged_last_frame", |cfg, td, failures| {
         for fmt in FORMATS {
             let whole = fmt.compress(&tar);
             let mut cases: Vec<(String, Vec<u8>)> = (1..=8)
@@ -311,8 +324,7 @@ fn a_damaged_last_frame_still_fails() {
                 }
             }
         }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    });
 }
 
 // --- Item 7: what may follow the last frame -----------------------------------------------------
@@ -394,31 +406,20 @@ fn plain_archive_on_a_pipe_held_open() {
     let mut short = Tar::new();
     short.file("x", b"x\n");
     let short = short.finish();
-    let td = TestDir::new("plain_held_open");
-    let mut failures = Vec::new();
-    for cfg in configs() {
+    for_each_cfg("plain_held_open", |cfg, td, failures| {
         for (label, bytes) in [("10 KiB records", &whole), ("2 KiB, no record padding", &short)] {
             let dest = td.fresh("dest");
             let cmd = fastuntar_cmd(cfg, &["-x", "-", "-C", dest.to_str().unwrap()]);
             let start = Instant::now();
             let (mut child, pipe, err) = start_held(cmd, bytes);
-            let (status, killed) = wait(&mut child, start, HANG);
+            let waited = wait(&mut child, start, HANG);
             drop(pipe);
-            let run = Run {
-                code: status.code(),
-                signal: status.signal(),
-                stderr: String::from_utf8_lossy(&err.join().unwrap()).into_owned(),
-                elapsed: start.elapsed(),
-                killed,
-            };
+            let run = Run::new(waited, err, start.elapsed());
             let r = run.expect(0, &format!("[{}] {label}", cfg.name));
             let r = r.and_then(|()| if bytes == &whole { check_tree(&dest) } else { Ok(()) });
-            if let Err(e) = r {
-                failures.push(e);
-            }
+            failures.extend(r.err());
         }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    });
 }
 
 /// A small compressed archive on a pipe held open: everything is extracted without waiting
@@ -427,9 +428,7 @@ fn plain_archive_on_a_pipe_held_open() {
 #[test]
 fn compressed_archive_on_a_pipe_held_open() {
     let tar = small_tar();
-    let td = TestDir::new("compressed_held_open");
-    let mut failures = Vec::new();
-    for cfg in configs() {
+    for_each_cfg("compressed_held_open", |cfg, td, failures| {
         for fmt in FORMATS {
             let dest = td.fresh("dest");
             let cmd = fastuntar_cmd(cfg, &["-x", "-", "-C", dest.to_str().unwrap()]);
@@ -446,26 +445,17 @@ fn compressed_archive_on_a_pipe_held_open() {
             }
             let while_open = start.elapsed();
             drop(pipe);
-            let (status, killed) = wait(&mut child, Instant::now(), HANG);
-            let run = Run {
-                code: status.code(),
-                signal: status.signal(),
-                stderr: String::from_utf8_lossy(&err.join().unwrap()).into_owned(),
-                elapsed: start.elapsed(),
-                killed,
-            };
+            let waited = wait(&mut child, Instant::now(), HANG);
+            let run = Run::new(waited, err, start.elapsed());
             let what = format!("[{}] {fmt:?}", cfg.name);
             if let Err(e) = extracted {
                 failures.push(format!(
                     "{what}: not extracted after {while_open:?} with the pipe open: {e}"
                 ));
             }
-            if let Err(e) = run.expect(0, &what) {
-                failures.push(e);
-            }
+            failures.extend(run.expect(0, &what).err());
         }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    });
 }
 
 // --- Item 6: closed and full output streams -----------------------------------------------------
@@ -568,16 +558,12 @@ fn verbose_into_a_pipe_closed_early() {
                 }
             })
             .and_then(|()| check_many(&dest));
-        if let Err(e) = r {
-            failures.push(e);
-        }
+        failures.extend(r.err());
     }
     // `-t`: a closed pipe ends the listing quietly (exit 0): nobody is reading.
     let mut cmd = fastuntar_cmd(configs()[0], &["-tf"]);
     cmd.arg(&a);
-    if let Err(e) = run_closing_stdout(cmd, 0).0.expect(0, "-t into a closed pipe") {
-        failures.push(e);
-    }
+    failures.extend(run_closing_stdout(cmd, 0).0.expect(0, "-t into a closed pipe").err());
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
@@ -607,9 +593,7 @@ fn stdout_on_a_full_disk() {
                 }
             });
             let r = r.and_then(|()| if args[0] == "-t" { Ok(()) } else { check_many(&dest) });
-            if let Err(e) = r {
-                failures.push(e);
-            }
+            failures.extend(r.err());
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -645,9 +629,7 @@ fn stderr_full_or_closed() {
             cmd.arg(archive);
             let (run, _) = run_with(cmd, Stdio::null(), Stdio::from(dev_full()));
             let what = format!("[{}] {label} 2>/dev/full", cfg.name);
-            if let Err(e) = run.expect(full_code, &what).and_then(|()| check(&dest)) {
-                failures.push(e);
-            }
+            failures.extend(run.expect(full_code, &what).and_then(|()| check(&dest)).err());
             // 2>&- through the shell (std's Command cannot close a descriptor).
             let dest = td.fresh("dest");
             let mut cmd = Command::new("bash");
@@ -655,9 +637,7 @@ fn stderr_full_or_closed() {
             cmd.args(["-xv", "-C", dest.to_str().unwrap()]).arg(archive);
             let (run, _) = run_with(cmd, Stdio::null(), Stdio::null());
             let what = format!("[{}] {label} 2>&-", cfg.name);
-            if let Err(e) = run.expect(0, &what).and_then(|()| check(&dest)) {
-                failures.push(e);
-            }
+            failures.extend(run.expect(0, &what).and_then(|()| check(&dest)).err());
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

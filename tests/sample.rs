@@ -9,7 +9,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use util::snapshot::{Compare, Kind, assert_same, snapshot};
-use util::{Cmd, TestDir, fastuntar_with, for_each_config, have_tools};
+use util::{Cmd, TestDir, fastuntar_with, for_each_config};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
@@ -63,24 +63,22 @@ fn sample_extracts_with_the_listed_checksums() {
 #[test]
 fn sample_matches_gnu_tar() {
     let test = "sample_matches_gnu_tar";
-    if !have_tools(test, &["tar", "zstd"]) {
-        return;
-    }
-    let td = TestDir::new(test);
-    let archive = fixtures().join("sample.tar.zst");
-    let (a, b) = (td.fresh("gnu"), td.fresh("ours"));
-    let g = Cmd::new("tar").arg("-xf").arg(&archive).arg("-C").arg(&a).run();
-    assert!(g.success(), "{}", g.describe());
-    let out = util::fastuntar().arg("-xf").arg(&archive).arg("-C").arg(&b).run();
-    out.expect_code(0);
-    assert_same(
-        &snapshot(&a),
-        "GNU tar",
-        &snapshot(&b),
-        "fastuntar",
-        &Compare::extraction(td.started),
-        &out.describe(),
-    );
+    util::with_tools(test, &["tar", "zstd"], |td| {
+        let archive = fixtures().join("sample.tar.zst");
+        let (a, b) = (td.fresh("gnu"), td.fresh("ours"));
+        let g = Cmd::new("tar").arg("-xf").arg(&archive).arg("-C").arg(&a).run();
+        assert!(g.success(), "{}", g.describe());
+        let out = util::fastuntar().arg("-xf").arg(&archive).arg("-C").arg(&b).run();
+        out.expect_code(0);
+        assert_same(
+            &snapshot(&a),
+            "GNU tar",
+            &snapshot(&b),
+            "fastuntar",
+            &Compare::extraction(td.started),
+            &out.describe(),
+        );
+    });
 }
 
 /// Rerunning the script gives the same listing and the same tar stream (the compressed bytes
@@ -88,30 +86,28 @@ fn sample_matches_gnu_tar() {
 #[test]
 fn make_fixtures_is_deterministic() {
     let test = "make_fixtures_is_deterministic";
-    if !have_tools(test, &["tar", "zstd", "sha256sum", "awk"]) {
-        return;
-    }
-    let td = TestDir::new(test);
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/make-fixtures.sh");
-    let out = Cmd::new("bash").arg(&script).arg(td.path()).run();
-    assert!(out.success(), "{}", out.describe());
-    assert_eq!(
-        util::read(td.join("sample.sha256")),
-        util::read(fixtures().join("sample.sha256")),
-        "sample.sha256 changed: rerun scripts/make-fixtures.sh and commit fixtures/"
-    );
-    let tar_of = |p: &Path| {
-        let r = Cmd::new("zstd").args(["-dc"]).arg(p).run();
-        assert!(r.success(), "{}", r.describe());
-        r.stdout
-    };
-    assert!(
-        tar_of(&td.join("sample.tar.zst")) == tar_of(&fixtures().join("sample.tar.zst")),
-        "the tar stream inside sample.tar.zst changed: rerun scripts/make-fixtures.sh"
-    );
-    if util::read(td.join("sample.tar.zst")) != util::read(fixtures().join("sample.tar.zst")) {
-        util::note(&format!(
-            "NOTE {test}: same tar stream, different zstd bytes (another zstd version)"
-        ));
-    }
+    util::with_tools(test, &["tar", "zstd", "sha256sum", "awk"], |td| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/make-fixtures.sh");
+        let out = Cmd::new("bash").arg(&script).arg(td.path()).run();
+        assert!(out.success(), "{}", out.describe());
+        assert_eq!(
+            util::read(td.join("sample.sha256")),
+            util::read(fixtures().join("sample.sha256")),
+            "sample.sha256 changed: rerun scripts/make-fixtures.sh and commit fixtures/"
+        );
+        let tar_of = |p: &Path| {
+            let r = Cmd::new("zstd").args(["-dc"]).arg(p).run();
+            assert!(r.success(), "{}", r.describe());
+            r.stdout
+        };
+        assert!(
+            tar_of(&td.join("sample.tar.zst")) == tar_of(&fixtures().join("sample.tar.zst")),
+            "the tar stream inside sample.tar.zst changed: rerun scripts/make-fixtures.sh"
+        );
+        if util::read(td.join("sample.tar.zst")) != util::read(fixtures().join("sample.tar.zst")) {
+            util::note(&format!(
+                "NOTE {test}: same tar stream, different zstd bytes (another zstd version)"
+            ));
+        }
+    });
 }

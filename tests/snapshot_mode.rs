@@ -25,27 +25,21 @@ use util::rawtar::{self, Header, Num, Tar};
 use util::snapshot::{Kind, snapshot};
 use util::{
     Cmd, Input, Output, Rng, TestDir, WriterConfig, disk_usage, fastuntar, fastuntar_with,
-    for_each_config, have_tool, is_root, is_summary, note, umask,
+    for_each_config, is_root, is_summary, note, umask,
 };
 
 const TIB: u64 = 1 << 40;
 
 /// The writer configurations that matter for "nothing of a refused member is written": the two
 /// backends, buffered and direct.
-const TWO_BACKENDS: &[WriterConfig] = &[
-    WriterConfig { name: "portable", args: &["--io", "portable"] },
-    WriterConfig { name: "uring", args: &["--io", "uring"] },
-    WriterConfig { name: "uring+direct", args: &["--io", "uring", "--direct-io"] },
-    WriterConfig {
-        name: "portable+direct(threshold 0)",
-        args: &["--io", "portable", "--direct-io", "--direct-io-threshold", "0"],
-    },
-];
+fn two_backends() -> Vec<&'static WriterConfig> {
+    util::writer_rows(&["portable", "uring", "uring+direct", "portable+direct(threshold 0)"])
+}
 
-/// Runs `case` under each of TWO_BACKENDS, reporting every failing one at the end.
+/// Runs `case` under each of `two_backends()`, reporting every failing one at the end.
 fn for_each_backend(test: &str, mut case: impl FnMut(&WriterConfig)) {
     let mut failed = Vec::new();
-    for cfg in TWO_BACKENDS {
+    for cfg in two_backends() {
         if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| case(cfg))).is_err() {
             eprintln!("--- {test}: FAILED under writer config `{}` (message above)", cfg.name);
             failed.push(cfg.name);
@@ -175,7 +169,7 @@ fn snapshot_mode_ignores_same_owner() {
     }
     let td = TestDir::new("snapshot_same_owner");
     let archive = write_archive(&td, "snap.tar", &snapshot_archive());
-    let (dest, out) = extract(&td, &TWO_BACKENDS[0], &archive, &["--snapshot", "--same-owner"]);
+    let (dest, out) = extract(&td, two_backends()[0], &archive, &["--snapshot", "--same-owner"]);
     out.expect_code(0);
     let m = fs::metadata(dest.join("accounts/123.0")).unwrap();
     assert_eq!(
@@ -191,52 +185,50 @@ fn snapshot_mode_ignores_same_owner() {
 #[test]
 fn snapshot_accepts_gnu_sparse_account_file() {
     let test = "snapshot_accepts_gnu_sparse_account_file";
-    if !have_tool(test, "tar") {
-        return;
-    }
-    let td = TestDir::new(test);
-    let src = td.join("src");
-    fs::create_dir_all(src.join("snapshots/77")).unwrap();
-    fs::create_dir_all(src.join("accounts")).unwrap();
-    fs::write(src.join("version"), b"1.2.0").unwrap();
-    fs::write(src.join("snapshots/77/77"), b"bank").unwrap();
-    fs::write(src.join("snapshots/status_cache"), b"cache").unwrap();
-    {
-        use std::os::unix::fs::FileExt;
-        let f = fs::File::create(src.join("accounts/77.5")).unwrap();
-        f.set_len(8 << 20).unwrap();
-        f.write_all_at(&Rng::new(3).bytes(4096), 1 << 20).unwrap();
-        f.write_all_at(&Rng::new(4).bytes(1000), (8 << 20) - 1000).unwrap();
-    }
-    fs::set_permissions(src.join("accounts/77.5"), fs::Permissions::from_mode(0o600)).unwrap();
-    let want = util::read(src.join("accounts/77.5"));
-    for (label, fmt) in [
-        ("gnu", &["--format=gnu"][..]),
-        ("pax 1.0", &["--format=posix", "--sparse-version=1.0"][..]),
-        ("pax 0.1", &["--format=posix", "--sparse-version=0.1"][..]),
-    ] {
-        let archive = td.join(format!("sparse-{}.tar", label.replace(' ', "_")));
-        let made = util::gnu_tar(
-            ["-S", "-C"]
-                .iter()
-                .map(|s| s.to_string())
-                .chain([src.display().to_string()])
-                .chain(fmt.iter().map(|s| s.to_string()))
-                .chain(["-cf".into(), archive.display().to_string()])
-                .chain(["version", "snapshots", "accounts"].iter().map(|s| s.to_string())),
-        );
-        assert!(made.success(), "GNU tar could not write the archive\n{}", made.describe());
-        let size = fs::metadata(&archive).unwrap().len();
-        assert!(size < 1 << 20, "[{label}] the archive is not sparse ({size} bytes)");
-        for_each_backend(&format!("{test} [{label}]"), |cfg| {
-            let (dest, out) = extract(&td, cfg, &archive, &["--snapshot"]);
-            let ctx = format!("[{label}, {}]\n{}", cfg.name, out.describe());
-            assert_eq!(out.code, Some(0), "expected exit 0: {ctx}");
-            assert!(out.diagnostics().is_empty(), "unexpected messages: {ctx}");
-            assert_eq!(util::read(dest.join("accounts/77.5")), want, "contents differ: {ctx}");
-            check_snapshot_modes(&dest, &ctx);
-        });
-    }
+    util::with_tools(test, &["tar"], |td| {
+        let src = td.join("src");
+        fs::create_dir_all(src.join("snapshots/77")).unwrap();
+        fs::create_dir_all(src.join("accounts")).unwrap();
+        fs::write(src.join("version"), b"1.2.0").unwrap();
+        fs::write(src.join("snapshots/77/77"), b"bank").unwrap();
+        fs::write(src.join("snapshots/status_cache"), b"cache").unwrap();
+        {
+            use std::os::unix::fs::FileExt;
+            let f = fs::File::create(src.join("accounts/77.5")).unwrap();
+            f.set_len(8 << 20).unwrap();
+            f.write_all_at(&Rng::new(3).bytes(4096), 1 << 20).unwrap();
+            f.write_all_at(&Rng::new(4).bytes(1000), (8 << 20) - 1000).unwrap();
+        }
+        fs::set_permissions(src.join("accounts/77.5"), fs::Permissions::from_mode(0o600)).unwrap();
+        let want = util::read(src.join("accounts/77.5"));
+        for (label, fmt) in [
+            ("gnu", &["--format=gnu"][..]),
+            ("pax 1.0", &["--format=posix", "--sparse-version=1.0"][..]),
+            ("pax 0.1", &["--format=posix", "--sparse-version=0.1"][..]),
+        ] {
+            let archive = td.join(format!("sparse-{}.tar", label.replace(' ', "_")));
+            let made = util::gnu_tar(
+                ["-S", "-C"]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .chain([src.display().to_string()])
+                    .chain(fmt.iter().map(|s| s.to_string()))
+                    .chain(["-cf".into(), archive.display().to_string()])
+                    .chain(["version", "snapshots", "accounts"].iter().map(|s| s.to_string())),
+            );
+            assert!(made.success(), "GNU tar could not write the archive\n{}", made.describe());
+            let size = fs::metadata(&archive).unwrap().len();
+            assert!(size < 1 << 20, "[{label}] the archive is not sparse ({size} bytes)");
+            for_each_backend(&format!("{test} [{label}]"), |cfg| {
+                let (dest, out) = extract(td, cfg, &archive, &["--snapshot"]);
+                let ctx = format!("[{label}, {}]\n{}", cfg.name, out.describe());
+                assert_eq!(out.code, Some(0), "expected exit 0: {ctx}");
+                assert!(out.diagnostics().is_empty(), "unexpected messages: {ctx}");
+                assert_eq!(util::read(dest.join("accounts/77.5")), want, "contents differ: {ctx}");
+                check_snapshot_modes(&dest, &ctx);
+            });
+        }
+    });
 }
 
 /// `/version` is `version` once the leading `/` is stripped (src/safety.rs runs before the
@@ -551,7 +543,7 @@ fn snapshot_mode_explicit_limits() {
     ] {
         let mut all = vec!["--snapshot"];
         all.extend_from_slice(args);
-        let (dest, out) = extract(&td, &TWO_BACKENDS[1], &archive, &all);
+        let (dest, out) = extract(&td, two_backends()[1], &archive, &all);
         expect_fatal_naming(&out, stops_at, &[flag], &format!("{all:?}"));
         assert!(dest.join("snapshots/123").is_dir(), "{all:?}\n{}", out.describe());
         assert!(!exists(&dest.join(stops_at)), "{all:?}: {stops_at} exists\n{}", out.describe());
@@ -561,7 +553,7 @@ fn snapshot_mode_explicit_limits() {
     {
         let mut all = vec!["--snapshot"];
         all.extend_from_slice(args);
-        let (_, out) = extract(&td, &TWO_BACKENDS[1], &archive, &all);
+        let (_, out) = extract(&td, two_backends()[1], &archive, &all);
         assert_eq!(out.code, Some(0), "{all:?} is at the limit\n{}", out.describe());
     }
 }
@@ -726,72 +718,70 @@ fn zstd_window_log(frame: &[u8]) -> Option<u32> {
 #[test]
 fn max_window() {
     let test = "max_window";
-    if !have_tool(test, "zstd") {
-        return;
-    }
-    let td = TestDir::new(test);
-    let mut t = Tar::new();
-    t.dir("w/");
-    for i in 0..4u64 {
-        t.file(format!("w/f{i}"), &Rng::new(i).bytes(40_000));
-    }
-    let tar = write_archive(&td, "w.tar", &t.finish());
-    let zst = td.join("w.tar.zst");
-    // Through a pipe, zstd cannot know the size and keeps the 2 GiB window in the header.
-    util::sh(&format!("cat '{}' | zstd -q --long=31 -c > '{}'", tar.display(), zst.display()));
-    let frame = util::read(&zst);
-    let wlog = zstd_window_log(&frame);
-    assert_eq!(wlog, Some(31), "zstd --long=31 through a pipe did not write a 2 GiB window");
-
-    // --max-window 2G: decodes, from a pipe and from the file, with one decoder thread and
-    // with several (a frame over the workers' window is the reader's own).
-    for threads in ["1", "4"] {
-        let dest = td.fresh("dest");
-        let out = fastuntar()
-            .args(["--max-window", "2G", "--threads", threads, "-x", "-", "-C"])
-            .arg(&dest)
-            .stdin(Input::Bytes(frame.clone()))
-            .run();
-        out.expect_code(0);
-        assert_eq!(util::read(dest.join("w/f3")), Rng::new(3).bytes(40_000));
-        let args = ["--max-window", "2G", "--threads", threads];
-        let (_, out) = extract(&td, &TWO_BACKENDS[1], &zst, &args);
-        out.expect_code(0);
-    }
-
-    // The default (128M, zstd -d's own) and an explicit 128M: refused before anything is
-    // decoded, and the message says what to do. (A 98 KB frame declaring 2 GiB that decodes
-    // 3 GiB of zeros took 2.1 GB of RSS under the old 2G default.)
-    for (input, limit, threads) in [
-        ("pipe", None, "1"),
-        ("file", None, "1"),
-        ("pipe", Some("128M"), "4"),
-        ("file", Some("128M"), "4"),
-        ("file", None, "4"),
-    ] {
-        let ctx = format!("{input}, --max-window {limit:?}, --threads {threads}");
-        let dest = td.fresh("dest");
-        let mut c = fastuntar();
-        if let Some(limit) = limit {
-            c.args(["--max-window", limit]);
+    util::with_tools(test, &["zstd"], |td| {
+        let mut t = Tar::new();
+        t.dir("w/");
+        for i in 0..4u64 {
+            t.file(format!("w/f{i}"), &Rng::new(i).bytes(40_000));
         }
-        c.args(["--threads", threads, "-C"]).arg(&dest);
-        if input == "pipe" {
-            c.args(["-x", "-"]).stdin(Input::Bytes(frame.clone()));
-        } else {
-            c.arg("-xf").arg(&zst);
+        let tar = write_archive(td, "w.tar", &t.finish());
+        let zst = td.join("w.tar.zst");
+        // Through a pipe, zstd cannot know the size and keeps the 2 GiB window in the header.
+        util::sh(&format!("cat '{}' | zstd -q --long=31 -c > '{}'", tar.display(), zst.display()));
+        let frame = util::read(&zst);
+        let wlog = zstd_window_log(&frame);
+        assert_eq!(wlog, Some(31), "zstd --long=31 through a pipe did not write a 2 GiB window");
+
+        // --max-window 2G: decodes, from a pipe and from the file, with one decoder thread and
+        // with several (a frame over the workers' window is the reader's own).
+        for threads in ["1", "4"] {
+            let dest = td.fresh("dest");
+            let out = fastuntar()
+                .args(["--max-window", "2G", "--threads", threads, "-x", "-", "-C"])
+                .arg(&dest)
+                .stdin(Input::Bytes(frame.clone()))
+                .run();
+            out.expect_code(0);
+            assert_eq!(util::read(dest.join("w/f3")), Rng::new(3).bytes(40_000));
+            let args = ["--max-window", "2G", "--threads", threads];
+            let (_, out) = extract(td, two_backends()[1], &zst, &args);
+            out.expect_code(0);
         }
-        let out = c.run();
-        assert_eq!(out.code, Some(2), "[{ctx}] expected exit 2\n{}", out.describe());
-        let diags = out.diagnostics();
-        assert_eq!(diags.len(), 1, "[{ctx}] one message line\n{}", out.describe());
-        assert!(
-            diags[0].starts_with("fastuntar: ") && diags[0].contains("raise --max-window"),
-            "[{ctx}] the message should say to raise --max-window\n{}",
-            out.describe()
-        );
-        assert!(!exists(&dest.join("w/f0")), "[{ctx}] data was extracted\n{}", out.describe());
-    }
+
+        // The default (128M, zstd -d's own) and an explicit 128M: refused before anything is
+        // decoded, and the message says what to do. (A 98 KB frame declaring 2 GiB that decodes
+        // 3 GiB of zeros took 2.1 GB of RSS under the old 2G default.)
+        for (input, limit, threads) in [
+            ("pipe", None, "1"),
+            ("file", None, "1"),
+            ("pipe", Some("128M"), "4"),
+            ("file", Some("128M"), "4"),
+            ("file", None, "4"),
+        ] {
+            let ctx = format!("{input}, --max-window {limit:?}, --threads {threads}");
+            let dest = td.fresh("dest");
+            let mut c = fastuntar();
+            if let Some(limit) = limit {
+                c.args(["--max-window", limit]);
+            }
+            c.args(["--threads", threads, "-C"]).arg(&dest);
+            if input == "pipe" {
+                c.args(["-x", "-"]).stdin(Input::Bytes(frame.clone()));
+            } else {
+                c.arg("-xf").arg(&zst);
+            }
+            let out = c.run();
+            assert_eq!(out.code, Some(2), "[{ctx}] expected exit 2\n{}", out.describe());
+            let diags = out.diagnostics();
+            assert_eq!(diags.len(), 1, "[{ctx}] one message line\n{}", out.describe());
+            assert!(
+                diags[0].starts_with("fastuntar: ") && diags[0].contains("raise --max-window"),
+                "[{ctx}] the message should say to raise --max-window\n{}",
+                out.describe()
+            );
+            assert!(!exists(&dest.join("w/f0")), "[{ctx}] data was extracted\n{}", out.describe());
+        }
+    });
 }
 
 /// A `./` member is DIR itself. Without --snapshot it gets the member's mode and mtime as GNU

@@ -225,6 +225,17 @@ impl TypeFlag {
 /// A header block whose checksum has been verified. Accessors never panic.
 pub(super) struct Header<'a>(pub(super) &'a Block);
 
+/// Getters of numeric header fields: `name: FIELD;` makes `fn name(&self) -> Result<i64,
+/// NumError>`, the field parsed as octal or base-256.
+macro_rules! numeric_fields {
+    ($($(#[$doc:meta])* $name:ident: $field:ident;)*) => {$(
+        $(#[$doc])*
+        pub(super) fn $name(&self) -> Result<i64, NumError> {
+            parse_numeric(field(self.0, $field))
+        }
+    )*};
+}
+
 impl Header<'_> {
     pub(super) fn type_byte(&self) -> u8 {
         self.0[TYPEFLAG]
@@ -282,29 +293,14 @@ impl Header<'_> {
         cstr(field(self.0, LINKNAME)).to_vec()
     }
 
-    pub(super) fn mode(&self) -> Result<i64, NumError> {
-        parse_numeric(field(self.0, MODE))
-    }
-
-    pub(super) fn uid(&self) -> Result<i64, NumError> {
-        parse_numeric(field(self.0, UID))
-    }
-
-    pub(super) fn gid(&self) -> Result<i64, NumError> {
-        parse_numeric(field(self.0, GID))
-    }
-
-    pub(super) fn size(&self) -> Result<i64, NumError> {
-        parse_numeric(field(self.0, SIZE))
-    }
-
-    pub(super) fn mtime(&self) -> Result<i64, NumError> {
-        parse_numeric(field(self.0, MTIME))
-    }
-
-    /// Old GNU sparse: the real (extracted) size.
-    pub(super) fn gnu_realsize(&self) -> Result<i64, NumError> {
-        parse_numeric(field(self.0, GNU_REALSIZE))
+    numeric_fields! {
+        mode: MODE;
+        uid: UID;
+        gid: GID;
+        size: SIZE;
+        mtime: MTIME;
+        /// Old GNU sparse: the real (extracted) size.
+        gnu_realsize: GNU_REALSIZE;
     }
 
     /// Old GNU sparse: the `i`th of the four map entries in the header.

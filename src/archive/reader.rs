@@ -84,6 +84,74 @@ enum Fill {
     Partial(usize),
 }
 
+/// Extension headers read so far for the member that follows them.
+#[derive(Default)]
+struct Pending {
+    /// GNU `L` data.
+    long_name: Option<Vec<u8>>,
+    /// GNU `K` data.
+    long_link: Option<Vec<u8>>,
+    /// The PAX `x` header.
+    local: Option<Extended>,
+}
+
+impl Pending {
+    /// Whether an extension header waits for its member (the archive may not end here).
+    fn dangling(&self) -> bool {
+        self.long_name.is_some() || self.long_link.is_some() || self.local.is_some()
+    }
+}
+
+/// A member's names, extension headers applied.
+struct Names {
+    name: Vec<u8>,
+    link_name: Vec<u8>,
+    uname: Vec<u8>,
+    gname: Vec<u8>,
+}
+
+/// A member's numeric header fields, extension headers applied.
+struct NumericFields {
+    /// Stored size: the data area without padding.
+    size: u64,
+    mode: u32,
+    uid: u64,
+    gid: u64,
+    mtime: Timestamp,
+}
+
+/// Where a member's data goes.
+struct DataLayout {
+    /// Bytes of the data area after the header (and a PAX 1.0 sparse map) still to read.
+    data_left: u64,
+    /// Size of the extracted file.
+    real_size: u64,
+    /// The sparse map, for sparse members.
+    segments: Option<Vec<Segment>>,
+}
+
+/// The member kind a header's type flag stands for, and whether it is a type without data of
+/// its own (a declared size may or may not be stored). None for an extension header.
+fn kind_of(flag: TypeFlag, name: &[u8]) -> Option<(Kind, bool)> {
+    Some(match flag {
+        // Old tars mark directories with a trailing slash on a regular file; like any
+        // directory, a declared size may or may not come with data.
+        TypeFlag::Regular if name.ends_with(b"/") => (Kind::Dir, true),
+        TypeFlag::Regular | TypeFlag::OldSparse => (Kind::File, false),
+        TypeFlag::HardLink => (Kind::Hardlink, true),
+        TypeFlag::Symlink => (Kind::Symlink, true),
+        TypeFlag::CharDev => (Kind::CharDev, true),
+        TypeFlag::BlockDev => (Kind::BlockDev, true),
+        TypeFlag::Dir => (Kind::Dir, true),
+        TypeFlag::Fifo => (Kind::Fifo, true),
+        TypeFlag::DumpDir => (Kind::Dir, false),
+        TypeFlag::Other(b) => (Kind::Other(b), false),
+        TypeFlag::LongName | TypeFlag::LongLink | TypeFlag::PaxLocal | TypeFlag::PaxGlobal => {
+            return None;
+        }
+    })
+}
+
 /// Reads until `buf` is full or EOF. Returns the bytes read, and the error that stopped it
 /// early if any (the bytes before it count: they were consumed).
 fn read_full<R: Read>(inner: &mut R, buf: &mut [u8]) -> (usize, io::Result<()>) {
@@ -354,102 +422,129 @@ impl<R: Read> Reader<R> {
         self.skip(n).map_err(|e| fail(self, &e))
     }
 
+    /// One member: past the rest of the previous one, through its extension headers, to its
+    /// own header. Ok(None) at the end of the archive.
     fn next_member_inner(&mut self) -> Res<Option<Member>> {
         self.finish_current()?;
         let start = self.pos;
-        let mut long_name: Option<Vec<u8>> = None;
-        let mut long_link: Option<Vec<u8>> = None;
-        let mut local: Option<Extended> = None;
+        let mut ext = Pending::default();
         let mut blk: Block = [0; BLOCK];
         loop {
             let off = self.pos;
-            let dangling = long_name.is_some() || long_link.is_some() || local.is_some();
-            let fill =
-                self.read_block(&mut blk).map_err(|e| self.msg(None, self.pos, &io_what(&e)))?;
-            match fill {
-                Fill::Full => {}
-                Fill::Eof if off == 0 => {
-                    return Err(self.msg(None, 0, "not a tar archive (empty input)"));
-                }
-                Fill::Partial(n) if off == 0 => {
-                    let what = format!("not a tar archive (only {n} bytes)");
-                    return Err(self.msg(None, 0, &what));
-                }
-                Fill::Eof if !dangling => return Ok(None),
-                // A truncated end-of-archive block: GNU tar ends quietly too.
-                Fill::Partial(n) if !dangling && blk[..n].iter().all(|&b| b == 0) => {
-                    return Ok(None);
-                }
-                Fill::Eof | Fill::Partial(_) => {
-                    let what = if dangling {
-                        "unexpected end of archive after an extended header"
-                    } else {
-                        "unexpected end of archive"
-                    };
-                    return Err(self.msg(None, self.pos, what));
-                }
+            if !self.read_header_block(&mut blk, off, ext.dangling())? {
+                return Ok(None);
             }
-            match format::check(&blk) {
-                BlockCheck::Header => {}
-                BlockCheck::Zero if dangling => {
-                    return Err(self.msg(None, off, "end of archive after an extended header"));
-                }
-                BlockCheck::Zero => {
-                    // The second end block (or whatever follows a lone one) is read and
-                    // ignored, as GNU tar does; nothing after it is looked at.
-                    let mut second: Block = [0; BLOCK];
-                    let _ = self.read_block(&mut second);
-                    return Ok(None);
-                }
-                BlockCheck::BadChecksum => {
-                    let what = if off == 0 {
-                        "not a tar archive (bad header checksum)"
-                    } else {
-                        "bad header checksum"
-                    };
-                    return Err(self.msg(None, off, what));
-                }
+            if !self.check_header_block(&blk, off, ext.dangling())? {
+                return Ok(None);
             }
             let h = Header(&blk);
             match h.type_flag() {
                 flag @ (TypeFlag::LongName | TypeFlag::LongLink) => {
-                    let size = self.extension_size(&h, off)?;
-                    let which = if flag == TypeFlag::LongName { "name" } else { "link name" };
-                    if size > MAX_LONG_NAME {
-                        let what =
-                            format!("GNU long {which} of {size} bytes (limit {MAX_LONG_NAME})");
-                        return Err(self.msg(None, off, &what));
-                    }
-                    let mut data = Vec::new();
-                    self.stream(size, off, |chunk| {
-                        data.extend_from_slice(chunk);
-                        Ok(())
-                    })?;
-                    let value = format::cstr(&data).to_vec();
-                    if flag == TypeFlag::LongName {
-                        long_name = Some(value);
-                    } else {
-                        long_link = Some(value);
-                    }
+                    self.read_gnu_long(&h, flag, off, &mut ext)?;
                 }
                 flag @ (TypeFlag::PaxLocal | TypeFlag::PaxGlobal) => {
-                    let size = self.extension_size(&h, off)?;
-                    let global = flag == TypeFlag::PaxGlobal;
-                    let mut parser = pax::Parser::new(size, global);
-                    self.stream(size, off, |chunk| parser.feed(chunk))?;
-                    let ext = parser.finish().map_err(|e| self.msg(None, off, &e))?;
-                    if global {
-                        self.global.merge_global(ext.overrides);
-                    } else {
-                        local = Some(ext);
-                    }
+                    self.read_pax(&h, flag, off, &mut ext)?;
                 }
-                _ => {
-                    let ext = local.unwrap_or_default();
-                    return self.member(&blk, start, off, long_name, long_link, ext).map(Some);
-                }
+                _ => return self.member(&blk, start, off, ext).map(Some),
             }
         }
+    }
+
+    /// Reads the block where a header should start, at `off`. Ok(false) where the archive
+    /// ends there (EOF, or a truncated all-zero block, unless an extension header is waiting
+    /// for its member: `dangling`).
+    fn read_header_block(&mut self, blk: &mut Block, off: u64, dangling: bool) -> Res<bool> {
+        let fill = self.read_block(blk).map_err(|e| self.msg(None, self.pos, &io_what(&e)))?;
+        match fill {
+            Fill::Full => Ok(true),
+            Fill::Eof if off == 0 => Err(self.msg(None, 0, "not a tar archive (empty input)")),
+            Fill::Partial(n) if off == 0 => {
+                let what = format!("not a tar archive (only {n} bytes)");
+                Err(self.msg(None, 0, &what))
+            }
+            Fill::Eof if !dangling => Ok(false),
+            // A truncated end-of-archive block: GNU tar ends quietly too.
+            Fill::Partial(n) if !dangling && blk[..n].iter().all(|&b| b == 0) => Ok(false),
+            Fill::Eof | Fill::Partial(_) => {
+                let what = if dangling {
+                    "unexpected end of archive after an extended header"
+                } else {
+                    "unexpected end of archive"
+                };
+                Err(self.msg(None, self.pos, what))
+            }
+        }
+    }
+
+    /// Checks the full block read at `off`: Ok(true) for a header, Ok(false) for the end of
+    /// the archive (a zero block, after which one more block is read and ignored).
+    fn check_header_block(&mut self, blk: &Block, off: u64, dangling: bool) -> Res<bool> {
+        match format::check(blk) {
+            BlockCheck::Header => Ok(true),
+            BlockCheck::Zero if dangling => {
+                Err(self.msg(None, off, "end of archive after an extended header"))
+            }
+            BlockCheck::Zero => {
+                // The second end block (or whatever follows a lone one) is read and
+                // ignored, as GNU tar does; nothing after it is looked at.
+                let mut second: Block = [0; BLOCK];
+                let _ = self.read_block(&mut second);
+                Ok(false)
+            }
+            BlockCheck::BadChecksum => {
+                let what = if off == 0 {
+                    "not a tar archive (bad header checksum)"
+                } else {
+                    "bad header checksum"
+                };
+                Err(self.msg(None, off, what))
+            }
+        }
+    }
+
+    /// A GNU `L` (long name) or `K` (long link target) header at `off`: reads its data into
+    /// `ext`.
+    fn read_gnu_long(
+        &mut self,
+        h: &Header<'_>,
+        flag: TypeFlag,
+        off: u64,
+        ext: &mut Pending,
+    ) -> Res<()> {
+        let size = self.extension_size(h, off)?;
+        let which = if flag == TypeFlag::LongName { "name" } else { "link name" };
+        if size > MAX_LONG_NAME {
+            let what = format!("GNU long {which} of {size} bytes (limit {MAX_LONG_NAME})");
+            return Err(self.msg(None, off, &what));
+        }
+        let mut data = Vec::new();
+        self.stream(size, off, |chunk| {
+            data.extend_from_slice(chunk);
+            Ok(())
+        })?;
+        let value = format::cstr(&data).to_vec();
+        if flag == TypeFlag::LongName {
+            ext.long_name = Some(value);
+        } else {
+            ext.long_link = Some(value);
+        }
+        Ok(())
+    }
+
+    /// A PAX `x` (for the next member, into `ext`) or `g` (for every later member) header at
+    /// `off`: parses its records.
+    fn read_pax(&mut self, h: &Header<'_>, flag: TypeFlag, off: u64, ext: &mut Pending) -> Res<()> {
+        let size = self.extension_size(h, off)?;
+        let global = flag == TypeFlag::PaxGlobal;
+        let mut parser = pax::Parser::new(size, global);
+        self.stream(size, off, |chunk| parser.feed(chunk))?;
+        let parsed = parser.finish().map_err(|e| self.msg(None, off, &e))?;
+        if global {
+            self.global.merge_global(parsed.overrides);
+        } else {
+            ext.local = Some(parsed);
+        }
+        Ok(())
     }
 
     /// The size of an extension header's data (its own size field; PAX does not apply).
@@ -487,143 +582,152 @@ impl<R: Read> Reader<R> {
         Ok(())
     }
 
-    /// Builds the member from its header block and the extension headers before it, and
-    /// reads its sparse map if it has one.
-    fn member(
-        &mut self,
-        blk: &Block,
-        start: u64,
-        off: u64,
+    /// Builds the member from its header block at `off` and the extension headers before it
+    /// (the first of them at `start`), reads its sparse map if it has one, and makes it the
+    /// current member.
+    fn member(&mut self, blk: &Block, start: u64, off: u64, ext: Pending) -> Res<Member> {
+        let h = Header(blk);
+        let local = ext.local.unwrap_or_default();
+        let names = self.names(&h, &local, ext.long_name, ext.long_link);
+        let display = crate::report::printable(&names.name);
+        let err = |s: &Self, what: &str| s.msg(Some(&display), off, what);
+        let fields = self.numeric_fields(&h, &local.overrides, &display, off)?;
+        let pad = format::padded(fields.size)
+            .map(|p| p - fields.size)
+            .ok_or_else(|| err(self, "size overflows"))?;
+        let (kind, header_only) = kind_of(h.type_flag(), &names.name)
+            .ok_or_else(|| err(self, "internal error: extension header as member"))?;
+        let readable = matches!(kind, Kind::File | Kind::Other(_));
+        let layout = self.data_layout(&h, kind, local, fields.size, &display, off)?;
+
+        self.cur = Some(Current {
+            name: display,
+            data_left: layout.data_left,
+            pad,
+            readable,
+            maybe_data: header_only && layout.data_left > 0,
+            next: 0,
+            segments: layout.segments.clone(),
+            seg: 0,
+            seg_done: 0,
+        });
+        let (dev_major, dev_minor) = h.device();
+        Ok(Member {
+            name: names.name,
+            link_name: names.link_name,
+            kind,
+            mode: fields.mode,
+            uid: fields.uid,
+            gid: fields.gid,
+            uname: names.uname,
+            gname: names.gname,
+            dev_major,
+            dev_minor,
+            mtime: fields.mtime,
+            size: if readable { layout.real_size } else { 0 },
+            sparse: layout.segments,
+            offset: start,
+        })
+    }
+
+    /// The member's name, link target and owner names: PAX (local, then global) over GNU
+    /// `L`/`K` over the header; a PAX sparse name over all of them.
+    fn names(
+        &self,
+        h: &Header<'_>,
+        local: &Extended,
         long_name: Option<Vec<u8>>,
         long_link: Option<Vec<u8>>,
-        ext: Extended,
-    ) -> Res<Member> {
-        let h = Header(blk);
-        let g = &self.global;
-        let lo = &ext.overrides;
-        let name = match &ext.sparse.name {
+    ) -> Names {
+        let (g, lo) = (&self.global, &local.overrides);
+        let name = match &local.sparse.name {
             Some(n) => n.clone(),
             None => pax::pick(&lo.path, &g.path).or(long_name).unwrap_or_else(|| h.name()),
         };
         let link_name =
             pax::pick(&lo.linkpath, &g.linkpath).or(long_link).unwrap_or_else(|| h.link_name());
-        let pax_size = pax::pick(&lo.size, &g.size);
-        let pax_mtime = pax::pick(&lo.mtime, &g.mtime);
-        let pax_uid = pax::pick(&lo.uid, &g.uid);
-        let pax_gid = pax::pick(&lo.gid, &g.gid);
         let (header_uname, header_gname) = h.owner_names();
         let uname = pax::pick(&lo.uname, &g.uname).unwrap_or(header_uname);
         let gname = pax::pick(&lo.gname, &g.gname).unwrap_or(header_gname);
-        let (dev_major, dev_minor) = h.device();
+        Names { name, link_name, uname, gname }
+    }
 
-        let display = crate::report::printable(&name);
-        let err = |s: &Self, what: &str| s.msg(Some(&display), off, what);
-        let num = |s: &Self, field: &str, v: Result<i64, format::NumError>| -> Res<u64> {
+    /// Size, mode, uid, gid and mtime: PAX (local, then global) over the header's fields,
+    /// checked in that order; errors name the member (`display`) and its header's offset.
+    fn numeric_fields(
+        &self,
+        h: &Header<'_>,
+        lo: &Overrides,
+        display: &str,
+        off: u64,
+    ) -> Res<NumericFields> {
+        let g = &self.global;
+        let err = |what: &str| self.msg(Some(display), off, what);
+        let num = |field: &str, v: Result<i64, format::NumError>| -> Res<u64> {
             match v {
-                Ok(v) => u64::try_from(v).map_err(|_| err(s, &format!("negative {field}"))),
-                Err(e) => Err(err(s, &format!("bad {field} field ({e})"))),
+                Ok(v) => u64::try_from(v).map_err(|_| err(&format!("negative {field}"))),
+                Err(e) => Err(err(&format!("bad {field} field ({e})"))),
             }
         };
-
-        let size = match pax_size {
+        let size = match pax::pick(&lo.size, &g.size) {
             Some(s) => s,
-            None => num(self, "size", h.size())?,
+            None => num("size", h.size())?,
         };
-        let mode = num(self, "mode", h.mode())?;
+        let mode = num("mode", h.mode())?;
         let mode = u32::try_from(mode & 0o7777).unwrap_or(0);
-        let uid = match pax_uid {
+        let uid = match pax::pick(&lo.uid, &g.uid) {
             Some(v) => v,
-            None => num(self, "uid", h.uid())?,
+            None => num("uid", h.uid())?,
         };
-        let gid = match pax_gid {
+        let gid = match pax::pick(&lo.gid, &g.gid) {
             Some(v) => v,
-            None => num(self, "gid", h.gid())?,
+            None => num("gid", h.gid())?,
         };
-        let mtime = match pax_mtime {
+        let mtime = match pax::pick(&lo.mtime, &g.mtime) {
             Some(t) => t,
             None => match h.mtime() {
                 Ok(secs) => Timestamp { secs, nanos: 0 },
-                Err(e) => return Err(err(self, &format!("bad mtime field ({e})"))),
+                Err(e) => return Err(err(&format!("bad mtime field ({e})"))),
             },
         };
-        let pad =
-            format::padded(size).map(|p| p - size).ok_or_else(|| err(self, "size overflows"))?;
+        Ok(NumericFields { size, mode, uid, gid, mtime })
+    }
 
-        let flag = h.type_flag();
-        // (kind, a type without data of its own: a declared size may or may not be stored)
-        let (kind, header_only) = match flag {
-            // Old tars mark directories with a trailing slash on a regular file; like any
-            // directory, a declared size may or may not come with data.
-            TypeFlag::Regular if name.ends_with(b"/") => (Kind::Dir, true),
-            TypeFlag::Regular | TypeFlag::OldSparse => (Kind::File, false),
-            TypeFlag::HardLink => (Kind::Hardlink, true),
-            TypeFlag::Symlink => (Kind::Symlink, true),
-            TypeFlag::CharDev => (Kind::CharDev, true),
-            TypeFlag::BlockDev => (Kind::BlockDev, true),
-            TypeFlag::Dir => (Kind::Dir, true),
-            TypeFlag::Fifo => (Kind::Fifo, true),
-            TypeFlag::DumpDir => (Kind::Dir, false),
-            TypeFlag::Other(b) => (Kind::Other(b), false),
-            TypeFlag::LongName | TypeFlag::LongLink | TypeFlag::PaxLocal | TypeFlag::PaxGlobal => {
-                return Err(err(self, "internal error: extension header as member"));
+    /// Where a member of `size` stored bytes puts its data: the sparse map (old GNU `S`, or
+    /// PAX sparse 0.x / 1.0 on a regular file; a 1.0 map is read from the data area here),
+    /// and the data still to read.
+    fn data_layout(
+        &mut self,
+        h: &Header<'_>,
+        kind: Kind,
+        local: Extended,
+        size: u64,
+        display: &str,
+        off: u64,
+    ) -> Res<DataLayout> {
+        let err = |s: &Self, what: &str| s.msg(Some(display), off, what);
+        let plain = DataLayout { data_left: size, real_size: size, segments: None };
+        if h.type_flag() == TypeFlag::OldSparse {
+            let (map, real) = self.old_gnu_map(h, size, display, off)?;
+            return Ok(DataLayout { segments: Some(map), real_size: real, ..plain });
+        }
+        if kind != Kind::File {
+            return Ok(plain);
+        }
+        match local.sparse.version() {
+            Err(e) => Err(err(self, &e)),
+            Ok(None) => Ok(plain),
+            Ok(Some(PaxVersion::V0)) => {
+                let real = local.sparse.realsize().unwrap_or(size);
+                let map = local.sparse.finish_v0(real, size).map_err(|e| err(self, &e))?;
+                Ok(DataLayout { segments: Some(map), real_size: real, ..plain })
             }
-        };
-        let readable = matches!(kind, Kind::File | Kind::Other(_));
-
-        let mut data_left = size;
-        let mut real_size = size;
-        let mut segments = None;
-        if flag == TypeFlag::OldSparse {
-            let (map, real) = self.old_gnu_map(&h, size, &display, off)?;
-            segments = Some(map);
-            real_size = real;
-        } else if kind == Kind::File {
-            match ext.sparse.version() {
-                Err(e) => return Err(err(self, &e)),
-                Ok(None) => {}
-                Ok(Some(PaxVersion::V0)) => {
-                    let real = ext.sparse.realsize().unwrap_or(size);
-                    let map = ext.sparse.finish_v0(real, size).map_err(|e| err(self, &e))?;
-                    segments = Some(map);
-                    real_size = real;
-                }
-                Ok(Some(PaxVersion::V1)) => {
-                    let real = ext.sparse.realsize().unwrap_or(size);
-                    let (map, map_bytes) = self.map_v1(size, real, &display)?;
-                    data_left = size - map_bytes;
-                    segments = Some(map);
-                    real_size = real;
-                }
+            Ok(Some(PaxVersion::V1)) => {
+                let real = local.sparse.realsize().unwrap_or(size);
+                let (map, map_bytes) = self.map_v1(size, real, display)?;
+                Ok(DataLayout { data_left: size - map_bytes, real_size: real, segments: Some(map) })
             }
         }
-
-        self.cur = Some(Current {
-            name: display,
-            data_left,
-            pad,
-            readable,
-            maybe_data: header_only && data_left > 0,
-            next: 0,
-            segments: segments.clone(),
-            seg: 0,
-            seg_done: 0,
-        });
-        Ok(Member {
-            name,
-            link_name,
-            kind,
-            mode,
-            uid,
-            gid,
-            uname,
-            gname,
-            dev_major,
-            dev_minor,
-            mtime,
-            size: if readable { real_size } else { 0 },
-            sparse: segments,
-            offset: start,
-        })
     }
 
     /// Old GNU sparse ('S'): four entries in the header, then extension blocks while
@@ -710,15 +814,22 @@ mod tests {
 
     /// A ustar header block (name at most 100 bytes, size below 8 GiB).
     fn header(name: &[u8], flag: u8, size: u64) -> Block {
+        let (size, mtime) = (format!("{size:011o}\0"), format!("{MTIME:011o}\0"));
+        // (offset, value): name, mode, uid, gid, size, mtime, type flag, magic and version.
+        let fields: [(usize, &[u8]); 8] = [
+            (0, name),
+            (100, b"0000644\0"),
+            (108, b"0001750\0"),
+            (116, b"0001751\0"),
+            (124, size.as_bytes()),
+            (136, mtime.as_bytes()),
+            (156, &[flag]),
+            (257, b"ustar\x0000"),
+        ];
         let mut b = [0u8; BLOCK];
-        b[..name.len()].copy_from_slice(name);
-        b[100..108].copy_from_slice(b"0000644\0");
-        b[108..116].copy_from_slice(b"0001750\0");
-        b[116..124].copy_from_slice(b"0001751\0");
-        b[124..136].copy_from_slice(format!("{size:011o}\0").as_bytes());
-        b[136..148].copy_from_slice(format!("{MTIME:011o}\0").as_bytes());
-        b[156] = flag;
-        b[257..265].copy_from_slice(b"ustar\x0000");
+        for (at, value) in fields {
+            b[at..at + value.len()].copy_from_slice(value);
+        }
         fix_checksum(&mut b);
         b
     }
@@ -733,15 +844,9 @@ mod tests {
 
     /// One PAX record with its length right.
     fn rec(key: &str, value: &[u8]) -> Vec<u8> {
-        let body_len = 1 + key.len() + 1 + value.len() + 1;
-        let mut len = body_len + 1;
-        while len.to_string().len() + body_len != len {
-            len += 1;
-        }
-        let mut r = format!("{len} {key}=").into_bytes();
-        r.extend_from_slice(value);
-        r.push(b'\n');
-        r
+        let body = [b" ", key.as_bytes(), b"=", value, b"\n"].concat();
+        let len = (body.len()..).find(|n| n.to_string().len() + body.len() == *n).unwrap();
+        [len.to_string().as_bytes(), &body].concat()
     }
 
     /// An archive under construction; `starts` records where each member's first header is,

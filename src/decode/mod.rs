@@ -1,5 +1,6 @@
 //! Input → decoded tar bytes. Compression is detected from the first bytes, never the name.
 
+mod archive_file;
 mod bz2;
 pub mod frames;
 mod gz;
@@ -10,13 +11,13 @@ mod source;
 
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result};
 
+use archive_file::{ArchiveFile, Direct};
 use parallel::{DecodeStats, ParallelZstd};
 use source::{Budget, Source};
 
@@ -138,39 +139,6 @@ fn decide(head: &[u8], eof: bool) -> Option<Format> {
     }
 }
 
-/// Input pages dropped from the page cache at a time behind the reader (with
-/// `drop_behind`): large enough that the fadvise calls cost nothing measurable.
-const DROP_BEHIND_STEP: u64 = 32 << 20;
-
-/// A regular archive file read sequentially; with `drop_behind`, pages already consumed are
-/// dropped from the page cache so reading a 100 GB archive does not fill memory with it.
-struct ArchiveFile {
-    file: File,
-    pos: u64,
-    dropped: u64,
-    drop_behind: bool,
-}
-
-impl Read for ArchiveFile {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.file.read(buf)?;
-        self.pos += n as u64;
-        if self.drop_behind && self.pos - self.dropped >= DROP_BEHIND_STEP {
-            // Safety: the fd is open; fadvise takes no pointers. Failure only costs cache.
-            unsafe {
-                libc::posix_fadvise(
-                    self.file.as_raw_fd(),
-                    0,
-                    self.pos as libc::off_t,
-                    libc::POSIX_FADV_DONTNEED,
-                )
-            };
-            self.dropped = self.pos;
-        }
-        Ok(n)
-    }
-}
-
 /// Counts bytes read from the raw input (for progress and messages).
 struct Counted<R> {
     inner: R,
@@ -212,16 +180,17 @@ pub struct Input {
     source: Source<Counted<Box<dyn Read + Send>>>,
     trailer: Trailer,
     max_window_log: u32,
+    /// Lets a regular archive file be read with O_DIRECT (see archive_file.rs).
+    direct: Option<Arc<Direct>>,
 }
 
 /// How many threads may decode, and where decoded frames wait (multi-frame zstd only).
 pub struct Threads {
     /// Decoder threads in all, the reader's own included; 1 is the one streaming decoder.
     pub count: usize,
-    /// Decoded frames ahead of the reader wait in this pool's buffers (None: one thread)...
+    /// Decoded frames ahead of the reader wait in this pool's buffers, at most
+    /// `parallel::pool_share` of them (None: one thread).
     pub pool: Option<Pool>,
-    /// ...holding at most this many of them (see parallel::Options::ahead_cap).
-    pub ahead_cap: usize,
 }
 
 /// The decoded tar stream.
@@ -235,23 +204,74 @@ pub struct Decoded {
     pub stats: Option<Arc<DecodeStats>>,
 }
 
+/// The decoder's side of the run's summary.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DecodeSummary {
+    /// Threads that decoded (1 unless zstd frames were decoded in parallel).
+    pub threads: usize,
+    /// zstd frames decoded, when the frame-parallel decoder ran (None otherwise).
+    pub frames: Option<u64>,
+    /// Of those, the frames a worker decoded ahead of the reader.
+    pub frames_ahead: Option<u64>,
+}
+
+/// The decoder's counters, readable after its stream has been handed to the tar stage.
+pub struct Counters {
+    threads: usize,
+    stats: Option<Arc<DecodeStats>>,
+}
+
+impl Counters {
+    pub fn summary(&self) -> DecodeSummary {
+        let read = |f: fn(&DecodeStats) -> &AtomicU64| {
+            self.stats.as_ref().map(|s| f(s).load(Ordering::Relaxed))
+        };
+        DecodeSummary {
+            threads: self.threads,
+            frames: read(|s| &s.frames),
+            frames_ahead: read(|s| &s.frames_ahead),
+        }
+    }
+}
+
+impl Decoded {
+    pub fn counters(&self) -> Counters {
+        Counters { threads: self.threads, stats: self.stats.clone() }
+    }
+}
+
 impl Input {
+    /// Whether `decode` with `threads` threads would use a pool (multi-threaded zstd), so a
+    /// caller without one of its own (`-t`) allocates it only then.
+    pub fn wants_pool(&self, threads: usize) -> bool {
+        self.format == Format::Zstd && threads > 1
+    }
+
     /// Starts the decoder the format calls for: for zstd with more than one thread, the
     /// frame-parallel one (`parallel.rs`), which reads a single-frame stream as the streaming
     /// decoder does.
     pub fn decode(self, threads: Threads) -> Result<Decoded> {
-        let Input { format, source, trailer, max_window_log, .. } = self;
+        let Input { format, source, trailer, max_window_log, direct, .. } = self;
         let trailer = (format != Format::Plain).then_some(trailer);
         let mut decoded =
             Decoded { reader: Box::new(io::empty()), trailer, threads: 1, stats: None };
         let pool = threads.pool.filter(|_| threads.count > 1);
+        if let Some(d) = &direct {
+            // Decided below for the frame-parallel decoder; every other reads buffered.
+            d.buffered();
+        }
         decoded.reader = match (format, pool) {
             (Format::Plain, _) => Box::new(source),
             (Format::Zstd, Some(pool)) => {
+                // The splitter reads ahead on its own thread, where a direct read stalls
+                // nobody; it hands over aligned buffers.
+                if let Some(d) = &direct {
+                    d.direct();
+                }
                 let opts = parallel::Options {
                     workers: threads.count - 1,
                     max_window_log,
-                    ahead_cap: threads.ahead_cap,
+                    ahead_cap: parallel::ahead_cap(pool.count()),
                     input_budget: (threads.count * INPUT_PER_THREAD).min(INPUT_MAX),
                 };
                 let stats = Arc::new(DecodeStats::default());
@@ -283,6 +303,7 @@ impl Input {
 /// then starts the decoder. `drop_behind` drops consumed archive pages from the page cache
 /// (regular files only).
 pub fn open(path: Option<&Path>, max_window_log: u32, drop_behind: bool) -> Result<Input> {
+    let mut direct = None;
     let (raw, size): (Box<dyn Read + Send>, Option<u64>) = match path {
         None => (Box::new(io::stdin()), None),
         Some(p) => {
@@ -292,10 +313,14 @@ pub fn open(path: Option<&Path>, max_window_log: u32, drop_behind: bool) -> Resu
                 anyhow::bail!("{}: is a directory", p.display());
             }
             let size = meta.is_file().then_some(meta.len());
-            // Safety: the fd is open; fadvise takes no pointers. A hint only.
-            unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_SEQUENTIAL) };
-            let drop_behind = drop_behind && meta.is_file();
-            (Box::new(ArchiveFile { file: f, pos: 0, dropped: 0, drop_behind }), size)
+            if meta.is_file() {
+                let file = ArchiveFile::new(f, p, drop_behind);
+                direct = Some(file.direct());
+                (Box::new(file), size)
+            } else {
+                // A FIFO or a device: read as it comes.
+                (Box::new(f), size)
+            }
         }
     };
     let consumed = Arc::new(AtomicU64::new(0));
@@ -303,7 +328,7 @@ pub fn open(path: Option<&Path>, max_window_log: u32, drop_behind: bool) -> Resu
     let mut source = Source::with_capacity(INPUT_BUF, counted);
     let trailer = Trailer(source.budget());
     let format = sniff(&mut source).context("cannot read the archive")?;
-    Ok(Input { format, size, consumed, source, trailer, max_window_log })
+    Ok(Input { format, size, consumed, source, trailer, max_window_log, direct })
 }
 
 /// Reads until the format is known: from the first read on, whatever has arrived is looked

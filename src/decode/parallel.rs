@@ -38,6 +38,7 @@ use std::time::Duration;
 
 use zstd::zstd_safe::{DCtx, DParameter, InBuffer, OutBuffer, ResetDirective, get_error_name};
 
+use super::archive_file::AlignedBuf;
 use super::frames::{Event, Walker};
 use crate::pool::{Pool, PoolBuf};
 
@@ -58,6 +59,19 @@ pub const WORKER_MAX_WINDOW: u64 = 8 << 20;
 /// not more: every buffer held here is one the tar stage and the writer cannot have, and with
 /// the smallest pool (4 buffers) two left none free (see extract.rs `batch_buffers`).
 pub const HEAD_EXTRA: usize = 1;
+
+/// `ahead_cap` for a pool of `count` buffers: half of them, so a 32 MiB frame of Agave's
+/// decodes whole into the default 64 MiB while the other half carries file data to the writer;
+/// never so many that the other holders could not get one (see `pool_share`).
+pub fn ahead_cap(count: usize) -> usize {
+    (count / 2).min(count.saturating_sub(3)).max(1)
+}
+
+/// Most pool buffers the decoder holds at once from a pool of `count`: the frames' cap and the
+/// one more the frame being read may take.
+pub fn pool_share(count: usize) -> usize {
+    ahead_cap(count) + HEAD_EXTRA
+}
 
 /// Counters for the summary.
 #[derive(Debug, Default)]
@@ -95,7 +109,7 @@ impl Piece {
 
 /// One read of compressed input; gives its bytes back to the input budget when dropped.
 struct InputBuf {
-    bytes: Vec<u8>,
+    bytes: AlignedBuf,
     shared: Arc<Shared>,
 }
 
@@ -103,7 +117,7 @@ impl Drop for InputBuf {
     fn drop(&mut self) {
         let mut st = self.shared.lock();
         st.input_used -= self.bytes.capacity();
-        st.spare.push(std::mem::take(&mut self.bytes));
+        st.spare.push(std::mem::replace(&mut self.bytes, AlignedBuf::empty()));
         drop(st);
         self.shared.changed.notify_all();
     }
@@ -151,7 +165,7 @@ struct State {
     /// Piece buffers given back, for the splitter to read into again: a fresh 1 MiB vector
     /// per read was zeroed and page-faulted in every time (0.3-0.5 s of CPU on a 1.35 GB
     /// archive, which made a single-frame archive slower with --threads 2 than with 1).
-    spare: Vec<Vec<u8>>,
+    spare: Vec<AlignedBuf>,
     /// The reader is gone or a frame failed: stop.
     cancel: bool,
     /// Threads decoding: the workers that started and the reader. Every `decoders`-th frame
@@ -464,8 +478,10 @@ fn split(mut input: Box<dyn Read + Send>, max_window: u64, shared: &Arc<Shared>)
             st.input_used += PIECE;
             st.spare.pop()
         };
-        let mut bytes = spare.unwrap_or_default();
-        bytes.resize(PIECE, 0);
+        // Aligned, so that a regular file not in the page cache is read with O_DIRECT
+        // (archive_file.rs).
+        let mut bytes = spare.unwrap_or_else(|| AlignedBuf::new(PIECE));
+        bytes.set_len(PIECE);
         let n = loop {
             match input.read(&mut bytes) {
                 Ok(n) => break Ok(n),
@@ -473,7 +489,7 @@ fn split(mut input: Box<dyn Read + Send>, max_window: u64, shared: &Arc<Shared>)
                 Err(e) => break Err(e),
             }
         };
-        bytes.truncate(n.as_ref().copied().unwrap_or(0));
+        bytes.set_len(n.as_ref().copied().unwrap_or(0));
         // Capacity stays PIECE: the budget counts what was reserved.
         let data = Arc::new(InputBuf { bytes, shared: shared.clone() });
         let n = match n {

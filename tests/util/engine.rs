@@ -23,12 +23,8 @@ use std::io::Write;
 
 use super::{Cmd, WRITER_CONFIGS, WriterConfig, fastuntar};
 
-/// One zstd decoder setting.
-#[derive(Debug, Clone, Copy)]
-pub struct DecoderConfig {
-    pub name: &'static str,
-    pub args: &'static [&'static str],
-}
+/// One zstd decoder setting: a row of the decoder dimension.
+pub type DecoderConfig = super::EngineRow;
 
 /// The decoder rows: the old single streaming decoder, the default (the CPUs we may run on),
 /// and the frame-parallel decoder with 3 workers even on a 1- or 2-core machine.

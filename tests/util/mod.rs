@@ -29,13 +29,16 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_fastuntar");
 /// A run that takes longer than this is a hang, and a failure.
 pub const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// One way of running the writer: a row of the writer dimension of the engine table
-/// (`engine.rs`, which combines it with the other dimensions).
+/// One row of a dimension of the engine table (`engine.rs`, which combines the dimensions):
+/// the name failures give it, and the flags it passes.
 #[derive(Debug, Clone, Copy)]
-pub struct WriterConfig {
+pub struct EngineRow {
     pub name: &'static str,
     pub args: &'static [&'static str],
 }
+
+/// One way of running the writer: a row of the writer dimension.
+pub type WriterConfig = EngineRow;
 
 /// The writer rows (backend × direct IO × threshold). Add a backend or a mode here and every
 /// case runs under it.
@@ -57,6 +60,13 @@ pub const WRITER_CONFIGS: &[WriterConfig] = &[
         args: &["--io", "portable", "--direct-io", "--direct-io-threshold", "0"],
     },
 ];
+
+/// The rows of `WRITER_CONFIGS` named `names`, in that order: a suite's subset (the suite says
+/// why it needs no more).
+pub fn writer_rows(names: &[&str]) -> Vec<&'static WriterConfig> {
+    let row = |n: &&str| WRITER_CONFIGS.iter().find(|c| c.name == *n);
+    names.iter().map(|n| row(n).unwrap_or_else(|| panic!("no writer row {n:?}"))).collect()
+}
 
 /// Runs `case` once per writer configuration (the runs of a plain tar in `engine`'s table).
 /// A failure under one configuration does not stop the others; at the end the test fails
@@ -97,6 +107,14 @@ pub fn have_tools(test: &str, tools: &[&str]) -> bool {
     // Not `all`: every missing tool gets its SKIP line.
     let missing: Vec<&&str> = tools.iter().filter(|t| !have_tool(test, t)).collect();
     missing.is_empty()
+}
+
+/// Runs `body` in a fresh `TestDir` named after `test` when every one of `tools` is on PATH;
+/// otherwise only `have_tools`' SKIP lines.
+pub fn with_tools(test: &str, tools: &[&str], body: impl FnOnce(&TestDir)) {
+    if have_tools(test, tools) {
+        body(&TestDir::new(test));
+    }
 }
 
 /// True when `tool` is on PATH (no message).

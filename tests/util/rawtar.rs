@@ -200,18 +200,9 @@ fn put_num(field: &mut [u8], n: &Num) {
 
 /// One PAX record: "LEN key=value\n", LEN counting itself.
 pub fn pax_record(key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Vec<u8> {
-    let (key, value) = (key.as_ref(), value.as_ref());
-    let rest = 1 + key.len() + 1 + value.len() + 1;
-    let mut len = rest + 1;
-    while len.to_string().len() + rest != len {
-        len += 1;
-    }
-    let mut r = format!("{len} ").into_bytes();
-    r.extend_from_slice(key);
-    r.push(b'=');
-    r.extend_from_slice(value);
-    r.push(b'\n');
-    r
+    let body = [b" ", key.as_ref(), b"=", value.as_ref(), b"\n"].concat();
+    let len = (body.len()..).find(|n| n.to_string().len() + body.len() == *n).unwrap();
+    [len.to_string().as_bytes(), &body].concat()
 }
 
 /// An archive being built, block by block.

@@ -20,6 +20,21 @@ pub enum Kind {
     Socket,
 }
 
+impl Kind {
+    /// The kind of a file of type `ft` (as lstat sees it).
+    pub fn of(ft: fs::FileType) -> Kind {
+        let kinds = [
+            (ft.is_symlink(), Kind::Symlink),
+            (ft.is_dir(), Kind::Dir),
+            (ft.is_file(), Kind::File),
+            (ft.is_fifo(), Kind::Fifo),
+            (ft.is_char_device(), Kind::CharDev),
+            (ft.is_block_device(), Kind::BlockDev),
+        ];
+        kinds.into_iter().find(|(is, _)| *is).map_or(Kind::Socket, |(_, k)| k)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     pub kind: Kind,
@@ -103,22 +118,7 @@ fn hash_file(p: &Path) -> u64 {
 }
 
 fn entry(p: &Path, m: &fs::Metadata) -> Entry {
-    let ft = m.file_type();
-    let kind = if ft.is_symlink() {
-        Kind::Symlink
-    } else if ft.is_dir() {
-        Kind::Dir
-    } else if ft.is_file() {
-        Kind::File
-    } else if ft.is_fifo() {
-        Kind::Fifo
-    } else if ft.is_char_device() {
-        Kind::CharDev
-    } else if ft.is_block_device() {
-        Kind::BlockDev
-    } else {
-        Kind::Socket
-    };
+    let kind = Kind::of(m.file_type());
     Entry {
         kind,
         mode: m.mode() & 0o7777,
