@@ -158,7 +158,9 @@ pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> R
         if uring_ok {
             match uring::setup().and_then(probe_workers) {
                 Ok(ring) => {
-                    workers.push(Box::new(uring::Uring::new(ring, pool, dest, policy, files_each)));
+                    let here = n >= uring::OPEN_BUFFERED_HERE_FROM;
+                    let w = uring::Uring::new(ring, pool, dest, policy, files_each, here);
+                    workers.push(Box::new(w));
                     continue;
                 }
                 Err(e) => {
