@@ -7,7 +7,7 @@
 #
 # KEY: snapshot, smallfiles, agave (= agave, agave-1frame and agave-lz4: the multi-frame
 # agave.tar.zst, the single-frame agave-1frame.tar.zst and agave.tar.lz4), or one of those
-# three alone; default: all.
+# three alone (agave-frames: the multi-frame agave.tar.zst alone); default: all.
 # --fs disk (default) extracts into WORKDIR on its disk; --fs ramext4 into a fresh ext4 made
 # for every run on a loop device backed by a file in /dev/shm (2.5x the tar size, at least
 # 2 GiB; torn down after the run and on exit or Ctrl-C), so that the disk is out of the way and
@@ -86,7 +86,8 @@ for k in "${only_list[@]}"; do
     snapshot | smallfiles) KEYS+=("$k"); GEN_KINDS+=("$k") ;;
     agave) KEYS+=(agave agave-1frame agave-lz4); GEN_KINDS+=(agave) ;;
     agave-1frame | agave-lz4) KEYS+=("$k"); GEN_KINDS+=(agave) ;;
-    *) die "--only: unknown archive '$k' (snapshot, smallfiles, agave, agave-1frame, agave-lz4)" ;;
+    agave-frames) KEYS+=(agave); GEN_KINDS+=(agave) ;;
+    *) die "--only: unknown archive '$k' (snapshot, smallfiles, agave, agave-frames, agave-1frame, agave-lz4)" ;;
     esac
 done
 # Deduplicate, keeping the first occurrence.

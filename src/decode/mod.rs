@@ -273,6 +273,10 @@ impl Input {
                     max_window_log,
                     ahead_cap: parallel::ahead_cap(pool.count()),
                     input_budget: (threads.count * INPUT_PER_THREAD).min(INPUT_MAX),
+                    piece: match direct {
+                        Some(_) => parallel::PIECE_FILE,
+                        None => parallel::PIECE_STREAM,
+                    },
                 };
                 let stats = Arc::new(DecodeStats::default());
                 let d = ParallelZstd::new(Box::new(source), opts, pool, stats.clone())
