@@ -3,7 +3,7 @@
 #
 #   scripts/bench.sh [--rounds N] [--scale F] [--workdir DIR] [--only KEY[,KEY...]]
 #                    [--fs disk|ramext4[,...]] [--threads N[,N...]] [--bin PATH] [--no-build]
-#                    [--no-dd] [--timeout SEC] [--quiet-wait SEC]
+#                    [--no-dd] [--timeout SEC] [--quiet-wait SEC] [--keep-trees]
 #
 # KEY: snapshot, smallfiles, agave (= agave, agave-1frame and agave-lz4: the multi-frame
 # agave.tar.zst, the single-frame agave-1frame.tar.zst and agave.tar.lz4), or one of those
@@ -19,6 +19,13 @@
 # --threads N`.  If fastuntar has no --threads, N=1 runs without the flag (the single decoder)
 # and the other rows are skipped with the reason.
 # --bin PATH benchmarks that fastuntar binary instead of building one (implies --no-build).
+# --keep-trees (disk): every run extracts into a new directory and the trees are deleted only
+# when the script ends. This machine's root ext4 has no journal, and there ext4's inode
+# allocator checks every free inode it considers for a recent deletion (`recently_deleted`,
+# reading the inode table): right after `rm -rf` of a 100k-file tree, small-files runs took
+# 2-3x longer and 2 writer threads 3x longer than 1 (perf: find_get_block_common,
+# recently_deleted, find_inode_bit). Needs free space for every tree (~1.1 GB per smallfiles
+# run).
 #
 # Builds fastuntar (cargo build --release), generates the archives with
 # scripts/gen-archives.py (reused when up to date), measures raw disk rates with dd, then runs
@@ -50,6 +57,8 @@ THREADS_ARG=""
 BIN_ARG=""
 BUILD=1
 DD=1
+KEEP_TREES=0
+RUN_SEQ=0
 TIMEOUT=1800
 QUIET_WAIT=60
 ORIG_ARGS=("$@")
@@ -65,6 +74,7 @@ while (($#)); do
     --bin) BIN_ARG=${2:?--bin needs a value}; BUILD=0; shift 2 ;;
     --no-build) BUILD=0; shift ;;
     --no-dd) DD=0; shift ;;
+    --keep-trees) KEEP_TREES=1; shift ;;
     --timeout) TIMEOUT=${2:?--timeout needs a value}; shift 2 ;;
     --quiet-wait) QUIET_WAIT=${2:?--quiet-wait needs a value}; shift 2 ;;
     -h | --help) usage; exit 0 ;;
@@ -341,12 +351,14 @@ declare -A TREE=([snapshot]=snapshot [smallfiles]=smallfiles [agave]=agave [agav
 declare -A COMP=([snapshot]=zstd [smallfiles]=zstd [agave]=zstd [agave-1frame]=zstd [agave-lz4]=lz4)
 declare -A LABEL=(
     [fu_direct]="fastuntar --direct-io" [fu_buffered]="fastuntar buffered"
-    [fu_portable]="fastuntar portable" [gnutar]="GNU tar" [bsdtar]="bsdtar"
+    [fu_portable]="fastuntar portable" [fu_w1]="fastuntar --writer-threads 1"
+    [gnutar]="GNU tar" [bsdtar]="bsdtar"
     [zstd]="zstd -dc (floor)" [lz4]="lz4 -dc (floor)"
 )
 declare -A CONTS=()
 CONTS[snapshot]="fu_direct fu_buffered fu_portable gnutar bsdtar zstd"
-CONTS[smallfiles]="fu_direct fu_buffered fu_portable gnutar bsdtar zstd"
+# fu_w1: one writer thread (the writer before issue 12), for the small-files scaling figure.
+CONTS[smallfiles]="fu_direct fu_buffered fu_portable fu_w1 gnutar bsdtar zstd"
 sweep=""
 for t in "${THREADS[@]}"; do sweep+=" fu_list_t$t"; done
 for t in "${THREADS[@]}"; do sweep+=" fu_direct_t$t"; done
@@ -474,6 +486,7 @@ set_cmd() {
     fu_direct) CMD=("$BIN" -x "$3" -C "$4" --direct-io) ;;
     fu_buffered) CMD=("$BIN" -x "$3" -C "$4") ;;
     fu_portable) CMD=("$BIN" -x "$3" -C "$4" --io portable) ;;
+    fu_w1) CMD=("$BIN" -x "$3" -C "$4" --writer-threads 1) ;;
     fu_list_t*)
         CMD=("$BIN" -t -f "$3")
         if ((HAVE_THREADS)); then CMD+=(--threads "${1#fu_list_t}"); fi
@@ -553,7 +566,11 @@ csec() { [[ $1 =~ ^([0-9]+)\.([0-9]+)$ ]] && echo $((10#${BASH_REMATCH[1]} * 100
 RAM_CYCLE_SHOWN=0
 prepare_dest() { # key
     local t0
-    if [[ $FS == disk ]]; then
+    if [[ $FS == disk ]] && ((KEEP_TREES)); then
+        RUN_SEQ=$((RUN_SEQ + 1))
+        DEST=$DISK_DEST/run-$RUN_SEQ
+        mkdir -p "$DEST"
+    elif [[ $FS == disk ]]; then
         DEST=$DISK_DEST
         rm -rf -- "$DEST"
         mkdir -p "$DEST"
@@ -570,7 +587,7 @@ prepare_dest() { # key
     fi
 }
 release_dest() {
-    if [[ $FS == disk ]]; then rm -rf -- "$DEST"; else ram_down; fi
+    if [[ $FS == disk ]]; then ((KEEP_TREES)) || rm -rf -- "$DEST"; else ram_down; fi
 }
 
 run_one() { # key archive contestant round

@@ -11,6 +11,8 @@
 # 3. cargo test --release (release, so the large-file cases are fast).
 # 4. The differential, hostile, corrupt and fault suites again with the binary under a stock
 #    machine's limits: `ulimit -n 64` and `ulimit -l 64` (FASTUNTAR_TEST_STOCK_LIMITS).
+# 5. The suites that write again with one writer thread, or two where one is the default
+#    (FASTUNTAR_WRITER_THREADS).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,6 +59,15 @@ FASTUNTAR_TEST_STOCK_LIMITS=1 cargo test --release --no-fail-fast --test differe
   --test hostile --test corrupt --test faults 2>&1 | tee -a "$log"
 stock=${PIPESTATUS[0]}
 ((status == 0)) && status=$stock
+# The default is a writer thread per CPU: every suite that writes runs again with the other
+# shape, one writer (or two on a machine of one CPU, where one is the default).
+writers=1
+(($(nproc) < 2)) && writers=2
+echo "test.sh: differential, hostile, corrupt, faults, regressions, ordering with $writers writer thread(s)"
+FASTUNTAR_WRITER_THREADS=$writers cargo test --release --no-fail-fast --test differential \
+  --test hostile --test corrupt --test faults --test regressions --test ordering 2>&1 | tee -a "$log"
+one=${PIPESTATUS[0]}
+((status == 0)) && status=$one
 set -e
 # One closing line with the totals over every suite.
 awk '/^test result:/ { p += $4; f += $6 } END { printf "%d passed, %d failed\n", p, f }' "$log"

@@ -15,8 +15,8 @@ use crate::archive::{Kind, Member, Reader};
 use crate::config::{self, Config};
 use crate::decode;
 use crate::exclude::Exclude;
-use crate::plan::{Entry, Op};
-use crate::pool::Pool;
+use crate::plan::{Entry, Op, Sink, Stop};
+use crate::pool::{Pool, PoolBuf};
 use crate::progress::{self, Progress};
 use crate::report;
 use crate::safety::{Sanitizer, Verdict};
@@ -51,15 +51,18 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     let count = pool_count(cfg, input.size, input.format);
     let pool = allocate_pool(cfg.buf_size, count)?;
     let files = FileCount::new(cfg.limits.max_files);
-    let mut writer = write::create(cfg, &pool, files.clone())?;
+    let writers = write::create_n(cfg, &pool, files.clone(), cfg.writer_threads)?;
     let progress = Progress::start(!cfg.quiet, input.size, input.consumed.clone());
     let threads = decode::Threads { count: cfg.threads, pool: Some(pool.clone()) };
     let decoded = input.decode(threads)?;
     let counters = decoded.counters();
-    let batch_buffers = if decoded.threads > 1 { batch_buffers(&pool) } else { usize::MAX };
+    let batch_buffers =
+        if decoded.threads > 1 { batch_buffers(&pool, writers.workers.len()) } else { usize::MAX };
     let stream = Stream { reader: decoded.reader, trailer: decoded.trailer, batch_buffers };
-    let (members, stats) = pipeline(cfg, stream, &pool, &mut *writer, files)?;
-    drop(writer);
+    let flusher = Flusher::start(&cfg.dest, cfg.writeback);
+    let piped = pipeline(cfg, stream, &pool, writers, files);
+    drop(flusher);
+    let (members, stats) = piped?;
     progress.finish();
     let elapsed = start.elapsed();
     let sync = if cfg.sync { Some(sync_dest(&cfg.dest)?) } else { None };
@@ -81,12 +84,12 @@ pub fn allocate_pool(buf_size: usize, count: usize) -> Result<Pool> {
 /// decoder runs. The tar stage blocks in the decoder's `read` (not only in `Pool::get`, where
 /// it flushes first), and a worker it waits for may be waiting for a pool buffer: the frames
 /// hold at most `parallel::pool_share` (one of them still to be taken by the waiting worker),
-/// the tar stage one more that it is filling, the writer one more (a direct file's unaligned
-/// tail waits for the file's End, which may sit in the unsent batch), and the worker needs one
-/// free, so an unsent batch may hold only what is left. (Small sparse segments, one buffer
-/// each, once filled the pool this way and hung.)
-fn batch_buffers(pool: &Pool) -> usize {
-    pool.count().saturating_sub(decode::parallel::pool_share(pool.count()) + 2)
+/// the tar stage the buffer it is filling and the one it packs small files into, each writer
+/// one more (a direct file's unaligned tail waits for the file's End, which may sit in the
+/// unsent batch), and the worker needs one free, so an unsent batch may hold only what is
+/// left. (Small sparse segments, one buffer each, once filled the pool this way and hung.)
+fn batch_buffers(pool: &Pool, writers: usize) -> usize {
+    pool.count().saturating_sub(decode::parallel::pool_share(pool.count()) + 2 + writers)
 }
 
 /// The decoded tar stream and how the tar stage must batch what it reads from it.
@@ -134,6 +137,54 @@ impl Drop for UmaskGuard {
     }
 }
 
+/// Starts writeback while extracting: each time another `every` bytes have been written, a
+/// thread of its own calls syncfs on DIR's filesystem, so the data goes to the disk while the
+/// archive is still being decoded instead of all at the final sync (or after the run). Only
+/// that thread waits for it.
+struct Flusher {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl Flusher {
+    fn start(dest: &std::path::Path, every: Option<u64>) -> Flusher {
+        let none = Flusher { stop: None, thread: None };
+        let Some(every) = every.filter(|&e| e > 0) else { return none };
+        let Ok(dir) = std::fs::File::open(dest) else { return none };
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let spawned = thread::Builder::new().name("writeback".into()).spawn(move || {
+            use std::sync::atomic::Ordering::Relaxed;
+            let mut last = progress::WRITTEN.load(Relaxed);
+            loop {
+                match rx.recv_timeout(Duration::from_millis(20)) {
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                    _ => return,
+                }
+                let now = progress::WRITTEN.load(Relaxed);
+                if now.saturating_sub(last) >= every {
+                    last = now;
+                    // Safety: the fd is open for the duration of the call. Errors are the
+                    // final sync's (or the next run's) to report: this only starts writeback.
+                    unsafe { libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&dir)) };
+                }
+            }
+        });
+        match spawned {
+            Ok(t) => Flusher { stop: Some(tx), thread: Some(t) },
+            Err(_) => none,
+        }
+    }
+}
+
+impl Drop for Flusher {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 /// Makes everything in the destination's filesystem durable (syncfs), and says how long it took.
 fn sync_dest(dest: &std::path::Path) -> Result<Duration> {
     let t = Instant::now();
@@ -147,8 +198,23 @@ fn sync_dest(dest: &std::path::Path) -> Result<Duration> {
     Ok(t.elapsed())
 }
 
-/// Runs the decoder thread and the writer until the archive ends or one side fails.
+/// Runs the decoder thread and the writer(s) until the archive ends or one side fails.
 fn pipeline(
+    cfg: &Config,
+    input: Stream,
+    pool: &Pool,
+    mut writers: write::Writers,
+    files: Arc<FileCount>,
+) -> Result<(u64, Stats)> {
+    let Some(dest) = writers.dest.take() else {
+        let mut writer = writers.workers.pop().expect("one writer");
+        return pipeline_one(cfg, input, pool, &mut *writer, files);
+    };
+    pipeline_many(cfg, input, pool, writers.workers, dest, files)
+}
+
+/// One writer, on this thread.
+fn pipeline_one(
     cfg: &Config,
     input: Stream,
     pool: &Pool,
@@ -160,13 +226,13 @@ fn pipeline(
         // A user at RLIMIT_NPROC (`ulimit -u`, threads count) or at a cgroup's pids.max
         // cannot start a thread: one line, not a panic.
         let producer = thread::Builder::new()
-            .spawn_scoped(s, || produce(cfg, input, pool, tx, files))
-            .map_err(|e| {
-                anyhow!(
-                    "cannot start the decoder thread: {e} (too many processes: ulimit -u or \
-                     pids.max)"
-                )
-            })?;
+            .spawn_scoped(s, move || {
+                // The channel closes when the producer ends: the sender is moved in here.
+                let tx = tx;
+                let mut out = Batcher { tx: &tx, ops: Vec::with_capacity(BATCH_OPS), bytes: 0 };
+                produce(cfg, input, pool, &mut out, files)
+            })
+            .map_err(thread_error)?;
         let written = consume(writer, rx);
         // The writer is done with the channel (finished, or failed and dropped its receiver,
         // which makes the producer's next send fail); the producer stops either way.
@@ -181,6 +247,124 @@ fn pipeline(
             (Ok(_), Ok(()), Err(e)) => Err(e),
         }
     })
+}
+
+fn thread_error(e: std::io::Error) -> anyhow::Error {
+    anyhow!("cannot start the decoder thread: {e} (too many processes: ulimit -u or pids.max)")
+}
+
+/// Several writer threads (`write/multi.rs`): the decoder thread dispatches, worker 0 runs on
+/// this thread, the others on their own.
+fn pipeline_many(
+    cfg: &Config,
+    input: Stream,
+    pool: &Pool,
+    mut workers: Vec<Box<dyn write::Writer>>,
+    dest: write::dest::Dest,
+    files: Arc<FileCount>,
+) -> Result<(u64, Stats)> {
+    use write::multi::{Dispatch, QUEUE_BATCHES, Shared, run_worker};
+    let shared = Arc::new(Shared::new(workers.len()));
+    let (txs, mut rxs): (Vec<_>, Vec<_>) =
+        (0..workers.len()).map(|_| sync_channel::<Vec<Op>>(QUEUE_BATCHES)).unzip();
+    let dispatch_cell = std::sync::Mutex::new(Dispatch::new(txs, dest, shared.clone()));
+    let (first, others) = workers.split_first_mut().expect("writers");
+    let rx0 = rxs.remove(0);
+    let mut input = Some(input);
+    let files_for_one = files.clone();
+    let scoped = thread::scope(|s| {
+        // Writer threads first: when one cannot start (`ulimit -u`, pids.max), the others are
+        // hung up on and the run goes on with one writer on this thread.
+        let mut handles = Vec::new();
+        let mut spawn_failed = false;
+        for (i, (w, rx)) in others.iter_mut().zip(rxs).enumerate() {
+            let shared = &shared;
+            match thread::Builder::new()
+                .spawn_scoped(s, move || run_worker(i + 1, &mut **w, rx, shared))
+            {
+                Ok(h) => handles.push(h),
+                Err(_) => {
+                    spawn_failed = true;
+                    break;
+                }
+            }
+        }
+        if spawn_failed {
+            dispatch_cell.lock().unwrap_or_else(|e| e.into_inner()).close();
+            for h in handles {
+                let _ = h.join();
+            }
+            return None;
+        }
+        // Behind a lock only so that this thread can hang up on the writers if the producer
+        // cannot start (the closure that would have owned it is gone then); never contended.
+        let cell = &dispatch_cell;
+        let input = input.take().expect("input");
+        let producer = thread::Builder::new().spawn_scoped(s, move || {
+            let mut dispatch = cell.lock().unwrap_or_else(|e| e.into_inner());
+            let r = produce(cfg, input, pool, &mut *dispatch, files);
+            dispatch.close();
+            r
+        });
+        let producer = match producer {
+            Ok(p) => p,
+            Err(e) => {
+                cell.lock().unwrap_or_else(|e| e.into_inner()).close();
+                drop(rx0);
+                for h in handles {
+                    let _ = h.join();
+                }
+                return Some((Err(thread_error(e)), Vec::new()));
+            }
+        };
+        let mut results = vec![run_worker(0, &mut **first, rx0, &shared)];
+        for h in handles {
+            results.push(h.join().unwrap_or_else(|_| Err(anyhow!("writer thread panicked"))));
+        }
+        let produced = producer.join().unwrap_or_else(|_| Err(anyhow!("decoder thread panicked")));
+        Some((produced, results))
+    });
+    let Some((produced, mut results)) = scoped else {
+        let input = input.take().expect("not consumed");
+        return pipeline_one(cfg, input, pool, &mut **first, files_for_one);
+    };
+    // Every worker has landed its files: stamp the directories the archive left last.
+    let mut dispatch = dispatch_cell.into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut stats = std::mem::take(&mut dispatch.stats);
+    let dest = &mut dispatch.dest;
+    dest.leave_all();
+    // As with one writer: stamped unless a writer failed (its files may not have landed).
+    let stamped = if shared.first_failed().is_none() { dest.settle() } else { Ok(()) };
+    let mut first_err = None;
+    if let Some(Err(e)) = shared
+        .first_failed()
+        .and_then(|i| results.get_mut(i))
+        .map(|r| std::mem::replace(r, Ok(Stats::default())))
+    {
+        first_err = Some(e);
+    }
+    for r in results {
+        match r {
+            Ok(s) => {
+                stats.files += s.files;
+                stats.files_direct += s.files_direct;
+                stats.dirs += s.dirs;
+                stats.links += s.links;
+                stats.bytes += s.bytes;
+            }
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    // A write failure is the root cause when both sides failed: the producer only saw a
+    // worker gone.
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    let members = produced?;
+    stamped?;
+    Ok((members, stats))
 }
 
 /// Feeds ops to the writer, a batch at a time, and has it submit after each batch. While no
@@ -217,7 +401,7 @@ fn produce(
     cfg: &Config,
     input: Stream,
     pool: &Pool,
-    tx: SyncSender<Vec<Op>>,
+    out: &mut dyn Sink,
     files: Arc<FileCount>,
 ) -> Result<u64> {
     let Stream { reader: input, trailer, batch_buffers } = input;
@@ -228,13 +412,8 @@ fn produce(
     let utf8 = crate::list::utf8_locale();
     // Safety: geteuid/getegid have no preconditions.
     let ids = unsafe { (libc::geteuid(), libc::getegid()) };
-    let mut out = Batcher {
-        tx: &tx,
-        ops: Vec::with_capacity(BATCH_OPS),
-        bytes: 0,
-        buffers: 0,
-        max_buffers: batch_buffers,
-    };
+    let mut packer = None;
+    let mut out = Bounded { inner: out, buffers: 0, max_buffers: batch_buffers };
     let mut members = 0;
     loop {
         let member = match reader.next_member() {
@@ -259,11 +438,16 @@ fn produce(
             sanitizer: &mut sanitizer,
             admission: &mut admission,
             pool,
+            packer: &mut packer,
             out: &mut out,
         };
         match stage.member(member) {
             Ok(()) => {}
             Err(MemberError::Gone(WriterGone)) => return Ok(members),
+            Err(MemberError::Fatal(e)) => {
+                let _ = out.flush();
+                return Err(e);
+            }
             Err(MemberError::Read(e)) => {
                 // What was decoded before the error is still written.
                 let _ = out.flush();
@@ -296,6 +480,17 @@ pub fn verify_trailer<R: std::io::Read>(
 enum MemberError {
     Gone(WriterGone),
     Read(anyhow::Error),
+    /// The sink failed the op itself (the dispatcher's directory or link).
+    Fatal(anyhow::Error),
+}
+
+impl From<Stop> for MemberError {
+    fn from(s: Stop) -> Self {
+        match s {
+            Stop::Gone => MemberError::Gone(WriterGone),
+            Stop::Fatal(e) => MemberError::Fatal(e),
+        }
+    }
 }
 
 impl From<anyhow::Error> for MemberError {
@@ -323,39 +518,62 @@ fn setid_checked(mode: u32, m: &Member, (uid, gid): (u32, u32)) -> u32 {
 struct Batcher<'a> {
     tx: &'a SyncSender<Vec<Op>>,
     ops: Vec<Op>,
-    /// File data in `ops`, and the pool buffers holding it.
+    /// File data in `ops`.
     bytes: usize,
-    buffers: usize,
-    /// Sent once `buffers` exceeds this (see `batch_buffers`).
-    max_buffers: usize,
 }
 
-impl Batcher<'_> {
-    fn push(&mut self, op: Op) -> Result<(), WriterGone> {
+impl Sink for Batcher<'_> {
+    fn push(&mut self, op: Op) -> Result<(), Stop> {
         if let Op::Data { buf, .. } = &op {
             self.bytes += buf.len();
-            self.buffers += 1;
         }
         self.ops.push(op);
-        if self.ops.len() >= BATCH_OPS
-            || self.bytes >= BATCH_BYTES
-            || self.buffers > self.max_buffers
-        {
+        if self.ops.len() >= BATCH_OPS || self.bytes >= BATCH_BYTES {
             self.flush()?;
         }
         Ok(())
     }
 
-    fn flush(&mut self) -> Result<(), WriterGone> {
+    fn flush(&mut self) -> Result<(), Stop> {
         if self.ops.is_empty() {
             return Ok(());
         }
         self.bytes = 0;
-        self.buffers = 0;
         let batch = std::mem::replace(&mut self.ops, Vec::with_capacity(BATCH_OPS));
-        self.tx.send(batch).map_err(|_| WriterGone)
+        self.tx.send(batch).map_err(|_| Stop::Gone)
     }
 }
+
+/// Any sink, sent on whenever it holds more than `max_buffers` pieces of file data unsent (see
+/// `batch_buffers`; a piece of a shared buffer counts as a whole one, which only sends sooner).
+struct Bounded<'a> {
+    inner: &'a mut dyn Sink,
+    buffers: usize,
+    max_buffers: usize,
+}
+
+impl Sink for Bounded<'_> {
+    fn push(&mut self, op: Op) -> Result<(), Stop> {
+        let data = matches!(op, Op::Data { .. });
+        self.inner.push(op)?;
+        if data {
+            self.buffers += 1;
+            if self.buffers > self.max_buffers {
+                self.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), Stop> {
+        self.buffers = 0;
+        self.inner.flush()
+    }
+}
+
+/// Files of at most this fraction of a pool buffer share buffers (`Packer`); larger ones get
+/// whole buffers. 1/8 (128 KiB of a 1 MiB buffer) wastes at most that at a buffer's end.
+const PACK_FRACTION: usize = 8;
 
 struct Stage<'a, 'b, R: std::io::Read> {
     cfg: &'a Config,
@@ -367,22 +585,37 @@ struct Stage<'a, 'b, R: std::io::Read> {
     sanitizer: &'a mut Sanitizer,
     admission: &'a mut Admission,
     pool: &'a Pool,
-    out: &'a mut Batcher<'b>,
+    /// The rest of the buffer small files are being packed into.
+    packer: &'a mut Option<PoolBuf>,
+    out: &'a mut (dyn Sink + 'b),
 }
 
 impl<R: std::io::Read> Stage<'_, '_, R> {
     fn send(&mut self, op: Op) -> Result<(), MemberError> {
-        self.out.push(op).map_err(MemberError::Gone)
+        self.out.push(op).map_err(MemberError::from)
     }
 
     /// A pool buffer; sends the pending batch first if it would have to wait (the writer can
     /// only free buffers it has been sent).
-    fn buffer(&mut self) -> Result<crate::pool::PoolBuf, MemberError> {
+    fn buffer(&mut self) -> Result<PoolBuf, MemberError> {
         if let Some(b) = self.pool.try_get() {
             return Ok(b);
         }
-        self.out.flush().map_err(MemberError::Gone)?;
+        // The packing buffer's rest is useless to whoever needs a whole one.
+        *self.packer = None;
+        self.out.flush().map_err(MemberError::from)?;
         Ok(self.pool.get())
+    }
+
+    /// Room for `n` bytes of a small file: a piece of the packing buffer (a fresh one when the
+    /// rest is too small), so thousands of small files fit in the pool at once.
+    fn piece(&mut self, n: usize) -> Result<PoolBuf, MemberError> {
+        if self.packer.as_ref().is_none_or(|b| b.capacity() < n) {
+            *self.packer = None;
+            let b = self.buffer()?;
+            *self.packer = Some(b);
+        }
+        Ok(self.packer.as_mut().expect("just filled").split_to(n))
     }
 
     /// One member: judge its path, admit it, send its ops (and data).
@@ -467,6 +700,21 @@ impl<R: std::io::Read> Stage<'_, '_, R> {
     fn file(&mut self, entry: Entry, m: &Member) -> Result<(), MemberError> {
         let name = entry.name.clone();
         self.send(Op::File { entry, size: m.size, sparse: m.sparse.is_some() })?;
+        let small = m.sparse.is_none() && m.size <= (self.pool.buf_size() / PACK_FRACTION) as u64;
+        if small {
+            if m.size > 0 {
+                let mut buf = self.piece(m.size as usize)?;
+                let got = self
+                    .reader
+                    .read_data(buf.full_mut())
+                    .map_err(|e| anyhow!("{e:#}; {name} is left incomplete"))?;
+                if let Some((offset, n)) = got {
+                    buf.set_len(n);
+                    self.send(Op::Data { offset, buf })?;
+                }
+            }
+            return self.send(Op::End);
+        }
         loop {
             let mut buf = self.buffer()?;
             let got = self

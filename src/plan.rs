@@ -126,3 +126,22 @@ impl Op {
         }
     }
 }
+
+/// Where the decoder thread sends ops: one writer's channel (`extract::Batcher`), or the
+/// dispatcher in front of several writer threads (`write::multi::Dispatch`).
+pub trait Sink {
+    /// Queues one op (sending a batch when one is full).
+    fn push(&mut self, op: Op) -> Result<(), Stop>;
+    /// Sends whatever is queued (before the decoder may wait for a pool buffer: the writers
+    /// can only free buffers they have been sent).
+    fn flush(&mut self) -> Result<(), Stop>;
+}
+
+/// Why a `Sink` took no more ops.
+#[derive(Debug)]
+pub enum Stop {
+    /// A writer has stopped; its own error explains why.
+    Gone,
+    /// The op itself failed fatally (a directory or link the dispatcher made: disk full, ...).
+    Fatal(anyhow::Error),
+}

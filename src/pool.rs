@@ -5,10 +5,16 @@
 //! wakes a waiting [`Pool::get`]. Because the region never moves, the io_uring writer can register
 //! it once (`IORING_REGISTER_BUFFERS`) and address each buffer by its index (`WriteFixed`).
 //!
+//! A buffer can be cut into pieces (`PoolBuf::split_to`): many small files' data share one
+//! buffer, each piece at its own BUF_ALIGN-aligned offset, and the buffer returns to the pool
+//! when its last piece is dropped. A piece is still addressed by its buffer's index, and its
+//! pointer lies inside that registered buffer, which is all `WriteFixed` needs.
+//!
 //! Back-pressure lives here: the decoder blocks in [`Pool::get`] until the writer has landed
 //! enough data to free a buffer, so the bytes in flight never exceed `count * buf_size`.
 
 use std::alloc::Layout;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 /// Alignment of the region and of every buffer. 4096 covers every O_DIRECT alignment we can meet
@@ -41,6 +47,8 @@ struct Inner {
     region: Region,
     buf_size: usize,
     count: usize,
+    /// Pieces alive per buffer: it returns to the free list when this drops to 0.
+    refs: Box<[AtomicU32]>,
     free: Mutex<Free>,
     returned: Condvar,
 }
@@ -96,6 +104,7 @@ impl Pool {
                 region: Region { base, size },
                 buf_size,
                 count,
+                refs: (0..count).map(|_| AtomicU32::new(0)).collect(),
                 free: Mutex::new(free),
                 returned: Condvar::new(),
             }),
@@ -107,7 +116,8 @@ impl Pool {
         let mut free = self.inner.free.lock().unwrap();
         loop {
             if let Some(index) = free.indices.pop() {
-                return PoolBuf { pool: self.inner.clone(), index, len: 0 };
+                drop(free);
+                return self.whole(index);
             }
             free.waiting += 1;
             free = self.inner.returned.wait(free).unwrap();
@@ -124,13 +134,20 @@ impl Pool {
             free.waiting -= 1;
         }
         let index = free.indices.pop()?;
-        Some(PoolBuf { pool: self.inner.clone(), index, len: 0 })
+        drop(free);
+        Some(self.whole(index))
     }
 
     /// A free buffer if there is one now; never waits.
     pub fn try_get(&self) -> Option<PoolBuf> {
         let index = self.inner.free.lock().unwrap().indices.pop()?;
-        Some(PoolBuf { pool: self.inner.clone(), index, len: 0 })
+        Some(self.whole(index))
+    }
+
+    /// The whole buffer `index`, just taken off the free list, as one piece.
+    fn whole(&self, index: u32) -> PoolBuf {
+        self.inner.refs[index as usize].store(1, Ordering::Relaxed);
+        PoolBuf { pool: self.inner.clone(), index, start: 0, cap: self.inner.buf_size, len: 0 }
     }
 
     pub fn buf_size(&self) -> usize {
@@ -153,10 +170,13 @@ impl Pool {
     }
 }
 
-/// One buffer of the pool, owned exclusively until dropped.
+/// One buffer of the pool, or a piece of one (`split_to`): bytes `start .. start + cap` of
+/// buffer `index`, owned exclusively until dropped.
 pub struct PoolBuf {
     pool: Arc<Inner>,
     index: u32,
+    start: usize,
+    cap: usize,
     len: usize,
 }
 
@@ -167,7 +187,27 @@ impl PoolBuf {
     }
 
     pub fn capacity(&self) -> usize {
-        self.pool.buf_size
+        self.cap
+    }
+
+    /// Cuts the first `n` bytes (at most `capacity`) off as a piece of their own, sharing
+    /// this buffer's pool slot. This one keeps the rest from the next BUF_ALIGN boundary on
+    /// (so every piece stays aligned for O_DIRECT), with no valid bytes.
+    pub fn split_to(&mut self, n: usize) -> PoolBuf {
+        assert!(n <= self.cap);
+        self.pool.refs[self.index as usize].fetch_add(1, Ordering::Relaxed);
+        let piece = PoolBuf {
+            pool: self.pool.clone(),
+            index: self.index,
+            start: self.start,
+            cap: n,
+            len: self.len.min(n),
+        };
+        let skip = n.next_multiple_of(BUF_ALIGN).min(self.cap);
+        self.start += skip;
+        self.cap -= skip;
+        self.len = 0;
+        piece
     }
 
     /// Number of valid bytes.
@@ -180,7 +220,7 @@ impl PoolBuf {
     }
 
     pub fn set_len(&mut self, len: usize) {
-        assert!(len <= self.pool.buf_size);
+        assert!(len <= self.cap);
         self.len = len;
     }
 
@@ -189,26 +229,31 @@ impl PoolBuf {
     }
 
     fn base(&self) -> *mut u8 {
-        // Safety: index < count, so the offset stays inside the region.
-        unsafe { self.pool.region.base.add(self.index as usize * self.pool.buf_size) }
+        // Safety: index < count and start <= buf_size, so the offset stays inside the region.
+        unsafe { self.pool.region.base.add(self.index as usize * self.pool.buf_size + self.start) }
     }
 
     /// The valid bytes.
     pub fn data(&self) -> &[u8] {
-        // Safety: this PoolBuf owns the buffer exclusively; len <= buf_size.
+        // Safety: this PoolBuf owns its bytes exclusively; len <= cap.
         unsafe { std::slice::from_raw_parts(self.base(), self.len) }
     }
 
-    /// The whole buffer, valid bytes or not, for filling and for zero-padding a direct-IO tail.
+    /// The whole buffer (or piece), valid bytes or not, for filling.
     pub fn full_mut(&mut self) -> &mut [u8] {
-        // Safety: exclusive ownership as above; the region was zero-initialised so every byte
-        // is initialised.
-        unsafe { std::slice::from_raw_parts_mut(self.base(), self.pool.buf_size) }
+        // Safety: exclusive ownership of `start .. start + cap` as above (pieces never
+        // overlap); the region was zero-initialised so every byte is initialised.
+        unsafe { std::slice::from_raw_parts_mut(self.base(), self.cap) }
     }
 }
 
 impl Drop for PoolBuf {
     fn drop(&mut self) {
+        // The last piece of a buffer gives it back. AcqRel: every piece's writes (and the
+        // kernel's reads of it, completed before the drop) happen before the buffer is reused.
+        if self.pool.refs[self.index as usize].fetch_sub(1, Ordering::AcqRel) != 1 {
+            return;
+        }
         let mut free = self.pool.free.lock().unwrap();
         free.indices.push(self.index);
         if free.waiting > 0 {
@@ -235,5 +280,23 @@ mod tests {
         drop(a);
         let got = waiter.join().unwrap();
         assert!(got < 2);
+    }
+
+    #[test]
+    fn pieces_share_a_buffer_until_the_last_is_dropped() {
+        let pool = Pool::new(16384, 1);
+        let mut b = pool.get();
+        let p1 = b.split_to(100);
+        let p2 = b.split_to(5000);
+        assert_eq!(p1.index(), p2.index());
+        assert_eq!(p1.capacity(), 100);
+        assert_eq!(p2.as_ptr() as usize - p1.as_ptr() as usize, BUF_ALIGN);
+        assert_eq!(b.capacity(), 16384 - 3 * BUF_ALIGN);
+        assert_eq!(b.as_ptr() as usize % BUF_ALIGN, 0);
+        drop(b);
+        drop(p1);
+        assert!(pool.try_get().is_none());
+        drop(p2);
+        assert!(pool.try_get().is_some());
     }
 }

@@ -64,6 +64,9 @@ struct DeferredDir {
     owner: Option<(u32, u32)>,
     dev: u64,
     ino: u64,
+    /// Archive offset of the member that moved it to `closing` (u64::MAX at the end): with
+    /// several writer threads, every member before that one must have landed first.
+    closed_at: u64,
 }
 
 pub struct Dest {
@@ -272,6 +275,7 @@ impl Dest {
             owner: entry.owner,
             dev: st.st_dev,
             ino: st.st_ino,
+            closed_at: u64::MAX,
         });
         Ok(())
     }
@@ -282,11 +286,17 @@ impl Dest {
     /// (`settle` once nothing is in flight beneath it), so the member sees the directory as
     /// GNU tar would.
     pub fn enter(&mut self, path: &SafePath) -> bool {
+        self.enter_at(path, u64::MAX)
+    }
+
+    /// `enter` for the member at archive offset `offset` (see `DeferredDir::closed_at`).
+    pub fn enter_at(&mut self, path: &SafePath, offset: u64) -> bool {
         while let Some(top) = self.open.last() {
             if top.path.is_ancestor_of(path) {
                 break;
             }
-            let d = self.open.pop().expect("top exists");
+            let mut d = self.open.pop().expect("top exists");
+            d.closed_at = offset;
             self.tree.set_marked(d.node, true);
             self.closing.push(d);
         }
@@ -310,9 +320,16 @@ impl Dest {
     /// beneath it (deepest first: a parent waits while a child does). A directory that was
     /// removed or replaced since is left alone.
     pub fn settle(&mut self) -> Result<()> {
+        self.settle_when(|_| true)
+    }
+
+    /// `settle`, also waiting for `landed(closed_at)`: every member before the one that closed
+    /// the directory has landed (with several writer threads, files in flight are theirs, not
+    /// this tree's). `landed` must be monotonic; a parent closes no earlier than its child.
+    pub fn settle_when(&mut self, landed: impl Fn(u64) -> bool) -> Result<()> {
         let mut i = 0;
         while i < self.closing.len() {
-            if self.tree.busy_at(self.closing[i].node) {
+            if self.tree.busy_at(self.closing[i].node) || !landed(self.closing[i].closed_at) {
                 i += 1;
                 continue;
             }

@@ -11,7 +11,6 @@ use super::dest::Dest;
 use super::direct::{DirectPolicy, clear_direct, reserve};
 use super::{Stats, Writer, apply_namespace_op, member_failed};
 use crate::plan::{Entry, Op};
-use crate::report;
 
 struct OpenFile {
     fd: OwnedFd,
@@ -42,7 +41,7 @@ impl Portable {
         let mut direct = self.policy.wants(size, sparse);
         let fd = match self.dest.create_file(&entry, if direct { libc::O_DIRECT } else { 0 }) {
             Err(e) if direct && e.raw_os_error() == Some(libc::EINVAL) => {
-                report::warn("the destination refuses O_DIRECT; writing buffered from now on");
+                super::direct_refused();
                 self.policy.threshold = None;
                 direct = false;
                 self.dest.create_file(&entry, 0)
@@ -136,6 +135,10 @@ impl Writer for Portable {
             // File ops are matched above, so nothing comes back.
             op => apply_namespace_op(&mut self.dest, &mut self.stats, op).map(drop),
         }
+    }
+
+    fn pending_floor(&self) -> u64 {
+        self.cur.as_ref().map_or(u64::MAX, |f| f.entry.offset)
     }
 
     fn finish(&mut self) -> Result<Stats> {

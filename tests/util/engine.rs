@@ -8,7 +8,7 @@
 //! | --- | --- | --- |
 //! | writer: backend × direct IO × threshold | `WRITER_CONFIGS` | 6 |
 //! | zstd decoder threads | `DECODERS` | 3 (`--threads 1`, the default, `--threads 4`) |
-//! | writer threads (issue 12) | not yet: add `WRITER_THREADS` and a field in `Engine` | — |
+//! | writer threads (issue 12) | the default (one per CPU); scripts/test.sh reruns the writing suites with `FASTUNTAR_WRITER_THREADS` | 2 |
 //! | input encoding | `Encoding` (`PLAIN_AND_ZSTD`, `ZSTD_FRAMINGS`) | plain, zstd in 1 frame, 32 MiB frames, 64 KiB frames, 1021-byte frames |
 //!
 //! Which rows meet which is decided in one place, `Engine::all`:

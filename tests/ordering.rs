@@ -1,0 +1,454 @@
+//! Archive order across writer threads (issue 12, `src/write/multi.rs`): with several writer
+//! threads, files of different directories are created in parallel, and what archive order
+//! decides must still come out as with one: the last of two members at a path wins, a hard
+//! link sees its target complete, a directory replaced by a file or a symlink is replaced
+//! after what was under it, a directory's mode and mtime come after its contents.
+//!
+//! Each case is extracted with `--writer-threads 1, 2, 4` under both backends and compared
+//! with `--writer-threads 1` (tree, exit code, diagnostics) and, where GNU tar behaves the
+//! same, with GNU tar's tree. Self-contained (no `mod util;`), like regressions.rs, so the
+//! shared kit can move without touching these.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Read;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_fastuntar");
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+// ---------------------------------------------------------------------------------------------
+// A minimal ustar writer
+
+struct Tar(Vec<u8>);
+
+impl Tar {
+    fn new() -> Tar {
+        Tar(Vec::new())
+    }
+
+    fn header(&mut self, name: &str, flag: u8, mode: u32, size: usize, mtime: u64, link: &str) {
+        let mut h = [0u8; 512];
+        h[..name.len()].copy_from_slice(name.as_bytes());
+        let oct = |h: &mut [u8; 512], at: usize, len: usize, v: u64| {
+            let s = format!("{:0w$o}\0", v, w = len - 1);
+            h[at..at + len].copy_from_slice(s.as_bytes());
+        };
+        oct(&mut h, 100, 8, u64::from(mode));
+        oct(&mut h, 108, 8, 0);
+        oct(&mut h, 116, 8, 0);
+        oct(&mut h, 124, 12, size as u64);
+        oct(&mut h, 136, 12, mtime);
+        h[156] = flag;
+        h[157..157 + link.len()].copy_from_slice(link.as_bytes());
+        h[257..263].copy_from_slice(b"ustar\0");
+        h[263..265].copy_from_slice(b"00");
+        h[148..156].copy_from_slice(b"        ");
+        let sum: u32 = h.iter().map(|&b| u32::from(b)).sum();
+        let s = format!("{sum:06o}\0 ");
+        h[148..156].copy_from_slice(s.as_bytes());
+        self.0.extend_from_slice(&h);
+    }
+
+    fn file(&mut self, name: &str, data: &[u8]) -> &mut Tar {
+        self.file_mode(name, data, 0o644, 1_600_000_000)
+    }
+
+    fn file_mode(&mut self, name: &str, data: &[u8], mode: u32, mtime: u64) -> &mut Tar {
+        self.header(name, b'0', mode, data.len(), mtime, "");
+        self.0.extend_from_slice(data);
+        let pad = (512 - data.len() % 512) % 512;
+        self.0.extend(std::iter::repeat_n(0u8, pad));
+        self
+    }
+
+    fn dir(&mut self, name: &str, mode: u32, mtime: u64) -> &mut Tar {
+        self.header(name, b'5', mode, 0, mtime, "");
+        self
+    }
+
+    fn symlink(&mut self, name: &str, target: &str) -> &mut Tar {
+        self.header(name, b'2', 0o777, 0, 1_600_000_000, target);
+        self
+    }
+
+    fn hardlink(&mut self, name: &str, target: &str) -> &mut Tar {
+        self.header(name, b'1', 0o644, 0, 1_600_000_000, target);
+        self
+    }
+
+    /// `dirs` directories of `files` small files each (different sizes), to keep every
+    /// writer busy around the members under test.
+    fn filler(&mut self, tag: &str, dirs: usize, files: usize) -> &mut Tar {
+        for d in 0..dirs {
+            self.dir(&format!("{tag}{d}/"), 0o755, 1_500_000_000 + d as u64);
+            for f in 0..files {
+                let data = noise(100 + (d * 131 + f * 977) % 20_000, (d * 1000 + f) as u64);
+                self.file(&format!("{tag}{d}/f{f}"), &data);
+            }
+        }
+        self
+    }
+
+    fn finish(&mut self) -> Vec<u8> {
+        self.0.extend(std::iter::repeat_n(0u8, 1024));
+        std::mem::take(&mut self.0)
+    }
+}
+
+fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running and comparing
+
+struct Run {
+    code: Option<i32>,
+    stderr: String,
+}
+
+fn run(program: &str, args: &[&str]) -> Run {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut err = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = err.read_to_end(&mut s);
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{program} {args:?}: no exit after {TIMEOUT:?} (hang)");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let stderr = String::from_utf8_lossy(&reader.join().unwrap()).into_owned();
+    assert!(!stderr.contains("panicked"), "panic: {stderr}");
+    Run { code: status.code(), stderr }
+}
+
+/// Every entry beneath `root` (DIR itself excluded): type, permission bits, size, mtime,
+/// content hash, symlink target, and which earlier path shares its inode (hard links).
+fn listing(root: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut inodes: BTreeMap<u64, String> = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    let mut entries: Vec<PathBuf> = Vec::new();
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let m = fs::symlink_metadata(&p).unwrap();
+            if m.is_dir() {
+                stack.push(p.clone());
+            }
+            entries.push(p);
+        }
+    }
+    entries.sort();
+    for p in entries {
+        let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+        let m = fs::symlink_metadata(&p).unwrap();
+        let desc = if m.file_type().is_symlink() {
+            format!("link -> {}", fs::read_link(&p).unwrap().display())
+        } else if m.is_dir() {
+            // A directory the archive came back to (or never listed) has the time of
+            // extraction, as in GNU tar: only "recent" is compared.
+            let t =
+                if m.mtime() > 1_700_000_000 { "now".to_string() } else { m.mtime().to_string() };
+            format!("dir {:o} mtime {t}", m.permissions().mode() & 0o7777)
+        } else {
+            let first = inodes.entry(m.ino()).or_insert_with(|| rel.clone()).clone();
+            let data = fs::read(&p).unwrap();
+            let h = data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+                (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+            });
+            format!(
+                "file {:o} size {} mtime {} hash {h:x} inode-of {first}",
+                m.permissions().mode() & 0o7777,
+                m.len(),
+                m.mtime()
+            )
+        };
+        out.insert(rel, desc);
+    }
+    out
+}
+
+fn diff(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> Vec<String> {
+    let mut d = Vec::new();
+    for (k, v) in a {
+        match b.get(k) {
+            Some(w) if w == v => {}
+            Some(w) => d.push(format!("{k}: {v}  vs  {w}")),
+            None => d.push(format!("{k}: {v}  vs  (missing)")),
+        }
+    }
+    for (k, w) in b {
+        if !a.contains_key(k) {
+            d.push(format!("{k}: (missing)  vs  {w}"));
+        }
+    }
+    d
+}
+
+fn scratch(test: &str) -> PathBuf {
+    let base = std::env::var_os("CARGO_TARGET_TMPDIR").map_or(std::env::temp_dir(), PathBuf::from);
+    let d = base.join(format!("ordering-{test}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&d);
+    fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn have_gnu_tar() -> bool {
+    Command::new("tar").arg("--version").output().is_ok_and(|o| o.status.success())
+}
+
+/// Diagnostics with the member names only (their wording may differ in the errno text).
+fn diagnostics(s: &str) -> Vec<String> {
+    let mut v: Vec<String> = s
+        .lines()
+        .filter(|l| l.starts_with("fastuntar: ") && !l.contains(" members, "))
+        .map(|l| l.split(": ").nth(1).unwrap_or("").to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Extracts `archive` with every writer-thread count and backend; each must match
+/// `--writer-threads 1` (tree, exit code, members named) and, if `gnu`, GNU tar's tree.
+fn check(test: &str, archive: &[u8], gnu: bool) {
+    let dir = scratch(test);
+    let ar = dir.join("a.tar");
+    fs::write(&ar, archive).unwrap();
+    let ar = ar.to_str().unwrap();
+    let extract = |name: &str, extra: &[&str]| {
+        let dest = dir.join(name);
+        fs::create_dir_all(&dest).unwrap();
+        let mut args = vec!["-x", ar, "-C", dest.to_str().unwrap(), "-q"];
+        args.extend_from_slice(extra);
+        let r = run(BIN, &args);
+        (listing(&dest), r)
+    };
+    let (base, base_run) = extract("w1", &["--writer-threads", "1", "--io", "portable"]);
+    if gnu && have_gnu_tar() {
+        let dest = dir.join("gnu");
+        fs::create_dir_all(&dest).unwrap();
+        run("tar", &["-xf", ar, "-C", dest.to_str().unwrap()]);
+        let d = diff(&listing(&dest), &base);
+        assert!(d.is_empty(), "{test}: GNU tar vs fastuntar -w1:\n{}", d.join("\n"));
+    }
+    for io in ["portable", "uring"] {
+        for n in ["1", "2", "4"] {
+            for round in 0..3 {
+                let name = format!("{io}-{n}-{round}");
+                let (tree, r) = extract(&name, &["--writer-threads", n, "--io", io]);
+                let d = diff(&base, &tree);
+                assert!(
+                    d.is_empty(),
+                    "{test}: --writer-threads 1 vs {n} --io {io}:\n{}\nstderr: {}",
+                    d.join("\n"),
+                    r.stderr
+                );
+                assert_eq!(r.code, base_run.code, "{test} {name}: exit code; {}", r.stderr);
+                assert_eq!(
+                    diagnostics(&r.stderr),
+                    diagnostics(&base_run.stderr),
+                    "{test} {name}: members named"
+                );
+                let _ = fs::remove_dir_all(dir.join(&name));
+            }
+        }
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cases
+
+/// The same path twice, far apart, with other directories' files between: the last wins.
+#[test]
+fn same_path_written_twice() {
+    let mut t = Tar::new();
+    t.dir("x/", 0o755, 1_500_000_000);
+    t.file("x/dup", &noise(50_000, 1));
+    t.file("x/dup2", b"first\n");
+    t.filler("a", 12, 40);
+    t.file("x/dup", &noise(7_000, 2));
+    t.filler("b", 6, 40);
+    t.file("x/dup2", &noise(300_000, 3));
+    t.file("top", b"one\n").filler("c", 3, 10).file("top", b"two\n");
+    check("same_path_twice", &t.finish(), true);
+}
+
+/// A hard link to a file another thread may still be writing (a big one, and small ones in
+/// other directories).
+#[test]
+fn hard_link_to_a_file_in_flight() {
+    let mut t = Tar::new();
+    t.filler("a", 4, 30);
+    t.dir("big/", 0o755, 1_500_000_000);
+    t.file("big/data", &noise(6 << 20, 9));
+    t.dir("links/", 0o755, 1_500_000_001);
+    t.hardlink("links/to-big", "big/data");
+    for d in 0..4 {
+        t.hardlink(&format!("links/to-a{d}"), &format!("a{d}/f29"));
+    }
+    t.filler("b", 4, 30);
+    t.hardlink("b3/to-b0", "b0/f1");
+    check("hard_link_in_flight", &t.finish(), true);
+}
+
+/// A directory (empty by then, as GNU tar needs to remove it) replaced by a file, and a file
+/// replaced by a directory, with files of other directories in flight.
+#[test]
+fn directory_replaced_by_a_file() {
+    let mut t = Tar::new();
+    t.dir("e/", 0o755, 1_500_000_000);
+    t.filler("a", 8, 40);
+    t.file("e", b"now a file\n");
+    t.dir("f/", 0o755, 1_500_000_000);
+    t.file("f/x", &noise(20_000, 5));
+    t.filler("b", 4, 40);
+    t.dir("f/x/", 0o755, 1_500_000_002);
+    t.file("f/x/y", b"inside\n");
+    check("dir_replaced_by_file", &t.finish(), true);
+}
+
+/// A non-empty directory a file cannot replace (both members' fates as with one writer), and
+/// files under it still in flight on another thread when the file member comes.
+#[test]
+fn non_empty_directory_then_a_file() {
+    let mut t = Tar::new();
+    t.filler("d", 3, 60);
+    t.file("d1", b"wants to replace d1/\n");
+    t.file("d2/f0", b"replaced content\n");
+    check("non_empty_dir_then_file", &t.finish(), false);
+}
+
+/// A symlink created where a directory was, then a member beneath it: refused (the symlink is
+/// never followed), as with one writer. And a file where a symlink was.
+#[test]
+fn symlink_where_a_directory_was() {
+    let mut t = Tar::new();
+    t.dir("s/", 0o755, 1_500_000_000);
+    t.dir("t/", 0o755, 1_500_000_000);
+    t.filler("a", 6, 40);
+    t.symlink("s", "t");
+    t.file("s/inner", b"must not land in t/\n");
+    t.symlink("a2/f5", "elsewhere");
+    t.filler("b", 3, 20);
+    t.file("a2/f5", b"a file again\n");
+    check("symlink_where_dir_was", &t.finish(), false);
+}
+
+/// Directory metadata after contents written by other threads: read-only directories, their
+/// mtimes, and a directory the archive comes back to (GNU tar's order of events).
+#[test]
+fn directory_metadata_after_its_contents() {
+    let mut t = Tar::new();
+    for d in 0..10 {
+        t.dir(&format!("ro{d}/"), 0o555, 1_400_000_000 + d);
+        t.dir(&format!("ro{d}/sub/"), 0o500, 1_400_000_100 + d);
+        for f in 0..30 {
+            t.file(&format!("ro{d}/sub/f{f}"), &noise(3000 + f * 10, d * 100 + f as u64));
+        }
+        t.file(&format!("ro{d}/g"), b"g\n");
+    }
+    t.filler("z", 3, 20);
+    t.file("ro3/late", b"comes back\n");
+    check("dir_metadata", &t.finish(), true);
+}
+
+/// Disk full with many small files in flight on every thread: exit 2, a line naming a member,
+/// only `fastuntar:` lines, no hang, and no file longer than its member.
+#[test]
+fn disk_full_with_many_files_in_flight() {
+    if unsafe { libc_geteuid() } != 0 {
+        eprintln!("SKIP disk_full_with_many_files_in_flight: needs root to mount a tmpfs");
+        return;
+    }
+    let dir = scratch("enospc");
+    let mnt = dir.join("mnt");
+    fs::create_dir_all(&mnt).unwrap();
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=6m", "tmpfs", mnt.to_str().unwrap()])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("SKIP disk_full_with_many_files_in_flight: cannot mount tmpfs");
+        return;
+    }
+    let mut t = Tar::new();
+    let mut sizes = BTreeMap::new();
+    for d in 0..20 {
+        for f in 0..100 {
+            let name = format!("d{d}/f{f}");
+            let data = noise(9000 + f * 7, (d * 100 + f) as u64);
+            sizes.insert(name.clone(), data.len() as u64);
+            t.file(&name, &data);
+        }
+    }
+    let ar = dir.join("a.tar");
+    fs::write(&ar, t.finish()).unwrap();
+    let mut failures = Vec::new();
+    for io in ["portable", "uring"] {
+        for n in ["1", "2", "4"] {
+            let dest = mnt.join("dest");
+            let _ = fs::remove_dir_all(&dest);
+            fs::create_dir_all(&dest).unwrap();
+            let args =
+                ["-x", ar.to_str().unwrap(), "-C", dest.to_str().unwrap(), "--writer-threads", n];
+            let r = run(BIN, &[&args[..], &["--io", io]].concat());
+            let named = r
+                .stderr
+                .lines()
+                .any(|l| l.starts_with("fastuntar: d") && l.contains("No space left on device"));
+            if r.code != Some(2) || !named {
+                failures.push(format!("{io} {n}: exit {:?}, stderr {}", r.code, r.stderr));
+            }
+            if r.stderr.lines().any(|l| !l.starts_with("fastuntar: ")) {
+                failures.push(format!("{io} {n}: a line that is not fastuntar's: {}", r.stderr));
+            }
+            for (name, desc) in listing(&dest) {
+                if let Some(&size) = sizes.get(&name) {
+                    let got: u64 = desc.split(' ').nth(3).unwrap().parse().unwrap();
+                    if got > size {
+                        failures.push(format!("{io} {n}: {name} is {got} bytes, more than {size}"));
+                    }
+                }
+            }
+            let _ = fs::remove_dir_all(&dest);
+        }
+    }
+    let _ = Command::new("umount").arg(&mnt).status();
+    let _ = fs::remove_dir_all(&dir);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+unsafe extern "C" {
+    #[link_name = "geteuid"]
+    fn libc_geteuid() -> u32;
+}
