@@ -59,10 +59,7 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     let batch_buffers =
         if decoded.threads > 1 { batch_buffers(&pool, writers.workers.len()) } else { usize::MAX };
     let stream = Stream { reader: decoded.reader, trailer: decoded.trailer, batch_buffers };
-    let flusher = Flusher::start(&cfg.dest, cfg.writeback);
-    let piped = pipeline(cfg, stream, &pool, writers, files);
-    drop(flusher);
-    let (members, stats) = piped?;
+    let (members, stats) = pipeline(cfg, stream, &pool, writers, files)?;
     progress.finish();
     let elapsed = start.elapsed();
     let sync = if cfg.sync { Some(sync_dest(&cfg.dest)?) } else { None };
@@ -233,11 +230,15 @@ fn pipeline_one(
                 produce(cfg, input, pool, &mut out, files)
             })
             .map_err(thread_error)?;
+        // Started only now: it is optional, and must not take the thread slot the decoder
+        // needs under a low `ulimit -u`.
+        let flusher = Flusher::start(&cfg.dest, cfg.writeback);
         let written = consume(writer, rx);
         // The writer is done with the channel (finished, or failed and dropped its receiver,
         // which makes the producer's next send fail); the producer stops either way.
         let produced = producer.join().unwrap_or_else(|_| Err(anyhow!("decoder thread panicked")));
         let finished = writer.finish();
+        drop(flusher);
         match (produced, written, finished) {
             (Ok(members), Ok(()), Ok(stats)) => Ok((members, stats)),
             // A write failure is the root cause when both sides failed: the producer only
@@ -270,7 +271,9 @@ fn pipeline_many(
     let dispatch_cell = std::sync::Mutex::new(Dispatch::new(txs, dest, shared.clone()));
     let (first, others) = workers.split_first_mut().expect("writers");
     let rx0 = rxs.remove(0);
-    let mut input = Some(input);
+    // Behind a lock so that the input is still here when a thread cannot start and the run
+    // goes on with one writer (never contended).
+    let input = std::sync::Mutex::new(Some(input));
     let files_for_one = files.clone();
     let scoped = thread::scope(|s| {
         // Writer threads first: when one cannot start (`ulimit -u`, pids.max), the others are
@@ -299,8 +302,9 @@ fn pipeline_many(
         // Behind a lock only so that this thread can hang up on the writers if the producer
         // cannot start (the closure that would have owned it is gone then); never contended.
         let cell = &dispatch_cell;
-        let input = input.take().expect("input");
+        let input = &input;
         let producer = thread::Builder::new().spawn_scoped(s, move || {
+            let input = input.lock().unwrap_or_else(|e| e.into_inner()).take().expect("input");
             let mut dispatch = cell.lock().unwrap_or_else(|e| e.into_inner());
             let r = produce(cfg, input, pool, &mut *dispatch, files);
             dispatch.close();
@@ -308,24 +312,29 @@ fn pipeline_many(
         });
         let producer = match producer {
             Ok(p) => p,
-            Err(e) => {
+            // The writer threads took the thread slots the decoder needed (`ulimit -u`):
+            // hang up on them and go on with one writer, as when one of them cannot start.
+            Err(_) => {
                 cell.lock().unwrap_or_else(|e| e.into_inner()).close();
                 drop(rx0);
                 for h in handles {
                     let _ = h.join();
                 }
-                return Some((Err(thread_error(e)), Vec::new()));
+                return None;
             }
         };
+        // Optional, so started after every thread the run needs (see pipeline_one).
+        let flusher = Flusher::start(&cfg.dest, cfg.writeback);
         let mut results = vec![run_worker(0, &mut **first, rx0, &shared)];
         for h in handles {
             results.push(h.join().unwrap_or_else(|_| Err(anyhow!("writer thread panicked"))));
         }
         let produced = producer.join().unwrap_or_else(|_| Err(anyhow!("decoder thread panicked")));
+        drop(flusher);
         Some((produced, results))
     });
     let Some((produced, mut results)) = scoped else {
-        let input = input.take().expect("not consumed");
+        let input = input.into_inner().unwrap_or_else(|e| e.into_inner()).expect("not consumed");
         return pipeline_one(cfg, input, pool, &mut **first, files_for_one);
     };
     // Every worker has landed its files: stamp the directories the archive left last.

@@ -1411,6 +1411,12 @@ fn fsize_limit_is_one_line() {
     });
 }
 
+/// FASTUNTAR_WRITER_THREADS asks for more than one writer (the suites' second pass).
+fn several_writers_forced() -> bool {
+    std::env::var("FASTUNTAR_WRITER_THREADS")
+        .is_ok_and(|v| v.trim().parse().is_ok_and(|n: u32| n > 1))
+}
+
 /// RLIMIT_NPROC (`ulimit -u`) counts threads, and io_uring's io-wq workers, of every process
 /// of the real uid. fastuntar needs two threads (writer, decoder) and, with io_uring, a worker
 /// (a NOP pushed onto one at set-up finds out; without one the kernel cancels the first open
@@ -1453,7 +1459,10 @@ fn nproc_limit() {
                 check_files(&dest, &members).map_err(|e| format!("{label}: {e}"))?;
                 continue;
             }
-            if limit == 3 {
+            // The default under a low ulimit -u is one writer, which succeeds at 3. Several
+            // writers forced (FASTUNTAR_WRITER_THREADS, test.sh's second pass on a 1-CPU
+            // machine) each keep a thread and an io-wq worker: a clear line is the most then.
+            if limit == 3 && !several_writers_forced() {
                 return Err(format!("{label}: want success: {:?}\n{}", out.code, out.stderr));
             }
             out.expect(2, &label)?;

@@ -33,7 +33,7 @@
 //! every op it queued.
 
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError};
 use std::sync::{Condvar, Mutex};
@@ -42,6 +42,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::dest::Dest;
+use super::tree::PassThrough;
 use super::{Stats, Writer, apply_namespace_op};
 use crate::plan::{Op, SafePath, Sink, Stop};
 
@@ -185,22 +186,6 @@ struct Mark {
     assigned: u8,
     /// Workers with files strictly beneath this path.
     beneath: u64,
-}
-
-/// The keys are already hashes.
-#[derive(Default)]
-struct PassThrough(u64);
-
-impl Hasher for PassThrough {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, _: &[u8]) {
-        unreachable!("only u64 keys")
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
 }
 
 /// The key of DIR itself.

@@ -53,10 +53,10 @@ struct Node {
     detached: bool,
 }
 
-/// The hash of a (parent, name) pair is computed once with SipHash; the bucket map only needs
-/// to pass it through.
+/// A hasher for keys that already are hashes (here: of a (parent, name) pair, computed once
+/// with SipHash; in multi.rs: of a path): the map only needs to pass them through.
 #[derive(Default)]
-struct PassThrough(u64);
+pub struct PassThrough(u64);
 
 impl Hasher for PassThrough {
     fn finish(&self) -> u64 {
