@@ -2,7 +2,7 @@
 # Benchmark fastuntar against GNU tar, bsdtar and the decoding floor.
 #
 #   scripts/bench.sh [--rounds N] [--scale F] [--workdir DIR] [--only KEY[,KEY...]]
-#                    [--fs disk|ramext4[,...]] [--threads N[,N...]] [--bin PATH] [--no-build]
+#                    [--fs disk|diskext4|ramext4[,...]] [--threads N[,N...]] [--bin PATH] [--no-build]
 #                    [--no-dd] [--timeout SEC] [--quiet-wait SEC] [--keep-trees]
 #
 # KEY: snapshot, smallfiles, agave (= agave, agave-1frame and agave-lz4: the multi-frame
@@ -13,6 +13,10 @@
 # 2 GiB; torn down after the run and on exit or Ctrl-C), so that the disk is out of the way and
 # CPU-bound effects show (its write rates are printed: on a 2-vCPU VM the loop device's copy
 # competes for the CPUs, and buffered writeback through it can be slower than the real disk).
+# --fs diskext4 into a fresh journaled ext4 made for every run on a loop device with direct IO
+# over a preallocated file in WORKDIR: the virtio disk, but every run starts from a new
+# filesystem (WORKDIR's own ext4 here has no journal and, after a tree is deleted, every
+# extractor's inode allocation slows 2-3x: see --keep-trees), as a user's disk would be.
 # Archives always stay in WORKDIR.  A list runs every archive on each filesystem.
 # --threads (default: 1 and the CPU count) is the sweep for the agave zstd archives: rows
 # `fastuntar -t --threads N` (list only, output to /dev/null) and `fastuntar -x --direct-io
@@ -106,7 +110,8 @@ mapfile -t KEYS < <(dedup "${KEYS[@]}")
 mapfile -t GEN_KINDS < <(dedup "${GEN_KINDS[@]}")
 IFS=, read -r -a FS_LIST <<<"$FS_ARG"
 for f in "${FS_LIST[@]}"; do
-    [[ $f == disk || $f == ramext4 ]] || die "--fs: disk or ramext4 (or a list: disk,ramext4), not '$f'"
+    [[ $f == disk || $f == diskext4 || $f == ramext4 ]] ||
+        die "--fs: disk, diskext4 or ramext4 (or a list: disk,ramext4), not '$f'"
 done
 mapfile -t FS_LIST < <(dedup "${FS_LIST[@]}")
 IFS=, read -r -a THREADS <<<"${THREADS_ARG:-1,$NPROC}"
@@ -134,9 +139,10 @@ DISK_DEST=$WORKDIR/dest
 DEST=$DISK_DEST
 REFTMP=$WORKDIR/ref.tmp
 DDFILE=$WORKDIR/dd.tmp
-# --fs ramext4: the backing file (named after this process, so two benches never share one),
-# its loop device and the mount point.
+# --fs ramext4 / diskext4: the backing file (named after this process, so two benches never
+# share one), its loop device and the mount point.
 RAM_IMG=/dev/shm/fastuntar-bench-$$.img
+DISK_IMG=$WORKDIR/diskext4-$$.img
 RAM_MNT=$WORKDIR/ramext4.mnt
 RAM_LOOP=""
 RAM_MOUNTED=0
@@ -159,15 +165,26 @@ ram_down() {
         losetup -d "$RAM_LOOP" 2>/dev/null || true
         RAM_LOOP=""
     fi
-    rm -f -- "$RAM_IMG"
+    rm -f -- "$RAM_IMG" # the diskext4 image stays allocated until cleanup
 }
-# Makes a fresh ext4 of $1 bytes on a loop device over a sparse file in /dev/shm and mounts it.
+# Makes a fresh ext4 of $1 bytes on a loop device and mounts it: ramext4 over a sparse file in
+# /dev/shm, diskext4 over a file in WORKDIR preallocated once (fallocate) and read and written
+# with O_DIRECT by the loop device, so the data goes to the disk without a second page cache.
 # lazy_itable_init=0/lazy_journal_init=0: no ext4lazyinit thread zeroing inode tables during
-# the timed run (mkfs does it up front: ~0.1 s for 10 GB on tmpfs); nodiscard: the file is new.
+# the timed run (mkfs does it up front: ~0.1 s for 10 GB on tmpfs); nodiscard: the file is new
+# (or, on diskext4, stays allocated: a discard would punch holes into it).
 ram_up() {
     ram_down
-    truncate -s "$1" "$RAM_IMG"
-    RAM_LOOP=$(losetup -f --show "$RAM_IMG")
+    if [[ $FS == diskext4 ]]; then
+        if [[ ! -f $DISK_IMG ]] || (($(stat -c %s "$DISK_IMG") < $1)); then
+            rm -f -- "$DISK_IMG"
+            fallocate -l "$1" "$DISK_IMG"
+        fi
+        RAM_LOOP=$(losetup -f --show --direct-io=on "$DISK_IMG")
+    else
+        truncate -s "$1" "$RAM_IMG"
+        RAM_LOOP=$(losetup -f --show "$RAM_IMG")
+    fi
     mkfs.ext4 -q -F -E nodiscard,lazy_itable_init=0,lazy_journal_init=0 "$RAM_LOOP"
     mkdir -p "$RAM_MNT"
     mount "$RAM_LOOP" "$RAM_MNT"
@@ -177,6 +194,7 @@ ram_up() {
 cleanup() {
     rm -rf -- "$DISK_DEST" "$REFTMP" "$DDFILE"
     ram_down
+    rm -f -- "$DISK_IMG"
     rmdir "$RAM_MNT" 2>/dev/null || true
 }
 trap cleanup EXIT
@@ -197,10 +215,10 @@ done
 IS_ROOT=0
 [[ $(id -u) == 0 ]] && IS_ROOT=1
 for f in "${FS_LIST[@]}"; do
-    if [[ $f == ramext4 ]]; then
-        ((IS_ROOT)) || die "--fs ramext4 needs root (losetup, mkfs, mount)"
-        for tool in losetup mkfs.ext4 mount umount truncate; do
-            command -v $tool >/dev/null || die "--fs ramext4 needs $tool"
+    if [[ $f == ramext4 || $f == diskext4 ]]; then
+        ((IS_ROOT)) || die "--fs $f needs root (losetup, mkfs, mount)"
+        for tool in losetup mkfs.ext4 mount umount truncate fallocate; do
+            command -v $tool >/dev/null || die "--fs $f needs $tool"
         done
     fi
 done
@@ -278,7 +296,7 @@ SCHED=$(cat "/sys/block/$DISK/queue/scheduler" 2>/dev/null || echo "?")
     say "kernel:   $(uname -sr)"
     say "fs:       $FS_LINE (archives; destination for --fs disk)"
     say "disk:     $DISK_LINE (name size rota log-sec phy-sec), model '${DISK_MODEL:-none reported}', driver $DISK_DRIVER, scheduler $SCHED"
-    say "dest fs:  ${FS_LIST[*]}$([[ " ${FS_LIST[*]} " == *" ramext4 "* ]] && echo " (ramext4: ext4, mkfs per run, on a loop device over $RAM_IMG)")"
+    say "dest fs:  ${FS_LIST[*]}$([[ " ${FS_LIST[*]} " == *" ramext4 "* ]] && echo " (ramext4: ext4, mkfs per run, on a loop device over $RAM_IMG)")$([[ " ${FS_LIST[*]} " == *" diskext4 "* ]] && echo " (diskext4: ext4, mkfs per run, on a direct-IO loop device over $DISK_IMG)")"
     say "dirty:    vm.dirty_ratio=$(cat /proc/sys/vm/dirty_ratio) vm.dirty_background_ratio=$(cat /proc/sys/vm/dirty_background_ratio)"
     say "tools:    $(tar --version | head -n1); $(zstd --version 2>&1 | head -n1); $(lz4 --version 2>&1 | head -n1); $(python3 --version)"
 } | tee "$RESULTS/machine.txt"
@@ -406,7 +424,16 @@ ram_size() {
 # $1: image size, $2: bytes a run writes into it.
 RAM_REASON=""
 ram_check() {
-    local size=$1 need_kb avail_shm avail_mem
+    local size=$1 need_kb avail_shm avail_mem avail_disk
+    RAM_REASON=""
+    if [[ $FS == diskext4 ]]; then
+        avail_disk=$(df -B1 --output=avail "$WORKDIR" | tail -n1 | tr -d ' ')
+        [[ -f $DISK_IMG ]] && avail_disk=$((avail_disk + $(stat -c %s "$DISK_IMG")))
+        if ((avail_disk < size + (2 << 30))); then
+            RAM_REASON="$WORKDIR has $((avail_disk >> 20)) MiB free, the image needs $((size >> 20)) MiB and 2 GiB stay free"
+        fi
+        return
+    fi
     avail_shm=$(df -B1 --output=avail /dev/shm | tail -n1 | tr -d ' ')
     avail_mem=$(meminfo_kb MemAvailable)
     # A run fills the image with about the tar size plus ext4 metadata, and 1 GiB stays free
@@ -446,20 +473,20 @@ if ((DD)); then
             dd_run "disk: dd write 4 GiB buffered + sync" 4096 if=/dev/zero of="$DDFILE" bs=1M count=4096
             rm -f -- "$DDFILE"
         else
-            # 2 GiB into a 5 GiB ramext4 (what a bench run on it needs anyway at scale 1).
+            # 2 GiB into a 5 GiB ramext4/diskext4 (what a bench run on it needs anyway at scale 1).
             ram_check $((5 << 30)) $((2 << 30))
             if [[ -n $RAM_REASON ]]; then
-                say "  ramext4: dd skipped: $RAM_REASON"
+                say "  $FS: dd skipped: $RAM_REASON"
                 continue
             fi
             now_us; t0=$NOW_US
             ram_up $((5 << 30))
             now_us
-            say "  ramext4: truncate + losetup + mkfs.ext4 + mount of 5 GiB took $(fmt_s $((NOW_US - t0))) s" | tee -a "$RESULTS/disk.txt"
+            say "  $FS: losetup + mkfs.ext4 + mount of 5 GiB took $(fmt_s $((NOW_US - t0))) s" | tee -a "$RESULTS/disk.txt"
             DDFILE=$RAM_MNT/dd.tmp
-            dd_run "ramext4: dd write 2 GiB oflag=direct + sync" 2048 if=/dev/zero of="$DDFILE" bs=1M count=2048 oflag=direct
+            dd_run "$FS: dd write 2 GiB oflag=direct + sync" 2048 if=/dev/zero of="$DDFILE" bs=1M count=2048 oflag=direct
             rm -f -- "$DDFILE"
-            dd_run "ramext4: dd write 2 GiB buffered + sync" 2048 if=/dev/zero of="$DDFILE" bs=1M count=2048
+            dd_run "$FS: dd write 2 GiB buffered + sync" 2048 if=/dev/zero of="$DDFILE" bs=1M count=2048
             ram_down
             DDFILE=$WORKDIR/dd.tmp
         fi
@@ -581,7 +608,7 @@ prepare_dest() { # key
         mkdir -p "$DEST"
         now_us
         if ((!RAM_CYCLE_SHOWN)); then
-            say "  (ramext4 of $(($(ram_size "$1") >> 20)) MiB: teardown + truncate + losetup + mkfs.ext4 + mount took $(fmt_s $((NOW_US - t0))) s, untimed)"
+            say "  ($FS of $(($(ram_size "$1") >> 20)) MiB: teardown + losetup + mkfs.ext4 + mount took $(fmt_s $((NOW_US - t0))) s, untimed)"
             RAM_CYCLE_SHOWN=1
         fi
     fi
@@ -690,10 +717,10 @@ for FS in "${FS_LIST[@]}"; do
         a=$ARCHDIR/${AFILE[$key]}
         hr
         say "[$FS] archive ${AFILE[$key]}: ${EXPECT_FILES[$key]} files, $(awk -F'\t' -v k="$key" '$1 == "archive" && $2 == k { printf "%d MB of file data, %d MB compressed", $4 / 1e6, $5 / 1e6 }' "$META")"
-        if [[ $FS == ramext4 ]]; then
+        if [[ $FS == ramext4 || $FS == diskext4 ]]; then
             ram_check "$(ram_size "$key")" "${TAR_BYTES[$key]}"
             if [[ -n $RAM_REASON ]]; then
-                say "  skipped on ramext4: $RAM_REASON"
+                say "  skipped on $FS: $RAM_REASON"
                 printf 'fsskip\t%s\t%s\t%s\n' "$FS" "$key" "$RAM_REASON" >>"$META"
                 continue
             fi
@@ -744,7 +771,8 @@ runs = {}
 for line in open(tsv):
     fs, key, c, r, status, tot, cmd, rss, cache, other, resf, resa, cpu = line.rstrip("\n").split("\t")
     runs.setdefault((fs, key, c), []).append((status, tot, cmd, rss, cache, other, resf, resa, cpu))
-FSNAME = {"disk": "disk", "ramext4": "ramext4 (ext4 on a tmpfs-backed loop device)"}
+FSNAME = {"disk": "disk", "ramext4": "ramext4 (ext4 on a tmpfs-backed loop device)",
+          "diskext4": "diskext4 (a fresh journaled ext4 per run on the virtio disk, via a direct-IO loop device)"}
 out_txt, out_md = [], []
 for fs in fss:
     for key, info in archives.items():

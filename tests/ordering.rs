@@ -1,5 +1,5 @@
 //! Archive order across writer threads (issue 12, `src/write/multi.rs`): with several writer
-//! threads, files of different directories are created in parallel, and what archive order
+//! threads, files are created in parallel, also files of one directory, and what archive order
 //! decides must still come out as with one: the last of two members at a path wins, a hard
 //! link sees its target complete, a directory replaced by a file or a symlink is replaced
 //! after what was under it, a directory's mode and mtime come after its contents.
@@ -301,6 +301,30 @@ fn same_path_written_twice() {
     t.file("x/dup2", &noise(300_000, 3));
     t.file("top", b"one\n").filler("c", 3, 10).file("top", b"two\n");
     check("same_path_twice", &t.finish(), true);
+}
+
+/// The files of one directory go to every thread (a snapshot's `accounts/`): the same name
+/// again a few members later, a hard link right after its target, a symlink over a file just
+/// written and a file over that symlink, all in one directory.
+#[test]
+fn one_directory_on_every_thread() {
+    let mut t = Tar::new();
+    t.dir("acc/", 0o755, 1_500_000_000);
+    for i in 0..400usize {
+        t.file(&format!("acc/{i}.0"), &noise(100 + (i * 977) % 30_000, i as u64));
+        if i % 7 == 3 {
+            t.file(&format!("acc/{}.0", i - 2), &noise(50 + i, 10_000 + i as u64));
+        }
+        if i % 11 == 5 {
+            t.hardlink(&format!("acc/l{i}"), &format!("acc/{i}.0"));
+        }
+        if i % 13 == 6 {
+            // At i = 58 the next member (i % 7 == 3 at 59) writes a file over this symlink.
+            t.symlink(&format!("acc/{}.0", i - 1), "elsewhere");
+        }
+    }
+    t.file("acc/5.0", b"last\n");
+    check("one_directory", &t.finish(), true);
 }
 
 /// A hard link to a file another thread may still be writing (a big one, and small ones in

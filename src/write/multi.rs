@@ -1,6 +1,6 @@
-//! Several writer threads (`--writer-threads N`): files of different directories are created
-//! in parallel, because ext4's create path (directory lock, inode allocation, journal) is what
-//! a tree of small files spends its time in, and one thread leaves the other cores idle.
+//! Several writer threads (`--writer-threads N`): files are created in parallel, because
+//! ext4's create path (directory lock, inode allocation, journal) is what a tree of small
+//! files spends its time in, and one thread leaves the other cores idle.
 //!
 //! The decoder thread runs the **dispatcher** (`Dispatch`, a `plan::Sink`): it sends each
 //! regular file (File, its Data, End) to one worker, and carries out everything else itself,
@@ -9,9 +9,11 @@
 //! writer (io_uring or portable) with its own `Dest` (its own directory-fd cache); all of them
 //! resolve paths the same race-free way.
 //!
-//! **Routing.** A directory is given to one worker when its first file arrives (the worker
-//! with the fewest batches waiting), and keeps it: every file of one directory, and so every
-//! op on one path, is created by one thread, in archive order.
+//! **Routing.** Each file goes to the worker with the fewest batches waiting, so the files of
+//! one directory (a snapshot's `accounts/`) are created on every thread: the directory lock is
+//! held only for the create itself, not for the data, `utimensat` and close (measured in
+//! docs/DESIGN.md, "Several writer threads"). Two ops on one path on different workers are
+//! ordered by the waits below.
 //!
 //! **Ordering across threads.** Each worker publishes how far it has got: the batches it has
 //! applied and the archive offset of the oldest member it holds unfinished (`floor`). So
@@ -182,13 +184,11 @@ fn work(i: usize, writer: &mut dyn Writer, rx: &Receiver<Vec<Op>>, shared: &Shar
 struct Mark {
     /// 1 + the worker that made a non-directory here (0: none).
     leaf: u8,
-    /// 1 + the worker this directory's files go to (0: not assigned yet).
-    assigned: u8,
     /// Workers with files strictly beneath this path.
     beneath: u64,
 }
 
-/// The key of DIR itself.
+/// FNV-1a's offset basis, where every path's hash starts.
 const ROOT_KEY: u64 = 0xcbf2_9ce4_8422_2325;
 
 /// Hashes of every leading part of `path` (`a`, `a/b`, `a/b/c`), into `out`: FNV-1a over the
@@ -400,11 +400,7 @@ impl Dispatch {
             self.wait(all, offset)?;
             self.recent.clear();
         }
-        let parent = if n >= 2 { h[n - 2] } else { ROOT_KEY };
-        let w = match self.recent.get(&parent).map_or(0, |m| m.assigned) {
-            0 => self.least_busy(),
-            a => usize::from(a - 1),
-        };
+        let w = self.least_busy();
         let bit = 1u64 << w;
         let mut mask = 0u64;
         for (k, key) in h.iter().enumerate() {
@@ -419,7 +415,6 @@ impl Dispatch {
         if mask != 0 {
             self.wait(mask, offset)?;
         }
-        self.recent.entry(parent).or_default().assigned = w as u8 + 1;
         self.recent.entry(h[n - 1]).or_default().leaf = w as u8 + 1;
         for k in (0..n - 1).rev() {
             let m = self.recent.entry(h[k]).or_default();
