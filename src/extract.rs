@@ -361,9 +361,14 @@ fn pipeline_many(
                 stats.links += s.links;
                 stats.bytes += s.bytes;
             }
-            Err(e) => {
-                first_err.get_or_insert(e);
+            // Another writer's failure is the run's error; a file this one left incomplete
+            // (a full disk fails the files in flight on every writer) is named too.
+            Err(e) if first_err.is_some() => {
+                if e.downcast_ref::<write::Incomplete>().is_some() {
+                    report::diagnostic(&format!("fastuntar: {e:#}"));
+                }
             }
+            Err(e) => first_err = Some(e),
         }
     }
     // A write failure is the root cause when both sides failed: the producer only saw a

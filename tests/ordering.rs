@@ -310,7 +310,7 @@ fn same_path_written_twice() {
 fn one_directory_on_every_thread() {
     let mut t = Tar::new();
     t.dir("acc/", 0o755, 1_500_000_000);
-    for i in 0..400usize {
+    for i in 0..700usize {
         t.file(&format!("acc/{i}.0"), &noise(100 + (i * 977) % 30_000, i as u64));
         if i % 7 == 3 {
             t.file(&format!("acc/{}.0", i - 2), &noise(50 + i, 10_000 + i as u64));

@@ -9,11 +9,12 @@
 //! writer (io_uring or portable) with its own `Dest` (its own directory-fd cache); all of them
 //! resolve paths the same race-free way.
 //!
-//! **Routing.** Each file goes to the worker with the fewest batches waiting, so the files of
-//! one directory (a snapshot's `accounts/`) are created on every thread: the directory lock is
-//! held only for the create itself, not for the data, `utimensat` and close (measured in
-//! docs/DESIGN.md, "Several writer threads"). Two ops on one path on different workers are
-//! ordered by the waits below.
+//! **Routing.** A directory is given to one worker when its first file arrives (the worker
+//! with the fewest batches waiting). Past SPREAD_AFTER files, a directory's files join the
+//! batch being filled until it is sent, and the next batch goes to the least busy worker: the
+//! files of one large directory (a snapshot's `accounts/`) are created on every thread, since
+//! the directory lock is held only for the create itself, not for the data, `utimensat` and
+//! close. Two ops on one path on different workers are ordered by the waits below.
 //!
 //! **Ordering across threads.** Each worker publishes how far it has got: the batches it has
 //! applied and the archive offset of the oldest member it holds unfinished (`floor`). So
@@ -186,7 +187,21 @@ struct Mark {
     leaf: u8,
     /// Workers with files strictly beneath this path.
     beneath: u64,
+    /// 1 + the worker this directory's last file went to (0: none yet).
+    assigned: u8,
+    /// Files routed into this directory since the last barrier.
+    files: u32,
 }
+
+/// A directory's first files go to one worker; from this many on, its files are spread over
+/// every worker, a batch at a time. One directory of 100,000 small files: 3.21 s on one
+/// worker, 2.72 s spread (2 writers, fresh ext4 on the disk, extract+sync); a tree of 337
+/// directories of ~300 files the same either way (2.49 / 2.48 s). Small directories stay on
+/// one worker so that the members of a small archive land in archive order, as with one
+/// writer: with a directory spread, a later member on another worker can take the last free
+/// blocks or inodes before an earlier one gets them (both are then named, but the earlier
+/// one fails where one writer would have written it).
+const SPREAD_AFTER: u32 = 256;
 
 /// FNV-1a's offset basis, where every path's hash starts.
 const ROOT_KEY: u64 = 0xcbf2_9ce4_8422_2325;
@@ -231,6 +246,8 @@ pub struct Dispatch {
     recent: HashMap<u64, Mark, BuildHasherDefault<PassThrough>>,
     /// The worker receiving the current file's Data and End, and the file's offset.
     current: Option<(usize, u64)>,
+    /// The worker whose outbox new files join until it is sent.
+    filling: Option<usize>,
     hashes: Vec<u64>,
     /// Waits for workers (for the summary and the performance notes).
     pub waits: u64,
@@ -260,6 +277,7 @@ impl Dispatch {
             stats: Stats::default(),
             recent: HashMap::default(),
             current: None,
+            filling: None,
             hashes: Vec::new(),
             waits: 0,
         }
@@ -400,7 +418,20 @@ impl Dispatch {
             self.wait(all, offset)?;
             self.recent.clear();
         }
-        let w = self.least_busy();
+        let parent = if n >= 2 { h[n - 2] } else { ROOT_KEY };
+        let (assigned, files) = self.recent.get(&parent).map_or((0, 0), |m| (m.assigned, m.files));
+        let w = match (files >= SPREAD_AFTER, self.filling) {
+            // A large directory: its files join the batch being filled until it is sent, and
+            // the next batch goes to the least busy worker.
+            (true, Some(w)) if !self.out[w].ops.is_empty() => w,
+            (true, _) => self.least_busy(),
+            (false, _) if assigned != 0 => usize::from(assigned - 1),
+            (false, _) => self.least_busy(),
+        };
+        self.filling = Some(w);
+        let m = self.recent.entry(parent).or_default();
+        m.assigned = w as u8 + 1;
+        m.files = m.files.saturating_add(1);
         let bit = 1u64 << w;
         let mut mask = 0u64;
         for (k, key) in h.iter().enumerate() {

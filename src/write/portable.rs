@@ -72,16 +72,14 @@ impl Portable {
         let fd = f.fd.as_raw_fd();
         let mut done = 0;
         if f.direct {
-            reserve(fd, f.size, &mut f.preallocated, offset + data.len() as u64).map_err(|e| {
-                anyhow!("{}: cannot reserve space: {e}; the file is incomplete", f.entry.name)
-            })?;
+            reserve(fd, f.size, &mut f.preallocated, offset + data.len() as u64)
+                .map_err(|e| super::incomplete(&f.entry.name, "cannot reserve space", e))?;
             // Whole aligned blocks go direct; an unaligned tail (only the last chunk has one)
             // is written after switching the fd to buffered mode.
             let aligned = self.policy.direct_part(data.len());
             if aligned > 0 {
-                pwrite_all(fd, &data[..aligned], offset).map_err(|e| {
-                    anyhow!("{}: write failed: {e}; the file is incomplete", f.entry.name)
-                })?;
+                pwrite_all(fd, &data[..aligned], offset)
+                    .map_err(|e| super::incomplete(&f.entry.name, "write failed", e))?;
                 done = aligned;
             }
             if done < data.len() {
@@ -91,7 +89,7 @@ impl Portable {
             }
         }
         pwrite_all(fd, &data[done..], offset + done as u64)
-            .map_err(|e| anyhow!("{}: write failed: {e}; the file is incomplete", f.entry.name))?;
+            .map_err(|e| super::incomplete(&f.entry.name, "write failed", e))?;
         self.stats.bytes += data.len() as u64;
         crate::progress::bytes_written(data.len() as u64);
         Ok(())

@@ -351,9 +351,8 @@ impl Uring {
         let (index, ptr, len) = (buf.index(), buf.as_ptr(), buf.len());
         if f.direct {
             let fd = f.fd.as_ref().map_or(-1, |fd| fd.as_raw_fd());
-            reserve(fd, f.size, &mut f.preallocated, offset + len as u64).map_err(|e| {
-                anyhow!("{}: cannot reserve space: {e}; the file is incomplete", f.entry.name)
-            })?;
+            reserve(fd, f.size, &mut f.preallocated, offset + len as u64)
+                .map_err(|e| super::incomplete(&f.entry.name, "cannot reserve space", e))?;
             let direct = self.policy.direct_part(len);
             if direct < len {
                 if f.tail.is_some() {
@@ -451,19 +450,17 @@ impl Uring {
                 }
                 if res < 0 {
                     let e = io::Error::from_raw_os_error(-res);
-                    return Err(anyhow!(
-                        "{}: write failed: {e}; the file is incomplete",
-                        self.files[file].entry.name
-                    ));
+                    return Err(super::incomplete(&self.files[file].entry.name, "write failed", e));
                 }
                 let n = res as usize;
                 self.files[file].writes -= 1;
                 self.stats.bytes += n as u64;
                 crate::progress::bytes_written(n as u64);
                 if n == 0 && len > 0 {
-                    return Err(anyhow!(
-                        "{}: write failed: wrote 0 bytes; the file is incomplete",
-                        self.files[file].entry.name
+                    return Err(super::incomplete(
+                        &self.files[file].entry.name,
+                        "write failed",
+                        "wrote 0 bytes",
                     ));
                 }
                 if n < len {
