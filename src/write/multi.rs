@@ -199,8 +199,9 @@ struct Mark {
 /// directories of ~300 files the same either way (2.49 / 2.48 s). Small directories stay on
 /// one worker so that the members of a small archive land in archive order, as with one
 /// writer: with a directory spread, a later member on another worker can take the last free
-/// blocks or inodes before an earlier one gets them (both are then named, but the earlier
-/// one fails where one writer would have written it).
+/// blocks or inodes before an earlier one gets them, and the earlier one fails where one
+/// writer would have written it (named when it is the run's error or left a short file; a
+/// create that failed on the other worker leaves no file and no line).
 const SPREAD_AFTER: u32 = 256;
 
 /// FNV-1a's offset basis, where every path's hash starts.
