@@ -361,13 +361,9 @@ fn pipeline_many(
                 stats.links += s.links;
                 stats.bytes += s.bytes;
             }
-            // Another writer's failure is the run's error; a file this one left incomplete
-            // (a full disk fails the files in flight on every writer) is named too.
-            Err(e) if first_err.is_some() => {
-                if e.downcast_ref::<write::Incomplete>().is_some() {
-                    report::diagnostic(&format!("fastuntar: {e:#}"));
-                }
-            }
+            // Another writer's failure is the run's error; this one's member failed too (a
+            // full disk fails the files in flight on every writer): it is named as well.
+            Err(e) if first_err.is_some() => report::diagnostic(&format!("fastuntar: {e:#}")),
             Err(e) => first_err = Some(e),
         }
     }

@@ -52,24 +52,10 @@ pub trait Writer: Send {
 
 pub mod align;
 
-/// A write that failed part-way and left a file shorter than its member. With several writers
-/// one failure is the run's error; the others are dropped unless they are this kind, which
-/// names a file that exists with the wrong length (a full disk fails the files in flight on
-/// every writer).
-#[derive(Debug)]
-pub struct Incomplete(String);
-
-impl std::fmt::Display for Incomplete {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Incomplete {}
-
-/// `NAME: WHAT: ERR; the file is incomplete`, as an `Incomplete`.
+/// A write that failed part-way and left a file shorter than its member:
+/// `NAME: WHAT: ERR; the file is incomplete`.
 pub fn incomplete(name: &str, what: &str, err: impl std::fmt::Display) -> anyhow::Error {
-    anyhow::Error::new(Incomplete(format!("{name}: {what}: {err}; the file is incomplete")))
+    anyhow::anyhow!("{name}: {what}: {err}; the file is incomplete")
 }
 
 /// Sorts an io error on a member into "skip it, warn, go on" (Ok) or "stop the run" (Err),

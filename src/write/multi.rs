@@ -199,9 +199,8 @@ struct Mark {
 /// directories of ~300 files the same either way (2.49 / 2.48 s). Small directories stay on
 /// one worker so that the members of a small archive land in archive order, as with one
 /// writer: with a directory spread, a later member on another worker can take the last free
-/// blocks or inodes before an earlier one gets them, and the earlier one fails where one
-/// writer would have written it (named when it is the run's error or left a short file; a
-/// create that failed on the other worker leaves no file and no line).
+/// blocks or inodes before an earlier one gets them, and the earlier one fails (named on a
+/// line of its own) where one writer would have written it.
 const SPREAD_AFTER: u32 = 256;
 
 /// FNV-1a's offset basis, where every path's hash starts.
