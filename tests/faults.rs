@@ -1416,9 +1416,9 @@ fn fsize_limit_is_one_line() {
 /// member on another writer may take the space an earlier one needed (docs/DESIGN.md,
 /// "Failure"); then the earlier one must be named instead of complete.
 fn one_writer() -> bool {
-    match std::env::var("FASTUNTAR_WRITER_THREADS") {
-        Ok(v) => v.trim() == "1",
-        Err(_) => std::thread::available_parallelism().map_or(true, |n| n.get() == 1),
+    match writer_threads_env() {
+        Some(n) => n == 1,
+        None => std::thread::available_parallelism().map_or(true, |n| n.get() == 1),
     }
 }
 
@@ -1435,10 +1435,14 @@ fn complete_or_named(out: &Out, dest: &Path, members: &[(&str, &[u8])]) -> Resul
     Ok(())
 }
 
+/// The writer threads FASTUNTAR_WRITER_THREADS asks for (test.sh's second pass), if it does.
+fn writer_threads_env() -> Option<u32> {
+    std::env::var("FASTUNTAR_WRITER_THREADS").ok().and_then(|v| v.trim().parse().ok())
+}
+
 /// FASTUNTAR_WRITER_THREADS asks for more than one writer (the suites' second pass).
 fn several_writers_forced() -> bool {
-    std::env::var("FASTUNTAR_WRITER_THREADS")
-        .is_ok_and(|v| v.trim().parse().is_ok_and(|n: u32| n > 1))
+    writer_threads_env().is_some_and(|n| n > 1)
 }
 
 /// RLIMIT_NPROC (`ulimit -u`) counts threads, and io_uring's io-wq workers, of every process

@@ -246,8 +246,6 @@ pub struct Dispatch {
     recent: HashMap<u64, Mark, BuildHasherDefault<PassThrough>>,
     /// The worker receiving the current file's Data and End, and the file's offset.
     current: Option<(usize, u64)>,
-    /// The worker whose outbox new files join until it is sent.
-    filling: Option<usize>,
     hashes: Vec<u64>,
     /// Waits for workers (for the summary and the performance notes).
     pub waits: u64,
@@ -277,7 +275,6 @@ impl Dispatch {
             stats: Stats::default(),
             recent: HashMap::default(),
             current: None,
-            filling: None,
             hashes: Vec::new(),
             waits: 0,
         }
@@ -420,15 +417,12 @@ impl Dispatch {
         }
         let parent = if n >= 2 { h[n - 2] } else { ROOT_KEY };
         let (assigned, files) = self.recent.get(&parent).map_or((0, 0), |m| (m.assigned, m.files));
-        let w = match (files >= SPREAD_AFTER, self.filling) {
-            // A large directory: its files join the batch being filled until it is sent, and
-            // the next batch goes to the least busy worker.
-            (true, Some(w)) if !self.out[w].ops.is_empty() => w,
-            (true, _) => self.least_busy(),
-            (false, _) if assigned != 0 => usize::from(assigned - 1),
-            (false, _) => self.least_busy(),
+        let w = match usize::from(assigned).checked_sub(1) {
+            // A small directory stays with its worker; a large one's files join its last
+            // worker's batch until that is sent, and the next batch goes to the least busy.
+            Some(w) if files < SPREAD_AFTER || !self.out[w].ops.is_empty() => w,
+            _ => self.least_busy(),
         };
-        self.filling = Some(w);
         let m = self.recent.entry(parent).or_default();
         m.assigned = w as u8 + 1;
         m.files = m.files.saturating_add(1);
