@@ -11,7 +11,7 @@ use anyhow::{Context, Result, anyhow};
 use std::sync::Arc;
 
 use crate::admit::{Admission, FileCount, SNAPSHOT_DIR_MODE, SNAPSHOT_FILE_MODE};
-use crate::archive::{Kind, Member, Reader};
+use crate::archive::{Kind, Member, Reader, Skip};
 use crate::config::{self, Config};
 use crate::decode;
 use crate::exclude::Exclude;
@@ -91,7 +91,7 @@ fn batch_buffers(pool: &Pool, writers: usize) -> usize {
 
 /// The decoded tar stream and how the tar stage must batch what it reads from it.
 struct Stream {
-    reader: Box<dyn std::io::Read + Send>,
+    reader: Box<dyn Skip + Send>,
     trailer: Option<decode::Trailer>,
     /// Most buffers of file data an unsent batch may hold (`batch_buffers`).
     batch_buffers: usize,
@@ -477,10 +477,7 @@ fn produce(
 /// The tar end marker comes before the end of a compressed stream: reads on so the decoder
 /// checks the frame's end and checksum and what follows it, as `zstd -d | tar -x` would, but
 /// only within a budget (decode.rs TRAILER_DECODED): gigabytes of trailing data are not decoded.
-pub fn verify_trailer<R: std::io::Read>(
-    reader: Reader<R>,
-    trailer: &decode::Trailer,
-) -> Result<()> {
+pub fn verify_trailer<R: Skip>(reader: Reader<R>, trailer: &decode::Trailer) -> Result<()> {
     let end = reader.offset();
     trailer
         .check(reader.into_inner())
@@ -585,7 +582,7 @@ impl Sink for Bounded<'_> {
 /// whole buffers. 1/8 (128 KiB of a 1 MiB buffer) wastes at most that at a buffer's end.
 const PACK_FRACTION: usize = 8;
 
-struct Stage<'a, 'b, R: std::io::Read> {
+struct Stage<'a, 'b, R: Skip> {
     cfg: &'a Config,
     /// The locale is UTF-8 (for quoting `-v` output as GNU tar does).
     utf8: bool,
@@ -600,7 +597,7 @@ struct Stage<'a, 'b, R: std::io::Read> {
     out: &'a mut (dyn Sink + 'b),
 }
 
-impl<R: std::io::Read> Stage<'_, '_, R> {
+impl<R: Skip> Stage<'_, '_, R> {
     fn send(&mut self, op: Op) -> Result<(), MemberError> {
         self.out.push(op).map_err(MemberError::from)
     }

@@ -139,6 +139,7 @@ fn json(s: &Summary, code: ExitCode) -> String {
             "{{\"members\":{},\"files\":{},\"files_direct\":{},\"files_buffered\":{},",
             "\"dirs\":{},\"links\":{},\"bytes\":{},\"elapsed_s\":{:.6},\"mb_per_s\":{:.3},",
             "\"sync_s\":{},\"decode_threads\":{},\"frames\":{},\"frames_ahead\":{},",
+            "\"frames_in_place\":{},",
             "\"skipped\":{},\"exit_code\":{}}}"
         ),
         s.members,
@@ -154,6 +155,7 @@ fn json(s: &Summary, code: ExitCode) -> String {
         s.decoding.threads,
         null_or(s.decoding.frames),
         null_or(s.decoding.frames_ahead),
+        null_or(s.decoding.frames_in_place),
         report::skipped_count(),
         code as i32
     )

@@ -54,11 +54,58 @@ struct Inner {
 }
 
 struct Free {
-    indices: Vec<u32>,
+    /// Bit `i % 64` of word `i / 64` is set when buffer `i` is free.
+    bits: Vec<u64>,
     /// Threads blocked in `get`: a returned buffer wakes one only if there is one (a
     /// notify is a futex syscall even with nobody waiting; 100,000 small files made 100,000
     /// of them).
     waiting: usize,
+}
+
+/// Single buffers are taken from the top of the region and runs from the bottom, so that file
+/// data in flight, scattered over the pool as writes complete in any order, leaves the low
+/// buffers side by side for the decoder's runs. With the top-most free buffer taken first, the
+/// same few buffers are reused while little is in flight, as a stack of free buffers did.
+impl Free {
+    fn new(count: usize) -> Free {
+        let mut bits = vec![0u64; count.div_ceil(64)];
+        for i in 0..count {
+            bits[i / 64] |= 1 << (i % 64);
+        }
+        Free { bits, waiting: 0 }
+    }
+
+    /// Takes the highest free buffer.
+    fn take(&mut self) -> Option<u32> {
+        let (w, word) = self.bits.iter_mut().enumerate().rev().find(|(_, b)| **b != 0)?;
+        let bit = 63 - word.leading_zeros() as usize;
+        *word &= !(1 << bit);
+        Some((w * 64 + bit) as u32)
+    }
+
+    /// Takes the lowest `k` free buffers that are side by side, if there are.
+    fn take_run(&mut self, k: usize) -> Option<usize> {
+        let mut len = 0;
+        let total = self.bits.len() * 64;
+        let end = (0..total).find(|&i| {
+            len = if self.is_free(i) { len + 1 } else { 0 };
+            len == k
+        })?;
+        let first = end + 1 - k;
+        for i in first..=end {
+            self.bits[i / 64] &= !(1 << (i % 64));
+        }
+        Some(first)
+    }
+
+    fn is_free(&self, i: usize) -> bool {
+        self.bits[i / 64] & (1 << (i % 64)) != 0
+    }
+
+    fn put(&mut self, i: u32) {
+        let i = i as usize;
+        self.bits[i / 64] |= 1 << (i % 64);
+    }
 }
 
 /// A cloneable handle to the pool.
@@ -98,7 +145,7 @@ impl Pool {
             return None;
         }
         let base = base.cast::<u8>();
-        let free = Free { indices: (0..count as u32).rev().collect(), waiting: 0 };
+        let free = Free::new(count);
         Some(Pool {
             inner: Arc::new(Inner {
                 region: Region { base, size },
@@ -115,7 +162,7 @@ impl Pool {
     pub fn get(&self) -> PoolBuf {
         let mut free = self.inner.free.lock().unwrap();
         loop {
-            if let Some(index) = free.indices.pop() {
+            if let Some(index) = free.take() {
                 drop(free);
                 return self.whole(index);
             }
@@ -128,20 +175,33 @@ impl Pool {
     /// A free buffer, waiting at most `timeout` for one.
     pub fn get_timeout(&self, timeout: std::time::Duration) -> Option<PoolBuf> {
         let mut free = self.inner.free.lock().unwrap();
-        if free.indices.is_empty() {
-            free.waiting += 1;
-            free = self.inner.returned.wait_timeout(free, timeout).unwrap().0;
-            free.waiting -= 1;
+        if let Some(index) = free.take() {
+            drop(free);
+            return Some(self.whole(index));
         }
-        let index = free.indices.pop()?;
+        free.waiting += 1;
+        free = self.inner.returned.wait_timeout(free, timeout).unwrap().0;
+        free.waiting -= 1;
+        let index = free.take()?;
         drop(free);
         Some(self.whole(index))
     }
 
     /// A free buffer if there is one now; never waits.
     pub fn try_get(&self) -> Option<PoolBuf> {
-        let index = self.inner.free.lock().unwrap().indices.pop()?;
+        let index = self.inner.free.lock().unwrap().take()?;
         Some(self.whole(index))
+    }
+
+    /// `k` buffers side by side in the region (the lowest such run), if that many are free
+    /// next to each other now; never waits (see `Free` for where runs are found). For output that must be contiguous: a zstd frame
+    /// decoded in one piece (decode/parallel.rs).
+    pub fn try_get_run(&self, k: usize) -> Option<Run> {
+        if k == 0 || k > self.inner.count {
+            return None;
+        }
+        let first = self.inner.free.lock().unwrap().take_run(k)?;
+        Some(Run { bufs: (first..first + k).map(|i| self.whole(i as u32)).collect() })
     }
 
     /// The whole buffer `index`, just taken off the free list, as one piece.
@@ -247,6 +307,42 @@ impl PoolBuf {
     }
 }
 
+/// Buffers adjacent in the region, owned together so they can be filled as one slice, then
+/// handed on one by one.
+pub struct Run {
+    /// In index order: each starts where the one before it ends.
+    bufs: Vec<PoolBuf>,
+}
+
+impl Run {
+    /// Buffers in the run.
+    pub fn count(&self) -> usize {
+        self.bufs.len()
+    }
+
+    /// All the run's bytes, for filling.
+    pub fn full_mut(&mut self) -> &mut [u8] {
+        let first = &self.bufs[0];
+        let len = self.bufs.len() * first.pool.buf_size;
+        // Safety: the run holds whole buffers `first.index ..` of one region, consecutive
+        // (try_get_run), each owned exclusively, so these bytes are one allocation that nobody
+        // else can reach while the slice lives; the region was zero-initialised.
+        unsafe { std::slice::from_raw_parts_mut(first.base(), len) }
+    }
+
+    /// The buffers, with the run's first `len` bytes as their valid bytes (buffers past them
+    /// are empty).
+    pub fn into_bufs(self, mut len: usize) -> Vec<PoolBuf> {
+        let mut bufs = self.bufs;
+        for b in &mut bufs {
+            let n = len.min(b.cap);
+            b.set_len(n);
+            len -= n;
+        }
+        bufs
+    }
+}
+
 impl Drop for PoolBuf {
     fn drop(&mut self) {
         // The last piece of a buffer gives it back. AcqRel: every piece's writes (and the
@@ -255,7 +351,7 @@ impl Drop for PoolBuf {
             return;
         }
         let mut free = self.pool.free.lock().unwrap();
-        free.indices.push(self.index);
+        free.put(self.index);
         if free.waiting > 0 {
             self.pool.returned.notify_one();
         }
@@ -280,6 +376,37 @@ mod tests {
         drop(a);
         let got = waiter.join().unwrap();
         assert!(got < 2);
+    }
+
+    #[test]
+    fn runs_are_adjacent_buffers() {
+        let pool = Pool::new(8192, 6);
+        let held: Vec<PoolBuf> = (0..6).map(|_| pool.get()).collect();
+        let mut by_index: Vec<Option<PoolBuf>> = (0..6).map(|_| None).collect();
+        for b in held {
+            let i = b.index() as usize;
+            by_index[i] = Some(b);
+        }
+        // Free 0, 2, 3, 4: the only run of 3 is 2..=4.
+        for i in [0, 2, 3, 4] {
+            by_index[i] = None;
+        }
+        assert!(pool.try_get_run(4).is_none());
+        let mut run = pool.try_get_run(3).unwrap();
+        assert_eq!(run.full_mut().len(), 3 * 8192);
+        run.full_mut()[8190..8194].copy_from_slice(b"abcd");
+        assert!(pool.try_get_run(2).is_none(), "0 is alone");
+        let bufs = run.into_bufs(8192 + 10);
+        let idx: Vec<u32> = bufs.iter().map(|b| b.index()).collect();
+        assert_eq!(idx, [2, 3, 4]);
+        assert_eq!(bufs.iter().map(|b| b.len()).collect::<Vec<_>>(), [8192, 10, 0]);
+        assert_eq!(&bufs[0].data()[8190..], b"ab");
+        assert_eq!(&bufs[1].data()[..2], b"cd");
+        assert_eq!(bufs[1].as_ptr() as usize - bufs[0].as_ptr() as usize, 8192);
+        drop(bufs);
+        assert!(pool.try_get_run(3).is_some());
+        drop(by_index);
+        assert!(pool.try_get_run(6).is_some());
     }
 
     #[test]

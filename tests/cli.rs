@@ -728,6 +728,7 @@ fn json_summary() {
         "decode_threads",
         "frames",
         "frames_ahead",
+        "frames_in_place",
         "skipped",
         "exit_code",
     ];

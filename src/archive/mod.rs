@@ -10,6 +10,27 @@ mod sparse;
 
 pub use reader::Reader;
 
+/// What the tar reader reads: the decoded archive, which may also let data the reader does
+/// not want (a listing, an excluded member) be passed over without being copied out.
+pub trait Skip: std::io::Read {
+    /// Consumes up to `n` bytes without copying them, returning how many; 0 when this source
+    /// cannot (the reader then reads them into a scratch buffer). Frames another thread
+    /// decoded are already in memory (decode/parallel.rs): copying them out only to drop them
+    /// was a fifth of `-t`'s reader thread.
+    fn skip_in_place(&mut self, _n: u64) -> std::io::Result<u64> {
+        Ok(0)
+    }
+}
+
+impl<S: Skip + ?Sized> Skip for Box<S> {
+    fn skip_in_place(&mut self, n: u64) -> std::io::Result<u64> {
+        (**self).skip_in_place(n)
+    }
+}
+
+impl Skip for &[u8] {}
+impl Skip for std::io::Empty {}
+
 use crate::plan::Timestamp;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -22,7 +22,7 @@ use anyhow::{Result, anyhow, bail};
 use super::format::{self, BLOCK, Block, BlockCheck, Header, SparseExtension, TypeFlag};
 use super::pax::{self, Extended, Overrides};
 use super::sparse::{self, MapBuilder, MapV1, PaxVersion};
-use super::{Kind, Member, Segment};
+use super::{Kind, Member, Segment, Skip};
 use crate::plan::Timestamp;
 
 /// Largest GNU long name or long link target (`L`/`K` data) accepted.
@@ -35,7 +35,7 @@ const MAX_NAME_IN_MESSAGE: usize = 1024;
 type Res<T> = std::result::Result<T, String>;
 
 /// Streaming tar reader; see the module doc.
-pub struct Reader<R: Read> {
+pub struct Reader<R: Skip> {
     inner: R,
     /// Bytes of the archive consumed (a peeked block is not counted until it is taken).
     pos: u64,
@@ -207,7 +207,7 @@ fn one_line(name: &str) -> String {
     out
 }
 
-impl<R: Read> Reader<R> {
+impl<R: Skip> Reader<R> {
     /// A reader at the start of an archive (`inner` yields the decoded tar bytes).
     pub fn new(inner: R) -> Self {
         Reader {
@@ -378,6 +378,16 @@ impl<R: Read> Reader<R> {
             self.scratch = vec![0; SCRATCH];
         }
         while n > 0 {
+            match self.inner.skip_in_place(n) {
+                Ok(0) => {}
+                Ok(k) => {
+                    n -= k;
+                    self.pos += k;
+                    continue;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
             let want = n.min(self.scratch.len() as u64) as usize;
             match self.inner.read(&mut self.scratch[..want]) {
                 Ok(0) => return Err(eof()),
@@ -1661,6 +1671,61 @@ mod tests {
             .file("last", b"end")
     }
 
+    /// Data skipped in place (a source that can, as the frame-parallel decoder can for a
+    /// worker's frames) reads the same members as data read into the scratch buffer, and an
+    /// in-place skip past the end is an error like a short read.
+    #[test]
+    fn skipping_in_place() {
+        /// Skips in place on every other call, at most 700 bytes at a time.
+        struct InPlace<'a> {
+            data: &'a [u8],
+            calls: usize,
+        }
+        impl Read for InPlace<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                self.data.read(buf)
+            }
+        }
+        impl Skip for InPlace<'_> {
+            fn skip_in_place(&mut self, n: u64) -> io::Result<u64> {
+                self.calls += 1;
+                if self.calls.is_multiple_of(2) {
+                    return Ok(0);
+                }
+                let k = (n as usize).min(700).min(self.data.len());
+                self.data = &self.data[k..];
+                Ok(k as u64)
+            }
+        }
+        let ar = mixed_archive().end();
+        fn names<R: Skip>(r: &mut Reader<R>) -> Vec<(String, u64)> {
+            let mut v = Vec::new();
+            while let Some(m) = r.next_member().unwrap() {
+                v.push((m.display_name(), r.offset()));
+            }
+            v
+        }
+        let mut plain = Reader::new(&ar[..]);
+        let mut in_place = Reader::new(InPlace { data: &ar, calls: 0 });
+        let want = names(&mut plain);
+        assert_eq!(names(&mut in_place), want);
+        assert!(in_place.into_inner().calls > 4, "skipped in place");
+        // Data cut short inside a member that is skipped.
+        let data_of_p = ar.windows(1024).position(|w| w == [2; 1024]).unwrap();
+        let cut = &ar[..data_of_p + 100];
+        let mut r = Reader::new(InPlace { data: cut, calls: 0 });
+        fn first_error<R: Skip>(r: &mut Reader<R>) -> String {
+            loop {
+                match r.next_member() {
+                    Ok(Some(_)) => {}
+                    Ok(None) => panic!("no error"),
+                    Err(e) => return e.to_string(),
+                }
+            }
+        }
+        assert_eq!(first_error(&mut r), first_error(&mut Reader::new(cut)));
+    }
+
     #[test]
     fn read_truncation() {
         let ar = mixed_archive();
@@ -1790,6 +1855,7 @@ mod tests {
                 Ok(n)
             }
         }
+        impl Skip for Failing {}
         let data = Ar::new().file("foo", &[3; 5000]).end();
         let mut r = Reader::new(Failing { data, pos: 0, fail_at: 3000 });
         let m = r.next_member().unwrap().unwrap();

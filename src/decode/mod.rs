@@ -21,6 +21,7 @@ use archive_file::{ArchiveFile, Direct};
 use parallel::{DecodeStats, ParallelZstd};
 use source::{Budget, Source};
 
+use crate::archive::Skip;
 use crate::pool::Pool;
 
 /// Read size for the compressed input. 1 MiB keeps read syscalls to ~100 per 100 MB and matches
@@ -195,7 +196,7 @@ pub struct Threads {
 
 /// The decoded tar stream.
 pub struct Decoded {
-    pub reader: Box<dyn Read + Send>,
+    pub reader: Box<dyn Skip + Send>,
     /// For checking the compressed stream after the tar end marker (None for plain tar).
     pub trailer: Option<Trailer>,
     /// Decoder threads at work (1 unless zstd frames are decoded in parallel).
@@ -213,6 +214,8 @@ pub struct DecodeSummary {
     pub frames: Option<u64>,
     /// Of those, the frames a worker decoded ahead of the reader.
     pub frames_ahead: Option<u64>,
+    /// Of those, the frames decoded in place (their size in the header, as Agave writes them).
+    pub frames_in_place: Option<u64>,
 }
 
 /// The decoder's counters, readable after its stream has been handed to the tar stage.
@@ -230,6 +233,7 @@ impl Counters {
             threads: self.threads,
             frames: read(|s| &s.frames),
             frames_ahead: read(|s| &s.frames_ahead),
+            frames_in_place: read(|s| &s.frames_in_place),
         }
     }
 }
@@ -358,6 +362,8 @@ struct Named<R> {
     inner: R,
     what: &'static str,
 }
+
+impl<R: Read> Skip for Named<R> {}
 
 impl<R: Read> Read for Named<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {

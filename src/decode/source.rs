@@ -128,6 +128,8 @@ impl<R: Read> Source<R> {
     }
 }
 
+impl<R: Read> crate::archive::Skip for Source<R> {}
+
 impl<R: Read> Read for Source<R> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         self.allowance()?;

@@ -42,8 +42,8 @@ pub enum Encoding {
     /// An archive the case compressed itself (a peer-corpus `.tar.zst`, `zstd --long`), as it
     /// is: compressed, so it meets the decoder rows.
     AsBuilt,
-    /// zstd level 3 with checksums; `frame` bytes of tar stream per independent frame (the
-    /// way Agave writes snapshots: `split -b 32M --filter='zstd -3 -q -c'`), or one frame.
+    /// zstd level 3; `frame` bytes of tar stream per independent frame (the way Agave writes
+    /// snapshots), or one frame. Frames take turns between two shapes (see `frame_at`).
     Zstd { frame: Option<usize> },
 }
 
@@ -95,8 +95,8 @@ impl Encoding {
             Encoding::Zstd { frame } => {
                 let piece = frame.unwrap_or(usize::MAX).max(1);
                 let mut out = Vec::new();
-                for chunk in tar.chunks(piece) {
-                    out.extend(zstd_frame(chunk, 3));
+                for (i, chunk) in tar.chunks(piece).enumerate() {
+                    out.extend(frame_at(i, chunk));
                 }
                 if tar.is_empty() {
                     out.extend(zstd_frame(&[], 3));
@@ -111,9 +111,9 @@ impl Encoding {
         let Encoding::Zstd { frame } = *self else { return Vec::new() };
         let mut offsets = Vec::new();
         let mut at = 0;
-        for chunk in tar.chunks(frame.unwrap_or(usize::MAX).max(1)) {
+        for (i, chunk) in tar.chunks(frame.unwrap_or(usize::MAX).max(1)).enumerate() {
             offsets.push(at);
-            at += zstd_frame(chunk, 3).len();
+            at += frame_at(i, chunk).len();
         }
         offsets
     }
@@ -131,6 +131,22 @@ pub fn encodings_of(archive: &[u8]) -> &'static [Encoding] {
     } else {
         PLAIN_AND_SMALL_FRAMES
     }
+}
+
+/// Frame `i` of a stream: the two shapes multi-frame archives come in, taking turns, so every
+/// suite meets both in every decoder row: odd frames as Agave writes them (`ZSTD_compress2`
+/// with the whole frame in hand: its size in the header, no checksum), which the decoder's
+/// workers decode in place; even frames, and a single frame, as `zstd` reading a pipe writes
+/// them (no size, a checksum), which they decode buffer by buffer.
+fn frame_at(i: usize, data: &[u8]) -> Vec<u8> {
+    if i.is_multiple_of(2) {
+        return zstd_frame(data, 3);
+    }
+    let mut enc = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
+    enc.set_pledged_src_size(Some(data.len() as u64)).unwrap();
+    enc.include_contentsize(true).unwrap();
+    enc.write_all(data).unwrap();
+    enc.finish().unwrap()
 }
 
 /// One zstd frame of `data`, with a content checksum.
