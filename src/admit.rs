@@ -50,6 +50,11 @@ impl FileCount {
             _ => Ok(()),
         }
     }
+
+    /// Undoes one `take` (a directory another writer thread made first, or one refused).
+    pub fn give_back(&self) {
+        self.used.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 pub struct Admission {

@@ -476,3 +476,58 @@ unsafe extern "C" {
     #[link_name = "geteuid"]
     fn libc_geteuid() -> u32;
 }
+
+/// A directory two writers need at once (the parent of directories on different threads) is
+/// created by one of them and counted once against `--max-files`: with the limit at exactly
+/// the files and directories the archive makes, every writer count extracts it; one fewer
+/// stops it.
+#[test]
+fn implied_directories_counted_once() {
+    let mut t = Tar::new();
+    let (tops, subs) = (150, 6);
+    for k in 0..tops {
+        for i in 0..subs {
+            t.file(&format!("t{k}/d{i}/f"), b"x");
+        }
+    }
+    let dir = scratch("implied_once");
+    let ar = dir.join("a.tar");
+    fs::write(&ar, t.finish()).unwrap();
+    let made = tops + 2 * tops * subs;
+    let mut failures = Vec::new();
+    for io in ["portable", "uring"] {
+        for n in ["1", "2", "4"] {
+            // The race is between one writer's open and its mkdir: three tries at the limit.
+            for (limit, ok, rounds) in [(made, true, 3), (made - 1, false, 1)] {
+                for round in 0..rounds {
+                    let dest = dir.join(format!("{io}-{n}-{limit}-{round}"));
+                    fs::create_dir_all(&dest).unwrap();
+                    let limit = limit.to_string();
+                    let args = [
+                        "-x",
+                        ar.to_str().unwrap(),
+                        "-C",
+                        dest.to_str().unwrap(),
+                        "--writer-threads",
+                        n,
+                        "--io",
+                        io,
+                        "--max-files",
+                        &limit,
+                    ];
+                    let r = run(BIN, &args);
+                    let stopped = r.code == Some(2) && r.stderr.contains("--max-files");
+                    if (ok && r.code != Some(0)) || (!ok && !stopped) {
+                        failures.push(format!(
+                            "{io} {n} --max-files {limit}: exit {:?}, {}",
+                            r.code, r.stderr
+                        ));
+                    }
+                    let _ = fs::remove_dir_all(&dest);
+                }
+            }
+        }
+    }
+    let _ = fs::remove_dir_all(&dir);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

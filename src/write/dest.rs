@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow};
 
-use super::tree::{Create, NodeId, Tree};
+use super::tree::{Create, NodeId, Tally, Tree};
 use crate::admit::FileCount;
 use crate::plan::{Entry, SafePath, Timestamp};
 
@@ -166,9 +166,7 @@ impl Dest {
         I::IntoIter: Clone,
     {
         let mode = if create { Create::With(self.implied_dir_mode) } else { Create::No };
-        let files = self.files.clone();
-        let mut count = || files.take().map_err(|e| io::Error::other(format!("{e:#}")));
-        self.tree.dir(comps, mode, &mut count)
+        self.tree.dir(comps, mode, &mut &*self.files)
     }
 
     /// The parent directory of `path` (created as needed) and its last component.
@@ -543,6 +541,17 @@ fn set_meta_opath(fd: &OwnedFd, m: &MetaOf, set_mode: bool) -> io::Result<()> {
 
 fn cvt(r: libc::c_int) -> io::Result<()> {
     if r < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
+}
+
+/// Implied directories count against `--max-files`, shared with the members the decoder
+/// thread counts.
+impl Tally for &FileCount {
+    fn take(&mut self) -> io::Result<()> {
+        FileCount::take(self).map_err(|e| io::Error::other(format!("{e:#}")))
+    }
+    fn give_back(&mut self) {
+        FileCount::give_back(self)
+    }
 }
 
 #[cfg(test)]

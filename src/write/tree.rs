@@ -81,6 +81,22 @@ pub struct Tree {
     tick: u64,
 }
 
+/// Counts the directories `Tree::dir` makes (`--max-files`).
+pub trait Tally {
+    /// Before a directory is made; an error refuses it.
+    fn take(&mut self) -> io::Result<()>;
+    /// One taken was not made by us after all (refused, or another writer made it first).
+    fn give_back(&mut self);
+}
+
+/// Nothing counted.
+impl Tally for () {
+    fn take(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+    fn give_back(&mut self) {}
+}
+
 /// Whether a walk may create the directories it does not find, and with which mode.
 #[derive(Clone, Copy)]
 pub enum Create {
@@ -275,13 +291,13 @@ impl Tree {
     }
 
     /// Opens (creating with `create`) the directory reached by `comps` from DIR. Starts from the
-    /// deepest directory on the way whose fd is cached. `before_mkdir` runs before each
-    /// directory is made and may refuse it.
+    /// deepest directory on the way whose fd is cached. `tally` counts each directory made and
+    /// may refuse it.
     pub fn dir<'a, I>(
         &mut self,
         comps: I,
         create: Create,
-        before_mkdir: &mut dyn FnMut() -> io::Result<()>,
+        tally: &mut dyn Tally,
     ) -> io::Result<(NodeId, Arc<OwnedFd>)>
     where
         I: IntoIterator<Item = &'a [u8]>,
@@ -309,7 +325,7 @@ impl Tree {
         let mut fd = n.fd.clone().expect("start has an fd");
         for c in comps.skip(skip) {
             let child = self.find_or_insert(node, c);
-            let opened = self.open_child(fd.as_raw_fd(), c, create, before_mkdir);
+            let opened = self.open_child(fd.as_raw_fd(), c, create, tally);
             match opened {
                 Ok(f) => {
                     fd = Arc::new(f);
@@ -330,16 +346,25 @@ impl Tree {
         parent: RawFd,
         name: &[u8],
         create: Create,
-        before_mkdir: &mut dyn FnMut() -> io::Result<()>,
+        tally: &mut dyn Tally,
     ) -> io::Result<OwnedFd> {
         let name = CString::new(name).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
         match self.retry_emfile(|| open_dir_beneath(parent, &name)) {
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
                 let Create::With(mode) = create else { return Err(e) };
-                before_mkdir()?;
+                if let Err(refused) = tally.take() {
+                    tally.give_back();
+                    // Another writer thread may have made it since: then it counted it.
+                    let again = self.retry_emfile(|| open_dir_beneath(parent, &name));
+                    return again.map_err(|_| refused);
+                }
                 // Safety: parent is an open directory fd, name a valid C string.
                 if unsafe { libc::mkdirat(parent, name.as_ptr(), mode) } < 0 {
                     let e = io::Error::last_os_error();
+                    // Not made by us: EEXIST when another writer thread made it between our
+                    // open and mkdir (it counted it; counting it here too stopped archives
+                    // exactly at `--max-files` with several writers).
+                    tally.give_back();
                     if e.raw_os_error() != Some(libc::EEXIST) {
                         return Err(e);
                     }
@@ -525,13 +550,13 @@ mod tests {
         let (t, mut tree) = tree(4);
         for i in 0..20 {
             let p = format!("a/b{i}/c");
-            tree.dir(comps(&p), Create::With(0o755), &mut || Ok(())).unwrap();
+            tree.dir(comps(&p), Create::With(0o755), &mut ()).unwrap();
             assert!(tree.cached_fds() <= 4, "{} fds cached", tree.cached_fds());
         }
         assert!(t.path().join("a/b19/c").is_dir());
         // Nodes without fds, pins or files in flight are gone.
         assert!(tree.len() <= 1 + 4 * 3, "{} nodes", tree.len());
-        assert!(tree.dir(comps("x/y"), Create::No, &mut || Ok(())).is_err());
+        assert!(tree.dir(comps("x/y"), Create::No, &mut ()).is_err());
         assert!(tree.len() <= 1 + 4 * 3);
     }
 
@@ -539,10 +564,10 @@ mod tests {
     fn deep_paths_are_linear() {
         let (_t, mut tree) = tree(8);
         let deep: Vec<&[u8]> = std::iter::repeat_n(&b"d"[..], 2000).collect();
-        tree.dir(deep.iter().copied(), Create::With(0o700), &mut || Ok(())).unwrap();
+        tree.dir(deep.iter().copied(), Create::With(0o700), &mut ()).unwrap();
         // Every component has a node (they are each other's parents), nothing more.
         assert!(tree.len() <= 2001);
-        let (parent, _) = tree.dir(deep.iter().copied(), Create::No, &mut || Ok(())).unwrap();
+        let (parent, _) = tree.dir(deep.iter().copied(), Create::No, &mut ()).unwrap();
         let f = tree.begin_file(parent, b"f");
         assert!(tree.busy(deep.iter().copied()));
         assert!(tree.busy(deep[..1].iter().copied()));
@@ -554,7 +579,7 @@ mod tests {
     #[test]
     fn busy_files_and_ancestors() {
         let (_t, mut tree) = tree(16);
-        let (d, _) = tree.dir(comps("a/b"), Create::With(0o755), &mut || Ok(())).unwrap();
+        let (d, _) = tree.dir(comps("a/b"), Create::With(0o755), &mut ()).unwrap();
         let f = tree.begin_file(d, b"f");
         assert!(tree.busy(comps("a/b/f")));
         assert!(tree.busy(comps("a/b/f/g")));
@@ -568,11 +593,11 @@ mod tests {
     #[test]
     fn detached_directories_are_reopened() {
         let (t, mut tree) = tree(16);
-        tree.dir(comps("a/b"), Create::With(0o755), &mut || Ok(())).unwrap();
+        tree.dir(comps("a/b"), Create::With(0o755), &mut ()).unwrap();
         std::fs::remove_dir(t.path().join("a/b")).unwrap();
         std::fs::remove_dir(t.path().join("a")).unwrap();
         tree.detach(comps("a"));
-        tree.dir(comps("a/b"), Create::With(0o755), &mut || Ok(())).unwrap();
+        tree.dir(comps("a/b"), Create::With(0o755), &mut ()).unwrap();
         assert!(t.path().join("a/b").is_dir());
     }
 }
