@@ -1,6 +1,8 @@
 //! Agave-shaped multi-frame zstd (issue 11): a tar stream of ~100 MiB cut into independent
-//! frames of 32 MiB of tar each, as Agave writes snapshots (`split -b 32M --filter='zstd -3'`),
-//! with skippable frames between some of them, extracted and listed under every decoder row
+//! frames of 32 MiB of tar each, as Agave writes snapshots (odd frames with their size in the
+//! header as Agave's `ZSTD_compress2` writes them, which workers decode in place; even ones as
+//! `zstd` reading a pipe writes them: `util::engine::frame_at`), with skippable frames between
+//! some of them, extracted and listed under every decoder row
 //! (`--threads 1`, the default, 4) from a file and from standard input, against GNU tar. The
 //! small-frame framings (64 KiB, 1021 bytes) of every other suite are in the engine table;
 //! these archives are the ones large enough for frames to be decoded ahead while the reader is
@@ -121,6 +123,8 @@ fn agave_frames_extract_and_list_like_gnu_tar() {
                         // 3 workers: with every 4th frame the reader's, the rest were ahead.
                         let ahead = json_number(&json, "frames_ahead").unwrap_or(0);
                         assert!(ahead >= frames - frames.div_ceil(4), "{ctx} {json}");
+                        let in_place = json_number(&json, "frames_in_place").unwrap_or(0);
+                        assert!(in_place <= ahead, "{ctx} {json}");
                     }
                 }
                 // -t lists what GNU tar lists, through the same decoder.

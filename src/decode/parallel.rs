@@ -1070,6 +1070,40 @@ mod tests {
         }
     }
 
+    /// A frame whose header declares a size other than what it decodes to fails in its turn,
+    /// decoded in place or streamed, with nothing of it delivered when decoded in place.
+    #[test]
+    fn a_frame_of_another_size_than_declared() {
+        let parts: Vec<Vec<u8>> = (0..6).map(|i| content(150_000, i as u64)).collect();
+        let refs: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
+        let data = frames(&refs);
+        let mut w = Walker::new(1 << 31);
+        let mut ev = Vec::new();
+        w.feed(&data, &mut ev).unwrap();
+        let starts: Vec<usize> = ev
+            .iter()
+            .filter_map(|e| match e {
+                Event::Start { offset, .. } => Some(*offset as usize),
+                _ => None,
+            })
+            .collect();
+        // Frame 3 (odd: it has a size): descriptor, no window byte if single-segment, no
+        // dictionary, then 4 bytes of size for 150,000.
+        let fhd = data[starts[3] + 4];
+        assert_eq!(fhd >> 6, 2, "a 4-byte content size");
+        let at = starts[3] + 5 + usize::from(fhd & 0x20 == 0);
+        for delta in [-4096i64, 4096] {
+            let mut bad = data.clone();
+            let size = u32::from_le_bytes(bad[at..at + 4].try_into().unwrap());
+            bad[at..at + 4].copy_from_slice(&((size as i64 + delta) as u32).to_le_bytes());
+            for workers in [0, 1, 3] {
+                let err = decode(bad.clone(), workers, 64, 4096).unwrap_err().to_string();
+                let want = format!("zstd frame 3 (byte {} of the archive)", starts[3]);
+                assert!(err.starts_with(&want), "size {delta:+}, {workers} workers: {err}");
+            }
+        }
+    }
+
     #[test]
     fn truncated_and_garbage() {
         let parts: Vec<Vec<u8>> = (0..4).map(|i| content(150_000, i as u64)).collect();
