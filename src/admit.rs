@@ -3,8 +3,8 @@
 //! stops), unlike a path refusal in `safety.rs`, which skips one member.
 
 use std::path::{Component, Path};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use anyhow::{Result, bail};
 
@@ -33,11 +33,22 @@ pub struct Limits {
 pub struct FileCount {
     max: Option<u64>,
     used: AtomicU64,
+    /// Held by a writer thread while it counts and makes an implied directory, when there is
+    /// a limit (see `making_dirs`).
+    making: Mutex<()>,
 }
 
 impl FileCount {
     pub fn new(max: Option<u64>) -> Arc<FileCount> {
-        Arc::new(FileCount { max, used: AtomicU64::new(0) })
+        Arc::new(FileCount { max, used: AtomicU64::new(0), making: Mutex::new(()) })
+    }
+
+    /// With a limit, the lock under which implied directories are looked for again, counted
+    /// and made (write/tree.rs `open_child`), so two writer threads that need the same one
+    /// count it once. Without a limit nothing is counted and there is nothing to hold.
+    pub fn making_dirs(&self) -> Option<MutexGuard<'_, ()>> {
+        self.max?;
+        Some(self.making.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Counts one more; Err (with the message) once that passes the limit.

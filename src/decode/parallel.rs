@@ -613,7 +613,6 @@ fn split(mut input: Box<dyn Read + Send>, max_window: u64, shared: &Arc<Shared>)
 /// A worker: claims frames ahead of the reader and decodes them into pool buffers.
 fn work(shared: &Arc<Shared>, pool: &Pool) {
     let mut dctx = DCtx::create();
-    let _ = dctx.set_parameter(DParameter::WindowLogMax(shared.opts.max_window_log));
     loop {
         let job = {
             let mut st = shared.lock();
@@ -636,7 +635,10 @@ fn work(shared: &Arc<Shared>, pool: &Pool) {
                 st = shared.wait(st);
             }
         };
-        let _ = dctx.reset(ResetDirective::SessionOnly);
+        // Parameters too: StableOutBuffer cannot be turned off in the middle of a frame, so a
+        // frame that failed in place left it on, and the next frame streamed would fail.
+        let _ = dctx.reset(ResetDirective::SessionAndParameters);
+        let _ = dctx.set_parameter(DParameter::WindowLogMax(shared.opts.max_window_log));
         let msg = match decode_job(&mut dctx, &job, shared, pool) {
             Ok(Some(in_place)) => Out::End { in_place },
             Ok(None) => return,
@@ -661,9 +663,8 @@ fn decode_job(
             let k = run.count();
             let result = decode_whole(dctx, job, run, shared);
             if result.is_err() {
-                // The run went back to the pool unsent: give its place in `ahead_cap` back.
-                shared.lock().unread -= k;
-                shared.changed.notify_all();
+                // The run went back to the pool unsent.
+                release(shared, k);
             }
             result.map(|c| done(c, true))
         }
@@ -682,9 +683,12 @@ enum Whole {
 }
 
 /// Adjacent buffers for all of frame `job`, when its header gives its size and the frame fits
-/// in `ahead_cap`: waits for that many to be unread-free, unless the reader reaches the frame
-/// first (then it streams, as the frame the reader waits on must not wait for a whole frame's
-/// worth). Stream too when the pool has no such run free.
+/// in this worker's share of `ahead_cap` (all of it with one worker: 32 of the default 64 MiB
+/// pool hold one of Agave's frames): waits for that many to be unread-free, unless the reader
+/// reaches the frame first (then it streams: the reader gets the frame's first buffer as soon
+/// as it is decoded, not after the whole frame). A frame larger than the share streams at once
+/// (a worker waiting for the whole cap kept the other workers idle until the reader reached
+/// their frames), and so does a frame when the pool has no such run free.
 ///
 /// Decoding into one slice is what lets zstd write its output in place (`StableOutBuffer`):
 /// streamed, it decodes into its own window and copies out, and that copy into pool memory
@@ -695,20 +699,21 @@ fn run_for(job: &Job, shared: &Arc<Shared>, pool: &Pool) -> Whole {
         return Whole::Stream;
     };
     let k = size.div_ceil(pool.buf_size() as u64);
-    if k > shared.opts.ahead_cap as u64 {
+    let mut st = shared.lock();
+    let workers = st.decoders.saturating_sub(1).max(1);
+    if k > shared.opts.ahead_cap as u64 / workers {
         return Whole::Stream;
     }
     let k = k as usize;
-    let mut st = shared.lock();
     loop {
         if st.cancel {
             return Whole::Cancelled;
         }
-        if st.unread + k <= shared.opts.ahead_cap {
-            break;
-        }
         if job.index <= st.head {
             return Whole::Stream;
+        }
+        if st.unread + k <= shared.opts.ahead_cap {
+            break;
         }
         st = shared.wait(st);
     }
@@ -770,7 +775,6 @@ fn decode_whole(
             Err(e) => break Err(e),
         }
     };
-    let _ = dctx.set_parameter(DParameter::StableOutBuffer(false));
     if result != Ok(true) {
         return result;
     }
@@ -789,7 +793,32 @@ fn decode_stream(
     shared: &Arc<Shared>,
     pool: &Pool,
 ) -> Result<bool, String> {
-    let mut out: Option<PoolBuf> = None;
+    let mut out = None;
+    let result = stream_into(dctx, job, shared, pool, &mut out);
+    if out.take().is_some() {
+        // Counted in `unread` by `output_buffer` and never sent (an error, or an empty last
+        // buffer when the frame's output ended exactly at a buffer's end): left counted, a
+        // few of them stopped every worker for good.
+        release(shared, 1);
+    }
+    result
+}
+
+/// Gives `n` buffers' places in `ahead_cap` back.
+fn release(shared: &Shared, n: usize) {
+    shared.lock().unread -= n;
+    shared.changed.notify_all();
+}
+
+/// `decode_stream`'s work; the buffer being filled is in `out`, which holds it on return when
+/// it was not sent.
+fn stream_into(
+    dctx: &mut DCtx<'_>,
+    job: &Job,
+    shared: &Arc<Shared>,
+    pool: &Pool,
+    out: &mut Option<PoolBuf>,
+) -> Result<bool, String> {
     let mut finished = false;
     loop {
         let piece = match job.input.recv_timeout(CANCEL_POLL) {
@@ -812,7 +841,7 @@ fn decode_stream(
                     return Ok(false);
                 }
                 match output_buffer(job.index, shared, pool) {
-                    Some(b) => out = Some(b),
+                    Some(b) => *out = Some(b),
                     None => return Ok(false),
                 }
             }
@@ -841,7 +870,8 @@ fn decode_stream(
             }
         }
     }
-    if let Some(last) = out.take().filter(|b| !b.is_empty())
+    if out.as_ref().is_some_and(|b| !b.is_empty())
+        && let Some(last) = out.take()
         && job.output.send(Out::Data(last)).is_err()
     {
         return Ok(false);
@@ -903,6 +933,18 @@ mod tests {
             }
         }
         out
+    }
+
+    /// Where each frame of `data` starts.
+    fn frame_starts(data: &[u8]) -> Vec<usize> {
+        let mut ev = Vec::new();
+        Walker::new(1 << 31).feed(data, &mut ev).unwrap();
+        ev.iter()
+            .filter_map(|e| match e {
+                Event::Start { offset, .. } => Some(*offset as usize),
+                _ => None,
+            })
+            .collect()
     }
 
     fn content(n: usize, seed: u64) -> Vec<u8> {
@@ -1023,18 +1065,9 @@ mod tests {
         let mut data = frames(&refs);
         // Corrupt frame 4 (it has a checksum) in the middle: later frames decode fine and may
         // finish first.
-        let mut w = Walker::new(1 << 31);
-        let mut ev = Vec::new();
-        w.feed(&data, &mut ev).unwrap();
-        let starts: Vec<u64> = ev
-            .iter()
-            .filter_map(|e| match e {
-                Event::Start { offset, .. } => Some(*offset),
-                _ => None,
-            })
-            .collect();
+        let starts = frame_starts(&data);
         let mid = (starts[4] + starts[5]) / 2;
-        for b in &mut data[mid as usize..mid as usize + 16] {
+        for b in &mut data[mid..mid + 16] {
             *b ^= 0x5a;
         }
         for workers in [0, 1, 3] {
@@ -1077,16 +1110,7 @@ mod tests {
         let parts: Vec<Vec<u8>> = (0..6).map(|i| content(150_000, i as u64)).collect();
         let refs: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
         let data = frames(&refs);
-        let mut w = Walker::new(1 << 31);
-        let mut ev = Vec::new();
-        w.feed(&data, &mut ev).unwrap();
-        let starts: Vec<usize> = ev
-            .iter()
-            .filter_map(|e| match e {
-                Event::Start { offset, .. } => Some(*offset as usize),
-                _ => None,
-            })
-            .collect();
+        let starts = frame_starts(&data);
         // Frame 3 (odd: it has a size): descriptor, no window byte if single-segment, no
         // dictionary, then 4 bytes of size for 150,000.
         let fhd = data[starts[3] + 4];
@@ -1102,6 +1126,63 @@ mod tests {
                 assert!(err.starts_with(&want), "size {delta:+}, {workers} workers: {err}");
             }
         }
+    }
+
+    /// A streamed frame whose output ends exactly at a buffer's end, with its last bytes (the
+    /// checksum) in the next read: the empty buffer the worker had taken for more output is
+    /// given back. Left counted, two of them stopped the one worker of a 4-buffer pool for good.
+    #[test]
+    fn no_buffer_is_left_counted() {
+        /// Reads `data` in pieces that end 2 bytes before each frame's end.
+        struct Cut {
+            data: Vec<u8>,
+            ends: Vec<usize>,
+            at: usize,
+        }
+        impl Read for Cut {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let stop = self.ends.iter().map(|e| e - 2).find(|&e| e > self.at);
+                let end = stop.unwrap_or(self.data.len()).min(self.at + buf.len());
+                let n = end - self.at;
+                buf[..n].copy_from_slice(&self.data[self.at..end]);
+                self.at = end;
+                Ok(n)
+            }
+        }
+        let parts: Vec<Vec<u8>> = (0..40).map(|i| content(2 << 16, i as u64)).collect();
+        let want: Vec<u8> = parts.concat();
+        // Every frame with a checksum and no size, so the worker streams them.
+        let mut data = Vec::new();
+        for p in &parts {
+            let mut e = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
+            e.include_checksum(true).unwrap();
+            std::io::Write::write_all(&mut e, p).unwrap();
+            data.extend_from_slice(&e.finish().unwrap());
+        }
+        let mut ends = frame_starts(&data);
+        ends.remove(0);
+        ends.push(data.len());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let pool = Pool::new(64 << 10, 4);
+            let opts = Options {
+                workers: 1,
+                max_window_log: 27,
+                ahead_cap: ahead_cap(4),
+                input_budget: 2 << 20,
+                piece: PIECE_STREAM,
+            };
+            let input = Box::new(Cut { data, ends, at: 0 });
+            let stats = Arc::new(DecodeStats::default());
+            let mut d = ParallelZstd::new(input, opts, pool, stats).unwrap();
+            let mut got = Vec::new();
+            d.read_to_end(&mut got).unwrap();
+            let unread = d.shared.lock().unread;
+            let _ = tx.send((got, unread));
+        });
+        let (got, unread) = rx.recv_timeout(Duration::from_secs(60)).expect("no hang");
+        assert!(got == want);
+        assert_eq!(unread, 0, "buffers left counted as unread");
     }
 
     #[test]

@@ -18,7 +18,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, MutexGuard};
 
 use anyhow::{Context, Result, anyhow};
 
@@ -166,7 +166,7 @@ impl Dest {
         I::IntoIter: Clone,
     {
         let mode = if create { Create::With(self.implied_dir_mode) } else { Create::No };
-        self.tree.dir(comps, mode, &mut &*self.files)
+        self.tree.dir(comps, mode, &*self.files)
     }
 
     /// The parent directory of `path` (created as needed) and its last component.
@@ -545,12 +545,15 @@ fn cvt(r: libc::c_int) -> io::Result<()> {
 
 /// Implied directories count against `--max-files`, shared with the members the decoder
 /// thread counts.
-impl Tally for &FileCount {
-    fn take(&mut self) -> io::Result<()> {
+impl Tally for FileCount {
+    fn take(&self) -> io::Result<()> {
         FileCount::take(self).map_err(|e| io::Error::other(format!("{e:#}")))
     }
-    fn give_back(&mut self) {
+    fn give_back(&self) {
         FileCount::give_back(self)
+    }
+    fn one_at_a_time(&self) -> Option<MutexGuard<'_, ()>> {
+        self.making_dirs()
     }
 }
 
