@@ -7,9 +7,11 @@
 //!   `frames::Walker` (frame and block headers only, nothing is decompressed) and queues each
 //!   frame as a job whose compressed bytes follow on the job's own channel;
 //! - **workers** claim queued frames *ahead of* the one being read and decode them into pool
-//!   buffers, which wait, in order, on the frame's output channel;
+//!   buffers, which wait, in order, on the frame's output channel: in place into adjacent
+//!   buffers when the frame's header gives its size (`run_for`), else buffer by buffer;
 //! - the **reader** (the `Read` impl, on the caller's thread) consumes frames in order: a frame
-//!   a worker decoded is copied out of its buffers; a frame nobody has claimed when the reader
+//!   a worker decoded is copied out of its buffers (or passed over in place, `Skip`, where the
+//!   tar parser skips data); a frame nobody has claimed when the reader
 //!   reaches it is decoded by the reader itself straight into the caller's buffer, as the
 //!   sequential decoder does. With N decoders (N-1 workers and the reader) every N-th frame
 //!   (0, N, 2N, ...) is left to the reader, so it decodes its share while the workers decode
