@@ -194,8 +194,8 @@ impl Pool {
     }
 
     /// `k` buffers side by side in the region (the lowest such run), if that many are free
-    /// next to each other now; never waits (see `Free` for where runs are found). For output that must be contiguous: a zstd frame
-    /// decoded in one piece (decode/parallel.rs).
+    /// next to each other now; never waits (see `Free` for where runs are found). For output
+    /// that must be contiguous: a zstd frame decoded in one piece (decode/parallel.rs).
     pub fn try_get_run(&self, k: usize) -> Option<Run> {
         if k == 0 || k > self.inner.count {
             return None;

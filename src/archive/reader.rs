@@ -381,6 +381,9 @@ impl<R: Skip> Reader<R> {
             match self.inner.skip_in_place(n) {
                 Ok(0) => {}
                 Ok(k) => {
+                    // At most `n` by the trait's contract; min() so a source that broke it
+                    // could not wrap the count.
+                    let k = k.min(n);
                     n -= k;
                     self.pos += k;
                     continue;
