@@ -919,9 +919,9 @@ mod tests {
     /// Frames of `parts`: even ones with a checksum and no size (as `zstd` writes from a
     /// pipe), odd ones with their size and no checksum (as Agave writes them), which workers
     /// decode in place when they fit.
-    fn frames(parts: &[&[u8]]) -> Vec<u8> {
+    fn frames<P: AsRef<[u8]>>(parts: &[P]) -> Vec<u8> {
         let mut out = Vec::new();
-        for (i, p) in parts.iter().enumerate() {
+        for (i, p) in parts.iter().map(AsRef::as_ref).enumerate() {
             let mut e = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
             e.include_checksum(i % 2 == 0).unwrap();
             if i % 2 == 1 {
@@ -947,6 +947,11 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    /// One part of `content` per size, seeded by its index.
+    fn parts(sizes: impl Iterator<Item = usize>) -> Vec<Vec<u8>> {
+        sizes.enumerate().map(|(i, n)| content(n, i as u64)).collect()
     }
 
     fn content(n: usize, seed: u64) -> Vec<u8> {
@@ -1014,11 +1019,9 @@ mod tests {
 
     #[test]
     fn frames_with_their_size_decode_in_place_and_skip_without_copying() {
-        let parts: Vec<Vec<u8>> =
-            (0..10).map(|i| content(200_000 + i * 50_000, i as u64)).collect();
-        let refs: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
+        let parts = parts((0..10).map(|i| 200_000 + i * 50_000));
         let want: Vec<u8> = parts.concat();
-        let data = frames(&refs);
+        let data = frames(&parts);
         // 64 buffers of 64 KiB: every odd frame (at most 10 buffers) fits in `ahead_cap`.
         for workers in [1, 3] {
             let (got, _, stats) = decode_skipping(data.clone(), workers, 64, 4096, 0).unwrap();
@@ -1044,11 +1047,9 @@ mod tests {
 
     #[test]
     fn multi_frame_in_order_at_any_thread_count() {
-        let parts: Vec<Vec<u8>> =
-            (0..12).map(|i| content(100_000 + i * 37_000, i as u64)).collect();
-        let refs: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
+        let parts = parts((0..12).map(|i| 100_000 + i * 37_000));
         let want: Vec<u8> = parts.concat();
-        let data = frames(&refs);
+        let data = frames(&parts);
         for workers in [0, 1, 2, 4] {
             for (buffers, read) in [(4, 512), (16, 100_000), (64, 7)] {
                 let got = decode(data.clone(), workers, buffers, read).unwrap();
@@ -1062,9 +1063,8 @@ mod tests {
 
     #[test]
     fn a_corrupt_frame_fails_in_its_turn() {
-        let parts: Vec<Vec<u8>> = (0..8).map(|i| content(200_000, i as u64)).collect();
-        let refs: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
-        let mut data = frames(&refs);
+        let parts = parts(std::iter::repeat_n(200_000, 8));
+        let mut data = frames(&parts);
         // Corrupt frame 4 (it has a checksum) in the middle: later frames decode fine and may
         // finish first.
         let starts = frame_starts(&data);
@@ -1109,9 +1109,8 @@ mod tests {
     /// decoded in place or streamed, with nothing of it delivered when decoded in place.
     #[test]
     fn a_frame_of_another_size_than_declared() {
-        let parts: Vec<Vec<u8>> = (0..6).map(|i| content(150_000, i as u64)).collect();
-        let refs: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
-        let data = frames(&refs);
+        let parts = parts(std::iter::repeat_n(150_000, 6));
+        let data = frames(&parts);
         let starts = frame_starts(&data);
         // Frame 3 (odd: it has a size): descriptor, no window byte if single-segment, no
         // dictionary, then 4 bytes of size for 150,000.
@@ -1151,7 +1150,7 @@ mod tests {
                 Ok(n)
             }
         }
-        let parts: Vec<Vec<u8>> = (0..40).map(|i| content(2 << 16, i as u64)).collect();
+        let parts = parts(std::iter::repeat_n(2 << 16, 40));
         let want: Vec<u8> = parts.concat();
         // Every frame with a checksum and no size, so the worker streams them.
         let mut data = Vec::new();
@@ -1189,9 +1188,8 @@ mod tests {
 
     #[test]
     fn truncated_and_garbage() {
-        let parts: Vec<Vec<u8>> = (0..4).map(|i| content(150_000, i as u64)).collect();
-        let refs: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
-        let data = frames(&refs);
+        let parts = parts(std::iter::repeat_n(150_000, 4));
+        let data = frames(&parts);
         for workers in [0, 2] {
             let cut = data[..data.len() - 10].to_vec();
             let err = decode(cut, workers, 8, 4096).unwrap_err();

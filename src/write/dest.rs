@@ -18,11 +18,11 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::{Arc, MutexGuard};
+use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow};
 
-use super::tree::{Create, NodeId, Tally, Tree};
+use super::tree::{Create, NodeId, Tree};
 use crate::admit::FileCount;
 use crate::plan::{Entry, SafePath, Timestamp};
 
@@ -166,7 +166,7 @@ impl Dest {
         I::IntoIter: Clone,
     {
         let mode = if create { Create::With(self.implied_dir_mode) } else { Create::No };
-        self.tree.dir(comps, mode, &*self.files)
+        self.tree.dir(comps, mode, &self.files)
     }
 
     /// The parent directory of `path` (created as needed) and its last component.
@@ -541,20 +541,6 @@ fn set_meta_opath(fd: &OwnedFd, m: &MetaOf, set_mode: bool) -> io::Result<()> {
 
 fn cvt(r: libc::c_int) -> io::Result<()> {
     if r < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
-}
-
-/// Implied directories count against `--max-files`, shared with the members the decoder
-/// thread counts.
-impl Tally for FileCount {
-    fn take(&self) -> io::Result<()> {
-        FileCount::take(self).map_err(|e| io::Error::other(format!("{e:#}")))
-    }
-    fn give_back(&self) {
-        FileCount::give_back(self)
-    }
-    fn one_at_a_time(&self) -> Option<MutexGuard<'_, ()>> {
-        self.making_dirs()
-    }
 }
 
 #[cfg(test)]

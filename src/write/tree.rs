@@ -18,7 +18,9 @@ use std::ffi::{CStr, CString};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::{Arc, MutexGuard};
+use std::sync::Arc;
+
+use crate::admit::FileCount;
 
 pub type NodeId = u32;
 
@@ -79,29 +81,6 @@ pub struct Tree {
     /// Most directory fds to hold.
     fd_budget: usize,
     tick: u64,
-}
-
-/// Counts the directories `Tree::dir` makes (`--max-files`).
-pub trait Tally {
-    /// Before a directory is made; an error refuses it.
-    fn take(&self) -> io::Result<()>;
-    /// One taken was not made by us after all (refused, or made by someone else first).
-    fn give_back(&self);
-    /// Held while a directory is looked for again, counted and made, when the count matters:
-    /// then a directory two writer threads need at once is made and counted by one of them,
-    /// and the other finds it. (Both counted it, and an archive exactly at `--max-files` was
-    /// refused with several writers.)
-    fn one_at_a_time(&self) -> Option<MutexGuard<'_, ()>> {
-        None
-    }
-}
-
-/// Nothing counted.
-impl Tally for () {
-    fn take(&self) -> io::Result<()> {
-        Ok(())
-    }
-    fn give_back(&self) {}
 }
 
 /// Whether a walk may create the directories it does not find, and with which mode.
@@ -298,13 +277,13 @@ impl Tree {
     }
 
     /// Opens (creating with `create`) the directory reached by `comps` from DIR. Starts from the
-    /// deepest directory on the way whose fd is cached. `tally` counts each directory made and
-    /// may refuse it.
+    /// deepest directory on the way whose fd is cached. Each directory made counts against
+    /// `files` (`--max-files`), which may refuse it.
     pub fn dir<'a, I>(
         &mut self,
         comps: I,
         create: Create,
-        tally: &dyn Tally,
+        files: &FileCount,
     ) -> io::Result<(NodeId, Arc<OwnedFd>)>
     where
         I: IntoIterator<Item = &'a [u8]>,
@@ -332,7 +311,7 @@ impl Tree {
         let mut fd = n.fd.clone().expect("start has an fd");
         for c in comps.skip(skip) {
             let child = self.find_or_insert(node, c);
-            let opened = self.open_child(fd.as_raw_fd(), c, create, tally);
+            let opened = self.open_child(fd.as_raw_fd(), c, create, files);
             match opened {
                 Ok(f) => {
                     fd = Arc::new(f);
@@ -353,29 +332,32 @@ impl Tree {
         parent: RawFd,
         name: &[u8],
         create: Create,
-        tally: &dyn Tally,
+        files: &FileCount,
     ) -> io::Result<OwnedFd> {
         let name = CString::new(name).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
         match self.retry_emfile(|| open_dir_beneath(parent, &name)) {
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
                 let Create::With(mode) = create else { return Err(e) };
-                let one = tally.one_at_a_time();
+                // With a limit, one writer thread at a time looks again, counts and makes: a
+                // directory two of them need at once is made and counted by one, and the other
+                // finds it. (Both counted it, and an archive exactly at `--max-files` was
+                // refused with several writers.)
+                let one = files.making_dirs();
                 if one.is_some()
                     && let Ok(made) = self.retry_emfile(|| open_dir_beneath(parent, &name))
                 {
-                    // Another writer thread made (and counted) it since we looked.
                     return Ok(made);
                 }
-                if let Err(refused) = tally.take() {
-                    tally.give_back();
-                    return Err(refused);
+                if let Err(refused) = files.take() {
+                    files.give_back();
+                    return Err(io::Error::other(format!("{refused:#}")));
                 }
                 // Safety: parent is an open directory fd, name a valid C string.
                 if unsafe { libc::mkdirat(parent, name.as_ptr(), mode) } < 0 {
                     let e = io::Error::last_os_error();
                     // Not made by us (EEXIST: made by another writer thread without a limit
                     // to count against, or by an explicit directory member).
-                    tally.give_back();
+                    files.give_back();
                     if e.raw_os_error() != Some(libc::EEXIST) {
                         return Err(e);
                     }
@@ -562,13 +544,13 @@ mod tests {
         let (t, mut tree) = tree(4);
         for i in 0..20 {
             let p = format!("a/b{i}/c");
-            tree.dir(comps(&p), Create::With(0o755), &()).unwrap();
+            tree.dir(comps(&p), Create::With(0o755), &FileCount::default()).unwrap();
             assert!(tree.cached_fds() <= 4, "{} fds cached", tree.cached_fds());
         }
         assert!(t.path().join("a/b19/c").is_dir());
         // Nodes without fds, pins or files in flight are gone.
         assert!(tree.len() <= 1 + 4 * 3, "{} nodes", tree.len());
-        assert!(tree.dir(comps("x/y"), Create::No, &()).is_err());
+        assert!(tree.dir(comps("x/y"), Create::No, &FileCount::default()).is_err());
         assert!(tree.len() <= 1 + 4 * 3);
     }
 
@@ -576,10 +558,11 @@ mod tests {
     fn deep_paths_are_linear() {
         let (_t, mut tree) = tree(8);
         let deep: Vec<&[u8]> = std::iter::repeat_n(&b"d"[..], 2000).collect();
-        tree.dir(deep.iter().copied(), Create::With(0o700), &()).unwrap();
+        tree.dir(deep.iter().copied(), Create::With(0o700), &FileCount::default()).unwrap();
         // Every component has a node (they are each other's parents), nothing more.
         assert!(tree.len() <= 2001);
-        let (parent, _) = tree.dir(deep.iter().copied(), Create::No, &()).unwrap();
+        let (parent, _) =
+            tree.dir(deep.iter().copied(), Create::No, &FileCount::default()).unwrap();
         let f = tree.begin_file(parent, b"f");
         assert!(tree.busy(deep.iter().copied()));
         assert!(tree.busy(deep[..1].iter().copied()));
@@ -591,7 +574,7 @@ mod tests {
     #[test]
     fn busy_files_and_ancestors() {
         let (_t, mut tree) = tree(16);
-        let (d, _) = tree.dir(comps("a/b"), Create::With(0o755), &()).unwrap();
+        let (d, _) = tree.dir(comps("a/b"), Create::With(0o755), &FileCount::default()).unwrap();
         let f = tree.begin_file(d, b"f");
         assert!(tree.busy(comps("a/b/f")));
         assert!(tree.busy(comps("a/b/f/g")));
@@ -605,11 +588,11 @@ mod tests {
     #[test]
     fn detached_directories_are_reopened() {
         let (t, mut tree) = tree(16);
-        tree.dir(comps("a/b"), Create::With(0o755), &()).unwrap();
+        tree.dir(comps("a/b"), Create::With(0o755), &FileCount::default()).unwrap();
         std::fs::remove_dir(t.path().join("a/b")).unwrap();
         std::fs::remove_dir(t.path().join("a")).unwrap();
         tree.detach(comps("a"));
-        tree.dir(comps("a/b"), Create::With(0o755), &()).unwrap();
+        tree.dir(comps("a/b"), Create::With(0o755), &FileCount::default()).unwrap();
         assert!(t.path().join("a/b").is_dir());
     }
 }
