@@ -79,9 +79,11 @@ pub struct Args {
     #[arg(long = "direct-io-threshold", value_name = "SIZE", default_value = "64K")]
     pub direct_io_threshold: String,
 
-    /// Memory for the buffer pool: bytes of file data in flight (e.g. 64M).
-    #[arg(long = "memory", value_name = "SIZE", default_value = "64M")]
-    pub memory: String,
+    /// Memory for buffers: file data in flight and, when zstd frames decode on several
+    /// threads, decoded frames waiting to be read (default: 64M of file data, and 32M more for
+    /// each decoder thread past the first, at most an eighth of the machine's memory).
+    #[arg(long = "memory", value_name = "SIZE")]
+    pub memory: Option<String>,
 
     /// Threads that decode a multi-frame zstd archive (default: the CPUs this process may run
     /// on, one fewer when extracting, for the writer); 1 keeps to one streaming decoder. Other

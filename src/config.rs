@@ -17,6 +17,34 @@ pub const CHUNK_SIZE: usize = 1 << 20;
 /// Fewest buffers the pool may have: one being filled, some in flight.
 pub const MIN_BUFFERS: usize = 4;
 
+/// File data in flight by default: 64 writes of CHUNK_SIZE.
+pub const DEFAULT_MEMORY: u64 = 64 << 20;
+
+/// Decoded frames each decoder worker may hold by default: one of Agave's frames (32 MiB of
+/// tar stream each, `ZSTD_FRAME_SIZE` of agave-snapshots), which a worker decodes in place
+/// only when its share of the frame pool holds it whole (decode/parallel.rs `run_for`). Until
+/// frames had a pool of their own they shared the default 64 MiB with file data: with 3
+/// workers (`--threads 4`) each one's share was 10 buffers, every frame was streamed and
+/// copied, and together they held at most one frame ahead.
+pub const FRAME_BYTES: u64 = 32 << 20;
+
+/// Of an explicit `--memory`, file data keeps at least this or half, whichever is less, and
+/// the frames get the rest up to FRAME_BYTES per worker: `--memory 64M` with one worker keeps
+/// one whole frame ahead (and the reader's extra buffer) and 31 MiB of file data, as the one
+/// shared pool did. The default gives file data all of DEFAULT_MEMORY: on the agave archive
+/// to RAM-backed ext4 with `--threads 2`, 64 MiB of file data in flight extracted in 2.42 s
+/// against 2.63 s with 31 MiB (medians of 9 interleaved rounds, docs/PERFORMANCE.md).
+pub const FILE_DATA_MIN: u64 = DEFAULT_MEMORY - FRAME_BYTES - CHUNK_SIZE as u64;
+
+/// Fewest buffers of a frame pool: one frame buffer ahead and the reader's extra one
+/// (parallel.rs HEAD_EXTRA). Below this and MIN_BUFFERS for file data, one thread decodes.
+const MIN_FRAME_BUFFERS: usize = 2;
+
+/// The default `--memory` is at most this fraction of the memory the process may use
+/// (physical memory, a cgroup v2 `memory.max`, RLIMIT_AS), and never below DEFAULT_MEMORY:
+/// 64 decoder threads would otherwise ask for 2 GiB on a machine that may have 4.
+const AUTO_MEMORY_FRACTION: u64 = 8;
+
 #[derive(Debug, Clone)]
 pub struct Config {
     /// None for standard input.
@@ -32,8 +60,8 @@ pub struct Config {
     pub preserve_permissions: bool,
     /// Some(threshold) when --direct-io is on.
     pub direct_io: Option<u64>,
-    pub buf_size: usize,
-    pub buf_count: usize,
+    /// `--memory` in bytes; None for the default (see `Config::pools`).
+    pub memory: Option<u64>,
     pub io: IoBackend,
     pub quiet: bool,
     pub sync: bool,
@@ -57,9 +85,11 @@ impl Config {
             Some(p) if p.as_os_str() == "-" => None,
             Some(p) => Some(p),
         };
-        let memory = parse_size(&args.memory).context("--memory")?;
+        let memory = args.memory.as_deref().map(parse_size).transpose().context("--memory")?;
+        if let Some(m) = memory {
+            pool_shape(m)?;
+        }
         let threshold = parse_size(&args.direct_io_threshold).context("--direct-io-threshold")?;
-        let (buf_size, buf_count) = pool_shape(memory)?;
         let opt_size = |s: &Option<String>, flag: &str| -> Result<Option<u64>> {
             s.as_deref().map(parse_size).transpose().with_context(|| flag.to_string())
         };
@@ -84,8 +114,7 @@ impl Config {
             same_owner: args.same_owner && !args.no_same_owner,
             preserve_permissions: args.preserve_permissions,
             direct_io: args.direct_io.then_some(threshold),
-            buf_size,
-            buf_count,
+            memory,
             io: args.io,
             quiet: args.quiet,
             sync: args.sync,
@@ -103,6 +132,109 @@ impl Config {
                 .filter(|&n| n > 0),
         })
     }
+
+    /// The buffer pools for a run whose zstd frames `workers` threads decode besides the
+    /// reader (0: one thread decodes, or the format is not zstd): see `divide`.
+    pub fn pools(&self, workers: usize) -> Result<Pools> {
+        let cap = match self.memory {
+            Some(_) => u64::MAX,
+            None => usable_memory() / AUTO_MEMORY_FRACTION,
+        };
+        divide(self.memory, workers, self.list, cap)
+    }
+}
+
+/// How the buffer memory is divided between the two pools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pools {
+    /// Bytes of every buffer, in both pools.
+    pub buf_size: usize,
+    /// Buffers of file data in flight to the writer (0 when listing).
+    pub files: usize,
+    /// Buffers where frames decoded ahead wait for the reader (0: one thread decodes).
+    pub frames: usize,
+}
+
+impl Pools {
+    pub fn bytes(&self) -> (u64, u64) {
+        let b = self.buf_size as u64;
+        (self.files as u64 * b, self.frames as u64 * b)
+    }
+}
+
+/// Divides the buffer memory between file data and the frames of `workers` decoder threads
+/// besides the reader. By default (`memory` None) file data gets DEFAULT_MEMORY and the frames
+/// FRAME_BYTES per worker and the reader's extra buffer, as far as `cap` allows beyond the
+/// first worker's (a fraction of the machine's memory): 64 MiB with one decoder thread, 97 MiB
+/// with two, ~1.1 GiB with 32. An explicit `memory` is never exceeded: the frames get up to as
+/// much, leaving file data FILE_DATA_MIN or half, whichever is less. When listing there is no
+/// file data and the frames get everything (by default at least DEFAULT_MEMORY). A budget too
+/// small for both pools (under 32 KiB) gets no frame pool, and one thread decodes: more
+/// threads than the memory allows means fewer frames in flight, never more memory.
+fn divide(memory: Option<u64>, workers: usize, listing: bool, cap: u64) -> Result<Pools> {
+    let w = workers as u64;
+    let one_frame = FRAME_BYTES + CHUNK_SIZE as u64;
+    let want = w.saturating_mul(FRAME_BYTES).saturating_add(CHUNK_SIZE as u64);
+    let memory = memory.map(|m| m.min(1 << 40));
+    let (files, frames) = match memory {
+        _ if workers == 0 => (memory.unwrap_or(DEFAULT_MEMORY), 0),
+        None if listing => (0, want.max(DEFAULT_MEMORY).min(cap.max(DEFAULT_MEMORY))),
+        None => (DEFAULT_MEMORY, want.min(cap.saturating_sub(DEFAULT_MEMORY).max(one_frame))),
+        Some(m) if listing => (0, m),
+        Some(m) => {
+            let frames = want.min(m - (m / 2).min(FILE_DATA_MIN));
+            (m - frames, frames)
+        }
+    };
+    if frames > 0 {
+        let per_file_buf = if listing { u64::MAX } else { files / MIN_BUFFERS as u64 };
+        let size = (frames / MIN_FRAME_BUFFERS as u64).min(per_file_buf).min(CHUNK_SIZE as u64)
+            as usize
+            / BUF_ALIGN
+            * BUF_ALIGN;
+        if size > 0 {
+            let count = |bytes: u64| usize::try_from(bytes / size as u64).unwrap_or(usize::MAX);
+            return Ok(Pools { buf_size: size, files: count(files), frames: count(frames) });
+        }
+    }
+    if listing {
+        return Ok(Pools { buf_size: CHUNK_SIZE, files: 0, frames: 0 });
+    }
+    let (buf_size, files) = pool_shape(files + frames)?;
+    Ok(Pools { buf_size, files, frames: 0 })
+}
+
+/// Bytes of memory this process may use: the least of physical memory, the cgroup v2
+/// `memory.max` of its cgroup (a container's limit) and RLIMIT_AS. Anything unreadable
+/// counts as no limit.
+fn usable_memory() -> u64 {
+    // Safety: sysconf has no preconditions.
+    let (pages, page) =
+        unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+    let mut least = match (u64::try_from(pages), u64::try_from(page)) {
+        (Ok(n), Ok(p)) if n > 0 && p > 0 => n.saturating_mul(p),
+        _ => u64::MAX,
+    };
+    let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // Safety: getrlimit writes the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut rl) } == 0
+        && rl.rlim_cur != libc::RLIM_INFINITY
+    {
+        least = least.min(rl.rlim_cur);
+    }
+    if let Some(max) = cgroup_memory_max() {
+        least = least.min(max);
+    }
+    least
+}
+
+/// `memory.max` of this process's cgroup (v2, the "0::/path" line of /proc/self/cgroup), when
+/// it sets one.
+fn cgroup_memory_max() -> Option<u64> {
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let path = cgroups.lines().find_map(|l| l.strip_prefix("0::"))?;
+    let dir = std::path::Path::new("/sys/fs/cgroup").join(path.trim_start_matches('/'));
+    std::fs::read_to_string(dir.join("memory.max")).ok()?.trim().parse().ok()
 }
 
 /// Most decoder threads: past the 64 cores of the biggest validators, more threads only add
@@ -215,6 +347,64 @@ mod tests {
         assert_eq!(window_log(100 << 20).unwrap(), 26);
         assert!(window_log(4 << 30).is_err());
         assert!(window_log(10).is_err());
+    }
+
+    const MIB: u64 = 1 << 20;
+
+    fn mib(p: Pools) -> (u64, u64) {
+        let (f, d) = p.bytes();
+        (f / MIB, d / MIB)
+    }
+
+    #[test]
+    fn default_memory_grows_with_workers() {
+        let big = 1 << 40;
+        // One thread decodes: 64 MiB of file data, as always.
+        assert_eq!(mib(divide(None, 0, false, big).unwrap()), (64, 0));
+        // One worker: one frame and the reader's extra buffer besides.
+        assert_eq!(mib(divide(None, 1, false, big).unwrap()), (64, 33));
+        // Three workers: a frame each.
+        assert_eq!(mib(divide(None, 3, false, big).unwrap()), (64, 97));
+        // 31 workers: ~1 GiB, unless a fraction of the machine's memory is less.
+        assert_eq!(mib(divide(None, 31, false, big).unwrap()), (64, 993));
+        assert_eq!(mib(divide(None, 31, false, 256 * MIB).unwrap()), (64, 192));
+        // Never less than one worker's, whatever the machine.
+        assert_eq!(mib(divide(None, 31, false, 8 * MIB).unwrap()), (64, 33));
+        // Listing: the frames only, at least 64 MiB.
+        assert_eq!(mib(divide(None, 1, true, big).unwrap()), (0, 64));
+        assert_eq!(mib(divide(None, 3, true, big).unwrap()), (0, 97));
+        assert_eq!(mib(divide(None, 3, true, 8 * MIB).unwrap()), (0, 64));
+        assert_eq!(divide(None, 0, true, big).unwrap().frames, 0);
+    }
+
+    #[test]
+    fn explicit_memory_is_never_exceeded() {
+        for m in [24 << 10, 64 << 10, MIB, 16 * MIB, 64 * MIB, 100 * MIB, 1 << 30] {
+            for workers in [0, 1, 3, 63] {
+                for listing in [false, true] {
+                    let p = divide(Some(m), workers, listing, 0).unwrap();
+                    let (f, d) = p.bytes();
+                    assert!(f + d <= m, "{m} {workers} {listing}: {p:?}");
+                    assert!(p.buf_size.is_multiple_of(BUF_ALIGN) && p.buf_size > 0);
+                    if !listing {
+                        assert!(p.files >= MIN_BUFFERS, "{m} {workers}: {p:?}");
+                    }
+                    if workers > 0 && m >= 32 << 10 {
+                        assert!(p.frames >= MIN_FRAME_BUFFERS, "{m} {workers} {listing}: {p:?}");
+                    }
+                }
+            }
+        }
+        // 64M with one worker keeps one whole frame ahead, as the shared pool did.
+        assert_eq!(mib(divide(Some(64 * MIB), 1, false, 0).unwrap()), (31, 33));
+        // 1G with 3 workers: a frame each, the rest for file data.
+        assert_eq!(mib(divide(Some(1 << 30), 3, false, 0).unwrap()), (927, 97));
+        // Too little for two pools: one thread decodes, in all of it.
+        let p = divide(Some(28 << 10), 3, false, 0).unwrap();
+        assert_eq!((p.buf_size, p.files, p.frames), (4096, 7, 0));
+        // The least that has both: 4 buffers of file data, 4 of frames.
+        let p = divide(Some(32 << 10), 3, false, 0).unwrap();
+        assert_eq!((p.buf_size, p.files, p.frames), (4096, 4, 4));
     }
 
     #[test]

@@ -42,75 +42,52 @@ pub struct Summary {
     /// Time `--sync` took to make it durable (syncfs), when asked.
     pub sync: Option<Duration>,
     pub decoding: decode::DecodeSummary,
+    /// Bytes of the two buffer pools: file data, decoded frames (0 when one thread decoded).
+    pub memory: (u64, u64),
 }
 
 pub fn run(cfg: &Config) -> Result<Summary> {
     let start = Instant::now();
     let _umask = UmaskGuard::current();
     let input = decode::open(cfg.archive.as_deref(), cfg.max_window_log, cfg.direct_io.is_some())?;
-    let count = pool_count(cfg, input.size, input.format);
-    let pool = allocate_pool(cfg.buf_size, count)?;
+    let pools = cfg.pools(input.workers(cfg.threads))?;
+    let count = pool_count(pools, input.size, input.format);
+    let pool = crate::pool::allocate(pools.buf_size, count)?;
+    let threads = decode::Threads::new(cfg.threads, pools)?;
+    let memory = (pool.count() as u64 * pools.buf_size as u64, threads.pool_bytes());
     let files = FileCount::new(cfg.limits.max_files);
     let writers = write::create_n(cfg, &pool, files.clone(), cfg.writer_threads)?;
     let progress = Progress::start(!cfg.quiet, input.size, input.consumed.clone());
-    let threads = decode::Threads { count: cfg.threads, pool: Some(pool.clone()) };
     let decoded = input.decode(threads)?;
     let counters = decoded.counters();
-    let batch_buffers =
-        if decoded.threads > 1 { batch_buffers(&pool, writers.workers.len()) } else { usize::MAX };
-    let stream = Stream { reader: decoded.reader, trailer: decoded.trailer, batch_buffers };
+    let stream = Stream { reader: decoded.reader, trailer: decoded.trailer };
     let (members, stats) = pipeline(cfg, stream, &pool, writers, files)?;
     progress.finish();
     let elapsed = start.elapsed();
     let sync = if cfg.sync { Some(sync_dest(&cfg.dest)?) } else { None };
-    Ok(Summary { stats, members, elapsed, sync, decoding: counters.summary() })
+    Ok(Summary { stats, members, elapsed, sync, decoding: counters.summary(), memory })
 }
 
-/// The buffer pool, or one line saying why it could not be had (RLIMIT_AS, no memory).
-pub fn allocate_pool(buf_size: usize, count: usize) -> Result<Pool> {
-    Pool::try_new(buf_size, count).ok_or_else(|| {
-        let mib = (buf_size * count) >> 20;
-        anyhow!(
-            "cannot allocate {mib} MiB of buffers: out of memory (ulimit -v?); a smaller \
-             --memory needs less"
-        )
-    })
-}
-
-/// Buffers of file data the tar stage may hold in an unsent batch while the frame-parallel
-/// decoder runs. The tar stage blocks in the decoder's `read` (not only in `Pool::get`, where
-/// it flushes first), and a worker it waits for may be waiting for a pool buffer: the frames
-/// hold at most `parallel::pool_share` (one of them still to be taken by the waiting worker),
-/// the tar stage the buffer it is filling and the one it packs small files into, each writer
-/// one more (a direct file's unaligned tail waits for the file's End, which may sit in the
-/// unsent batch), and the worker needs one free, so an unsent batch may hold only what is
-/// left. (Small sparse segments, one buffer each, once filled the pool this way and hung.)
-fn batch_buffers(pool: &Pool, writers: usize) -> usize {
-    pool.count().saturating_sub(decode::parallel::pool_share(pool.count()) + 2 + writers)
-}
-
-/// The decoded tar stream and how the tar stage must batch what it reads from it.
+/// The decoded tar stream.
 struct Stream {
     reader: Box<dyn Skip + Send>,
     trailer: Option<decode::Trailer>,
-    /// Most buffers of file data an unsent batch may hold (`batch_buffers`).
-    batch_buffers: usize,
 }
 
 /// Buffers worth having for an archive of `size` bytes: a small archive cannot fill a 64 MiB
 /// pool, and registering (pinning) one costs ~50 ms and its RSS at start-up. Compressed
 /// archives are assumed to expand at most COMPRESSED_EXPANSION times; beyond that only speed,
 /// never correctness, depends on the pool size.
-fn pool_count(cfg: &Config, size: Option<u64>, format: decode::Format) -> usize {
+fn pool_count(pools: config::Pools, size: Option<u64>, format: decode::Format) -> usize {
     /// zstd -1 on snapshot data gives ~2x, text archives ~5-10x.
     const COMPRESSED_EXPANSION: u64 = 16;
-    let Some(size) = size else { return cfg.buf_count };
+    let Some(size) = size else { return pools.files };
     let expanded = match format {
         decode::Format::Plain => size,
         _ => size.saturating_mul(COMPRESSED_EXPANSION),
     };
-    let needed = usize::try_from(expanded.div_ceil(cfg.buf_size as u64)).unwrap_or(usize::MAX);
-    needed.saturating_add(1).clamp(config::MIN_BUFFERS.min(cfg.buf_count), cfg.buf_count)
+    let needed = usize::try_from(expanded.div_ceil(pools.buf_size as u64)).unwrap_or(usize::MAX);
+    needed.saturating_add(1).clamp(config::MIN_BUFFERS.min(pools.files), pools.files)
 }
 
 /// The writers apply modes themselves under umask 0; this gives the caller its umask back
@@ -414,7 +391,7 @@ fn produce(
     out: &mut dyn Sink,
     files: Arc<FileCount>,
 ) -> Result<u64> {
-    let Stream { reader: input, trailer, batch_buffers } = input;
+    let Stream { reader: input, trailer } = input;
     let mut reader = Reader::new(input);
     let mut sanitizer = Sanitizer::new(cfg.strip_components);
     let mut admission = Admission::new(cfg.snapshot, cfg.limits.clone(), files);
@@ -423,7 +400,6 @@ fn produce(
     // Safety: geteuid/getegid have no preconditions.
     let ids = unsafe { (libc::geteuid(), libc::getegid()) };
     let mut packer = None;
-    let mut out = Bounded { inner: out, buffers: 0, max_buffers: batch_buffers };
     let mut members = 0;
     loop {
         let member = match reader.next_member() {
@@ -449,7 +425,7 @@ fn produce(
             admission: &mut admission,
             pool,
             packer: &mut packer,
-            out: &mut out,
+            out: &mut *out,
         };
         match stage.member(member) {
             Ok(()) => {}
@@ -548,33 +524,6 @@ impl Sink for Batcher<'_> {
         self.bytes = 0;
         let batch = std::mem::replace(&mut self.ops, Vec::with_capacity(BATCH_OPS));
         self.tx.send(batch).map_err(|_| Stop::Gone)
-    }
-}
-
-/// Any sink, sent on whenever it holds more than `max_buffers` pieces of file data unsent (see
-/// `batch_buffers`; a piece of a shared buffer counts as a whole one, which only sends sooner).
-struct Bounded<'a> {
-    inner: &'a mut dyn Sink,
-    buffers: usize,
-    max_buffers: usize,
-}
-
-impl Sink for Bounded<'_> {
-    fn push(&mut self, op: Op) -> Result<(), Stop> {
-        let data = matches!(op, Op::Data { .. });
-        self.inner.push(op)?;
-        if data {
-            self.buffers += 1;
-            if self.buffers > self.max_buffers {
-                self.flush()?;
-            }
-        }
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<(), Stop> {
-        self.buffers = 0;
-        self.inner.flush()
     }
 }
 

@@ -17,13 +17,9 @@ const DATE_WIDTH: usize = 16;
 pub fn run(cfg: &Config) -> Result<u64> {
     let input = decode::open(cfg.archive.as_deref(), cfg.max_window_log, false)?;
     let exclude = Exclude::new(&cfg.exclude)?;
-    // Decoded frames wait in a pool of --memory, as when extracting (it is only touched
-    // where frames are decoded ahead, so a single-frame archive costs no memory for it).
-    let pool = input
-        .wants_pool(cfg.threads)
-        .then(|| crate::extract::allocate_pool(cfg.buf_size, cfg.buf_count))
-        .transpose()?;
-    let threads = decode::Threads { count: cfg.threads, pool };
+    // Decoded frames wait in a pool of all of --memory, nothing else needing it (it is only
+    // touched where frames are decoded ahead, so a single-frame archive costs no memory).
+    let threads = decode::Threads::new(cfg.threads, cfg.pools(input.workers(cfg.threads))?)?;
     let decoded = input.decode(threads)?;
     let trailer = decoded.trailer;
     let mut reader = Reader::new(decoded.reader);

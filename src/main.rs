@@ -139,7 +139,7 @@ fn json(s: &Summary, code: ExitCode) -> String {
             "{{\"members\":{},\"files\":{},\"files_direct\":{},\"files_buffered\":{},",
             "\"dirs\":{},\"links\":{},\"bytes\":{},\"elapsed_s\":{:.6},\"mb_per_s\":{:.3},",
             "\"sync_s\":{},\"decode_threads\":{},\"frames\":{},\"frames_ahead\":{},",
-            "\"frames_in_place\":{},",
+            "\"frames_in_place\":{},\"pool_bytes\":{},\"frame_pool_bytes\":{},",
             "\"skipped\":{},\"exit_code\":{}}}"
         ),
         s.members,
@@ -156,6 +156,8 @@ fn json(s: &Summary, code: ExitCode) -> String {
         null_or(s.decoding.frames),
         null_or(s.decoding.frames_ahead),
         null_or(s.decoding.frames_in_place),
+        s.memory.0,
+        s.memory.1,
         report::skipped_count(),
         code as i32
     )

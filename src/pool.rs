@@ -108,6 +108,18 @@ impl Free {
     }
 }
 
+/// A pool of `count` buffers of `buf_size` bytes, or one line saying why it could not be had
+/// (RLIMIT_AS, `ulimit -v`, or no memory) instead of an abort.
+pub fn allocate(buf_size: usize, count: usize) -> anyhow::Result<Pool> {
+    Pool::try_new(buf_size, count).ok_or_else(|| {
+        let mib = (buf_size * count) >> 20;
+        anyhow::anyhow!(
+            "cannot allocate {mib} MiB of buffers: out of memory (ulimit -v?); a smaller \
+             --memory needs less"
+        )
+    })
+}
+
 /// A cloneable handle to the pool.
 #[derive(Clone)]
 pub struct Pool {

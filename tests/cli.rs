@@ -729,6 +729,8 @@ fn json_summary() {
         "frames",
         "frames_ahead",
         "frames_in_place",
+        "pool_bytes",
+        "frame_pool_bytes",
         "skipped",
         "exit_code",
     ];

@@ -22,6 +22,7 @@ use parallel::{DecodeStats, ParallelZstd};
 use source::{Budget, Source};
 
 use crate::archive::Skip;
+use crate::config::Pools;
 use crate::pool::Pool;
 
 /// Read size for the compressed input. 1 MiB keeps read syscalls to ~100 per 100 MB and matches
@@ -188,10 +189,27 @@ pub struct Input {
 /// How many threads may decode, and where decoded frames wait (multi-frame zstd only).
 pub struct Threads {
     /// Decoder threads in all, the reader's own included; 1 is the one streaming decoder.
-    pub count: usize,
-    /// Decoded frames ahead of the reader wait in this pool's buffers, at most
-    /// `parallel::pool_share` of them (None: one thread).
-    pub pool: Option<Pool>,
+    count: usize,
+    /// Decoded frames ahead of the reader wait in this pool's buffers, a pool of their own:
+    /// only the reader gives them back, so a worker waiting for one never waits for the tar
+    /// stage or the writer (None: one thread).
+    pool: Option<Pool>,
+}
+
+impl Threads {
+    /// `count` decoder threads with the frame pool of `pools` (one thread when it has none).
+    pub fn new(count: usize, pools: Pools) -> Result<Threads> {
+        if pools.frames == 0 || count < 2 {
+            return Ok(Threads { count: 1, pool: None });
+        }
+        let pool = crate::pool::allocate(pools.buf_size, pools.frames)?;
+        Ok(Threads { count, pool: Some(pool) })
+    }
+
+    /// Bytes of the frame pool (0: none).
+    pub fn pool_bytes(&self) -> u64 {
+        self.pool.as_ref().map_or(0, |p| (p.count() * p.buf_size()) as u64)
+    }
 }
 
 /// The decoded tar stream.
@@ -245,10 +263,14 @@ impl Decoded {
 }
 
 impl Input {
-    /// Whether `decode` with `threads` threads would use a pool (multi-threaded zstd), so a
-    /// caller without one of its own (`-t`) allocates it only then.
-    pub fn wants_pool(&self, threads: usize) -> bool {
-        self.format == Format::Zstd && threads > 1
+    /// Decoder workers `decode` would start with `threads` threads: all but the reader for
+    /// zstd, whose frames may decode in parallel; none for other formats. Their frames get
+    /// a pool of their own (`Config::pools`).
+    pub fn workers(&self, threads: usize) -> usize {
+        match self.format {
+            Format::Zstd => threads.saturating_sub(1),
+            _ => 0,
+        }
     }
 
     /// Starts the decoder the format calls for: for zstd with more than one thread, the

@@ -20,9 +20,9 @@
 //!   single-frame archive, and frames whose window is over WORKER_MAX_WINDOW, are the reader's
 //!   too.
 //!
-//! Memory: decoded output waiting for the reader lives in pool buffers; frames ahead of the
-//! reader may hold at most `ahead_cap` of them (the rest of the pool stays for file data in
-//! flight), so more threads than the budget allows means fewer frames decoded ahead, never more
+//! Memory: decoded output waiting for the reader lives in the buffers of a pool of its own
+//! (file data has another); frames ahead of the reader may hold at most `ahead_cap` of them,
+//! so more threads than the budget allows means fewer frames decoded ahead, never more
 //! memory. Compressed input read ahead is bounded by `input_budget` bytes. A worker decoding the
 //! frame the reader is waiting for is never held back by the cap.
 //!
@@ -66,22 +66,14 @@ const CANCEL_POLL: Duration = Duration::from_millis(50);
 pub const WORKER_MAX_WINDOW: u64 = 8 << 20;
 
 /// Buffers the frame the reader is on may hold beyond `ahead_cap`: one, so it always gets a
-/// buffer when frames ahead hold the whole cap (the reader consumes its frame's in order). One,
-/// not more: every buffer held here is one the tar stage and the writer cannot have, and with
-/// the smallest pool (4 buffers) two left none free (see extract.rs `batch_buffers`).
+/// buffer when frames ahead hold the whole cap (the reader consumes its frame's in order).
 pub const HEAD_EXTRA: usize = 1;
 
-/// `ahead_cap` for a pool of `count` buffers: half of them, so a 32 MiB frame of Agave's
-/// decodes whole into the default 64 MiB while the other half carries file data to the writer;
-/// never so many that the other holders could not get one (see `pool_share`).
+/// `ahead_cap` for a frame pool of `count` buffers: all but the reader's HEAD_EXTRA. The pool
+/// is the decoder's alone (config.rs `Pools`): FRAME_BYTES per worker by default, so each
+/// worker's share holds one of Agave's 32 MiB frames whole.
 pub fn ahead_cap(count: usize) -> usize {
-    (count / 2).min(count.saturating_sub(3)).max(1)
-}
-
-/// Most pool buffers the decoder holds at once from a pool of `count`: the frames' cap and the
-/// one more the frame being read may take.
-pub fn pool_share(count: usize) -> usize {
-    ahead_cap(count) + HEAD_EXTRA
+    count.saturating_sub(HEAD_EXTRA).max(1)
 }
 
 /// Counters for the summary.
@@ -100,8 +92,7 @@ pub struct Options {
     pub workers: usize,
     pub max_window_log: u32,
     /// Pool buffers decoded frames may hold unread (the frame the reader is on may hold
-    /// HEAD_EXTRA more). With `ahead_cap + HEAD_EXTRA` below the pool's count, whoever else
-    /// takes pool buffers (the tar stage, for file data) always gets one in the end.
+    /// HEAD_EXTRA more, so the pool has at least `ahead_cap + HEAD_EXTRA`).
     pub ahead_cap: usize,
     /// Compressed bytes read ahead, at most.
     pub input_budget: usize,
