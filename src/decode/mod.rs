@@ -198,12 +198,18 @@ pub struct Threads {
 
 impl Threads {
     /// `count` decoder threads with the frame pool of `pools` (one thread when it has none).
-    pub fn new(count: usize, pools: Pools) -> Result<Threads> {
+    /// A pool the user did not size (`explicit` false) that cannot be allocated (RLIMIT_AS)
+    /// leaves one thread to decode, as the default did before it grew with the threads.
+    pub fn new(count: usize, pools: Pools, explicit: bool) -> Result<Threads> {
+        let one = Threads { count: 1, pool: None };
         if pools.frames == 0 || count < 2 {
-            return Ok(Threads { count: 1, pool: None });
+            return Ok(one);
         }
-        let pool = crate::pool::allocate(pools.buf_size, pools.frames)?;
-        Ok(Threads { count, pool: Some(pool) })
+        match crate::pool::allocate(pools.buf_size, pools.frames) {
+            Ok(pool) => Ok(Threads { count, pool: Some(pool) }),
+            Err(_) if !explicit => Ok(one),
+            Err(e) => Err(e),
+        }
     }
 
     /// Bytes of the frame pool (0: none).
@@ -408,6 +414,26 @@ impl<R: Read> Read for Named<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A frame pool that cannot be had: one thread decodes when the user did not size it,
+    /// the run stops with the allocation's message when they did.
+    #[test]
+    fn a_default_frame_pool_that_does_not_fit_leaves_one_thread() {
+        let buf_size = 1 << 20;
+        let frames = 1 << 22; // 4 TiB: refused by mmap unless overcommit is unlimited
+        if Pool::try_new(buf_size, frames).is_some() {
+            eprintln!("SKIP: this kernel maps 4 TiB (vm.overcommit_memory = 1?)");
+            return;
+        }
+        let pools = Pools { buf_size, files: 4, frames };
+        let t = Threads::new(4, pools, false).unwrap();
+        assert_eq!((t.count, t.pool_bytes()), (1, 0));
+        let e = Threads::new(4, pools, true).err().expect("an explicit pool must not shrink");
+        assert!(e.to_string().contains("cannot allocate 4194304 MiB of buffers"), "{e}");
+        let small = Pools { frames: 4, ..pools };
+        let t = Threads::new(4, small, true).unwrap();
+        assert_eq!((t.count, t.pool_bytes()), (4, 4 << 20));
+    }
 
     #[test]
     fn detects_by_magic() {
