@@ -377,13 +377,21 @@ fn trailing_padding_and_garbage_like_gnu_tar() {
                 failures.push(format!("{what}: the archive itself is extracted either way: {e}"));
             }
         }
-        // GNU tar's verdict, where it has one of its own.
+        // GNU tar's verdict, where it has one of its own. After a damaged second gzip member
+        // it races: GNU tar stops reading at the end-of-archive blocks and ignores a
+        // decompressor killed by SIGPIPE, so `gzip -d` reports the damage (exit 2) only when
+        // it reaches it before tar has closed the pipe (it did not once in a full test.sh
+        // run). The compressor's own verdict (`gzip -t`) is what it reports when it does.
         let (flag, tool) = fmt.gnu();
         if fmt != Fmt::Lz4
             && have_tools("trailing_padding_and_garbage_like_gnu_tar", &["tar", tool])
         {
             let dest = td.fresh("gnu");
-            let g = Cmd::new("tar").arg(flag).arg("-xf").arg(&a).arg("-C").arg(&dest).run();
+            let g = if label == "a damaged second member" {
+                Cmd::new(tool).arg("-t").arg(&a).run()
+            } else {
+                Cmd::new("tar").arg(flag).arg("-xf").arg(&a).arg("-C").arg(&dest).run()
+            };
             if g.success() != (want == 0) {
                 failures.push(format!(
                     "{fmt:?} followed by {label}: GNU tar differs\n{}",
