@@ -79,9 +79,11 @@ pub struct Args {
     #[arg(long = "direct-io-threshold", value_name = "SIZE", default_value = "64K")]
     pub direct_io_threshold: String,
 
-    /// Memory for buffers: file data in flight and, when zstd frames decode on several
-    /// threads, decoded frames waiting to be read (default: 64M of file data, and 32M more for
-    /// each decoder thread past the first, at most an eighth of the machine's memory).
+    /// Memory for buffers: file data in flight and, when a zstd archive meets more than one
+    /// decoder thread, decoded frames waiting to be read (default: 64M of file data, and 32M
+    /// more for each decoder thread past the first, beyond the second at most an eighth of the
+    /// machine's memory; when listing, the frames' share only, at least 64M). A SIZE given is
+    /// the total, divided between the two.
     #[arg(long = "memory", value_name = "SIZE")]
     pub memory: Option<String>,
 

@@ -28,10 +28,11 @@ pub const DEFAULT_MEMORY: u64 = 64 << 20;
 /// copied, and together they held at most one frame ahead.
 pub const FRAME_BYTES: u64 = 32 << 20;
 
-/// Of an explicit `--memory`, file data keeps at least this or half, whichever is less, and
+/// Of an explicit `--memory`, file data keeps what is left after one frame and the reader's
+/// extra buffer, at least this (or half, when that is less) and at most DEFAULT_MEMORY, and
 /// the frames get the rest up to FRAME_BYTES per worker: `--memory 64M` with one worker keeps
-/// one whole frame ahead (and the reader's extra buffer) and 31 MiB of file data, as the one
-/// shared pool did. The default gives file data all of DEFAULT_MEMORY: on the agave archive
+/// one whole frame ahead and 31 MiB of file data, as the one shared pool did; `--memory 1G`
+/// with 63 workers 64 MiB of file data and 960 MiB of frames. The default gives file data all of DEFAULT_MEMORY: on the agave archive
 /// to RAM-backed ext4 with `--threads 2`, 64 MiB of file data in flight extracted in 2.42 s
 /// against 2.63 s with 31 MiB (medians of 9 interleaved rounds, docs/PERFORMANCE.md).
 pub const FILE_DATA_MIN: u64 = DEFAULT_MEMORY - FRAME_BYTES - CHUNK_SIZE as u64;
@@ -167,10 +168,10 @@ impl Pools {
 /// FRAME_BYTES per worker and the reader's extra buffer, as far as `cap` allows beyond the
 /// first worker's (a fraction of the machine's memory): 64 MiB with one decoder thread, 97 MiB
 /// with two, ~1.1 GiB with 32. An explicit `memory` is never exceeded: the frames get up to as
-/// much, leaving file data FILE_DATA_MIN or half, whichever is less. When listing there is no
-/// file data and the frames get everything (by default at least DEFAULT_MEMORY). A budget too
-/// small for both pools (under 32 KiB) gets no frame pool, and one thread decodes: more
-/// threads than the memory allows means fewer frames in flight, never more memory.
+/// much, leaving file data what FILE_DATA_MIN says. When listing there is no file data and the
+/// frames get everything (by default at least DEFAULT_MEMORY). An extraction budget too small
+/// for both pools (under 32 KiB) gets no frame pool, and one thread decodes: more threads than
+/// the memory allows means fewer frames in flight, never more memory.
 fn divide(memory: Option<u64>, workers: usize, listing: bool, cap: u64) -> Result<Pools> {
     let w = workers as u64;
     let one_frame = FRAME_BYTES + CHUNK_SIZE as u64;
@@ -182,7 +183,12 @@ fn divide(memory: Option<u64>, workers: usize, listing: bool, cap: u64) -> Resul
         None => (DEFAULT_MEMORY, want.min(cap.saturating_sub(DEFAULT_MEMORY).max(one_frame))),
         Some(m) if listing => (0, m),
         Some(m) => {
-            let frames = want.min(m - (m / 2).min(FILE_DATA_MIN));
+            // File data keeps what is left after one frame, between FILE_DATA_MIN (or half,
+            // when that is less) and DEFAULT_MEMORY; the frames get the rest they want.
+            let keep = m
+                .saturating_sub(FRAME_BYTES + CHUNK_SIZE as u64)
+                .clamp((m / 2).min(FILE_DATA_MIN), DEFAULT_MEMORY);
+            let frames = want.min(m - keep);
             (m - frames, frames)
         }
     };
@@ -228,13 +234,16 @@ fn usable_memory() -> u64 {
     least
 }
 
-/// `memory.max` of this process's cgroup (v2, the "0::/path" line of /proc/self/cgroup), when
-/// it sets one.
+/// The least `memory.max` of this process's cgroup and its ancestors (v2, the "0::/path" line
+/// of /proc/self/cgroup), when one sets a limit.
 fn cgroup_memory_max() -> Option<u64> {
     let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
     let path = cgroups.lines().find_map(|l| l.strip_prefix("0::"))?;
     let dir = std::path::Path::new("/sys/fs/cgroup").join(path.trim_start_matches('/'));
-    std::fs::read_to_string(dir.join("memory.max")).ok()?.trim().parse().ok()
+    dir.ancestors()
+        .take_while(|d| d.starts_with("/sys/fs/cgroup"))
+        .filter_map(|d| std::fs::read_to_string(d.join("memory.max")).ok()?.trim().parse().ok())
+        .min()
 }
 
 /// Most decoder threads: past the 64 cores of the biggest validators, more threads only add
@@ -397,8 +406,12 @@ mod tests {
         }
         // 64M with one worker keeps one whole frame ahead, as the shared pool did.
         assert_eq!(mib(divide(Some(64 * MIB), 1, false, 0).unwrap()), (31, 33));
-        // 1G with 3 workers: a frame each, the rest for file data.
+        // 1G with 3 workers: a frame each, the rest for file data; with 63 workers the frames
+        // get all but 64 MiB.
         assert_eq!(mib(divide(Some(1 << 30), 3, false, 0).unwrap()), (927, 97));
+        assert_eq!(mib(divide(Some(1 << 30), 63, false, 0).unwrap()), (64, 960));
+        // 100M with 3 workers: 64 MiB of file data, the rest (not a frame each) for frames.
+        assert_eq!(mib(divide(Some(100 * MIB), 3, false, 0).unwrap()), (64, 36));
         // Too little for two pools: one thread decodes, in all of it.
         let p = divide(Some(28 << 10), 3, false, 0).unwrap();
         assert_eq!((p.buf_size, p.files, p.frames), (4096, 7, 0));

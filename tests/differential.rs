@@ -1061,15 +1061,21 @@ fn sparse_in_small_frames_with_threads_4() {
     let td = TestDir::new(test);
     let z = td.write("a.tar.zst", ZSTD_4K.encode(&util::read(&archive)));
     let d = td.fresh("ours");
-    for memory in ["64M", "32K", "16K"] {
+    for (memory, threads, frame_pool) in [("64M", 4, 33 << 20), ("32K", 4, 16 << 10), ("16K", 1, 0)]
+    {
         let out = fastuntar()
-            .args(["--io", "portable", "--threads", "4", "--memory", memory, "-x"])
+            .args(["--io", "portable", "--threads", "4", "--json", "--memory", memory, "-x"])
             .arg(&z)
             .arg("-C")
             .arg(&d)
             .timeout(std::time::Duration::from_secs(15))
             .run();
         out.expect_code(0);
+        let json = out.stdout_str();
+        let want = format!("\"decode_threads\":{threads},");
+        assert!(json.contains(&want), "--memory {memory}: {json}");
+        let want = format!("\"frame_pool_bytes\":{frame_pool},");
+        assert!(json.contains(&want), "--memory {memory}: {json}");
     }
 }
 

@@ -386,17 +386,15 @@ fn trailing_padding_and_garbage_like_gnu_tar() {
         if fmt != Fmt::Lz4
             && have_tools("trailing_padding_and_garbage_like_gnu_tar", &["tar", tool])
         {
-            let dest = td.fresh("gnu");
-            let g = if label == "a damaged second member" {
-                Cmd::new(tool).arg("-t").arg(&a).run()
+            let (who, g) = if label == "a damaged second member" {
+                ("gzip -t", Cmd::new(tool).arg("-t").arg(&a).run())
             } else {
-                Cmd::new("tar").arg(flag).arg("-xf").arg(&a).arg("-C").arg(&dest).run()
+                let dest = td.fresh("gnu");
+                ("GNU tar", Cmd::new("tar").arg(flag).arg("-xf").arg(&a).arg("-C").arg(&dest).run())
             };
             if g.success() != (want == 0) {
-                failures.push(format!(
-                    "{fmt:?} followed by {label}: GNU tar differs\n{}",
-                    g.describe()
-                ));
+                failures
+                    .push(format!("{fmt:?} followed by {label}: {who} differs\n{}", g.describe()));
             }
         }
     }

@@ -975,7 +975,7 @@ mod tests {
         let opts = Options {
             workers,
             max_window_log: 27,
-            ahead_cap: buffers / 2,
+            ahead_cap: ahead_cap(buffers),
             input_budget: 2 << 20,
             piece: PIECE_STREAM,
         };
@@ -1030,7 +1030,7 @@ mod tests {
                 assert_eq!(wrong, None, "reads of {read}, skips of {skip}");
             }
         }
-        // 4 buffers: no frame fits in `ahead_cap` (2); all stream, and still in order.
+        // 4 buffers: no frame fits in `ahead_cap` (3); all stream, and still in order.
         let (got, _, stats) = decode_skipping(data, 1, 4, 4096, 0).unwrap();
         assert!(got == want);
         assert_eq!(stats.frames_in_place.load(Ordering::Relaxed), 0);
@@ -1041,8 +1041,10 @@ mod tests {
         let parts = parts((0..12).map(|i| 100_000 + i * 37_000));
         let want: Vec<u8> = parts.concat();
         let data = frames(&parts);
+        // 2 buffers, the smallest frame pool (`config::divide`): `ahead_cap` 1, and with 4
+        // workers a share of none, so every frame streams.
         for workers in [0, 1, 2, 4] {
-            for (buffers, read) in [(4, 512), (16, 100_000), (64, 7)] {
+            for (buffers, read) in [(2, 512), (4, 512), (16, 100_000), (64, 7)] {
                 let got = decode(data.clone(), workers, buffers, read).unwrap();
                 assert!(got == want, "workers {workers}, {buffers} buffers, reads of {read}");
             }
