@@ -42,7 +42,7 @@ pub const FILE_DATA_MIN: u64 = DEFAULT_MEMORY - FRAME_BYTES - CHUNK_SIZE as u64;
 const MIN_FRAME_BUFFERS: usize = 2;
 
 /// The default `--memory` is at most this fraction of the memory the process may use
-/// (physical memory, a cgroup v2 `memory.max`, RLIMIT_AS), and never below DEFAULT_MEMORY:
+/// (physical memory, a cgroup memory limit, RLIMIT_AS), and never below DEFAULT_MEMORY:
 /// 64 decoder threads would otherwise ask for 2 GiB on a machine that may have 4.
 const AUTO_MEMORY_FRACTION: u64 = 8;
 
@@ -234,16 +234,28 @@ fn usable_memory() -> u64 {
     least
 }
 
-/// The least `memory.max` of this process's cgroup and its ancestors (v2, the "0::/path" line
-/// of /proc/self/cgroup), when one sets a limit.
+/// The least memory limit of this process's cgroup and its ancestors, when one sets a limit:
+/// `memory.max` under cgroup v2 (the "0::/path" line of /proc/self/cgroup), else
+/// `memory.limit_in_bytes` of the v1 memory controller (the "N:memory:/path" line; containers
+/// on older hosts).
 fn cgroup_memory_max() -> Option<u64> {
     let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let path = cgroups.lines().find_map(|l| l.strip_prefix("0::"))?;
-    let dir = std::path::Path::new("/sys/fs/cgroup").join(path.trim_start_matches('/'));
-    dir.ancestors()
-        .take_while(|d| d.starts_with("/sys/fs/cgroup"))
-        .filter_map(|d| std::fs::read_to_string(d.join("memory.max")).ok()?.trim().parse().ok())
-        .min()
+    let limit = |root: &str, path: &str, file: &str| {
+        let root = std::path::Path::new(root);
+        let dir = root.join(path.trim_start_matches('/'));
+        dir.ancestors()
+            .take_while(|d| d.starts_with(root))
+            .filter_map(|d| std::fs::read_to_string(d.join(file)).ok()?.trim().parse().ok())
+            .min()
+    };
+    let v2 = cgroups.lines().find_map(|l| l.strip_prefix("0::"));
+    let v1 = cgroups.lines().find_map(|l| {
+        let (controllers, path) = l.split_once(':')?.1.split_once(':')?;
+        controllers.split(',').any(|c| c == "memory").then_some(path)
+    });
+    let v2 = v2.and_then(|p| limit("/sys/fs/cgroup", p, "memory.max"));
+    let v1 = v1.and_then(|p| limit("/sys/fs/cgroup/memory", p, "memory.limit_in_bytes"));
+    v2.into_iter().chain(v1).min()
 }
 
 /// Most decoder threads: past the 64 cores of the biggest validators, more threads only add
