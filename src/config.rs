@@ -210,9 +210,9 @@ fn divide(memory: Option<u64>, workers: usize, listing: bool, cap: u64) -> Resul
     Ok(Pools { buf_size, files, frames: 0 })
 }
 
-/// Bytes of memory this process may use: the least of physical memory, the cgroup v2
-/// `memory.max` of its cgroup (a container's limit) and RLIMIT_AS. Anything unreadable
-/// counts as no limit.
+/// Bytes of memory this process may use: the least of physical memory, its cgroup's memory
+/// limit (a container's; `cgroup_memory_max`) and RLIMIT_AS. Anything unreadable counts as no
+/// limit.
 fn usable_memory() -> u64 {
     // Safety: sysconf has no preconditions.
     let (pages, page) =
