@@ -80,10 +80,10 @@ pub struct Args {
     pub direct_io_threshold: String,
 
     /// Memory for buffers: file data in flight and, when a zstd archive meets more than one
-    /// decoder thread, decoded frames waiting to be read (default: 64M of file data, and 32M
-    /// more for each decoder thread past the first, beyond the second at most an eighth of the
-    /// machine's memory; when listing, the frames' share only, at least 64M). A SIZE given is
-    /// the total, divided between the two.
+    /// decoder thread, decoded frames waiting to be read (default: 64M of file data, plus 32M
+    /// of frames per decoder thread past the first, what the third and later add kept within
+    /// an eighth of the machine's memory; when listing, the frames' only, at least 64M). A SIZE
+    /// given is the total, divided between the two.
     #[arg(long = "memory", value_name = "SIZE")]
     pub memory: Option<String>,
 

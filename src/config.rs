@@ -32,9 +32,10 @@ pub const FRAME_BYTES: u64 = 32 << 20;
 /// extra buffer, at least this (or half, when that is less) and at most DEFAULT_MEMORY, and
 /// the frames get the rest up to FRAME_BYTES per worker: `--memory 64M` with one worker keeps
 /// one whole frame ahead and 31 MiB of file data, as the one shared pool did; `--memory 1G`
-/// with 63 workers 64 MiB of file data and 960 MiB of frames. The default gives file data all of DEFAULT_MEMORY: on the agave archive
-/// to RAM-backed ext4 with `--threads 2`, 64 MiB of file data in flight extracted in 2.42 s
-/// against 2.63 s with 31 MiB (medians of 9 interleaved rounds, docs/PERFORMANCE.md).
+/// with 63 workers 64 MiB of file data and 960 MiB of frames. The default gives file data all
+/// of DEFAULT_MEMORY: on the agave archive to RAM-backed ext4 with `--threads 2`, 64 MiB of
+/// file data in flight extracted in 2.42 s against 2.63 s with 31 MiB (medians of 9
+/// interleaved rounds, docs/PERFORMANCE.md).
 pub const FILE_DATA_MIN: u64 = DEFAULT_MEMORY - FRAME_BYTES - CHUNK_SIZE as u64;
 
 /// Fewest buffers of a frame pool: one frame buffer ahead and the reader's extra one
