@@ -43,8 +43,10 @@ pub const FILE_DATA_MIN: u64 = DEFAULT_MEMORY - FRAME_BYTES - CHUNK_SIZE as u64;
 const MIN_FRAME_BUFFERS: usize = 2;
 
 /// The default `--memory` is at most this fraction of the memory the process may use
-/// (physical memory, a cgroup memory limit, RLIMIT_AS), and never below DEFAULT_MEMORY:
-/// 64 decoder threads would otherwise ask for 2 GiB on a machine that may have 4.
+/// (physical memory, a cgroup memory limit, RLIMIT_AS), beyond the DEFAULT_MEMORY of file data
+/// and one worker's frames: 64 decoder threads would otherwise ask for 2 GiB on a machine that
+/// may have 4. Where the fraction is less than one worker's frames (RLIMIT_AS under 264 MiB)
+/// the frames get only the fraction.
 const AUTO_MEMORY_FRACTION: u64 = 8;
 
 #[derive(Debug, Clone)]
@@ -166,9 +168,9 @@ impl Pools {
 
 /// Divides the buffer memory between file data and the frames of `workers` decoder threads
 /// besides the reader. By default (`memory` None) file data gets DEFAULT_MEMORY and the frames
-/// FRAME_BYTES per worker and the reader's extra buffer, as far as `cap` allows beyond the
-/// first worker's (a fraction of the machine's memory): 64 MiB with one decoder thread, 97 MiB
-/// with two, ~1.1 GiB with 32. An explicit `memory` is never exceeded: the frames get up to as
+/// FRAME_BYTES per worker and the reader's extra buffer, as far as `cap` (a fraction of the
+/// machine's memory) allows beyond DEFAULT_MEMORY, and at least the first worker's where `cap`
+/// holds that: 64 MiB with one decoder thread, 97 MiB with two, ~1.1 GiB with 32. An explicit `memory` is never exceeded: the frames get up to as
 /// much, leaving file data what FILE_DATA_MIN says. When listing there is no file data and the
 /// frames get everything (by default at least DEFAULT_MEMORY). An extraction budget too small
 /// for both pools (under 32 KiB) gets no frame pool, and one thread decodes: more threads than
@@ -181,7 +183,10 @@ fn divide(memory: Option<u64>, workers: usize, listing: bool, cap: u64) -> Resul
     let (files, frames) = match memory {
         _ if workers == 0 => (memory.unwrap_or(DEFAULT_MEMORY), 0),
         None if listing => (0, want.max(DEFAULT_MEMORY).min(cap.max(DEFAULT_MEMORY))),
-        None => (DEFAULT_MEMORY, want.min(cap.saturating_sub(DEFAULT_MEMORY).max(one_frame))),
+        None => {
+            let room = cap.saturating_sub(DEFAULT_MEMORY).max(one_frame.min(cap));
+            (DEFAULT_MEMORY, want.min(room))
+        }
         Some(m) if listing => (0, m),
         Some(m) => {
             // File data keeps what is left after one frame, between FILE_DATA_MIN (or half,
@@ -269,11 +274,25 @@ const MAX_THREADS: usize = 256;
 /// frames): `-t` took 0.57x the time with 2 threads, but extraction none less, to tmpfs, to
 /// RAM-backed ext4 or to the disk: the writer's system time (2.4 s of copying into the page
 /// cache, or the loop device's worker) already filled the second CPU, and a second decoder
-/// only added its copying (docs/PERFORMANCE.md).
+/// only added its copying (docs/PERFORMANCE.md). One under `ulimit -v` (`address_space_limited`).
 fn default_threads(listing: bool) -> usize {
+    if address_space_limited() {
+        return 1;
+    }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let spare = if listing { cpus } else { cpus - 1 };
     spare.clamp(1, MAX_THREADS)
+}
+
+/// Whether RLIMIT_AS (`ulimit -v`) is set. Then the default is one decoder thread: every
+/// thread that allocates gets a glibc malloc arena reserving 64 MiB of address space, plus its
+/// zstd window, its stack and its share of the frame pool and input read ahead, and under
+/// `ulimit -v 196608` `--threads 8` failed in a different allocation from run to run (one of
+/// them an abort inside the allocator) where one thread extracts the same archive.
+fn address_space_limited() -> bool {
+    let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // Safety: getrlimit writes the struct it is given.
+    unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut rl) == 0 && rl.rlim_cur != libc::RLIM_INFINITY }
 }
 
 /// Most writer threads by default. On 2 CPUs, 2 writers created the 100,000-file tree in about
@@ -390,8 +409,10 @@ mod tests {
         // 31 workers: ~1 GiB, unless a fraction of the machine's memory is less.
         assert_eq!(mib(divide(None, 31, false, big).unwrap()), (64, 993));
         assert_eq!(mib(divide(None, 31, false, 256 * MIB).unwrap()), (64, 192));
-        // Never less than one worker's, whatever the machine.
-        assert_eq!(mib(divide(None, 31, false, 8 * MIB).unwrap()), (64, 33));
+        // One worker's where an eighth of the memory holds it, whatever the rest; less where
+        // it does not (`ulimit -v 196608`: 24 MiB, frames streamed, not decoded in place).
+        assert_eq!(mib(divide(None, 31, false, 64 * MIB).unwrap()), (64, 33));
+        assert_eq!(mib(divide(None, 31, false, 24 * MIB).unwrap()), (64, 24));
         // Listing: the frames only, at least 64 MiB.
         assert_eq!(mib(divide(None, 1, true, big).unwrap()), (0, 64));
         assert_eq!(mib(divide(None, 3, true, big).unwrap()), (0, 97));

@@ -247,13 +247,19 @@ unsafe impl Sync for AlignedBuf {}
 
 impl AlignedBuf {
     /// `cap` bytes (a multiple of DIRECT_ALIGN), zeroed, length `cap`.
+    #[cfg(test)]
     pub fn new(cap: usize) -> AlignedBuf {
+        AlignedBuf::try_new(cap)
+            .unwrap_or_else(|| std::alloc::handle_alloc_error(Self::layout(cap)))
+    }
+
+    /// `new`, or None when the memory cannot be had (RLIMIT_AS), so the caller can do with
+    /// less instead of aborting.
+    pub fn try_new(cap: usize) -> Option<AlignedBuf> {
         let layout = Self::layout(cap);
         // Safety: the layout has a non-zero size (asserted in `layout`).
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-        let ptr =
-            std::ptr::NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
-        AlignedBuf { ptr, cap, len: cap }
+        Some(AlignedBuf { ptr: std::ptr::NonNull::new(ptr)?, cap, len: cap })
     }
 
     /// A buffer of no bytes, allocating nothing (a placeholder for one moved out).

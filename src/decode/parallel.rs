@@ -256,7 +256,10 @@ impl ParallelZstd {
         std::thread::Builder::new()
             .name("zstd-split".into())
             .spawn(move || split(input, max_window, &s))?;
-        let mut dctx = DCtx::create();
+        let mut dctx = DCtx::try_create().ok_or_else(|| {
+            shared.cancel();
+            io::Error::new(io::ErrorKind::OutOfMemory, "cannot allocate a zstd decoder")
+        })?;
         let _ = dctx.set_parameter(DParameter::WindowLogMax(shared.opts.max_window_log));
         let mut this = ParallelZstd {
             shared: shared.clone(),
@@ -366,7 +369,8 @@ impl ParallelZstd {
                     // The splitter saw the frame (or the input) end before the decoder did.
                     Err(_) => {
                         let (i, o) = (job.index, job.offset);
-                        return Err(self.fail(io::ErrorKind::UnexpectedEof, truncated(i, o)));
+                        let why = truncated(&self.shared, i, o);
+                        return Err(self.fail(io::ErrorKind::UnexpectedEof, why));
                     }
                 },
             }
@@ -488,8 +492,13 @@ fn frame_error(index: u64, offset: u64, what: &str) -> String {
     format!("zstd frame {index} (byte {offset} of the archive): {what}")
 }
 
-fn truncated(index: u64, offset: u64) -> String {
-    frame_error(index, offset, "the compressed input ends inside the frame")
+/// Why frame `index` got no more input: the splitter's own failure when it stopped (it could
+/// not read or allocate; set before it drops the frame's channel), else the archive ends there.
+fn truncated(shared: &Shared, index: u64, offset: u64) -> String {
+    match &shared.lock().failed {
+        Some(why) => why.clone(),
+        None => frame_error(index, offset, "the compressed input ends inside the frame"),
+    }
 }
 
 /// The splitter: reads the input, walks frame boundaries, queues a job per frame and sends
@@ -522,8 +531,19 @@ fn split(mut input: Box<dyn Read + Send>, max_window: u64, shared: &Arc<Shared>)
             st.spare.pop()
         };
         // Aligned, so that a regular file not in the page cache is read with O_DIRECT
-        // (archive_file.rs).
-        let mut bytes = spare.unwrap_or_else(|| AlignedBuf::new(piece));
+        // (archive_file.rs). Where the address space is limited (`ulimit -v`) a new piece may
+        // not be had: one line then, not an abort (a 4 MiB piece aborted the run under
+        // `ulimit -v 196608` with --threads 8). Reading ahead less instead, with the pieces in
+        // flight only, hung in a test: frames ahead may hold them while the frame the reader
+        // waits for needs more.
+        let Some(mut bytes) = spare.or_else(|| AlignedBuf::try_new(piece)) else {
+            let at = walker.offset();
+            return finish(Some(format!(
+                "cannot allocate {} MiB to read the archive into at byte {at}: out of memory \
+                 (ulimit -v?); fewer --threads need less",
+                piece >> 20
+            )));
+        };
         bytes.set_len(piece);
         let n = loop {
             match input.read(&mut bytes) {
@@ -605,7 +625,9 @@ fn split(mut input: Box<dyn Read + Send>, max_window: u64, shared: &Arc<Shared>)
 
 /// A worker: claims frames ahead of the reader and decodes them into pool buffers.
 fn work(shared: &Arc<Shared>, pool: &Pool) {
-    let mut dctx = DCtx::create();
+    // Without a decoder (no memory: `ulimit -v`) this worker does nothing; frames nobody
+    // claims are the reader's when it reaches them.
+    let Some(mut dctx) = DCtx::try_create() else { return };
     loop {
         let job = {
             let mut st = shared.lock();
@@ -737,7 +759,9 @@ fn decode_whole(
             Err(RecvTimeoutError::Timeout) if shared.cancelled() => break Ok(false),
             Err(RecvTimeoutError::Timeout) => continue,
             Err(RecvTimeoutError::Disconnected) if finished => break Ok(true),
-            Err(RecvTimeoutError::Disconnected) => break Err(truncated(job.index, job.offset)),
+            Err(RecvTimeoutError::Disconnected) => {
+                break Err(truncated(shared, job.index, job.offset));
+            }
         };
         if finished {
             break Err(fail("data after the frame's end"));
@@ -870,7 +894,7 @@ fn stream_into(
         return Ok(false);
     }
     if !finished {
-        return Err(truncated(job.index, job.offset));
+        return Err(truncated(shared, job.index, job.offset));
     }
     Ok(true)
 }
