@@ -274,25 +274,16 @@ const MAX_THREADS: usize = 256;
 /// frames): `-t` took 0.57x the time with 2 threads, but extraction none less, to tmpfs, to
 /// RAM-backed ext4 or to the disk: the writer's system time (2.4 s of copying into the page
 /// cache, or the loop device's worker) already filled the second CPU, and a second decoder
-/// only added its copying (docs/PERFORMANCE.md). One under `ulimit -v` (`address_space_limited`).
+/// only added its copying (docs/PERFORMANCE.md). One under `ulimit -v`.
 fn default_threads(listing: bool) -> usize {
-    if address_space_limited() {
+    // Under `ulimit -v` one: every thread adds its zstd window, stack and read-ahead, and
+    // `--threads 8` under `ulimit -v 196608` failed (in a different allocation each run).
+    if crate::resources::address_space_limited() {
         return 1;
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let spare = if listing { cpus } else { cpus - 1 };
     spare.clamp(1, MAX_THREADS)
-}
-
-/// Whether RLIMIT_AS (`ulimit -v`) is set. Then the default is one decoder thread: every
-/// thread that allocates gets a glibc malloc arena reserving 64 MiB of address space, plus its
-/// zstd window, its stack and its share of the frame pool and input read ahead, and under
-/// `ulimit -v 196608` `--threads 8` failed in a different allocation from run to run (one of
-/// them an abort inside the allocator) where one thread extracts the same archive.
-fn address_space_limited() -> bool {
-    let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // Safety: getrlimit writes the struct it is given.
-    unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut rl) == 0 && rl.rlim_cur != libc::RLIM_INFINITY }
 }
 
 /// Most writer threads by default. On 2 CPUs, 2 writers created the 100,000-file tree in about

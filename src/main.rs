@@ -6,10 +6,11 @@ use clap::{CommandFactory, Parser};
 
 use fastuntar::exit_codes::ExitCode;
 use fastuntar::extract::Summary;
-use fastuntar::{cli, config, extract, list, report};
+use fastuntar::{cli, config, extract, list, report, resources};
 
 fn main() {
     ignore_sigxfsz();
+    resources::fit_address_space();
     let args = cli::Args::parse();
     if let Some(shell) = args.completions {
         let mut text = Vec::new();

@@ -1,5 +1,6 @@
 //! What the process may use, decided once at start-up from its resource limits: how many file
-//! descriptors the writer may hold (RLIMIT_NOFILE). Users' shells commonly give a soft limit of
+//! descriptors the writer may hold (RLIMIT_NOFILE), and how threads allocate under an address
+//! space limit (RLIMIT_AS). Users' shells commonly give a soft limit of
 //! 1024 (or less) open files; fastuntar raises the soft limit to the hard limit first, as Go's
 //! runtime and many servers do, and then divides what it got.
 
@@ -17,6 +18,29 @@ pub const MAX_FILES_IN_FLIGHT: usize = 128;
 /// Directory fds cached, at most. Snapshots have a handful of directories; archives with many
 /// more get their least recently used directories closed (reopening costs one openat2).
 pub const MAX_CACHED_DIRS: usize = 4096;
+
+/// glibc malloc arenas at most under RLIMIT_AS: each arena reserves 64 MiB of address space
+/// (HEAP_MAX_SIZE on 64-bit), and by default a process gets up to 8 per CPU, one for nearly
+/// every thread that allocates. `--threads 8` under `ulimit -v 262144` ran out of address
+/// space in a different allocation from run to run, one of them an abort inside the allocator
+/// (docs/DESIGN.md, "Resource limits").
+const ARENAS_UNDER_RLIMIT_AS: libc::c_int = 2;
+
+/// Whether RLIMIT_AS (`ulimit -v`) limits the address space.
+pub fn address_space_limited() -> bool {
+    let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // Safety: getrlimit writes the struct it is given.
+    unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut rl) == 0 && rl.rlim_cur != libc::RLIM_INFINITY }
+}
+
+/// Under RLIMIT_AS, caps glibc's malloc arenas (ARENAS_UNDER_RLIMIT_AS) before any thread
+/// starts, so that threads share address space instead of each reserving its own.
+pub fn fit_address_space() {
+    if address_space_limited() {
+        // Safety: mallopt only sets an allocator parameter; called before other threads exist.
+        unsafe { libc::mallopt(libc::M_ARENA_MAX, ARENAS_UNDER_RLIMIT_AS) };
+    }
+}
 
 /// How the writer may spend its file descriptors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
