@@ -170,8 +170,9 @@ impl Pools {
 /// besides the reader. By default (`memory` None) file data gets DEFAULT_MEMORY and the frames
 /// FRAME_BYTES per worker and the reader's extra buffer, as far as `cap` (a fraction of the
 /// machine's memory) allows beyond DEFAULT_MEMORY, and at least the first worker's where `cap`
-/// holds that: 64 MiB with one decoder thread, 97 MiB with two, ~1.1 GiB with 32. An explicit `memory` is never exceeded: the frames get up to as
-/// much, leaving file data what FILE_DATA_MIN says. When listing there is no file data and the
+/// holds that: 64 MiB with one decoder thread, 97 MiB with two, ~1.1 GiB with 32. An explicit
+/// `memory` is never exceeded: the frames get up to as much, leaving file data what
+/// FILE_DATA_MIN says. When listing there is no file data and the
 /// frames get everything (by default at least DEFAULT_MEMORY). An extraction budget too small
 /// for both pools (under 32 KiB) gets no frame pool, and one thread decodes: more threads than
 /// the memory allows means fewer frames in flight, never more memory.

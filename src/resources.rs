@@ -1,8 +1,8 @@
 //! What the process may use, decided once at start-up from its resource limits: how many file
 //! descriptors the writer may hold (RLIMIT_NOFILE), and how threads allocate under an address
-//! space limit (RLIMIT_AS). Users' shells commonly give a soft limit of
-//! 1024 (or less) open files; fastuntar raises the soft limit to the hard limit first, as Go's
-//! runtime and many servers do, and then divides what it got.
+//! space limit (RLIMIT_AS). Users' shells commonly give a soft limit of 1024 (or less) open
+//! files; fastuntar raises the soft limit to the hard limit first, as Go's runtime and many
+//! servers do, and then divides what it got.
 
 use std::io;
 
@@ -23,7 +23,8 @@ pub const MAX_CACHED_DIRS: usize = 4096;
 /// (HEAP_MAX_SIZE on 64-bit), and by default a process gets up to 8 per CPU, one for nearly
 /// every thread that allocates. `--threads 8` under `ulimit -v 262144` ran out of address
 /// space in a different allocation from run to run, one of them an abort inside the allocator
-/// (docs/DESIGN.md, "Resource limits").
+/// (docs/DESIGN.md, "Resource limits and filesystems").
+#[cfg(target_env = "gnu")]
 const ARENAS_UNDER_RLIMIT_AS: libc::c_int = 2;
 
 /// Whether RLIMIT_AS (`ulimit -v`) limits the address space.
@@ -34,8 +35,10 @@ pub fn address_space_limited() -> bool {
 }
 
 /// Under RLIMIT_AS, caps glibc's malloc arenas (ARENAS_UNDER_RLIMIT_AS) before any thread
-/// starts, so that threads share address space instead of each reserving its own.
+/// starts, so that threads share address space instead of each reserving its own. (Other C
+/// libraries have no such arenas: nothing to do.)
 pub fn fit_address_space() {
+    #[cfg(target_env = "gnu")]
     if address_space_limited() {
         // Safety: mallopt only sets an allocator parameter; called before other threads exist.
         unsafe { libc::mallopt(libc::M_ARENA_MAX, ARENAS_UNDER_RLIMIT_AS) };
