@@ -135,6 +135,14 @@ fn race_as(test: &str, racer: Racer, args: &[&str], names: &[&str], archive: &[u
             }
             Racer::Nobody => (None, Some(nobody_attacker(&dir, names, &victim, &stop_file))),
         };
+        // The attacker is running once one of the names is its symlink: a perl child started
+        // as nobody could lose the race to a whole (small) extraction, and then the run proved
+        // nothing (`swaps > 0` below failed once in a full test.sh run).
+        let started = std::time::Instant::now();
+        while !names.iter().any(|n| dir.join(n).is_symlink()) {
+            assert!(started.elapsed().as_secs() < 30, "the attacker did not start in 30 s");
+            thread::sleep(std::time::Duration::from_millis(1));
+        }
         let out = fastuntar_with(cfg).arg("-x").arg(&path).arg("-C").arg(&dest).args(args).run();
         stop.store(true, Ordering::Relaxed);
         fs::write(&stop_file, b"").unwrap();
