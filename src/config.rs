@@ -8,6 +8,7 @@ use anyhow::{Context, Result, bail};
 use crate::admit::{Limits, SNAPSHOT_MAX_BYTES, SNAPSHOT_MAX_FILES};
 use crate::cli::{Args, IoBackend};
 use crate::pool::BUF_ALIGN;
+use crate::resources::{address_space_limited, soft_limit};
 
 /// Size of one pool buffer and so of the largest single write. 1 MiB: large enough that a
 /// direct write reaches the disk's streaming rate (`dd bs=1M oflag=direct` writes 1.5 GB/s
@@ -159,13 +160,6 @@ pub struct Pools {
     pub frames: usize,
 }
 
-impl Pools {
-    pub fn bytes(&self) -> (u64, u64) {
-        let b = self.buf_size as u64;
-        (self.files as u64 * b, self.frames as u64 * b)
-    }
-}
-
 /// Divides the buffer memory between file data and the frames of `workers` decoder threads
 /// besides the reader. By default (`memory` None) file data gets DEFAULT_MEMORY and the frames
 /// FRAME_BYTES per worker and the reader's extra buffer, as far as `cap` (a fraction of the
@@ -228,15 +222,8 @@ fn usable_memory() -> u64 {
         (Ok(n), Ok(p)) if n > 0 && p > 0 => n.saturating_mul(p),
         _ => u64::MAX,
     };
-    let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // Safety: getrlimit writes the struct it is given.
-    if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut rl) } == 0
-        && rl.rlim_cur != libc::RLIM_INFINITY
-    {
-        least = least.min(rl.rlim_cur);
-    }
-    if let Some(max) = cgroup_memory_max() {
-        least = least.min(max);
+    for limit in [soft_limit(libc::RLIMIT_AS), cgroup_memory_max()].into_iter().flatten() {
+        least = least.min(limit);
     }
     least
 }
@@ -279,7 +266,7 @@ const MAX_THREADS: usize = 256;
 fn default_threads(listing: bool) -> usize {
     // Under `ulimit -v` one: every thread adds its zstd window, stack and read-ahead, and
     // `--threads 8` under `ulimit -v 196608` failed (in a different allocation each run).
-    if crate::resources::address_space_limited() {
+    if address_space_limited() {
         return 1;
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -315,11 +302,9 @@ const NPROC_FOR_WRITERS: u64 = 256;
 
 /// Whether RLIMIT_NPROC applies to us and is below NPROC_FOR_WRITERS (root is not held to it).
 fn few_threads_allowed() -> bool {
-    let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // Safety: getrlimit writes the struct it is given; geteuid has no preconditions.
-    let (got, root) =
-        unsafe { (libc::getrlimit(libc::RLIMIT_NPROC, &mut rl) == 0, libc::geteuid() == 0) };
-    got && !root && rl.rlim_cur != libc::RLIM_INFINITY && rl.rlim_cur < NPROC_FOR_WRITERS
+    // Safety: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    !root && soft_limit(libc::RLIMIT_NPROC).is_some_and(|n| n < NPROC_FOR_WRITERS)
 }
 
 /// Splits the memory budget into buffers: CHUNK_SIZE each while that leaves MIN_BUFFERS,
@@ -384,8 +369,14 @@ mod tests {
 
     const MIB: u64 = 1 << 20;
 
+    /// Bytes of file data and of frames.
+    fn bytes(p: Pools) -> (u64, u64) {
+        let b = p.buf_size as u64;
+        (p.files as u64 * b, p.frames as u64 * b)
+    }
+
     fn mib(p: Pools) -> (u64, u64) {
-        let (f, d) = p.bytes();
+        let (f, d) = bytes(p);
         (f / MIB, d / MIB)
     }
 
@@ -418,7 +409,7 @@ mod tests {
             for workers in [0, 1, 3, 63] {
                 for listing in [false, true] {
                     let p = divide(Some(m), workers, listing, 0).unwrap();
-                    let (f, d) = p.bytes();
+                    let (f, d) = bytes(p);
                     assert!(f + d <= m, "{m} {workers} {listing}: {p:?}");
                     assert!(p.buf_size.is_multiple_of(BUF_ALIGN) && p.buf_size > 0);
                     if !listing {

@@ -27,11 +27,23 @@ pub const MAX_CACHED_DIRS: usize = 4096;
 #[cfg(target_env = "gnu")]
 const ARENAS_UNDER_RLIMIT_AS: libc::c_int = 2;
 
-/// Whether RLIMIT_AS (`ulimit -v`) limits the address space.
-pub fn address_space_limited() -> bool {
+/// The type of getrlimit's resource argument, which differs between C libraries.
+#[cfg(target_env = "gnu")]
+pub type Resource = libc::__rlimit_resource_t;
+#[cfg(not(target_env = "gnu"))]
+pub type Resource = libc::c_int;
+
+/// The soft limit on `resource`, None when there is none (or it cannot be read).
+pub fn soft_limit(resource: Resource) -> Option<u64> {
     let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // Safety: getrlimit writes the struct it is given.
-    unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut rl) == 0 && rl.rlim_cur != libc::RLIM_INFINITY }
+    let got = unsafe { libc::getrlimit(resource, &mut rl) } == 0;
+    (got && rl.rlim_cur != libc::RLIM_INFINITY).then_some(rl.rlim_cur)
+}
+
+/// Whether RLIMIT_AS (`ulimit -v`) limits the address space.
+pub fn address_space_limited() -> bool {
+    soft_limit(libc::RLIMIT_AS).is_some()
 }
 
 /// Under RLIMIT_AS, caps glibc's malloc arenas (ARENAS_UNDER_RLIMIT_AS) before any thread

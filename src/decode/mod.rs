@@ -287,7 +287,8 @@ impl Input {
         let trailer = (format != Format::Plain).then_some(trailer);
         let mut decoded =
             Decoded { reader: Box::new(io::empty()), trailer, threads: 1, stats: None };
-        let pool = threads.pool.filter(|_| threads.count > 1);
+        // `Threads::new` gives a pool only with more than one thread.
+        let pool = threads.pool;
         if let Some(d) = &direct {
             // Decided below for the frame-parallel decoder; every other reads buffered.
             d.buffered();
