@@ -395,10 +395,7 @@ impl ParallelZstd {
                 return Ok(n);
             }
             if chunk.take().is_some() {
-                let mut st = self.shared.lock();
-                st.unread -= 1;
-                drop(st);
-                self.shared.changed.notify_all();
+                release(&self.shared, 1);
             }
             match rx.recv() {
                 Ok(Out::Data(b)) => {
