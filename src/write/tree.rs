@@ -144,6 +144,10 @@ impl Tree {
     }
 
     fn find_or_insert(&mut self, parent: NodeId, name: &[u8]) -> NodeId {
+        debug_assert!(
+            parent == ROOT || self.nodes[parent as usize].parent != NONE,
+            "node {parent} is used as a parent after it was freed"
+        );
         if let Some(id) = self.find(parent, name) {
             return id;
         }
@@ -311,11 +315,20 @@ impl Tree {
         let mut fd = n.fd.clone().expect("start has an fd");
         for c in comps.skip(skip) {
             let child = self.find_or_insert(node, c);
-            let opened = self.open_child(fd.as_raw_fd(), c, create, files);
+            // Pinned until it holds its fd: opening it and caching the fd may evict others
+            // (`shrink`), and pruning an evicted node beneath `child` (an existing node may be
+            // kept only by its children) must not free `child` and the walk's nodes above it
+            // while the walk stands there: the next node would get a freed id, perhaps its
+            // parent's, and be its own parent.
+            self.nodes[child as usize].pins += 1;
+            let opened = self.open_child(fd.as_raw_fd(), c, create, files).map(Arc::new);
+            if let Ok(f) = &opened {
+                self.set_fd(child, f.clone());
+            }
+            self.nodes[child as usize].pins -= 1;
             match opened {
                 Ok(f) => {
-                    fd = Arc::new(f);
-                    self.set_fd(child, fd.clone());
+                    fd = f;
                     node = child;
                 }
                 Err(e) => {
@@ -583,6 +596,112 @@ mod tests {
         assert!(!tree.busy(comps("a/b/g")));
         tree.end_file(f);
         assert!(!tree.busy(comps("a")));
+    }
+
+    impl Tree {
+        /// Every live node's parent is live, the walk up from it reaches DIR within `len()`
+        /// steps, and each node's `children` counts the live nodes that name it.
+        fn check(&self) {
+            let free: std::collections::HashSet<NodeId> = self.free.iter().copied().collect();
+            assert_eq!(free.len(), self.free.len(), "an id freed twice");
+            let mut children = vec![0u32; self.nodes.len()];
+            for id in 1..self.nodes.len() as NodeId {
+                if free.contains(&id) {
+                    continue;
+                }
+                let parent = self.nodes[id as usize].parent;
+                assert!(!free.contains(&parent), "node {id}'s parent {parent} is free");
+                children[parent as usize] += 1;
+                let (mut at, mut steps) = (id, 0);
+                while at != ROOT {
+                    at = self.nodes[at as usize].parent;
+                    steps += 1;
+                    assert!(steps <= self.len(), "node {id} is on a cycle");
+                }
+            }
+            for (id, n) in self.nodes.iter().enumerate() {
+                if !free.contains(&(id as NodeId)) {
+                    assert_eq!(n.children, children[id], "children of node {id}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_directory_on_the_walk_outlives_the_eviction_it_causes() {
+        // a/b stays in the tree without an fd of its own while a/b/d holds one; opening a
+        // evicts d, and pruning d used to free b and a while the walk was at a: the next
+        // node then got a's freed id and was its own parent (a writer looped forever in
+        // begin_file under `ulimit -n 64`).
+        let (t, mut tree) = tree(2);
+        let none = FileCount::default();
+        tree.dir(comps("a/b/d"), Create::With(0o755), &none).unwrap();
+        tree.check();
+        tree.dir(comps("x"), Create::With(0o755), &none).unwrap();
+        tree.check();
+        let (c, _) = tree.dir(comps("a/b/c"), Create::With(0o755), &none).unwrap();
+        tree.check();
+        let f = tree.begin_file(c, b"f");
+        tree.check();
+        assert!(tree.busy(comps("a/b/c/f")));
+        tree.end_file(f);
+        tree.check();
+        assert!(t.path().join("a/b/c").is_dir());
+    }
+
+    #[test]
+    fn random_walks_keep_the_tree_whole() {
+        // Walks, files in flight, pins, detaches and evictions in a random order over a small
+        // name space with a 2-fd budget, checking the tree's links after every step.
+        let (_t, mut tree) = tree(2);
+        let none = FileCount::default();
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let names: [&[u8]; 3] = [b"a", b"b", b"c"];
+        let (mut files, mut pins) = (Vec::new(), Vec::new());
+        for _ in 0..4_000 {
+            let path: Vec<&[u8]> = (0..1 + next(4)).map(|_| names[next(3) as usize]).collect();
+            match next(8) {
+                0..=2 => {
+                    let (d, _) =
+                        tree.dir(path.iter().copied(), Create::With(0o755), &none).unwrap();
+                    files.push(tree.begin_file(d, b"f"));
+                }
+                3 if !files.is_empty() => {
+                    let f = files.swap_remove(next(files.len() as u64) as usize);
+                    tree.end_file(f);
+                }
+                4 => {
+                    let (d, _) =
+                        tree.dir(path.iter().copied(), Create::With(0o755), &none).unwrap();
+                    tree.pin(d);
+                    pins.push(d);
+                }
+                5 if !pins.is_empty() => {
+                    let d = pins.swap_remove(next(pins.len() as u64) as usize);
+                    tree.unpin(d);
+                }
+                6 => tree.detach(path.iter().copied()),
+                _ => {
+                    tree.shrink();
+                }
+            }
+            tree.check();
+            assert!(tree.cached_fds() <= 2);
+        }
+        for f in files {
+            tree.end_file(f);
+        }
+        for d in pins {
+            tree.unpin(d);
+        }
+        tree.check();
+        assert!(tree.len() <= 1 + 2 * 4, "{} nodes left", tree.len());
     }
 
     #[test]
