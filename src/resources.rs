@@ -6,10 +6,22 @@
 
 use std::io;
 
-/// Descriptors kept free for everything that is not a cached directory or a file in flight:
-/// stdio (3), the archive, the io_uring ring, a hard link's target directory, the O_PATH fd of
-/// a FIFO, a directory being reopened, and slack for libraries.
-const RESERVED_FDS: usize = 16;
+/// Descriptors kept free for the process besides the writers: stdio and the archive are
+/// counted as open when the budget is made; this is for what opens later (the archive again
+/// with O_DIRECT, /proc and cgroup files read at start-up) and slack for libraries.
+const RESERVED_FDS: usize = 8;
+
+/// Descriptors a writer thread holds besides its cached directories and its files in flight:
+/// its own fd of DIR, its io_uring ring, a directory the walk opens before it evicts another
+/// (`write/tree.rs`, `dir`), and an evicted directory an operation in flight still holds (or
+/// a hard link's target directory, a FIFO's O_PATH fd). Measured (a 3,776-entry tree, as an
+/// unprivileged user, `ulimit -n` raised from 8 until the extraction succeeded): each writer
+/// thread more needed 4 more descriptors with the portable writer, 4-6 with io_uring.
+const FDS_PER_WRITER: usize = 4;
+
+/// What the dispatcher's own `Dest` holds when there are several writers, besides its one
+/// cached directory: its fd of DIR and a directory being opened.
+const DISPATCHER_FDS: usize = 2;
 
 /// Files open at once, at most. Bounds fds and the directory-inode contention Agave measured
 /// with many concurrent opens in one directory.
@@ -60,29 +72,48 @@ pub fn fit_address_space() {
 /// How the writer may spend its file descriptors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FdBudget {
-    /// Open files in flight (each holds its fd until closed).
+    /// Writer threads the descriptors allow (at most the number asked for).
+    pub writers: usize,
+    /// Open files in flight, all writers together (each holds its fd until closed).
     pub files: usize,
-    /// Cached directory fds.
+    /// Cached directory fds, all writers (and the dispatcher) together.
     pub dirs: usize,
+    /// The soft RLIMIT_NOFILE the budget was made for.
+    pub limit: u64,
 }
 
 impl FdBudget {
-    /// Raises the soft RLIMIT_NOFILE to the hard limit (best effort) and divides what is
-    /// left after the descriptors already open and RESERVED_FDS: a quarter for files in flight
-    /// (at most MAX_FILES_IN_FLIGHT), the rest for directories (at most MAX_CACHED_DIRS). Never
-    /// less than one of each: running out later shrinks the directory cache and retries
+    /// Raises the soft RLIMIT_NOFILE to the hard limit (best effort) and divides what is left
+    /// after the descriptors already open and RESERVED_FDS among `writers` writer threads:
+    /// fewer when each cannot get FDS_PER_WRITER plus one file and one directory (under
+    /// `ulimit -n 20`, 4 writers failed with EMFILE where 1 extracts the same tree). Of what
+    /// the writers' fixed descriptors leave, a quarter is for files in flight (at most
+    /// MAX_FILES_IN_FLIGHT), the rest for directories (at most MAX_CACHED_DIRS). Never less
+    /// than one of each per writer: running out later shrinks the directory cache and retries
     /// (`write/tree.rs`).
-    pub fn from_rlimit() -> FdBudget {
+    pub fn from_rlimit(writers: usize) -> FdBudget {
         let limit = raise_nofile().unwrap_or(1024);
-        FdBudget::divide(limit, open_fds().unwrap_or(RESERVED_FDS))
+        FdBudget::divide(limit, open_fds().unwrap_or(RESERVED_FDS), writers)
     }
 
-    fn divide(limit: u64, open_now: usize) -> FdBudget {
-        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-        let avail = limit.saturating_sub(open_now.saturating_add(RESERVED_FDS));
-        let files = (avail / 4).clamp(1, MAX_FILES_IN_FLIGHT);
-        let dirs = avail.saturating_sub(files).clamp(1, MAX_CACHED_DIRS);
-        FdBudget { files, dirs }
+    fn divide(limit: u64, open_now: usize, wanted: usize) -> FdBudget {
+        let avail = usize::try_from(limit)
+            .unwrap_or(usize::MAX)
+            .saturating_sub(open_now.saturating_add(RESERVED_FDS));
+        let writers = if wanted <= 1 {
+            1
+        } else {
+            let fit = avail.saturating_sub(DISPATCHER_FDS + 1) / (FDS_PER_WRITER + 2);
+            wanted.min(fit).max(1)
+        };
+        let (fixed, dests) = match writers {
+            1 => (FDS_PER_WRITER, 1),
+            n => (n * FDS_PER_WRITER + DISPATCHER_FDS, n + 1),
+        };
+        let spare = avail.saturating_sub(fixed);
+        let files = (spare / 4).clamp(writers, MAX_FILES_IN_FLIGHT.max(writers));
+        let dirs = spare.saturating_sub(files).clamp(dests, MAX_CACHED_DIRS.max(dests));
+        FdBudget { writers, files, dirs, limit }
     }
 }
 
@@ -115,9 +146,32 @@ mod tests {
 
     #[test]
     fn budgets() {
-        assert_eq!(FdBudget::divide(20_000, 5), FdBudget { files: 128, dirs: 4096 });
-        assert_eq!(FdBudget::divide(1024, 5), FdBudget { files: 128, dirs: 875 });
-        assert_eq!(FdBudget::divide(64, 5), FdBudget { files: 10, dirs: 33 });
-        assert_eq!(FdBudget::divide(16, 5), FdBudget { files: 1, dirs: 1 });
+        let b = |limit, writers| {
+            let b = FdBudget::divide(limit, 5, writers);
+            (b.writers, b.files, b.dirs)
+        };
+        assert_eq!(b(20_000, 1), (1, 128, 4096));
+        assert_eq!(b(1024, 1), (1, 128, 879));
+        assert_eq!(b(1024, 8), (8, 128, 849));
+        assert_eq!(b(64, 1), (1, 11, 36));
+        assert_eq!(b(64, 8), (8, 8, 9));
+        // Too few for more than one writer (4 failed with EMFILE at 20): one, as at 16.
+        assert_eq!(b(20, 4), (1, 1, 2));
+        assert_eq!(b(16, 2), (1, 1, 1));
+        assert_eq!(b(8, 1), (1, 1, 1));
+        // Every writer (and the dispatcher) gets at least one file and one directory.
+        for limit in 0..200 {
+            for wanted in 1..=16 {
+                let f = FdBudget::divide(limit, 5, wanted);
+                assert!(f.writers >= 1 && f.writers <= wanted);
+                assert!(f.files >= f.writers);
+                assert!(f.dirs >= f.writers + usize::from(f.writers > 1));
+                // Within what is available, unless even one writer does not fit.
+                let fixed =
+                    f.writers * FDS_PER_WRITER + if f.writers > 1 { DISPATCHER_FDS } else { 0 };
+                let avail = (limit as usize).saturating_sub(5 + RESERVED_FDS);
+                assert!(f.writers == 1 || fixed + f.files + f.dirs <= avail, "{limit} {wanted}");
+            }
+        }
     }
 }

@@ -176,3 +176,48 @@ fn many_directories_in_bounded_fds_and_memory() {
         _ => note("SKIP many_directories peak RSS: /usr/bin/time not installed"),
     }
 }
+
+/// More writer threads than the open-file limit leaves descriptors for get fewer, with a
+/// warning saying so: under `ulimit -n 20`, `--writer-threads 4` failed with EMFILE ("cannot
+/// create: Too many open files") on the cargo registry's tree, each writer's cache of one
+/// directory and one file in flight on top of the budget made for one writer.
+#[test]
+fn writer_threads_fit_the_open_file_limit() {
+    let test = "writer_threads_fit_the_open_file_limit";
+    if !have_tool(test, "tar") || !have_tool(test, "zstd") {
+        return;
+    }
+    let td = TestDir::new(test);
+    fs::set_permissions(td.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    // 300 directories in three levels, 10 files each: every writer walks and creates at once.
+    let tree = td.join("tree");
+    for i in 0..300 {
+        let d = tree.join(format!("a{}/b{}/c{i}", i % 7, i % 11));
+        fs::create_dir_all(&d).unwrap();
+        for j in 0..10 {
+            fs::write(d.join(format!("f{j}")), format!("{i}/{j}\n").repeat(j * 50)).unwrap();
+        }
+    }
+    let archive = pack(&td, &tree, "tree");
+    let who = if is_root() { As::Nobody } else { As::Root };
+    let four: &[&str] = &["--writer-threads", "4"];
+    let direct: &[&str] = &["--writer-threads", "4", "--direct-io"];
+    let eight: &[&str] = &["--writer-threads", "8", "--io", "portable"];
+    same_as_gnu(&td, test, &archive, who, &[(20, four), (20, direct), (20, eight), (64, eight)]);
+
+    let d = dest(&td, who, "said");
+    let mut c = fastuntar();
+    c.arg("-x").arg(&archive).arg("-C").arg(&d).args(four).arg("-q");
+    c.rlimit(libc::RLIMIT_NOFILE, 20, 20);
+    who.apply(&mut c);
+    let out = c.run();
+    assert_eq!(out.code, Some(0), "{}", out.describe());
+    let said = out.stderr_str();
+    assert!(
+        said.contains(
+            "4 writer threads need more file descriptors than ulimit -n 20 leaves; using"
+        ),
+        "{}",
+        out.describe()
+    );
+}

@@ -149,7 +149,14 @@ pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> R
     // Safety: as above; DIR itself is created like `mkdir -p`, under the user's umask.
     unsafe { libc::umask(old_umask) };
     let exact = cfg.preserve_permissions || unsafe { libc::geteuid() } == 0;
-    let fds = FdBudget::from_rlimit();
+    let fds = FdBudget::from_rlimit(n);
+    if fds.writers < n {
+        crate::report::warn(format!(
+            "{} writer threads need more file descriptors than ulimit -n {} leaves; using {}",
+            n, fds.limit, fds.writers
+        ));
+    }
+    let n = fds.writers;
     let dests = if n > 1 { n + 1 } else { 1 };
     let opts = || dest::DestOptions {
         keep_old: cfg.keep_old_files,
