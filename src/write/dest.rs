@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow};
 
-use super::tree::{Create, NodeId, Tree};
+use super::tree::{Create, NodeId, Tree, restart};
 use crate::admit::FileCount;
 use crate::plan::{Entry, SafePath, Timestamp};
 
@@ -183,16 +183,15 @@ impl Dest {
             return Err(io::Error::from_raw_os_error(libc::EEXIST));
         }
         // Safety: valid dirfd and C string.
-        if unsafe { libc::unlinkat(slot.dirfd(), slot.name.as_ptr(), 0) } == 0 {
+        if restart(|| unsafe { libc::unlinkat(slot.dirfd(), slot.name.as_ptr(), 0) }) == 0 {
             return Ok(());
         }
         let e = io::Error::last_os_error();
         match e.raw_os_error() {
             Some(libc::EISDIR) | Some(libc::EPERM) => {
+                let (dirfd, name) = (slot.dirfd(), slot.name.as_ptr());
                 // Safety: as above.
-                if unsafe { libc::unlinkat(slot.dirfd(), slot.name.as_ptr(), libc::AT_REMOVEDIR) }
-                    != 0
-                {
+                if restart(|| unsafe { libc::unlinkat(dirfd, name, libc::AT_REMOVEDIR) }) != 0 {
                     return Err(io::Error::last_os_error());
                 }
                 self.tree.detach(path.components());
@@ -237,8 +236,9 @@ impl Dest {
         let p = &entry.path;
         if !p.is_root() {
             let slot = self.slot(p)?;
+            let (dirfd, name) = (slot.dirfd(), slot.name.as_ptr());
             // Safety: valid dirfd and C string.
-            let r = unsafe { libc::mkdirat(slot.dirfd(), slot.name.as_ptr(), DIR_CREATE_MODE) };
+            let r = restart(|| unsafe { libc::mkdirat(dirfd, name, DIR_CREATE_MODE) });
             if r != 0 {
                 let e = io::Error::last_os_error();
                 if e.raw_os_error() != Some(libc::EEXIST) {
@@ -250,13 +250,11 @@ impl Dest {
                         return Err(io::Error::from_raw_os_error(libc::EEXIST));
                     }
                     // Safety: valid dirfd and C string.
-                    if unsafe { libc::unlinkat(slot.dirfd(), slot.name.as_ptr(), 0) } != 0 {
+                    if restart(|| unsafe { libc::unlinkat(dirfd, name, 0) }) != 0 {
                         return Err(io::Error::last_os_error());
                     }
                     // Safety: as above.
-                    if unsafe { libc::mkdirat(slot.dirfd(), slot.name.as_ptr(), DIR_CREATE_MODE) }
-                        != 0
-                    {
+                    if restart(|| unsafe { libc::mkdirat(dirfd, name, DIR_CREATE_MODE) }) != 0 {
                         return Err(io::Error::last_os_error());
                     }
                 }
@@ -371,15 +369,15 @@ pub struct MetaOf {
 pub fn set_meta(fd: RawFd, m: &MetaOf, set_mode: bool) -> io::Result<()> {
     if let Some((uid, gid)) = m.owner {
         // Safety: fd is open.
-        cvt(unsafe { libc::fchown(fd, uid, gid) })?;
+        cvt(restart(|| unsafe { libc::fchown(fd, uid, gid) }))?;
     }
     if set_mode {
         // Safety: fd is open.
-        cvt(unsafe { libc::fchmod(fd, m.mode) })?;
+        cvt(restart(|| unsafe { libc::fchmod(fd, m.mode) }))?;
     }
     let times = timespecs(m.mtime);
     // Safety: fd is open; `times` is a valid two-element array.
-    cvt(unsafe { libc::futimens(fd, times.as_ptr()) })
+    cvt(restart(|| unsafe { libc::futimens(fd, times.as_ptr()) }))
 }
 
 /// atime left as is (UTIME_OMIT: creation just set it to now), mtime from the archive.
@@ -433,7 +431,7 @@ impl Dest {
                 | libc::O_CLOEXEC
                 | flags;
             // Safety: valid dirfd and C string.
-            let fd = unsafe { libc::openat(dirfd, name.as_ptr(), f, mode) };
+            let fd = restart(|| unsafe { libc::openat(dirfd, name.as_ptr(), f, mode) });
             if fd < 0 {
                 return Err(io::Error::last_os_error());
             }
@@ -458,17 +456,19 @@ impl Dest {
         let slot = self.slot(&entry.path)?;
         self.create_at(&entry.path, &slot, |dirfd, name| {
             // Safety: valid C strings and dirfd.
-            cvt(unsafe { libc::symlinkat(target.as_ptr(), dirfd, name.as_ptr()) })
+            cvt(restart(|| unsafe { libc::symlinkat(target.as_ptr(), dirfd, name.as_ptr()) }))
         })?;
         let (dirfd, name) = (slot.dirfd(), slot.name.as_ptr());
         if let Some((uid, gid)) = entry.owner {
+            let nofollow = libc::AT_SYMLINK_NOFOLLOW;
             // Safety: valid dirfd and C string; the flag acts on the link itself.
-            cvt(unsafe { libc::fchownat(dirfd, name, uid, gid, libc::AT_SYMLINK_NOFOLLOW) })?;
+            cvt(restart(|| unsafe { libc::fchownat(dirfd, name, uid, gid, nofollow) }))?;
         }
         let times = timespecs(entry.mtime);
+        let nofollow = libc::AT_SYMLINK_NOFOLLOW;
         // Safety: valid dirfd, C string and a two-element timespec array; the flag acts on
         // the link itself.
-        cvt(unsafe { libc::utimensat(dirfd, name, times.as_ptr(), libc::AT_SYMLINK_NOFOLLOW) })
+        cvt(restart(|| unsafe { libc::utimensat(dirfd, name, times.as_ptr(), nofollow) }))
     }
 
     pub fn hardlink(&mut self, entry: &Entry, target: &SafePath) -> io::Result<()> {
@@ -479,8 +479,9 @@ impl Dest {
         let (_, tdir) = self.dir(target.parent_components(), false)?;
         let tname = cstr_io(target.file_name())?;
         self.create_with(&entry.path, |dirfd, name| {
+            let tdir = tdir.as_raw_fd();
             // Safety: valid dirfds and C strings; flags 0 links a symlink itself, not its target.
-            cvt(unsafe { libc::linkat(tdir.as_raw_fd(), tname.as_ptr(), dirfd, name.as_ptr(), 0) })
+            cvt(restart(|| unsafe { libc::linkat(tdir, tname.as_ptr(), dirfd, name.as_ptr(), 0) }))
         })
     }
 
@@ -491,8 +492,9 @@ impl Dest {
         let mode = self.mode(entry.mode);
         let slot = self.slot(&entry.path)?;
         self.create_at(&entry.path, &slot, |dirfd, name| {
+            let fifo = libc::S_IFIFO | (mode & 0o777);
             // Safety: valid dirfd and C string.
-            cvt(unsafe { libc::mknodat(dirfd, name.as_ptr(), libc::S_IFIFO | (mode & 0o777), 0) })
+            cvt(restart(|| unsafe { libc::mknodat(dirfd, name.as_ptr(), fifo, 0) }))
         })?;
         let set_mode = mode & 0o7000 != 0 || entry.owner.is_some();
         let node = self.tree.retry_emfile(|| open_path_nofollow(slot.dirfd(), &slot.name))?;
@@ -509,10 +511,9 @@ impl Dest {
 /// An O_PATH fd of `name` in `dirfd` itself (a symlink is not followed): it names the inode
 /// without opening it, so no open side effect (a FIFO blocking, a device) can happen.
 fn open_path_nofollow(dirfd: RawFd, name: &CStr) -> io::Result<OwnedFd> {
+    let flags = libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC;
     // Safety: valid dirfd and C string.
-    let fd = unsafe {
-        libc::openat(dirfd, name.as_ptr(), libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-    };
+    let fd = restart(|| unsafe { libc::openat(dirfd, name.as_ptr(), flags) });
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -527,16 +528,18 @@ fn set_meta_opath(fd: &OwnedFd, m: &MetaOf, set_mode: bool) -> io::Result<()> {
     let raw = fd.as_raw_fd();
     if let Some((uid, gid)) = m.owner {
         // Safety: valid fd and an empty C string, which AT_EMPTY_PATH applies to the fd itself.
-        cvt(unsafe { libc::fchownat(raw, c"".as_ptr(), uid, gid, libc::AT_EMPTY_PATH) })?;
+        cvt(restart(|| unsafe {
+            libc::fchownat(raw, c"".as_ptr(), uid, gid, libc::AT_EMPTY_PATH)
+        }))?;
     }
     let proc = CString::new(format!("/proc/self/fd/{raw}")).expect("no NUL in a number");
     if set_mode {
         // Safety: a valid C string; the magic link resolves to the inode `fd` holds.
-        cvt(unsafe { libc::chmod(proc.as_ptr(), m.mode) })?;
+        cvt(restart(|| unsafe { libc::chmod(proc.as_ptr(), m.mode) }))?;
     }
     let times = timespecs(m.mtime);
     // Safety: a valid C string and a two-element timespec array, as above.
-    cvt(unsafe { libc::utimensat(libc::AT_FDCWD, proc.as_ptr(), times.as_ptr(), 0) })
+    cvt(restart(|| unsafe { libc::utimensat(libc::AT_FDCWD, proc.as_ptr(), times.as_ptr(), 0) }))
 }
 
 fn cvt(r: libc::c_int) -> io::Result<()> {

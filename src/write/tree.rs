@@ -366,7 +366,7 @@ impl Tree {
                     return Err(io::Error::other(format!("{refused:#}")));
                 }
                 // Safety: parent is an open directory fd, name a valid C string.
-                if unsafe { libc::mkdirat(parent, name.as_ptr(), mode) } < 0 {
+                if restart(|| unsafe { libc::mkdirat(parent, name.as_ptr(), mode) }) < 0 {
                     let e = io::Error::last_os_error();
                     // Not made by us (EEXIST: made by another writer thread without a limit
                     // to count against, or by an explicit directory member).
@@ -501,6 +501,23 @@ impl Tree {
     }
 }
 
+/// Calls `call`, a system call returning a negative value on failure, again while it fails
+/// with EINTR; returns its last result (errno as that call left it). A thread with an
+/// io_uring ring has a signal pending whenever the ring has completions to deliver
+/// (TIF_NOTIFY_SIGNAL), and a system call that waits for an interruptible lock in the kernel
+/// then fails with EINTR instead of being restarted: overlayfs's copy-up lock did so in 2 of 3
+/// extractions over a lower layer holding the same tree (`--io uring`, 2 writer threads).
+/// Each return to user space runs the ring's pending work, so the next try finds no signal
+/// unless more completions have come in since.
+pub fn restart<T: Copy + Into<i64>>(mut call: impl FnMut() -> T) -> T {
+    loop {
+        let r = call();
+        if r.into() >= 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return r;
+        }
+    }
+}
+
 /// EMFILE (this process) or ENFILE (the system) from an open.
 pub fn is_out_of_fds(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE))
@@ -515,7 +532,7 @@ pub fn open_dir_beneath(parent: RawFd, name: &CStr) -> io::Result<OwnedFd> {
     how.flags = flags as u64;
     how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
     // Safety: valid dirfd, C string, and an open_how of the size we pass.
-    let fd = unsafe {
+    let fd = restart(|| unsafe {
         libc::syscall(
             libc::SYS_openat2,
             parent,
@@ -523,11 +540,11 @@ pub fn open_dir_beneath(parent: RawFd, name: &CStr) -> io::Result<OwnedFd> {
             &how as *const libc::open_how,
             std::mem::size_of::<libc::open_how>(),
         )
-    } as RawFd;
+    }) as RawFd;
     let fd = if fd < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
         // Safety: valid dirfd and C string. `name` is a single plain component, so
         // O_NOFOLLOW alone keeps the open beneath `parent`.
-        unsafe { libc::openat(parent, name.as_ptr(), flags) }
+        restart(|| unsafe { libc::openat(parent, name.as_ptr(), flags) })
     } else {
         fd
     };

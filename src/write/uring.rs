@@ -314,8 +314,9 @@ impl Uring {
             | if f.direct { libc::O_DIRECT } else { 0 };
         let mode = self.dest.mode(f.entry.mode) & 0o777;
         if !f.direct && self.open_buffered_here {
+            let (dirfd, name) = (f.slot.dirfd(), f.slot.name.as_ptr());
             // Safety: the name is a NUL-terminated CString owned by the slot; dirfd is open.
-            let fd = unsafe { libc::openat(f.slot.dirfd(), f.slot.name.as_ptr(), flags, mode) };
+            let fd = tree::restart(|| unsafe { libc::openat(dirfd, name, flags, mode) });
             let res = match fd {
                 0.. => fd,
                 _ => -io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO),
@@ -510,6 +511,11 @@ impl Uring {
             return self.advance(file);
         }
         let err = -res;
+        if err == libc::EINTR {
+            // An open the ring ran in this thread's context, interrupted as `tree::restart`
+            // describes: again.
+            return self.submit_open(file);
+        }
         if tree::is_out_of_fds(&io::Error::from_raw_os_error(err)) {
             // Out of descriptors (other fds than the budget foresaw): close cached directories,
             // or reopen once an operation in flight has let a file close.
