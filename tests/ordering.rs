@@ -361,6 +361,26 @@ fn directory_replaced_by_a_file() {
     check("dir_replaced_by_file", &t.finish(), true);
 }
 
+/// A directory member, then a file at its path (the file's open finds the directory, which is
+/// removed) and a symlink at the same path right after: the symlink wins, as in GNU tar. With
+/// io_uring the file's open completed after the symlink member had been checked against files
+/// in flight when 61 or 62 directory members came between (the completion was handled at the
+/// start of the next batch), and the removed directory had taken the file's place in the tree
+/// with it: the symlink did not wait, and the file replaced it (4 of 6 runs).
+#[test]
+fn file_over_a_directory_then_a_symlink() {
+    for between in 56..=70 {
+        let mut t = Tar::new();
+        t.dir("x/", 0o755, 1_500_000_000);
+        for i in 0..between {
+            t.dir(&format!("p{i}/"), 0o755, 1_500_000_000);
+        }
+        t.file("x", b"first\n");
+        t.symlink("x", "target");
+        check(&format!("file_over_dir_then_symlink_{between}"), &t.finish(), true);
+    }
+}
+
 /// A non-empty directory a file cannot replace (both members' fates as with one writer), and
 /// files under it still in flight on another thread when the file member comes.
 #[test]

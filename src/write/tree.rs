@@ -282,7 +282,9 @@ impl Tree {
 
     /// Opens (creating with `create`) the directory reached by `comps` from DIR. Starts from the
     /// deepest directory on the way whose fd is cached. Each directory made counts against
-    /// `files` (`--max-files`), which may refuse it.
+    /// `files` (`--max-files`), which may refuse it. The node returned lives only until the next
+    /// call that may evict (`dir`, `retry_emfile`, `shrink`): `pin` it or `begin_file` in it
+    /// first (its id may otherwise be freed and handed out again).
     pub fn dir<'a, I>(
         &mut self,
         comps: I,
@@ -479,6 +481,14 @@ impl Tree {
             }
         }
         if node == ROOT {
+            return;
+        }
+        if self.nodes[node as usize].busy > 0 {
+            // A file in flight at the path replaced the directory (its open found the
+            // directory, `remove_existing` removed it): the node is the file's too and stays
+            // findable, so that a later member at the path still waits for the file (a symlink
+            // there was made first and the file then took its place). Only the fd goes.
+            self.drop_fd(node);
             return;
         }
         self.unlink_hash(node);
@@ -719,6 +729,31 @@ mod tests {
         }
         tree.check();
         assert!(tree.len() <= 1 + 2 * 4, "{} nodes left", tree.len());
+    }
+
+    #[test]
+    fn a_file_in_flight_stays_busy_when_a_directory_at_its_path_goes() {
+        // The file's open found an empty directory at its path, which was removed and
+        // detached: the file's node is that path's node, and it must stay findable.
+        let (_t, mut tree) = tree(4);
+        let none = FileCount::default();
+        let (d, _) = tree.dir(comps("p"), Create::With(0o755), &none).unwrap();
+        let f = tree.begin_file(d, b"x");
+        tree.detach(comps("p/x"));
+        tree.check();
+        assert!(tree.busy(comps("p/x")));
+        tree.end_file(f);
+        tree.check();
+        assert!(!tree.busy(comps("p/x")));
+        // The same where the directory was a cached node before the file came.
+        tree.dir(comps("x"), Create::With(0o755), &none).unwrap();
+        let f = tree.begin_file(ROOT, b"x");
+        tree.detach(comps("x"));
+        tree.check();
+        assert!(tree.busy(comps("x")));
+        assert!(tree.cached_fd(f).is_none(), "the removed directory's fd stays cached");
+        tree.end_file(f);
+        tree.check();
     }
 
     #[test]
