@@ -79,6 +79,9 @@ pub struct Config {
     pub threads: usize,
     /// Writer threads (`write/multi.rs` when more than 1).
     pub writer_threads: usize,
+    /// Whether the user asked for that count (`--writer-threads` or its variable): a count cut
+    /// down to fit the open-file limit is then worth a warning.
+    pub writer_threads_given: bool,
     /// `--writeback-every`: bytes written between syncfs calls while extracting (None: off).
     pub writeback: Option<u64>,
 }
@@ -133,6 +136,8 @@ impl Config {
                 None => default_threads(args.list),
             },
             writer_threads: writer_threads(args.writer_threads)?,
+            writer_threads_given: args.writer_threads.is_some()
+                || std::env::var_os("FASTUNTAR_WRITER_THREADS").is_some(),
             writeback: Some(parse_size(&args.writeback_every).context("--writeback-every")?)
                 .filter(|&n| n > 0),
         })

@@ -150,7 +150,7 @@ pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> R
     unsafe { libc::umask(old_umask) };
     let exact = cfg.preserve_permissions || unsafe { libc::geteuid() } == 0;
     let fds = FdBudget::from_rlimit(n);
-    if fds.writers < n {
+    if fds.writers < n && cfg.writer_threads_given {
         crate::report::warn(format!(
             "{} writer threads need more file descriptors than ulimit -n {} leaves; using {}",
             n, fds.limit, fds.writers
