@@ -8,7 +8,7 @@ use clap::{ArgAction, Parser, ValueEnum};
 #[command(
     name = "fastuntar",
     version,
-    about = "Extract tar archives (plain, zstd, gzip, bzip2, lz4) as fast as the disk allows, and safely.",
+    about = "Extract tar archives (plain, zstd, gzip, bzip2, xz, lz4) as fast as the disk allows, and safely.",
     after_help = "Examples:\n  \
         fastuntar -x snapshot.tar.zst -C /ledger --direct-io --snapshot   restore a ledger snapshot\n  \
         fastuntar -xvf backup.tar.gz -C restore/                          like tar -xvf\n  \

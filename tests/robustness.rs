@@ -89,9 +89,10 @@ enum Fmt {
     Gzip,
     Bzip2,
     Lz4,
+    Xz,
 }
 
-const FORMATS: [Fmt; 4] = [Fmt::Zstd, Fmt::Gzip, Fmt::Bzip2, Fmt::Lz4];
+const FORMATS: [Fmt; 5] = [Fmt::Zstd, Fmt::Gzip, Fmt::Bzip2, Fmt::Lz4, Fmt::Xz];
 
 impl Fmt {
     /// One frame (member, stream) of `data`; zstd with its content checksum.
@@ -118,6 +119,11 @@ impl Fmt {
                 e.write_all(data).unwrap();
                 e.finish().unwrap()
             }
+            Fmt::Xz => {
+                let mut e = liblzma::write::XzEncoder::new(Vec::new(), 6);
+                e.write_all(data).unwrap();
+                e.finish().unwrap()
+            }
         }
     }
 
@@ -127,7 +133,7 @@ impl Fmt {
         let n = match self {
             Fmt::Zstd => 16 << 20,
             Fmt::Gzip | Fmt::Lz4 => 4 << 20,
-            Fmt::Bzip2 => 1 << 20,
+            Fmt::Bzip2 | Fmt::Xz => 1 << 20,
         };
         self.compress(&vec![0u8; n])
     }
@@ -139,6 +145,7 @@ impl Fmt {
             Fmt::Gzip => ("-z", "gzip"),
             Fmt::Bzip2 => ("-j", "bzip2"),
             Fmt::Lz4 => ("--use-compress-program=lz4", "lz4"),
+            Fmt::Xz => ("-J", "xz"),
         }
     }
 }
@@ -332,7 +339,7 @@ fn a_damaged_last_frame_still_fails() {
 /// What follows a complete compressed archive, per format, and fastuntar's verdict: GNU tar's,
 /// which is the compressor's (`gzip -d` ignores zero padding but fails trailing garbage;
 /// `bzip2 -d` ignores anything that is not a stream header; `zstd -d` fails anything that is
-/// not a frame). LZ4 deliberately ignores what follows a complete frame, as libarchive does
+/// not a frame; `xz -d` takes stream padding, zeros in multiples of 4, and fails the rest). LZ4 deliberately ignores what follows a complete frame, as libarchive does
 /// (src/decode/lz4.rs); `lz4 -d` exits 1 there, so `tar -I lz4` fails.
 fn trailing_cases() -> Vec<(Fmt, &'static str, Vec<u8>, i32)> {
     let zeros = vec![0u8; 10240];
@@ -350,6 +357,9 @@ fn trailing_cases() -> Vec<(Fmt, &'static str, Vec<u8>, i32)> {
         (Fmt::Bzip2, "a damaged second stream", b"BZh91AY&SYgarbage".to_vec(), 2),
         (Fmt::Zstd, "10 KiB of zeros", zeros.clone(), 2),
         (Fmt::Zstd, "garbage", junk.clone(), 2),
+        (Fmt::Xz, "10 KiB of zeros", zeros.clone(), 0),
+        (Fmt::Xz, "garbage", junk.clone(), 2),
+        (Fmt::Xz, "10 zero bytes", vec![0u8; 10], 2),
         (Fmt::Lz4, "10 KiB of zeros", zeros, 0),
         (Fmt::Lz4, "garbage", junk, 0),
     ]

@@ -8,6 +8,7 @@ mod lz4;
 mod members;
 pub mod parallel;
 mod source;
+mod xz;
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -40,6 +41,8 @@ const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 /// LZ4 frame magic, little-endian 0x184D2204.
 const LZ4_MAGIC: [u8; 4] = [0x04, 0x22, 0x4d, 0x18];
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+/// xz stream header magic.
+const XZ_MAGIC: [u8; 6] = [0xfd, b'7', b'z', b'X', b'Z', 0];
 
 /// Most bytes looked at to detect the format: enough to step over a few skippable frames. The
 /// decision is made as soon as the bytes that have arrived settle it (a magic number is at most
@@ -68,6 +71,7 @@ pub enum Format {
     Gzip,
     Bzip2,
     Lz4,
+    Xz,
 }
 
 /// The format of a stream starting with `head` (all there is of it), by magic number alone.
@@ -100,6 +104,7 @@ fn decide(head: &[u8], eof: bool) -> Option<Format> {
                 || skippable(b)
                 || b == [GZIP_MAGIC[0]]
                 || b"BZh".starts_with(b));
+        let proper_prefix = proper_prefix || (b.len() < XZ_MAGIC.len() && XZ_MAGIC.starts_with(b));
         if proper_prefix && !eof {
             return None;
         }
@@ -133,6 +138,9 @@ fn decide(head: &[u8], eof: bool) -> Option<Format> {
         }
         if b.starts_with(&GZIP_MAGIC) {
             return Some(Format::Gzip);
+        }
+        if b.starts_with(&XZ_MAGIC) {
+            return Some(Format::Xz);
         }
         if b.len() >= 4 && b.starts_with(b"BZh") && (b'1'..=b'9').contains(&b[3]) {
             return Some(Format::Bzip2);
@@ -331,6 +339,11 @@ impl Input {
                 Box::new(Named { inner: bz2::BzStreams::new(source), what: "bzip2" })
             }
             (Format::Lz4, _) => Box::new(Named { inner: lz4::Lz4Frames::new(source), what: "lz4" }),
+            (Format::Xz, _) => {
+                let d =
+                    xz::decoder(source, max_window_log).context("cannot start the xz decoder")?;
+                Box::new(Named { inner: d, what: "xz" })
+            }
         };
         Ok(decoded)
     }
@@ -404,6 +417,11 @@ impl<R: Read> Read for Named<R> {
                 io::Error::new(
                     e.kind(),
                     "zstd: the frame needs a larger window than --max-window allows (raise --max-window, up to 2G)",
+                )
+            } else if what == "xz" && e.to_string().contains("memory limit") {
+                io::Error::new(
+                    e.kind(),
+                    "xz: the stream needs a larger dictionary than --max-window allows (raise --max-window, up to 2G)",
                 )
             } else {
                 io::Error::new(e.kind(), format!("{what}: {e}"))
