@@ -191,6 +191,26 @@ fn eof() -> io::Error {
 }
 
 /// A name made fit for a one-line message: control characters escaped, length capped.
+/// What a first block that is not a tar header looks like, when it starts like a compressed
+/// or archive format fastuntar does not read (xz, zstd, gzip, bzip2 and LZ4 are decoded before
+/// the tar stage sees them): its name, and how to get the tar out of it.
+fn other_format(blk: &[u8]) -> Option<(&'static str, &'static str)> {
+    const FORMATS: [(&[u8], &str, &str); 6] = [
+        (b"LZIP", "lzip-compressed data", " (lzip -dc ARCHIVE | fastuntar -x -)"),
+        (b"\x1f\x9d", "compress(1) data (.Z)", " (gzip -dc ARCHIVE | fastuntar -x -)"),
+        (b"\x89LZO\0\r\n\x1a\n", "lzop-compressed data", " (lzop -dc ARCHIVE | fastuntar -x -)"),
+        (b"\x5d\0\0", "LZMA-alone data (.lzma)", " (xz -dc ARCHIVE | fastuntar -x -)"),
+        (b"PK\x03\x04", "a zip archive", ""),
+        (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive", ""),
+    ];
+    FORMATS.iter().find(|(magic, ..)| blk.starts_with(magic)).map(|&(_, name, how)| (name, how))
+}
+
+/// The message for a format `other_format` found.
+fn not_read((name, how): (&str, &str)) -> String {
+    format!("not a tar archive: it starts like {name}, which fastuntar does not read{how}")
+}
+
 fn one_line(name: &str) -> String {
     let mut out = String::new();
     for (i, c) in name.chars().enumerate() {
@@ -472,7 +492,10 @@ impl<R: Skip> Reader<R> {
             Fill::Full => Ok(true),
             Fill::Eof if off == 0 => Err(self.msg(None, 0, "not a tar archive (empty input)")),
             Fill::Partial(n) if off == 0 => {
-                let what = format!("not a tar archive (only {n} bytes)");
+                let what = match other_format(&blk[..n]) {
+                    Some(f) => not_read(f),
+                    None => format!("not a tar archive (only {n} bytes)"),
+                };
                 Err(self.msg(None, 0, &what))
             }
             Fill::Eof if !dangling => Ok(false),
@@ -504,14 +527,14 @@ impl<R: Skip> Reader<R> {
                 let _ = self.read_block(&mut second);
                 Ok(false)
             }
-            BlockCheck::BadChecksum => {
-                let what = if off == 0 {
-                    "not a tar archive (bad header checksum)"
-                } else {
-                    "bad header checksum"
+            BlockCheck::BadChecksum if off == 0 => {
+                let what = match other_format(blk) {
+                    Some(f) => not_read(f),
+                    None => "not a tar archive (bad header checksum)".to_string(),
                 };
-                Err(self.msg(None, off, what))
+                Err(self.msg(None, off, &what))
             }
+            BlockCheck::BadChecksum => Err(self.msg(None, off, "bad header checksum")),
         }
     }
 
@@ -1282,6 +1305,20 @@ mod tests {
         let text = b"this is not a tar archive, just some text\n".repeat(30);
         let e = read_err(&text);
         assert_eq!(e, "archive offset 0: not a tar archive (bad header checksum)");
+        let mut lz = b"LZIP\x01".to_vec();
+        lz.resize(2048, 7);
+        assert_eq!(
+            read_err(&lz),
+            "archive offset 0: not a tar archive: it starts like lzip-compressed data, which \
+             fastuntar does not read (lzip -dc ARCHIVE | fastuntar -x -)"
+        );
+        let mut zip = b"PK\x03\x04".to_vec();
+        zip.resize(105, 0);
+        assert_eq!(
+            read_err(&zip),
+            "archive offset 0: not a tar archive: it starts like a zip archive, which fastuntar \
+             does not read"
+        );
         assert_eq!(read_err(b"hello\n"), "archive offset 0: not a tar archive (only 6 bytes)");
         assert_eq!(read_err(b""), "archive offset 0: not a tar archive (empty input)");
         let mut ar = Ar::new().file("foo", b"abc").file("bar", b"").end();
