@@ -95,6 +95,17 @@ fn same_as_gnu(td: &TestDir, test: &str, archive: &Path, who: As, runs: &[(u64, 
     fs::remove_dir_all(&reference).unwrap();
 }
 
+/// A scratch directory everyone may read (the unprivileged runs read archives there), when GNU
+/// tar and `compressor` are installed (else a SKIP line and None).
+fn scratch_for(test: &str, compressor: &str) -> Option<TestDir> {
+    if !have_tool(test, "tar") || !have_tool(test, compressor) {
+        return None;
+    }
+    let td = TestDir::new(test);
+    fs::set_permissions(td.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    Some(td)
+}
+
 /// The real trees present here, with a name for each.
 fn trees(test: &str) -> Vec<(&'static str, PathBuf)> {
     let mut v = Vec::new();
@@ -122,11 +133,7 @@ fn trees(test: &str) -> Vec<(&'static str, PathBuf)> {
 #[test]
 fn real_trees_under_default_limits() {
     let test = "real_trees_under_default_limits";
-    if !have_tool(test, "tar") || !have_tool(test, "zstd") {
-        return;
-    }
-    let td = TestDir::new(test);
-    fs::set_permissions(td.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let Some(td) = scratch_for(test, "zstd") else { return };
     for (name, tree) in trees(test) {
         let archive = pack(&td, &tree, name);
         let who: &[As] = if is_root() { &[As::Root, As::Nobody] } else { &[As::Root] };
@@ -189,11 +196,7 @@ fn many_directories_in_bounded_fds_and_memory() {
 #[test]
 fn a_real_tree_as_xz() {
     let test = "a_real_tree_as_xz";
-    if !have_tool(test, "tar") || !have_tool(test, "xz") {
-        return;
-    }
-    let td = TestDir::new(test);
-    fs::set_permissions(td.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let Some(td) = scratch_for(test, "xz") else { return };
     // The smallest tree there is (xz compresses ~5 MB/s at -6).
     let Some((name, tree)) = trees(test).into_iter().min_by_key(|(_, p)| walk_size(p)) else {
         return note(&format!("SKIP {test}: none of the trees is here"));
@@ -235,11 +238,7 @@ fn walk_size(p: &Path) -> u64 {
 #[test]
 fn writer_threads_fit_the_open_file_limit() {
     let test = "writer_threads_fit_the_open_file_limit";
-    if !have_tool(test, "tar") || !have_tool(test, "zstd") {
-        return;
-    }
-    let td = TestDir::new(test);
-    fs::set_permissions(td.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let Some(td) = scratch_for(test, "zstd") else { return };
     // 300 directories in three levels, 10 files each: every writer walks and creates at once.
     let tree = td.join("tree");
     for i in 0..300 {
