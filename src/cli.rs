@@ -88,8 +88,9 @@ pub struct Args {
     pub memory: Option<String>,
 
     /// Threads that decode a multi-frame zstd archive (default: the CPUs this process may run
-    /// on, one fewer when extracting, for the writer); 1 keeps to one streaming decoder. Other
-    /// formats and single-frame zstd decode on one.
+    /// on, one fewer when extracting, for the writer); 1 keeps to one streaming decoder. The
+    /// blocks of a multi-block xz stream (`xz -T`) too, when the decoded frames' memory is at
+    /// least 128M. Other formats, single-frame zstd and single-block xz decode on one.
     #[arg(long = "threads", value_name = "N")]
     pub threads: Option<usize>,
 

@@ -18,6 +18,7 @@ use super::members::{Format, Members, Next};
 use super::source::Source;
 
 /// bzip2's rules between streams.
+#[derive(Default)]
 pub struct Bzip2;
 
 pub type BzStreams<R> = Members<R, Bzip2>;
@@ -38,8 +39,8 @@ fn stream_header(head: &[u8]) -> bool {
 impl<R: Read> Format<R> for Bzip2 {
     type Decoder = BzDecoder<Source<R>>;
 
-    fn decoder(src: Source<R>) -> Self::Decoder {
-        BzDecoder::new(src)
+    fn decoder(&self, src: Source<R>) -> io::Result<Self::Decoder> {
+        Ok(BzDecoder::new(src))
     }
 
     fn input(d: Self::Decoder) -> Source<R> {

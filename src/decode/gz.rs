@@ -14,6 +14,7 @@ use super::source::Source;
 const MAGIC: [u8; 2] = [0x1f, 0x8b];
 
 /// gzip's rules between members.
+#[derive(Default)]
 pub struct Gzip;
 
 pub type GzMembers<R> = Members<R, Gzip>;
@@ -25,8 +26,8 @@ fn garbage() -> io::Error {
 impl<R: Read> Format<R> for Gzip {
     type Decoder = GzDecoder<Source<R>>;
 
-    fn decoder(src: Source<R>) -> Self::Decoder {
-        GzDecoder::new(src)
+    fn decoder(&self, src: Source<R>) -> io::Result<Self::Decoder> {
+        Ok(GzDecoder::new(src))
     }
 
     fn input(d: Self::Decoder) -> Source<R> {

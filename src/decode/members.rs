@@ -1,7 +1,8 @@
-//! Streams made of concatenated members (gzip members, bzip2 streams), read as one: a member
-//! decoder runs to the end of its member, then the format says what may come between members
-//! (`Format::between`), as its own tool reads it. The decoders (flate2's `GzDecoder`, bzip2's
-//! `BzDecoder`) each read one member and stop exactly after it; this loops around them.
+//! Streams made of concatenated members (gzip members, bzip2 streams, xz streams), read as one:
+//! a member decoder runs to the end of its member, then the format says what may come between
+//! members (`Format::between`), as its own tool reads it. The decoders (flate2's `GzDecoder`,
+//! bzip2's `BzDecoder`, liblzma's without `LZMA_CONCATENATED`) each read one member and stop
+//! exactly after it; this loops around them.
 
 use std::io::{self, Read};
 
@@ -21,7 +22,8 @@ pub enum Next {
 /// One multi-member format.
 pub trait Format<R: Read> {
     type Decoder: Read;
-    fn decoder(src: Source<R>) -> Self::Decoder;
+    /// A decoder for the member starting at `src` (the format's settings in `self`).
+    fn decoder(&self, src: Source<R>) -> io::Result<Self::Decoder>;
     /// The input back from a decoder that reached its member's end.
     fn input(d: Self::Decoder) -> Source<R>;
     /// At a boundary after `done` members, with `src` positioned there: what comes next (or
@@ -38,14 +40,21 @@ enum State<R, D> {
 }
 
 pub struct Members<R: Read, F: Format<R>> {
+    format: F,
     state: State<R, F::Decoder>,
     /// Members read to their end.
     done: u64,
 }
 
-impl<R: Read, F: Format<R>> Members<R, F> {
+impl<R: Read, F: Format<R> + Default> Members<R, F> {
     pub fn new(input: Source<R>) -> Self {
-        Members { state: State::Between(input), done: 0 }
+        Members::with(input, F::default())
+    }
+}
+
+impl<R: Read, F: Format<R>> Members<R, F> {
+    pub fn with(input: Source<R>, format: F) -> Self {
+        Members { format, state: State::Between(input), done: 0 }
     }
 }
 
@@ -70,7 +79,9 @@ impl<R: Read, F: Format<R>> Read for Members<R, F> {
                     self.state = State::Between(F::input(*d));
                 }
                 State::Between(mut src) => match F::between(&mut src, self.done)? {
-                    Next::Member => self.state = State::In(Box::new(F::decoder(src))),
+                    Next::Member => {
+                        self.state = State::In(Box::new(self.format.decoder(src)?));
+                    }
                     Next::Skipped => {
                         self.done += 1;
                         self.state = State::Between(src);

@@ -41,8 +41,6 @@ const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 /// LZ4 frame magic, little-endian 0x184D2204.
 const LZ4_MAGIC: [u8; 4] = [0x04, 0x22, 0x4d, 0x18];
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
-/// xz stream header magic.
-const XZ_MAGIC: [u8; 6] = [0xfd, b'7', b'z', b'X', b'Z', 0];
 
 /// Most bytes looked at to detect the format: enough to step over a few skippable frames. The
 /// decision is made as soon as the bytes that have arrived settle it (a magic number is at most
@@ -104,7 +102,8 @@ fn decide(head: &[u8], eof: bool) -> Option<Format> {
                 || skippable(b)
                 || b == [GZIP_MAGIC[0]]
                 || b"BZh".starts_with(b));
-        let proper_prefix = proper_prefix || (b.len() < XZ_MAGIC.len() && XZ_MAGIC.starts_with(b));
+        let proper_prefix =
+            proper_prefix || (b.len() < xz::MAGIC.len() && xz::MAGIC.starts_with(b));
         if proper_prefix && !eof {
             return None;
         }
@@ -139,7 +138,7 @@ fn decide(head: &[u8], eof: bool) -> Option<Format> {
         if b.starts_with(&GZIP_MAGIC) {
             return Some(Format::Gzip);
         }
-        if b.starts_with(&XZ_MAGIC) {
+        if b.starts_with(&xz::MAGIC) {
             return Some(Format::Xz);
         }
         if b.len() >= 4 && b.starts_with(b"BZh") && (b'1'..=b'9').contains(&b[3]) {
@@ -278,11 +277,12 @@ impl Decoded {
 
 impl Input {
     /// Decoder workers `decode` would start with `threads` threads: all but the reader for
-    /// zstd, whose frames may decode in parallel; none for other formats. Their frames get
-    /// a pool of their own (`Config::pools`).
+    /// zstd, whose frames may decode in parallel, and for xz, whose blocks may; none for other
+    /// formats. Their frames get a pool of their own (`Config::pools`); for xz, liblzma's
+    /// threads buffer blocks in as much memory of their own.
     pub fn workers(&self, threads: usize) -> usize {
         match self.format {
-            Format::Zstd => threads.saturating_sub(1),
+            Format::Zstd | Format::Xz => threads.saturating_sub(1),
             _ => 0,
         }
     }
@@ -339,9 +339,12 @@ impl Input {
                 Box::new(Named { inner: bz2::BzStreams::new(source), what: "bzip2" })
             }
             (Format::Lz4, _) => Box::new(Named { inner: lz4::Lz4Frames::new(source), what: "lz4" }),
-            (Format::Xz, _) => {
-                let d =
-                    xz::decoder(source, max_window_log).context("cannot start the xz decoder")?;
+            (Format::Xz, pool) => {
+                // liblzma's threads keep their blocks in memory of their own: as much as the
+                // frame pool would hold (dropped unused: mapped, never touched).
+                let frames = pool.map_or(0, |p| (p.count() * p.buf_size()) as u64);
+                decoded.threads = xz::threads(threads.count, frames);
+                let d = xz::streams(source, max_window_log, threads.count, frames);
                 Box::new(Named { inner: d, what: "xz" })
             }
         };
