@@ -117,7 +117,7 @@ impl<R: Read> Format<R> for Xz {
             }
         }
         let head = src.peek(MAGIC.len())?;
-        if zeros % 4 != 0 {
+        if !zeros.is_multiple_of(4) {
             return Err(corrupt());
         }
         if head.is_empty() {
