@@ -190,7 +190,6 @@ fn eof() -> io::Error {
     io::Error::from(io::ErrorKind::UnexpectedEof)
 }
 
-/// A name made fit for a one-line message: control characters escaped, length capped.
 /// What a first block that is not a tar header looks like, when it starts like a compressed
 /// or archive format fastuntar does not read (xz, zstd, gzip, bzip2 and LZ4 are decoded before
 /// the tar stage sees them): its name, and how to get the tar out of it.
@@ -211,6 +210,7 @@ fn not_read((name, how): (&str, &str)) -> String {
     format!("not a tar archive: it starts like {name}, which fastuntar does not read{how}")
 }
 
+/// A name made fit for a one-line message: control characters escaped, length capped.
 fn one_line(name: &str) -> String {
     let mut out = String::new();
     for (i, c) in name.chars().enumerate() {

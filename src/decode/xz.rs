@@ -18,6 +18,9 @@
 //! (`Config::pools`: 32 MiB per thread past the first, within an eighth of the machine's
 //! memory, or what `--memory` leaves), and liblzma decodes on as many threads as fit in that;
 //! under THREADS_MIN_MEMORY the single-threaded decoder runs (listing on 2 CPUs: 65 MiB).
+//! liblzma also holds all threads together to the one-decoder limit (it clamps
+//! `memlimit_threading` to `memlimit_stop`): at the default `--max-window` 144 MiB in all, two
+//! threads of a `-6` stream, not more; a larger `--max-window` lets more run.
 
 use std::io::{self, BufRead, Read};
 

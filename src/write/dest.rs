@@ -394,7 +394,7 @@ pub fn timespecs(mtime: Timestamp) -> [libc::timespec; 2] {
 pub fn fstat(fd: RawFd) -> io::Result<libc::stat> {
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     // Safety: fd is open and st points to writable memory of the right size.
-    if unsafe { libc::fstat(fd, st.as_mut_ptr()) } != 0 {
+    if restart(|| unsafe { libc::fstat(fd, st.as_mut_ptr()) }) != 0 {
         return Err(io::Error::last_os_error());
     }
     // Safety: fstat succeeded, so st is initialised.

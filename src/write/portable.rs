@@ -9,6 +9,7 @@ use anyhow::{Result, anyhow};
 
 use super::dest::Dest;
 use super::direct::{DirectPolicy, clear_direct, reserve};
+use super::tree::restart;
 use super::{Stats, Writer, apply_namespace_op, member_failed};
 use crate::plan::{Entry, Op};
 
@@ -103,7 +104,7 @@ impl Portable {
         if f.sparse {
             // Trailing holes: the data segments may stop short of the real size.
             // Safety: fd is open for writing.
-            if unsafe { libc::ftruncate(fd, f.size as libc::off_t) } != 0 {
+            if restart(|| unsafe { libc::ftruncate(fd, f.size as libc::off_t) }) != 0 {
                 let e = io::Error::last_os_error();
                 return Err(anyhow!("{}: cannot set the size: {e}", f.entry.name));
             }
@@ -145,7 +146,9 @@ impl Writer for Portable {
             // as long as the data that arrived, not as long as its reservation.
             if f.preallocated > f.received {
                 // Safety: fd is open for writing. Best effort: the run is failing anyway.
-                unsafe { libc::ftruncate(f.fd.as_raw_fd(), f.received as libc::off_t) };
+                let fd = f.fd.as_raw_fd();
+                // Safety: as above.
+                restart(|| unsafe { libc::ftruncate(fd, f.received as libc::off_t) });
             }
         }
         self.dest.leave_all();

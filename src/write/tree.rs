@@ -518,15 +518,25 @@ impl Tree {
 /// then fails with EINTR instead of being restarted: overlayfs's copy-up lock did so in 2 of 3
 /// extractions over a lower layer holding the same tree (`--io uring`, 2 writer threads).
 /// Each return to user space runs the ring's pending work, so the next try finds no signal
-/// unless more completions have come in since.
+/// unless more completions have come in since. At most RESTARTS tries (a FUSE daemon that
+/// always answers EINTR would otherwise spin a writer forever): then the EINTR stands.
 pub fn restart<T: Copy + Into<i64>>(mut call: impl FnMut() -> T) -> T {
+    let mut tries = 0;
     loop {
         let r = call();
-        if r.into() >= 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+        tries += 1;
+        if r.into() >= 0
+            || tries >= RESTARTS
+            || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR)
+        {
             return r;
         }
     }
 }
+
+/// Tries of a system call interrupted again and again (`restart`), and of an interrupted
+/// io_uring open: the overlayfs case needed one more.
+pub const RESTARTS: u32 = 100;
 
 /// EMFILE (this process) or ENFILE (the system) from an open.
 pub fn is_out_of_fds(e: &io::Error) -> bool {

@@ -88,6 +88,8 @@ struct FileState {
     tail: Option<(u64, usize, PoolBuf)>,
     tail_submitted: bool,
     closing: bool,
+    /// Opens that came back with EINTR (resubmitted up to `tree::RESTARTS` times).
+    interrupted: u32,
 }
 
 pub struct Uring {
@@ -299,6 +301,7 @@ impl Uring {
             tail: None,
             tail_submitted: false,
             closing: false,
+            interrupted: 0,
         });
         self.current = Some(file);
         self.submit_open(file)
@@ -417,12 +420,12 @@ impl Uring {
         if f.incomplete {
             if f.preallocated > f.received {
                 // Safety: fd is open for writing. Best effort: the run is failing anyway.
-                unsafe { libc::ftruncate(fd, f.received as libc::off_t) };
+                tree::restart(|| unsafe { libc::ftruncate(fd, f.received as libc::off_t) });
             }
         } else if f.sparse {
             // Trailing holes: the data segments may stop short of the real size.
             // Safety: fd is open for writing.
-            if unsafe { libc::ftruncate(fd, f.size as libc::off_t) } != 0 {
+            if tree::restart(|| unsafe { libc::ftruncate(fd, f.size as libc::off_t) }) != 0 {
                 let e = io::Error::last_os_error();
                 return Err(anyhow!("{}: cannot set the size: {e}", f.entry.name));
             }
@@ -511,9 +514,10 @@ impl Uring {
             return self.advance(file);
         }
         let err = -res;
-        if err == libc::EINTR {
-            // An open the ring ran in this thread's context, interrupted as `tree::restart`
-            // describes: again.
+        if err == libc::EINTR && self.files[file].interrupted < tree::RESTARTS {
+            // An open interrupted in the kernel (a FUSE daemon's answer, or a lock waited for
+            // interruptibly): again, a bounded number of times, as `tree::restart` does.
+            self.files[file].interrupted += 1;
             return self.submit_open(file);
         }
         if tree::is_out_of_fds(&io::Error::from_raw_os_error(err)) {
