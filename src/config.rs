@@ -111,6 +111,7 @@ impl Config {
             limits.max_bytes = limits.max_bytes.or(Some(SNAPSHOT_MAX_BYTES));
         }
         let max_window_log = window_log(parse_size(&args.max_window).context("--max-window")?)?;
+        let (writer_threads, writer_threads_given) = writer_threads(args.writer_threads)?;
         Ok(Config {
             archive,
             dest: args.directory,
@@ -135,9 +136,8 @@ impl Config {
                 Some(n) => n.min(MAX_THREADS),
                 None => default_threads(args.list),
             },
-            writer_threads: writer_threads(args.writer_threads)?,
-            writer_threads_given: args.writer_threads.is_some()
-                || std::env::var_os("FASTUNTAR_WRITER_THREADS").is_some(),
+            writer_threads,
+            writer_threads_given,
             writeback: Some(parse_size(&args.writeback_every).context("--writeback-every")?)
                 .filter(|&n| n > 0),
         })
@@ -285,9 +285,11 @@ fn default_threads(listing: bool) -> usize {
 const DEFAULT_MAX_WRITERS: usize = 8;
 
 /// `--writer-threads`, else $FASTUNTAR_WRITER_THREADS (which lets the test suites run every
-/// case at any count), else the CPUs we may run on, at most DEFAULT_MAX_WRITERS.
-fn writer_threads(flag: Option<usize>) -> Result<usize> {
+/// case at any count), else the CPUs we may run on, at most DEFAULT_MAX_WRITERS; and whether
+/// the count was asked for (the flag or the variable).
+fn writer_threads(flag: Option<usize>) -> Result<(usize, bool)> {
     let env = std::env::var("FASTUNTAR_WRITER_THREADS").ok();
+    let given = flag.is_some() || env.is_some();
     let n = match (flag, env) {
         (Some(n), _) => n,
         (None, Some(v)) => v.trim().parse().context("FASTUNTAR_WRITER_THREADS: not a number")?,
@@ -297,7 +299,7 @@ fn writer_threads(flag: Option<usize>) -> Result<usize> {
     if n == 0 {
         bail!("--writer-threads: must be at least 1");
     }
-    Ok(n.min(crate::write::multi::MAX_WRITERS))
+    Ok((n.min(crate::write::multi::MAX_WRITERS), given))
 }
 
 /// Below this RLIMIT_NPROC (`ulimit -u`, which counts every thread of the user), the default

@@ -53,7 +53,7 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     let pools = cfg.pools(input.workers(cfg.threads))?;
     let count = pool_count(pools, input.size, input.format);
     let pool = crate::pool::allocate(pools.buf_size, count)?;
-    let threads = decode::Threads::new(cfg.threads, pools, cfg.memory.is_some())?;
+    let threads = input.threads(cfg.threads, pools, cfg.memory.is_some())?;
     let memory = (pool.count() as u64 * pools.buf_size as u64, threads.pool_bytes());
     let files = FileCount::new(cfg.limits.max_files);
     let writers = write::create_n(cfg, &pool, files.clone(), cfg.writer_threads)?;

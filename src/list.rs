@@ -20,7 +20,7 @@ pub fn run(cfg: &Config) -> Result<u64> {
     // Decoded frames wait in a pool of all of --memory, nothing else needing it (it is only
     // touched where frames are decoded ahead, so a single-frame archive costs no memory).
     let pools = cfg.pools(input.workers(cfg.threads))?;
-    let threads = decode::Threads::new(cfg.threads, pools, cfg.memory.is_some())?;
+    let threads = input.threads(cfg.threads, pools, cfg.memory.is_some())?;
     let decoded = input.decode(threads)?;
     let trailer = decoded.trailer;
     let mut reader = Reader::new(decoded.reader);

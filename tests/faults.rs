@@ -1866,7 +1866,7 @@ fn dest_btrfs_loop() {
 /// overlay. With io_uring and several writers, half the runs failed with "cannot create:
 /// Interrupted system call": a thread with a ring has a signal pending whenever completions
 /// wait for it, and overlayfs's copy-up lock, waited for interruptibly when two writers copy up
-/// the same directory, gave up with EINTR (now restarted, `write/tree.rs` `restart`). GNU tar
+/// the same directory, gave up with EINTR (now restarted, `write::restart`). GNU tar
 /// has no ring and no such failure.
 #[test]
 fn dest_overlayfs_over_a_lower_tree() {

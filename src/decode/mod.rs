@@ -193,35 +193,41 @@ pub struct Input {
     direct: Option<Arc<Direct>>,
 }
 
-/// How many threads may decode, and where decoded frames wait (multi-frame zstd only).
+/// How many threads may decode, and where decoded frames wait (multi-frame zstd) or how much
+/// memory the threads may keep (xz blocks, in liblzma's own buffers).
 pub struct Threads {
     /// Decoder threads in all, the reader's own included; 1 is the one streaming decoder.
     count: usize,
     /// Decoded frames ahead of the reader wait in this pool's buffers, a pool of their own:
     /// only the reader gives them back, so a worker waiting for one never waits for the tar
-    /// stage or the writer (None: one thread).
+    /// stage or the writer (None: one thread, or xz).
     pool: Option<Pool>,
+    /// Bytes of decoded data the threads may hold: the pool's, or liblzma's budget for xz.
+    bytes: u64,
 }
 
 impl Threads {
     /// `count` decoder threads with the frame pool of `pools` (one thread when it has none).
     /// A pool the user did not size (`explicit` false) that cannot be allocated (RLIMIT_AS)
     /// leaves one thread to decode, as the default did before it grew with the threads.
-    pub fn new(count: usize, pools: Pools, explicit: bool) -> Result<Threads> {
-        let one = Threads { count: 1, pool: None };
+    fn new(count: usize, pools: Pools, explicit: bool) -> Result<Threads> {
+        let one = Threads { count: 1, pool: None, bytes: 0 };
         if pools.frames == 0 || count < 2 {
             return Ok(one);
         }
         match crate::pool::allocate(pools.buf_size, pools.frames) {
-            Ok(pool) => Ok(Threads { count, pool: Some(pool) }),
+            Ok(pool) => {
+                let bytes = (pool.count() * pool.buf_size()) as u64;
+                Ok(Threads { count, pool: Some(pool), bytes })
+            }
             Err(_) if !explicit => Ok(one),
             Err(e) => Err(e),
         }
     }
 
-    /// Bytes of the frame pool (0: none).
+    /// Bytes of decoded data the threads may hold (0: one thread).
     pub fn pool_bytes(&self) -> u64 {
-        self.pool.as_ref().map_or(0, |p| (p.count() * p.buf_size()) as u64)
+        self.bytes
     }
 }
 
@@ -287,6 +293,18 @@ impl Input {
         }
     }
 
+    /// The decoder threads for this input and `pools` (`Threads::new`): for zstd with the frame
+    /// pool allocated; for xz only its size, which liblzma's threads keep in buffers of their
+    /// own; one thread for the other formats (`workers` gave them no frames).
+    pub fn threads(&self, count: usize, pools: Pools, explicit: bool) -> Result<Threads> {
+        match self.format {
+            Format::Xz if count > 1 && pools.frames > 0 => {
+                Ok(Threads { count, pool: None, bytes: (pools.frames * pools.buf_size) as u64 })
+            }
+            _ => Threads::new(count, pools, explicit),
+        }
+    }
+
     /// Starts the decoder the format calls for: for zstd with more than one thread, the
     /// frame-parallel one (`parallel.rs`), which reads a single-frame stream as the streaming
     /// decoder does.
@@ -339,12 +357,9 @@ impl Input {
                 Box::new(Named { inner: bz2::BzStreams::new(source), what: "bzip2" })
             }
             (Format::Lz4, _) => Box::new(Named { inner: lz4::Lz4Frames::new(source), what: "lz4" }),
-            (Format::Xz, pool) => {
-                // liblzma's threads keep their blocks in memory of their own: as much as the
-                // frame pool would hold (dropped unused: mapped, never touched).
-                let frames = pool.map_or(0, |p| (p.count() * p.buf_size()) as u64);
-                decoded.threads = xz::threads(threads.count, frames);
-                let d = xz::streams(source, max_window_log, threads.count, frames);
+            (Format::Xz, _) => {
+                decoded.threads = xz::threads(threads.count, threads.bytes);
+                let d = xz::streams(source, max_window_log, threads.count, threads.bytes);
                 Box::new(Named { inner: d, what: "xz" })
             }
         };

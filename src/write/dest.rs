@@ -22,7 +22,8 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow};
 
-use super::tree::{Create, NodeId, Tree, restart};
+use super::restart;
+use super::tree::{Create, NodeId, Tree};
 use crate::admit::FileCount;
 use crate::plan::{Entry, SafePath, Timestamp};
 

@@ -48,7 +48,7 @@ pub fn reserve(fd: RawFd, size: u64, reserved: &mut u64, data_end: u64) -> io::R
     }
     let target = size.min(data_end.saturating_add(PREALLOC_AHEAD));
     // Safety: fd is an open, writable regular file.
-    if super::tree::restart(|| unsafe { libc::fallocate(fd, 0, 0, target as libc::off_t) }) != 0 {
+    if super::restart(|| unsafe { libc::fallocate(fd, 0, 0, target as libc::off_t) }) != 0 {
         let e = io::Error::last_os_error();
         return match e.raw_os_error() {
             // Not supported by this filesystem: write without reservations.

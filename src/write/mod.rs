@@ -109,6 +109,33 @@ use crate::resources::FdBudget;
 use direct::DirectPolicy;
 use portable::Portable;
 
+/// Calls `call`, a system call returning a negative value on failure, again while it fails
+/// with EINTR; returns its last result (errno as that call left it). A thread with an
+/// io_uring ring has a signal pending whenever the ring has completions to deliver
+/// (TIF_NOTIFY_SIGNAL), and a system call that waits for an interruptible lock in the kernel
+/// then fails with EINTR instead of being restarted: overlayfs's copy-up lock did so in 2 of 3
+/// extractions over a lower layer holding the same tree (`--io uring`, 2 writer threads).
+/// Each return to user space runs the ring's pending work, so the next try finds no signal
+/// unless more completions have come in since. At most RESTARTS tries (a FUSE daemon that
+/// always answers EINTR would otherwise spin a writer forever): then the EINTR stands.
+pub fn restart<T: Copy + Into<i64>>(mut call: impl FnMut() -> T) -> T {
+    let mut tries = 0;
+    loop {
+        let r = call();
+        tries += 1;
+        if r.into() >= 0
+            || tries >= RESTARTS
+            || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR)
+        {
+            return r;
+        }
+    }
+}
+
+/// Tries of a system call interrupted again and again (`restart`), and of an interrupted
+/// io_uring open: the overlayfs case needed one more.
+pub const RESTARTS: u32 = 100;
+
 /// The destination refused O_DIRECT: one warning per run, however many writers find out.
 pub fn direct_refused() {
     static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);

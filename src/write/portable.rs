@@ -9,7 +9,7 @@ use anyhow::{Result, anyhow};
 
 use super::dest::Dest;
 use super::direct::{DirectPolicy, clear_direct, reserve};
-use super::tree::restart;
+use super::restart;
 use super::{Stats, Writer, apply_namespace_op, member_failed};
 use crate::plan::{Entry, Op};
 

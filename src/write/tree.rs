@@ -20,6 +20,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
+use super::restart;
 use crate::admit::FileCount;
 
 pub type NodeId = u32;
@@ -322,22 +323,15 @@ impl Tree {
             // kept only by its children) must not free `child` and the walk's nodes above it
             // while the walk stands there: the next node would get a freed id, perhaps its
             // parent's, and be its own parent.
-            self.nodes[child as usize].pins += 1;
+            self.pin(child);
             let opened = self.open_child(fd.as_raw_fd(), c, create, files).map(Arc::new);
             if let Ok(f) = &opened {
                 self.set_fd(child, f.clone());
             }
-            self.nodes[child as usize].pins -= 1;
-            match opened {
-                Ok(f) => {
-                    fd = f;
-                    node = child;
-                }
-                Err(e) => {
-                    self.prune(child);
-                    return Err(e);
-                }
-            }
+            // Holding its fd now, or (on failure) pruned with whatever it alone kept.
+            self.unpin(child);
+            fd = opened?;
+            node = child;
         }
         Ok((node, fd))
     }
@@ -510,33 +504,6 @@ impl Tree {
         self.fds
     }
 }
-
-/// Calls `call`, a system call returning a negative value on failure, again while it fails
-/// with EINTR; returns its last result (errno as that call left it). A thread with an
-/// io_uring ring has a signal pending whenever the ring has completions to deliver
-/// (TIF_NOTIFY_SIGNAL), and a system call that waits for an interruptible lock in the kernel
-/// then fails with EINTR instead of being restarted: overlayfs's copy-up lock did so in 2 of 3
-/// extractions over a lower layer holding the same tree (`--io uring`, 2 writer threads).
-/// Each return to user space runs the ring's pending work, so the next try finds no signal
-/// unless more completions have come in since. At most RESTARTS tries (a FUSE daemon that
-/// always answers EINTR would otherwise spin a writer forever): then the EINTR stands.
-pub fn restart<T: Copy + Into<i64>>(mut call: impl FnMut() -> T) -> T {
-    let mut tries = 0;
-    loop {
-        let r = call();
-        tries += 1;
-        if r.into() >= 0
-            || tries >= RESTARTS
-            || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR)
-        {
-            return r;
-        }
-    }
-}
-
-/// Tries of a system call interrupted again and again (`restart`), and of an interrupted
-/// io_uring open: the overlayfs case needed one more.
-pub const RESTARTS: u32 = 100;
 
 /// EMFILE (this process) or ENFILE (the system) from an open.
 pub fn is_out_of_fds(e: &io::Error) -> bool {

@@ -88,7 +88,7 @@ struct FileState {
     tail: Option<(u64, usize, PoolBuf)>,
     tail_submitted: bool,
     closing: bool,
-    /// Opens that came back with EINTR (resubmitted up to `tree::RESTARTS` times).
+    /// Opens that came back with EINTR (resubmitted up to `super::RESTARTS` times).
     interrupted: u32,
 }
 
@@ -319,7 +319,7 @@ impl Uring {
         if !f.direct && self.open_buffered_here {
             let (dirfd, name) = (f.slot.dirfd(), f.slot.name.as_ptr());
             // Safety: the name is a NUL-terminated CString owned by the slot; dirfd is open.
-            let fd = tree::restart(|| unsafe { libc::openat(dirfd, name, flags, mode) });
+            let fd = super::restart(|| unsafe { libc::openat(dirfd, name, flags, mode) });
             let res = match fd {
                 0.. => fd,
                 _ => -io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO),
@@ -420,12 +420,12 @@ impl Uring {
         if f.incomplete {
             if f.preallocated > f.received {
                 // Safety: fd is open for writing. Best effort: the run is failing anyway.
-                tree::restart(|| unsafe { libc::ftruncate(fd, f.received as libc::off_t) });
+                super::restart(|| unsafe { libc::ftruncate(fd, f.received as libc::off_t) });
             }
         } else if f.sparse {
             // Trailing holes: the data segments may stop short of the real size.
             // Safety: fd is open for writing.
-            if tree::restart(|| unsafe { libc::ftruncate(fd, f.size as libc::off_t) }) != 0 {
+            if super::restart(|| unsafe { libc::ftruncate(fd, f.size as libc::off_t) }) != 0 {
                 let e = io::Error::last_os_error();
                 return Err(anyhow!("{}: cannot set the size: {e}", f.entry.name));
             }
@@ -514,9 +514,9 @@ impl Uring {
             return self.advance(file);
         }
         let err = -res;
-        if err == libc::EINTR && self.files[file].interrupted < tree::RESTARTS {
+        if err == libc::EINTR && self.files[file].interrupted < super::RESTARTS {
             // An open interrupted in the kernel (a FUSE daemon's answer, or a lock waited for
-            // interruptibly): again, a bounded number of times, as `tree::restart` does.
+            // interruptibly): again, a bounded number of times, as `super::restart` does.
             self.files[file].interrupted += 1;
             return self.submit_open(file);
         }
