@@ -1,5 +1,6 @@
 //! Raw command-line flags (clap derive). Resolution into settings happens in `config.rs`.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{ArgAction, Parser, ValueEnum};
@@ -31,9 +32,30 @@ pub struct Args {
     #[arg(short = 'f', long = "file", value_name = "ARCHIVE")]
     pub file: Option<PathBuf>,
 
-    /// The archive to read, as a positional argument ('-' for standard input).
-    #[arg(value_name = "ARCHIVE", conflicts_with = "file")]
-    pub archive: Option<PathBuf>,
+    /// The archive, when -f is not given ('-' for standard input), then MEMBERs: extract or
+    /// list only these members and what is under them, as `tar -xf ARCHIVE MEMBER...` does
+    /// (names as stored in the archive; a name that selects nothing is reported and the run
+    /// exits 2). With -f every operand is a MEMBER.
+    #[arg(value_name = "ARCHIVE|MEMBER")]
+    pub operands: Vec<OsString>,
+
+    /// Read MEMBER names from FILE, one per line (empty lines are skipped; '-' for standard
+    /// input when the archive is not read from it).
+    #[arg(short = 'T', long = "files-from", value_name = "FILE")]
+    pub files_from: Vec<PathBuf>,
+
+    /// Names in --files-from FILEs end with NUL, not newline (for `find -print0`).
+    #[arg(long = "null")]
+    pub null: bool,
+
+    /// MEMBER operands are shell patterns (`*`, `?`, `[...]`; they match `/` too), matched
+    /// from the start of the member name.
+    #[arg(long = "wildcards", overrides_with = "no_wildcards")]
+    pub wildcards: bool,
+
+    /// MEMBER operands are literal names (the default).
+    #[arg(long = "no-wildcards", overrides_with = "wildcards")]
+    pub no_wildcards: bool,
 
     /// Extract into DIR (created if missing).
     #[arg(short = 'C', long = "directory", value_name = "DIR", default_value = ".")]
@@ -52,6 +74,10 @@ pub struct Args {
     #[arg(long = "exclude", value_name = "PATTERN")]
     pub exclude: Vec<String>,
 
+    /// Read --exclude patterns from FILE, one per line.
+    #[arg(short = 'X', long = "exclude-from", value_name = "FILE")]
+    pub exclude_from: Vec<PathBuf>,
+
     /// Strip N leading components from member names.
     #[arg(long = "strip-components", value_name = "N", default_value_t = 0)]
     pub strip_components: usize,
@@ -61,13 +87,58 @@ pub struct Args {
     pub same_owner: bool,
 
     /// Do not restore ownership (the default): files belong to the extracting user.
-    #[arg(long = "no-same-owner", overrides_with = "same_owner")]
+    #[arg(short = 'o', long = "no-same-owner", overrides_with = "same_owner")]
     pub no_same_owner: bool,
 
     /// Restore permission bits exactly, set-id bits included (the default as root; otherwise
     /// the umask applies and set-id bits are dropped, as in tar).
-    #[arg(short = 'p', long = "preserve-permissions", alias = "same-permissions")]
+    #[arg(
+        short = 'p',
+        long = "preserve-permissions",
+        alias = "same-permissions",
+        overrides_with = "no_same_permissions"
+    )]
     pub preserve_permissions: bool,
+
+    /// Apply the umask and drop set-id bits, also as root.
+    #[arg(long = "no-same-permissions", overrides_with = "preserve_permissions")]
+    pub no_same_permissions: bool,
+
+    /// Accepted for tar's habits, as are -z, -j, -J, --gzip, --bzip2, --xz, --zstd and --lz4:
+    /// the format is always found from the archive's first bytes, whatever these say.
+    #[arg(
+        short = 'a',
+        long = "auto-compress",
+        short_aliases = ['z', 'j', 'J'],
+        aliases = ["gzip", "gunzip", "ungzip", "bzip2", "xz", "zstd", "lz4"],
+        action = ArgAction::Count
+    )]
+    pub compression_flag: u8,
+
+    /// Decompress with PROG first: the archive is piped through `PROG -d` (PROG may carry
+    /// arguments, split at spaces), for formats fastuntar does not read itself.
+    #[arg(short = 'I', long = "use-compress-program", value_name = "PROG")]
+    pub compress_program: Option<String>,
+
+    /// Short for -I lzip (also --lzma: -I lzma, --lzop: -I lzop, -Z/--uncompress: -I gzip,
+    /// which reads compress's .Z).
+    #[arg(long = "lzip", conflicts_with = "compress_program")]
+    pub lzip: bool,
+
+    #[arg(long = "lzma", hide = true, conflicts_with_all = ["compress_program", "lzip"])]
+    pub lzma: bool,
+
+    #[arg(long = "lzop", hide = true, conflicts_with_all = ["compress_program", "lzip", "lzma"])]
+    pub lzop: bool,
+
+    #[arg(
+        short = 'Z',
+        long = "uncompress",
+        alias = "compress",
+        hide = true,
+        conflicts_with_all = ["compress_program", "lzip", "lzma", "lzop"]
+    )]
+    pub uncompress: bool,
 
     /// Open files of at least --direct-io-threshold bytes with O_DIRECT.
     #[arg(long = "direct-io")]
@@ -172,4 +243,82 @@ pub enum IoBackend {
     Uring,
     /// Plain pwrite/openat system calls.
     Portable,
+}
+
+/// Letters of tar's traditional bundled options (`tar xzvf A -C DIR`) that fastuntar knows.
+const BUNDLE_LETTERS: &[u8] = b"xtfCvkpoazjJIZTXOmq";
+
+/// Letters among them that take a value: in a bundle, the arguments after it, in order.
+const BUNDLE_VALUES: &[u8] = b"fCITX";
+
+/// Rewrites tar's traditional form, a first argument of option letters without a dash
+/// (`fastuntar xzvf A.tgz -C out`, `tar xfC A.tar out`), into dashed options, as GNU tar reads
+/// it: each letter becomes its option and each letter that takes a value takes the next
+/// argument after the bundle. A first argument is such a bundle only when it is made of these
+/// letters, says `x` or `t`, and names no file here (so `fastuntar xf` still reads an archive
+/// named `xf`). Anything else is returned unchanged.
+pub fn traditional(args: Vec<OsString>) -> Result<Vec<OsString>, String> {
+    let Some(first) = args.get(1).and_then(|a| a.to_str()) else { return Ok(args) };
+    let bytes = first.as_bytes();
+    let is_bundle = !bytes.is_empty()
+        && bytes.iter().all(|b| BUNDLE_LETTERS.contains(b))
+        && bytes.iter().any(|b| matches!(b, b'x' | b't'))
+        && std::fs::symlink_metadata(first).is_err();
+    if !is_bundle {
+        return Ok(args);
+    }
+    let mut out = vec![args[0].clone()];
+    let mut values = args[2..].iter();
+    for &letter in bytes {
+        out.push(format!("-{}", letter as char).into());
+        if BUNDLE_VALUES.contains(&letter) {
+            match values.next() {
+                Some(v) => out.push(v.clone()),
+                None => {
+                    return Err(format!("option '{}' in '{first}' needs a value", letter as char));
+                }
+            }
+        }
+    }
+    out.extend(values.cloned());
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rewrite(args: &[&str]) -> Result<Vec<String>, String> {
+        let args = args.iter().map(OsString::from).collect();
+        traditional(args).map(|v| v.into_iter().map(|a| a.into_string().unwrap()).collect())
+    }
+
+    #[test]
+    fn bundles_become_dashed_options() {
+        assert_eq!(
+            rewrite(&["t", "xzvf", "a.tgz"]).unwrap(),
+            ["t", "-x", "-z", "-v", "-f", "a.tgz"]
+        );
+        assert_eq!(
+            rewrite(&["t", "xfC", "a.tar", "out", "m1"]).unwrap(),
+            ["t", "-x", "-f", "a.tar", "-C", "out", "m1"]
+        );
+        assert_eq!(rewrite(&["t", "tf", "a.tar", "-v"]).unwrap(), ["t", "-t", "-f", "a.tar", "-v"]);
+        assert!(rewrite(&["t", "xf"]).unwrap_err().contains("'f' in 'xf' needs a value"));
+    }
+
+    #[test]
+    fn anything_else_is_left_alone() {
+        for args in [
+            &["t", "-xf", "a.tar"][..],
+            &["t", "a.tar"],
+            &["t", "vf", "a.tar"],
+            &["t", "xyz"],
+            &["t"],
+            &["t", ""],
+            &["t", "/"],
+        ] {
+            assert_eq!(rewrite(args).unwrap(), *args);
+        }
+    }
 }

@@ -1,7 +1,8 @@
 //! Resolved settings: sizes parsed, paths decided, modes chosen. The rest of the program reads
 //! only this.
 
-use std::path::PathBuf;
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
@@ -54,6 +55,12 @@ const AUTO_MEMORY_FRACTION: u64 = 8;
 pub struct Config {
     /// None for standard input.
     pub archive: Option<PathBuf>,
+    /// `PROG -d` (split at spaces) to pipe the archive through first (`-I PROG`, `--lzip`, ...).
+    pub filter: Option<Vec<String>>,
+    /// MEMBER operands and `--files-from` names, in order (select.rs).
+    pub members: Vec<Vec<u8>>,
+    /// `--wildcards`: MEMBER operands are patterns.
+    pub wildcards: bool,
     pub dest: PathBuf,
     /// List members instead of extracting.
     pub list: bool,
@@ -62,6 +69,8 @@ pub struct Config {
     pub keep_old_files: bool,
     pub strip_components: usize,
     pub same_owner: bool,
+    /// Modes exactly as archived, set-id bits included: `-p`, or root without
+    /// `--no-same-permissions`.
     pub preserve_permissions: bool,
     /// Some(threshold) when --direct-io is on.
     pub direct_io: Option<u64>,
@@ -88,11 +97,31 @@ pub struct Config {
 
 impl Config {
     pub fn from_args(args: Args) -> Result<Config> {
-        let archive = match args.file.or(args.archive) {
+        let filter = filter(&args)?;
+        let mut operands = args.operands.into_iter();
+        let archive = match args.file.or_else(|| operands.next().map(PathBuf::from)) {
             None => bail!("no archive given (use -f ARCHIVE, or '-' for standard input)"),
             Some(p) if p.as_os_str() == "-" => None,
             Some(p) => Some(p),
         };
+        let mut members: Vec<Vec<u8>> = operands.map(|o| o.into_vec()).collect();
+        for list in &args.files_from {
+            members.extend(
+                read_list(list, args.null, archive.is_none())
+                    .with_context(|| format!("--files-from {}", list.display()))?,
+            );
+        }
+        let mut exclude = args.exclude;
+        for list in &args.exclude_from {
+            let patterns = read_list(list, false, archive.is_none())
+                .with_context(|| format!("--exclude-from {}", list.display()))?;
+            for p in patterns {
+                let Ok(p) = String::from_utf8(p) else {
+                    bail!("--exclude-from {}: a pattern is not UTF-8", list.display());
+                };
+                exclude.push(p);
+            }
+        }
         let memory = args.memory.as_deref().map(parse_size).transpose().context("--memory")?;
         if let Some(m) = memory {
             pool_shape(m)?;
@@ -114,14 +143,19 @@ impl Config {
         let (writer_threads, writer_threads_given) = writer_threads(args.writer_threads)?;
         Ok(Config {
             archive,
+            filter,
+            members,
+            wildcards: args.wildcards && !args.no_wildcards,
             dest: args.directory,
             list: args.list,
-            exclude: args.exclude,
+            exclude,
             verbose: args.verbose,
             keep_old_files: args.keep_old_files,
             strip_components: args.strip_components,
             same_owner: args.same_owner && !args.no_same_owner,
-            preserve_permissions: args.preserve_permissions,
+            // Safety: geteuid has no preconditions.
+            preserve_permissions: args.preserve_permissions
+                || (!args.no_same_permissions && unsafe { libc::geteuid() } == 0),
             direct_io: args.direct_io.then_some(threshold),
             memory,
             io: args.io,
@@ -152,6 +186,47 @@ impl Config {
         };
         divide(self.memory, workers, self.list, cap)
     }
+}
+
+/// The names in a `--files-from` or `--exclude-from` FILE ('-': standard input, unless the
+/// archive is read from there): one per line, or ending with NUL when `null`; empty ones are
+/// skipped, as GNU tar skips them.
+fn read_list(path: &Path, null: bool, stdin_taken: bool) -> Result<Vec<Vec<u8>>> {
+    let text = if path.as_os_str() == "-" {
+        if stdin_taken {
+            bail!("standard input is already the archive");
+        }
+        let mut text = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut text)
+            .context("cannot read standard input")?;
+        text
+    } else {
+        std::fs::read(path).context("cannot read")?
+    };
+    let end = if null { 0 } else { b'\n' };
+    Ok(text.split(|&b| b == end).filter(|n| !n.is_empty()).map(<[u8]>::to_vec).collect())
+}
+
+/// The decompressing program the flags ask for, as `PROG -d` split at spaces: GNU tar's
+/// `-I PROG` and the flags that name one. The rest of the pipeline sees its output as the
+/// archive.
+fn filter(args: &Args) -> Result<Option<Vec<String>>> {
+    let program = match () {
+        _ if args.lzip => "lzip",
+        _ if args.lzma => "lzma",
+        _ if args.lzop => "lzop",
+        _ if args.uncompress => "gzip",
+        _ => match args.compress_program.as_deref() {
+            Some(p) => p,
+            None => return Ok(None),
+        },
+    };
+    let mut words: Vec<String> = program.split_ascii_whitespace().map(str::to_string).collect();
+    if words.is_empty() {
+        bail!("-I: no program given");
+    }
+    words.push("-d".to_string());
+    Ok(Some(words))
 }
 
 /// How the buffer memory is divided between the two pools.

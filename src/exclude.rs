@@ -37,7 +37,7 @@ pub struct Exclude {
     patterns: Vec<Pattern>,
 }
 
-enum Pattern {
+pub(crate) enum Pattern {
     /// No wildcards: the string itself (backslashes removed).
     Literal(Vec<u8>),
     /// Runs of one-byte matchers separated by `*` (so `runs.len()` is the number of `*` + 1).
@@ -46,7 +46,7 @@ enum Pattern {
     Fnmatch(CString),
 }
 
-enum Atom {
+pub(crate) enum Atom {
     Byte(u8),
     /// `?`: any byte, `/` included.
     Any,
@@ -83,17 +83,22 @@ impl Exclude {
         if self.patterns.is_empty() {
             return false;
         }
-        // GNU tar sees names as C strings, and a directory's name without its trailing '/'.
-        let mut name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
-        while let Some(rest) = name.strip_suffix(b"/") {
-            name = rest;
-        }
-        self.patterns.iter().any(|p| p.matches(name))
+        let name = matched_name(name);
+        self.patterns.iter().any(|p| p.matches(name, false))
     }
 }
 
+/// A member name as GNU tar matches it: a C string, a directory's without its trailing '/'.
+pub(crate) fn matched_name(name: &[u8]) -> &[u8] {
+    let mut name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+    while let Some(rest) = name.strip_suffix(b"/") {
+        name = rest;
+    }
+    name
+}
+
 /// gnulib's `fnmatch_pattern_has_wildcards` (without EXCLUDE_REGEX or FNM_EXTMATCH).
-fn has_wildcards(p: &[u8]) -> bool {
+pub(crate) fn has_wildcards(p: &[u8]) -> bool {
     let mut i = 0;
     while i < p.len() {
         match p[i] {
@@ -106,7 +111,7 @@ fn has_wildcards(p: &[u8]) -> bool {
 }
 
 /// gnulib's `unescape_pattern`: `\x` becomes `x`; a trailing `\` stays.
-fn unescape(p: &[u8]) -> Vec<u8> {
+pub(crate) fn unescape(p: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(p.len());
     let mut i = 0;
     while i < p.len() {
@@ -180,7 +185,7 @@ fn bracket_set(expr: &[u8]) -> Box<[bool; 256]> {
 }
 
 impl Pattern {
-    fn compile(p: &[u8]) -> Pattern {
+    pub(crate) fn compile(p: &[u8]) -> Pattern {
         if !has_wildcards(p) {
             return Pattern::Literal(unescape(p));
         }
@@ -221,15 +226,17 @@ impl Pattern {
         Pattern::Glob(runs)
     }
 
-    fn matches(&self, name: &[u8]) -> bool {
+    /// Whether the pattern matches `name` or a leading directory of it, at its start and,
+    /// unless `anchored`, after a `/` in it (see `starts`).
+    pub(crate) fn matches(&self, name: &[u8], anchored: bool) -> bool {
         match self {
-            Pattern::Literal(lit) => starts(name, true)
+            Pattern::Literal(lit) => starts(name, true, anchored)
                 .any(|s| name[s..].starts_with(lit) && is_end(name, s + lit.len())),
-            Pattern::Glob(runs) => glob_matches(runs, name),
+            Pattern::Glob(runs) => glob_matches(runs, name, anchored),
             Pattern::Fnmatch(p) => {
                 let Ok(name) = CString::new(name) else { return false };
                 let bytes = name.as_bytes_with_nul();
-                starts(name.as_bytes(), false).any(|s| {
+                starts(name.as_bytes(), false, anchored).any(|s| {
                     let tail = bytes[s..].as_ptr().cast();
                     // Safety: both are NUL-terminated (a suffix of a CString's bytes with its
                     // NUL) and outlive the call.
@@ -241,13 +248,15 @@ impl Pattern {
     }
 }
 
-/// Where a match may start: 0, and after each `/` (for wildcard patterns, only a `/` not
-/// followed by another).
-fn starts(name: &[u8], every_slash: bool) -> impl Iterator<Item = usize> + '_ {
+/// Where a match may start: 0, and unless `anchored` after each `/` (for wildcard patterns,
+/// only a `/` not followed by another).
+fn starts(name: &[u8], every_slash: bool, anchored: bool) -> impl Iterator<Item = usize> + '_ {
     std::iter::once(0).chain(
         name.iter()
             .enumerate()
-            .filter(move |&(i, &b)| b == b'/' && (every_slash || name.get(i + 1) != Some(&b'/')))
+            .filter(move |&(i, &b)| {
+                !anchored && b == b'/' && (every_slash || name.get(i + 1) != Some(&b'/'))
+            })
             .map(|(i, _)| i + 1),
     )
 }
@@ -263,14 +272,17 @@ fn fits(run: &[Atom], name: &[u8], at: usize) -> bool {
         && run.iter().zip(&name[at..]).all(|(a, &b)| a.matches(b))
 }
 
-fn glob_matches(runs: &[Vec<Atom>], name: &[u8]) -> bool {
+fn glob_matches(runs: &[Vec<Atom>], name: &[u8], anchored: bool) -> bool {
     let (first, rest) = runs.split_first().expect("at least one run");
     let Some((last, middle)) = rest.split_last() else {
         // No `*`: the run must span a start to an end.
-        return starts(name, false).any(|s| fits(first, name, s) && is_end(name, s + first.len()));
+        return starts(name, false, anchored)
+            .any(|s| fits(first, name, s) && is_end(name, s + first.len()));
     };
     // The earliest start leaves the most room for the rest, so it is the only one to try.
-    let Some(s) = starts(name, false).find(|&s| fits(first, name, s)) else { return false };
+    let Some(s) = starts(name, false, anchored).find(|&s| fits(first, name, s)) else {
+        return false;
+    };
     let mut at = s + first.len();
     for run in middle {
         match (at..=name.len()).find(|&q| fits(run, name, q)) {
@@ -349,14 +361,14 @@ mod tests {
 
     /// GNU tar's own algorithm, literally: gnulib's hash path for literals and
     /// `exclude_fnmatch` (glibc's fnmatch at every start) for the rest.
-    fn reference(pattern: &[u8], name: &[u8]) -> bool {
+    fn reference(pattern: &[u8], name: &[u8], anchored: bool) -> bool {
         let mut name = name;
         while let Some(rest) = name.strip_suffix(b"/") {
             name = rest;
         }
         if !has_wildcards(pattern) {
             let lit = unescape(pattern);
-            return starts(name, true).any(|s| {
+            return starts(name, true, anchored).any(|s| {
                 let mut buf = &name[s..];
                 loop {
                     if buf == lit.as_slice() {
@@ -374,7 +386,7 @@ mod tests {
         let bytes = n.as_bytes_with_nul();
         let mut starts = vec![0];
         for (i, &b) in name.iter().enumerate() {
-            if b == b'/' && bytes[i + 1] != b'/' {
+            if !anchored && b == b'/' && bytes[i + 1] != b'/' {
                 starts.push(i + 1);
             }
         }
@@ -442,13 +454,15 @@ mod tests {
                 while let Some(rest) = trimmed.strip_suffix(b"/") {
                     trimmed = rest;
                 }
-                assert_eq!(
-                    compiled.matches(trimmed),
-                    reference(&pattern, &name),
-                    "pattern {:?} name {:?}",
-                    String::from_utf8_lossy(&pattern),
-                    String::from_utf8_lossy(&name)
-                );
+                for anchored in [false, true] {
+                    assert_eq!(
+                        compiled.matches(trimmed, anchored),
+                        reference(&pattern, &name, anchored),
+                        "pattern {:?} name {:?} anchored {anchored}",
+                        String::from_utf8_lossy(&pattern),
+                        String::from_utf8_lossy(&name)
+                    );
+                }
             }
         }
         assert!(kinds.iter().all(|&k| k > 1000), "too few of a kind: {kinds:?}");

@@ -20,6 +20,7 @@ use crate::pool::{Pool, PoolBuf};
 use crate::progress::{self, Progress};
 use crate::report;
 use crate::safety::{Sanitizer, Verdict};
+use crate::select::Select;
 use crate::write::{self, Stats};
 
 /// Batches queued between the threads (the pool bounds the data they hold): 16 batches of up
@@ -49,7 +50,13 @@ pub struct Summary {
 pub fn run(cfg: &Config) -> Result<Summary> {
     let start = Instant::now();
     let _umask = UmaskGuard::current();
-    let input = decode::open(cfg.archive.as_deref(), cfg.max_window_log, cfg.direct_io.is_some())?;
+    let drop_behind = cfg.direct_io.is_some();
+    let input = decode::open(
+        cfg.archive.as_deref(),
+        cfg.filter.as_deref(),
+        cfg.max_window_log,
+        drop_behind,
+    )?;
     let pools = cfg.pools(input.workers(cfg.threads))?;
     let count = pool_count(pools, input.size, input.format);
     let pool = crate::pool::allocate(pools.buf_size, count)?;
@@ -396,6 +403,7 @@ fn produce(
     let mut sanitizer = Sanitizer::new(cfg.strip_components);
     let mut admission = Admission::new(cfg.snapshot, cfg.limits.clone(), files);
     let exclude = Exclude::new(&cfg.exclude)?;
+    let mut select = Select::new(&cfg.members, cfg.wildcards);
     let utf8 = crate::list::utf8_locale();
     // Safety: geteuid/getegid have no preconditions.
     let ids = unsafe { (libc::geteuid(), libc::getegid()) };
@@ -413,7 +421,7 @@ fn produce(
         };
         members += 1;
         progress::member_seen();
-        if exclude.excludes(&member.name) {
+        if !select.selects(&member.name) || exclude.excludes(&member.name) {
             continue;
         }
         let mut stage = Stage {
@@ -447,6 +455,7 @@ fn produce(
     if let Some(trailer) = trailer {
         verify_trailer(reader, &trailer)?;
     }
+    select.report_not_found(utf8);
     Ok(members)
 }
 

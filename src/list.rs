@@ -9,14 +9,17 @@ use crate::config::Config;
 use crate::decode;
 use crate::exclude::Exclude;
 use crate::report::quote;
+use crate::select::Select;
 
 /// GNU tar's starting widths for "user/group size" and the date column (list.c).
 const UGS_WIDTH: usize = 18;
 const DATE_WIDTH: usize = 16;
 
 pub fn run(cfg: &Config) -> Result<u64> {
-    let input = decode::open(cfg.archive.as_deref(), cfg.max_window_log, false)?;
+    let input =
+        decode::open(cfg.archive.as_deref(), cfg.filter.as_deref(), cfg.max_window_log, false)?;
     let exclude = Exclude::new(&cfg.exclude)?;
+    let mut select = Select::new(&cfg.members, cfg.wildcards);
     // Decoded frames wait in a pool of all of --memory, nothing else needing it (it is only
     // touched where frames are decoded ahead, so a single-frame archive costs no memory).
     let pools = cfg.pools(input.workers(cfg.threads))?;
@@ -30,7 +33,7 @@ pub fn run(cfg: &Config) -> Result<u64> {
     let mut ugs_width = UGS_WIDTH;
     let mut members = 0;
     while let Some(m) = reader.next_member()? {
-        if exclude.excludes(&m.name) {
+        if !select.selects(&m.name) || exclude.excludes(&m.name) {
             continue;
         }
         members += 1;
@@ -46,6 +49,7 @@ pub fn run(cfg: &Config) -> Result<u64> {
     if let Some(trailer) = trailer {
         crate::extract::verify_trailer(reader, &trailer)?;
     }
+    select.report_not_found(utf8);
     Ok(members)
 }
 

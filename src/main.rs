@@ -11,7 +11,13 @@ use fastuntar::{cli, config, extract, list, report, resources};
 fn main() {
     ignore_sigxfsz();
     resources::fit_address_space();
-    let args = cli::Args::parse();
+    let args = match cli::traditional(std::env::args_os().collect()) {
+        Ok(argv) => cli::Args::parse_from(argv),
+        Err(e) => {
+            report::diagnostic(&format!("fastuntar: {e}"));
+            std::process::exit(ExitCode::Fatal as i32);
+        }
+    };
     if let Some(shell) = args.completions {
         let mut text = Vec::new();
         clap_complete::generate(shell, &mut cli::Args::command(), "fastuntar", &mut text);
@@ -35,6 +41,7 @@ fn main() {
     };
     if cfg.list {
         let code = match list::run(&cfg) {
+            Ok(_) if report::failed_count() > 0 => ExitCode::Fatal,
             Ok(_) => ExitCode::Success,
             Err(e) => {
                 report::diagnostic(&format!("fastuntar: {e:#}"));
@@ -45,6 +52,7 @@ fn main() {
     }
     let outcome = extract::run(&cfg);
     let code = match &outcome {
+        Ok(_) if report::failed_count() > 0 => ExitCode::Fatal,
         Ok(_) if report::skipped_count() > 0 => ExitCode::Skipped,
         Ok(_) => ExitCode::Success,
         Err(e) => {

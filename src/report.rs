@@ -15,6 +15,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 static SKIPPED: AtomicU64 = AtomicU64::new(0);
+static FAILED: AtomicU64 = AtomicU64::new(0);
 static QUIET_WARNINGS: AtomicBool = AtomicBool::new(false);
 /// A diagnostic could not be written to stderr.
 static DIAGNOSTIC_LOST: AtomicBool = AtomicBool::new(false);
@@ -25,6 +26,17 @@ static STDOUT_FAILED: Mutex<Option<String>> = Mutex::new(None);
 pub fn skipped(member: &str, msg: impl std::fmt::Display) {
     SKIPPED.fetch_add(1, Ordering::Relaxed);
     diagnostic(&format!("fastuntar: {member}: {msg}"));
+}
+
+/// An error the run goes on after, but which makes it exit 2 (GNU tar's "Exiting with failure
+/// status due to previous errors"): a MEMBER operand that selected nothing.
+pub fn failed(name: &str, msg: impl std::fmt::Display) {
+    FAILED.fetch_add(1, Ordering::Relaxed);
+    diagnostic(&format!("fastuntar: {name}: {msg}"));
+}
+
+pub fn failed_count() -> u64 {
+    FAILED.load(Ordering::Relaxed)
 }
 
 /// Something worth saying that does not change the exit code (e.g. a stripped leading `/`).

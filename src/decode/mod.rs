@@ -2,6 +2,7 @@
 
 mod archive_file;
 mod bz2;
+mod filter;
 pub mod frames;
 mod gz;
 mod lz4;
@@ -19,6 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use anyhow::{Context, Result};
 
 use archive_file::{ArchiveFile, Direct};
+use filter::Filter;
 use parallel::{DecodeStats, ParallelZstd};
 use source::{Budget, Source};
 
@@ -191,6 +193,9 @@ pub struct Input {
     max_window_log: u32,
     /// Lets a regular archive file be read with O_DIRECT (see archive_file.rs).
     direct: Option<Arc<Direct>>,
+    /// Read through an external program (filter.rs): what follows the end marker is read
+    /// too, whatever the format, so the program's exit status is checked.
+    filtered: bool,
 }
 
 /// How many threads may decode, and where decoded frames wait (multi-frame zstd) or how much
@@ -309,8 +314,8 @@ impl Input {
     /// frame-parallel one (`parallel.rs`), which reads a single-frame stream as the streaming
     /// decoder does.
     pub fn decode(self, threads: Threads) -> Result<Decoded> {
-        let Input { format, source, trailer, max_window_log, direct, .. } = self;
-        let trailer = (format != Format::Plain).then_some(trailer);
+        let Input { format, source, trailer, max_window_log, direct, filtered, .. } = self;
+        let trailer = (format != Format::Plain || filtered).then_some(trailer);
         let mut decoded =
             Decoded { reader: Box::new(io::empty()), trailer, threads: 1, stats: None };
         // `Threads::new` gives a pool only with more than one thread.
@@ -367,14 +372,20 @@ impl Input {
     }
 }
 
-/// Opens `path` (None: standard input) and finds the format from its magic number; `decode`
-/// then starts the decoder. `drop_behind` drops consumed archive pages from the page cache
-/// (regular files only).
-pub fn open(path: Option<&Path>, max_window_log: u32, drop_behind: bool) -> Result<Input> {
+/// Opens `path` (None: standard input), through the `filter` program when one is given
+/// (filter.rs), and finds the format from its magic number; `decode` then starts the decoder.
+/// `drop_behind` drops consumed archive pages from the page cache (regular files only).
+pub fn open(
+    path: Option<&Path>,
+    filter: Option<&[String]>,
+    max_window_log: u32,
+    drop_behind: bool,
+) -> Result<Input> {
     let mut direct = None;
-    let (raw, size): (Box<dyn Read + Send>, Option<u64>) = match path {
-        None => (Box::new(io::stdin()), None),
-        Some(p) => {
+    let (raw, size): (Box<dyn Read + Send>, Option<u64>) = match (filter, path) {
+        (Some(words), _) => (Box::new(Filter::spawn(words, path)?), None),
+        (None, None) => (Box::new(io::stdin()), None),
+        (None, Some(p)) => {
             let f = File::open(p).with_context(|| format!("{}: cannot open", p.display()))?;
             let meta = f.metadata().with_context(|| format!("{}: cannot stat", p.display()))?;
             if meta.is_dir() {
@@ -396,7 +407,8 @@ pub fn open(path: Option<&Path>, max_window_log: u32, drop_behind: bool) -> Resu
     let mut source = Source::with_capacity(INPUT_BUF, counted);
     let trailer = Trailer(source.budget());
     let format = sniff(&mut source).context("cannot read the archive")?;
-    Ok(Input { format, size, consumed, source, trailer, max_window_log, direct })
+    let filtered = filter.is_some();
+    Ok(Input { format, size, consumed, source, trailer, max_window_log, direct, filtered })
 }
 
 /// Reads until the format is known: from the first read on, whatever has arrived is looked

@@ -169,13 +169,14 @@ const AUTO_PORTABLE_FROM: usize = 2;
 /// `n` writers, each with its own `Dest` and its share of the fd budget, plus (for n > 1) a
 /// `Dest` for the dispatcher.
 pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> Result<Writers> {
-    // Modes are applied exactly as root (GNU tar's --preserve-permissions default for root);
-    // other users get the archive's modes minus their umask, like tar without -p.
+    // Modes are applied exactly with -p and as root (GNU tar's --preserve-permissions default
+    // for root, undone by --no-same-permissions; config.rs); otherwise the archive's modes
+    // minus the umask, like tar without -p.
     // Safety: umask has no memory effects.
     let old_umask = unsafe { libc::umask(0) };
     // Safety: as above; DIR itself is created like `mkdir -p`, under the user's umask.
     unsafe { libc::umask(old_umask) };
-    let exact = cfg.preserve_permissions || unsafe { libc::geteuid() } == 0;
+    let exact = cfg.preserve_permissions;
     let fds = FdBudget::from_rlimit(n);
     if fds.writers < n && cfg.writer_threads_given {
         crate::report::warn(format!(

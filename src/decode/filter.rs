@@ -1,0 +1,117 @@
+//! `-I PROG` (and `--lzip`, `--lzma`, `--lzop`, `-Z`): the archive is piped through an external
+//! decompressor, `PROG -d`, as GNU tar does for every format. Its output is what the rest of
+//! the pipeline reads; for formats fastuntar decodes itself the flag is not needed.
+//!
+//! The program's exit status is part of the input: when its output ends, a failure
+//! (`lzip -d` on a damaged file exits 2) is the read's error, so a damaged archive fails the
+//! run even when what came out so far parsed. When the reader stops early (the tar end marker,
+//! an error) the program is killed on drop, so a program that writes forever or waits for a
+//! terminal cannot hang the run; GNU tar likewise ignores a filter it stopped reading.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+use std::process::{Child, ChildStdout, Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+
+pub struct Filter {
+    child: Child,
+    stdout: ChildStdout,
+    /// The command line, for messages.
+    what: String,
+    /// The output ended and the status was checked.
+    done: bool,
+}
+
+impl Filter {
+    /// Starts `words` (program and arguments) reading `path` (None: our standard input).
+    pub fn spawn(words: &[String], path: Option<&Path>) -> Result<Filter> {
+        let what = words.join(" ");
+        let Some((program, args)) = words.split_first().filter(|(p, _)| *p != "-d") else {
+            bail!("-I: no program given");
+        };
+        let stdin = match path {
+            None => Stdio::inherit(),
+            Some(p) => {
+                let f = File::open(p).with_context(|| format!("{}: cannot open", p.display()))?;
+                if f.metadata().is_ok_and(|m| m.is_dir()) {
+                    bail!("{}: is a directory", p.display());
+                }
+                Stdio::from(f)
+            }
+        };
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(stdin)
+            .stdout(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("cannot run '{what}'"))?;
+        let stdout = child.stdout.take().expect("stdout was piped");
+        Ok(Filter { child, stdout, what, done: false })
+    }
+}
+
+impl Read for Filter {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.done {
+            return Ok(0);
+        }
+        let n = self.stdout.read(buf)?;
+        if n == 0 && !buf.is_empty() {
+            self.done = true;
+            let status = self.child.wait()?;
+            if !status.success() {
+                return Err(io::Error::other(format!("'{}' failed ({status})", self.what)));
+            }
+        }
+        Ok(n)
+    }
+}
+
+impl Drop for Filter {
+    fn drop(&mut self) {
+        if !self.done {
+            // The program may still be writing, or waiting on its input: it is not needed.
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split(' ').map(str::to_string).collect()
+    }
+
+    #[test]
+    fn output_then_status() {
+        let mut out = Vec::new();
+        Filter::spawn(&words("echo hello"), None).unwrap().read_to_end(&mut out).unwrap();
+        assert_eq!(out, b"hello\n");
+        let mut f = Filter::spawn(&words("sh -c exit\t3"), None).unwrap();
+        let e = f.read_to_end(&mut Vec::new()).unwrap_err();
+        assert!(e.to_string().contains("failed (exit status: 3)"), "{e}");
+    }
+
+    #[test]
+    fn a_missing_program_is_one_line() {
+        let e = Filter::spawn(&words("no-such-program-here -d"), None).err().unwrap();
+        assert!(format!("{e:#}").starts_with("cannot run 'no-such-program-here -d': "), "{e:#}");
+        assert!(Filter::spawn(&words("-d"), None).is_err());
+    }
+
+    /// A program that would write forever is stopped when the reader is done with it.
+    #[test]
+    fn dropped_early_kills_the_program() {
+        let mut f = Filter::spawn(&words("yes"), None).unwrap();
+        let mut buf = [0u8; 4096];
+        f.read_exact(&mut buf).unwrap();
+        let t = std::time::Instant::now();
+        drop(f);
+        assert!(t.elapsed() < std::time::Duration::from_secs(5));
+    }
+}

@@ -1,0 +1,234 @@
+//! Member operands: `fastuntar -xf A.tar src/lib docs/README` extracts (or lists) only the
+//! members those names select, with GNU tar 1.34's rules (names.c `namelist_match`, gnulib's
+//! `exclude_fnmatch` with EXCLUDE_ANCHORED and FNM_LEADING_DIR):
+//!
+//! - An operand selects the member of that name and everything under it (`src/lib` selects
+//!   `src/lib/a.rs`, not `src/library`). Names are compared as stored: `./src` does not select
+//!   `src`, and `/etc` selects only a member stored with its leading `/`. Trailing `/` of an
+//!   operand and of a member name are ignored; an empty operand selects everything.
+//! - Without `--wildcards` an operand is a literal string. With it, an operand with wildcards
+//!   is a shell pattern matched from the start of the name (`*` and `?` match `/`, `\` escapes).
+//! - A member counts for the first operand, in command-line order, that selects it. An operand
+//!   that never does, including one that repeats or lies under an earlier one (`src src/a`), is
+//!   reported "Not found in archive" at the end and the run exits 2, as GNU tar does.
+//!
+//! Selection happens before `--exclude` (a named member that is then excluded still counts as
+//! found) and before `--strip-components`.
+
+use std::collections::HashMap;
+
+use crate::exclude::{Pattern, has_wildcards, matched_name, unescape};
+use crate::report;
+
+pub struct Select {
+    operands: Vec<Operand>,
+    wildcards: bool,
+    /// Index of the first literal operand with each text: a member name and each of its
+    /// leading directories is looked up here, so 100,000 names from `-T` cost a few lookups
+    /// per member, not 100,000 comparisons.
+    literals: HashMap<Vec<u8>, usize>,
+    /// Indexes of the operands that are patterns or empty, in order.
+    others: Vec<usize>,
+}
+
+struct Operand {
+    /// As given, for the report.
+    text: Vec<u8>,
+    /// None: a literal (looked up in `literals`).
+    pattern: Option<Matcher>,
+    found: bool,
+}
+
+enum Matcher {
+    /// The empty operand.
+    All,
+    Pattern(Pattern),
+}
+
+impl Select {
+    /// `operands` as given; `wildcards` for `--wildcards`.
+    pub fn new(operands: &[Vec<u8>], wildcards: bool) -> Select {
+        let mut select = Select {
+            operands: Vec::new(),
+            wildcards,
+            literals: HashMap::new(),
+            others: Vec::new(),
+        };
+        for (i, text) in operands.iter().enumerate() {
+            let mut key = text.as_slice();
+            while key.len() > 1
+                && let Some(rest) = key.strip_suffix(b"/")
+            {
+                key = rest;
+            }
+            let pattern = if key.is_empty() {
+                Some(Matcher::All)
+            } else if wildcards && has_wildcards(key) {
+                Some(Matcher::Pattern(Pattern::compile(key)))
+            } else {
+                // fnmatch would take a `\` as an escape even without a wildcard.
+                let literal = if wildcards { unescape(key) } else { key.to_vec() };
+                select.literals.entry(literal).or_insert(i);
+                None
+            };
+            if pattern.is_some() {
+                select.others.push(i);
+            }
+            select.operands.push(Operand { text: text.clone(), pattern, found: false });
+        }
+        select
+    }
+
+    /// Whether there are operands at all (with none, every member is selected).
+    pub fn is_empty(&self) -> bool {
+        self.operands.is_empty()
+    }
+
+    /// Whether the member named `name` (as stored) is selected; the operand that selects it
+    /// first is marked found.
+    pub fn selects(&mut self, name: &[u8]) -> bool {
+        if self.operands.is_empty() {
+            return true;
+        }
+        let name = matched_name(name);
+        // The name itself and each leading directory of it.
+        let cuts = name.iter().enumerate().filter(|(_, b)| **b == b'/').map(|(i, _)| i);
+        let mut first = cuts
+            .chain([name.len()])
+            .filter_map(|end| self.literals.get(&name[..end]).copied())
+            .min();
+        for &i in &self.others {
+            if first.is_some_and(|f| f < i) {
+                break;
+            }
+            let hit = match &self.operands[i].pattern {
+                Some(Matcher::All) => true,
+                Some(Matcher::Pattern(p)) => p.matches(name, true),
+                None => false,
+            };
+            if hit {
+                first = Some(i);
+                break;
+            }
+        }
+        let Some(i) = first else { return false };
+        self.operands[i].found = true;
+        true
+    }
+
+    /// The operands no member was counted for, as given, in order.
+    pub fn not_found(&self) -> impl Iterator<Item = &[u8]> {
+        self.operands.iter().filter(|o| !o.found).map(|o| o.text.as_slice())
+    }
+
+    /// At the end of a run that read the whole archive: one error line for each operand that
+    /// selected nothing (the run exits 2), with a hint when it would have been a pattern.
+    pub fn report_not_found(&self, utf8: bool) {
+        for text in self.not_found() {
+            let hint = if !self.wildcards && has_wildcards(text) {
+                " (--wildcards would match it as a pattern)"
+            } else {
+                ""
+            };
+            report::failed(&report::quote(text, utf8), format!("Not found in archive{hint}"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn select(operands: &[&str], wildcards: bool) -> Select {
+        let ops: Vec<Vec<u8>> = operands.iter().map(|s| s.as_bytes().to_vec()).collect();
+        Select::new(&ops, wildcards)
+    }
+
+    fn not_found(s: &Select) -> Vec<String> {
+        s.not_found().map(|t| String::from_utf8_lossy(t).into_owned()).collect()
+    }
+
+    /// Each case checked with GNU tar 1.34 (`tar -xf t.tar OPERAND`) on an archive of `src/`,
+    /// `src/a/`, `src/a/x`, `src/a/sub/`, `src/a/sub/z`, `src/ab`, `src/b/`, `src/b/y`.
+    #[test]
+    fn literal_operands_select_a_name_and_what_is_under_it() {
+        let mut s = select(&["src/a"], false);
+        assert!(s.selects(b"src/a/"));
+        assert!(s.selects(b"src/a/sub/z"));
+        assert!(!s.selects(b"src/ab"));
+        assert!(!s.selects(b"src/"));
+        assert!(!s.selects(b"./src/a/x"));
+        let mut s = select(&["src/a//"], false);
+        assert!(s.selects(b"src/a/x"));
+        let mut s = select(&["./src/a"], false);
+        assert!(s.selects(b"./src/a/x") && !s.selects(b"src/a/x"));
+        let mut s = select(&["/tmp/b"], false);
+        assert!(s.selects(b"/tmp/b/y") && !s.selects(b"tmp/b/y"));
+        for op in ["src//a", "src/a/.", "/", "src/*"] {
+            let mut s = select(&[op], false);
+            assert!(!s.selects(b"src/a/x"), "{op}");
+            assert_eq!(not_found(&s), [op]);
+        }
+        let mut s = select(&[""], false);
+        assert!(s.selects(b"anything/at/all"));
+        assert!(not_found(&s).is_empty());
+    }
+
+    /// A member counts for the first operand that selects it: GNU tar says "Not found" for
+    /// `src/a/x` in `tar -xf t.tar src/a src/a/x`, and for the second of two equal operands,
+    /// but not for `src/a` in `tar -xf t.tar src/a/x src/a`.
+    #[test]
+    fn the_first_operand_that_selects_a_member_counts() {
+        let mut s = select(&["src/a", "src/a/x", "src/b/y", "src/b/y"], false);
+        for name in ["src/a/", "src/a/x", "src/b/y"] {
+            assert!(s.selects(name.as_bytes()));
+        }
+        assert_eq!(not_found(&s), ["src/a/x", "src/b/y"]);
+        let mut s = select(&["src/a/x", "src/a"], false);
+        for name in ["src/a/", "src/a/x", "src/a/sub/z"] {
+            assert!(s.selects(name.as_bytes()));
+        }
+        assert!(not_found(&s).is_empty());
+        // A pattern before a literal takes the member; one after it does not.
+        let mut s = select(&["src/*", "src/b/y"], true);
+        assert!(s.selects(b"src/b/y"));
+        assert_eq!(not_found(&s), ["src/b/y"]);
+        let mut s = select(&["src/b/y", "src/*"], true);
+        assert!(s.selects(b"src/b/y"));
+        assert_eq!(not_found(&s), ["src/*"]);
+    }
+
+    /// `--wildcards` (checked with GNU tar 1.34 as above): anchored, `*` and `?` match `/`,
+    /// a match selects what is under it.
+    #[test]
+    fn wildcard_operands_are_anchored_patterns() {
+        let cases: &[(&str, &[&str], &[&str])] = &[
+            ("src/*", &["src/a/", "src/a/sub/z", "src/ab"], &["src/", "x/src/a"]),
+            ("src/a*", &["src/a/x", "src/ab"], &["src/b/y"]),
+            ("*/x", &["src/a/x"], &["src/ab"]),
+            ("src/?", &["src/a/sub/z", "src/b/y"], &["src/ab"]),
+            ("s*", &["src/", "src/b/y"], &["tmp/s"]),
+            ("src/[ab]", &["src/a/x", "src/b/"], &["src/ab"]),
+            ("a\\*", &["a*/f"], &["ab"]),
+        ];
+        for (op, yes, no) in cases {
+            let mut s = select(&[op], true);
+            for name in *yes {
+                assert!(s.selects(name.as_bytes()), "{op} should select {name}");
+            }
+            for name in *no {
+                assert!(!s.selects(name.as_bytes()), "{op} should not select {name}");
+            }
+        }
+        // Without --wildcards the same text is a literal.
+        let mut s = select(&["src/*"], false);
+        assert!(s.selects(b"src/*") && !s.selects(b"src/a"));
+    }
+
+    #[test]
+    fn no_operands_select_everything() {
+        let mut s = select(&[], false);
+        assert!(s.is_empty() && s.selects(b"x"));
+        assert!(not_found(&s).is_empty());
+    }
+}
