@@ -195,10 +195,10 @@ fn eof() -> io::Error {
 /// the tar stage sees them): its name, and how to get the tar out of it.
 fn other_format(blk: &[u8]) -> Option<(&'static str, &'static str)> {
     const FORMATS: [(&[u8], &str, &str); 6] = [
-        (b"LZIP", "lzip-compressed data", " (lzip -dc ARCHIVE | fastuntar -x -)"),
-        (b"\x1f\x9d", "compress(1) data (.Z)", " (gzip -dc ARCHIVE | fastuntar -x -)"),
-        (b"\x89LZO\0\r\n\x1a\n", "lzop-compressed data", " (lzop -dc ARCHIVE | fastuntar -x -)"),
-        (b"\x5d\0\0", "LZMA-alone data (.lzma)", " (xz -dc ARCHIVE | fastuntar -x -)"),
+        (b"LZIP", "lzip-compressed data", ", but --lzip reads it through lzip -d"),
+        (b"\x1f\x9d", "compress(1) data (.Z)", ", but -Z reads it through gzip -d"),
+        (b"\x89LZO\0\r\n\x1a\n", "lzop-compressed data", ", but --lzop reads it through lzop -d"),
+        (b"\x5d\0\0", "LZMA-alone data (.lzma)", ", but --lzma reads it through lzma -d"),
         (b"PK\x03\x04", "a zip archive", ""),
         (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive", ""),
     ];
@@ -1310,7 +1310,7 @@ mod tests {
         assert_eq!(
             read_err(&lz),
             "archive offset 0: not a tar archive: it starts like lzip-compressed data, which \
-             fastuntar does not read (lzip -dc ARCHIVE | fastuntar -x -)"
+             fastuntar does not read, but --lzip reads it through lzip -d"
         );
         let mut zip = b"PK\x03\x04".to_vec();
         zip.resize(105, 0);
