@@ -74,6 +74,42 @@ pub struct Args {
     #[arg(long = "exclude", value_name = "PATTERN")]
     pub exclude: Vec<String>,
 
+    /// Replace existing files (the default): an existing file is removed and created anew,
+    /// never written through in place or through a link (GNU tar's --overwrite writes into
+    /// it).
+    #[arg(long = "overwrite", conflicts_with = "keep_old_files")]
+    pub overwrite: bool,
+
+    /// Refused: members are always extracted inside DIR (a leading '/' is removed, a '..'
+    /// component refused).
+    #[arg(short = 'P', long = "absolute-names", hide = true)]
+    pub absolute_names: bool,
+
+    /// Accepted and without effect when reading, as in GNU tar: -s/--same-order,
+    /// -B/--read-full-records, -b/--blocking-factor N, --record-size N, --force-local.
+    #[arg(
+        short = 's',
+        long = "same-order",
+        short_aliases = ['B'],
+        aliases = ["preserve-order", "read-full-records", "force-local"],
+        action = ArgAction::Count
+    )]
+    pub no_effect: u8,
+
+    #[arg(
+        short = 'b',
+        long = "blocking-factor",
+        alias = "record-size",
+        value_name = "N",
+        hide = true
+    )]
+    pub blocking: Option<String>,
+
+    /// Read on past zero blocks, to the end of the input: for archives concatenated with
+    /// `cat a.tar b.tar` (whose first end marker would otherwise end the archive).
+    #[arg(short = 'i', long = "ignore-zeros")]
+    pub ignore_zeros: bool,
+
     /// Read --exclude patterns from FILE, one per line.
     #[arg(short = 'X', long = "exclude-from", value_name = "FILE")]
     pub exclude_from: Vec<PathBuf>,
@@ -246,10 +282,10 @@ pub enum IoBackend {
 }
 
 /// Letters of tar's traditional bundled options (`tar xzvf A -C DIR`) that fastuntar knows.
-const BUNDLE_LETTERS: &[u8] = b"xtfCvkpoazjJIZTXOmq";
+const BUNDLE_LETTERS: &[u8] = b"xtfCvkpoazjJIZTXOmiqsBb";
 
 /// Letters among them that take a value: in a bundle, the arguments after it, in order.
-const BUNDLE_VALUES: &[u8] = b"fCITX";
+const BUNDLE_VALUES: &[u8] = b"fCITXb";
 
 /// Rewrites tar's traditional form, a first argument of option letters without a dash
 /// (`fastuntar xzvf A.tgz -C out`, `tar xfC A.tar out`), into dashed options, as GNU tar reads

@@ -61,6 +61,8 @@ pub struct Config {
     pub members: Vec<Vec<u8>>,
     /// `--wildcards`: MEMBER operands are patterns.
     pub wildcards: bool,
+    /// `-i`: read past zero blocks (archive/reader.rs `ignore_zeros`).
+    pub ignore_zeros: bool,
     pub dest: PathBuf,
     /// List members instead of extracting.
     pub list: bool,
@@ -97,6 +99,17 @@ pub struct Config {
 
 impl Config {
     pub fn from_args(args: Args) -> Result<Config> {
+        if args.absolute_names {
+            bail!(
+                "-P (--absolute-names) is not supported: members are always extracted inside \
+                 the destination (a leading '/' is removed, a '..' component refused)"
+            );
+        }
+        if let Some(b) = &args.blocking
+            && !b.bytes().all(|c| c.is_ascii_alphanumeric())
+        {
+            bail!("--blocking-factor: invalid number {b:?}");
+        }
         let filter = filter(&args)?;
         let mut operands = args.operands.into_iter();
         let archive = match args.file.or_else(|| operands.next().map(PathBuf::from)) {
@@ -146,6 +159,7 @@ impl Config {
             filter,
             members,
             wildcards: args.wildcards && !args.no_wildcards,
+            ignore_zeros: args.ignore_zeros,
             dest: args.directory,
             list: args.list,
             exclude,

@@ -400,6 +400,7 @@ fn produce(
 ) -> Result<u64> {
     let Stream { reader: input, trailer } = input;
     let mut reader = Reader::new(input);
+    reader.ignore_zeros(cfg.ignore_zeros);
     let mut sanitizer = Sanitizer::new(cfg.strip_components);
     let mut admission = Admission::new(cfg.snapshot, cfg.limits.clone(), files);
     let exclude = Exclude::new(&cfg.exclude)?;

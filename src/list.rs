@@ -27,6 +27,7 @@ pub fn run(cfg: &Config) -> Result<u64> {
     let decoded = input.decode(threads)?;
     let trailer = decoded.trailer;
     let mut reader = Reader::new(decoded.reader);
+    reader.ignore_zeros(cfg.ignore_zeros);
     let out = io::stdout();
     let mut out = io::BufWriter::new(out.lock());
     let utf8 = utf8_locale();

@@ -551,3 +551,45 @@ fn implied_directories_counted_once() {
     let _ = fs::remove_dir_all(&dir);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A hard link to itself: `tar -cf A f f` stores the second `f` so, and `tar -cf A s ./s/g`
+/// stores `./s/g` as a link to `s/g`. GNU tar counts such a link done when its file is there
+/// (also while another thread may still be writing it); with nothing there it fails the
+/// member (GNU tar exits 2, fastuntar skips it: exit 1).
+#[test]
+fn hard_link_to_itself() {
+    let mut t = Tar::new();
+    t.dir("s/", 0o755, 1_500_000_000);
+    t.file("s/f", &noise(3 << 20, 4));
+    t.hardlink("s/f", "s/f");
+    t.filler("a", 3, 20);
+    t.file("s/g", b"g\n");
+    t.hardlink("./s/g", "s/g");
+    let archive = t.finish();
+    check("hard_link_to_itself", &archive, true);
+    // check() holds every configuration to one writer's exit code; here that code is 0.
+    let dir = scratch("hard_link_to_itself_done");
+    let ar = dir.join("a.tar");
+    fs::write(&ar, &archive).unwrap();
+    for n in ["1", "2"] {
+        let dest = dir.join(n);
+        fs::create_dir_all(&dest).unwrap();
+        let args = ["-x", ar.to_str().unwrap(), "-C", dest.to_str().unwrap(), "-q"];
+        let r = run(BIN, &[&args[..], &["--writer-threads", n]].concat());
+        assert_eq!(r.code, Some(0), "--writer-threads {n}: {}", r.stderr);
+    }
+    let _ = fs::remove_dir_all(&dir);
+    let mut t = Tar::new();
+    t.file("there", b"x\n");
+    t.hardlink("nothing", "nothing");
+    let dir = scratch("hard_link_to_itself_missing");
+    let ar = dir.join("a.tar");
+    fs::write(&ar, t.finish()).unwrap();
+    let dest = dir.join("out");
+    fs::create_dir_all(&dest).unwrap();
+    let r = run(BIN, &["-x", ar.to_str().unwrap(), "-C", dest.to_str().unwrap(), "-q"]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert_eq!(diagnostics(&r.stderr), ["nothing"], "{}", r.stderr);
+    assert!(r.stderr.contains("hard link to itself, and nothing is there"), "{}", r.stderr);
+    let _ = fs::remove_dir_all(&dir);
+}

@@ -537,3 +537,96 @@ fn no_same_permissions_as_root_like_gnu_tar() {
         assert!(dd.is_empty(), "{flags:?}: {}\n{}", dd.join("\n"), out.describe());
     }
 }
+
+/// `-i`: archives concatenated with `cat` (each with its own end marker) are read to the end
+/// of the input, plain and compressed, as `tar -i` reads them; without it the first end marker
+/// ends the archive, as in GNU tar.
+#[test]
+fn ignore_zeros_reads_concatenated_archives() {
+    if !have_tools("ignore_zeros_reads_concatenated_archives", &["tar", "gzip", "zstd"]) {
+        return;
+    }
+    let td = TestDir::new("ignore_zeros");
+    let (first, _) = operand_archive(&td);
+    let mut t = util::rawtar::Tar::new();
+    t.dir("second/");
+    t.file("second/f", b"second\n");
+    t.file("src/a/x", b"replaced by the second archive\n");
+    let second = t.finish();
+    let mut plain = fs::read(&first).unwrap();
+    plain.extend_from_slice(&second);
+    plain.extend_from_slice(&[0u8; 4096]);
+    let mut third = util::rawtar::Tar::new();
+    third.file("third", b"3\n");
+    plain.extend_from_slice(&third.finish());
+    let cat = td.write("cat.tar", &plain);
+    let gz = td.join("cat.tgz");
+    let zst = td.join("cat.tar.zst");
+    for (out, cmd) in [(&gz, "gzip -c"), (&zst, "zstd -q -c")] {
+        let r = Cmd::new("sh")
+            .args(["-c", &format!("{cmd} < '{}' > '{}'", cat.display(), out.display())])
+            .run();
+        assert!(r.success(), "{}", r.describe());
+    }
+    let mut failures = Vec::new();
+    for a in [&cat, &gz, &zst] {
+        for flags in [&["-i"][..], &[], &["-i", "--wildcards"]] {
+            let operands: &[&str] = if flags.len() == 2 { &["s*", "third"] } else { &[] };
+            failures.extend(compare(&td, a, flags, operands));
+        }
+        let listed = fastuntar().arg("-itf").arg(a).run();
+        if !listed.stdout_str().lines().any(|l| l == "third") {
+            failures.push(format!("-i does not reach the third archive:\n{}", listed.describe()));
+        }
+    }
+    assert!(failures.is_empty(), "-i differs from GNU tar:\n  {}", failures.join("\n  "));
+}
+
+/// Flags GNU tar accepts that change nothing when reading, or name the default (`--overwrite`:
+/// an existing file is replaced), give GNU tar's tree; `-P` is refused in one line.
+#[test]
+fn accepted_spellings_and_a_refused_one() {
+    if !have_tool("accepted_spellings_and_a_refused_one", "tar") {
+        return;
+    }
+    let td = TestDir::new("spellings");
+    let (archive, _) = operand_archive(&td);
+    let mut failures = Vec::new();
+    for flags in [
+        &["--overwrite"][..],
+        &["-s"],
+        &["--same-order"],
+        &["--preserve-order"],
+        &["-B"],
+        &["-b", "20"],
+        &["--record-size=10K"],
+        &["--force-local"],
+    ] {
+        // Over an existing file, so that --overwrite has one to replace.
+        let g = td.fresh("gnu");
+        let d = td.fresh("ours");
+        for dest in [&g, &d] {
+            fs::create_dir_all(dest.join("src/a")).unwrap();
+            fs::write(dest.join("src/a/x"), "old\n").unwrap();
+        }
+        let gnu = Cmd::new("tar").args(flags).arg("-xf").arg(&archive).arg("-C").arg(&g).run();
+        let ours = fastuntar().args(flags).arg("-xf").arg(&archive).arg("-C").arg(&d).run();
+        let dd = diff(
+            &snapshot(&g),
+            "GNU tar",
+            &snapshot(&d),
+            "fastuntar",
+            &Compare::extraction(td.started),
+        );
+        if !ours.success() || gnu.code != ours.code || !dd.is_empty() {
+            failures.push(format!("{flags:?}: {}\n{}", dd.join("\n"), ours.describe()));
+        }
+    }
+    let d = td.fresh("ours");
+    let out = fastuntar().arg("-xPf").arg(&archive).arg("-C").arg(&d).run();
+    out.expect_code(2);
+    assert_eq!(out.diagnostics().len(), 1, "{}", out.describe());
+    assert!(out.stderr_str().contains("-P (--absolute-names) is not supported"));
+    assert!(fs::read_dir(&d).unwrap().next().is_none(), "-P wrote something");
+    assert!(failures.is_empty(), "spellings:\n  {}", failures.join("\n  "));
+}

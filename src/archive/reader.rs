@@ -7,6 +7,7 @@
 //!
 //! End of archive follows GNU tar: a zero block ends it (the block after it is read and
 //! ignored), and so do EOF where a header would start and a truncated all-zero block there.
+//! With `-i` (`ignore_zeros`) zero blocks are stepped over and only those two end it.
 //! An empty input or an input that does not start with a tar header is an error.
 //!
 //! Data: regular files (and members of unknown type, `Kind::Other`) have their data returned
@@ -45,6 +46,9 @@ pub struct Reader<R: Skip> {
     error: Option<String>,
     /// The end of the archive was reached.
     finished: bool,
+    /// `-i`: zero blocks are stepped over, and only the end of the input ends the archive
+    /// (concatenated archives, `cat a.tar b.tar`).
+    ignore_zeros: bool,
     /// Values from PAX global (`g`) headers seen so far.
     global: Overrides,
     /// Name of the last member returned, for messages about what follows it.
@@ -236,11 +240,17 @@ impl<R: Skip> Reader<R> {
             peeked: None,
             error: None,
             finished: false,
+            ignore_zeros: false,
             global: Overrides::default(),
             prev: None,
             cur: None,
             scratch: Vec::new(),
         }
+    }
+
+    /// GNU tar's `--ignore-zeros`: read on past zero blocks to the end of the input.
+    pub fn ignore_zeros(&mut self, on: bool) {
+        self.ignore_zeros = on;
     }
 
     /// Next member with every extension header applied; skips (reads past) whatever data of
@@ -459,13 +469,20 @@ impl<R: Skip> Reader<R> {
     /// own header. Ok(None) at the end of the archive.
     fn next_member_inner(&mut self) -> Res<Option<Member>> {
         self.finish_current()?;
-        let start = self.pos;
+        let mut start = self.pos;
         let mut ext = Pending::default();
         let mut blk: Block = [0; BLOCK];
         loop {
             let off = self.pos;
             if !self.read_header_block(&mut blk, off, ext.dangling())? {
                 return Ok(None);
+            }
+            if self.ignore_zeros
+                && !ext.dangling()
+                && matches!(format::check(&blk), BlockCheck::Zero)
+            {
+                start = self.pos;
+                continue;
             }
             if !self.check_header_block(&blk, off, ext.dangling())? {
                 return Ok(None);

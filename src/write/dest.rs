@@ -474,8 +474,20 @@ impl Dest {
 
     pub fn hardlink(&mut self, entry: &Entry, target: &SafePath) -> io::Result<()> {
         if *target == entry.path {
-            // GNU tar: "Cannot hard link to 'x'". Whatever is there is not what the archive meant.
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "hard link to itself"));
+            // `tar -cf A f f` stores the second `f` as a hard link to itself. GNU tar's
+            // extract_link counts such a link done when its target is the file already there
+            // (linkat's EEXIST, the same inode on both sides), and fails it when nothing is.
+            let (_, dir) = self.dir(target.parent_components(), false)?;
+            let name = cstr_io(target.file_name())?;
+            return match is_dir_nofollow(dir.as_raw_fd(), &name) {
+                Ok(_) => Ok(()),
+                // Our own refusal, so a member error (`is_member_error`), like ENOENT.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "hard link to itself, and nothing is there",
+                )),
+                Err(e) => Err(e),
+            };
         }
         let (_, tdir) = self.dir(target.parent_components(), false)?;
         let tname = cstr_io(target.file_name())?;
