@@ -65,9 +65,20 @@ pub struct Args {
     #[arg(short = 'v', long = "verbose", action = ArgAction::Count)]
     pub verbose: u8,
 
-    /// Refuse to replace existing files (report them and go on).
-    #[arg(short = 'k', long = "keep-old-files")]
+    /// Refuse to replace existing files (report them, go on, and exit 1). An existing
+    /// directory is kept as it is, its metadata too.
+    #[arg(short = 'k', long = "keep-old-files", conflicts_with = "skip_old_files")]
     pub keep_old_files: bool,
+
+    /// Like -k, without a word: members whose path exists are skipped silently (with -v, each
+    /// is named) and the exit status stays 0.
+    #[arg(long = "skip-old-files")]
+    pub skip_old_files: bool,
+
+    /// Do not restore modification times: everything extracted keeps the time it was
+    /// created (and no time is set, which saves a system call per member).
+    #[arg(short = 'm', long = "touch")]
+    pub touch: bool,
 
     /// Skip members matching PATTERN (shell wildcards, matched after any '/'; a matching
     /// directory excludes its contents). May be repeated.
@@ -77,7 +88,7 @@ pub struct Args {
     /// Replace existing files (the default): an existing file is removed and created anew,
     /// never written through in place or through a link (GNU tar's --overwrite writes into
     /// it).
-    #[arg(long = "overwrite", conflicts_with = "keep_old_files")]
+    #[arg(long = "overwrite", conflicts_with_all = ["keep_old_files", "skip_old_files"])]
     pub overwrite: bool,
 
     /// Refused: members are always extracted inside DIR (a leading '/' is removed, a '..'
@@ -118,9 +129,15 @@ pub struct Args {
     #[arg(long = "strip-components", value_name = "N", default_value_t = 0)]
     pub strip_components: usize,
 
-    /// Restore owner and group from the archive.
+    /// Restore owner and group from the archive: the member's user and group names where
+    /// they exist on this system, else its numeric ids (as GNU tar).
     #[arg(long = "same-owner", overrides_with = "no_same_owner")]
     pub same_owner: bool,
+
+    /// Use the archive's numeric user and group ids, never its names: for --same-owner, and
+    /// for the owner column of -tv.
+    #[arg(long = "numeric-owner")]
+    pub numeric_owner: bool,
 
     /// Do not restore ownership (the default): files belong to the extracting user.
     #[arg(short = 'o', long = "no-same-owner", overrides_with = "same_owner")]

@@ -68,9 +68,14 @@ pub struct Config {
     pub list: bool,
     pub exclude: Vec<String>,
     pub verbose: u8,
-    pub keep_old_files: bool,
+    /// What to do where a member's path exists already (`-k`, `--skip-old-files`).
+    pub old_files: OldFiles,
+    /// `-m`: modification times are not restored.
+    pub touch: bool,
     pub strip_components: usize,
     pub same_owner: bool,
+    /// `--numeric-owner`: owners are the archive's numbers, never its names (`owner.rs`).
+    pub numeric_owner: bool,
     /// Modes exactly as archived, set-id bits included: `-p`, or root without
     /// `--no-same-permissions`.
     pub preserve_permissions: bool,
@@ -95,6 +100,20 @@ pub struct Config {
     pub writer_threads_given: bool,
     /// `--writeback-every`: bytes written between syncfs calls while extracting (None: off).
     pub writeback: Option<u64>,
+}
+
+/// What to do with a member whose path exists already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OldFiles {
+    /// Replace it: unlink what is there (an empty directory too) and create the member (GNU
+    /// tar's default). An existing directory is kept and gets the member's metadata.
+    Replace,
+    /// `-k`: keep it and report the member (exit 1). An existing directory is kept silently,
+    /// its metadata untouched (GNU tar 1.34; it exits 2 for the files).
+    Keep,
+    /// `--skip-old-files`: keep it without a word and without changing the exit status; with
+    /// -v, "MEMBER: skipping existing file" (directories too), as GNU tar 1.34.
+    Skip,
 }
 
 impl Config {
@@ -164,9 +183,15 @@ impl Config {
             list: args.list,
             exclude,
             verbose: args.verbose,
-            keep_old_files: args.keep_old_files,
+            old_files: match (args.keep_old_files, args.skip_old_files) {
+                (true, _) => OldFiles::Keep,
+                (false, true) => OldFiles::Skip,
+                (false, false) => OldFiles::Replace,
+            },
+            touch: args.touch,
             strip_components: args.strip_components,
             same_owner: args.same_owner && !args.no_same_owner,
+            numeric_owner: args.numeric_owner,
             // Safety: geteuid has no preconditions.
             preserve_permissions: args.preserve_permissions
                 || (!args.no_same_permissions && unsafe { libc::geteuid() } == 0),

@@ -15,6 +15,7 @@ use crate::archive::{Kind, Member, Reader, Skip};
 use crate::config::{self, Config};
 use crate::decode;
 use crate::exclude::Exclude;
+use crate::owner::Owners;
 use crate::plan::{Entry, Op, Sink, Stop};
 use crate::pool::{Pool, PoolBuf};
 use crate::progress::{self, Progress};
@@ -409,6 +410,7 @@ fn produce(
     // Safety: geteuid/getegid have no preconditions.
     let ids = unsafe { (libc::geteuid(), libc::getegid()) };
     let mut packer = None;
+    let mut owners = Owners::new(cfg.numeric_owner);
     let mut members = 0;
     loop {
         let member = match reader.next_member() {
@@ -432,6 +434,7 @@ fn produce(
             reader: &mut reader,
             sanitizer: &mut sanitizer,
             admission: &mut admission,
+            owners: &mut owners,
             pool,
             packer: &mut packer,
             out: &mut *out,
@@ -493,15 +496,16 @@ impl From<anyhow::Error> for MemberError {
 }
 
 /// libarchive's rule for set-id bits (its SUID/SGID checks): keep S_ISUID only when the file
-/// will belong to the archive's owner, S_ISGID only for the archive's group. Without
-/// `--same-owner` a root extraction owns everything, so a set-uid member of uid 1000 would
-/// otherwise become set-uid root. (GNU tar keeps the bit there; we deliberately do not.)
-fn setid_checked(mode: u32, m: &Member, (uid, gid): (u32, u32)) -> u32 {
+/// will belong (`owner`, its final owner) to the archive's owner (`archived`, as `owner.rs`
+/// resolves it: by name unless `--numeric-owner`), S_ISGID only for the archive's group.
+/// Without `--same-owner` a root extraction owns everything, so a set-uid member of uid 1000
+/// would otherwise become set-uid root. (GNU tar keeps the bit there; we deliberately do not.)
+fn setid_checked(mode: u32, archived: (u32, u32), owner: (u32, u32)) -> u32 {
     let mut mode = mode;
-    if m.uid != u64::from(uid) {
+    if archived.0 != owner.0 {
         mode &= !0o4000;
     }
-    if m.gid != u64::from(gid) {
+    if archived.1 != owner.1 {
         mode &= !0o2000;
     }
     mode
@@ -550,6 +554,8 @@ struct Stage<'a, 'b, R: Skip> {
     reader: &'a mut Reader<R>,
     sanitizer: &'a mut Sanitizer,
     admission: &'a mut Admission,
+    /// Owner names mapped to local ids, cached for the run.
+    owners: &'a mut Owners,
     pool: &'a Pool,
     /// The rest of the buffer small files are being packed into.
     packer: &'a mut Option<PoolBuf>,
@@ -615,18 +621,20 @@ impl<R: Skip> Stage<'_, '_, R> {
             // not the extraction; main.rs reports it at the end (exit 2), as GNU tar does.
             let _ = report::print_line(&report::quote(&m.name, self.utf8));
         }
-        let owner = (cfg.same_owner && !cfg.snapshot).then(|| {
-            (
-                u32::try_from(m.uid).unwrap_or(u32::MAX - 1),
-                u32::try_from(m.gid).unwrap_or(u32::MAX - 1),
-            )
-        });
-        let mode = match (cfg.snapshot, m.kind) {
-            (true, Kind::Dir) => SNAPSHOT_DIR_MODE,
-            (true, _) => SNAPSHOT_FILE_MODE,
-            (false, _) => setid_checked(m.mode & 0o7777, &m, owner.unwrap_or(self.ids)),
+        // The archive's owner, as GNU tar restores it (names looked up only when it matters:
+        // ownership is restored, or set-id bits depend on it).
+        let archived = (!cfg.snapshot && (cfg.same_owner || m.mode & 0o6000 != 0))
+            .then(|| self.owners.ids(&m));
+        let owner = archived.filter(|_| cfg.same_owner);
+        let mode = match (cfg.snapshot, m.kind, archived) {
+            (true, Kind::Dir, _) => SNAPSHOT_DIR_MODE,
+            (true, _, _) => SNAPSHOT_FILE_MODE,
+            (false, _, Some(a)) => setid_checked(m.mode & 0o7777, a, owner.unwrap_or(self.ids)),
+            (false, _, None) => m.mode & 0o7777,
         };
-        let entry = Entry { name, path, mode, mtime: m.mtime, owner, offset: m.offset };
+        // `-m` (also with --snapshot: it only concerns times): no time is set at all.
+        let mtime = (!cfg.touch).then_some(m.mtime);
+        let entry = Entry { name, path, mode, mtime, owner, offset: m.offset };
         match m.kind {
             Kind::Dir => self.send(Op::Dir(entry)),
             Kind::Symlink => self.send(Op::Symlink { entry, target: m.link_name }),

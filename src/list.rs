@@ -8,6 +8,7 @@ use crate::archive::{Kind, Member, Reader};
 use crate::config::Config;
 use crate::decode;
 use crate::exclude::Exclude;
+use crate::owner::Owners;
 use crate::report::quote;
 use crate::select::Select;
 
@@ -32,6 +33,7 @@ pub fn run(cfg: &Config) -> Result<u64> {
     let mut out = io::BufWriter::new(out.lock());
     let utf8 = utf8_locale();
     let mut ugs_width = UGS_WIDTH;
+    let mut owners = Owners::new(cfg.numeric_owner);
     let mut members = 0;
     while let Some(m) = reader.next_member()? {
         if !select.selects(&m.name) || exclude.excludes(&m.name) {
@@ -39,7 +41,11 @@ pub fn run(cfg: &Config) -> Result<u64> {
         }
         members += 1;
         let name = quote(&m.name, utf8);
-        let line = if cfg.verbose > 0 { long_line(&m, &name, utf8, &mut ugs_width) } else { name };
+        let line = if cfg.verbose > 0 {
+            long_line(&m, &name, utf8, &mut ugs_width, &mut owners, cfg.numeric_owner)
+        } else {
+            name
+        };
         if let Err(e) = writeln!(out, "{line}") {
             return stopped(members, e);
         }
@@ -84,9 +90,27 @@ fn listed_target(raw: &[u8]) -> &[u8] {
     rest
 }
 
-fn long_line(m: &Member, name: &str, utf8: bool, ugs_width: &mut usize) -> String {
-    let user = if m.uname.is_empty() { m.uid.to_string() } else { quote(&m.uname, utf8) };
-    let group = if m.gname.is_empty() { m.gid.to_string() } else { quote(&m.gname, utf8) };
+/// One `tar -tv` line. The owner column is the member's names, or with `--numeric-owner` (or
+/// where a name is empty) its ids as GNU tar resolves them (`owner.rs`): a PAX record may
+/// empty a name whose header name maps to a local id, and GNU tar lists that id.
+fn long_line(
+    m: &Member,
+    name: &str,
+    utf8: bool,
+    ugs_width: &mut usize,
+    owners: &mut Owners,
+    numeric: bool,
+) -> String {
+    let user = if m.uname.is_empty() || numeric {
+        owners.uid(m).to_string()
+    } else {
+        quote(&m.uname, utf8)
+    };
+    let group = if m.gname.is_empty() || numeric {
+        owners.gid(m).to_string()
+    } else {
+        quote(&m.gname, utf8)
+    };
     let size = match m.kind {
         Kind::CharDev | Kind::BlockDev => format!("{},{}", m.dev_major, m.dev_minor),
         Kind::Hardlink | Kind::Symlink | Kind::Dir | Kind::Fifo => "0".to_string(),

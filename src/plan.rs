@@ -79,7 +79,8 @@ pub struct Entry {
     pub path: SafePath,
     /// Permission bits (07777) to apply.
     pub mode: u32,
-    pub mtime: Timestamp,
+    /// None with `-m`: the member keeps the time it was created, and no time is set.
+    pub mtime: Option<Timestamp>,
     /// Some((uid, gid)) only when ownership is to be restored (`--same-owner`).
     pub owner: Option<(u32, u32)>,
     /// Offset of the member's first header block in the decoded archive stream.

@@ -1,8 +1,8 @@
 //! The user's side of fastuntar: listing (`-t`, `-tv`) against GNU tar on the peer corpus, `-v`
 //! names, `--exclude`, the summary line and `--json`, progress on a terminal (and its cost),
 //! `--completions`/`--man`/`--help`/`--version`, formats found by magic, `--sync`, and tar's
-//! spellings (`-xf`, `-f A -x`, `--file=A`, positional, `-C`, `-k`, `--strip-components`,
-//! `--same-owner`, `-p`).
+//! spellings (`-xf`, `-f A -x`, `--file=A`, positional, `-C`, `-k`, `--skip-old-files`, `-m`,
+//! `--strip-components`, `--same-owner` with owner names and `--numeric-owner`, `-p`).
 //!
 //! GNU tar is the reference wherever it has an opinion. Every run goes through the test kit
 //! (`util::Cmd`), which sets `LC_ALL=C` for fastuntar and for GNU tar alike.
@@ -1318,4 +1318,428 @@ fn ownership_same_owner_and_default() {
             assert_eq!((m.uid(), m.gid()), want, "{args:?}: {p} owner\n{}", out.describe());
         }
     }
+}
+
+// --- -m, --skip-old-files, owner names ----------------------------------------------------------
+
+/// Writer thread counts the cases below run at besides every writer row: one writer, and
+/// several (directories, links and FIFOs then come from the dispatcher, files from workers).
+const WRITER_THREADS: &[&str] = &["1", "3"];
+
+/// Seconds since the epoch, now.
+fn now_secs() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
+}
+
+/// A tree of every entry type with old times (2001) and non-default modes: directories (one
+/// nested, one 0750), small and large files (buffered and direct), a symlink, a FIFO.
+fn touch_archive(td: &TestDir) -> PathBuf {
+    const OLD: u64 = 1_000_000_000;
+    let mut t = Tar::new();
+    t.header(&Header::dir("top/").mode(0o750).mtime(OLD));
+    t.entry(&Header::file("top/small").mode(0o640).mtime(OLD), b"small\n");
+    t.entry(&Header::file("top/large").mtime(OLD), &Rng::new(9).bytes(200_000));
+    t.header(&Header::symlink("top/link", "small").mtime(OLD));
+    t.header(&Header::new("top/fifo", util::rawtar::FIFO).mode(0o600).mtime(OLD));
+    t.header(&Header::dir("top/sub/").mode(0o705).mtime(OLD));
+    t.entry(&Header::file("top/sub/deep").mtime(OLD), b"deep\n");
+    td.write("touch.tar", t.finish())
+}
+
+/// Every entry but the root has an mtime in `[from, to]` (seconds); the message names the
+/// ones that do not.
+fn mtimes_within(s: &util::snapshot::Snapshot, from: i64, to: i64) -> Result<(), String> {
+    let bad: Vec<String> = s
+        .entries
+        .iter()
+        .filter(|(p, e)| p.as_slice() != b"." && !(from..=to).contains(&e.mtime.0))
+        .map(|(p, e)| format!("{}: {}", util::snapshot::show(p), e.mtime.0))
+        .collect();
+    if bad.is_empty() { Ok(()) } else { Err(format!("not in [{from}, {to}]: {bad:?}")) }
+}
+
+/// The snapshot with every mtime set to 0 (for comparing what -m leaves besides times).
+fn without_times(s: &util::snapshot::Snapshot) -> util::snapshot::Snapshot {
+    let mut s = s.clone();
+    for e in s.entries.values_mut() {
+        e.mtime = (0, 0);
+    }
+    s
+}
+
+/// `-m` leaves every entry type (files, directories, symlinks, FIFOs) with the time of
+/// extraction, as GNU tar -m does, and everything else as without it (a directory's deferred
+/// mode still applies); under every writer row, at one and several writer threads.
+#[test]
+fn touch_keeps_the_time_of_extraction_like_gnu_tar() {
+    with_gnu_tar("touch_keeps_the_time_of_extraction_like_gnu_tar", "touch", |td| {
+        let archive = touch_archive(td);
+        let from = now_secs();
+        let gnu = snapshot(&gnu_extract(td, &archive, &["-m", "--no-same-owner"]));
+        mtimes_within(&gnu, from, now_secs()).expect("GNU tar -m");
+        // Without -m the times are the archive's: the window above means something.
+        let old = snapshot(&gnu_extract(td, &archive, &["--no-same-owner"]));
+        assert!(mtimes_within(&old, from, now_secs()).is_err(), "the archive's times are old");
+        for_each_config("touch_keeps_the_time_of_extraction_like_gnu_tar", |cfg| {
+            for threads in WRITER_THREADS {
+                for flag in ["-m", "--touch"] {
+                    let d = td.fresh("ours");
+                    let from = now_secs();
+                    let out = fastuntar_with(cfg)
+                        .args([flag, "--writer-threads", threads, "-xf"])
+                        .arg(&archive)
+                        .arg("-C")
+                        .arg(&d)
+                        .run();
+                    let ctx =
+                        format!("{flag} [{}, {threads} writers]\n{}", cfg.name, out.describe());
+                    assert_eq!(out.code, Some(0), "{ctx}");
+                    let ours = snapshot(&d);
+                    if let Err(e) = mtimes_within(&ours, from, now_secs()) {
+                        panic!("{e}\n{ctx}");
+                    }
+                    let cmp = Compare { root: false, ..cmp(td) };
+                    let (g, o) = (without_times(&gnu), without_times(&ours));
+                    assert_same(&g, "GNU tar -m", &o, "fastuntar -m", &cmp, &ctx);
+                }
+            }
+        });
+    });
+}
+
+/// `--snapshot -m`: the snapshot layout, its imposed modes, and times of extraction (-m only
+/// concerns times, so it applies in snapshot mode too).
+#[test]
+fn touch_applies_in_snapshot_mode() {
+    let _g = shared();
+    let td = TestDir::new("touch_snapshot");
+    let old = |h: Header| h.mtime(1_000_000_000);
+    let mut t = Tar::new();
+    t.entry(&old(Header::file("version")), b"1.2.0");
+    t.header(&old(Header::dir("snapshots/")));
+    t.header(&old(Header::dir("snapshots/123/")));
+    t.entry(&old(Header::file("snapshots/123/123")), b"bank");
+    t.header(&old(Header::dir("accounts/")));
+    t.entry(&old(Header::file("accounts/123.0")), &Rng::new(3).bytes(100_000));
+    let archive = td.write("s.tar", t.finish());
+    for cfg in util::writer_rows(&["portable", "uring"]) {
+        for threads in WRITER_THREADS {
+            let d = td.fresh("dest");
+            let from = now_secs();
+            let out = fastuntar_with(cfg)
+                .args(["--snapshot", "-m", "--writer-threads", threads, "-xf"])
+                .arg(&archive)
+                .arg("-C")
+                .arg(&d)
+                .run();
+            let ctx = format!("[{}, {threads} writers]\n{}", cfg.name, out.describe());
+            assert_eq!(out.code, Some(0), "{ctx}");
+            let s = snapshot(&d);
+            if let Err(e) = mtimes_within(&s, from, now_secs()) {
+                panic!("{e}\n{ctx}");
+            }
+            assert_eq!(s.get("accounts/123.0").map(|e| e.mode), Some(0o644), "{ctx}");
+            assert_eq!(s.get("snapshots/123").map(|e| e.mode), Some(0o755), "{ctx}");
+        }
+    }
+}
+
+/// Sets up DEST as it was before a `--skip-old-files` run: an existing file, symlink, FIFO and
+/// a 0700 directory with an old time, where the archive has members of its own.
+fn old_files(d: &Path) {
+    fs::create_dir(d.join("top")).unwrap();
+    fs::write(d.join("top/existing"), b"old\n").unwrap();
+    symlink("elsewhere", d.join("top/link")).unwrap();
+    let out = Cmd::new("mkfifo").arg(d.join("top/fifo")).run();
+    assert!(out.success(), "{}", out.describe());
+    fs::create_dir(d.join("top/kept")).unwrap();
+    fs::set_permissions(d.join("top/kept"), fs::Permissions::from_mode(0o700)).unwrap();
+    util::tree::set_mtime(&d.join("top/kept"), 1_200_000_000, 0);
+    fs::set_permissions(d.join("top"), fs::Permissions::from_mode(0o700)).unwrap();
+    for p in ["top/existing", "top/link", "top/fifo"] {
+        util::tree::set_mtime(&d.join(p), 1_100_000_000, 0);
+    }
+}
+
+fn skip_archive(td: &TestDir) -> PathBuf {
+    let mut t = Tar::new();
+    t.dir("top/");
+    t.file("top/existing", b"new contents\n");
+    t.file("top/new", b"new file\n");
+    t.symlink("top/link", "existing");
+    t.header(&Header::new("top/fifo", util::rawtar::FIFO));
+    t.header(&Header::dir("top/kept/").mode(0o755).mtime(1_000_000_000));
+    t.dir("top/sub/");
+    t.file("top/sub/also-new", b"also new\n");
+    // A directory member after a file inside it: the directory exists by then (made for the
+    // file), and GNU tar leaves its metadata alone.
+    t.entry(&Header::file("late/f"), b"f\n");
+    t.header(&Header::dir("late/").mode(0o750).mtime(1_000_000_000));
+    td.write("skip.tar", t.finish())
+}
+
+/// The names in "PROGRAM: NAME: skipping existing file" lines, sorted.
+fn skipping(stderr: &str, program: &str) -> Vec<String> {
+    let mut v: Vec<String> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix(program)?.strip_suffix(": skipping existing file"))
+        .map(str::to_string)
+        .collect();
+    v.sort();
+    v
+}
+
+/// `--skip-old-files`: what exists is kept (files, symlinks, FIFOs, and a directory's own
+/// metadata), without a word and with exit 0; with -v each kept member is named on stderr, as
+/// GNU tar 1.34 does. Compared with GNU tar under every writer row and thread count.
+#[test]
+fn skip_old_files_like_gnu_tar() {
+    with_gnu_tar("skip_old_files_like_gnu_tar", "skip_old", |td| {
+        let archive = skip_archive(td);
+        let g = td.fresh("gnu");
+        old_files(&g);
+        let gnu = Cmd::new("tar")
+            .args(["--skip-old-files", "-v", "-xf"])
+            .arg(&archive)
+            .arg("-C")
+            .arg(&g)
+            .run();
+        assert!(gnu.success(), "{}", gnu.describe());
+        let gnu_skipped = skipping(&gnu.stderr_str(), "tar: ");
+        assert!(gnu_skipped.len() >= 5, "GNU tar names the kept members\n{}", gnu.describe());
+        let want = snapshot(&g);
+        assert_eq!(util::read(g.join("top/existing")), b"old\n");
+        for_each_config("skip_old_files_like_gnu_tar", |cfg| {
+            for threads in WRITER_THREADS {
+                for verbose in [false, true] {
+                    let d = td.fresh("ours");
+                    old_files(&d);
+                    let mut cmd = fastuntar_with(cfg);
+                    cmd.args(["--skip-old-files", "--writer-threads", threads]);
+                    if verbose {
+                        cmd.arg("-v");
+                    }
+                    cmd.arg("-xf");
+                    let out = cmd.arg(&archive).arg("-C").arg(&d).run();
+                    let ctx = format!(
+                        "[{}, {threads} writers, -v {verbose}]\n{}",
+                        cfg.name,
+                        out.describe()
+                    );
+                    assert_eq!(out.code, Some(0), "{ctx}");
+                    let said = skipping(&out.stderr_str(), "fastuntar: ");
+                    if verbose {
+                        assert_eq!(said, gnu_skipped, "-v names what GNU tar names: {ctx}");
+                    } else {
+                        assert_eq!(out.diagnostics(), Vec::<String>::new(), "silent: {ctx}");
+                    }
+                    assert_same(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp(td), &ctx);
+                }
+            }
+        });
+    });
+}
+
+/// `-k --skip-old-files` is refused, either way round, as GNU tar refuses it (exit 2).
+#[test]
+fn keep_and_skip_old_files_conflict() {
+    let _g = shared();
+    let td = TestDir::new("keep_skip");
+    let archive = skip_archive(&td);
+    for args in [["-k", "--skip-old-files"], ["--skip-old-files", "--keep-old-files"]] {
+        let d = td.fresh("dest");
+        let out = fastuntar().args(args).arg("-xf").arg(&archive).arg("-C").arg(&d).run();
+        assert_eq!(out.code, Some(2), "{args:?}\n{}", out.describe());
+        assert!(out.stderr_str().contains("cannot be used with"), "{}", out.describe());
+        assert!(!exists(&d.join("top")), "nothing extracted\n{}", out.describe());
+    }
+}
+
+/// `-k` keeps an existing directory's metadata as GNU tar does (its files are reported).
+#[test]
+fn keep_old_files_keeps_directories_like_gnu_tar() {
+    with_gnu_tar("keep_old_files_keeps_directories_like_gnu_tar", "keep_dirs", |td| {
+        let archive = skip_archive(td);
+        let g = td.fresh("gnu");
+        old_files(&g);
+        let gnu = Cmd::new("tar").args(["-k", "-xf"]).arg(&archive).arg("-C").arg(&g).run();
+        assert_eq!(gnu.code, Some(2), "GNU tar -k fails the files\n{}", gnu.describe());
+        let want = snapshot(&g);
+        for_each_config("keep_old_files_keeps_directories_like_gnu_tar", |cfg| {
+            for threads in WRITER_THREADS {
+                let d = td.fresh("ours");
+                old_files(&d);
+                let out = fastuntar_with(cfg)
+                    .args(["-k", "--writer-threads", threads, "-xf"])
+                    .arg(&archive)
+                    .arg("-C")
+                    .arg(&d)
+                    .run();
+                let ctx = format!("[{}, {threads} writers]\n{}", cfg.name, out.describe());
+                assert_eq!(out.code, Some(1), "{ctx}");
+                // The file, the symlink and the FIFO; never a directory.
+                assert_eq!(out.diagnostics().len(), 3, "{ctx}");
+                assert_same(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp(td), &ctx);
+            }
+        });
+    });
+}
+
+/// Owner names for `owner_archive`: `daemon` and `mail` exist on every Debian-like system
+/// (and here), with ids other than the header's 500/600.
+fn local_id(db: &str, name: &str) -> Option<u32> {
+    let out = Cmd::new("getent").args([db, name]).run();
+    out.stdout_str().split(':').nth(2)?.trim().parse().ok()
+}
+
+/// Members whose ustar names exist here or not, with and without PAX records: GNU tar maps
+/// the header's uname/gname (each on its own) and takes the numbers where a name is empty or
+/// unknown, or where a PAX uid/gid record gives the number; a PAX uname/gname is not looked up.
+fn owner_archive(td: &TestDir) -> PathBuf {
+    let own = |h: Header, u: &str, g: &str| Header {
+        uid: Num::Octal(500),
+        gid: Num::Octal(600),
+        uname: u.as_bytes().to_vec(),
+        gname: g.as_bytes().to_vec(),
+        ..h
+    };
+    let mut t = Tar::new();
+    t.header(&own(Header::dir("d/"), "daemon", "mail"));
+    t.entry(&own(Header::file("d/both"), "daemon", "mail"), b"x");
+    t.entry(&own(Header::file("d/unknown"), "no-such-user-here", "no-such-group-here"), b"x");
+    t.entry(&own(Header::file("d/empty"), "", ""), b"x");
+    t.entry(&own(Header::file("d/user-only"), "daemon", "no-such-group-here"), b"x");
+    t.entry(&own(Header::file("d/group-only"), "no-such-user-here", "mail"), b"x");
+    t.entry(&own(Header::file("d/setid").mode(0o6755), "daemon", "mail"), b"x");
+    t.header(&own(Header::symlink("d/link", "both"), "daemon", "mail"));
+    t.header(&own(Header::new("d/fifo", util::rawtar::FIFO), "daemon", "mail"));
+    t.pax(&[("uname", "bin"), ("gname", "lp")]);
+    t.entry(&own(Header::file("d/pax-names"), "no-such-user-here", "no-such-group-here"), b"x");
+    t.pax(&[("uid", "700"), ("gid", "800")]);
+    t.entry(&own(Header::file("d/pax-ids"), "daemon", "mail"), b"x");
+    t.pax(&[("uname", ""), ("gname", "")]);
+    t.entry(&own(Header::file("d/pax-empty-names"), "daemon", "mail"), b"x");
+    td.write("owners.tar", t.finish())
+}
+
+/// `--same-owner` restores owners by name where the names exist here, as GNU tar does, and
+/// `--numeric-owner` by number; compared with GNU tar (owners, modes, set-id bits included)
+/// under every writer row and thread count.
+#[test]
+fn same_owner_maps_names_like_gnu_tar() {
+    let test = "same_owner_maps_names_like_gnu_tar";
+    if !util::have_root(test, "chown") {
+        return;
+    }
+    with_gnu_tar(test, "owner_names", |td| {
+        let (daemon, mail) = (local_id("passwd", "daemon"), local_id("group", "mail"));
+        let (Some(daemon), Some(mail)) = (daemon, mail) else {
+            note(&format!("SKIP {test}: no user daemon or group mail here"));
+            return;
+        };
+        assert!(daemon != 500 && mail != 600, "the names must map to other ids than the header's");
+        let archive = owner_archive(td);
+        for (flags, both) in [
+            (&["--same-owner"][..], (daemon, mail)),
+            (&["--same-owner", "--numeric-owner"][..], (500, 600)),
+            (&["--numeric-owner", "--same-owner"][..], (500, 600)),
+        ] {
+            let g = gnu_extract(td, &archive, flags);
+            let want = snapshot(&g);
+            let got = want.get("d/both").map(|e| (e.uid, e.gid));
+            assert_eq!(got, Some(both), "GNU tar {flags:?}: d/both's owner");
+            for_each_config(test, |cfg| {
+                for threads in WRITER_THREADS {
+                    let d = td.fresh("ours");
+                    let out = fastuntar_with(cfg)
+                        .args(flags)
+                        .args(["--writer-threads", threads, "-xf"])
+                        .arg(&archive)
+                        .arg("-C")
+                        .arg(&d)
+                        .run();
+                    let ctx =
+                        format!("{flags:?} [{}, {threads} writers]\n{}", cfg.name, out.describe());
+                    assert_eq!(out.code, Some(0), "{ctx}");
+                    let cmp = Compare { owner: true, root: false, ..cmp(td) };
+                    assert_same(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp, &ctx);
+                }
+            });
+        }
+        // Without --same-owner, --numeric-owner changes nothing but the set-id rule's notion of
+        // the archive's owner: everything belongs to us (root).
+        for flags in [&[][..], &["--numeric-owner"]] {
+            let d = td.fresh("ours");
+            let out = fastuntar().args(flags).arg("-xf").arg(&archive).arg("-C").arg(&d).run();
+            assert_eq!(out.code, Some(0), "{flags:?}\n{}", out.describe());
+            let s = snapshot(&d);
+            let others: Vec<_> =
+                s.entries.iter().filter(|(_, e)| (e.uid, e.gid) != (0, 0)).collect();
+            assert!(others.is_empty(), "{flags:?}: not ours: {others:?}");
+        }
+    });
+}
+
+/// The set-id rule (src/extract.rs `setid_checked`) compares the file's final owner with the
+/// archive's owner as resolved by name: as root without --same-owner, a set-uid member of
+/// user `root` (whatever its uid field says) stays set-uid; one of `daemon` with uid 0 does
+/// not, unless --numeric-owner makes its owner 0.
+#[test]
+fn setid_rule_uses_the_owner_by_name() {
+    let test = "setid_rule_uses_the_owner_by_name";
+    let _g = shared();
+    if !util::have_root(test, "the rule compares with uid 0") {
+        return;
+    }
+    let td = TestDir::new(test);
+    let own = |h: Header, id: u64, name: &str| Header {
+        uid: Num::Octal(id),
+        gid: Num::Octal(id),
+        uname: name.as_bytes().to_vec(),
+        gname: name.as_bytes().to_vec(),
+        ..h
+    };
+    let mut t = Tar::new();
+    t.entry(&own(Header::file("root-by-name").mode(0o6755), 500, "root"), b"x");
+    t.entry(&own(Header::file("daemon-uid-0").mode(0o6755), 0, "daemon"), b"x");
+    let archive = td.write("setid.tar", t.finish());
+    for (flags, by_name, uid0) in [(&[][..], 0o6755, 0o755), (&["--numeric-owner"], 0o755, 0o6755)]
+    {
+        let d = td.fresh("dest");
+        let out = fastuntar().args(flags).arg("-xf").arg(&archive).arg("-C").arg(&d).run();
+        assert_eq!(out.code, Some(0), "{flags:?}\n{}", out.describe());
+        let mode = |p: &str| fs::metadata(d.join(p)).unwrap().mode() & 0o7777;
+        assert_eq!(mode("root-by-name"), by_name, "{flags:?}: root-by-name");
+        assert_eq!(mode("daemon-uid-0"), uid0, "{flags:?}: daemon-uid-0");
+    }
+}
+
+/// `-tv --numeric-owner` lists ids instead of names, and `-tv` lists the id a name maps to
+/// where a PAX record emptied the name, both as GNU tar does.
+#[test]
+fn list_numeric_owner_like_gnu_tar() {
+    with_gnu_tar("list_numeric_owner_like_gnu_tar", "list_numeric", |td| {
+        let archive = owner_archive(td);
+        for flags in
+            [&["-tvf"][..], &["--numeric-owner", "-tvf"], &["-tv", "--numeric-owner", "-f"]]
+        {
+            let mut gnu = Cmd::new("env");
+            let gnu = gnu.args(["TZ=UTC", "tar"]).args(flags).arg(&archive).run();
+            assert!(gnu.success(), "{}", gnu.describe());
+            let ours: Vec<std::ffi::OsString> =
+                flags.iter().map(Into::into).chain([archive.clone().into()]).collect();
+            let ours = fastuntar_utc(&ours);
+            assert_eq!(ours.code, Some(0), "{}", ours.describe());
+            assert_eq!(
+                ours.stdout_str(),
+                gnu.stdout_str(),
+                "{flags:?}: listings differ\n{}",
+                ours.describe()
+            );
+        }
+        let numeric =
+            fastuntar_utc(&["--numeric-owner".as_ref(), "-tvf".as_ref(), archive.as_os_str()]);
+        assert!(numeric.stdout_str().contains(" 500/600 "), "{}", numeric.describe());
+        assert!(!numeric.stdout_str().contains("daemon"), "{}", numeric.describe());
+    });
 }

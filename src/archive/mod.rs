@@ -64,9 +64,15 @@ pub struct Member {
     pub mode: u32,
     pub uid: u64,
     pub gid: u64,
-    /// Owner and group names (PAX uname/gname > header), empty when absent. Only listed.
+    /// Owner and group names (PAX uname/gname > header), empty when absent. Listed.
     pub uname: Vec<u8>,
     pub gname: Vec<u8>,
+    /// The names GNU tar 1.34 maps to local ids when it restores ownership (`decode_header`,
+    /// before the PAX records are applied): the ustar header's uname and gname, each empty when
+    /// the header has none or a PAX `uid` (`gid`) record gives the number, which then stands.
+    /// A PAX uname or gname is only listed, never looked up (GNU tar does the same).
+    pub uid_name: Vec<u8>,
+    pub gid_name: Vec<u8>,
     /// Device numbers of character and block devices. Only listed.
     pub dev_major: u64,
     pub dev_minor: u64,

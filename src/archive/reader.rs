@@ -112,6 +112,9 @@ struct Names {
     link_name: Vec<u8>,
     uname: Vec<u8>,
     gname: Vec<u8>,
+    /// The header's own uname and gname (see `Member::uid_name`).
+    header_uname: Vec<u8>,
+    header_gname: Vec<u8>,
 }
 
 /// A member's numeric header fields, extension headers applied.
@@ -121,6 +124,9 @@ struct NumericFields {
     mode: u32,
     uid: u64,
     gid: u64,
+    /// A PAX record gave the uid (gid): GNU tar then looks no name up (`Member::uid_name`).
+    uid_from_pax: bool,
+    gid_from_pax: bool,
     mtime: Timestamp,
 }
 
@@ -674,6 +680,8 @@ impl<R: Skip> Reader<R> {
             gid: fields.gid,
             uname: names.uname,
             gname: names.gname,
+            uid_name: if fields.uid_from_pax { Vec::new() } else { names.header_uname },
+            gid_name: if fields.gid_from_pax { Vec::new() } else { names.header_gname },
             dev_major,
             dev_minor,
             mtime: fields.mtime,
@@ -700,9 +708,9 @@ impl<R: Skip> Reader<R> {
         let link_name =
             pax::pick(&lo.linkpath, &g.linkpath).or(long_link).unwrap_or_else(|| h.link_name());
         let (header_uname, header_gname) = h.owner_names();
-        let uname = pax::pick(&lo.uname, &g.uname).unwrap_or(header_uname);
-        let gname = pax::pick(&lo.gname, &g.gname).unwrap_or(header_gname);
-        Names { name, link_name, uname, gname }
+        let uname = pax::pick(&lo.uname, &g.uname).unwrap_or_else(|| header_uname.clone());
+        let gname = pax::pick(&lo.gname, &g.gname).unwrap_or_else(|| header_gname.clone());
+        Names { name, link_name, uname, gname, header_uname, header_gname }
     }
 
     /// Size, mode, uid, gid and mtime: PAX (local, then global) over the header's fields,
@@ -728,13 +736,13 @@ impl<R: Skip> Reader<R> {
         };
         let mode = num("mode", h.mode())?;
         let mode = u32::try_from(mode & 0o7777).unwrap_or(0);
-        let uid = match pax::pick(&lo.uid, &g.uid) {
-            Some(v) => v,
-            None => num("uid", h.uid())?,
+        let (uid, uid_from_pax) = match pax::pick(&lo.uid, &g.uid) {
+            Some(v) => (v, true),
+            None => (num("uid", h.uid())?, false),
         };
-        let gid = match pax::pick(&lo.gid, &g.gid) {
-            Some(v) => v,
-            None => num("gid", h.gid())?,
+        let (gid, gid_from_pax) = match pax::pick(&lo.gid, &g.gid) {
+            Some(v) => (v, true),
+            None => (num("gid", h.gid())?, false),
         };
         let mtime = match pax::pick(&lo.mtime, &g.mtime) {
             Some(t) => t,
@@ -743,7 +751,7 @@ impl<R: Skip> Reader<R> {
                 Err(e) => return Err(err(&format!("bad mtime field ({e})"))),
             },
         };
-        Ok(NumericFields { size, mode, uid, gid, mtime })
+        Ok(NumericFields { size, mode, uid, gid, uid_from_pax, gid_from_pax, mtime })
     }
 
     /// Where a member of `size` stored bytes puts its data: the sparse map (old GNU `S`, or

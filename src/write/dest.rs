@@ -25,6 +25,7 @@ use anyhow::{Context, Result, anyhow};
 use super::restart;
 use super::tree::{Create, NodeId, Tree};
 use crate::admit::FileCount;
+use crate::config::OldFiles;
 use crate::plan::{Entry, SafePath, Timestamp};
 
 /// Mode a directory member is created with; its own mode is applied once it is complete, so a
@@ -55,13 +56,29 @@ pub fn is_member_error(e: &io::Error) -> bool {
     )
 }
 
+/// `--skip-old-files` kept what was at a member's path. Not a failure: `write::member_failed`
+/// passes over it without a word (with -v, `tell`, it says "skipping existing file"), and the
+/// exit status stays as it was.
+#[derive(Debug)]
+pub struct KeptExisting {
+    pub tell: bool,
+}
+
+impl std::fmt::Display for KeptExisting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("skipping existing file")
+    }
+}
+
+impl std::error::Error for KeptExisting {}
+
 /// A directory member whose owner, mode and mtime wait to be applied. Only the sanitised path
 /// is kept (a raw name can be a megabyte of `/`), and the node keeps the directory's fd handy.
 struct DeferredDir {
     node: NodeId,
     path: SafePath,
     mode: u32,
-    mtime: Timestamp,
+    mtime: Option<Timestamp>,
     owner: Option<(u32, u32)>,
     dev: u64,
     ino: u64,
@@ -72,7 +89,9 @@ struct DeferredDir {
 
 pub struct Dest {
     tree: Tree,
-    keep_old: bool,
+    old_files: OldFiles,
+    /// `-v`: members `--skip-old-files` keeps are named.
+    verbose: bool,
     /// Modes are restored exactly (root, or `-p`).
     exact: bool,
     /// The user's umask, applied when not `exact`.
@@ -104,7 +123,8 @@ impl Slot {
 
 /// What `Dest::open` needs besides the directory.
 pub struct DestOptions {
-    pub keep_old: bool,
+    pub old_files: OldFiles,
+    pub verbose: bool,
     /// Apply modes exactly (root, or `-p`).
     pub exact: bool,
     pub user_umask: u32,
@@ -130,7 +150,8 @@ impl Dest {
         let root = unsafe { OwnedFd::from_raw_fd(fd) };
         Ok(Dest {
             tree: Tree::new(root, opts.dir_fds),
-            keep_old: opts.keep_old,
+            old_files: opts.old_files,
+            verbose: opts.verbose,
             exact: opts.exact,
             umask: opts.user_umask,
             implied_dir_mode: 0o777 & !opts.user_umask,
@@ -144,8 +165,9 @@ impl Dest {
         self.tree.root_fd().as_raw_fd()
     }
 
-    pub fn keep_old(&self) -> bool {
-        self.keep_old
+    /// -k or --skip-old-files: what exists stays as it is (a directory's metadata too).
+    pub fn keeps_old(&self) -> bool {
+        self.old_files != OldFiles::Replace
     }
 
     pub fn tree(&mut self) -> &mut Tree {
@@ -177,11 +199,12 @@ impl Dest {
         Ok(Slot { dir, node, name })
     }
 
-    /// Clears the way for a new non-directory at `slot`: with -k refuses (EEXIST), otherwise
-    /// unlinks what is there (an empty directory is removed; a non-empty one is an error).
+    /// Clears the way for a new non-directory at `slot`: with -k refuses (EEXIST), with
+    /// --skip-old-files passes (`KeptExisting`), otherwise unlinks what is there (an empty
+    /// directory is removed; a non-empty one is an error).
     pub fn remove_existing(&mut self, path: &SafePath, slot: &Slot) -> io::Result<()> {
-        if self.keep_old {
-            return Err(io::Error::from_raw_os_error(libc::EEXIST));
+        if let Some(kept) = self.keeps_existing() {
+            return Err(kept);
         }
         // Safety: valid dirfd and C string.
         if restart(|| unsafe { libc::unlinkat(slot.dirfd(), slot.name.as_ptr(), 0) }) == 0 {
@@ -200,6 +223,18 @@ impl Dest {
             }
             Some(libc::ENOENT) => Ok(()),
             _ => Err(e),
+        }
+    }
+
+    /// The error for a member whose path exists, when -k or --skip-old-files keeps it.
+    fn keeps_existing(&self) -> Option<io::Error> {
+        match self.old_files {
+            OldFiles::Replace => None,
+            OldFiles::Keep => Some(io::Error::from_raw_os_error(libc::EEXIST)),
+            OldFiles::Skip => {
+                let kept = KeptExisting { tell: self.verbose };
+                Some(io::Error::new(io::ErrorKind::AlreadyExists, kept))
+            }
         }
     }
 
@@ -235,6 +270,8 @@ impl Dest {
     /// metadata until the archive has left it.
     pub fn mkdir(&mut self, entry: &Entry) -> io::Result<()> {
         let p = &entry.path;
+        // DIR itself is always there.
+        let mut existed = p.is_root();
         if !p.is_root() {
             let slot = self.slot(p)?;
             let (dirfd, name) = (slot.dirfd(), slot.name.as_ptr());
@@ -247,8 +284,8 @@ impl Dest {
                 }
                 if !is_dir_nofollow(slot.dirfd(), &slot.name)? {
                     // Something else is in the way: replace it (never with -k).
-                    if self.keep_old {
-                        return Err(io::Error::from_raw_os_error(libc::EEXIST));
+                    if let Some(kept) = self.keeps_existing() {
+                        return Err(kept);
                     }
                     // Safety: valid dirfd and C string.
                     if restart(|| unsafe { libc::unlinkat(dirfd, name, 0) }) != 0 {
@@ -258,7 +295,18 @@ impl Dest {
                     if restart(|| unsafe { libc::mkdirat(dirfd, name, DIR_CREATE_MODE) }) != 0 {
                         return Err(io::Error::last_os_error());
                     }
+                } else {
+                    existed = true;
                 }
+            }
+        }
+        // GNU tar 1.34 with -k or --skip-old-files leaves a directory that exists (made before
+        // the run or earlier in it) as it is: no mode, owner or time from this member.
+        if existed {
+            match self.old_files {
+                OldFiles::Replace => {}
+                OldFiles::Keep => return Ok(()),
+                OldFiles::Skip => return Err(self.keeps_existing().expect("skipping")),
             }
         }
         let (node, fd) = self.dir(p.components(), false)?;
@@ -361,12 +409,13 @@ impl Dest {
 pub struct MetaOf {
     /// Final permission bits (after `Dest::mode`).
     pub mode: u32,
-    pub mtime: Timestamp,
+    /// None: the time is left as it is (`-m`).
+    pub mtime: Option<Timestamp>,
     pub owner: Option<(u32, u32)>,
 }
 
-/// Owner (if asked), mode (if `set_mode`) and mtime of an open file or directory, in that
-/// order (chown clears set-id bits, so the mode comes after it).
+/// Owner (if asked), mode (if `set_mode`) and mtime (unless `-m`) of an open file or directory,
+/// in that order (chown clears set-id bits, so the mode comes after it).
 pub fn set_meta(fd: RawFd, m: &MetaOf, set_mode: bool) -> io::Result<()> {
     if let Some((uid, gid)) = m.owner {
         // Safety: fd is open.
@@ -376,7 +425,8 @@ pub fn set_meta(fd: RawFd, m: &MetaOf, set_mode: bool) -> io::Result<()> {
         // Safety: fd is open.
         cvt(restart(|| unsafe { libc::fchmod(fd, m.mode) }))?;
     }
-    let times = timespecs(m.mtime);
+    let Some(mtime) = m.mtime else { return Ok(()) };
+    let times = timespecs(mtime);
     // Safety: fd is open; `times` is a valid two-element array.
     cvt(restart(|| unsafe { libc::futimens(fd, times.as_ptr()) }))
 }
@@ -450,8 +500,8 @@ impl Dest {
         set_meta(fd, &MetaOf { mode, mtime: entry.mtime, owner: entry.owner }, set_mode)
     }
 
-    /// A symlink: created with symlinkat; owner and mtime set with AT_SYMLINK_NOFOLLOW (a
-    /// symlink has no mode of its own on Linux).
+    /// A symlink: created with symlinkat; owner and mtime (unless `-m`) set with
+    /// AT_SYMLINK_NOFOLLOW (a symlink has no mode of its own on Linux).
     pub fn symlink(&mut self, entry: &Entry, target: &[u8]) -> io::Result<()> {
         let target = cstr_io(target)?;
         let slot = self.slot(&entry.path)?;
@@ -465,7 +515,8 @@ impl Dest {
             // Safety: valid dirfd and C string; the flag acts on the link itself.
             cvt(restart(|| unsafe { libc::fchownat(dirfd, name, uid, gid, nofollow) }))?;
         }
-        let times = timespecs(entry.mtime);
+        let Some(mtime) = entry.mtime else { return Ok(()) };
+        let times = timespecs(mtime);
         let nofollow = libc::AT_SYMLINK_NOFOLLOW;
         // Safety: valid dirfd, C string and a two-element timespec array; the flag acts on
         // the link itself.
@@ -510,6 +561,10 @@ impl Dest {
             cvt(restart(|| unsafe { libc::mknodat(dirfd, name.as_ptr(), fifo, 0) }))
         })?;
         let set_mode = mode & 0o7000 != 0 || entry.owner.is_some();
+        if !set_mode && entry.mtime.is_none() {
+            // Nothing to apply (`-m`): mknodat gave the permission bits.
+            return Ok(());
+        }
         let node = self.tree.retry_emfile(|| open_path_nofollow(slot.dirfd(), &slot.name))?;
         if fstat(node.as_raw_fd())?.st_mode & libc::S_IFMT != libc::S_IFIFO {
             return Err(io::Error::new(
@@ -550,7 +605,8 @@ fn set_meta_opath(fd: &OwnedFd, m: &MetaOf, set_mode: bool) -> io::Result<()> {
         // Safety: a valid C string; the magic link resolves to the inode `fd` holds.
         cvt(restart(|| unsafe { libc::chmod(proc.as_ptr(), m.mode) }))?;
     }
-    let times = timespecs(m.mtime);
+    let Some(mtime) = m.mtime else { return Ok(()) };
+    let times = timespecs(mtime);
     // Safety: a valid C string and a two-element timespec array, as above.
     cvt(restart(|| unsafe { libc::utimensat(libc::AT_FDCWD, proc.as_ptr(), times.as_ptr(), 0) }))
 }
@@ -565,7 +621,8 @@ mod tests {
 
     fn dest(dir: &Path) -> Dest {
         let opts = DestOptions {
-            keep_old: false,
+            old_files: OldFiles::Replace,
+            verbose: false,
             exact: true,
             user_umask: 0o022,
             dir_fds: 8,
@@ -579,7 +636,7 @@ mod tests {
             name: path.to_string(),
             path: SafePath(path.into()),
             mode,
-            mtime: Timestamp { secs, nanos: 0 },
+            mtime: Some(Timestamp { secs, nanos: 0 }),
             owner: None,
             offset: 0,
         }

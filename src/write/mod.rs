@@ -61,6 +61,16 @@ pub fn incomplete(name: &str, what: &str, err: impl std::fmt::Display) -> anyhow
 /// Sorts an io error on a member into "skip it, warn, go on" (Ok) or "stop the run" (Err),
 /// for both backends.
 pub fn member_failed(entry: &crate::plan::Entry, what: &str, e: std::io::Error) -> Result<()> {
+    if let Some(kept) = e.get_ref().and_then(|k| k.downcast_ref::<dest::KeptExisting>()) {
+        // `--skip-old-files`: not a failure. GNU tar 1.34 names it with -v only, without the
+        // trailing `/` of a directory member (`./d/` is "./d", `./` is ".").
+        if kept.tell {
+            let name = entry.name.trim_end_matches('/');
+            let name = if name.is_empty() { &entry.name } else { name };
+            crate::report::warn(format!("{name}: {kept}"));
+        }
+        return Ok(());
+    }
     if dest::is_member_error(&e) {
         crate::report::skipped(&entry.name, format!("{what}: {e}"));
         Ok(())
@@ -187,7 +197,8 @@ pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> R
     let n = fds.writers;
     let dests = if n > 1 { n + 1 } else { 1 };
     let opts = || dest::DestOptions {
-        keep_old: cfg.keep_old_files,
+        old_files: cfg.old_files,
+        verbose: cfg.verbose > 0,
         exact,
         user_umask: old_umask,
         dir_fds: (fds.dirs / dests).max(1),

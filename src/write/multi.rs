@@ -461,8 +461,10 @@ impl Dispatch {
     }
 
     /// Before the dispatcher makes a non-file at `path` (and, for a hard link, reads
-    /// `target`): waits for the workers that made something at or above either path, or, unless
-    /// it is a directory, have files beneath `path`.
+    /// `target`): waits for the workers that made something at or above either path, or have
+    /// files beneath `path` unless it is a directory. With -k or --skip-old-files a directory
+    /// waits for those too: a directory that exists keeps its metadata then, and one the
+    /// archive's earlier files imply exists (`d/f` before `d/`, as with one writer).
     fn before_namespace_op(
         &mut self,
         path: &SafePath,
@@ -478,7 +480,7 @@ impl Dispatch {
                 if m.leaf != 0 {
                     mask |= 1 << (m.leaf - 1);
                 }
-                if k == h.len() - 1 && !is_dir {
+                if k == h.len() - 1 && (!is_dir || self.dest.keeps_old()) {
                     mask |= m.beneath;
                 }
             }
