@@ -19,4 +19,5 @@ pub mod progress;
 pub mod report;
 pub mod resources;
 pub mod safety;
+pub mod to_stdout;
 pub mod write;

@@ -4,7 +4,7 @@ use std::io::{self, Write};
 
 use anyhow::Result;
 
-use crate::archive::{Kind, Member, Reader};
+use crate::archive::{Kind, Member, Reader, Skip};
 use crate::config::Config;
 use crate::decode;
 use crate::exclude::Exclude;
@@ -14,7 +14,17 @@ use crate::report::quote;
 const UGS_WIDTH: usize = 18;
 const DATE_WIDTH: usize = 16;
 
-pub fn run(cfg: &Config) -> Result<u64> {
+/// The archive as the stages that only read it see it (`-t` here, `-O` in to_stdout.rs): its
+/// members, and the `--exclude` patterns.
+pub struct Reading {
+    pub reader: Reader<Box<dyn Skip + Send>>,
+    /// For checking the compressed stream after the end marker (`finish`).
+    trailer: Option<decode::Trailer>,
+    pub exclude: Exclude,
+}
+
+/// Opens the archive and starts its decoder for a stage that only reads it.
+pub fn open(cfg: &Config) -> Result<Reading> {
     let input = decode::open(cfg.archive.as_deref(), cfg.max_window_log, false)?;
     let exclude = Exclude::new(&cfg.exclude)?;
     // Decoded frames wait in a pool of all of --memory, nothing else needing it (it is only
@@ -22,8 +32,23 @@ pub fn run(cfg: &Config) -> Result<u64> {
     let pools = cfg.pools(input.workers(cfg.threads))?;
     let threads = input.threads(cfg.threads, pools, cfg.memory.is_some())?;
     let decoded = input.decode(threads)?;
-    let trailer = decoded.trailer;
-    let mut reader = Reader::new(decoded.reader);
+    Ok(Reading { reader: Reader::new(decoded.reader), trailer: decoded.trailer, exclude })
+}
+
+impl Reading {
+    /// After the last member: reads a compressed stream on past the end marker, so its end
+    /// and checksum are checked (`extract::verify_trailer`).
+    pub fn finish(self) -> Result<()> {
+        match self.trailer {
+            Some(trailer) => crate::extract::verify_trailer(self.reader, &trailer),
+            None => Ok(()),
+        }
+    }
+}
+
+pub fn run(cfg: &Config) -> Result<u64> {
+    let mut archive = open(cfg)?;
+    let (reader, exclude) = (&mut archive.reader, &archive.exclude);
     let out = io::stdout();
     let mut out = io::BufWriter::new(out.lock());
     let utf8 = utf8_locale();
@@ -43,9 +68,7 @@ pub fn run(cfg: &Config) -> Result<u64> {
     if let Err(e) = out.flush() {
         return stopped(members, e);
     }
-    if let Some(trailer) = trailer {
-        crate::extract::verify_trailer(reader, &trailer)?;
-    }
+    archive.finish()?;
     Ok(members)
 }
 
