@@ -14,7 +14,8 @@ use clap::{ArgAction, Parser, ValueEnum};
         fastuntar -x snapshot.tar.zst -C /ledger --direct-io --snapshot   restore a ledger snapshot\n  \
         fastuntar -xvf backup.tar.gz -C restore/                          like tar -xvf\n  \
         zstd -dc a.tar.zst | fastuntar -x - -C out                       read standard input\n  \
-        fastuntar -tvf archive.tar.zst                                    list like tar -tvf\n\n\
+        fastuntar -tvf archive.tar.zst                                    list like tar -tvf\n  \
+        fastuntar -xOf logs.tar.gz | grep ERROR                           the files' data on stdout\n\n\
         Exit status: 0 success; 1 finished but some members were skipped (each reported); 2 fatal error.\n\n\
         Open files: fastuntar raises its soft open-file limit (ulimit -n) to the hard limit at start-up \
         and keeps its directory cache and files in flight within it; it works down to 64."
@@ -27,6 +28,12 @@ pub struct Args {
     /// List the members instead of extracting (with -v, like `tar -tvf`).
     #[arg(short = 't', long = "list", conflicts_with = "extract")]
     pub list: bool,
+
+    /// Extract files to standard output: the data of every member that would be extracted as
+    /// a regular file, in archive order, and nothing else (nothing is created, -C is not used,
+    /// -v names go to standard error). Like `tar -xO`.
+    #[arg(short = 'O', long = "to-stdout", conflicts_with = "list")]
+    pub to_stdout: bool,
 
     /// The archive to read ('-' for standard input).
     #[arg(short = 'f', long = "file", value_name = "ARCHIVE")]
@@ -206,13 +213,13 @@ pub struct Args {
     /// Memory for buffers: file data in flight and, when a zstd archive meets more than one
     /// decoder thread, decoded frames waiting to be read (default: 64M of file data, plus 32M
     /// of frames per decoder thread past the first, what the third and later add kept within
-    /// an eighth of the machine's memory; when listing, the frames' only, at least 64M). A SIZE
+    /// an eighth of the machine's memory; when listing or with -O, the frames' only, at least 64M). A SIZE
     /// given is the total, divided between the two.
     #[arg(long = "memory", value_name = "SIZE")]
     pub memory: Option<String>,
 
     /// Threads that decode a multi-frame zstd archive (default: the CPUs this process may run
-    /// on, one fewer when extracting, for the writer); 1 keeps to one streaming decoder. The
+    /// on, one fewer when extracting to disk, for the writer); 1 keeps to one streaming decoder. The
     /// blocks of a multi-block xz stream (`xz -T`) too, when the decoded frames' memory is at
     /// least 128M. Other formats, single-frame zstd and single-block xz decode on one.
     #[arg(long = "threads", value_name = "N")]

@@ -66,6 +66,8 @@ pub struct Config {
     pub dest: PathBuf,
     /// List members instead of extracting.
     pub list: bool,
+    /// `-O`: write the files' data to stdout instead of extracting.
+    pub to_stdout: bool,
     pub exclude: Vec<String>,
     pub verbose: u8,
     /// What to do where a member's path exists already (`-k`, `--skip-old-files`).
@@ -154,6 +156,11 @@ impl Config {
                 exclude.push(p);
             }
         }
+        if args.to_stdout && args.json {
+            bail!(
+                "--json cannot be used with -O/--to-stdout: standard output carries the files' data"
+            );
+        }
         let memory = args.memory.as_deref().map(parse_size).transpose().context("--memory")?;
         if let Some(m) = memory {
             pool_shape(m)?;
@@ -182,6 +189,7 @@ impl Config {
             dest: args.directory,
             list: args.list,
             exclude,
+            to_stdout: args.to_stdout,
             verbose: args.verbose,
             old_files: match (args.keep_old_files, args.skip_old_files) {
                 (true, _) => OldFiles::Keep,
@@ -207,7 +215,7 @@ impl Config {
             threads: match args.threads {
                 Some(0) => bail!("--threads: must be at least 1"),
                 Some(n) => n.min(MAX_THREADS),
-                None => default_threads(args.list),
+                None => default_threads(args.list || args.to_stdout),
             },
             writer_threads,
             writer_threads_given,
@@ -223,7 +231,13 @@ impl Config {
             Some(_) => u64::MAX,
             None => usable_memory() / AUTO_MEMORY_FRACTION,
         };
-        divide(self.memory, workers, self.list, cap)
+        divide(self.memory, workers, self.reads_only(), cap)
+    }
+
+    /// Whether the run only reads the archive (`-t`, `-O`): no file-data pool, no writers,
+    /// nothing created.
+    pub fn reads_only(&self) -> bool {
+        self.list || self.to_stdout
     }
 }
 
@@ -285,7 +299,7 @@ pub struct Pools {
 /// machine's memory) allows beyond DEFAULT_MEMORY, and at least the first worker's where `cap`
 /// holds that: 64 MiB with one decoder thread, 97 MiB with two, ~1.1 GiB with 32. An explicit
 /// `memory` is never exceeded: the frames get up to as much, leaving file data what
-/// FILE_DATA_MIN says. When listing there is no file data and the
+/// FILE_DATA_MIN says. When listing (or with `-O`) there is no file data and the
 /// frames get everything (by default at least DEFAULT_MEMORY). An extraction budget too small
 /// for both pools (under 32 KiB) gets no frame pool, and one thread decodes: more threads than
 /// the memory allows means fewer frames in flight, never more memory.
@@ -375,13 +389,13 @@ fn cgroup_memory_max() -> Option<u64> {
 /// frames in flight that the pool and the writer cannot use.
 const MAX_THREADS: usize = 256;
 
-/// zstd decoder threads by default: the CPUs this process may run on (sched_getaffinity, and
-/// a cgroup's CPU quota, through `available_parallelism`) when listing; one fewer when
-/// extracting, because the writer needs a CPU of its own. Measured on 2 CPUs (4 GB in 119
+/// zstd decoder threads by default: the CPUs this process may run on (sched_getaffinity, and a
+/// cgroup's CPU quota, through `available_parallelism`) when listing or with `-O`; one fewer when
+/// extracting to disk, because the writer needs a CPU of its own. Measured on 2 CPUs (4 GB in 119
 /// frames): `-t` took 0.57x the time with 2 threads, but extraction none less, to tmpfs, to
-/// RAM-backed ext4 or to the disk: the writer's system time (2.4 s of copying into the page
-/// cache, or the loop device's worker) already filled the second CPU, and a second decoder
-/// only added its copying (docs/PERFORMANCE.md). One under `ulimit -v`.
+/// RAM-backed ext4 or to the disk: the writer's system time (2.4 s of copying into the page cache,
+/// or the loop device's worker) already filled the second CPU, and a second decoder only added its
+/// copying (docs/PERFORMANCE.md). One under `ulimit -v`.
 fn default_threads(listing: bool) -> usize {
     // Under `ulimit -v` one: every thread adds its zstd window, stack and read-ahead, and
     // `--threads 8` under `ulimit -v 196608` failed (in a different allocation each run).

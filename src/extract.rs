@@ -16,7 +16,7 @@ use crate::config::{self, Config};
 use crate::decode;
 use crate::exclude::Exclude;
 use crate::owner::Owners;
-use crate::plan::{Entry, Op, Sink, Stop};
+use crate::plan::{Entry, Op, SafePath, Sink, Stop};
 use crate::pool::{Pool, PoolBuf};
 use crate::progress::{self, Progress};
 use crate::report;
@@ -511,6 +511,56 @@ fn setid_checked(mode: u32, archived: (u32, u32), owner: (u32, u32)) -> u32 {
     mode
 }
 
+/// What extraction and `-O` decide about a member before anything of it is written: where it
+/// would be extracted after `--strip-components` and the safety rules (None: nothing to do,
+/// with a warning where the member is skipped), and whether `--snapshot`'s layout and the
+/// limits admit it (Err: the run stops, before any of it is written).
+pub(crate) fn judge(
+    cfg: &Config,
+    sanitizer: &mut Sanitizer,
+    admission: &mut Admission,
+    m: &Member,
+    name: &str,
+) -> Result<Option<SafePath>> {
+    let path = match sanitizer.judge(&m.name) {
+        Verdict::Extract(p) => p,
+        Verdict::Nothing => return Ok(None),
+        Verdict::Refuse(why) if cfg.snapshot => {
+            return Err(anyhow!("{name}: {why} (--snapshot stops here)"));
+        }
+        Verdict::Refuse(why) => {
+            report::skipped(name, why);
+            return Ok(None);
+        }
+    };
+    if path.as_path().as_os_str().is_empty() && m.kind != Kind::Dir {
+        report::skipped(name, "member name is empty; skipped");
+        return Ok(None);
+    }
+    // A `./` member is DIR itself. GNU tar gives DIR its mode and mtime (as root, or with -p),
+    // and so do we; but a snapshot never holds one (Agave writes no directory entries), and
+    // DIR is the operator's: a 0700 ledger directory stays 0700.
+    if cfg.snapshot && path.is_root() {
+        return Ok(None);
+    }
+    admission.admit(m, path.as_path()).map_err(|e| anyhow!("{name}: {e:#}"))?;
+    Ok(Some(path))
+}
+
+/// A member of an unknown type is extracted as a regular file, as GNU tar does, with its
+/// warning.
+pub(crate) fn warn_unknown_type(name: &str, flag: u8) {
+    report::warn(format!(
+        "{name}: unknown file type '{}', extracted as a regular file",
+        flag.escape_ascii()
+    ));
+}
+
+/// A multi-volume continuation (`M`) is the rest of a file begun in another volume: skipped.
+pub(crate) fn skip_continuation(name: &str) {
+    report::skipped(name, "continued from another volume; skipped");
+}
+
 /// Collects ops into batches for the channel.
 struct Batcher<'a> {
     tx: &'a SyncSender<Vec<Op>>,
@@ -594,28 +644,9 @@ impl<R: Skip> Stage<'_, '_, R> {
     fn member(&mut self, m: Member) -> Result<(), MemberError> {
         let cfg = self.cfg;
         let name = m.display_name();
-        let path = match self.sanitizer.judge(&m.name) {
-            Verdict::Extract(p) => p,
-            Verdict::Nothing => return Ok(()),
-            Verdict::Refuse(why) if cfg.snapshot => {
-                return Err(anyhow!("{name}: {why} (--snapshot stops here)").into());
-            }
-            Verdict::Refuse(why) => {
-                report::skipped(&name, why);
-                return Ok(());
-            }
+        let Some(path) = judge(cfg, self.sanitizer, self.admission, &m, &name)? else {
+            return Ok(());
         };
-        if path.as_path().as_os_str().is_empty() && m.kind != Kind::Dir {
-            report::skipped(&name, "member name is empty; skipped");
-            return Ok(());
-        }
-        // A `./` member is DIR itself. GNU tar gives DIR its mode and mtime (as root, or
-        // with -p), and so do we; but a snapshot never holds one (Agave writes no directory
-        // entries), and DIR is the operator's: a 0700 ledger directory stays 0700.
-        if cfg.snapshot && path.is_root() {
-            return Ok(());
-        }
-        self.admission.admit(&m, path.as_path()).map_err(|e| anyhow!("{name}: {e:#}"))?;
         if cfg.verbose > 0 {
             // As `tar -xv` prints it: quoted for the locale. A failed write stops the names,
             // not the extraction; main.rs reports it at the end (exit 2), as GNU tar does.
@@ -655,15 +686,11 @@ impl<R: Skip> Stage<'_, '_, R> {
             // A GNU volume label names the archive, not a file: GNU tar ignores it.
             Kind::Other(b'V') => Ok(()),
             Kind::Other(b'M') => {
-                report::skipped(&entry.name, "continued from another volume; skipped");
+                skip_continuation(&entry.name);
                 Ok(())
             }
             Kind::Other(flag) => {
-                report::warn(format!(
-                    "{}: unknown file type '{}', extracted as a regular file",
-                    entry.name,
-                    flag.escape_ascii()
-                ));
+                warn_unknown_type(&entry.name, flag);
                 self.file(entry, &m)
             }
             Kind::File => self.file(entry, &m),

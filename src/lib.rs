@@ -21,4 +21,5 @@ pub mod report;
 pub mod resources;
 pub mod safety;
 pub mod select;
+pub mod to_stdout;
 pub mod write;

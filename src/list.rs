@@ -4,7 +4,7 @@ use std::io::{self, Write};
 
 use anyhow::Result;
 
-use crate::archive::{Kind, Member, Reader};
+use crate::archive::{Kind, Member, Reader, Skip};
 use crate::config::Config;
 use crate::decode;
 use crate::exclude::Exclude;
@@ -16,27 +16,61 @@ use crate::select::Select;
 const UGS_WIDTH: usize = 18;
 const DATE_WIDTH: usize = 16;
 
-pub fn run(cfg: &Config) -> Result<u64> {
+/// The archive as the stages that only read it see it (`-t` here, `-O` in to_stdout.rs): its
+/// members, the MEMBER operands and the `--exclude` patterns.
+pub struct Reading {
+    pub reader: Reader<Box<dyn Skip + Send>>,
+    /// For checking the compressed stream after the end marker (`finish`).
+    trailer: Option<decode::Trailer>,
+    select: Select,
+    exclude: Exclude,
+}
+
+/// Opens the archive and starts its decoder for a stage that only reads it.
+pub fn open(cfg: &Config) -> Result<Reading> {
     let input =
         decode::open(cfg.archive.as_deref(), cfg.filter.as_deref(), cfg.max_window_log, false)?;
     let exclude = Exclude::new(&cfg.exclude)?;
-    let mut select = Select::new(&cfg.members, cfg.wildcards);
+    let select = Select::new(&cfg.members, cfg.wildcards);
     // Decoded frames wait in a pool of all of --memory, nothing else needing it (it is only
     // touched where frames are decoded ahead, so a single-frame archive costs no memory).
     let pools = cfg.pools(input.workers(cfg.threads))?;
     let threads = input.threads(cfg.threads, pools, cfg.memory.is_some())?;
     let decoded = input.decode(threads)?;
-    let trailer = decoded.trailer;
     let mut reader = Reader::new(decoded.reader);
     reader.ignore_zeros(cfg.ignore_zeros);
+    Ok(Reading { reader, trailer: decoded.trailer, select, exclude })
+}
+
+impl Reading {
+    /// Whether the member named `name` is wanted: selected by the MEMBER operands (which marks
+    /// the operand found) and not excluded.
+    pub fn wants(&mut self, name: &[u8]) -> bool {
+        self.select.selects(name) && !self.exclude.excludes(name)
+    }
+
+    /// After the last member: reads a compressed stream on past the end marker, so its end
+    /// and checksum are checked (`extract::verify_trailer`), then reports the MEMBER operands
+    /// that selected nothing.
+    pub fn finish(self, utf8: bool) -> Result<()> {
+        if let Some(trailer) = self.trailer {
+            crate::extract::verify_trailer(self.reader, &trailer)?;
+        }
+        self.select.report_not_found(utf8);
+        Ok(())
+    }
+}
+
+pub fn run(cfg: &Config) -> Result<u64> {
+    let mut archive = open(cfg)?;
     let out = io::stdout();
     let mut out = io::BufWriter::new(out.lock());
     let utf8 = utf8_locale();
     let mut ugs_width = UGS_WIDTH;
     let mut owners = Owners::new(cfg.numeric_owner);
     let mut members = 0;
-    while let Some(m) = reader.next_member()? {
-        if !select.selects(&m.name) || exclude.excludes(&m.name) {
+    while let Some(m) = archive.reader.next_member()? {
+        if !archive.wants(&m.name) {
             continue;
         }
         members += 1;
@@ -53,10 +87,7 @@ pub fn run(cfg: &Config) -> Result<u64> {
     if let Err(e) = out.flush() {
         return stopped(members, e);
     }
-    if let Some(trailer) = trailer {
-        crate::extract::verify_trailer(reader, &trailer)?;
-    }
-    select.report_not_found(utf8);
+    archive.finish(utf8)?;
     Ok(members)
 }
 

@@ -6,7 +6,7 @@ use clap::{CommandFactory, Parser};
 
 use fastuntar::exit_codes::ExitCode;
 use fastuntar::extract::Summary;
-use fastuntar::{cli, config, extract, list, report, resources};
+use fastuntar::{cli, config, extract, list, report, resources, to_stdout};
 
 fn main() {
     ignore_sigxfsz();
@@ -40,26 +40,14 @@ fn main() {
         }
     };
     if cfg.list {
-        let code = match list::run(&cfg) {
-            Ok(_) if report::failed_count() > 0 => ExitCode::Fatal,
-            Ok(_) => ExitCode::Success,
-            Err(e) => {
-                report::diagnostic(&format!("fastuntar: {e:#}"));
-                ExitCode::Fatal
-            }
-        };
-        exit(code);
+        exit(code_of(&list::run(&cfg)));
+    }
+    // Stdout carries data: no summary line, no progress (they would draw over `| less`).
+    if cfg.to_stdout {
+        exit(code_of(&to_stdout::run(&cfg)));
     }
     let outcome = extract::run(&cfg);
-    let code = match &outcome {
-        Ok(_) if report::failed_count() > 0 => ExitCode::Fatal,
-        Ok(_) if report::skipped_count() > 0 => ExitCode::Skipped,
-        Ok(_) => ExitCode::Success,
-        Err(e) => {
-            report::diagnostic(&format!("fastuntar: {e:#}"));
-            ExitCode::Fatal
-        }
-    };
+    let code = code_of(&outcome);
     if let Ok(summary) = &outcome {
         if cfg.json {
             let _ = report::print_line(&json(summary, code));
@@ -68,6 +56,19 @@ fn main() {
         }
     }
     exit(code);
+}
+
+/// The exit code of a run's outcome, saying its error if it failed.
+fn code_of<T>(outcome: &anyhow::Result<T>) -> ExitCode {
+    match outcome {
+        Ok(_) if report::failed_count() > 0 => ExitCode::Fatal,
+        Ok(_) if report::skipped_count() > 0 => ExitCode::Skipped,
+        Ok(_) => ExitCode::Success,
+        Err(e) => {
+            report::diagnostic(&format!("fastuntar: {e:#}"));
+            ExitCode::Fatal
+        }
+    }
 }
 
 /// Exits with `code`, or with 2 when output was lost (report.rs): a failed write to stdout is

@@ -1743,3 +1743,202 @@ fn list_numeric_owner_like_gnu_tar() {
         assert!(!numeric.stdout_str().contains("daemon"), "{}", numeric.describe());
     });
 }
+
+// --- -O / --to-stdout ---------------------------------------------------------------------------
+
+/// A tree with every kind `-O` must treat: files of several sizes (one past the 1 MiB output
+/// buffer), an empty file, a sparse file with holes before, between and after its data, nested
+/// and empty directories, a symlink, a hard link, a FIFO and a name too long for ustar. Returns
+/// the bytes `tar -xO` should write for it: every regular file once (the hard link's data
+/// only under its first name), the sparse file at its full size.
+fn to_stdout_tree(root: &Path) -> u64 {
+    let top = root.join("top");
+    let long = format!("top/{}/{}", "d".repeat(90), "f".repeat(80));
+    let files: Vec<(String, Vec<u8>)> = vec![
+        ("top/a.txt".into(), b"hello\n".to_vec()),
+        ("top/empty".into(), Vec::new()),
+        ("top/sub/deep/b.bin".into(), Rng::new(11).bytes(70_000)),
+        ("top/big".into(), Rng::new(12).bytes(3 * (1 << 20) + 5)),
+        (long, b"long name\n".to_vec()),
+    ];
+    let mut total = 0;
+    for (rel, data) in &files {
+        let p = root.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(&p, data).unwrap();
+        total += data.len() as u64;
+    }
+    // 8 MiB with 2 small pieces of data: holes first, between and last.
+    let sparse = fs::File::create(top.join("sparse")).unwrap();
+    sparse.set_len(8 << 20).unwrap();
+    use std::os::unix::fs::FileExt;
+    sparse.write_all_at(b"first piece", 3 << 20).unwrap();
+    sparse.write_all_at(&Rng::new(13).bytes(5000), 6 << 20).unwrap();
+    total += 8 << 20;
+    fs::create_dir_all(top.join("emptydir")).unwrap();
+    symlink("a.txt", top.join("sym")).unwrap();
+    fs::hard_link(top.join("a.txt"), top.join("hard")).unwrap();
+    assert!(Cmd::new("mkfifo").arg(top.join("fifo")).run().success());
+    total
+}
+
+/// `fastuntar -xOf archive` with `flags`, run in an empty directory with `-C` naming a
+/// directory that does not exist: asserts that nothing was created, and returns the output.
+fn ours_to_stdout(td: &TestDir, archive: &Path, flags: &[&str]) -> Output {
+    let cwd = td.fresh("cwd");
+    let missing = cwd.join("missing");
+    let out = fastuntar()
+        .current_dir(&cwd)
+        .args(flags)
+        .arg("-xOf")
+        .arg(archive)
+        .arg("-C")
+        .arg(&missing)
+        .run();
+    let left: Vec<_> = fs::read_dir(&cwd).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "-O created {left:?}\n{}", out.describe());
+    out
+}
+
+/// GNU tar's `-xOf archive` with `flags`, in an empty directory.
+fn gnu_to_stdout(td: &TestDir, archive: &Path, flags: &[&str]) -> Output {
+    let cwd = td.fresh("gnucwd");
+    let out = Cmd::new("tar").current_dir(&cwd).args(flags).arg("-xOf").arg(archive).run();
+    assert!(out.success(), "GNU tar -xO failed\n{}", out.describe());
+    out
+}
+
+#[test]
+fn to_stdout_matches_gnu_tar() {
+    let _g = shared();
+    if !util::have_tools("to_stdout_matches_gnu_tar", &["tar", "zstd", "mkfifo"]) {
+        return;
+    }
+    let td = TestDir::new("to_stdout");
+    let src = td.join("src");
+    fs::create_dir(&src).unwrap();
+    let expected_len = to_stdout_tree(&src);
+    let mut archives = Vec::new();
+    for format in ["gnu", "posix"] {
+        let a = td.join(format!("{format}.tar"));
+        let made = gnu_tar([
+            "--sparse".as_ref(),
+            format!("--format={format}").as_ref(),
+            "-C".as_ref(),
+            src.as_os_str(),
+            "-cf".as_ref(),
+            a.as_os_str(),
+            "top".as_ref(),
+        ]);
+        assert!(made.success(), "{}", made.describe());
+        // The archive holds what the test is about: a hard link, a FIFO, the sparse file
+        // stored sparse (its 8 MiB are not in the archive).
+        let listing = gnu_tar(["-tvf".as_ref(), a.as_os_str()]).stdout_str();
+        assert!(listing.contains(" link to ") && listing.contains("\np"), "{listing}");
+        assert!(fs::metadata(&a).unwrap().len() < 6 << 20, "{format}: sparse file not sparse");
+        let z = td.join(format!("{format}.tar.zst"));
+        let zstd = Cmd::new("zstd").args(["-q", "-3"]).arg(&a).arg("-o").arg(&z).run();
+        assert!(zstd.success(), "{}", zstd.describe());
+        // Frames of 1 MiB of tar each, decoded on two threads (decode/parallel.rs).
+        let tar = fs::read(&a).unwrap();
+        let frames: Vec<u8> =
+            tar.chunks(1 << 20).flat_map(|c| util::engine::zstd_frame(c, 1)).collect();
+        let m = td.write(format!("{format}.frames.tar.zst"), frames);
+        archives.extend([a, z, m]);
+    }
+    for a in &archives {
+        let full = gnu_to_stdout(&td, a, &[]);
+        assert_eq!(full.stdout.len() as u64, expected_len, "{}", a.display());
+        // fastuntar's flags, GNU tar's.
+        let cases: [(&[&str], &[&str]); 5] = [
+            (&[], &[]),
+            (&["--threads", "2"], &[]),
+            (&["--exclude", "big"], &["--exclude", "big"]),
+            (
+                &["--exclude", "sub", "--exclude", "*.txt"],
+                &["--exclude", "sub", "--exclude", "*.txt"],
+            ),
+            (&["--strip-components", "2"], &["--strip-components", "2"]),
+        ];
+        for (flags, gnu_flags) in cases {
+            let gnu = gnu_to_stdout(&td, a, gnu_flags);
+            if !gnu_flags.is_empty() {
+                assert_ne!(gnu.stdout, full.stdout, "{flags:?} leaves out nothing");
+            }
+            let ours = ours_to_stdout(&td, a, flags);
+            assert_eq!(ours.code, Some(0), "{flags:?} {}\n{}", a.display(), ours.describe());
+            assert!(ours.stderr.is_empty(), "{flags:?}\n{}", ours.describe());
+            assert!(
+                ours.stdout == gnu.stdout,
+                "{} {flags:?}: {} bytes from fastuntar, {} from GNU tar",
+                a.display(),
+                ours.stdout.len(),
+                gnu.stdout.len()
+            );
+        }
+        // -v: the names on stderr as GNU tar prints them, stdout the data alone.
+        let gnu = gnu_to_stdout(&td, a, &["-v"]);
+        let ours = ours_to_stdout(&td, a, &["-v"]);
+        assert_eq!(ours.code, Some(0), "{}", ours.describe());
+        assert!(ours.stdout == full.stdout, "-v changed stdout\n{}", ours.describe());
+        let names = |o: &Output| -> Vec<String> {
+            o.stderr_lines().into_iter().filter(|l| !l.starts_with("tar: ")).collect()
+        };
+        assert!(names(&gnu).len() > 10, "{}", gnu.describe());
+        assert_eq!(ours.stderr_lines(), names(&gnu), "{}", ours.describe());
+    }
+}
+
+/// A truncated archive fails as extraction does: exit 2, one line naming the member whose data
+/// was cut, after the members before it were written out whole.
+#[test]
+fn to_stdout_truncated_archive() {
+    let _g = shared();
+    let td = TestDir::new("to_stdout_cut");
+    let first = Rng::new(21).bytes(300_000);
+    let mut t = Tar::new();
+    t.file("first", &first).dir("d/").file("d/cut", &Rng::new(22).bytes(2 << 20));
+    let tar = t.finish();
+    // Into the second file's data, before the output buffer (1 MiB) is full: what is in it
+    // must still be written.
+    let cut = 512 + 300_000_usize.next_multiple_of(512) + 512 + 512 + 100_000;
+    let plain = td.write("cut.tar", &tar[..cut]);
+    let zst = util::engine::zstd_frame(&tar, 3);
+    let zst = td.write("cut.tar.zst", &zst[..zst.len() - 2000]);
+    for (a, threads) in [(&plain, "1"), (&zst, "1"), (&zst, "2")] {
+        let out = ours_to_stdout(&td, a, &["--threads", threads]);
+        assert_eq!(out.code, Some(2), "{}", out.describe());
+        let lines = out.stderr_lines();
+        assert_eq!(lines.len(), 1, "{}", out.describe());
+        assert!(lines[0].starts_with("fastuntar: d/cut: "), "{}", out.describe());
+        assert!(out.stdout.len() >= first.len(), "{}", out.describe());
+        assert_eq!(out.stdout[..first.len()], first[..], "{}", out.describe());
+        assert!(out.stdout.len() < first.len() + (2 << 20), "{}", out.describe());
+    }
+}
+
+/// A reader that stops early (`| head -c 10`) ends the run quietly with exit 0, as `-t | head`
+/// does (GNU tar dies of SIGPIPE, 141); `--json` would mix into the data and is refused.
+#[test]
+fn to_stdout_closed_pipe_and_json() {
+    let _g = shared();
+    let td = TestDir::new("to_stdout_pipe");
+    let mut t = Tar::new();
+    t.file("big", &Rng::new(31).bytes(8 << 20)).file("after", b"after\n");
+    let a = td.write("p.tar", t.finish());
+    let script = format!(
+        "{} -xOf {} 2>{}; echo $? > {}",
+        sh_quote(BIN),
+        q(&a),
+        q(&td.join("err")),
+        q(&td.join("code"))
+    );
+    let out = Cmd::new("bash").args(["-c", &format!("({script}) | head -c 10")]).run();
+    assert_eq!(out.stdout.len(), 10, "{}", out.describe());
+    let err = fs::read_to_string(td.join("err")).unwrap();
+    assert_eq!(fs::read_to_string(td.join("code")).unwrap().trim(), "0", "{err}");
+    assert!(err.is_empty(), "{err}");
+    let out = fastuntar().args(["--json", "-xOf"]).arg(&a).run();
+    assert_eq!(out.code, Some(2), "{}", out.describe());
+    assert!(out.stdout.is_empty() && out.stderr_str().contains("--json"), "{}", out.describe());
+}

@@ -1,0 +1,191 @@
+//! `-O/--to-stdout`: the data of every member that would be extracted as a regular file
+//! (`admit::extracted_as_file`), written to standard output in archive order as `tar -xOf`
+//! writes it; a GNU sparse file at its full size, its holes as zeros. Directories, links,
+//! FIFOs and devices write nothing, and nothing is created on disk (`-C` is not used).
+//!
+//! Members are judged as extraction judges them (`extract::judge`: `--strip-components`, the
+//! safety rules, `--snapshot`, the limits), so `-O` writes exactly the files `-x` would create.
+//! `-v` names go to stderr, keeping stdout the data alone, as GNU tar does with `-O`; there is
+//! no progress bar or summary line (they would draw over a pager reading the pipe).
+//!
+//! Standard output closed early (`fastuntar -xOf A | head -c 10`) ends the run quietly with
+//! exit 0, as `-t | head` does: the reader has what it wanted. GNU tar dies of SIGPIPE there
+//! (status 141 in the shell). Any other failed write (a full disk) is fatal, exit 2.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::AsFd;
+
+use anyhow::{Context, Result, anyhow, bail};
+
+use crate::admit::{Admission, FileCount, extracted_as_file};
+use crate::archive::{Kind, Member, Reader, Skip};
+use crate::config::{CHUNK_SIZE, Config};
+use crate::extract::{judge, skip_continuation, warn_unknown_type};
+use crate::list;
+use crate::report;
+use crate::safety::Sanitizer;
+
+/// Bytes gathered before one write(2) to stdout: file data is read straight into this buffer,
+/// and small files share one write.
+const OUT_BUF: usize = CHUNK_SIZE;
+
+/// Writes the files' data to stdout; returns the number of members read.
+pub fn run(cfg: &Config) -> Result<u64> {
+    let mut archive = list::open(cfg)?;
+    // A duplicate of fd 1, written without Stdout's line buffering (which would look for
+    // newlines in every chunk of data).
+    let stdout = io::stdout().as_fd().try_clone_to_owned().context("cannot use stdout")?;
+    let mut out = Out { file: File::from(stdout), buf: vec![0; OUT_BUF], filled: 0 };
+    let mut sanitizer = Sanitizer::new(cfg.strip_components);
+    let mut admission =
+        Admission::new(cfg.snapshot, cfg.limits.clone(), FileCount::new(cfg.limits.max_files));
+    let utf8 = list::utf8_locale();
+    let mut scratch = Vec::new();
+    let mut members = 0;
+    // The member whose data was written last, for a write that fails at the end.
+    let mut last = String::new();
+    loop {
+        let m = match archive.reader.next_member() {
+            Ok(Some(m)) => m,
+            Ok(None) => break,
+            Err(e) => return Err(out.flush_before(e)),
+        };
+        members += 1;
+        if !archive.wants(&m.name) {
+            continue;
+        }
+        let name = m.display_name();
+        let judged = judge(cfg, &mut sanitizer, &mut admission, &m, &name);
+        let Some(_path) = judged.map_err(|e| out.flush_before(e))? else { continue };
+        if cfg.verbose > 0 {
+            report::diagnostic(&report::quote(&m.name, utf8));
+        }
+        match m.kind {
+            Kind::Other(b'M') => skip_continuation(&name),
+            Kind::Other(b'V') => {}
+            Kind::Other(flag) => warn_unknown_type(&name, flag),
+            _ => {}
+        }
+        // Directories, links, FIFOs, devices: nothing to write, as in GNU tar.
+        if !extracted_as_file(m.kind) {
+            continue;
+        }
+        match data(&mut archive.reader, &m, &mut out, &mut scratch) {
+            Ok(()) => last = name,
+            Err(Failure::Write(e)) => return stopped(members, &name, e),
+            Err(Failure::Read(e)) => {
+                let e = anyhow!("{e:#}; the data of {name} on stdout is incomplete");
+                return Err(out.flush_before(e));
+            }
+        }
+    }
+    if let Err(e) = out.flush() {
+        return stopped(members, &last, e);
+    }
+    archive.finish(utf8)?;
+    Ok(members)
+}
+
+/// A failed write to stdout: a closed pipe ends the run quietly (nobody reads what would
+/// follow, and decoding the rest of the archive would be wasted); anything else is fatal.
+fn stopped(members: u64, name: &str, e: io::Error) -> Result<u64> {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        return Ok(members);
+    }
+    bail!("{name}: stdout: write error: {e}")
+}
+
+enum Failure {
+    /// The archive could not be read (the reader's error names the member).
+    Read(anyhow::Error),
+    /// Stdout could not be written.
+    Write(io::Error),
+}
+
+/// Writes one member's data. A regular member's data is read straight into the output buffer;
+/// a sparse member's segments through `scratch`, with zeros for the holes before, between and
+/// after them, to its full size.
+fn data<R: Skip>(
+    reader: &mut Reader<R>,
+    m: &Member,
+    out: &mut Out,
+    scratch: &mut Vec<u8>,
+) -> Result<(), Failure> {
+    if m.sparse.is_none() {
+        loop {
+            let spare = out.spare().map_err(Failure::Write)?;
+            match reader.read_data(spare).map_err(Failure::Read)? {
+                Some((_, n)) => out.filled += n,
+                None => return Ok(()),
+            }
+        }
+    }
+    scratch.resize(OUT_BUF, 0);
+    let mut pos = 0;
+    while let Some((offset, n)) = reader.read_data(scratch).map_err(Failure::Read)? {
+        // The reader checked the map (in order, no overlaps, within the size); a chunk before
+        // what was written already would corrupt the output, so it is not trusted blindly.
+        if offset < pos {
+            return Err(Failure::Read(anyhow!("{}: sparse data out of order", m.display_name())));
+        }
+        out.zeros(offset - pos).map_err(Failure::Write)?;
+        out.write(&scratch[..n]).map_err(Failure::Write)?;
+        pos = offset + n as u64;
+    }
+    out.zeros(m.size.saturating_sub(pos)).map_err(Failure::Write)
+}
+
+/// Stdout behind a buffer of OUT_BUF bytes, written with write(2) only when full (and at the
+/// end), so a 1 GB file is a thousand writes and ten thousand small files a few.
+struct Out {
+    file: File,
+    buf: Vec<u8>,
+    /// Bytes of `buf` waiting to be written.
+    filled: usize,
+}
+
+impl Out {
+    /// The free rest of the buffer (never empty: a full buffer is written out first).
+    fn spare(&mut self) -> io::Result<&mut [u8]> {
+        if self.filled == self.buf.len() {
+            self.flush()?;
+        }
+        Ok(&mut self.buf[self.filled..])
+    }
+
+    fn write(&mut self, mut data: &[u8]) -> io::Result<()> {
+        while !data.is_empty() {
+            let spare = self.spare()?;
+            let n = spare.len().min(data.len());
+            spare[..n].copy_from_slice(&data[..n]);
+            self.filled += n;
+            data = &data[n..];
+        }
+        Ok(())
+    }
+
+    fn zeros(&mut self, mut n: u64) -> io::Result<()> {
+        while n > 0 {
+            let spare = self.spare()?;
+            let k = usize::try_from(n).unwrap_or(usize::MAX).min(spare.len());
+            spare[..k].fill(0);
+            self.filled += k;
+            n -= k as u64;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let r = self.file.write_all(&self.buf[..self.filled]);
+        self.filled = 0;
+        r
+    }
+
+    /// Writes out what was read before `e` (as extraction lands the members decoded before an
+    /// error), then gives `e` back: the archive's error is the run's.
+    fn flush_before(&mut self, e: anyhow::Error) -> anyhow::Error {
+        let _ = self.flush();
+        e
+    }
+}
