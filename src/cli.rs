@@ -5,6 +5,21 @@ use std::path::PathBuf;
 
 use clap::{ArgAction, Parser, ValueEnum};
 
+/// Parses the command line (after `traditional`), exiting as clap does on an error.
+pub fn parse(argv: Vec<OsString>) -> Args {
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = Args::command().get_matches_from(argv);
+    let mut args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // GNU tar: --xattrs, --xattrs-include and --xattrs-exclude turn restoring on, --no-xattrs
+    // off; the last one given wins.
+    // (A flag that is absent has its default's index: only the command line counts.)
+    let given = |id: &str| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+    let last = |id: &str| matches.indices_of(id).filter(|_| given(id)).and_then(Iterator::max);
+    let on = ["xattrs", "xattrs_include", "xattrs_exclude"].into_iter().filter_map(last).max();
+    args.xattrs_on = on > last("no_xattrs");
+    args
+}
+
 #[derive(Parser, Debug)]
 #[command(
     name = "fastuntar",
@@ -86,6 +101,33 @@ pub struct Args {
     /// created (and no time is set, which saves a system call per member).
     #[arg(short = 'm', long = "touch")]
     pub touch: bool,
+
+    /// Restore extended attributes from the archive's PAX records (SCHILY.xattr, and bsdtar's
+    /// LIBARCHIVE.xattr): without --xattrs-include only the user.* namespace, as GNU tar.
+    /// Set on each file through its own descriptor after its data and owner. The last of
+    /// --xattrs, --no-xattrs and --xattrs-include/--xattrs-exclude decides.
+    #[arg(long = "xattrs", action = ArgAction::Count)]
+    pub xattrs: u8,
+
+    /// Do not restore extended attributes (the default).
+    #[arg(long = "no-xattrs", action = ArgAction::Count)]
+    pub no_xattrs: u8,
+
+    /// Restore only the attributes whose name matches PATTERN (fnmatch wildcards over the
+    /// whole name, e.g. 'security.capability' or 'user.*'); implies --xattrs. May be
+    /// repeated: an attribute matching any of them is restored.
+    #[arg(long = "xattrs-include", value_name = "PATTERN")]
+    pub xattrs_include: Vec<String>,
+
+    /// Do not restore the attributes whose name matches PATTERN (as --xattrs-include; wins
+    /// over it); implies --xattrs. May be repeated.
+    #[arg(long = "xattrs-exclude", value_name = "PATTERN")]
+    pub xattrs_exclude: Vec<String>,
+
+    /// Whether the last of the xattr flags turns restoring on (set by `parse`, from where
+    /// each flag stands on the command line).
+    #[arg(skip)]
+    pub xattrs_on: bool,
 
     /// Skip members matching PATTERN (shell wildcards, matched after any '/'; a matching
     /// directory excludes its contents). May be repeated.

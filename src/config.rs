@@ -74,6 +74,8 @@ pub struct Config {
     pub old_files: OldFiles,
     /// `-m`: modification times are not restored.
     pub touch: bool,
+    /// `--xattrs`: which extended attributes are restored (None: none, the default).
+    pub xattrs: Option<crate::xattrs::XattrFilter>,
     pub strip_components: usize,
     pub same_owner: bool,
     /// `--numeric-owner`: owners are the archive's numbers, never its names (`owner.rs`).
@@ -178,6 +180,16 @@ impl Config {
             limits.max_files = limits.max_files.or(Some(SNAPSHOT_MAX_FILES));
             limits.max_bytes = limits.max_bytes.or(Some(SNAPSHOT_MAX_BYTES));
         }
+        if args.xattrs_on && args.snapshot {
+            bail!(
+                "--xattrs cannot be used with --snapshot: the snapshot layout holds only files \
+                 and directories with fixed modes"
+            );
+        }
+        let xattrs = args
+            .xattrs_on
+            .then(|| crate::xattrs::XattrFilter::new(&args.xattrs_include, &args.xattrs_exclude))
+            .transpose()?;
         let max_window_log = window_log(parse_size(&args.max_window).context("--max-window")?)?;
         let (writer_threads, writer_threads_given) = writer_threads(args.writer_threads)?;
         Ok(Config {
@@ -197,6 +209,7 @@ impl Config {
                 (false, false) => OldFiles::Replace,
             },
             touch: args.touch,
+            xattrs,
             strip_components: args.strip_components,
             same_owner: args.same_owner && !args.no_same_owner,
             numeric_owner: args.numeric_owner,

@@ -402,6 +402,7 @@ fn produce(
     let Stream { reader: input, trailer } = input;
     let mut reader = Reader::new(input);
     reader.ignore_zeros(cfg.ignore_zeros);
+    reader.xattrs(cfg.xattrs.is_some());
     let mut sanitizer = Sanitizer::new(cfg.strip_components);
     let mut admission = Admission::new(cfg.snapshot, cfg.limits.clone(), files);
     let exclude = Exclude::new(&cfg.exclude)?;
@@ -641,7 +642,7 @@ impl<R: Skip> Stage<'_, '_, R> {
     }
 
     /// One member: judge its path, admit it, send its ops (and data).
-    fn member(&mut self, m: Member) -> Result<(), MemberError> {
+    fn member(&mut self, mut m: Member) -> Result<(), MemberError> {
         let cfg = self.cfg;
         let name = m.display_name();
         let Some(path) = judge(cfg, self.sanitizer, self.admission, &m, &name)? else {
@@ -665,7 +666,11 @@ impl<R: Skip> Stage<'_, '_, R> {
         };
         // `-m` (also with --snapshot: it only concerns times): no time is set at all.
         let mtime = (!cfg.touch).then_some(m.mtime);
-        let entry = Entry { name, path, mode, mtime, owner, offset: m.offset };
+        let xattrs = match &cfg.xattrs {
+            Some(filter) => filter.select(std::mem::take(&mut m.xattrs)),
+            None => None,
+        };
+        let entry = Entry { name, path, mode, mtime, owner, offset: m.offset, xattrs };
         match m.kind {
             Kind::Dir => self.send(Op::Dir(entry)),
             Kind::Symlink => self.send(Op::Symlink { entry, target: m.link_name }),

@@ -23,3 +23,4 @@ pub mod safety;
 pub mod select;
 pub mod to_stdout;
 pub mod write;
+pub mod xattrs;

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use clap::{CommandFactory, Parser};
+use clap::CommandFactory;
 
 use fastuntar::exit_codes::ExitCode;
 use fastuntar::extract::Summary;
@@ -12,7 +12,7 @@ fn main() {
     ignore_sigxfsz();
     resources::fit_address_space();
     let args = match cli::traditional(std::env::args_os().collect()) {
-        Ok(argv) => cli::Args::parse_from(argv),
+        Ok(argv) => cli::parse(argv),
         Err(e) => {
             report::diagnostic(&format!("fastuntar: {e}"));
             std::process::exit(ExitCode::Fatal as i32);

@@ -149,6 +149,7 @@ mod tests {
             size: 0,
             sparse: None,
             offset: 0,
+            xattrs: Vec::new(),
         }
     }
 

@@ -7,6 +7,9 @@
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
+use std::sync::Arc;
+
+use crate::archive::Xattr;
 use crate::pool::PoolBuf;
 
 /// A relative path whose components are all plain names (no `/` root, `.`, `..`, or NUL).
@@ -85,6 +88,9 @@ pub struct Entry {
     pub owner: Option<(u32, u32)>,
     /// Offset of the member's first header block in the decoded archive stream.
     pub offset: u64,
+    /// Extended attributes to restore (`--xattrs`, after `--xattrs-include/-exclude`); None
+    /// when there are none, so a member without them allocates nothing.
+    pub xattrs: Option<Arc<[Xattr]>>,
 }
 
 pub enum Op {

@@ -7,8 +7,10 @@ mod format;
 mod pax;
 mod reader;
 mod sparse;
+mod xattr;
 
 pub use reader::Reader;
+pub use xattr::{MAX_TOTAL as MAX_XATTR_TOTAL, MAX_VALUE as MAX_XATTR_VALUE, Xattr};
 
 /// What the tar reader reads: the decoded archive, which may also let data the reader does
 /// not want (a listing, an excluded member) be passed over without being copied out.
@@ -83,6 +85,9 @@ pub struct Member {
     pub sparse: Option<Vec<Segment>>,
     /// Offset of the member's first header block (including extension headers).
     pub offset: u64,
+    /// Extended attributes from the member's PAX `x` header, in record order; read only with
+    /// `Reader::xattrs` (empty, and nothing allocated, otherwise or when it has none).
+    pub xattrs: Vec<Xattr>,
 }
 
 impl Member {

@@ -2,8 +2,9 @@
 //!
 //! [`Parser`] is a push parser: the reader feeds it the data area of an `x`/`g` header in
 //! pieces, so a header of any size is parsed in constant memory. Only the values of the keys
-//! used (`path`, `linkpath`, `size`, `mtime`, `uid`, `gid`, `GNU.sparse.*`) are kept, each
-//! capped; every other value (ACLs, xattrs, ...) is skipped as it streams past.
+//! used (`path`, `linkpath`, `size`, `mtime`, `uid`, `gid`, `GNU.sparse.*`, and with
+//! `--xattrs` the extended attributes, `xattr.rs`) are kept, each capped; every other value
+//! (ACLs, ...) is skipped as it streams past.
 //!
 //! Record syntax is checked strictly, as GNU tar does: a length that is missing, zero, not
 //! followed by a blank, or longer than the data left is an error, as is a record without `=`
@@ -14,14 +15,16 @@
 //! error. A later `g` header replaces the keys it sets; an `x` header wins over them all.
 
 use super::sparse::{self, PaxSparse};
+use super::xattr::{self, Xattrs};
 use crate::plan::Timestamp;
 
 /// Longest kept value of a name-like key (`path`, `linkpath`, `GNU.sparse.name`).
 pub(super) const MAX_NAME_VALUE: usize = 1 << 20;
 /// Longest kept value of a numeric key (a time with a long fraction is the longest).
 const MAX_NUMBER_VALUE: usize = 1024;
-/// Keys longer than this are none of ours: not stored, just skipped.
-const MAX_KEY: usize = 64;
+/// Keys longer than this are none of ours: not stored, just skipped. An attribute name is at
+/// most 255 bytes (XATTR_NAME_MAX); `LIBARCHIVE.xattr.` and its %-encoding make that 782.
+const MAX_KEY: usize = 1024;
 /// Digits accepted in a record length.
 const MAX_LENGTH_DIGITS: usize = 19;
 
@@ -68,6 +71,8 @@ pub(super) struct Extended {
     pub(super) overrides: Overrides,
     /// GNU sparse records (ignored in `g` headers).
     pub(super) sparse: PaxSparse,
+    /// Extended attributes (`x` headers only, and only when asked for: `Parser::new`).
+    pub(super) xattrs: Xattrs,
 }
 
 /// What to do with the value of the record being parsed.
@@ -77,6 +82,8 @@ enum Value {
     Keep(usize),
     /// Stream it into the sparse map parser (`GNU.sparse.map`).
     Map,
+    /// An extended attribute's value (`xattr.rs`): kept up to its cap, dropped beyond it.
+    Xattr,
     Skip,
 }
 
@@ -99,6 +106,8 @@ enum State {
 #[derive(Debug)]
 pub(super) struct Parser {
     global: bool,
+    /// Whether extended attribute records are kept (`--xattrs`).
+    xattrs: bool,
     /// Bytes of the data area not yet fed.
     left: u64,
     state: State,
@@ -116,10 +125,12 @@ pub(super) struct Parser {
 }
 
 impl Parser {
-    /// A parser for a data area of `size` bytes; `global` for a `g` header.
-    pub(super) fn new(size: u64, global: bool) -> Self {
+    /// A parser for a data area of `size` bytes; `global` for a `g` header; `xattrs` keeps
+    /// extended attribute records (never in a `g` header: GNU tar 1.34 ignores them there).
+    pub(super) fn new(size: u64, global: bool, xattrs: bool) -> Self {
         Parser {
             global,
+            xattrs: xattrs && !global,
             left: size,
             state: State::Start,
             rec_len: 0,
@@ -278,6 +289,7 @@ impl Parser {
             b"uname" | b"gname" => Value::Keep(MAX_NUMBER_VALUE),
             b"size" | b"mtime" | b"uid" | b"gid" => Value::Keep(MAX_NUMBER_VALUE),
             _ if self.global => Value::Skip,
+            k if self.xattrs && xattr::is_key(k) => Value::Xattr,
             b"GNU.sparse.map" => Value::Map,
             b"GNU.sparse.name" => Value::Keep(MAX_NAME_VALUE),
             k if PaxSparse::is_sparse_key(k) => Value::Keep(MAX_NUMBER_VALUE),
@@ -290,6 +302,16 @@ impl Parser {
         match self.value_kind {
             Value::Keep(_) => self.value.extend_from_slice(chunk),
             Value::Map => self.ext.sparse.map_bytes(chunk)?,
+            Value::Xattr => {
+                if self.value.len() + chunk.len() <= xattr::MAX_RECORD_VALUE {
+                    self.value.extend_from_slice(chunk);
+                } else {
+                    // Too large to be kept: marked, and the bytes go by.
+                    self.value_kind = Value::Skip;
+                    self.ext.xattrs.too_large(&self.key);
+                    self.value = Vec::new();
+                }
+            }
             Value::Skip => {}
         }
         Ok(())
@@ -306,6 +328,10 @@ impl Parser {
                 self.apply(&value)?;
             }
             Value::Map => self.ext.sparse.map_end()?,
+            Value::Xattr => {
+                let value = std::mem::take(&mut self.value);
+                self.ext.xattrs.record(&self.key, value);
+            }
             Value::Skip => {}
         }
         self.state = State::Start;
@@ -352,12 +378,15 @@ impl Parser {
     }
 
     /// Ends the data area: everything fed must have formed whole records.
-    pub(super) fn finish(self) -> Result<Extended, String> {
+    pub(super) fn finish(mut self) -> Result<Extended, String> {
         if self.left != 0 {
             return Err("PAX header: data missing".to_string());
         }
         match self.state {
-            State::Start | State::Padding => Ok(self.ext),
+            State::Start | State::Padding => {
+                self.ext.xattrs.finish();
+                Ok(self.ext)
+            }
             _ => Err(bad("truncated record")),
         }
     }
@@ -428,7 +457,7 @@ mod tests {
     }
 
     fn parse_in_pieces(data: &[u8], global: bool, piece: usize) -> Result<Extended, String> {
-        let mut p = Parser::new(data.len() as u64, global);
+        let mut p = Parser::new(data.len() as u64, global, true);
         for chunk in data.chunks(piece.max(1)) {
             p.feed(chunk)?;
         }
@@ -516,7 +545,7 @@ mod tests {
         let big = rec("path", &"p".repeat(MAX_NAME_VALUE + 1));
         assert!(parse_in_pieces(&big, false, 4096).unwrap_err().contains("too long"));
         // Feeding more than the declared size is refused.
-        let mut p = Parser::new(3, false);
+        let mut p = Parser::new(3, false, false);
         assert!(p.feed(b"abcd").is_err());
     }
 
@@ -530,6 +559,31 @@ mod tests {
         assert_eq!(g.overrides.path, Some(b"g".to_vec()));
         let x = parse_in_pieces(&data, false, 5).unwrap();
         assert_eq!(x.sparse.version().unwrap(), Some(sparse::PaxVersion::V0));
+    }
+
+    #[test]
+    fn xattr_records() {
+        // Raw bytes, NUL and newline included (the record is length-prefixed).
+        let mut data = rec("SCHILY.xattr.user.bin", "a\0b\nc");
+        data.extend(rec("LIBARCHIVE.xattr.user.lib", "bGli"));
+        data.extend(rec("SCHILY.xattr.user.big", &"v".repeat(xattr::MAX_RECORD_VALUE + 1)));
+        data.extend(rec("path", "p"));
+        let list = |e: Extended| e.xattrs.into_list();
+        let got = list(parse(&data).unwrap());
+        assert_eq!(got.len(), 3);
+        assert_eq!(
+            (got[0].name.as_slice(), got[0].value.as_deref()),
+            (&b"user.bin"[..], Some(&b"a\0b\nc"[..]))
+        );
+        assert_eq!(got[1].value.as_deref(), Some(&b"lib"[..]));
+        assert_eq!((got[2].name.as_slice(), got[2].value.as_deref()), (&b"user.big"[..], None));
+        // Not asked for, or in a global header (GNU tar 1.34 ignores them there): nothing kept.
+        let mut p = Parser::new(data.len() as u64, false, false);
+        p.feed(&data).unwrap();
+        let e = p.finish().unwrap();
+        assert_eq!(e.overrides.path, Some(b"p".to_vec()));
+        assert!(list(e).is_empty());
+        assert!(list(parse_in_pieces(&data, true, 7).unwrap()).is_empty());
     }
 
     #[test]

@@ -49,6 +49,8 @@ pub struct Reader<R: Skip> {
     /// `-i`: zero blocks are stepped over, and only the end of the input ends the archive
     /// (concatenated archives, `cat a.tar b.tar`).
     ignore_zeros: bool,
+    /// `--xattrs`: PAX extended attribute records are kept.
+    xattrs: bool,
     /// Values from PAX global (`g`) headers seen so far.
     global: Overrides,
     /// Name of the last member returned, for messages about what follows it.
@@ -247,6 +249,7 @@ impl<R: Skip> Reader<R> {
             error: None,
             finished: false,
             ignore_zeros: false,
+            xattrs: false,
             global: Overrides::default(),
             prev: None,
             cur: None,
@@ -257,6 +260,12 @@ impl<R: Skip> Reader<R> {
     /// GNU tar's `--ignore-zeros`: read on past zero blocks to the end of the input.
     pub fn ignore_zeros(&mut self, on: bool) {
         self.ignore_zeros = on;
+    }
+
+    /// `--xattrs`: keep the members' extended attributes (`Member::xattrs`); otherwise their
+    /// records are skipped as every other unused PAX record is.
+    pub fn xattrs(&mut self, on: bool) {
+        self.xattrs = on;
     }
 
     /// Next member with every extension header applied; skips (reads past) whatever data of
@@ -595,7 +604,7 @@ impl<R: Skip> Reader<R> {
     fn read_pax(&mut self, h: &Header<'_>, flag: TypeFlag, off: u64, ext: &mut Pending) -> Res<()> {
         let size = self.extension_size(h, off)?;
         let global = flag == TypeFlag::PaxGlobal;
-        let mut parser = pax::Parser::new(size, global);
+        let mut parser = pax::Parser::new(size, global, self.xattrs);
         self.stream(size, off, |chunk| parser.feed(chunk))?;
         let parsed = parser.finish().map_err(|e| self.msg(None, off, &e))?;
         if global {
@@ -646,7 +655,8 @@ impl<R: Skip> Reader<R> {
     /// current member.
     fn member(&mut self, blk: &Block, start: u64, off: u64, ext: Pending) -> Res<Member> {
         let h = Header(blk);
-        let local = ext.local.unwrap_or_default();
+        let mut local = ext.local.unwrap_or_default();
+        let xattrs = std::mem::take(&mut local.xattrs).into_list();
         let names = self.names(&h, &local, ext.long_name, ext.long_link);
         let display = crate::report::printable(&names.name);
         let err = |s: &Self, what: &str| s.msg(Some(&display), off, what);
@@ -688,6 +698,7 @@ impl<R: Skip> Reader<R> {
             size: if readable { layout.real_size } else { 0 },
             sparse: layout.segments,
             offset: start,
+            xattrs,
         })
     }
 

@@ -25,6 +25,7 @@ use anyhow::{Context, Result, anyhow};
 use super::restart;
 use super::tree::{Create, NodeId, Tree};
 use crate::admit::FileCount;
+use crate::archive::Xattr;
 use crate::config::OldFiles;
 use crate::plan::{Entry, SafePath, Timestamp};
 
@@ -80,6 +81,10 @@ struct DeferredDir {
     mode: u32,
     mtime: Option<Timestamp>,
     owner: Option<(u32, u32)>,
+    /// `--xattrs`: set with the rest of its metadata, through its fd.
+    xattrs: Option<Arc<[Xattr]>>,
+    /// The member name, for messages about its attributes.
+    name: String,
     dev: u64,
     ino: u64,
     /// Archive offset of the member that moved it to `closing` (u64::MAX at the end): with
@@ -318,6 +323,8 @@ impl Dest {
             mode: entry.mode,
             mtime: entry.mtime,
             owner: entry.owner,
+            xattrs: entry.xattrs.clone(),
+            name: entry.name.clone(),
             dev: st.st_dev,
             ino: st.st_ino,
             closed_at: u64::MAX,
@@ -399,27 +406,46 @@ impl Dest {
         if st.st_dev != d.dev || st.st_ino != d.ino {
             return Ok(());
         }
-        let entry = MetaOf { mode: self.mode(d.mode), mtime: d.mtime, owner: d.owner };
+        let entry = MetaOf {
+            mode: self.mode(d.mode),
+            mtime: d.mtime,
+            owner: d.owner,
+            xattrs: d.xattrs.as_deref().map(|x| (d.name.as_str(), x)),
+        };
         set_meta(fd.as_raw_fd(), &entry, true)
             .map_err(|e| anyhow!("{}: cannot set directory metadata: {e}", d.path.display()))
     }
 }
 
 /// The metadata to apply to one inode.
-pub struct MetaOf {
+pub struct MetaOf<'a> {
     /// Final permission bits (after `Dest::mode`).
     pub mode: u32,
     /// None: the time is left as it is (`-m`).
     pub mtime: Option<Timestamp>,
     pub owner: Option<(u32, u32)>,
+    /// `--xattrs`: the member's name (for messages) and the attributes to set.
+    pub xattrs: Option<(&'a str, &'a [Xattr])>,
 }
 
-/// Owner (if asked), mode (if `set_mode`) and mtime (unless `-m`) of an open file or directory,
-/// in that order (chown clears set-id bits, so the mode comes after it).
+/// Owner (if asked), extended attributes, mode (if `set_mode`) and mtime (unless `-m`) of an
+/// open file or directory, in that order: chown clears set-id bits and `security.capability`,
+/// so the mode and attributes come after it; a write clears the capability too, so this runs
+/// once the data is complete; attributes go before the mode, as a user.* attribute needs write
+/// permission on the inode (a 0444 file of ours refuses it to a user who is not root).
+/// An attribute that is not set is reported by `set_xattrs`, never fatal.
 pub fn set_meta(fd: RawFd, m: &MetaOf, set_mode: bool) -> io::Result<()> {
     if let Some((uid, gid)) = m.owner {
         // Safety: fd is open.
         cvt(restart(|| unsafe { libc::fchown(fd, uid, gid) }))?;
+    }
+    if let Some((member, xattrs)) = m.xattrs {
+        set_xattrs(member, xattrs, |name, value| {
+            // Safety: fd is open; name is a C string, value a valid slice.
+            cvt(restart(|| unsafe {
+                libc::fsetxattr(fd, name.as_ptr(), value.as_ptr().cast(), value.len(), 0)
+            }))
+        });
     }
     if set_mode {
         // Safety: fd is open.
@@ -429,6 +455,44 @@ pub fn set_meta(fd: RawFd, m: &MetaOf, set_mode: bool) -> io::Result<()> {
     let times = timespecs(mtime);
     // Safety: fd is open; `times` is a valid two-element array.
     cvt(restart(|| unsafe { libc::futimens(fd, times.as_ptr()) }))
+}
+
+/// Sets each attribute with `set` (an fsetxattr on a descriptor of our own: never a path
+/// that could be swapped for a symlink, docs/SECURITY.md), in archive order (a name given twice:
+/// the last value stands, as in GNU tar). What the kernel or the filesystem refuses (ENOTSUP
+/// where the filesystem has no attributes or not that namespace, EPERM for trusted.* without
+/// CAP_SYS_ADMIN or user.* on a symlink, ENOSPC when they do not fit the inode, ...) makes one
+/// line for the member, naming the first refusal, and exit status 1. GNU tar 1.34 prints one
+/// warning per attribute and exits 0.
+pub fn set_xattrs(member: &str, xattrs: &[Xattr], set: impl Fn(&CStr, &[u8]) -> io::Result<()>) {
+    let mut first: Option<(String, String)> = None;
+    let mut more = 0;
+    for x in xattrs {
+        let result = match &x.value {
+            Some(value) => {
+                cstr_io(&x.name).and_then(|name| set(&name, value)).map_err(|e| e.to_string())
+            }
+            None => Err(format!(
+                "too large to be kept (over {} KiB, or past the member's {} KiB of attributes)",
+                crate::archive::MAX_XATTR_VALUE / 1024,
+                crate::archive::MAX_XATTR_TOTAL / 1024
+            )),
+        };
+        if let Err(e) = result {
+            if first.is_none() {
+                first = Some((crate::report::printable(&x.name), e));
+            } else {
+                more += 1;
+            }
+        }
+    }
+    if let Some((name, e)) = first {
+        let more = if more > 0 { format!(" (and {more} more not set)") } else { String::new() };
+        crate::report::skipped(
+            member,
+            format!("cannot set extended attribute '{name}': {e}{more}"),
+        );
+    }
 }
 
 /// atime left as is (UTIME_OMIT: creation just set it to now), mtime from the archive.
@@ -497,7 +561,8 @@ impl Dest {
         // The create mode already holds the permission bits; only chown (which clears set-id
         // bits) or set-id/sticky bits need an explicit chmod.
         let set_mode = entry.owner.is_some() || mode & 0o7000 != 0;
-        set_meta(fd, &MetaOf { mode, mtime: entry.mtime, owner: entry.owner }, set_mode)
+        let xattrs = entry.xattrs.as_deref().map(|x| (entry.name.as_str(), x));
+        set_meta(fd, &MetaOf { mode, mtime: entry.mtime, owner: entry.owner, xattrs }, set_mode)
     }
 
     /// A symlink: created with symlinkat; owner and mtime (unless `-m`) set with
@@ -514,6 +579,26 @@ impl Dest {
             let nofollow = libc::AT_SYMLINK_NOFOLLOW;
             // Safety: valid dirfd and C string; the flag acts on the link itself.
             cvt(restart(|| unsafe { libc::fchownat(dirfd, name, uid, gid, nofollow) }))?;
+        }
+        if let Some(xattrs) = &entry.xattrs {
+            // lsetxattr on /proc/self/fd/DIRFD/NAME: the magic link is the directory we hold,
+            // and the link itself (NAME, not followed) gets the attributes, as with
+            // AT_SYMLINK_NOFOLLOW above (O_PATH fds are refused by fsetxattr and setxattrat).
+            let mut at = format!("/proc/self/fd/{dirfd}/").into_bytes();
+            at.extend_from_slice(slot.name.to_bytes());
+            let at = cstr_io(&at)?;
+            set_xattrs(&entry.name, xattrs, |name, value| {
+                // Safety: valid C strings and value slice; lsetxattr does not follow NAME.
+                cvt(restart(|| unsafe {
+                    libc::lsetxattr(
+                        at.as_ptr(),
+                        name.as_ptr(),
+                        value.as_ptr().cast(),
+                        value.len(),
+                        0,
+                    )
+                }))
+            });
         }
         let Some(mtime) = entry.mtime else { return Ok(()) };
         let times = timespecs(mtime);
@@ -561,7 +646,7 @@ impl Dest {
             cvt(restart(|| unsafe { libc::mknodat(dirfd, name.as_ptr(), fifo, 0) }))
         })?;
         let set_mode = mode & 0o7000 != 0 || entry.owner.is_some();
-        if !set_mode && entry.mtime.is_none() {
+        if !set_mode && entry.mtime.is_none() && entry.xattrs.is_none() {
             // Nothing to apply (`-m`): mknodat gave the permission bits.
             return Ok(());
         }
@@ -572,7 +657,12 @@ impl Dest {
                 "replaced by something else while being created; left alone",
             ));
         }
-        set_meta_opath(&node, &MetaOf { mode, mtime: entry.mtime, owner: entry.owner }, set_mode)
+        let xattrs = entry.xattrs.as_deref().map(|x| (entry.name.as_str(), x));
+        set_meta_opath(
+            &node,
+            &MetaOf { mode, mtime: entry.mtime, owner: entry.owner, xattrs },
+            set_mode,
+        )
     }
 }
 
@@ -601,6 +691,27 @@ fn set_meta_opath(fd: &OwnedFd, m: &MetaOf, set_mode: bool) -> io::Result<()> {
         }))?;
     }
     let proc = CString::new(format!("/proc/self/fd/{raw}")).expect("no NUL in a number");
+    if let Some((member, xattrs)) = m.xattrs {
+        // fsetxattr refuses an O_PATH fd: the FIFO is opened for reading through the magic link
+        // (the very inode `fd` holds; O_NONBLOCK, so no writer is waited for) and set there.
+        let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC;
+        // Safety: a valid C string.
+        let r = restart(|| unsafe { libc::open(proc.as_ptr(), flags) });
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            crate::report::skipped(member, format!("cannot set extended attributes: {e}"));
+        } else {
+            // Safety: a fresh fd we own.
+            let fifo = unsafe { OwnedFd::from_raw_fd(r) };
+            set_xattrs(member, xattrs, |name, value| {
+                let fd = fifo.as_raw_fd();
+                // Safety: fd is open; name is a C string, value a valid slice.
+                cvt(restart(|| unsafe {
+                    libc::fsetxattr(fd, name.as_ptr(), value.as_ptr().cast(), value.len(), 0)
+                }))
+            });
+        }
+    }
     if set_mode {
         // Safety: a valid C string; the magic link resolves to the inode `fd` holds.
         cvt(restart(|| unsafe { libc::chmod(proc.as_ptr(), m.mode) }))?;
@@ -639,6 +750,7 @@ mod tests {
             mtime: Some(Timestamp { secs, nanos: 0 }),
             owner: None,
             offset: 0,
+            xattrs: None,
         }
     }
 

@@ -1,0 +1,442 @@
+//! Extended attributes (`--xattrs`, `--xattrs-include`, `--xattrs-exclude`) against GNU tar
+//! 1.34's `--xattrs`: archives written by `tar --xattrs` and `bsdtar --xattrs`, every writer
+//! configuration and 1 and 3 writer threads; as root `trusted.*` and a `security.capability`
+//! that a late write or chown would clear; a destination without attributes (ramfs).
+//!
+//! Each case checks that GNU tar's tree has the attributes it is about before comparing, so a
+//! fastuntar that restores nothing cannot pass.
+
+mod util;
+
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use util::{
+    Cmd, Output, TestDir, WriterConfig, fastuntar_with, for_each_config, gnu_tar, have_tool,
+};
+
+/// Every path under `root` (itself excluded) with its attributes, names sorted.
+type Attrs = BTreeMap<PathBuf, Vec<(Vec<u8>, Vec<u8>)>>;
+
+fn set(p: &Path, name: &str, value: &[u8]) {
+    let c = CString::new(p.as_os_str().as_bytes()).unwrap();
+    let n = CString::new(name).unwrap();
+    // Safety: valid C strings and value slice.
+    let r =
+        unsafe { libc::lsetxattr(c.as_ptr(), n.as_ptr(), value.as_ptr().cast(), value.len(), 0) };
+    assert_eq!(r, 0, "setxattr {} {name}: {}", p.display(), std::io::Error::last_os_error());
+}
+
+fn attrs_of(p: &Path) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let c = CString::new(p.as_os_str().as_bytes()).unwrap();
+    let mut names = vec![0u8; 65536];
+    // Safety: valid C string and buffer.
+    let n = unsafe { libc::llistxattr(c.as_ptr(), names.as_mut_ptr().cast(), names.len()) };
+    assert!(n >= 0, "listxattr {}: {}", p.display(), std::io::Error::last_os_error());
+    let mut out = Vec::new();
+    for name in names[..n as usize].split(|&b| b == 0).filter(|n| !n.is_empty()) {
+        let cn = CString::new(name).unwrap();
+        let mut value = vec![0u8; 65536];
+        // Safety: valid C strings and buffer.
+        let len = unsafe {
+            libc::lgetxattr(c.as_ptr(), cn.as_ptr(), value.as_mut_ptr().cast(), value.len())
+        };
+        assert!(len >= 0, "getxattr {}: {}", p.display(), std::io::Error::last_os_error());
+        value.truncate(len as usize);
+        out.push((name.to_vec(), value));
+    }
+    out.sort();
+    out
+}
+
+fn attrs(root: &Path) -> Attrs {
+    fn walk(root: &Path, dir: &Path, out: &mut Attrs) {
+        for e in fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            out.insert(p.strip_prefix(root).unwrap().to_path_buf(), attrs_of(&p));
+            if fs::symlink_metadata(&p).unwrap().is_dir() {
+                walk(root, &p, out);
+            }
+        }
+    }
+    let mut out = Attrs::new();
+    walk(root, root, &mut out);
+    out
+}
+
+fn count(a: &Attrs) -> usize {
+    a.values().map(Vec::len).sum()
+}
+
+/// `TOOL --xattrs -cf ARCHIVE -C SRC .`
+fn create(tool: &str, src: &Path, archive: &Path) {
+    Cmd::new(tool)
+        .arg("--xattrs")
+        .arg("-cf")
+        .arg(archive)
+        .arg("-C")
+        .arg(src)
+        .arg(".")
+        .run()
+        .expect_code(0);
+}
+
+/// The destination for one fastuntar run: a writer configuration plus writer threads.
+fn run(cfg: &WriterConfig, threads: &str, flags: &[&str], archive: &Path, dest: &Path) -> Output {
+    fastuntar_with(cfg)
+        .args(["--writer-threads", threads, "-q"])
+        .args(flags)
+        .arg("-xf")
+        .arg(archive)
+        .arg("-C")
+        .arg(dest)
+        .run()
+}
+
+/// A tree with user.* attributes on files and a directory: several per file, binary values
+/// (NUL, newline), a file without any, and a file written in several 1 MiB chunks.
+fn user_tree(t: &TestDir) -> PathBuf {
+    let src = t.join("src");
+    fs::create_dir_all(src.join("d/e")).unwrap();
+    fs::write(src.join("plain"), b"no attributes").unwrap();
+    fs::write(src.join("d/f"), b"f").unwrap();
+    fs::write(src.join("d/e/g"), b"g").unwrap();
+    fs::write(src.join("big"), vec![7u8; 3 << 20]).unwrap();
+    set(&src.join("d/f"), "user.a", b"va");
+    set(&src.join("d/f"), "user.bin", b"a\0b\nc\0");
+    set(&src.join("d/f"), "user.empty", b"");
+    set(&src.join("d/e/g"), "user.g", b"\n");
+    set(&src.join("big"), "user.big", &[0xffu8; 1000]);
+    set(&src.join("d"), "user.dir", b"dv");
+    set(&src.join("d/e"), "user.e", b"\0");
+    src
+}
+
+#[test]
+fn gnu_tar_and_bsdtar_archives_restore_as_gnu_tar_does() {
+    let test = "gnu_tar_and_bsdtar_archives_restore_as_gnu_tar_does";
+    if !have_tool(test, "bsdtar") {
+        return;
+    }
+    let t = TestDir::new(test);
+    let src = user_tree(&t);
+    let gnu = t.join("gnu.tar");
+    let bsd = t.join("bsd.tar");
+    create("tar", &src, &gnu);
+    create("bsdtar", &src, &bsd);
+    // (flags, attributes GNU tar restores from the GNU archive)
+    let cases: &[(&[&str], usize)] = &[
+        (&["--xattrs"], 7),
+        (&["--xattrs-include=user.[ab]*"], 3),
+        (&["--xattrs", "--xattrs-exclude=user.bin", "--xattrs-exclude=*.e"], 5),
+        (&["--xattrs-exclude=user.bin"], 6),
+        (&["--xattrs-include=*", "--no-xattrs"], 0),
+        (&["--no-xattrs", "--xattrs-include=*"], 7),
+        (&[], 0),
+    ];
+    for archive in [&gnu, &bsd] {
+        for (flags, want) in cases {
+            let reference = t.fresh("gnu-out");
+            let mut args: Vec<&std::ffi::OsStr> = flags.iter().map(|f| f.as_ref()).collect();
+            args.extend([
+                "-xf".as_ref(),
+                archive.as_os_str(),
+                "-C".as_ref(),
+                reference.as_os_str(),
+            ]);
+            gnu_tar(args).expect_code(0);
+            let expected = attrs(&reference);
+            assert_eq!(count(&expected), *want, "{flags:?} {}: {expected:?}", archive.display());
+            for_each_config(test, |cfg| {
+                for threads in ["1", "3"] {
+                    let out = t.fresh("out");
+                    run(cfg, threads, flags, archive, &out).expect_code(0);
+                    assert_eq!(
+                        attrs(&out),
+                        expected,
+                        "{} {flags:?} --writer-threads {threads} {}",
+                        cfg.name,
+                        archive.display()
+                    );
+                    assert_eq!(fs::read(out.join("big")).unwrap(), vec![7u8; 3 << 20]);
+                }
+            });
+        }
+    }
+}
+
+/// bsdtar's LIBARCHIVE.xattr records (name %-encoded, value base64) count where no SCHILY
+/// record names the attribute; GNU tar ignores them (bsdtar restores them), so the reference
+/// here is bsdtar.
+#[test]
+fn libarchive_records_count_where_no_schily_record_names_the_attribute() {
+    let test = "libarchive_records_count_where_no_schily_record_names_the_attribute";
+    if !have_tool(test, "bsdtar") {
+        return;
+    }
+    let t = TestDir::new(test);
+    // A SCHILY and a LIBARCHIVE record for user.dup with different values, and a LIBARCHIVE
+    // record alone for "user.a=b %" (%-encoded) with a value holding NUL and newline.
+    let records = [
+        ("LIBARCHIVE.xattr.user.dup", "bGli".to_string()),
+        ("SCHILY.xattr.user.dup", "schily".to_string()),
+        ("LIBARCHIVE.xattr.user.a%3Db%20%25", "YQBiCmM".to_string()),
+    ];
+    let mut pax = Vec::new();
+    for (k, v) in &records {
+        let body = format!(" {k}={v}\n");
+        let mut len = body.len() + 1;
+        while format!("{len}").len() + body.len() != len {
+            len += 1;
+        }
+        pax.extend(format!("{len}{body}").into_bytes());
+    }
+    let mut ar = Vec::new();
+    let header = |name: &str, flag: u8, size: usize| {
+        let mut h = tar::Header::new_ustar();
+        h.set_path(name).unwrap();
+        h.set_entry_type(tar::EntryType::new(flag));
+        h.set_size(size as u64);
+        h.set_mode(0o644);
+        h.set_mtime(1_000_000);
+        h.set_cksum();
+        h.as_bytes().to_vec()
+    };
+    ar.extend(header("PaxHeaders/f", b'x', pax.len()));
+    ar.extend(&pax);
+    ar.resize(ar.len().div_ceil(512) * 512, 0);
+    ar.extend(header("f", b'0', 1));
+    ar.extend([b'x'; 512]);
+    ar.extend([0u8; 1024]);
+    let archive = t.write("lib.tar", &ar);
+    let reference = t.fresh("bsdtar-out");
+    Cmd::new("bsdtar").arg("-xf").arg(&archive).arg("-C").arg(&reference).run().expect_code(0);
+    let expected = attrs(&reference);
+    let want = vec![
+        (b"user.a=b %".to_vec(), b"a\0b\nc".to_vec()),
+        (b"user.dup".to_vec(), b"schily".to_vec()),
+    ];
+    assert_eq!(expected[Path::new("f")], want);
+    for_each_config(test, |cfg| {
+        let out = t.fresh("out");
+        run(cfg, "1", &["--xattrs"], &archive, &out).expect_code(0);
+        assert_eq!(attrs(&out), expected, "{}", cfg.name);
+    });
+}
+
+/// The largest value the kernel takes (64 KiB), binary, on tmpfs (ext4 keeps at most a block
+/// of attributes per inode).
+#[test]
+fn a_64_kib_value_on_tmpfs() {
+    let test = "a_64_kib_value_on_tmpfs";
+    let shm = Path::new("/dev/shm");
+    let Ok(t) = tempfile::tempdir_in(shm) else {
+        util::note(&format!("SKIP {test}: no /dev/shm"));
+        return;
+    };
+    let src = t.path().join("src");
+    fs::create_dir(&src).unwrap();
+    fs::write(src.join("f"), b"data").unwrap();
+    let value: Vec<u8> = (0..65536u32).map(|i| (i % 251) as u8).collect();
+    let c = CString::new(src.join("f").as_os_str().as_bytes()).unwrap();
+    // Safety: valid C strings and value slice.
+    if unsafe {
+        libc::setxattr(c.as_ptr(), c"user.big".as_ptr(), value.as_ptr().cast(), value.len(), 0)
+    } != 0
+    {
+        let e = std::io::Error::last_os_error();
+        util::note(&format!("SKIP {test}: /dev/shm refuses a 64 KiB user.* value: {e}"));
+        return;
+    }
+    set(&src.join("f"), "user.small", b"s");
+    let archive = t.path().join("a.tar");
+    create("tar", &src, &archive);
+    let reference = t.path().join("ref");
+    fs::create_dir(&reference).unwrap();
+    gnu_tar([Path::new("--xattrs"), Path::new("-xf"), &archive, Path::new("-C"), &reference])
+        .expect_code(0);
+    let expected = attrs(&reference);
+    assert_eq!(expected[Path::new("f")][0], (b"user.big".to_vec(), value));
+    let mut n = 0;
+    for_each_config(test, |cfg| {
+        n += 1;
+        let out = t.path().join(format!("out{n}"));
+        fs::create_dir(&out).unwrap();
+        run(cfg, "2", &["--xattrs"], &archive, &out).expect_code(0);
+        assert_eq!(attrs(&out), expected, "{}", cfg.name);
+    });
+}
+
+/// As root: trusted.* on a file, a directory and a FIFO, and security.capability on a 3 MiB
+/// file (several writes: a write or chown after the attribute clears it), with --same-owner
+/// (a chown) too; then as uid 65534 the trusted.* attributes are refused: one line per member,
+/// exit 1, the rest restored.
+#[test]
+fn trusted_and_capability_as_root() {
+    let test = "trusted_and_capability_as_root";
+    if !util::have_root(test, "trusted.* and security.* need CAP_SYS_ADMIN / CAP_SETFCAP") {
+        return;
+    }
+    let t = TestDir::new(test);
+    let src = t.join("src");
+    fs::create_dir_all(src.join("d")).unwrap();
+    fs::write(src.join("ping"), vec![1u8; 3 << 20]).unwrap();
+    fs::write(src.join("d/f"), b"f").unwrap();
+    let fifo = CString::new(src.join("d/p").as_os_str().as_bytes()).unwrap();
+    // Safety: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    // cap_net_raw=ep, VFS_CAP_REVISION_2.
+    let cap: Vec<u8> = [1, 0, 0, 2, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0].to_vec();
+    set(&src.join("ping"), "security.capability", &cap);
+    set(&src.join("ping"), "user.u", b"u");
+    set(&src.join("d/f"), "trusted.f", b"tf");
+    set(&src.join("d/f"), "user.f", b"uf");
+    set(&src.join("d"), "trusted.d", b"td");
+    set(&src.join("d/p"), "trusted.p", b"tp");
+    let archive = t.join("a.tar");
+    create("tar", &src, &archive);
+    let include = [
+        "--xattrs-include=security.capability",
+        "--xattrs-include=trusted.*",
+        "--xattrs-include=user.*",
+    ];
+    for extra in [&[][..], &["--same-owner"][..]] {
+        let flags: Vec<&str> = include.iter().chain(extra).copied().collect();
+        let reference = t.fresh("gnu-out");
+        let mut args: Vec<&std::ffi::OsStr> = flags.iter().map(|f| f.as_ref()).collect();
+        args.extend(["-xf".as_ref(), archive.as_os_str(), "-C".as_ref(), reference.as_os_str()]);
+        gnu_tar(args).expect_code(0);
+        let expected = attrs(&reference);
+        assert_eq!(expected[Path::new("ping")][0], (b"security.capability".to_vec(), cap.clone()));
+        assert_eq!(count(&expected), 6, "{expected:?}");
+        for_each_config(test, |cfg| {
+            for threads in ["1", "3"] {
+                let out = t.fresh("out");
+                run(cfg, threads, &flags, &archive, &out).expect_code(0);
+                assert_eq!(
+                    attrs(&out),
+                    expected,
+                    "{} {flags:?} --writer-threads {threads}",
+                    cfg.name
+                );
+            }
+        });
+    }
+    // Not root: trusted.* is refused (EPERM), GNU tar warns per attribute and exits 0; we
+    // report each member once and exit 1.
+    let out = t.fresh("nobody");
+    // Its own (the archive's "./" sets the mode of DIR, which only its owner may).
+    std::os::unix::fs::chown(&out, Some(65534), Some(65534)).unwrap();
+    let flags = ["--xattrs-include=trusted.*", "--xattrs-include=user.*"];
+    let got = util::fastuntar()
+        .user(65534, 65534)
+        .args(flags)
+        .arg("-xf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(&out)
+        .run();
+    got.expect_code(1);
+    let mut lines = got.diagnostics();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "fastuntar: ./d/: cannot set extended attribute 'trusted.d': Operation not permitted (os error 1)",
+            "fastuntar: ./d/f: cannot set extended attribute 'trusted.f': Operation not permitted (os error 1)",
+            "fastuntar: ./d/p: cannot set extended attribute 'trusted.p': Operation not permitted (os error 1)",
+        ],
+        "{}",
+        got.describe()
+    );
+    assert_eq!(attrs_of(&out.join("d/f")), [(b"user.f".to_vec(), b"uf".to_vec())]);
+    assert_eq!(attrs_of(&out.join("ping")), [(b"user.u".to_vec(), b"u".to_vec())]);
+}
+
+/// A destination without extended attributes (ramfs: ENOTSUP for every namespace): each
+/// member with attributes is named once, exit 1, everything else extracted. GNU tar warns per
+/// attribute and exits 0.
+#[test]
+fn a_filesystem_without_xattrs() {
+    let test = "a_filesystem_without_xattrs";
+    if !util::have_root(test, "mounting a ramfs") {
+        return;
+    }
+    let t = TestDir::new(test);
+    let src = user_tree(&t);
+    let archive = t.join("a.tar");
+    create("tar", &src, &archive);
+    let mnt = t.fresh("ramfs");
+    let m = Cmd::new("mount").args(["-t", "ramfs", "ramfs"]).arg(&mnt).run();
+    if !m.success() {
+        util::note(&format!("SKIP {test}: cannot mount a ramfs: {}", m.stderr_str().trim()));
+        return;
+    }
+    let result = std::panic::catch_unwind(|| {
+        let gnu =
+            gnu_tar([Path::new("--xattrs"), Path::new("-xf"), &archive, Path::new("-C"), &mnt]);
+        gnu.expect_code(0);
+        assert!(gnu.stderr_str().contains("Operation not supported"), "{}", gnu.describe());
+        for (i, cfg) in util::writer_rows(&["portable", "uring"]).into_iter().enumerate() {
+            let out = mnt.join(format!("out{i}"));
+            fs::create_dir(&out).unwrap();
+            let got = run(cfg, "1", &["--xattrs"], &archive, &out);
+            got.expect_code(1);
+            let mut lines = got.diagnostics();
+            lines.sort();
+            let want: Vec<String> = ["./big", "./d/", "./d/e/", "./d/e/g", "./d/f"]
+                .iter()
+                .map(|m| {
+                    let first = match *m {
+                        "./big" => "user.big",
+                        "./d/" => "user.dir",
+                        "./d/e/" => "user.e",
+                        "./d/e/g" => "user.g",
+                        _ => "user.a",
+                    };
+                    let more = if *m == "./d/f" { " (and 2 more not set)" } else { "" };
+                    format!(
+                        "fastuntar: {m}: cannot set extended attribute '{first}': Operation not supported (os error 95){more}"
+                    )
+                })
+                .collect();
+            assert_eq!(lines, want, "{}\n{}", cfg.name, got.describe());
+            assert_eq!(fs::read(out.join("big")).unwrap().len(), 3 << 20);
+        }
+    });
+    Cmd::new("umount").arg(&mnt).run();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
+
+#[test]
+fn snapshot_mode_refuses_xattrs() {
+    let t = TestDir::new("snapshot_mode_refuses_xattrs");
+    let archive = t.write("a.tar", vec![0u8; 1024]);
+    for flag in ["--xattrs", "--xattrs-include=*"] {
+        let got = util::fastuntar()
+            .args([flag, "--snapshot", "-xf"])
+            .arg(&archive)
+            .arg("-C")
+            .arg(t.path())
+            .run();
+        got.expect_code(2);
+        assert!(
+            got.stderr_str().contains("--xattrs cannot be used with --snapshot"),
+            "{}",
+            got.describe()
+        );
+    }
+    // The last flag decides: --no-xattrs after them turns them off.
+    util::fastuntar()
+        .args(["--xattrs", "--no-xattrs", "--snapshot", "-xf"])
+        .arg(&archive)
+        .arg("-C")
+        .arg(t.path())
+        .run()
+        .expect_code(0);
+}
