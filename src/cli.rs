@@ -17,7 +17,52 @@ pub fn parse(argv: Vec<OsString>) -> Args {
     let last = |id: &str| matches.indices_of(id).filter(|_| given(id)).and_then(Iterator::max);
     let on = ["xattrs", "xattrs_include", "xattrs_exclude"].into_iter().filter_map(last).max();
     args.xattrs_on = on > last("no_xattrs");
+    args.ordered = ordered(&matches, &args);
     args
+}
+
+/// An option whose place on the command line matters: GNU tar reads its options in order
+/// (argp's ARGP_IN_ORDER), so a switch applies to the names, files and patterns after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ordered {
+    /// An operand: the archive (the first, without -f) or a MEMBER.
+    Operand(OsString),
+    FilesFrom(PathBuf),
+    Exclude(String),
+    ExcludeFrom(PathBuf),
+    Wildcards(bool),
+    Null(bool),
+    Unquote(bool),
+    Verbatim(bool),
+}
+
+/// The options of `Ordered`, sorted by their place on the command line.
+fn ordered(matches: &clap::ArgMatches, args: &Args) -> Vec<Ordered> {
+    let given = |id: &str| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+    let at = |id: &str| -> Vec<usize> {
+        if !given(id) {
+            return Vec::new();
+        }
+        matches.indices_of(id).map(Iterator::collect).unwrap_or_default()
+    };
+    let mut all: Vec<(usize, Ordered)> = Vec::new();
+    let mut values = |id: &str, make: &dyn Fn(usize) -> Ordered| {
+        all.extend(at(id).into_iter().enumerate().map(|(i, place)| (place, make(i))));
+    };
+    values("operands", &|i| Ordered::Operand(args.operands[i].clone()));
+    values("files_from", &|i| Ordered::FilesFrom(args.files_from[i].clone()));
+    values("exclude", &|i| Ordered::Exclude(args.exclude[i].clone()));
+    values("exclude_from", &|i| Ordered::ExcludeFrom(args.exclude_from[i].clone()));
+    values("wildcards", &|_| Ordered::Wildcards(true));
+    values("no_wildcards", &|_| Ordered::Wildcards(false));
+    values("null", &|_| Ordered::Null(true));
+    values("no_null", &|_| Ordered::Null(false));
+    values("unquote", &|_| Ordered::Unquote(true));
+    values("no_unquote", &|_| Ordered::Unquote(false));
+    values("verbatim_files_from", &|_| Ordered::Verbatim(true));
+    values("no_verbatim_files_from", &|_| Ordered::Verbatim(false));
+    all.sort_by_key(|(place, _)| *place);
+    all.into_iter().map(|(_, o)| o).collect()
 }
 
 #[derive(Parser, Debug)]
@@ -62,22 +107,61 @@ pub struct Args {
     pub operands: Vec<OsString>,
 
     /// Read MEMBER names from FILE, one per line (empty lines are skipped; '-' for standard
-    /// input when the archive is not read from it).
+    /// input when the archive is not read from it). A line starting with '-' is refused
+    /// (GNU tar reads it as an option) unless --null or --verbatim-files-from.
     #[arg(short = 'T', long = "files-from", value_name = "FILE")]
     pub files_from: Vec<PathBuf>,
 
-    /// Names in --files-from FILEs end with NUL, not newline (for `find -print0`).
-    #[arg(long = "null")]
-    pub null: bool,
+    // The switches below apply to the names, files and patterns after them on the command
+    // line, as in GNU tar (`cli::parse` puts everything in `ordered`): each is Append with no
+    // value, so that clap keeps the place of every occurrence.
+    /// --files-from FILEs after this hold names ending with NUL, not newline (`find -print0`).
+    #[arg(long = "null", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
+    pub null: Vec<bool>,
 
-    /// MEMBER operands are shell patterns (`*`, `?`, `[...]`; they match `/` too), matched
-    /// from the start of the member name.
-    #[arg(long = "wildcards", overrides_with = "no_wildcards")]
-    pub wildcards: bool,
+    /// Undoes --null for the --files-from FILEs after it.
+    #[arg(long = "no-null", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
+    pub no_null: Vec<bool>,
 
-    /// MEMBER operands are literal names (the default).
-    #[arg(long = "no-wildcards", overrides_with = "wildcards")]
-    pub no_wildcards: bool,
+    /// MEMBERs after this are shell patterns (`*`, `?`, `[...]`; they match `/` too), matched
+    /// from the start of the member name; so are the --exclude patterns (their default).
+    #[arg(long = "wildcards", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
+    pub wildcards: Vec<bool>,
+
+    /// MEMBERs (the default) and --exclude patterns after this are literal strings.
+    #[arg(long = "no-wildcards", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
+    pub no_wildcards: Vec<bool>,
+
+    /// MEMBER names after this have C escapes (`\\`, `\n`, `\t`, `\141`...) decoded: the
+    /// default, as in GNU tar.
+    #[arg(long = "unquote", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
+    pub unquote: Vec<bool>,
+
+    /// MEMBER names after this are taken as they are, backslashes included.
+    #[arg(long = "no-unquote", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
+    pub no_unquote: Vec<bool>,
+
+    /// Lines of --files-from FILEs after this that start with '-' are names.
+    #[arg(
+        long = "verbatim-files-from",
+        action = ArgAction::Append,
+        num_args = 0,
+        default_missing_value = "true"
+    )]
+    pub verbatim_files_from: Vec<bool>,
+
+    /// Undoes --verbatim-files-from for the FILEs after it.
+    #[arg(
+        long = "no-verbatim-files-from",
+        action = ArgAction::Append,
+        num_args = 0,
+        default_missing_value = "true"
+    )]
+    pub no_verbatim_files_from: Vec<bool>,
+
+    /// Everything above whose place matters, in command-line order (filled by `parse`).
+    #[arg(skip)]
+    pub ordered: Vec<Ordered>,
 
     /// Extract into DIR (created if missing).
     #[arg(short = 'C', long = "directory", value_name = "DIR", default_value = ".")]
@@ -170,7 +254,8 @@ pub struct Args {
     #[arg(short = 'i', long = "ignore-zeros")]
     pub ignore_zeros: bool,
 
-    /// Read --exclude patterns from FILE, one per line.
+    /// Read --exclude patterns from FILE, one per line (trailing blanks removed, blank lines
+    /// skipped, as GNU tar reads them).
     #[arg(short = 'X', long = "exclude-from", value_name = "FILE")]
     pub exclude_from: Vec<PathBuf>,
 
@@ -348,7 +433,7 @@ pub enum IoBackend {
 }
 
 /// Letters of tar's traditional bundled options (`tar xzvf A -C DIR`) that fastuntar knows.
-const BUNDLE_LETTERS: &[u8] = b"xtfCvkpoazjJIZTXOmiqsBb";
+const BUNDLE_LETTERS: &[u8] = b"xtfCvkpoazjJIZTXOmiqsBbP";
 
 /// Letters among them that take a value: in a bundle, the arguments after it, in order.
 const BUNDLE_VALUES: &[u8] = b"fCITXb";
@@ -362,12 +447,19 @@ const BUNDLE_VALUES: &[u8] = b"fCITXb";
 pub fn traditional(args: Vec<OsString>) -> Result<Vec<OsString>, String> {
     let Some(first) = args.get(1).and_then(|a| a.to_str()) else { return Ok(args) };
     let bytes = first.as_bytes();
+    let known = bytes.iter().all(|b| BUNDLE_LETTERS.contains(b));
     let is_bundle = !bytes.is_empty()
-        && bytes.iter().all(|b| BUNDLE_LETTERS.contains(b))
+        && bytes.iter().all(u8::is_ascii_alphabetic)
         && bytes.iter().any(|b| matches!(b, b'x' | b't'))
+        && (known || bytes.contains(&b'f'))
         && std::fs::symlink_metadata(first).is_err();
     if !is_bundle {
         return Ok(args);
+    }
+    // A bundle with a letter fastuntar does not know (`xhf`, `xUf`): said, not taken for the
+    // name of an archive that does not exist.
+    if let Some(&b) = bytes.iter().find(|b| !BUNDLE_LETTERS.contains(b)) {
+        return Err(format!("option '{}' in '{first}' is not supported", b as char));
     }
     let mut out = vec![args[0].clone()];
     let mut values = args[2..].iter();
@@ -407,6 +499,14 @@ mod tests {
         );
         assert_eq!(rewrite(&["t", "tf", "a.tar", "-v"]).unwrap(), ["t", "-t", "-f", "a.tar", "-v"]);
         assert!(rewrite(&["t", "xf"]).unwrap_err().contains("'f' in 'xf' needs a value"));
+    }
+
+    #[test]
+    fn a_bundle_with_an_unknown_letter_is_refused() {
+        assert!(rewrite(&["t", "xhf", "a.tar"]).unwrap_err().contains("option 'h' in 'xhf'"));
+        assert_eq!(rewrite(&["t", "xPf", "a"]).unwrap(), ["t", "-x", "-P", "-f", "a"]);
+        // Without an f, unknown letters leave it an archive name.
+        assert_eq!(rewrite(&["t", "data"]).unwrap(), ["t", "data"]);
     }
 
     #[test]

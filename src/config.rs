@@ -1,13 +1,13 @@
 //! Resolved settings: sizes parsed, paths decided, modes chosen. The rest of the program reads
 //! only this.
 
-use std::os::unix::ffi::OsStringExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 
 use crate::admit::{Limits, SNAPSHOT_MAX_BYTES, SNAPSHOT_MAX_FILES};
-use crate::cli::{Args, IoBackend};
+use crate::cli::{Args, IoBackend, Ordered};
+use crate::operands::{self, Given, Selection};
 use crate::pool::BUF_ALIGN;
 use crate::resources::{address_space_limited, soft_limit};
 
@@ -57,10 +57,9 @@ pub struct Config {
     pub archive: Option<PathBuf>,
     /// `PROG -d` (split at spaces) to pipe the archive through first (`-I PROG`, `--lzip`, ...).
     pub filter: Option<Vec<String>>,
-    /// MEMBER operands and `--files-from` names, in order (select.rs).
-    pub members: Vec<Vec<u8>>,
-    /// `--wildcards`: MEMBER operands are patterns.
-    pub wildcards: bool,
+    /// MEMBER operands and `--files-from` names, in command-line order (operands.rs,
+    /// select.rs).
+    pub members: Vec<Given>,
     /// `-i`: read past zero blocks (archive/reader.rs `ignore_zeros`).
     pub ignore_zeros: bool,
     pub dest: PathBuf,
@@ -68,7 +67,8 @@ pub struct Config {
     pub list: bool,
     /// `-O`: write the files' data to stdout instead of extracting.
     pub to_stdout: bool,
-    pub exclude: Vec<String>,
+    /// `--exclude` and `--exclude-from` patterns (operands.rs, exclude.rs).
+    pub exclude: Vec<Given>,
     pub verbose: u8,
     /// What to do where a member's path exists already (`-k`, `--skip-old-files`).
     pub old_files: OldFiles,
@@ -134,30 +134,17 @@ impl Config {
             bail!("--blocking-factor: invalid number {b:?}");
         }
         let filter = filter(&args)?;
-        let mut operands = args.operands.into_iter();
-        let archive = match args.file.or_else(|| operands.next().map(PathBuf::from)) {
+        let first_operand = args.ordered.iter().find_map(|o| match o {
+            Ordered::Operand(text) if args.file.is_none() => Some(PathBuf::from(text)),
+            _ => None,
+        });
+        let archive = match args.file.clone().or(first_operand) {
             None => bail!("no archive given (use -f ARCHIVE, or '-' for standard input)"),
             Some(p) if p.as_os_str() == "-" => None,
             Some(p) => Some(p),
         };
-        let mut members: Vec<Vec<u8>> = operands.map(|o| o.into_vec()).collect();
-        for list in &args.files_from {
-            members.extend(
-                read_list(list, args.null, archive.is_none())
-                    .with_context(|| format!("--files-from {}", list.display()))?,
-            );
-        }
-        let mut exclude = args.exclude;
-        for list in &args.exclude_from {
-            let patterns = read_list(list, false, archive.is_none())
-                .with_context(|| format!("--exclude-from {}", list.display()))?;
-            for p in patterns {
-                let Ok(p) = String::from_utf8(p) else {
-                    bail!("--exclude-from {}: a pattern is not UTF-8", list.display());
-                };
-                exclude.push(p);
-            }
-        }
+        let Selection { members, exclude } =
+            operands::resolve(&args.ordered, args.file.is_none(), archive.is_none())?;
         if args.to_stdout && args.json {
             bail!(
                 "--json cannot be used with -O/--to-stdout: standard output carries the files' data"
@@ -196,7 +183,6 @@ impl Config {
             archive,
             filter,
             members,
-            wildcards: args.wildcards && !args.no_wildcards,
             ignore_zeros: args.ignore_zeros,
             dest: args.directory,
             list: args.list,
@@ -252,25 +238,6 @@ impl Config {
     pub fn reads_only(&self) -> bool {
         self.list || self.to_stdout
     }
-}
-
-/// The names in a `--files-from` or `--exclude-from` FILE ('-': standard input, unless the
-/// archive is read from there): one per line, or ending with NUL when `null`; empty ones are
-/// skipped, as GNU tar skips them.
-fn read_list(path: &Path, null: bool, stdin_taken: bool) -> Result<Vec<Vec<u8>>> {
-    let text = if path.as_os_str() == "-" {
-        if stdin_taken {
-            bail!("standard input is already the archive");
-        }
-        let mut text = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut text)
-            .context("cannot read standard input")?;
-        text
-    } else {
-        std::fs::read(path).context("cannot read")?
-    };
-    let end = if null { 0 } else { b'\n' };
-    Ok(text.split(|&b| b == end).filter(|n| !n.is_empty()).map(<[u8]>::to_vec).collect())
 }
 
 /// The decompressing program the flags ask for, as `PROG -d` split at spaces: GNU tar's

@@ -25,6 +25,8 @@
 
 use std::ffi::CString;
 
+use crate::operands::Given;
+
 /// FNM_LEADING_DIR from glibc's <fnmatch.h>: "PATTERN matches a leading dir of STRING".
 const FNM_LEADING_DIR: libc::c_int = 1 << 3;
 
@@ -65,14 +67,20 @@ impl Atom {
 }
 
 impl Exclude {
-    pub fn new(patterns: &[String]) -> anyhow::Result<Exclude> {
+    /// `patterns` as given; a pattern without `wildcards` (after `--no-wildcards`) is a
+    /// literal string, its backslashes kept (gnulib's hash path without EXCLUDE_WILDCARDS).
+    pub fn new(patterns: &[Given]) -> anyhow::Result<Exclude> {
         let patterns = patterns
             .iter()
             .map(|p| {
-                if p.as_bytes().contains(&0) {
+                if p.text.contains(&0) {
                     anyhow::bail!("--exclude pattern contains a NUL byte");
                 }
-                Ok(Pattern::compile(p.as_bytes()))
+                Ok(if p.wildcards {
+                    Pattern::compile(&p.text)
+                } else {
+                    Pattern::Literal(p.text.clone())
+                })
             })
             .collect::<anyhow::Result<_>>()?;
         Ok(Exclude { patterns })
@@ -302,9 +310,29 @@ fn glob_matches(runs: &[Vec<Atom>], name: &[u8], anchored: bool) -> bool {
 mod tests {
     use super::*;
 
+    /// Patterns as `--exclude` gives them (wildcards on).
+    fn of(patterns: &[&str]) -> Exclude {
+        let given: Vec<Given> = patterns
+            .iter()
+            .map(|p| Given { text: p.as_bytes().to_vec(), wildcards: true })
+            .collect();
+        Exclude::new(&given).unwrap()
+    }
+
+    /// After `--no-wildcards`: a literal, tried at the start and after every `/`, with its
+    /// backslashes (GNU tar 1.34: `tar -t --no-wildcards --exclude='src/a*'` excludes nothing
+    /// from an archive without such a name).
+    #[test]
+    fn literal_patterns_after_no_wildcards() {
+        let e = Exclude::new(&[Given { text: b"src/a*".to_vec(), wildcards: false }]).unwrap();
+        assert!(!e.excludes(b"src/ab") && e.excludes(b"top/src/a*/f"));
+        let e = Exclude::new(&[Given { text: b"a\\b".to_vec(), wildcards: false }]).unwrap();
+        assert!(e.excludes(b"a\\b") && !e.excludes(b"ab"));
+    }
+
     #[test]
     fn gnu_like_matching() {
-        let e = Exclude::new(&["*.o".into(), "cache".into(), "a/b".into()]).unwrap();
+        let e = of(&["*.o", "cache", "a/b"]);
         assert!(e.excludes(b"x.o"));
         assert!(e.excludes(b"dir/sub/x.o"));
         assert!(e.excludes(b"cache"));
@@ -315,7 +343,7 @@ mod tests {
         assert!(!e.excludes(b"x.c"));
         assert!(!e.excludes(b"a/bc"));
         // A directory entry is matched without its trailing '/', as GNU tar does.
-        let inside = Exclude::new(&["*/cache/*".into()]).unwrap();
+        let inside = of(&["*/cache/*"]);
         assert!(!inside.excludes(b"top/cache/"));
         assert!(inside.excludes(b"top/cache/f"));
         assert!(!Exclude::default().excludes(b"x"));
@@ -325,7 +353,7 @@ mod tests {
     /// paths of gnulib's exclude.c and on the name as stored.
     #[test]
     fn gnu_tar_corners() {
-        let ex = |p: &str, name: &[u8]| Exclude::new(&[p.to_string()]).unwrap().excludes(name);
+        let ex = |p: &str, name: &[u8]| of(&[p]).excludes(name);
         // Leading `/` and `./` are part of the name.
         assert!(ex("/abs", b"/abs/p"));
         assert!(ex("abs", b"/abs/p"));
@@ -473,8 +501,7 @@ mod tests {
     fn long_names_are_linear() {
         let mut name = b"a/".repeat(500_000);
         name.extend_from_slice(b"end");
-        let e = Exclude::new(&["*.log".into(), "cache".into(), "*/tmp/*".into(), "a?[!a]x".into()])
-            .unwrap();
+        let e = of(&["*.log", "cache", "*/tmp/*", "a?[!a]x"]);
         let t = std::time::Instant::now();
         assert!(!e.excludes(&name));
         name.extend_from_slice(b".log");

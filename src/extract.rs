@@ -14,14 +14,13 @@ use crate::admit::{Admission, FileCount, SNAPSHOT_DIR_MODE, SNAPSHOT_FILE_MODE};
 use crate::archive::{Kind, Member, Reader, Skip};
 use crate::config::{self, Config};
 use crate::decode;
-use crate::exclude::Exclude;
 use crate::owner::Owners;
 use crate::plan::{Entry, Op, SafePath, Sink, Stop};
 use crate::pool::{Pool, PoolBuf};
 use crate::progress::{self, Progress};
 use crate::report;
 use crate::safety::{Sanitizer, Verdict};
-use crate::select::Select;
+use crate::select::Wanted;
 use crate::write::{self, Stats};
 
 /// Batches queued between the threads (the pool bounds the data they hold): 16 batches of up
@@ -405,8 +404,7 @@ fn produce(
     reader.xattrs(cfg.xattrs.is_some());
     let mut sanitizer = Sanitizer::new(cfg.strip_components);
     let mut admission = Admission::new(cfg.snapshot, cfg.limits.clone(), files);
-    let exclude = Exclude::new(&cfg.exclude)?;
-    let mut select = Select::new(&cfg.members, cfg.wildcards);
+    let mut wanted = Wanted::new(cfg)?;
     let utf8 = crate::list::utf8_locale();
     // Safety: geteuid/getegid have no preconditions.
     let ids = unsafe { (libc::geteuid(), libc::getegid()) };
@@ -425,7 +423,7 @@ fn produce(
         };
         members += 1;
         progress::member_seen();
-        if !select.selects(&member.name) || exclude.excludes(&member.name) {
+        if !wanted.wants(&member.name) {
             continue;
         }
         let mut stage = Stage {
@@ -460,7 +458,7 @@ fn produce(
     if let Some(trailer) = trailer {
         verify_trailer(reader, &trailer)?;
     }
-    select.report_not_found(utf8);
+    wanted.report_not_found(utf8);
     Ok(members)
 }
 

@@ -13,6 +13,7 @@ pub mod exclude;
 pub mod exit_codes;
 pub mod extract;
 pub mod list;
+pub mod operands;
 pub mod owner;
 pub mod plan;
 pub mod pool;

@@ -7,10 +7,9 @@ use anyhow::Result;
 use crate::archive::{Kind, Member, Reader, Skip};
 use crate::config::Config;
 use crate::decode;
-use crate::exclude::Exclude;
 use crate::owner::Owners;
 use crate::report::quote;
-use crate::select::Select;
+use crate::select::Wanted;
 
 /// GNU tar's starting widths for "user/group size" and the date column (list.c).
 const UGS_WIDTH: usize = 18;
@@ -22,16 +21,14 @@ pub struct Reading {
     pub reader: Reader<Box<dyn Skip + Send>>,
     /// For checking the compressed stream after the end marker (`finish`).
     trailer: Option<decode::Trailer>,
-    select: Select,
-    exclude: Exclude,
+    wanted: Wanted,
 }
 
 /// Opens the archive and starts its decoder for a stage that only reads it.
 pub fn open(cfg: &Config) -> Result<Reading> {
     let input =
         decode::open(cfg.archive.as_deref(), cfg.filter.as_deref(), cfg.max_window_log, false)?;
-    let exclude = Exclude::new(&cfg.exclude)?;
-    let select = Select::new(&cfg.members, cfg.wildcards);
+    let wanted = Wanted::new(cfg)?;
     // Decoded frames wait in a pool of all of --memory, nothing else needing it (it is only
     // touched where frames are decoded ahead, so a single-frame archive costs no memory).
     let pools = cfg.pools(input.workers(cfg.threads))?;
@@ -39,14 +36,14 @@ pub fn open(cfg: &Config) -> Result<Reading> {
     let decoded = input.decode(threads)?;
     let mut reader = Reader::new(decoded.reader);
     reader.ignore_zeros(cfg.ignore_zeros);
-    Ok(Reading { reader, trailer: decoded.trailer, select, exclude })
+    Ok(Reading { reader, trailer: decoded.trailer, wanted })
 }
 
 impl Reading {
     /// Whether the member named `name` is wanted: selected by the MEMBER operands (which marks
     /// the operand found) and not excluded.
     pub fn wants(&mut self, name: &[u8]) -> bool {
-        self.select.selects(name) && !self.exclude.excludes(name)
+        self.wanted.wants(name)
     }
 
     /// After the last member: reads a compressed stream on past the end marker, so its end
@@ -56,7 +53,7 @@ impl Reading {
         if let Some(trailer) = self.trailer {
             crate::extract::verify_trailer(self.reader, &trailer)?;
         }
-        self.select.report_not_found(utf8);
+        self.wanted.report_not_found(utf8);
         Ok(())
     }
 }

@@ -17,12 +17,13 @@
 
 use std::collections::HashMap;
 
-use crate::exclude::{Pattern, has_wildcards, matched_name, unescape};
+use crate::config::Config;
+use crate::exclude::{Exclude, Pattern, has_wildcards, matched_name, unescape};
+use crate::operands::Given;
 use crate::report;
 
 pub struct Select {
     operands: Vec<Operand>,
-    wildcards: bool,
     /// Index of the first literal operand with each text: a member name and each of its
     /// leading directories is looked up here, so 100,000 names from `-T` cost a few lookups
     /// per member, not 100,000 comparisons.
@@ -32,8 +33,10 @@ pub struct Select {
 }
 
 struct Operand {
-    /// As given, for the report.
+    /// For the report: as given (after unquoting), without trailing `/`, as GNU tar names it.
     text: Vec<u8>,
+    /// A literal with pattern characters in it: the report suggests --wildcards.
+    hint: bool,
     /// None: a literal (looked up in `literals`).
     pattern: Option<Matcher>,
     found: bool,
@@ -46,16 +49,12 @@ enum Matcher {
 }
 
 impl Select {
-    /// `operands` as given; `wildcards` for `--wildcards`.
-    pub fn new(operands: &[Vec<u8>], wildcards: bool) -> Select {
-        let mut select = Select {
-            operands: Vec::new(),
-            wildcards,
-            literals: HashMap::new(),
-            others: Vec::new(),
-        };
-        for (i, text) in operands.iter().enumerate() {
-            let mut key = text.as_slice();
+    /// The MEMBER operands, in command-line order (operands.rs).
+    pub fn new(operands: &[Given]) -> Select {
+        let mut select =
+            Select { operands: Vec::new(), literals: HashMap::new(), others: Vec::new() };
+        for (i, given) in operands.iter().enumerate() {
+            let mut key = given.text.as_slice();
             while key.len() > 1
                 && let Some(rest) = key.strip_suffix(b"/")
             {
@@ -63,18 +62,19 @@ impl Select {
             }
             let pattern = if key.is_empty() {
                 Some(Matcher::All)
-            } else if wildcards && has_wildcards(key) {
+            } else if given.wildcards && has_wildcards(key) {
                 Some(Matcher::Pattern(Pattern::compile(key)))
             } else {
                 // fnmatch would take a `\` as an escape even without a wildcard.
-                let literal = if wildcards { unescape(key) } else { key.to_vec() };
+                let literal = if given.wildcards { unescape(key) } else { key.to_vec() };
                 select.literals.entry(literal).or_insert(i);
                 None
             };
             if pattern.is_some() {
                 select.others.push(i);
             }
-            select.operands.push(Operand { text: text.clone(), pattern, found: false });
+            let hint = !given.wildcards && has_wildcards(key);
+            select.operands.push(Operand { text: key.to_vec(), hint, pattern, found: false });
         }
         select
     }
@@ -116,7 +116,7 @@ impl Select {
         true
     }
 
-    /// The operands no member was counted for, as given, in order.
+    /// The operands no member was counted for, in order.
     pub fn not_found(&self) -> impl Iterator<Item = &[u8]> {
         self.operands.iter().filter(|o| !o.found).map(|o| o.text.as_slice())
     }
@@ -124,14 +124,34 @@ impl Select {
     /// At the end of a run that read the whole archive: one error line for each operand that
     /// selected nothing (the run exits 2), with a hint when it would have been a pattern.
     pub fn report_not_found(&self, utf8: bool) {
-        for text in self.not_found() {
-            let hint = if !self.wildcards && has_wildcards(text) {
-                " (--wildcards would match it as a pattern)"
-            } else {
-                ""
-            };
-            report::failed(&report::quote(text, utf8), format!("Not found in archive{hint}"));
+        for o in self.operands.iter().filter(|o| !o.found) {
+            let hint = if o.hint { " (--wildcards would match it as a pattern)" } else { "" };
+            report::failed(&report::quote(&o.text, utf8), format!("Not found in archive{hint}"));
         }
+    }
+}
+
+/// Which members a stage wants: those the MEMBER operands select (all, without operands) and
+/// `--exclude` does not exclude. Extraction, `-t` and `-O` all ask this one.
+pub struct Wanted {
+    select: Select,
+    exclude: Exclude,
+}
+
+impl Wanted {
+    pub fn new(cfg: &Config) -> anyhow::Result<Wanted> {
+        Ok(Wanted { select: Select::new(&cfg.members), exclude: Exclude::new(&cfg.exclude)? })
+    }
+
+    /// Whether the member named `name` (as stored) is wanted. Selection comes first, as in
+    /// GNU tar: a named member that is then excluded still counts as found.
+    pub fn wants(&mut self, name: &[u8]) -> bool {
+        self.select.selects(name) && !self.exclude.excludes(name)
+    }
+
+    /// After the whole archive was read: the operands that selected nothing (exit 2).
+    pub fn report_not_found(&self, utf8: bool) {
+        self.select.report_not_found(utf8);
     }
 }
 
@@ -140,8 +160,9 @@ mod tests {
     use super::*;
 
     fn select(operands: &[&str], wildcards: bool) -> Select {
-        let ops: Vec<Vec<u8>> = operands.iter().map(|s| s.as_bytes().to_vec()).collect();
-        Select::new(&ops, wildcards)
+        let ops: Vec<Given> =
+            operands.iter().map(|s| Given { text: s.as_bytes().to_vec(), wildcards }).collect();
+        Select::new(&ops)
     }
 
     fn not_found(s: &Select) -> Vec<String> {

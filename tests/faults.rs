@@ -695,6 +695,24 @@ fn no_uring_falls_back_to_portable() {
         }
         check_files(&dest, &members)
     });
+    // `--io auto` chose io_uring (one writer, --direct-io) and falls back without a word (a
+    // container's seccomp profile refuses io_uring on every run), or with one under -v.
+    for verbose in [false, true] {
+        let dest = td.path().join("dest");
+        empty_dir(&dest);
+        let mut args = vec!["--direct-io", "--writer-threads", "1"];
+        if verbose {
+            args.push("-v");
+        }
+        let mut cmd = fastuntar(archive.to_str().unwrap(), &dest, &args);
+        cmd.env("FASTUNTAR_TEST_NO_URING", "1");
+        let out = run(cmd, None);
+        out.expect(0, "auto without io_uring").unwrap();
+        let warned = out.stderr.contains("io_uring is not available");
+        assert_eq!(warned, verbose, "-v {verbose}: {}", out.stderr);
+        assert_eq!(out.stderr.lines().count(), usize::from(verbose), "{}", out.stderr);
+        check_files(&dest, &members).unwrap();
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

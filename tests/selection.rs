@@ -224,6 +224,46 @@ fn files_from_and_exclude_from_like_gnu_tar() {
         failures.extend(compare(&td, &archive, &flags, &[]));
     }
     failures.extend(compare(&td, &archive, &["-T", names.to_str().unwrap()], &["src/ab"]));
+    // Command-line order: a name counts for the first that selects it, from -T or not.
+    let la = td.write("la", "src/a\n");
+    let la = la.to_str().unwrap();
+    failures.extend(compare(&td, &archive, &["-T", la], &["src/a/x"]));
+    failures.extend(compare(&td, &archive, &[], &["src/a/x", "-T", la]));
+    // C escapes in names are decoded unless --no-unquote came before them; -X patterns are
+    // not decoded, and lose trailing blanks; --no-wildcards makes later patterns literal.
+    let quoted = td.write("quoted", "src/\\141b\nsrc/sp\\040ace\n");
+    let quoted = quoted.to_str().unwrap();
+    let blanks = td.write("blanks", "*/y \nsrc/\\141b\nsrc/ab\r\n  \n\n");
+    let blanks = blanks.to_str().unwrap();
+    for (flags, operands) in [
+        (vec![], vec!["src/\\141b", "src/b\\/y"]),
+        (vec!["--no-unquote"], vec!["src/\\141b"]),
+        (vec![], vec!["src/\\141b", "--no-unquote", "src/\\141b"]),
+        (vec!["-T", quoted], vec![]),
+        (vec!["--no-unquote", "-T", quoted], vec![]),
+        (vec!["-X", blanks], vec![]),
+        (vec!["--no-wildcards", "--exclude=src/a*"], vec![]),
+        (vec!["--exclude=src/a*", "--no-wildcards"], vec![]),
+        (vec!["--no-wildcards", "-X", excludes.to_str().unwrap()], vec![]),
+        (vec![], vec!["nope/", "nope2//", "src/b/"]),
+    ] {
+        failures.extend(compare(&td, &archive, &flags, &operands));
+    }
+    // A -T line starting with '-' is an option to GNU tar: refused here unless --null or
+    // --verbatim-files-from makes it a name, as both make it for GNU tar.
+    let dashed = td.write("dashed", "src/b\n-Csub\n");
+    let dashed0 = td.write("dashed0", "src/b\0-Csub\0");
+    failures.extend(compare(
+        &td,
+        &archive,
+        &["--verbatim-files-from", "-T", dashed.to_str().unwrap()],
+        &[],
+    ));
+    failures.extend(compare(&td, &archive, &["--null", "-T", dashed0.to_str().unwrap()], &[]));
+    let out = fastuntar().arg("-T").arg(&dashed).arg("-tf").arg(&archive).run();
+    out.expect_code(2);
+    assert_eq!(out.diagnostics().len(), 1, "{}", out.describe());
+    assert!(out.stderr_str().contains("dashed:2: a name starting with '-'"), "{}", out.describe());
     // `-T -`: the names on standard input.
     let d = td.fresh("ours");
     let out = fastuntar()

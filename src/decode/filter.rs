@@ -104,14 +104,29 @@ mod tests {
         assert!(Filter::spawn(&words("-d"), None).is_err());
     }
 
-    /// A program that would write forever is stopped when the reader is done with it.
+    /// A program that would write forever, or wait forever, is stopped and reaped when the
+    /// reader is done with it: afterwards its pid names no process, not even a zombie.
     #[test]
-    fn dropped_early_kills_the_program() {
-        let mut f = Filter::spawn(&words("yes"), None).unwrap();
-        let mut buf = [0u8; 4096];
-        f.read_exact(&mut buf).unwrap();
-        let t = std::time::Instant::now();
-        drop(f);
-        assert!(t.elapsed() < std::time::Duration::from_secs(5));
+    fn dropped_early_kills_and_reaps_the_program() {
+        let dir = tempfile::tempdir().unwrap();
+        let sleeper = dir.path().join("sleeper");
+        std::fs::write(&sleeper, "#!/bin/sh\nexec sleep 1000\n").unwrap();
+        std::fs::set_permissions(&sleeper, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        for program in ["yes", sleeper.to_str().unwrap()] {
+            let mut f = Filter::spawn(&words(program), None).unwrap();
+            let pid = f.child.id() as libc::pid_t;
+            if program == "yes" {
+                let mut buf = [0u8; 4096];
+                f.read_exact(&mut buf).unwrap();
+            }
+            let t = std::time::Instant::now();
+            drop(f);
+            assert!(t.elapsed() < std::time::Duration::from_secs(5), "{program}");
+            // Safety: signal 0 only checks that the process exists.
+            let r = unsafe { libc::kill(pid, 0) };
+            let e = std::io::Error::last_os_error();
+            assert!(r == -1 && e.raw_os_error() == Some(libc::ESRCH), "{program}: {r} {e}");
+        }
     }
 }

@@ -228,9 +228,14 @@ pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> R
                     continue;
                 }
                 Err(e) => {
-                    crate::report::warn(format!(
-                        "io_uring is not available ({e}); using the portable writer"
-                    ));
+                    // Asked for, the fallback is worth a word; chosen by `auto`, only with -v:
+                    // Docker's default seccomp profile refuses io_uring, and a line on every
+                    // run in a container would say nothing the user can act on.
+                    if cfg.io == IoBackend::Uring || cfg.verbose > 0 {
+                        crate::report::warn(format!(
+                            "io_uring is not available ({e}); using the portable writer"
+                        ));
+                    }
                     uring_ok = false;
                 }
             }

@@ -1,0 +1,256 @@
+//! MEMBER names and `--exclude` patterns from the command line, read in command-line order as
+//! GNU tar 1.34 reads them (argp's ARGP_IN_ORDER): `--wildcards`/`--no-wildcards`, `--null`,
+//! `--unquote`/`--no-unquote` and `--verbatim-files-from` apply to what comes after them.
+//!
+//! - MEMBER operands and `-T FILE` names are unquoted (C escapes: `\\`, `\n`, `\141`, ...)
+//!   unless `--no-unquote` came before them; a `-T` FILE has one name per line, or per NUL with
+//!   `--null`, empty ones skipped, nothing trimmed. GNU tar reads a `-T` line that starts with
+//!   `-` as an option; fastuntar refuses it in one line (names.c's option handling is not
+//!   copied), unless `--null` or `--verbatim-files-from` makes it a name.
+//! - `--exclude` patterns are taken as given; an `-X FILE` has one per line, trailing blanks
+//!   removed and blank lines skipped, each ending at a NUL (gnulib's `add_exclude_fp`).
+//! - A MEMBER is a pattern when `--wildcards` came before it; an exclude pattern unless
+//!   `--no-wildcards` did.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+
+use crate::cli::Ordered;
+
+/// A MEMBER name or an exclude pattern, and whether it is matched as a shell pattern.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Given {
+    pub text: Vec<u8>,
+    pub wildcards: bool,
+}
+
+/// What the command line selects.
+#[derive(Debug, Default)]
+pub struct Selection {
+    pub members: Vec<Given>,
+    pub exclude: Vec<Given>,
+}
+
+/// Reads `ordered` (cli.rs) in order. `skip_first_operand`: the first operand is the archive
+/// (no -f). `stdin_taken`: the archive is read from standard input, so no `-T -`/`-X -`.
+pub fn resolve(
+    ordered: &[Ordered],
+    skip_first_operand: bool,
+    stdin_taken: bool,
+) -> Result<Selection> {
+    let mut sel = Selection::default();
+    // None: the default, literal MEMBERs and wildcard exclude patterns.
+    let mut wildcards: Option<bool> = None;
+    let (mut null, mut unquote_names, mut verbatim) = (false, true, false);
+    let mut skip = skip_first_operand;
+    let member = |text: &[u8], unquote_names: bool, wildcards: Option<bool>| Given {
+        text: if unquote_names { unquote(text) } else { text.to_vec() },
+        wildcards: wildcards.unwrap_or(false),
+    };
+    for o in ordered {
+        match o {
+            Ordered::Operand(_) if skip => skip = false,
+            Ordered::Operand(text) => {
+                sel.members.push(member(text.as_bytes(), unquote_names, wildcards));
+            }
+            Ordered::FilesFrom(path) => {
+                let what = || format!("--files-from {}", path.display());
+                let text = read(path, stdin_taken).with_context(what)?;
+                let sep = if null { 0 } else { b'\n' };
+                for (i, name) in text.split(|&b| b == sep).enumerate() {
+                    if name.is_empty() {
+                        continue;
+                    }
+                    if name[0] == b'-' && !null && !verbatim {
+                        bail!(
+                            "{}:{}: a name starting with '-' (GNU tar would read an option there; \
+                             --verbatim-files-from reads it as a name)",
+                            path.display(),
+                            i + 1
+                        );
+                    }
+                    sel.members.push(member(name, unquote_names, wildcards));
+                }
+            }
+            Ordered::Exclude(p) => {
+                sel.exclude.push(Given {
+                    text: p.as_bytes().to_vec(),
+                    wildcards: wildcards.unwrap_or(true),
+                });
+            }
+            Ordered::ExcludeFrom(path) => {
+                let what = || format!("--exclude-from {}", path.display());
+                let text = read(path, stdin_taken).with_context(what)?;
+                for line in text.split(|&b| b == b'\n') {
+                    let line = &line[..line.iter().position(|&b| b == 0).unwrap_or(line.len())];
+                    let end = line.iter().rposition(|b| !is_c_space(*b)).map_or(0, |e| e + 1);
+                    if end > 0 {
+                        let text = line[..end].to_vec();
+                        sel.exclude.push(Given { text, wildcards: wildcards.unwrap_or(true) });
+                    }
+                }
+            }
+            Ordered::Wildcards(on) => wildcards = Some(*on),
+            Ordered::Null(on) => null = *on,
+            Ordered::Unquote(on) => unquote_names = *on,
+            Ordered::Verbatim(on) => verbatim = *on,
+        }
+    }
+    Ok(sel)
+}
+
+/// C's isspace in the C locale.
+fn is_c_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r')
+}
+
+/// A FILE of names or patterns ('-': standard input, unless the archive is read from there).
+fn read(path: &Path, stdin_taken: bool) -> Result<Vec<u8>> {
+    if path.as_os_str() == OsStr::new("-") {
+        if stdin_taken {
+            bail!("standard input is already the archive");
+        }
+        let mut text = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut text)
+            .context("cannot read standard input")?;
+        return Ok(text);
+    }
+    std::fs::read(path).context("cannot read")
+}
+
+/// GNU tar's `unquote_string` (misc.c): `\\`, `\a`, `\b`, `\f`, `\n`, `\r`, `\t`, `\v`, `\?`
+/// (DEL) and up to three octal digits are decoded; any other backslash stays, with the byte
+/// after it. The name ends at a decoded NUL, as the C string it becomes.
+pub fn unquote(s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut i = 0;
+    while i < s.len() {
+        if s[i] != b'\\' {
+            out.push(s[i]);
+            i += 1;
+            continue;
+        }
+        i += 1;
+        let Some(&c) = s.get(i) else {
+            out.push(b'\\');
+            break;
+        };
+        let decoded = match c {
+            b'\\' => b'\\',
+            b'a' => 0x07,
+            b'b' => 0x08,
+            b'f' => 0x0c,
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b't' => b'\t',
+            b'v' => 0x0b,
+            b'?' => 0x7f,
+            b'0'..=b'7' => {
+                let mut value = 0u32;
+                let mut n = 0;
+                while n < 3 && s.get(i).is_some_and(|d| (b'0'..=b'7').contains(d)) {
+                    value = value * 8 + u32::from(s[i] - b'0');
+                    i += 1;
+                    n += 1;
+                }
+                // A char holds the low 8 bits (`\777` is 0xff).
+                out.push(value as u8);
+                continue;
+            }
+            other => {
+                out.push(b'\\');
+                other
+            }
+        };
+        out.push(decoded);
+        i += 1;
+    }
+    if let Some(nul) = out.iter().position(|&b| b == 0) {
+        out.truncate(nul);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+    use std::path::PathBuf;
+
+    /// GNU tar 1.34: `tar -tf t.tar 'src/\141b'` lists `src/ab`, `'src/\?'` looks for
+    /// `src/<DEL>`, `'src/a\'` and `'src/\q'` keep their backslashes.
+    #[test]
+    fn unquote_like_gnu_tar() {
+        assert_eq!(unquote(b"src/\\141b"), b"src/ab");
+        assert_eq!(unquote(b"src/\\?"), b"src/\x7f");
+        assert_eq!(unquote(b"src/a\\"), b"src/a\\");
+        assert_eq!(unquote(b"src/\\q\\*"), b"src/\\q\\*");
+        assert_eq!(unquote(b"\\\\\\n\\t\\a\\b\\f\\r\\v"), b"\\\n\t\x07\x08\x0c\r\x0b");
+        assert_eq!(unquote(b"\\18"), b"\x018");
+        assert_eq!(unquote(b"\\1234"), b"S4");
+        assert_eq!(unquote(b"\\777"), b"\xff");
+        assert_eq!(unquote(b"cut\\0here"), b"cut");
+    }
+
+    fn op(s: &str) -> Ordered {
+        Ordered::Operand(OsString::from(s))
+    }
+
+    fn given(text: &str, wildcards: bool) -> Given {
+        Given { text: text.as_bytes().to_vec(), wildcards }
+    }
+
+    #[test]
+    fn switches_apply_to_what_follows() {
+        let ordered = [
+            op("archive.tar"),
+            op("lit*"),
+            Ordered::Exclude("ex*".into()),
+            Ordered::Wildcards(true),
+            op("pat*"),
+            Ordered::Unquote(false),
+            op("raw\\141"),
+            Ordered::Wildcards(false),
+            Ordered::Exclude("lit-ex*".into()),
+            Ordered::Unquote(true),
+            op("\\141"),
+        ];
+        let sel = resolve(&ordered, true, false).unwrap();
+        assert_eq!(
+            sel.members,
+            [given("lit*", false), given("pat*", true), given("raw\\141", true), given("a", false)]
+        );
+        assert_eq!(sel.exclude, [given("ex*", true), given("lit-ex*", false)]);
+    }
+
+    #[test]
+    fn files_from_and_exclude_from() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = dir.path().join("names");
+        std::fs::write(&names, "a\n\nb c \n\\142\n").unwrap();
+        let dashed = dir.path().join("dashed");
+        std::fs::write(&dashed, "x\n-Csub\n").unwrap();
+        let nul = dir.path().join("nul");
+        std::fs::write(&nul, "-n1\0\0n2\0").unwrap();
+        let ex = dir.path().join("ex");
+        std::fs::write(&ex, "y \nab\r\n  \n\ncut\0off\n").unwrap();
+        let ff = |p: &PathBuf| Ordered::FilesFrom(p.clone());
+        let sel = resolve(&[ff(&names), Ordered::ExcludeFrom(ex.clone())], false, false).unwrap();
+        let names_given: Vec<_> = sel.members.iter().map(|g| g.text.clone()).collect();
+        assert_eq!(names_given, [&b"a"[..], b"b c ", b"b"]);
+        let ex_given: Vec<_> = sel.exclude.iter().map(|g| g.text.clone()).collect();
+        assert_eq!(ex_given, [&b"y"[..], b"ab", b"cut"]);
+        let e = resolve(&[ff(&dashed)], false, false).unwrap_err();
+        assert!(format!("{e:#}").contains("dashed:2: a name starting with '-'"), "{e:#}");
+        let sel = resolve(&[Ordered::Verbatim(true), ff(&dashed)], false, false).unwrap();
+        assert_eq!(sel.members.len(), 2);
+        let sel = resolve(&[Ordered::Null(true), ff(&nul)], false, false).unwrap();
+        let names_given: Vec<_> = sel.members.iter().map(|g| g.text.clone()).collect();
+        assert_eq!(names_given, [&b"-n1"[..], b"n2"]);
+        let e = resolve(&[ff(&PathBuf::from("-"))], false, true).unwrap_err();
+        assert!(format!("{e:#}").contains("standard input is already the archive"));
+    }
+}
