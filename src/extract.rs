@@ -570,9 +570,7 @@ struct Batcher<'a> {
 
 impl Sink for Batcher<'_> {
     fn push(&mut self, op: Op) -> Result<(), Stop> {
-        if let Op::Data { buf, .. } = &op {
-            self.bytes += buf.len();
-        }
+        self.bytes += op.held_bytes();
         self.ops.push(op);
         if self.ops.len() >= BATCH_OPS || self.bytes >= BATCH_BYTES {
             self.flush()?;

@@ -59,14 +59,31 @@ pub fn resolve(
             Ordered::FilesFrom(path) => {
                 let what = || format!("--files-from {}", path.display());
                 let text = read(path, stdin_taken).with_context(what)?;
-                let sep = if null { 0 } else { b'\n' };
-                for (i, name) in text.split(|&b| b == sep).enumerate() {
+                // Without --null, a NUL ends the name and makes NUL the separator from there
+                // on, as in GNU tar (names.c read_name_from_file, which warns so).
+                let (lines, rest) = if null {
+                    (&[][..], &text[..])
+                } else {
+                    match text.iter().position(|&b| b == 0) {
+                        Some(at) => {
+                            crate::report::warn(format!(
+                                "{}: a name read contains a NUL byte; NUL separates the names \
+                                 after it",
+                                path.display()
+                            ));
+                            (&text[..at], &text[at + 1..])
+                        }
+                        None => (&text[..], &[][..]),
+                    }
+                };
+                let names = lines.split(|&b| b == b'\n').chain(rest.split(|&b| b == 0));
+                for (i, name) in names.enumerate() {
                     if name.is_empty() {
                         continue;
                     }
                     if name[0] == b'-' && !null && !verbatim {
                         bail!(
-                            "{}:{}: a name starting with '-' (GNU tar would read an option there; \
+                            "{}: name {}: it starts with '-' (GNU tar would read an option there; \
                              --verbatim-files-from reads it as a name)",
                             path.display(),
                             i + 1
@@ -244,9 +261,11 @@ mod tests {
         let ex_given: Vec<_> = sel.exclude.iter().map(|g| g.text.clone()).collect();
         assert_eq!(ex_given, [&b"y"[..], b"ab", b"cut"]);
         let e = resolve(&[ff(&dashed)], false, false).unwrap_err();
-        assert!(format!("{e:#}").contains("dashed:2: a name starting with '-'"), "{e:#}");
+        assert!(format!("{e:#}").contains("dashed: name 2: it starts with '-'"), "{e:#}");
         let sel = resolve(&[Ordered::Verbatim(true), ff(&dashed)], false, false).unwrap();
         assert_eq!(sel.members.len(), 2);
+        let sel = resolve(&[ff(&nul)], false, false).unwrap_err();
+        assert!(format!("{sel:#}").contains("it starts with '-'"));
         let sel = resolve(&[Ordered::Null(true), ff(&nul)], false, false).unwrap();
         let names_given: Vec<_> = sel.members.iter().map(|g| g.text.clone()).collect();
         assert_eq!(names_given, [&b"-n1"[..], b"n2"]);

@@ -9,7 +9,7 @@ use std::path::{Component, Path, PathBuf};
 
 use std::sync::Arc;
 
-use crate::archive::Xattr;
+use crate::archive::{Xattr, xattr_bytes};
 use crate::pool::PoolBuf;
 
 /// A relative path whose components are all plain names (no `/` root, `.`, `..`, or NUL).
@@ -130,6 +130,16 @@ impl Op {
                 Some(entry)
             }
             Op::Data { .. } | Op::End => None,
+        }
+    }
+
+    /// Bytes of memory the op holds besides itself: file data, and extended attributes
+    /// (`--xattrs`, up to 256 KiB a member), which batches count against their byte limit so
+    /// that queued ops stay within it.
+    pub fn held_bytes(&self) -> usize {
+        match self {
+            Op::Data { buf, .. } => buf.len(),
+            op => op.entry().and_then(|e| e.xattrs.as_deref()).map_or(0, xattr_bytes),
         }
     }
 }

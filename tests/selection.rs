@@ -235,6 +235,9 @@ fn files_from_and_exclude_from_like_gnu_tar() {
     let quoted = quoted.to_str().unwrap();
     let blanks = td.write("blanks", "*/y \nsrc/\\141b\nsrc/ab\r\n  \n\n");
     let blanks = blanks.to_str().unwrap();
+    // NULs in a -T file without --null end names too (GNU tar warns).
+    let nuls = td.write("nuls", "src/b\0src/a/x\nsrc/ab\n");
+    let nuls = nuls.to_str().unwrap();
     for (flags, operands) in [
         (vec![], vec!["src/\\141b", "src/b\\/y"]),
         (vec!["--no-unquote"], vec!["src/\\141b"]),
@@ -242,6 +245,7 @@ fn files_from_and_exclude_from_like_gnu_tar() {
         (vec!["-T", quoted], vec![]),
         (vec!["--no-unquote", "-T", quoted], vec![]),
         (vec!["-X", blanks], vec![]),
+        (vec!["-T", nuls], vec![]),
         (vec!["--no-wildcards", "--exclude=src/a*"], vec![]),
         (vec!["--exclude=src/a*", "--no-wildcards"], vec![]),
         (vec!["--no-wildcards", "-X", excludes.to_str().unwrap()], vec![]),
@@ -263,7 +267,7 @@ fn files_from_and_exclude_from_like_gnu_tar() {
     let out = fastuntar().arg("-T").arg(&dashed).arg("-tf").arg(&archive).run();
     out.expect_code(2);
     assert_eq!(out.diagnostics().len(), 1, "{}", out.describe());
-    assert!(out.stderr_str().contains("dashed:2: a name starting with '-'"), "{}", out.describe());
+    assert!(out.stderr_str().contains("dashed: name 2: it starts with '-'"), "{}", out.describe());
     // `-T -`: the names on standard input.
     let d = td.fresh("ours");
     let out = fastuntar()

@@ -15,7 +15,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use util::{
-    Cmd, Output, TestDir, WriterConfig, fastuntar_with, for_each_config, gnu_tar, have_tool,
+    Cmd, Output, TestDir, WriterConfig, fastuntar, fastuntar_with, for_each_config, gnu_tar,
+    have_tool,
 };
 
 /// Every path under `root` (itself excluded) with its attributes, names sorted.
@@ -439,4 +440,79 @@ fn snapshot_mode_refuses_xattrs() {
         .arg(t.path())
         .run()
         .expect_code(0);
+}
+
+/// Directories keep their attributes until their metadata is applied, after their contents:
+/// 1,000 nested directories with 60 KiB each (60 MB, on tmpfs) once held all of it at once.
+/// Past 16 MiB a directory's attributes are set when it is made; every one still arrives, and
+/// the memory stays bounded.
+#[test]
+fn deep_directories_with_large_attributes_stay_bounded() {
+    let test = "deep_directories_with_large_attributes_stay_bounded";
+    let Ok(t) = tempfile::tempdir_in("/dev/shm") else {
+        util::note(&format!("SKIP {test}: no /dev/shm"));
+        return;
+    };
+    const DEPTH: usize = 1000;
+    const VALUE: usize = 60 * 1024;
+    let value = |level: usize| -> Vec<u8> {
+        (0..VALUE).map(|i| ((i * 7 + level * 13) % 251) as u8).collect()
+    };
+    let header = |name: &str, flag: u8, size: usize| {
+        let mut h = tar::Header::new_gnu();
+        h.set_path(name).unwrap();
+        h.set_entry_type(tar::EntryType::new(flag));
+        h.set_size(size as u64);
+        h.set_mode(0o755);
+        h.set_mtime(1_000_000);
+        h.set_cksum();
+        h.as_bytes().to_vec()
+    };
+    let mut ar = Vec::new();
+    let mut path = String::new();
+    for level in 0..DEPTH {
+        path.push_str("d/");
+        // The path (past ustar's 100 bytes) and the attribute, as PAX records.
+        let record = |key: &str, value: &[u8]| {
+            let mut body = format!(" {key}=").into_bytes();
+            body.extend(value);
+            body.push(b'\n');
+            let mut len = body.len() + 1;
+            while format!("{len}").len() + body.len() != len {
+                len += 1;
+            }
+            let mut r = format!("{len}").into_bytes();
+            r.extend(body);
+            r
+        };
+        let mut pax = record("path", path.as_bytes());
+        pax.extend(record("SCHILY.xattr.user.big", &value(level)));
+        ar.extend(header("PaxHeaders/d", b'x', pax.len()));
+        ar.extend(&pax);
+        ar.resize(ar.len().div_ceil(512) * 512, 0);
+        ar.extend(header("d/", b'5', 0));
+    }
+    ar.extend([0u8; 1024]);
+    let archive = t.path().join("deep.tar");
+    fs::write(&archive, &ar).unwrap();
+    let out = t.path().join("out");
+    fs::create_dir(&out).unwrap();
+    let run = fastuntar()
+        .args(["--xattrs", "-q", "-xf"])
+        .arg(&archive)
+        .arg("-C")
+        .arg(&out)
+        .measure_rss()
+        .run();
+    run.expect_code(0);
+    let mut dir = out.clone();
+    for level in 0..DEPTH {
+        dir.push("d");
+        let got = attrs_of(&dir);
+        assert_eq!(got, [(b"user.big".to_vec(), value(level))], "level {level}");
+    }
+    if let Some(kib) = run.peak_rss_kib {
+        util::note(&format!("{test}: peak RSS {kib} KiB"));
+        assert!(kib < 48 * 1024, "peak RSS {kib} KiB for 60 MB of attributes");
+    }
 }

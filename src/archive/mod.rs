@@ -10,7 +10,9 @@ mod sparse;
 mod xattr;
 
 pub use reader::Reader;
-pub use xattr::{MAX_TOTAL as MAX_XATTR_TOTAL, MAX_VALUE as MAX_XATTR_VALUE, Xattr};
+pub use xattr::{
+    MAX_TOTAL as MAX_XATTR_TOTAL, MAX_VALUE as MAX_XATTR_VALUE, Xattr, held as xattr_bytes,
+};
 
 /// What the tar reader reads: the decoded archive, which may also let data the reader does
 /// not want (a listing, an excluded member) be passed over without being copied out.

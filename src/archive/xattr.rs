@@ -6,16 +6,24 @@
 //! attribute; a LIBARCHIVE record counts only where no SCHILY record of the header gives the
 //! same name (GNU tar 1.34 ignores LIBARCHIVE records, with a warning we do not print).
 //!
-//! Memory: a member without attributes costs nothing (an empty `Vec`). One value is kept up
-//! to `MAX_VALUE` bytes (the kernel's XATTR_SIZE_MAX: no filesystem takes more), a member's
-//! names and values up to `MAX_TOTAL`; an attribute past either is kept as a name without a
-//! value, which the writer reports as not restored.
+//! Memory and time: a member without attributes costs nothing (an empty `Vec`). One value is
+//! kept up to `MAX_VALUE` bytes (the kernel's XATTR_SIZE_MAX: no filesystem takes more); a
+//! member's records are charged `RECORD_COST` each plus their names and values against
+//! `MAX_TOTAL`. An attribute whose value does not fit is kept as a name without a value,
+//! which the writer reports as not restored; once the budget is spent, the next record is kept
+//! that way and no later one at all. So one header holds at most MAX_TOTAL / RECORD_COST
+//! (4,096) attributes however many records it has (ten million empty records once took
+//! 560 MB), and the LIBARCHIVE/SCHILY check is a hash lookup per record (it was a scan of
+//! every name: 100,000 records of each took 29 s).
 
 /// The kernel's limit on one value (XATTR_SIZE_MAX).
 pub const MAX_VALUE: usize = 64 * 1024;
 /// A member's names and values together (ext4 keeps at most a 4 KiB block of them unless it
 /// has `ea_inode`; tmpfs and XFS take more).
 pub const MAX_TOTAL: usize = 256 * 1024;
+/// What each kept record is charged besides its name and value: about its list entry and
+/// the two allocations (56 bytes of entry and allocator overhead).
+const RECORD_COST: usize = 64;
 /// The longest record value kept while parsing: `MAX_VALUE` base64-encoded.
 pub(super) const MAX_RECORD_VALUE: usize = MAX_VALUE.div_ceil(3) * 4;
 
@@ -31,12 +39,19 @@ pub struct Xattr {
     pub value: Option<Vec<u8>>,
 }
 
+/// Bytes of names and values `xs` holds (what queues and deferred directories count).
+pub fn held(xs: &[Xattr]) -> usize {
+    xs.iter().map(|x| x.name.len() + x.value.as_ref().map_or(0, Vec::len)).sum()
+}
+
 /// The attributes one `x` header gives, in record order.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Xattrs {
     /// Each with whether it came from a LIBARCHIVE record.
     list: Vec<(Xattr, bool)>,
     total: usize,
+    /// The budget is spent: later records are not kept.
+    full: bool,
 }
 
 /// Whether a PAX key is an extended attribute record.
@@ -57,12 +72,8 @@ impl Xattrs {
             };
             (name, value, true)
         };
-        let cost = name.len() + value.len();
-        let value = (value.len() <= MAX_VALUE && self.total + cost <= MAX_TOTAL).then_some(value);
-        if value.is_some() {
-            self.total += cost;
-        }
-        self.list.push((Xattr { name, value }, libarchive));
+        let value = (value.len() <= MAX_VALUE).then_some(value);
+        self.keep(Xattr { name, value }, libarchive);
     }
 
     /// A record whose value was too large to be kept.
@@ -72,8 +83,26 @@ impl Xattrs {
             None => percent_decode(key.strip_prefix(LIBARCHIVE).unwrap_or(key)),
         };
         if let Some(name) = name {
-            self.list.push((Xattr { name, value: None }, key.starts_with(LIBARCHIVE)));
+            self.keep(Xattr { name, value: None }, key.starts_with(LIBARCHIVE));
         }
+    }
+
+    /// Keeps `x` within the budget (see the module doc).
+    fn keep(&mut self, mut x: Xattr, libarchive: bool) {
+        if self.full {
+            return;
+        }
+        let name_cost = RECORD_COST + x.name.len();
+        let cost = name_cost + x.value.as_ref().map_or(0, Vec::len);
+        if self.total + cost > MAX_TOTAL {
+            x.value = None;
+            if self.total + name_cost > MAX_TOTAL {
+                // The last one kept, to be reported; the name is what a PAX key holds at most.
+                self.full = true;
+            }
+        }
+        self.total += RECORD_COST + x.name.len() + x.value.as_ref().map_or(0, Vec::len);
+        self.list.push((x, libarchive));
     }
 
     /// The header has ended: LIBARCHIVE records that a SCHILY record names too are dropped.
@@ -81,7 +110,7 @@ impl Xattrs {
         if !self.list.iter().any(|(_, libarchive)| *libarchive) {
             return;
         }
-        let schily: Vec<Vec<u8>> =
+        let schily: std::collections::HashSet<Vec<u8>> =
             self.list.iter().filter(|(_, lib)| !lib).map(|(x, _)| x.name.clone()).collect();
         self.list.retain(|(x, libarchive)| !libarchive || !schily.contains(&x.name));
     }
@@ -182,6 +211,27 @@ mod tests {
             x.record(format!("SCHILY.xattr.user.{i}").as_bytes(), vec![0; MAX_VALUE]);
         }
         let kept = x.into_list().iter().filter(|x| x.value.is_some()).count();
-        assert_eq!(kept, MAX_TOTAL / (MAX_VALUE + 6));
+        assert_eq!(kept, MAX_TOTAL / (RECORD_COST + MAX_VALUE + 6));
+    }
+
+    /// Many records, empty or not, cost a bounded list and linear time: the reviewer's ten
+    /// million empty records took 560 MB, 100,000 SCHILY and LIBARCHIVE records each 29 s.
+    #[test]
+    fn many_records_are_bounded() {
+        let mut x = Xattrs::default();
+        for _ in 0..1_000_000 {
+            x.record(b"SCHILY.xattr.", Vec::new());
+        }
+        assert!(x.list.len() <= MAX_TOTAL / RECORD_COST + 1, "{}", x.list.len());
+        assert!(x.list.last().unwrap().0.value.is_none(), "the last kept is reported");
+        let t = std::time::Instant::now();
+        let mut x = Xattrs::default();
+        for i in 0..100_000 {
+            x.record(format!("SCHILY.xattr.user.{i}").as_bytes(), b"v".to_vec());
+            x.record(format!("LIBARCHIVE.xattr.user.{i}").as_bytes(), b"dg".to_vec());
+        }
+        x.finish();
+        assert!(x.list.len() <= MAX_TOTAL / RECORD_COST + 1);
+        assert!(t.elapsed() < std::time::Duration::from_secs(2), "{:?}", t.elapsed());
     }
 }

@@ -292,9 +292,7 @@ impl Dispatch {
 
     fn queue(&mut self, w: usize, op: Op, offset: u64) -> Result<(), Stop> {
         let o = &mut self.out[w];
-        if let Op::Data { buf, .. } = &op {
-            o.bytes += buf.len();
-        }
+        o.bytes += op.held_bytes();
         o.ops.push(op);
         o.min_offset = o.min_offset.min(offset);
         if o.ops.len() >= BATCH_OPS || o.bytes >= BATCH_BYTES {
