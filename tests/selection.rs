@@ -62,26 +62,43 @@ fn not_found(out: &Output, prog: &str) -> Vec<String> {
         .collect()
 }
 
+/// GNU tar and fastuntar run with the same arguments, in the test directory, each into a fresh
+/// destination (`prepare` fills it first, `args` adds the arguments given it).
+struct Both {
+    gnu: Output,
+    ours: Output,
+    /// How fastuntar's tree differs from GNU tar's, one line each.
+    diff: Vec<String>,
+}
+
+fn both(td: &TestDir, args: impl Fn(&mut Cmd, &Path)) -> Both {
+    both_over(td, |_| {}, args)
+}
+
+fn both_over(td: &TestDir, prepare: impl Fn(&Path), args: impl Fn(&mut Cmd, &Path)) -> Both {
+    let (g, d) = (td.fresh("gnu"), td.fresh("ours"));
+    prepare(&g);
+    prepare(&d);
+    let run = |mut cmd: Cmd, dest: &Path| {
+        cmd.current_dir(td.path());
+        args(&mut cmd, dest);
+        cmd.run()
+    };
+    let (gnu, ours) = (run(Cmd::new("tar"), &g), run(fastuntar(), &d));
+    let cmp = Compare::extraction(td.started);
+    let diff = diff(&snapshot(&g), "GNU tar", &snapshot(&d), "fastuntar", &cmp);
+    Both { gnu, ours, diff }
+}
+
 /// GNU tar and fastuntar, extracting and listing `archive` with `flags` and `operands`: the
 /// differences (exit code, tree, not-found names, listing), one line each.
 fn compare(td: &TestDir, archive: &Path, flags: &[&str], operands: &[&str]) -> Vec<String> {
     let mut out = Vec::new();
     let label = format!("{flags:?} {operands:?}");
-    let g = td.fresh("gnu");
-    let d = td.fresh("ours");
     // -C first: GNU tar applies a -C to the names after it, -T's included.
-    let run = |mut cmd: Cmd, dest: &Path| {
-        cmd.current_dir(td.path())
-            .arg("-C")
-            .arg(dest)
-            .args(flags)
-            .arg("-xf")
-            .arg(archive)
-            .args(operands)
-            .run()
-    };
-    let gnu = run(Cmd::new("tar"), &g);
-    let ours = run(fastuntar(), &d);
+    let Both { gnu, ours, diff: dd } = both(td, |cmd, dest| {
+        cmd.arg("-C").arg(dest).args(flags).arg("-xf").arg(archive).args(operands);
+    });
     if gnu.code != ours.code {
         out.push(format!(
             "{label}: -x exit {:?}, GNU tar {:?}\n{}",
@@ -90,13 +107,6 @@ fn compare(td: &TestDir, archive: &Path, flags: &[&str], operands: &[&str]) -> V
             ours.describe()
         ));
     }
-    let dd = diff(
-        &snapshot(&g),
-        "GNU tar",
-        &snapshot(&d),
-        "fastuntar",
-        &Compare::extraction(td.started),
-    );
     if !dd.is_empty() {
         out.push(format!("{label}: trees differ:\n    {}", dd.join("\n    ")));
     }
@@ -331,17 +341,9 @@ fn traditional_bundles_like_gnu_tar() {
         ("xof".into(), &archive),
     ];
     for (bundle, a) in &cases {
-        let g = td.fresh("gnu");
-        let d = td.fresh("ours");
-        let gnu = Cmd::new("tar").arg(bundle).arg(a).arg("-C").arg(&g).arg("src/a").run();
-        let ours = fastuntar().arg(bundle).arg(a).arg("-C").arg(&d).arg("src/a").run();
-        let dd = diff(
-            &snapshot(&g),
-            "GNU tar",
-            &snapshot(&d),
-            "fastuntar",
-            &Compare::extraction(td.started),
-        );
+        let Both { gnu, ours, diff: dd } = both(&td, |cmd, dest| {
+            cmd.arg(bundle).arg(a).arg("-C").arg(dest).arg("src/a");
+        });
         if !gnu.success() || !ours.success() || gnu.stdout != ours.stdout || !dd.is_empty() {
             failures.push(format!(
                 "{bundle}: {}\n{}\n{}",
@@ -352,17 +354,9 @@ fn traditional_bundles_like_gnu_tar() {
         }
     }
     // xfC: the values in the order of their letters.
-    let g = td.fresh("gnu");
-    let d = td.fresh("ours");
-    let gnu = Cmd::new("tar").arg("xfC").arg(&archive).arg(&g).run();
-    let ours = fastuntar().arg("xfC").arg(&archive).arg(&d).run();
-    let dd = diff(
-        &snapshot(&g),
-        "GNU tar",
-        &snapshot(&d),
-        "fastuntar",
-        &Compare::extraction(td.started),
-    );
+    let Both { gnu, ours, diff: dd } = both(&td, |cmd, dest| {
+        cmd.arg("xfC").arg(&archive).arg(dest);
+    });
     if !gnu.success() || !ours.success() || !dd.is_empty() {
         failures.push(format!("xfC: {}\n{}", dd.join("\n"), ours.describe()));
     }
@@ -456,25 +450,9 @@ fn use_compress_program_like_gnu_tar() {
     ];
     for (flags, a) in &cases {
         for operands in [&[][..], &["src/a", "nope"]] {
-            let g = td.fresh("gnu");
-            let d = td.fresh("ours");
-            let gnu = Cmd::new("tar")
-                .args(flags)
-                .arg("-xf")
-                .arg(a)
-                .arg("-C")
-                .arg(&g)
-                .args(operands)
-                .run();
-            let ours =
-                fastuntar().args(flags).arg("-xf").arg(a).arg("-C").arg(&d).args(operands).run();
-            let dd = diff(
-                &snapshot(&g),
-                "GNU tar",
-                &snapshot(&d),
-                "fastuntar",
-                &Compare::extraction(td.started),
-            );
+            let Both { gnu, ours, diff: dd } = both(&td, |cmd, dest| {
+                cmd.args(flags).arg("-xf").arg(a).arg("-C").arg(dest).args(operands);
+            });
             // GNU tar's -Z runs `compress`, which is rarely installed: only the tree of the
             // other flags is compared with it.
             let gnu_ok = flags[0] == "-Z" || (gnu.code == ours.code && dd.is_empty());
@@ -647,21 +625,13 @@ fn accepted_spellings_and_a_refused_one() {
         &["--force-local"],
     ] {
         // Over an existing file, so that --overwrite has one to replace.
-        let g = td.fresh("gnu");
-        let d = td.fresh("ours");
-        for dest in [&g, &d] {
+        let prepare = |dest: &Path| {
             fs::create_dir_all(dest.join("src/a")).unwrap();
             fs::write(dest.join("src/a/x"), "old\n").unwrap();
-        }
-        let gnu = Cmd::new("tar").args(flags).arg("-xf").arg(&archive).arg("-C").arg(&g).run();
-        let ours = fastuntar().args(flags).arg("-xf").arg(&archive).arg("-C").arg(&d).run();
-        let dd = diff(
-            &snapshot(&g),
-            "GNU tar",
-            &snapshot(&d),
-            "fastuntar",
-            &Compare::extraction(td.started),
-        );
+        };
+        let Both { gnu, ours, diff: dd } = both_over(&td, prepare, |cmd, dest| {
+            cmd.args(flags).arg("-xf").arg(&archive).arg("-C").arg(dest);
+        });
         if !ours.success() || gnu.code != ours.code || !dd.is_empty() {
             failures.push(format!("{flags:?}: {}\n{}", dd.join("\n"), ours.describe()));
         }

@@ -19,6 +19,33 @@ use util::{
     have_tool,
 };
 
+/// One PAX record, `LEN KEY=VALUE\n`, LEN counting itself.
+fn pax_record(key: &str, value: &[u8]) -> Vec<u8> {
+    let mut body = format!(" {key}=").into_bytes();
+    body.extend(value);
+    body.push(b'\n');
+    let mut len = body.len() + 1;
+    while format!("{len}").len() + body.len() != len {
+        len += 1;
+    }
+    let mut record = format!("{len}").into_bytes();
+    record.extend(body);
+    record
+}
+
+/// A ustar header (mode 0644, a directory's 0755, an old mtime) for `name` of type `flag`
+/// and `size` bytes.
+fn header(name: &str, flag: u8, size: usize) -> Vec<u8> {
+    let mut h = tar::Header::new_ustar();
+    h.set_path(name).unwrap();
+    h.set_entry_type(tar::EntryType::new(flag));
+    h.set_size(size as u64);
+    h.set_mode(if flag == b'5' { 0o755 } else { 0o644 });
+    h.set_mtime(1_000_000);
+    h.set_cksum();
+    h.as_bytes().to_vec()
+}
+
 /// Every path under `root` (itself excluded) with its attributes, names sorted.
 type Attrs = BTreeMap<PathBuf, Vec<(Vec<u8>, Vec<u8>)>>;
 
@@ -186,26 +213,8 @@ fn libarchive_records_count_where_no_schily_record_names_the_attribute() {
         ("SCHILY.xattr.user.dup", "schily".to_string()),
         ("LIBARCHIVE.xattr.user.a%3Db%20%25", "YQBiCmM".to_string()),
     ];
-    let mut pax = Vec::new();
-    for (k, v) in &records {
-        let body = format!(" {k}={v}\n");
-        let mut len = body.len() + 1;
-        while format!("{len}").len() + body.len() != len {
-            len += 1;
-        }
-        pax.extend(format!("{len}{body}").into_bytes());
-    }
+    let pax: Vec<u8> = records.iter().flat_map(|(k, v)| pax_record(k, v.as_bytes())).collect();
     let mut ar = Vec::new();
-    let header = |name: &str, flag: u8, size: usize| {
-        let mut h = tar::Header::new_ustar();
-        h.set_path(name).unwrap();
-        h.set_entry_type(tar::EntryType::new(flag));
-        h.set_size(size as u64);
-        h.set_mode(0o644);
-        h.set_mtime(1_000_000);
-        h.set_cksum();
-        h.as_bytes().to_vec()
-    };
     ar.extend(header("PaxHeaders/f", b'x', pax.len()));
     ar.extend(&pax);
     ar.resize(ar.len().div_ceil(512) * 512, 0);
@@ -458,35 +467,13 @@ fn deep_directories_with_large_attributes_stay_bounded() {
     let value = |level: usize| -> Vec<u8> {
         (0..VALUE).map(|i| ((i * 7 + level * 13) % 251) as u8).collect()
     };
-    let header = |name: &str, flag: u8, size: usize| {
-        let mut h = tar::Header::new_gnu();
-        h.set_path(name).unwrap();
-        h.set_entry_type(tar::EntryType::new(flag));
-        h.set_size(size as u64);
-        h.set_mode(0o755);
-        h.set_mtime(1_000_000);
-        h.set_cksum();
-        h.as_bytes().to_vec()
-    };
     let mut ar = Vec::new();
     let mut path = String::new();
     for level in 0..DEPTH {
         path.push_str("d/");
         // The path (past ustar's 100 bytes) and the attribute, as PAX records.
-        let record = |key: &str, value: &[u8]| {
-            let mut body = format!(" {key}=").into_bytes();
-            body.extend(value);
-            body.push(b'\n');
-            let mut len = body.len() + 1;
-            while format!("{len}").len() + body.len() != len {
-                len += 1;
-            }
-            let mut r = format!("{len}").into_bytes();
-            r.extend(body);
-            r
-        };
-        let mut pax = record("path", path.as_bytes());
-        pax.extend(record("SCHILY.xattr.user.big", &value(level)));
+        let mut pax = pax_record("path", path.as_bytes());
+        pax.extend(pax_record("SCHILY.xattr.user.big", &value(level)));
         ar.extend(header("PaxHeaders/d", b'x', pax.len()));
         ar.extend(&pax);
         ar.resize(ar.len().div_ceil(512) * 512, 0);
