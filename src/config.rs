@@ -1,6 +1,7 @@
 //! Resolved settings: sizes parsed, paths decided, modes chosen. The rest of the program reads
 //! only this.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
@@ -138,10 +139,16 @@ impl Config {
             Ordered::Operand(text) if args.file.is_none() => Some(PathBuf::from(text)),
             _ => None,
         });
-        let archive = match args.file.clone().or(first_operand) {
-            None => bail!("no archive given (use -f ARCHIVE, or '-' for standard input)"),
-            Some(p) if p.as_os_str() == "-" => None,
-            Some(p) => Some(p),
+        // As GNU tar: without -f, $TAPE, else standard input (`zstd -dc A | fastuntar -x`),
+        // but never a terminal. (A first operand names the archive here, where GNU tar would
+        // take it for a MEMBER.)
+        let tape = std::env::var_os("TAPE").filter(|t| !t.is_empty()).map(PathBuf::from);
+        let archive = match args.file.clone().or(first_operand).or(tape) {
+            Some(p) if p.as_os_str() != "-" => Some(p),
+            _ if std::io::stdin().is_terminal() => {
+                bail!("refusing to read the archive from a terminal (missing -f option?)")
+            }
+            _ => None,
         };
         let Selection { members, exclude } =
             operands::resolve(&args.ordered, args.file.is_none(), archive.is_none())?;

@@ -1220,6 +1220,31 @@ fn tar_spellings() {
     });
 }
 
+/// Without -f or an archive operand the archive is $TAPE, else standard input, as in GNU tar
+/// (`zstd -dc A | fastuntar -x`); standard input that is a terminal is refused.
+#[test]
+fn tape_or_standard_input_by_default() {
+    with_gnu_tar("tape_or_standard_input_by_default", "default_archive", |td| {
+        let archive = small_archive(td, "d.tar");
+        let want = snapshot(&gnu_extract(td, &archive, &[]));
+        let d = td.fresh("ours");
+        let out = fastuntar().args(["-x", "-C"]).arg(&d).stdin(Input::File(archive.clone())).run();
+        out.expect_code(0);
+        assert_same(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp(td), "-x < archive");
+        let ours = fastuntar().arg("-t").stdin(Input::File(archive.clone())).run();
+        let gnu = Cmd::new("tar").arg("-t").stdin(Input::File(archive.clone())).run();
+        assert!(ours.success() && ours.stdout == gnu.stdout, "{}", ours.describe());
+        let d = td.fresh("ours");
+        let tape = format!("TAPE={} {} -x -C {} < /dev/null", q(&archive), sh_quote(BIN), q(&d));
+        let out = Cmd::new("sh").args(["-c", &tape]).run();
+        out.expect_code(0);
+        assert_same(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp(td), "$TAPE");
+        let out = in_pty(&format!("{} -t", sh_quote(BIN)));
+        assert_eq!(out.code, Some(2), "{}", out.describe());
+        assert!(out.stdout_str().contains("refusing to read the archive from a terminal"));
+    });
+}
+
 #[test]
 fn keep_old_files_refuses_to_replace() {
     let _g = shared();
