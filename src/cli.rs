@@ -181,6 +181,59 @@ pub struct Args {
     #[arg(long = "skip-old-files")]
     pub skip_old_files: bool,
 
+    /// Keep an existing file, symlink or other non-directory whose modification time is the
+    /// same as or later than its archive copy's ("Current 'NAME' is newer or same age", exit
+    /// status unchanged) and replace the older ones. The time is the existing entry's own
+    /// (a symlink is not followed), read when the member is created. An existing directory is
+    /// never newer: a directory member removes it when empty (and creates it anew), otherwise
+    /// leaves it as it is, metadata too; a file member replaces an empty one. As GNU tar 1.34.
+    #[arg(
+        long = "keep-newer-files",
+        conflicts_with_all = ["keep_old_files", "skip_old_files", "overwrite", "no_overwrite_dir"]
+    )]
+    pub keep_newer_files: bool,
+
+    /// Keep the mode and owner of directories that exist already, made before the run or
+    /// earlier in it (the member's modification time is still set, unless -m), instead of
+    /// the member's.
+    #[arg(
+        long = "no-overwrite-dir",
+        conflicts_with_all = ["keep_old_files", "skip_old_files", "overwrite"],
+        overrides_with = "overwrite_dir"
+    )]
+    pub no_overwrite_dir: bool,
+
+    /// Give existing directories the member's mode, owner and time (the default).
+    #[arg(long = "overwrite-dir", overrides_with = "no_overwrite_dir")]
+    pub overwrite_dir: bool,
+
+    /// Extract everything under DIR (relative to -C), or without DIR under a directory named
+    /// after the archive without its .tar or compression suffix (.tar, .tar.gz, .tgz, .tar.zst,
+    /// .tzst, .tar.xz, .txz, .tar.bz2, .tbz2, .tar.lz4, ...). Members already under DIR
+    /// (the name DIR itself or starting with DIR/, after --strip-components) are not prefixed
+    /// twice; hard-link targets likewise. Names shown by -v and -t are the archive's.
+    #[arg(
+        long = "one-top-level",
+        value_name = "DIR",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = ""
+    )]
+    pub one_top_level: Option<OsString>,
+
+    /// At the end, print "Total bytes read: N (SIZE, RATE/s)" on standard error, as GNU tar:
+    /// N is the archive's bytes as tar reads them (its decompressed stream, in whole records
+    /// of --blocking-factor, up to the one holding the end marker). --totals=SIGNAL is
+    /// refused.
+    #[arg(
+        long = "totals",
+        value_name = "SIGNAL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = ""
+    )]
+    pub totals: Option<String>,
+
     /// Do not restore modification times: everything extracted keeps the time it was
     /// created (and no time is set, which saves a system call per member).
     #[arg(short = 'm', long = "touch")]
@@ -230,7 +283,8 @@ pub struct Args {
     pub absolute_names: bool,
 
     /// Accepted and without effect when reading, as in GNU tar: -s/--same-order,
-    /// -B/--read-full-records, -b/--blocking-factor N, --record-size N, --force-local.
+    /// -B/--read-full-records, -b/--blocking-factor N, --record-size N, --force-local (the
+    /// record size counts only for --totals).
     #[arg(
         short = 's',
         long = "same-order",
@@ -240,14 +294,11 @@ pub struct Args {
     )]
     pub no_effect: u8,
 
-    #[arg(
-        short = 'b',
-        long = "blocking-factor",
-        alias = "record-size",
-        value_name = "N",
-        hide = true
-    )]
+    #[arg(short = 'b', long = "blocking-factor", value_name = "N", hide = true)]
     pub blocking: Option<String>,
+
+    #[arg(long = "record-size", value_name = "SIZE", hide = true, conflicts_with = "blocking")]
+    pub record_size: Option<String>,
 
     /// Read on past zero blocks, to the end of the input: for archives concatenated with
     /// `cat a.tar b.tar` (whose first end marker would otherwise end the archive).

@@ -73,6 +73,14 @@ pub struct Config {
     pub verbose: u8,
     /// What to do where a member's path exists already (`-k`, `--skip-old-files`).
     pub old_files: OldFiles,
+    /// `--one-top-level`: the directory (relative, plain components) every member is
+    /// extracted under (safety.rs).
+    pub one_top_level: Option<PathBuf>,
+    /// `--totals`: "Total bytes read" at the end (totals.rs).
+    pub totals: bool,
+    /// Bytes of a tar record (`-b N` × 512, `--record-size`; 10240 by default): `--totals`
+    /// counts whole records, as GNU tar reads them.
+    pub record_size: u64,
     /// `-m`: modification times are not restored.
     pub touch: bool,
     /// `--xattrs`: which extended attributes are restored (None: none, the default).
@@ -119,6 +127,15 @@ pub enum OldFiles {
     /// `--skip-old-files`: keep it without a word and without changing the exit status; with
     /// -v, "MEMBER: skipping existing file" (directories too), as GNU tar 1.34.
     Skip,
+    /// `--keep-newer-files`: keep a non-directory whose mtime is the same as or later than the
+    /// member's ("Current 'PATH' is newer or same age", exit status unchanged), replace an
+    /// older one. A directory is never newer: a directory member removes an empty one and
+    /// makes it anew, keeps a non-empty one as it is (no metadata), as GNU tar 1.34.
+    KeepNewer,
+    /// `--no-overwrite-dir`: as Replace, but a directory that exists (before the run or made
+    /// earlier in it) keeps its mode and owner; it still gets the member's mtime (GNU tar 1.34
+    /// sets it).
+    NoOverwriteDir,
 }
 
 impl Config {
@@ -134,6 +151,15 @@ impl Config {
         {
             bail!("--blocking-factor: invalid number {b:?}");
         }
+        let record_size = record_size(&args)?;
+        let totals = match args.totals.as_deref() {
+            None => false,
+            Some("") => true,
+            Some(sig) => bail!(
+                "--totals={sig} is not supported: fastuntar prints the totals at the end only \
+                 (use --totals)"
+            ),
+        };
         let filter = filter(&args)?;
         let first_operand = args.ordered.iter().find_map(|o| match o {
             Ordered::Operand(text) if args.file.is_none() => Some(PathBuf::from(text)),
@@ -150,6 +176,11 @@ impl Config {
             }
             _ => None,
         };
+        let one_top_level = args
+            .one_top_level
+            .as_deref()
+            .map(|d| top_level(d.as_ref(), archive.as_deref()))
+            .transpose()?;
         let Selection { members, exclude } =
             operands::resolve(&args.ordered, args.file.is_none(), archive.is_none())?;
         if args.to_stdout && args.json {
@@ -196,11 +227,18 @@ impl Config {
             exclude,
             to_stdout: args.to_stdout,
             verbose: args.verbose,
-            old_files: match (args.keep_old_files, args.skip_old_files) {
-                (true, _) => OldFiles::Keep,
-                (false, true) => OldFiles::Skip,
-                (false, false) => OldFiles::Replace,
+            // clap keeps these apart (`conflicts_with`): GNU tar's last one wins, which would
+            // drop one of two options given without a word.
+            old_files: match () {
+                _ if args.keep_old_files => OldFiles::Keep,
+                _ if args.skip_old_files => OldFiles::Skip,
+                _ if args.keep_newer_files => OldFiles::KeepNewer,
+                _ if args.no_overwrite_dir => OldFiles::NoOverwriteDir,
+                _ => OldFiles::Replace,
             },
+            one_top_level: one_top_level.flatten(),
+            totals,
+            record_size,
             touch: args.touch,
             xattrs,
             strip_components: args.strip_components,
@@ -245,6 +283,84 @@ impl Config {
     pub fn reads_only(&self) -> bool {
         self.list || self.to_stdout
     }
+}
+
+/// Suffixes GNU tar 1.34 strips from the archive's base name to name `--one-top-level`'s
+/// directory (suffix.c `compression_suffixes`), and `lz4`, which 1.34 does not know: after
+/// one that does not start with `t`, a `.tar` before it goes too (`a.tar.gz` → `a`, `a.gz` →
+/// `a`, `a.tgz.tar` → `a.tgz`). Case matters (`a.TAR` is not deduced).
+const TOP_LEVEL_SUFFIXES: &[&str] = &[
+    "tar", "gz", "tgz", "taz", "Z", "taZ", "bz2", "tbz", "tbz2", "tz2", "lz", "lzma", "tlz", "lzo",
+    "xz", "txz", "zst", "tzst", "lz4",
+];
+
+/// `--one-top-level[=DIR]`: DIR as plain components (None: `.`, nothing to add), or without
+/// DIR the archive's base name less its suffix (GNU tar's `strip_compression_suffix`); standard
+/// input, or a name without a known suffix, is GNU tar's usage error. A DIR that would leave the
+/// destination (absolute, `..`) is refused, whether given or deduced.
+fn top_level(dir: &std::path::Path, archive: Option<&std::path::Path>) -> Result<Option<PathBuf>> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::Component;
+    let deduced;
+    let dir = if dir.as_os_str().is_empty() {
+        let cannot = || {
+            anyhow::anyhow!(
+                "Cannot deduce top-level directory name; please set it explicitly with \
+                 --one-top-level=DIR"
+            )
+        };
+        let base = archive.and_then(|a| a.file_name()).ok_or_else(cannot)?.as_bytes();
+        let dot = base.iter().rposition(|&b| b == b'.').ok_or_else(cannot)?;
+        let suffix = &base[dot + 1..];
+        if !TOP_LEVEL_SUFFIXES.iter().any(|s| s.as_bytes() == suffix) {
+            return Err(cannot());
+        }
+        let mut len = dot;
+        if len > 4 && &base[len - 4..len] == b".tar" && suffix[0] != b't' {
+            len -= 4;
+        }
+        if len == 0 {
+            return Err(cannot());
+        }
+        deduced = PathBuf::from(std::ffi::OsStr::from_bytes(&base[..len]));
+        &deduced
+    } else {
+        dir
+    };
+    let mut out = PathBuf::new();
+    for c in dir.components() {
+        match c {
+            Component::Normal(n) => out.push(n),
+            Component::CurDir => {}
+            _ => bail!(
+                "--one-top-level: {}: the directory must lie inside the destination (no leading \
+                 '/', no '..')",
+                dir.display()
+            ),
+        }
+    }
+    Ok((!out.as_os_str().is_empty()).then_some(out))
+}
+
+/// Bytes of a tar record: `-b N` blocks of 512 or `--record-size` bytes (a multiple of 512),
+/// else GNU tar's default of 20 blocks.
+fn record_size(args: &Args) -> Result<u64> {
+    if let Some(b) = &args.blocking {
+        return match b.parse::<u64>() {
+            Ok(n) if n > 0 && n <= 1 << 21 => Ok(n * 512),
+            // Accepted as before (the value was not read): only --totals needs it.
+            _ if args.totals.is_none() => Ok(20 * 512),
+            _ => bail!("--blocking-factor: invalid number {b:?}"),
+        };
+    }
+    if let Some(r) = &args.record_size {
+        let n = parse_size(r).context("--record-size")?;
+        if n == 0 || n % 512 != 0 {
+            bail!("--record-size: {r}: not a multiple of 512");
+        }
+        return Ok(n);
+    }
+    Ok(20 * 512)
 }
 
 /// The decompressing program the flags ask for, as `PROG -d` split at spaces: GNU tar's

@@ -402,7 +402,7 @@ fn produce(
     let mut reader = Reader::new(input);
     reader.ignore_zeros(cfg.ignore_zeros);
     reader.xattrs(cfg.xattrs.is_some());
-    let mut sanitizer = Sanitizer::new(cfg.strip_components);
+    let mut sanitizer = Sanitizer::new(cfg.strip_components, cfg.one_top_level.as_deref());
     let mut admission = Admission::new(cfg.snapshot, cfg.limits.clone(), files);
     let mut wanted = Wanted::new(cfg)?;
     let utf8 = crate::list::utf8_locale();
@@ -414,7 +414,10 @@ fn produce(
     loop {
         let member = match reader.next_member() {
             Ok(Some(m)) => m,
-            Ok(None) => break,
+            Ok(None) => {
+                crate::totals::archive_ends_at(reader.offset());
+                break;
+            }
             Err(e) => {
                 // Members decoded before the error are still written.
                 let _ = out.flush();
@@ -666,7 +669,9 @@ impl<R: Skip> Stage<'_, '_, R> {
             Some(filter) => filter.select(std::mem::take(&mut m.xattrs)),
             None => None,
         };
-        let entry = Entry { name, path, mode, mtime, owner, offset: m.offset, xattrs };
+        let archived_mtime = m.mtime;
+        let entry =
+            Entry { name, path, mode, mtime, archived_mtime, owner, offset: m.offset, xattrs };
         match m.kind {
             Kind::Dir => self.send(Op::Dir(entry)),
             Kind::Symlink => self.send(Op::Symlink { entry, target: m.link_name }),

@@ -23,5 +23,6 @@ pub mod resources;
 pub mod safety;
 pub mod select;
 pub mod to_stdout;
+pub mod totals;
 pub mod write;
 pub mod xattrs;

@@ -81,6 +81,7 @@ pub fn run(cfg: &Config) -> Result<u64> {
             return stopped(members, e);
         }
     }
+    crate::totals::archive_ends_at(archive.reader.offset());
     if let Err(e) = out.flush() {
         return stopped(members, e);
     }

@@ -6,7 +6,7 @@ use clap::CommandFactory;
 
 use fastuntar::exit_codes::ExitCode;
 use fastuntar::extract::Summary;
-use fastuntar::{cli, config, extract, list, report, resources, to_stdout};
+use fastuntar::{cli, config, extract, list, report, resources, to_stdout, totals};
 
 fn main() {
     ignore_sigxfsz();
@@ -39,14 +39,20 @@ fn main() {
             std::process::exit(ExitCode::Fatal as i32);
         }
     };
+    totals::start();
     if cfg.list {
-        exit(code_of(&list::run(&cfg)));
+        let outcome = list::run(&cfg);
+        print_totals(&cfg, &outcome);
+        exit(code_of(&outcome));
     }
     // Stdout carries data: no summary line, no progress (they would draw over `| less`).
     if cfg.to_stdout {
-        exit(code_of(&to_stdout::run(&cfg)));
+        let outcome = to_stdout::run(&cfg);
+        print_totals(&cfg, &outcome);
+        exit(code_of(&outcome));
     }
     let outcome = extract::run(&cfg);
+    print_totals(&cfg, &outcome);
     let code = code_of(&outcome);
     if let Ok(summary) = &outcome {
         if cfg.json {
@@ -59,6 +65,14 @@ fn main() {
 }
 
 /// The exit code of a run's outcome, saying its error if it failed.
+/// `--totals`, after a run that read its archive to the end (GNU tar prints nothing after a
+/// fatal error), before the summary line.
+fn print_totals<T>(cfg: &config::Config, outcome: &anyhow::Result<T>) {
+    if cfg.totals && outcome.is_ok() {
+        report::diagnostic(&totals::line(cfg.record_size));
+    }
+}
+
 fn code_of<T>(outcome: &anyhow::Result<T>) -> ExitCode {
     match outcome {
         Ok(_) if report::failed_count() > 0 => ExitCode::Fatal,

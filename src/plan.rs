@@ -84,6 +84,8 @@ pub struct Entry {
     pub mode: u32,
     /// None with `-m`: the member keeps the time it was created, and no time is set.
     pub mtime: Option<Timestamp>,
+    /// The member's mtime as archived, `-m` or not: what `--keep-newer-files` compares.
+    pub archived_mtime: Timestamp,
     /// Some((uid, gid)) only when ownership is to be restored (`--same-owner`).
     pub owner: Option<(u32, u32)>,
     /// Offset of the member's first header block in the decoded archive stream.

@@ -30,12 +30,19 @@ pub enum Verdict {
 
 pub struct Sanitizer {
     strip_components: usize,
+    /// `--one-top-level`'s directory, as components.
+    top: Vec<Vec<u8>>,
     warned_absolute: bool,
 }
 
 impl Sanitizer {
-    pub fn new(strip_components: usize) -> Sanitizer {
-        Sanitizer { strip_components, warned_absolute: false }
+    /// `top`: `--one-top-level`'s directory (relative, plain components), put in front of
+    /// every path after `--strip-components` unless the path lies at or under it already.
+    pub fn new(strip_components: usize, top: Option<&std::path::Path>) -> Sanitizer {
+        let top = top
+            .map(|t| t.components().map(|c| c.as_os_str().as_bytes().to_vec()).collect())
+            .unwrap_or_default();
+        Sanitizer { strip_components, top, warned_absolute: false }
     }
 
     /// Judges a member name or a hard-link target (both get the same treatment in GNU tar,
@@ -60,14 +67,25 @@ impl Sanitizer {
         }
         let stripped = !parts.is_empty() && self.strip_components > 0;
         if parts.len() <= self.strip_components && stripped {
-            return Verdict::Nothing;
+            if self.top.is_empty() {
+                return Verdict::Nothing;
+            }
+            parts.clear();
         }
-        let rest: Vec<&[u8]> =
+        let mut rest: Vec<&[u8]> =
             parts.into_iter().skip(self.strip_components).filter(|c| *c != b".").collect();
+        // `--one-top-level` (GNU tar's `enforce_one_top_level`, after stripping: `top/a` with
+        // `--strip-components=1 --one-top-level=X` is `X/a`): a path already at or under the
+        // directory stays as it is; `./` becomes the directory itself.
+        // A name stripped to nothing is the directory too (GNU tar 1.34: `top/` with
+        // `--strip-components=1 --one-top-level=X` gives X its mode and time).
+        if !self.top.is_empty() && !self.under_top(&rest) {
+            rest.splice(0..0, self.top.iter().map(Vec::as_slice));
+        }
         if rest.is_empty() {
             // GNU tar substitutes `.` for an empty name: a directory member then carries the
             // destination's own mode and mtime.
-            return if !stripped {
+            return if !stripped || !self.top.is_empty() {
                 Verdict::Extract(SafePath(PathBuf::new()))
             } else {
                 Verdict::Nothing
@@ -80,6 +98,11 @@ impl Sanitizer {
         let path: PathBuf = rest.iter().map(|c| OsStr::from_bytes(c)).collect();
         Verdict::Extract(SafePath(path))
     }
+
+    /// Whether `path` is `--one-top-level`'s directory or lies under it.
+    fn under_top(&self, path: &[&[u8]]) -> bool {
+        path.len() >= self.top.len() && self.top.iter().zip(path).all(|(t, p)| t == p)
+    }
 }
 
 #[cfg(test)]
@@ -87,7 +110,11 @@ mod tests {
     use super::*;
 
     fn judge(strip: usize, raw: &str) -> Option<String> {
-        match Sanitizer::new(strip).judge(raw.as_bytes()) {
+        judge_top(strip, None, raw)
+    }
+
+    fn judge_top(strip: usize, top: Option<&str>, raw: &str) -> Option<String> {
+        match Sanitizer::new(strip, top.map(std::path::Path::new)).judge(raw.as_bytes()) {
             Verdict::Extract(p) => Some(p.as_path().to_string_lossy().into_owned()),
             Verdict::Nothing => Some("<nothing>".into()),
             Verdict::Refuse(_) => None,
@@ -115,5 +142,25 @@ mod tests {
         assert_eq!(judge(0, &("d/".repeat(2048) + "f")), None);
         // Padding the sanitiser removes does not count.
         assert_eq!(judge(0, &("/".repeat(1 << 20) + "a/./b")).as_deref(), Some("a/b"));
+    }
+
+    #[test]
+    fn one_top_level() {
+        let t = |strip, raw| judge_top(strip, Some("X"), raw);
+        assert_eq!(t(0, "a/b").as_deref(), Some("X/a/b"));
+        assert_eq!(t(0, "X").as_deref(), Some("X"));
+        assert_eq!(t(0, "X/a").as_deref(), Some("X/a"));
+        assert_eq!(t(0, "./X/a").as_deref(), Some("X/a"));
+        assert_eq!(t(0, "/X/a").as_deref(), Some("X/a"));
+        assert_eq!(t(0, "Xa/b").as_deref(), Some("X/Xa/b"));
+        assert_eq!(t(0, "./").as_deref(), Some("X"));
+        // After --strip-components: `top/X/a` is already under X, `top/a` is not.
+        assert_eq!(t(1, "top/a").as_deref(), Some("X/a"));
+        assert_eq!(t(1, "top/X/a").as_deref(), Some("X/a"));
+        assert_eq!(t(1, "top").as_deref(), Some("X"));
+        assert_eq!(t(1, "./").as_deref(), Some("X"));
+        assert_eq!(judge_top(0, Some("X/Y"), "X/a").as_deref(), Some("X/Y/X/a"));
+        assert_eq!(judge_top(0, Some("X/Y"), "X/Y/a").as_deref(), Some("X/Y/a"));
+        assert_eq!(t(0, "../a"), None);
     }
 }

@@ -37,7 +37,7 @@ pub fn run(cfg: &Config) -> Result<u64> {
     // newlines in every chunk of data).
     let stdout = io::stdout().as_fd().try_clone_to_owned().context("cannot use stdout")?;
     let mut out = Out { file: File::from(stdout), buf: vec![0; OUT_BUF], filled: 0 };
-    let mut sanitizer = Sanitizer::new(cfg.strip_components);
+    let mut sanitizer = Sanitizer::new(cfg.strip_components, cfg.one_top_level.as_deref());
     let mut admission =
         Admission::new(cfg.snapshot, cfg.limits.clone(), FileCount::new(cfg.limits.max_files));
     let utf8 = list::utf8_locale();
@@ -48,7 +48,10 @@ pub fn run(cfg: &Config) -> Result<u64> {
     loop {
         let m = match archive.reader.next_member() {
             Ok(Some(m)) => m,
-            Ok(None) => break,
+            Ok(None) => {
+                crate::totals::archive_ends_at(archive.reader.offset());
+                break;
+            }
             Err(e) => return Err(out.flush_before(e)),
         };
         members += 1;

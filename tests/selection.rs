@@ -644,3 +644,369 @@ fn accepted_spellings_and_a_refused_one() {
     assert!(fs::read_dir(&d).unwrap().next().is_none(), "-P wrote something");
     assert!(failures.is_empty(), "spellings:\n  {}", failures.join("\n  "));
 }
+
+// ---------------------------------------------------------------------------------------------
+// What to do with what is there: --keep-newer-files, --no-overwrite-dir; --one-top-level;
+// --totals.
+
+/// The writer set-ups these options are checked under: the decision is the writer's (dest.rs),
+/// and several writers split the members between threads.
+const OVER_WRITERS: &[&[&str]] = &[
+    &["--writer-threads", "1", "--io", "uring"],
+    &["--writer-threads", "1", "--io", "portable"],
+    &["--writer-threads", "3", "--io", "uring"],
+    &["--writer-threads", "3", "--io", "portable"],
+];
+
+/// stderr lines without the program's name, sorted (several writers report in their order).
+fn said(out: &Output, prog: &str) -> Vec<String> {
+    let mut lines: Vec<String> = out
+        .diagnostics()
+        .iter()
+        .map(|l| l.strip_prefix(&format!("{prog}: ")).unwrap_or(l).to_string())
+        .filter(|l| !l.starts_with("Exiting with failure status"))
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// GNU tar once and fastuntar under every row of OVER_WRITERS, each into a fresh destination
+/// that `prepare` fills first, with `args` and `-C DEST`: how they differ (exit code, tree, what
+/// was said on stderr).
+fn compare_over(td: &TestDir, prepare: impl Fn(&Path), args: &[&str]) -> Vec<String> {
+    compare_over_as(td, prepare, args, true)
+}
+
+/// `compare_over`, comparing the trees only when `trees` (with `-m` files get the time they
+/// were made).
+fn compare_over_as(
+    td: &TestDir,
+    prepare: impl Fn(&Path),
+    args: &[&str],
+    trees: bool,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let g = td.fresh("gnu");
+    prepare(&g);
+    let gnu = Cmd::new("tar").current_dir(td.path()).args(args).arg("-C").arg(&g).run();
+    let cmp = Compare::extraction(td.started);
+    for writers in OVER_WRITERS {
+        let d = td.fresh("ours");
+        prepare(&d);
+        let mut cmd = fastuntar();
+        cmd.current_dir(td.path()).args(*writers).args(args).arg("-C").arg(&d);
+        let ours = cmd.run();
+        let label = format!("{args:?} {writers:?}");
+        if gnu.code != ours.code {
+            out.push(format!("{label}: exit {:?}, GNU tar {:?}", ours.code, gnu.code));
+        }
+        let dd = diff(&snapshot(&g), "GNU tar", &snapshot(&d), "fastuntar", &cmp);
+        if trees && !dd.is_empty() {
+            out.push(format!("{label}: trees differ:\n    {}", dd.join("\n    ")));
+        }
+        if said(&gnu, "tar") != said(&ours, "fastuntar") {
+            out.push(format!(
+                "{label}: said {:?}, GNU tar {:?}",
+                said(&ours, "fastuntar"),
+                said(&gnu, "tar")
+            ));
+        }
+    }
+    out
+}
+
+const Y2019: i64 = 1_546_300_800;
+const Y2020: i64 = 1_577_836_800;
+const Y2021: i64 = 1_609_459_200;
+
+/// --keep-newer-files, checked with GNU tar 1.34 over a destination holding, for each kind of
+/// member, an entry newer than it, as old (same second) and older: a newer or same-age file,
+/// symlink (its own time, not its target's) or hard link stays ("Current 'f' is newer or same
+/// age", exit 0), an older one is replaced; a directory is never newer: a directory member
+/// keeps a non-empty one as it is (mode and time too) and makes an empty one anew with its own
+/// metadata; a file member replaces an empty directory; a directory member stays out of a newer
+/// file's way. A PAX archive's nanoseconds count (a file .2 s older in the same second is
+/// replaced).
+#[test]
+fn keep_newer_files_like_gnu_tar() {
+    if !have_tool("keep_newer_files_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("keep-newer");
+    let src = td.join("src");
+    for f in ["newer", "same", "older", "hl_newer", "hl_older", "file_over_dir", "sub/inner"] {
+        fs::create_dir_all(src.join(f).parent().unwrap()).unwrap();
+        fs::write(src.join(f), format!("archived {f}\n")).unwrap();
+    }
+    for d in ["dir_full", "dir_empty", "dir_over_file", "sub"] {
+        fs::create_dir_all(src.join(d)).unwrap();
+        fs::set_permissions(src.join(d), fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::os::unix::fs::symlink("archived-target", src.join("link_newer")).unwrap();
+    std::os::unix::fs::symlink("archived-target", src.join("link_older")).unwrap();
+    for e in fs::read_dir(&src).unwrap() {
+        util::tree::set_mtime(&e.unwrap().path(), Y2020, 300_000_000);
+    }
+    util::tree::set_mtime(&src.join("sub/inner"), Y2020, 300_000_000);
+    let names = [
+        "newer",
+        "same",
+        "older",
+        "file_over_dir",
+        "dir_full",
+        "dir_empty",
+        "dir_over_file",
+        "link_newer",
+        "link_older",
+        "sub/inner",
+        "sub",
+    ];
+    let plain = td.join("kn.tar");
+    let pax = td.join("kn-pax.tar");
+    for (archive, format) in [(&plain, "gnu"), (&pax, "posix")] {
+        let mut args = vec!["-C", src.to_str().unwrap(), "--format", format, "-cf"];
+        args.push(archive.to_str().unwrap());
+        args.extend(names);
+        // Hard links to `newer` and `older`, which GNU tar stores as links.
+        args.extend(["hl_newer", "hl_older"]);
+        let out = gnu_tar(args);
+        assert!(out.success(), "{}", out.describe());
+    }
+    let prepare = |d: &Path| {
+        let put = |name: &str, secs: i64, nanos: i64| {
+            fs::write(d.join(name), "existing\n").unwrap();
+            util::tree::set_mtime(&d.join(name), secs, nanos);
+        };
+        put("newer", Y2021, 0);
+        // Same second: as old in a GNU-format archive (seconds only), .2 s older in a PAX one.
+        put("same", Y2020, 100_000_000);
+        put("older", Y2019, 0);
+        put("hl_newer", Y2021, 0);
+        put("hl_older", Y2019, 0);
+        put("dir_over_file", Y2021, 0);
+        for dir in ["dir_full", "dir_empty", "file_over_dir", "sub"] {
+            fs::create_dir(d.join(dir)).unwrap();
+            fs::set_permissions(d.join(dir), fs::Permissions::from_mode(0o700)).unwrap();
+        }
+        fs::write(d.join("dir_full/keep"), "kept\n").unwrap();
+        util::tree::set_mtime(&d.join("dir_full/keep"), Y2019, 0);
+        fs::write(d.join("sub/inner"), "existing\n").unwrap();
+        util::tree::set_mtime(&d.join("sub/inner"), Y2019, 0);
+        for dir in ["dir_full", "dir_empty", "file_over_dir"] {
+            util::tree::set_mtime(&d.join(dir), Y2021, 0);
+        }
+        std::os::unix::fs::symlink("existing-target", d.join("link_newer")).unwrap();
+        util::tree::set_mtime(&d.join("link_newer"), Y2021, 0);
+        std::os::unix::fs::symlink("existing-target", d.join("link_older")).unwrap();
+        util::tree::set_mtime(&d.join("link_older"), Y2019, 0);
+    };
+    let mut failures = Vec::new();
+    for archive in [&plain, &pax] {
+        let a = archive.to_str().unwrap();
+        failures.extend(compare_over(&td, prepare, &["--keep-newer-files", "-xf", a]));
+        // -m changes what is set, not what is compared (the second `sub/inner`, a hard link to
+        // itself, finds the first one made just now).
+        let m = ["--keep-newer-files", "-m", "-xf", a];
+        failures.extend(compare_over_as(&td, prepare, &m, false));
+    }
+    // Without the option everything is replaced: the case above is not vacuous.
+    let without = compare_over(&td, prepare, &["-xf", plain.to_str().unwrap()]);
+    failures.extend(without);
+    assert!(failures.is_empty(), "--keep-newer-files differs:\n  {}", failures.join("\n  "));
+}
+
+/// --no-overwrite-dir, checked with GNU tar 1.34: a directory that exists keeps its mode (and
+/// owner) but gets the member's mtime, and so does one made earlier in the same run (`e/`
+/// twice, with different modes and times: the second keeps the first's mode and sets its own
+/// time); a directory the run creates gets its member's mode.
+#[test]
+fn no_overwrite_dir_like_gnu_tar() {
+    if !have_tool("no_overwrite_dir_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("no-overwrite-dir");
+    let src = td.join("src");
+    for d in ["d", "e", "new"] {
+        fs::create_dir_all(src.join(d)).unwrap();
+    }
+    fs::write(src.join("d/f"), "f\n").unwrap();
+    for p in ["d/f", "d", "e", "new"] {
+        fs::set_permissions(src.join(p), fs::Permissions::from_mode(0o750)).unwrap();
+        util::tree::set_mtime(&src.join(p), Y2020, 0);
+    }
+    let archive = td.join("nod.tar");
+    let a = archive.to_str().unwrap();
+    let s = src.to_str().unwrap();
+    assert!(gnu_tar(["-C", s, "-cf", a, "d", "e", "new"]).success());
+    fs::set_permissions(src.join("e"), fs::Permissions::from_mode(0o711)).unwrap();
+    util::tree::set_mtime(&src.join("e"), Y2019, 0);
+    assert!(gnu_tar(["-C", s, "-rf", a, "e"]).success());
+    let prepare = |d: &Path| {
+        fs::create_dir(d.join("d")).unwrap();
+        fs::set_permissions(d.join("d"), fs::Permissions::from_mode(0o700)).unwrap();
+        util::tree::set_mtime(&d.join("d"), Y2021, 0);
+    };
+    let mut failures = compare_over(&td, prepare, &["--no-overwrite-dir", "-xf", a]);
+    failures.extend(compare_over(&td, prepare, &["--overwrite-dir", "-xf", a]));
+    assert!(failures.is_empty(), "--no-overwrite-dir differs:\n  {}", failures.join("\n  "));
+}
+
+/// --one-top-level, checked with GNU tar 1.34: without DIR the archive's name less its suffix
+/// (`ops.tar` → `ops`, `ops.tgz`, `ops.tar.zst`...; GNU tar reads a plain archive under any of
+/// these names); members already under DIR are not prefixed twice; --strip-components applies
+/// first; MEMBER operands and -t see the archive's names. Standard input without DIR is GNU
+/// tar's usage error.
+#[test]
+fn one_top_level_like_gnu_tar() {
+    if !have_tool("one_top_level_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("one-top-level");
+    let (archive, _) = operand_archive(&td);
+    let mut failures = Vec::new();
+    for (flags, operands) in [
+        (&["--one-top-level"][..], &[][..]),
+        (&["--one-top-level=src"], &[]),
+        (&["--one-top-level=src/a"], &[]),
+        (&["--one-top-level=top/level"], &[]),
+        (&["--one-top-level=X", "--strip-components=1"], &[]),
+        (&["--one-top-level=a", "--strip-components=1"], &[]),
+        (&["--one-top-level=X"], &["src/a", "dot/f"]),
+    ] {
+        failures.extend(compare(&td, &archive, flags, operands));
+    }
+    for name in [
+        "ops.tgz",
+        "ops.tar.gz",
+        "ops.tar.zst",
+        "ops.tzst",
+        "ops.txz",
+        "ops.tar.bz2",
+        "o.p.tbz2",
+        "ops.gz",
+    ] {
+        let renamed = td.join(name);
+        fs::copy(&archive, &renamed).unwrap();
+        failures.extend(compare(&td, &renamed, &["--one-top-level"], &[]));
+    }
+    // Names GNU tar 1.34 cannot deduce a directory from: the same usage error, nothing made.
+    for name in ["ops", "ops.TAR", "ops.zip", ".tar"] {
+        let renamed = td.join(name);
+        fs::copy(&archive, &renamed).unwrap();
+        let Both { gnu, ours, diff: dd } = both(&td, |cmd, dest| {
+            cmd.arg("--one-top-level").arg("-xf").arg(&renamed).arg("-C").arg(dest);
+        });
+        if gnu.code != ours.code || !dd.is_empty() || !ours.stderr_str().contains("Cannot deduce") {
+            failures.push(format!("{name}: {}\n{}", dd.join("\n"), ours.describe()));
+        }
+    }
+    let stdin = |mut cmd: Cmd| {
+        cmd.current_dir(td.path())
+            .args(["--one-top-level", "-xf", "-", "-C"])
+            .arg(td.fresh("stdin"))
+            .stdin(Input::File(archive.clone()))
+            .run()
+    };
+    let (gnu, ours) = (stdin(Cmd::new("tar")), stdin(fastuntar()));
+    if gnu.code != ours.code || !ours.stderr_str().contains("Cannot deduce top-level directory") {
+        failures.push(format!("stdin: GNU {:?}\n{}", gnu.code, ours.describe()));
+    }
+    // A DIR outside the destination is refused (GNU tar would extract there).
+    let out = fastuntar()
+        .arg("--one-top-level=../out")
+        .arg("-xf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(td.fresh("ours"))
+        .run();
+    out.expect_code(2);
+    assert!(out.stderr_str().contains("must lie inside the destination"), "{}", out.describe());
+    assert!(failures.is_empty(), "--one-top-level differs:\n  {}", failures.join("\n  "));
+}
+
+/// The line --totals prints up to the rate, which depends on the clock.
+fn totals_of(out: &Output, prog: &str) -> Option<String> {
+    let prefix = format!("{prog}: ");
+    let line = out.stderr_lines().into_iter().find(|l| l.contains("Total bytes read: "))?;
+    let line = line.strip_prefix(&prefix).unwrap_or(&line).to_string();
+    let (fixed, rate) = line.rsplit_once(", ")?;
+    let rate_ok = rate.strip_suffix("/s)").is_some_and(|r| {
+        let digits = r.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+        !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit() || c == '.')
+    });
+    Some(if rate_ok { fixed.to_string() } else { line })
+}
+
+/// --totals prints GNU tar 1.34's line: the tar stream's bytes in whole records of the blocking
+/// factor, up to the record holding the end marker (a `-b 1` archive of 6 KiB, one of 1.5 KiB
+/// without record padding and one followed by 40 KiB of zeros all read 10240), the same when
+/// compressed or listed; `-b 4` reads records of 2 KiB ("6.0KiB"). --totals=SIGNAL is refused.
+#[test]
+fn totals_like_gnu_tar() {
+    if !have_tool("totals_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("totals");
+    let (archive, _) = operand_archive(&td);
+    let tree = td.join("tree");
+    let b1 = td.join("b1.tar");
+    assert!(
+        gnu_tar(["-C", tree.to_str().unwrap(), "-b", "1", "-cf", b1.to_str().unwrap(), "src"])
+            .success()
+    );
+    // One member, the end marker, no record padding (as the tar crate writes).
+    let short = td.write("short.tar", [&util::read(&archive)[..512], &[0u8; 1024][..]].concat());
+    let padded = td.write("padded.tar", [util::read(&archive), vec![0u8; 40960]].concat());
+    let big = td.write("big.tar", b"");
+    {
+        let data = td.write("bigtree/data", util::Rng::new(7).bytes(3 << 20));
+        let _ = data;
+        let bt = td.join("bigtree");
+        assert!(
+            gnu_tar(["-C", bt.to_str().unwrap(), "-cf", big.to_str().unwrap(), "data"]).success()
+        );
+    }
+    let mut archives = vec![
+        (archive.clone(), vec![]),
+        (b1.clone(), vec![]),
+        (short, vec![]),
+        (padded, vec![]),
+        (big, vec![]),
+    ];
+    archives.push((b1.clone(), vec!["-b", "4"]));
+    if have_tool("totals_like_gnu_tar", "zstd") {
+        let z = td.join("b1.tar.zst");
+        assert!(
+            Cmd::new("zstd")
+                .args(["-q", "-f", b1.to_str().unwrap(), "-o", z.to_str().unwrap()])
+                .run()
+                .success()
+        );
+        archives.push((z, vec![]));
+    }
+    let mut failures = Vec::new();
+    for (a, extra) in &archives {
+        for mode in ["-x", "-t"] {
+            let run = |mut cmd: Cmd| {
+                cmd.current_dir(td.path()).args(extra).arg("--totals").arg(mode).arg("-f").arg(a);
+                if mode == "-x" {
+                    cmd.arg("-C").arg(td.fresh("dest"));
+                }
+                cmd.run()
+            };
+            let (gnu, ours) = (run(Cmd::new("tar")), run(fastuntar()));
+            let (g, o) = (totals_of(&gnu, "tar"), totals_of(&ours, "fastuntar"));
+            if g.is_none() || g != o || gnu.code != ours.code {
+                failures.push(format!(
+                    "{} {extra:?} {mode}: {o:?}, GNU tar {g:?}\n{}",
+                    a.display(),
+                    ours.describe()
+                ));
+            }
+        }
+    }
+    let out = fastuntar().arg("--totals=SIGUSR1").arg("-tf").arg(&archive).run();
+    out.expect_code(2);
+    assert!(out.stderr_str().contains("--totals=SIGUSR1 is not supported"), "{}", out.describe());
+    assert!(failures.is_empty(), "--totals differs:\n  {}", failures.join("\n  "));
+}

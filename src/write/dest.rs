@@ -57,17 +57,24 @@ pub fn is_member_error(e: &io::Error) -> bool {
     )
 }
 
-/// `--skip-old-files` kept what was at a member's path. Not a failure: `write::member_failed`
-/// passes over it without a word (with -v, `tell`, it says "skipping existing file"), and the
-/// exit status stays as it was.
+/// `--skip-old-files` or `--keep-newer-files` kept what was at a member's path. Not a
+/// failure: `write::member_failed` says what it is told to (nothing, `skipping existing file`,
+/// or `Current 'PATH' is newer or same age`), and the exit status stays as it was.
 #[derive(Debug)]
-pub struct KeptExisting {
-    pub tell: bool,
+pub enum KeptExisting {
+    /// `--skip-old-files`; with -v, `tell`, it names the member.
+    Skipped { tell: bool },
+    /// `--keep-newer-files`: what is at `path` (the path as extracted, as GNU tar names it) is
+    /// as new as the member or newer.
+    Newer { path: String },
 }
 
 impl std::fmt::Display for KeptExisting {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("skipping existing file")
+        match self {
+            KeptExisting::Skipped { .. } => f.write_str("skipping existing file"),
+            KeptExisting::Newer { path } => write!(f, "Current '{path}' is newer or same age"),
+        }
     }
 }
 
@@ -78,6 +85,8 @@ impl std::error::Error for KeptExisting {}
 struct DeferredDir {
     node: NodeId,
     path: SafePath,
+    /// The final permission bits (after `Dest::mode`, or the directory's own with
+    /// `--no-overwrite-dir`).
     mode: u32,
     mtime: Option<Timestamp>,
     owner: Option<(u32, u32)>,
@@ -215,12 +224,15 @@ impl Dest {
     }
 
     /// Clears the way for a new non-directory at `slot`: with -k refuses (EEXIST), with
-    /// --skip-old-files passes (`KeptExisting`), otherwise unlinks what is there (an empty
-    /// directory is removed; a non-empty one is an error).
-    pub fn remove_existing(&mut self, path: &SafePath, slot: &Slot) -> io::Result<()> {
+    /// --skip-old-files passes (`KeptExisting`), with --keep-newer-files passes what is as new
+    /// as the member or newer, otherwise unlinks what is there (an empty directory is removed;
+    /// a non-empty one is an error).
+    pub fn remove_existing(&mut self, entry: &Entry, slot: &Slot) -> io::Result<()> {
         if let Some(kept) = self.keeps_existing() {
             return Err(kept);
         }
+        self.keep_if_newer(entry, slot.dirfd(), &slot.name)?;
+        let path = &entry.path;
         // Safety: valid dirfd and C string.
         if restart(|| unsafe { libc::unlinkat(slot.dirfd(), slot.name.as_ptr(), 0) }) == 0 {
             return Ok(());
@@ -244,37 +256,64 @@ impl Dest {
     /// The error for a member whose path exists, when -k or --skip-old-files keeps it.
     fn keeps_existing(&self) -> Option<io::Error> {
         match self.old_files {
-            OldFiles::Replace => None,
+            OldFiles::Replace | OldFiles::KeepNewer | OldFiles::NoOverwriteDir => None,
             OldFiles::Keep => Some(io::Error::from_raw_os_error(libc::EEXIST)),
             OldFiles::Skip => {
-                let kept = KeptExisting { tell: self.verbose };
+                let kept = KeptExisting::Skipped { tell: self.verbose };
                 Some(io::Error::new(io::ErrorKind::AlreadyExists, kept))
             }
         }
+    }
+
+    /// `--keep-newer-files`: whether what is at `slot` now (fstatat of the name in the held
+    /// parent directory, a symlink not followed) is a non-directory whose mtime is the same as
+    /// the member's archived one or later (GNU tar's `file_newer_p`; a directory never is).
+    /// Nothing there: false. Asked by the writer that found the name taken, when it is about to
+    /// replace it, so the entry compared is the one replaced.
+    fn newer_there(&self, entry: &Entry, dirfd: RawFd, name: &CStr) -> io::Result<bool> {
+        let st = match fstatat_nofollow(dirfd, name) {
+            Ok(st) => st,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
+            return Ok(false);
+        }
+        let m = entry.archived_mtime;
+        Ok((st.st_mtime, st.st_mtime_nsec) >= (m.secs as libc::time_t, m.nanos as _))
+    }
+
+    /// With `--keep-newer-files`, `KeptExisting::Newer` when `newer_there`.
+    fn keep_if_newer(&self, entry: &Entry, dirfd: RawFd, name: &CStr) -> io::Result<()> {
+        if self.old_files == OldFiles::KeepNewer && self.newer_there(entry, dirfd, name)? {
+            let kept = KeptExisting::Newer { path: entry.path.display() };
+            return Err(io::Error::new(io::ErrorKind::AlreadyExists, kept));
+        }
+        Ok(())
     }
 
     /// Runs `create` at the member's slot; when it fails with EEXIST, clears the way and tries
     /// once more. `create` gets the parent fd and the leaf name.
     pub fn create_with<T>(
         &mut self,
-        path: &SafePath,
+        entry: &Entry,
         create: impl FnMut(RawFd, &CStr) -> io::Result<T>,
     ) -> io::Result<T> {
-        let slot = self.slot(path)?;
-        self.create_at(path, &slot, create)
+        let slot = self.slot(&entry.path)?;
+        self.create_at(entry, &slot, create)
     }
 
     /// `create_with` at a slot the caller already resolved (it needs the slot afterwards).
     fn create_at<T>(
         &mut self,
-        path: &SafePath,
+        entry: &Entry,
         slot: &Slot,
         mut create: impl FnMut(RawFd, &CStr) -> io::Result<T>,
     ) -> io::Result<T> {
         let tree = &mut self.tree;
         match tree.retry_emfile(|| create(slot.dirfd(), &slot.name)) {
             Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
-                self.remove_existing(path, slot)?;
+                self.remove_existing(entry, slot)?;
                 self.tree.retry_emfile(|| create(slot.dirfd(), &slot.name))
             }
             other => other,
@@ -298,14 +337,33 @@ impl Dest {
                     return Err(e);
                 }
                 if !is_dir_nofollow(slot.dirfd(), &slot.name)? {
-                    // Something else is in the way: replace it (never with -k).
+                    // Something else is in the way: replace it (never with -k, nor with
+                    // --keep-newer-files when it is as new as the member or newer).
                     if let Some(kept) = self.keeps_existing() {
                         return Err(kept);
                     }
+                    self.keep_if_newer(entry, slot.dirfd(), &slot.name)?;
                     // Safety: valid dirfd and C string.
                     if restart(|| unsafe { libc::unlinkat(dirfd, name, 0) }) != 0 {
                         return Err(io::Error::last_os_error());
                     }
+                    // Safety: as above.
+                    if restart(|| unsafe { libc::mkdirat(dirfd, name, DIR_CREATE_MODE) }) != 0 {
+                        return Err(io::Error::last_os_error());
+                    }
+                } else if self.old_files == OldFiles::KeepNewer {
+                    // GNU tar 1.34 with --keep-newer-files (`maybe_recoverable`): a directory
+                    // is never newer, so it is removed, which only works when it is empty; then
+                    // it is made anew, else it stays as it is, its metadata too.
+                    // Safety: valid dirfd and C string.
+                    if restart(|| unsafe { libc::unlinkat(dirfd, name, libc::AT_REMOVEDIR) }) != 0 {
+                        let e = io::Error::last_os_error();
+                        return match e.raw_os_error() {
+                            Some(libc::ENOTEMPTY | libc::EEXIST | libc::EBUSY) => Ok(()),
+                            _ => Err(e),
+                        };
+                    }
+                    self.tree.detach(p.components());
                     // Safety: as above.
                     if restart(|| unsafe { libc::mkdirat(dirfd, name, DIR_CREATE_MODE) }) != 0 {
                         return Err(io::Error::last_os_error());
@@ -317,15 +375,30 @@ impl Dest {
         }
         // GNU tar 1.34 with -k or --skip-old-files leaves a directory that exists (made before
         // the run or earlier in it) as it is: no mode, owner or time from this member.
+        // With --keep-newer-files only DIR itself gets here existing (it cannot be removed).
+        let mut mode = self.mode(entry.mode);
+        let mut owner = entry.owner;
+        let keep_mode = existed && self.old_files == OldFiles::NoOverwriteDir;
         if existed {
             match self.old_files {
-                OldFiles::Replace => {}
-                OldFiles::Keep => return Ok(()),
+                OldFiles::Replace | OldFiles::NoOverwriteDir => {}
+                OldFiles::Keep | OldFiles::KeepNewer => return Ok(()),
                 OldFiles::Skip => return Err(self.keeps_existing().expect("skipping")),
             }
         }
         let (node, fd) = self.dir(p.components(), false)?;
         let st = fstat(fd.as_raw_fd())?;
+        if keep_mode {
+            // GNU tar 1.34's --no-overwrite-dir: the directory keeps its mode and owner (the
+            // member's mtime is set). A user who is not root gets u+wx meanwhile, to fill it.
+            mode = st.st_mode & 0o7777;
+            owner = None;
+            // Safety: geteuid has no preconditions.
+            if unsafe { libc::geteuid() } != 0 && mode & 0o300 != 0o300 {
+                // Safety: fd is an open directory.
+                cvt(restart(|| unsafe { libc::fchmod(fd.as_raw_fd(), mode | 0o300) }))?;
+            }
+        }
         let mut xattrs = entry.xattrs.clone();
         if let Some(xs) = xattrs.as_deref() {
             let bytes = xattr_bytes(xs);
@@ -342,9 +415,9 @@ impl Dest {
         self.open.push(DeferredDir {
             node,
             path: p.clone(),
-            mode: entry.mode,
+            mode,
             mtime: entry.mtime,
-            owner: entry.owner,
+            owner,
             xattrs,
             name,
             dev: st.st_dev,
@@ -430,7 +503,7 @@ impl Dest {
             return Ok(());
         }
         let entry = MetaOf {
-            mode: self.mode(d.mode),
+            mode: d.mode,
             mtime: d.mtime,
             owner: d.owner,
             xattrs: d.xattrs.as_deref().map(|x| (d.name.as_str(), x)),
@@ -544,16 +617,20 @@ pub fn fstat(fd: RawFd) -> io::Result<libc::stat> {
     Ok(unsafe { st.assume_init() })
 }
 
-fn is_dir_nofollow(dirfd: RawFd, name: &CStr) -> io::Result<bool> {
+/// fstatat of `name` in `dirfd` itself (a symlink is not followed).
+fn fstatat_nofollow(dirfd: RawFd, name: &CStr) -> io::Result<libc::stat> {
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    let flags = libc::AT_SYMLINK_NOFOLLOW;
     // Safety: valid dirfd, C string and output buffer.
-    if unsafe { libc::fstatat(dirfd, name.as_ptr(), st.as_mut_ptr(), libc::AT_SYMLINK_NOFOLLOW) }
-        != 0
-    {
+    if restart(|| unsafe { libc::fstatat(dirfd, name.as_ptr(), st.as_mut_ptr(), flags) }) != 0 {
         return Err(io::Error::last_os_error());
     }
     // Safety: fstatat succeeded.
-    Ok(unsafe { st.assume_init() }.st_mode & libc::S_IFMT == libc::S_IFDIR)
+    Ok(unsafe { st.assume_init() })
+}
+
+fn is_dir_nofollow(dirfd: RawFd, name: &CStr) -> io::Result<bool> {
+    Ok(fstatat_nofollow(dirfd, name)?.st_mode & libc::S_IFMT == libc::S_IFDIR)
 }
 
 pub fn cstr_io(s: &[u8]) -> io::Result<CString> {
@@ -566,7 +643,7 @@ impl Dest {
     /// applied at the end (`finish_file`).
     pub fn create_file(&mut self, entry: &Entry, flags: i32) -> io::Result<OwnedFd> {
         let mode = self.mode(entry.mode) & 0o777;
-        self.create_with(&entry.path, |dirfd, name| {
+        self.create_with(entry, |dirfd, name| {
             let f = libc::O_WRONLY
                 | libc::O_CREAT
                 | libc::O_EXCL
@@ -598,7 +675,7 @@ impl Dest {
     pub fn symlink(&mut self, entry: &Entry, target: &[u8]) -> io::Result<()> {
         let target = cstr_io(target)?;
         let slot = self.slot(&entry.path)?;
-        self.create_at(&entry.path, &slot, |dirfd, name| {
+        self.create_at(entry, &slot, |dirfd, name| {
             // Safety: valid C strings and dirfd.
             cvt(restart(|| unsafe { libc::symlinkat(target.as_ptr(), dirfd, name.as_ptr()) }))
         })?;
@@ -625,6 +702,9 @@ impl Dest {
             // (linkat's EEXIST, the same inode on both sides), and fails it when nothing is.
             let (_, dir) = self.dir(target.parent_components(), false)?;
             let name = cstr_io(target.file_name())?;
+            // GNU tar checks --keep-newer-files before it tries the link, so a newer file
+            // there is said to be kept.
+            self.keep_if_newer(entry, dir.as_raw_fd(), &name)?;
             return match is_dir_nofollow(dir.as_raw_fd(), &name) {
                 Ok(_) => Ok(()),
                 // Our own refusal, so a member error (`is_member_error`), like ENOENT.
@@ -637,7 +717,7 @@ impl Dest {
         }
         let (_, tdir) = self.dir(target.parent_components(), false)?;
         let tname = cstr_io(target.file_name())?;
-        self.create_with(&entry.path, |dirfd, name| {
+        self.create_with(entry, |dirfd, name| {
             let tdir = tdir.as_raw_fd();
             // Safety: valid dirfds and C strings; flags 0 links a symlink itself, not its target.
             cvt(restart(|| unsafe { libc::linkat(tdir, tname.as_ptr(), dirfd, name.as_ptr(), 0) }))
@@ -650,7 +730,7 @@ impl Dest {
     pub fn mkfifo(&mut self, entry: &Entry) -> io::Result<()> {
         let mode = self.mode(entry.mode);
         let slot = self.slot(&entry.path)?;
-        self.create_at(&entry.path, &slot, |dirfd, name| {
+        self.create_at(entry, &slot, |dirfd, name| {
             let fifo = libc::S_IFIFO | (mode & 0o777);
             // Safety: valid dirfd and C string.
             cvt(restart(|| unsafe { libc::mknodat(dirfd, name.as_ptr(), fifo, 0) }))
@@ -785,6 +865,7 @@ mod tests {
             path: SafePath(path.into()),
             mode,
             mtime: Some(Timestamp { secs, nanos: 0 }),
+            archived_mtime: Timestamp { secs, nanos: 0 },
             owner: None,
             offset: 0,
             xattrs: None,

@@ -543,10 +543,10 @@ impl Uring {
             return self.submit_open(file);
         }
         if err == libc::EEXIST {
-            let path = f.entry.path.clone();
+            let entry = f.entry.clone();
             let slot =
                 Slot { dir: f.slot.dir.clone(), node: f.slot.node, name: f.slot.name.clone() };
-            match self.dest.remove_existing(&path, &slot) {
+            match self.dest.remove_existing(&entry, &slot) {
                 Ok(()) => return self.submit_open(file),
                 Err(e) => return self.open_failed(file, e),
             }
