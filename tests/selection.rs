@@ -815,6 +815,57 @@ fn keep_newer_files_like_gnu_tar() {
     assert!(failures.is_empty(), "--keep-newer-files differs:\n  {}", failures.join("\n  "));
 }
 
+/// --no-overwrite-dir as a user who is not root: their own 0555 directory is lent u+wx to be
+/// filled and gets 0555 back, also when the run fails inside it (a root-owned directory there
+/// refuses a file: exit 2), as with GNU tar 1.34. Until the review the failed run left 0755.
+#[test]
+fn no_overwrite_dir_gives_a_lent_mode_back() {
+    let test = "no_overwrite_dir_gives_a_lent_mode_back";
+    if !util::have_root(test, "runs as uid 65534") || !have_tool(test, "tar") {
+        return;
+    }
+    let td = TestDir::new(test);
+    fs::set_permissions(td.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let mut t = util::rawtar::Tar::new();
+    t.dir("d/").file("d/e/x", b"x\n").file("d/z", b"z\n");
+    let archive = td.write("n.tar", t.finish());
+    fs::set_permissions(&archive, fs::Permissions::from_mode(0o644)).unwrap();
+    let nobody = |p: &Path| {
+        std::os::unix::fs::chown(p, Some(65534), Some(65534)).unwrap();
+    };
+    for locked in [false, true] {
+        let mut results = Vec::new();
+        for (prog, extra) in
+            [("tar", &[][..]), ("fastuntar", &[][..]), ("fastuntar", &["--writer-threads", "1"])]
+        {
+            let dest = td.fresh("dest");
+            nobody(&dest);
+            fs::create_dir(dest.join("d")).unwrap();
+            nobody(&dest.join("d"));
+            if locked {
+                // root's, 0755: uid 65534 cannot create d/e/x.
+                fs::create_dir(dest.join("d/e")).unwrap();
+            }
+            fs::set_permissions(dest.join("d"), fs::Permissions::from_mode(0o555)).unwrap();
+            let mut cmd = if prog == "tar" { Cmd::new("tar") } else { fastuntar() };
+            let out = cmd
+                .user(65534, 65534)
+                .args(extra)
+                .args(["--no-overwrite-dir", "-xf"])
+                .arg(&archive)
+                .arg("-C")
+                .arg(&dest)
+                .run();
+            let mode = fs::metadata(dest.join("d")).unwrap().permissions().mode() & 0o7777;
+            results.push((prog, extra, out.code, mode, out.stderr_str()));
+        }
+        for r in &results {
+            assert_eq!(r.3, 0o555, "locked {locked}: {results:?}");
+            assert_eq!(r.2, results[0].2, "locked {locked}: exit codes {results:?}");
+        }
+    }
+}
+
 /// --no-overwrite-dir, checked with GNU tar 1.34: a directory that exists keeps its mode (and
 /// owner) but gets the member's mtime, and so does one made earlier in the same run (`e/`
 /// twice, with different modes and times: the second keeps the first's mode and sets its own

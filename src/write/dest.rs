@@ -99,6 +99,9 @@ struct DeferredDir {
     /// Archive offset of the member that moved it to `closing` (u64::MAX at the end): with
     /// several writer threads, every member before that one must have landed first.
     closed_at: u64,
+    /// `--no-overwrite-dir` as a user who is not root: an existing directory of theirs got
+    /// u+wx to be filled, and `mode` must come back even if the run fails (`Drop for Dest`).
+    borrowed: bool,
 }
 
 pub struct Dest {
@@ -286,7 +289,11 @@ impl Dest {
     /// With `--keep-newer-files`, `KeptExisting::Newer` when `newer_there`.
     fn keep_if_newer(&self, entry: &Entry, dirfd: RawFd, name: &CStr) -> io::Result<()> {
         if self.old_files == OldFiles::KeepNewer && self.newer_there(entry, dirfd, name)? {
-            let kept = KeptExisting::Newer { path: entry.path.display() };
+            // GNU tar names the path as it extracts it, a leading `./` kept.
+            let path = entry.path.display();
+            let name = entry.name.trim_start_matches('/');
+            let path = if name.strip_prefix("./") == Some(&path) { name.to_string() } else { path };
+            let kept = KeptExisting::Newer { path };
             return Err(io::Error::new(io::ErrorKind::AlreadyExists, kept));
         }
         Ok(())
@@ -388,15 +395,21 @@ impl Dest {
         }
         let (node, fd) = self.dir(p.components(), false)?;
         let st = fstat(fd.as_raw_fd())?;
+        let mut borrowed = false;
         if keep_mode {
             // GNU tar 1.34's --no-overwrite-dir: the directory keeps its mode and owner (the
-            // member's mtime is set). A user who is not root gets u+wx meanwhile, to fill it.
+            // member's mtime is set). A user who is not root gets u+wx meanwhile, to fill it;
+            // on a directory not theirs (EPERM) it stays as it is, as in GNU tar.
             mode = st.st_mode & 0o7777;
             owner = None;
             // Safety: geteuid has no preconditions.
             if unsafe { libc::geteuid() } != 0 && mode & 0o300 != 0o300 {
                 // Safety: fd is an open directory.
-                cvt(restart(|| unsafe { libc::fchmod(fd.as_raw_fd(), mode | 0o300) }))?;
+                match cvt(restart(|| unsafe { libc::fchmod(fd.as_raw_fd(), mode | 0o300) })) {
+                    Ok(()) => borrowed = true,
+                    Err(e) if e.raw_os_error() == Some(libc::EPERM) => {}
+                    Err(e) => return Err(e),
+                }
             }
         }
         let mut xattrs = entry.xattrs.clone();
@@ -423,6 +436,7 @@ impl Dest {
             dev: st.st_dev,
             ino: st.st_ino,
             closed_at: u64::MAX,
+            borrowed,
         });
         Ok(())
     }
@@ -489,19 +503,19 @@ impl Dest {
         Ok(())
     }
 
-    fn apply_dir(&mut self, d: &DeferredDir) -> Result<()> {
-        self.deferred_xattrs -= d.xattrs.as_deref().map_or(0, xattr_bytes);
+    /// The directory `d` names, if it is still the one deferred (same dev/ino).
+    fn deferred_fd(&mut self, d: &DeferredDir) -> Option<Arc<OwnedFd>> {
         let fd = match self.tree.cached_fd(d.node) {
             Some(fd) => fd,
-            None => match self.dir(d.path.components(), false) {
-                Ok((_, fd)) => fd,
-                Err(_) => return Ok(()),
-            },
+            None => self.dir(d.path.components(), false).ok()?.1,
         };
-        let Ok(st) = fstat(fd.as_raw_fd()) else { return Ok(()) };
-        if st.st_dev != d.dev || st.st_ino != d.ino {
-            return Ok(());
-        }
+        let st = fstat(fd.as_raw_fd()).ok()?;
+        (st.st_dev == d.dev && st.st_ino == d.ino).then_some(fd)
+    }
+
+    fn apply_dir(&mut self, d: &DeferredDir) -> Result<()> {
+        self.deferred_xattrs -= d.xattrs.as_deref().map_or(0, xattr_bytes);
+        let Some(fd) = self.deferred_fd(d) else { return Ok(()) };
         let entry = MetaOf {
             mode: d.mode,
             mtime: d.mtime,
@@ -510,6 +524,22 @@ impl Dest {
         };
         set_meta(fd.as_raw_fd(), &entry, true)
             .map_err(|e| anyhow!("{}: cannot set directory metadata: {e}", d.path.display()))
+    }
+}
+
+impl Drop for Dest {
+    /// A run that failed leaves deferred directories without their metadata (GNU tar's DIR of
+    /// a failed run is garbage too), but a directory of the user's that `--no-overwrite-dir`
+    /// lent u+wx gets its own mode back: it existed before the run.
+    fn drop(&mut self) {
+        let borrowed: Vec<DeferredDir> =
+            self.open.drain(..).chain(self.closing.drain(..)).filter(|d| d.borrowed).collect();
+        for d in &borrowed {
+            if let Some(fd) = self.deferred_fd(d) {
+                // Safety: fd is an open directory.
+                let _ = restart(|| unsafe { libc::fchmod(fd.as_raw_fd(), d.mode) });
+            }
+        }
     }
 }
 
