@@ -12,9 +12,7 @@ pub fn parse(argv: Vec<OsString>) -> Args {
     let mut args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     // GNU tar: --xattrs, --xattrs-include and --xattrs-exclude turn restoring on, --no-xattrs
     // off; the last one given wins.
-    // (A flag that is absent has its default's index: only the command line counts.)
-    let given = |id: &str| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
-    let last = |id: &str| matches.indices_of(id).filter(|_| given(id)).and_then(Iterator::max);
+    let last = |id: &str| places(&matches, id).into_iter().max();
     let on = ["xattrs", "xattrs_include", "xattrs_exclude"].into_iter().filter_map(last).max();
     args.xattrs_on = on > last("no_xattrs");
     args.ordered = ordered(&matches, &args);
@@ -36,15 +34,18 @@ pub enum Ordered {
     Verbatim(bool),
 }
 
+/// Where the argument `id` stands on the command line, each time it is given (none when it is
+/// not: an absent argument has its default's place).
+fn places(matches: &clap::ArgMatches, id: &str) -> Vec<usize> {
+    if matches.value_source(id) != Some(clap::parser::ValueSource::CommandLine) {
+        return Vec::new();
+    }
+    matches.indices_of(id).map(Iterator::collect).unwrap_or_default()
+}
+
 /// The options of `Ordered`, sorted by their place on the command line.
 fn ordered(matches: &clap::ArgMatches, args: &Args) -> Vec<Ordered> {
-    let given = |id: &str| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
-    let at = |id: &str| -> Vec<usize> {
-        if !given(id) {
-            return Vec::new();
-        }
-        matches.indices_of(id).map(Iterator::collect).unwrap_or_default()
-    };
+    let at = |id: &str| places(matches, id);
     let mut all: Vec<(usize, Ordered)> = Vec::new();
     let mut values = |id: &str, make: &dyn Fn(usize) -> Ordered| {
         all.extend(at(id).into_iter().enumerate().map(|(i, place)| (place, make(i))));

@@ -146,11 +146,6 @@ impl Config {
                  the destination (a leading '/' is removed, a '..' component refused)"
             );
         }
-        if let Some(b) = &args.blocking
-            && !b.bytes().all(|c| c.is_ascii_alphanumeric())
-        {
-            bail!("--blocking-factor: invalid number {b:?}");
-        }
         let record_size = record_size(&args)?;
         let totals = match args.totals.as_deref() {
             None => false,
@@ -348,8 +343,11 @@ fn record_size(args: &Args) -> Result<u64> {
     if let Some(b) = &args.blocking {
         return match b.parse::<u64>() {
             Ok(n) if n > 0 && n <= 1 << 21 => Ok(n * 512),
-            // Accepted as before (the value was not read): only --totals needs it.
-            _ if args.totals.is_none() => Ok(20 * 512),
+            // Accepted as before (the value was not read) when it is a word: only --totals
+            // needs it.
+            _ if args.totals.is_none() && b.bytes().all(|c| c.is_ascii_alphanumeric()) => {
+                Ok(20 * 512)
+            }
             _ => bail!("--blocking-factor: invalid number {b:?}"),
         };
     }

@@ -14,6 +14,7 @@ use crate::admit::{Admission, FileCount, SNAPSHOT_DIR_MODE, SNAPSHOT_FILE_MODE};
 use crate::archive::{Kind, Member, Reader, Skip};
 use crate::config::{self, Config};
 use crate::decode;
+use crate::list::Reading;
 use crate::owner::Owners;
 use crate::plan::{Entry, Op, SafePath, Sink, Stop};
 use crate::pool::{Pool, PoolBuf};
@@ -399,12 +400,9 @@ fn produce(
     files: Arc<FileCount>,
 ) -> Result<u64> {
     let Stream { reader: input, trailer } = input;
-    let mut reader = Reader::new(input);
-    reader.ignore_zeros(cfg.ignore_zeros);
-    reader.xattrs(cfg.xattrs.is_some());
+    let mut archive = Reading::new(cfg, input, trailer, Wanted::new(cfg)?);
     let mut sanitizer = Sanitizer::new(cfg.strip_components, cfg.one_top_level.as_deref());
     let mut admission = Admission::new(cfg.snapshot, cfg.limits.clone(), files);
-    let mut wanted = Wanted::new(cfg)?;
     let utf8 = crate::list::utf8_locale();
     // Safety: geteuid/getegid have no preconditions.
     let ids = unsafe { (libc::geteuid(), libc::getegid()) };
@@ -412,12 +410,9 @@ fn produce(
     let mut owners = Owners::new(cfg.numeric_owner);
     let mut members = 0;
     loop {
-        let member = match reader.next_member() {
+        let member = match archive.next_member() {
             Ok(Some(m)) => m,
-            Ok(None) => {
-                crate::totals::archive_ends_at(reader.offset());
-                break;
-            }
+            Ok(None) => break,
             Err(e) => {
                 // Members decoded before the error are still written.
                 let _ = out.flush();
@@ -426,14 +421,14 @@ fn produce(
         };
         members += 1;
         progress::member_seen();
-        if !wanted.wants(&member.name) {
+        if !archive.wants(&member.name) {
             continue;
         }
         let mut stage = Stage {
             cfg,
             utf8,
             ids,
-            reader: &mut reader,
+            reader: &mut archive.reader,
             sanitizer: &mut sanitizer,
             admission: &mut admission,
             owners: &mut owners,
@@ -458,10 +453,7 @@ fn produce(
     if out.flush().is_err() {
         return Ok(members);
     }
-    if let Some(trailer) = trailer {
-        verify_trailer(reader, &trailer)?;
-    }
-    wanted.report_not_found(utf8);
+    archive.finish(utf8)?;
     Ok(members)
 }
 

@@ -15,8 +15,9 @@ use crate::select::Wanted;
 const UGS_WIDTH: usize = 18;
 const DATE_WIDTH: usize = 16;
 
-/// The archive as the stages that only read it see it (`-t` here, `-O` in to_stdout.rs): its
-/// members, the MEMBER operands and the `--exclude` patterns.
+/// The archive as every stage reads it (extraction, `-t` here, `-O` in to_stdout.rs): its
+/// members with the reader's options set, which of them are wanted (MEMBER operands and
+/// `--exclude`), and the checks at its end.
 pub struct Reading {
     pub reader: Reader<Box<dyn Skip + Send>>,
     /// For checking the compressed stream after the end marker (`finish`).
@@ -34,12 +35,33 @@ pub fn open(cfg: &Config) -> Result<Reading> {
     let pools = cfg.pools(input.workers(cfg.threads))?;
     let threads = input.threads(cfg.threads, pools, cfg.memory.is_some())?;
     let decoded = input.decode(threads)?;
-    let mut reader = Reader::new(decoded.reader);
-    reader.ignore_zeros(cfg.ignore_zeros);
-    Ok(Reading { reader, trailer: decoded.trailer, wanted })
+    Ok(Reading::new(cfg, decoded.reader, decoded.trailer, wanted))
 }
 
 impl Reading {
+    /// The decoded stream `input` read as a tar archive, with `-i`, and the attributes kept
+    /// only when extracting with `--xattrs` (`-t` and `-O` show none).
+    pub fn new(
+        cfg: &Config,
+        input: Box<dyn Skip + Send>,
+        trailer: Option<decode::Trailer>,
+        wanted: Wanted,
+    ) -> Reading {
+        let mut reader = Reader::new(input);
+        reader.ignore_zeros(cfg.ignore_zeros);
+        reader.xattrs(cfg.xattrs.is_some() && !cfg.reads_only());
+        Reading { reader, trailer, wanted }
+    }
+
+    /// The next member; at the end of the archive its size is noted for `--totals`.
+    pub fn next_member(&mut self) -> Result<Option<Member>> {
+        let m = self.reader.next_member()?;
+        if m.is_none() {
+            crate::totals::archive_ends_at(self.reader.offset());
+        }
+        Ok(m)
+    }
+
     /// Whether the member named `name` is wanted: selected by the MEMBER operands (which marks
     /// the operand found) and not excluded.
     pub fn wants(&mut self, name: &[u8]) -> bool {
@@ -66,7 +88,7 @@ pub fn run(cfg: &Config) -> Result<u64> {
     let mut ugs_width = UGS_WIDTH;
     let mut owners = Owners::new(cfg.numeric_owner);
     let mut members = 0;
-    while let Some(m) = archive.reader.next_member()? {
+    while let Some(m) = archive.next_member()? {
         if !archive.wants(&m.name) {
             continue;
         }
@@ -81,7 +103,6 @@ pub fn run(cfg: &Config) -> Result<u64> {
             return stopped(members, e);
         }
     }
-    crate::totals::archive_ends_at(archive.reader.offset());
     if let Err(e) = out.flush() {
         return stopped(members, e);
     }

@@ -40,14 +40,10 @@ fn main() {
         }
     };
     totals::start();
-    if cfg.list {
-        let outcome = list::run(&cfg);
-        print_totals(&cfg, &outcome);
-        exit(code_of(&outcome));
-    }
-    // Stdout carries data: no summary line, no progress (they would draw over `| less`).
-    if cfg.to_stdout {
-        let outcome = to_stdout::run(&cfg);
+    // -t and -O: no summary line, no progress (with -O stdout carries data, and they would
+    // draw over `| less`).
+    if cfg.reads_only() {
+        let outcome = if cfg.list { list::run(&cfg) } else { to_stdout::run(&cfg) };
         print_totals(&cfg, &outcome);
         exit(code_of(&outcome));
     }
@@ -64,7 +60,6 @@ fn main() {
     exit(code);
 }
 
-/// The exit code of a run's outcome, saying its error if it failed.
 /// `--totals`, after a run that read its archive to the end (GNU tar prints nothing after a
 /// fatal error), before the summary line.
 fn print_totals<T>(cfg: &config::Config, outcome: &anyhow::Result<T>) {
@@ -73,6 +68,7 @@ fn print_totals<T>(cfg: &config::Config, outcome: &anyhow::Result<T>) {
     }
 }
 
+/// The exit code of a run's outcome, saying its error if it failed.
 fn code_of<T>(outcome: &anyhow::Result<T>) -> ExitCode {
     match outcome {
         Ok(_) if report::failed_count() > 0 => ExitCode::Fatal,

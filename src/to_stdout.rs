@@ -46,12 +46,9 @@ pub fn run(cfg: &Config) -> Result<u64> {
     // The member whose data was written last, for a write that fails at the end.
     let mut last = String::new();
     loop {
-        let m = match archive.reader.next_member() {
+        let m = match archive.next_member() {
             Ok(Some(m)) => m,
-            Ok(None) => {
-                crate::totals::archive_ends_at(archive.reader.offset());
-                break;
-            }
+            Ok(None) => break,
             Err(e) => return Err(out.flush_before(e)),
         };
         members += 1;

@@ -554,6 +554,18 @@ pub struct MetaOf<'a> {
     pub xattrs: Option<(&'a str, &'a [Xattr])>,
 }
 
+impl<'a> MetaOf<'a> {
+    /// What `entry` asks for, with the final permission bits `mode`.
+    pub fn of(entry: &'a Entry, mode: u32) -> MetaOf<'a> {
+        MetaOf {
+            mode,
+            mtime: entry.mtime,
+            owner: entry.owner,
+            xattrs: entry.xattrs.as_deref().map(|x| (entry.name.as_str(), x)),
+        }
+    }
+}
+
 /// Owner (if asked), extended attributes, mode (if `set_mode`) and mtime (unless `-m`) of an
 /// open file or directory, in that order: chown clears set-id bits and `security.capability`,
 /// so the mode and attributes come after it; a write clears the capability too, so this runs
@@ -696,8 +708,7 @@ impl Dest {
         // The create mode already holds the permission bits; only chown (which clears set-id
         // bits) or set-id/sticky bits need an explicit chmod.
         let set_mode = entry.owner.is_some() || mode & 0o7000 != 0;
-        let xattrs = entry.xattrs.as_deref().map(|x| (entry.name.as_str(), x));
-        set_meta(fd, &MetaOf { mode, mtime: entry.mtime, owner: entry.owner, xattrs }, set_mode)
+        set_meta(fd, &MetaOf::of(entry, mode), set_mode)
     }
 
     /// A symlink: created with symlinkat; owner, attributes and mtime (unless `-m`) set
@@ -712,17 +723,7 @@ impl Dest {
         if entry.owner.is_none() && entry.mtime.is_none() && entry.xattrs.is_none() {
             return Ok(());
         }
-        // The link is held by an O_PATH fd and checked to be the one just made: by name, an
-        // owner, attribute or time could land on whatever was renamed over it in between (a
-        // hard link of a file from elsewhere, by a user who can write in this directory).
-        let node = self.tree.retry_emfile(|| open_path_nofollow(slot.dirfd(), &slot.name))?;
-        made_as(&node, libc::S_IFLNK)?;
-        let xattrs = entry.xattrs.as_deref().map(|x| (entry.name.as_str(), x));
-        set_meta_opath(
-            &node,
-            &MetaOf { mode: 0, mtime: entry.mtime, owner: entry.owner, xattrs },
-            false,
-        )
+        self.set_meta_made(&slot, libc::S_IFLNK, &MetaOf::of(entry, 0), false)
     }
 
     pub fn hardlink(&mut self, entry: &Entry, target: &SafePath) -> io::Result<()> {
@@ -770,14 +771,23 @@ impl Dest {
             // Nothing to apply (`-m`): mknodat gave the permission bits.
             return Ok(());
         }
+        self.set_meta_made(&slot, libc::S_IFIFO, &MetaOf::of(entry, mode), set_mode)
+    }
+
+    /// `set_meta_opath` for the FIFO or symlink just made at `slot`, held by an O_PATH fd and
+    /// checked to be the one made (`made_as`): by name, an owner, attribute, mode or time
+    /// could land on whatever was renamed over it in between (a hard link of a file from
+    /// elsewhere, by a user who can write in this directory).
+    fn set_meta_made(
+        &mut self,
+        slot: &Slot,
+        kind: libc::mode_t,
+        meta: &MetaOf,
+        set_mode: bool,
+    ) -> io::Result<()> {
         let node = self.tree.retry_emfile(|| open_path_nofollow(slot.dirfd(), &slot.name))?;
-        made_as(&node, libc::S_IFIFO)?;
-        let xattrs = entry.xattrs.as_deref().map(|x| (entry.name.as_str(), x));
-        set_meta_opath(
-            &node,
-            &MetaOf { mode, mtime: entry.mtime, owner: entry.owner, xattrs },
-            set_mode,
-        )
+        made_as(&node, kind)?;
+        set_meta_opath(&node, meta, set_mode)
     }
 }
 
