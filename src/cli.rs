@@ -32,6 +32,11 @@ pub enum Ordered {
     Null(bool),
     Unquote(bool),
     Verbatim(bool),
+    Anchored(bool),
+    IgnoreCase(bool),
+    WildcardsMatchSlash(bool),
+    Recursion(bool),
+    ExcludeVcs,
 }
 
 /// Where the argument `id` stands on the command line, each time it is given (none when it is
@@ -62,6 +67,15 @@ fn ordered(matches: &clap::ArgMatches, args: &Args) -> Vec<Ordered> {
     values("no_unquote", &|_| Ordered::Unquote(false));
     values("verbatim_files_from", &|_| Ordered::Verbatim(true));
     values("no_verbatim_files_from", &|_| Ordered::Verbatim(false));
+    values("anchored", &|_| Ordered::Anchored(true));
+    values("no_anchored", &|_| Ordered::Anchored(false));
+    values("ignore_case", &|_| Ordered::IgnoreCase(true));
+    values("no_ignore_case", &|_| Ordered::IgnoreCase(false));
+    values("wildcards_match_slash", &|_| Ordered::WildcardsMatchSlash(true));
+    values("no_wildcards_match_slash", &|_| Ordered::WildcardsMatchSlash(false));
+    values("recursion", &|_| Ordered::Recursion(true));
+    values("no_recursion", &|_| Ordered::Recursion(false));
+    values("exclude_vcs", &|_| Ordered::ExcludeVcs);
     all.sort_by_key(|(place, _)| *place);
     all.into_iter().map(|(_, o)| o).collect()
 }
@@ -160,6 +174,65 @@ pub struct Args {
     )]
     pub no_verbatim_files_from: Vec<bool>,
 
+    /// MEMBERs and --exclude patterns after this match from the start of a member name only
+    /// (the default for MEMBERs).
+    #[arg(long = "anchored", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
+    pub anchored: Vec<bool>,
+
+    /// MEMBERs and --exclude patterns after this match at the start of the name or after any
+    /// `/` in it (the default for --exclude).
+    #[arg(long = "no-anchored", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
+    pub no_anchored: Vec<bool>,
+
+    /// MEMBERs and --exclude patterns after this ignore case (ASCII letters).
+    #[arg(long = "ignore-case", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
+    pub ignore_case: Vec<bool>,
+
+    /// MEMBERs and --exclude patterns after this are case sensitive (the default).
+    #[arg(long = "no-ignore-case", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
+    pub no_ignore_case: Vec<bool>,
+
+    /// In MEMBER and --exclude patterns after this, `*`, `?` and `[...]` match `/` too (the
+    /// default).
+    #[arg(
+        long = "wildcards-match-slash",
+        action = ArgAction::Append,
+        num_args = 0,
+        default_missing_value = "true"
+    )]
+    pub wildcards_match_slash: Vec<bool>,
+
+    /// In MEMBER and --exclude patterns after this, wildcards do not match `/`.
+    #[arg(
+        long = "no-wildcards-match-slash",
+        action = ArgAction::Append,
+        num_args = 0,
+        default_missing_value = "true"
+    )]
+    pub no_wildcards_match_slash: Vec<bool>,
+
+    /// A MEMBER or --exclude pattern after this that matches a directory also selects (or
+    /// excludes) what is under it: the default.
+    #[arg(long = "recursion", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
+    pub recursion: Vec<bool>,
+
+    /// A MEMBER or --exclude pattern after this matches only the names it matches, not what
+    /// is under a matched directory (`fastuntar -xf A --no-recursion dir` makes `dir` alone).
+    #[arg(long = "no-recursion", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
+    pub no_recursion: Vec<bool>,
+
+    /// Exclude the files of version control systems (CVS, RCS, SCCS, .git, .gitignore,
+    /// .gitattributes, .gitmodules, .svn, .hg, .hgignore, .hgtags, .bzr, .bzrignore, .bzrtags,
+    /// _darcs, {arch}, .arch-ids, ...), as GNU tar's --exclude-vcs.
+    #[arg(long = "exclude-vcs", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
+    pub exclude_vcs: Vec<bool>,
+
+    /// With MEMBER operands: extract (or list) only the Nth occurrence in the archive of each
+    /// name (1 without N), and stop reading once every name was found so often. A name found
+    /// fewer times is reported ("Required occurrence not found in archive", exit 2).
+    #[arg(long = "occurrence", value_name = "N", num_args = 0..=1, require_equals = true, default_missing_value = "1")]
+    pub occurrence: Option<u64>,
+
     /// Everything above whose place matters, in command-line order (filled by `parse`).
     #[arg(skip)]
     pub ordered: Vec<Ordered>,
@@ -234,6 +307,13 @@ pub struct Args {
         default_missing_value = ""
     )]
     pub totals: Option<String>,
+
+    /// Turn a class of warnings off (`no-KEYWORD`) or on, as GNU tar's --warning: timestamp
+    /// (files dated in the future or before 1970), ignore-newer (--keep-newer-files),
+    /// existing-file (--skip-old-files -v), unknown-cast (unknown member types), all, none.
+    /// GNU tar's other keywords are accepted and change nothing here. May be repeated.
+    #[arg(long = "warning", value_name = "KEYWORD")]
+    pub warning: Vec<String>,
 
     /// Do not restore modification times: everything extracted keeps the time it was
     /// created (and no time is set, which saves a system call per member).

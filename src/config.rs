@@ -61,6 +61,8 @@ pub struct Config {
     /// MEMBER operands and `--files-from` names, in command-line order (operands.rs,
     /// select.rs).
     pub members: Vec<Given>,
+    /// `--occurrence=N`: only the Nth member each MEMBER selects (0: all of them).
+    pub occurrence: u64,
     /// `-i`: read past zero blocks (archive/reader.rs `ignore_zeros`).
     pub ignore_zeros: bool,
     pub dest: PathBuf,
@@ -176,8 +178,17 @@ impl Config {
             .as_deref()
             .map(|d| top_level(d.as_ref(), archive.as_deref()))
             .transpose()?;
+        crate::report::apply_warning_keywords(&args.warning)?;
         let Selection { members, exclude } =
             operands::resolve(&args.ordered, args.file.is_none(), archive.is_none())?;
+        let occurrence = match args.occurrence {
+            None => 0,
+            Some(n) if n > 0 && members.is_empty() => {
+                bail!("--occurrence is meaningless without a file list (MEMBER operands or -T)")
+            }
+            // GNU tar: 0 is "every occurrence", as without the option.
+            Some(n) => n,
+        };
         if args.to_stdout && args.json {
             bail!(
                 "--json cannot be used with -O/--to-stdout: standard output carries the files' data"
@@ -216,6 +227,7 @@ impl Config {
             archive,
             filter,
             members,
+            occurrence,
             ignore_zeros: args.ignore_zeros,
             dest: args.directory,
             list: args.list,

@@ -25,10 +25,14 @@
 
 use std::ffi::CString;
 
-use crate::operands::Given;
+use crate::operands::{Flags, Given};
 
 /// FNM_LEADING_DIR from glibc's <fnmatch.h>: "PATTERN matches a leading dir of STRING".
 const FNM_LEADING_DIR: libc::c_int = 1 << 3;
+/// FNM_FILE_NAME (FNM_PATHNAME): wildcards do not match `/`.
+const FNM_FILE_NAME: libc::c_int = 1 << 0;
+/// FNM_CASEFOLD: compare without regard to case.
+const FNM_CASEFOLD: libc::c_int = 1 << 4;
 
 /// Longest `[:name:]` taken as a character class (the longest valid name, "alnum" and the
 /// like, has 6 letters); a longer one makes the pattern fall back to fnmatch.
@@ -36,7 +40,93 @@ const MAX_CLASS_NAME: usize = 16;
 
 #[derive(Default)]
 pub struct Exclude {
-    patterns: Vec<Pattern>,
+    patterns: Vec<Matcher>,
+}
+
+/// A pattern with the default switches (the fast paths below), or with others.
+pub(crate) enum Matcher {
+    Default(Pattern),
+    Flagged(Flagged),
+}
+
+impl Matcher {
+    /// The matcher for `given`; `anchored_default`: GNU's default anchoring for its kind (a
+    /// MEMBER is anchored, an exclude pattern not), the one the fast paths handle.
+    pub(crate) fn new(given: &Given, anchored_default: bool) -> Matcher {
+        if !given.flags.is_default(anchored_default) {
+            return Matcher::Flagged(Flagged::new(given));
+        }
+        Matcher::Default(if given.wildcards {
+            Pattern::compile(&given.text)
+        } else {
+            Pattern::Literal(given.text.clone())
+        })
+    }
+
+    pub(crate) fn matches(&self, name: &[u8], anchored: bool) -> bool {
+        match self {
+            Matcher::Default(p) => p.matches(name, anchored),
+            Matcher::Flagged(f) => f.matches(name),
+        }
+    }
+}
+
+/// A name or pattern after `--no-anchored`/`--anchored` (where not the default),
+/// `--ignore-case`, `--no-wildcards-match-slash` or `--no-recursion`: gnulib's
+/// `exclude_fnmatch` as GNU tar calls it, one fnmatch (or string comparison) per start. These
+/// switches are rare; the quadratic cost the module doc speaks of is GNU tar's own here.
+pub(crate) struct Flagged {
+    /// A shell pattern for glibc's fnmatch, or a literal string (backslashes removed when
+    /// `--wildcards` was on, as fnmatch would read them).
+    text: CString,
+    wildcards: bool,
+    flags: Flags,
+}
+
+impl Flagged {
+    fn new(given: &Given) -> Flagged {
+        let wildcards = given.wildcards && has_wildcards(&given.text);
+        let text =
+            if given.wildcards && !wildcards { unescape(&given.text) } else { given.text.clone() };
+        let text = CString::new(text).expect("patterns have no NUL byte (checked by the caller)");
+        Flagged { text, wildcards, flags: given.flags }
+    }
+
+    fn matches(&self, name: &[u8]) -> bool {
+        let Ok(c_name) = CString::new(name) else { return false };
+        let bytes = c_name.as_bytes_with_nul();
+        starts(name, !self.wildcards, self.flags.anchored).any(|s| {
+            if self.wildcards {
+                let mut fnm = 0;
+                if self.flags.recursion {
+                    fnm |= FNM_LEADING_DIR;
+                }
+                if self.flags.ignore_case {
+                    fnm |= FNM_CASEFOLD;
+                }
+                if !self.flags.slash {
+                    fnm |= FNM_FILE_NAME;
+                }
+                let tail = bytes[s..].as_ptr().cast();
+                // Safety: both are NUL-terminated (a suffix of a CString's bytes with its NUL)
+                // and outlive the call.
+                unsafe { libc::fnmatch(self.text.as_ptr(), tail, fnm) == 0 }
+            } else {
+                // gnulib's fnmatch_no_wildcards: the string, or with FNM_LEADING_DIR a
+                // leading directory of the name; case folded byte by byte (the C locale).
+                let (lit, tail) = (self.text.as_bytes(), &name[s..]);
+                let same = |a: &[u8], b: &[u8]| {
+                    if self.flags.ignore_case { a.eq_ignore_ascii_case(b) } else { a == b }
+                };
+                match tail.get(..lit.len()) {
+                    Some(head) if same(head, lit) => {
+                        tail.len() == lit.len() || (self.flags.recursion && tail[lit.len()] == b'/')
+                    }
+                    _ => false,
+                }
+            }
+        })
+    }
 }
 
 pub(crate) enum Pattern {
@@ -76,11 +166,7 @@ impl Exclude {
                 if p.text.contains(&0) {
                     anyhow::bail!("--exclude pattern contains a NUL byte");
                 }
-                Ok(if p.wildcards {
-                    Pattern::compile(&p.text)
-                } else {
-                    Pattern::Literal(p.text.clone())
-                })
+                Ok(Matcher::new(p, false))
             })
             .collect::<anyhow::Result<_>>()?;
         Ok(Exclude { patterns })
@@ -312,10 +398,8 @@ mod tests {
 
     /// Patterns as `--exclude` gives them (wildcards on).
     fn of(patterns: &[&str]) -> Exclude {
-        let given: Vec<Given> = patterns
-            .iter()
-            .map(|p| Given { text: p.as_bytes().to_vec(), wildcards: true })
-            .collect();
+        let given: Vec<Given> =
+            patterns.iter().map(|p| Given::new(p.as_bytes(), true, false)).collect();
         Exclude::new(&given).unwrap()
     }
 
@@ -324,9 +408,9 @@ mod tests {
     /// from an archive without such a name).
     #[test]
     fn literal_patterns_after_no_wildcards() {
-        let e = Exclude::new(&[Given { text: b"src/a*".to_vec(), wildcards: false }]).unwrap();
+        let e = Exclude::new(&[Given::new(b"src/a*", false, false)]).unwrap();
         assert!(!e.excludes(b"src/ab") && e.excludes(b"top/src/a*/f"));
-        let e = Exclude::new(&[Given { text: b"a\\b".to_vec(), wildcards: false }]).unwrap();
+        let e = Exclude::new(&[Given::new(b"a\\b", false, false)]).unwrap();
         assert!(e.excludes(b"a\\b") && !e.excludes(b"ab"));
     }
 

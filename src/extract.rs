@@ -543,11 +543,66 @@ pub(crate) fn judge(
 
 /// A member of an unknown type is extracted as a regular file, as GNU tar does, with its
 /// warning.
+/// GNU tar's `check_time` (extract.c), for a member whose time is set: a time before 1970
+/// ("implausibly old time stamp") or after now ("time stamp ... is N s in the future") is
+/// worth a warning (`--warning=no-timestamp` silences it; the exit status stays). The name is
+/// the one GNU tar uses: as extracted, relative to DIR, without a trailing `/`.
+fn check_time(cfg: &Config, m: &Member, path: &SafePath, t: crate::plan::Timestamp) {
+    let future = || {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?;
+        let (now_s, now_ns) = (now.as_secs() as i64, now.subsec_nanos());
+        if (t.secs, t.nanos) <= (now_s, now_ns) {
+            return None;
+        }
+        let (mut secs, mut nanos) = (t.secs - now_s, i64::from(t.nanos) - i64::from(now_ns));
+        if nanos < 0 {
+            nanos += 1_000_000_000;
+            secs -= 1;
+        }
+        Some(format!("{secs}{}", ns_fraction(nanos as u32)))
+    };
+    if t.secs >= 0 && future().is_none() {
+        return;
+    }
+    let name = if cfg.strip_components == 0 && cfg.one_top_level.is_none() {
+        let n = &m.name;
+        let mut n = &n[n.iter().position(|&b| b != b'/').unwrap_or(n.len())..];
+        while n.len() > 1
+            && let Some(rest) = n.strip_suffix(b"/")
+        {
+            n = rest;
+        }
+        report::printable(n)
+    } else {
+        report::printable(std::os::unix::ffi::OsStrExt::as_bytes(path.as_path().as_os_str()))
+    };
+    let when = format!("{}{}", crate::list::full_date(t.secs), ns_fraction(t.nanos));
+    match future() {
+        None => report::warn_of(
+            report::Warning::Timestamp,
+            format!("{name}: implausibly old time stamp {when}"),
+        ),
+        Some(ahead) => report::warn_of(
+            report::Warning::Timestamp,
+            format!("{name}: time stamp {when} is {ahead} s in the future"),
+        ),
+    }
+}
+
+/// GNU tar's `code_ns_fraction`: `.` and the nanoseconds without trailing zeros; nothing for 0.
+fn ns_fraction(ns: u32) -> String {
+    if ns == 0 {
+        return String::new();
+    }
+    let digits = format!("{ns:09}");
+    format!(".{}", digits.trim_end_matches('0'))
+}
+
 pub(crate) fn warn_unknown_type(name: &str, flag: u8) {
-    report::warn(format!(
-        "{name}: unknown file type '{}', extracted as a regular file",
-        flag.escape_ascii()
-    ));
+    report::warn_of(
+        report::Warning::UnknownCast,
+        format!("{name}: unknown file type '{}', extracted as a regular file", flag.escape_ascii()),
+    );
 }
 
 /// A multi-volume continuation (`M`) is the rest of a file begun in another volume: skipped.
@@ -662,6 +717,15 @@ impl<R: Skip> Stage<'_, '_, R> {
             None => None,
         };
         let archived_mtime = m.mtime;
+        if let Some(t) = mtime
+            && matches!(
+                m.kind,
+                Kind::Dir | Kind::Symlink | Kind::Fifo | Kind::File | Kind::Other(_)
+            )
+            && !matches!(m.kind, Kind::Other(b'V' | b'M'))
+        {
+            check_time(cfg, &m, &path, t);
+        }
         let entry =
             Entry { name, path, mode, mtime, archived_mtime, owner, offset: m.offset, xattrs };
         match m.kind {

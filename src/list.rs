@@ -23,6 +23,9 @@ pub struct Reading {
     /// For checking the compressed stream after the end marker (`finish`).
     trailer: Option<decode::Trailer>,
     wanted: Wanted,
+    /// `--occurrence` found every name often enough: the archive is not read on (GNU tar
+    /// stops there too), and its end is not checked.
+    ended_early: bool,
 }
 
 /// Opens the archive and starts its decoder for a stage that only reads it.
@@ -50,12 +53,12 @@ impl Reading {
         let mut reader = Reader::new(input);
         reader.ignore_zeros(cfg.ignore_zeros);
         reader.xattrs(cfg.xattrs.is_some() && !cfg.reads_only());
-        Reading { reader, trailer, wanted }
+        Reading { reader, trailer, wanted, ended_early: false }
     }
 
     /// The next member; at the end of the archive its size is noted for `--totals`.
     pub fn next_member(&mut self) -> Result<Option<Member>> {
-        let m = self.reader.next_member()?;
+        let m = if self.ended_early { None } else { self.reader.next_member()? };
         if m.is_none() {
             crate::totals::archive_ends_at(self.reader.offset());
         }
@@ -63,16 +66,22 @@ impl Reading {
     }
 
     /// Whether the member named `name` is wanted: selected by the MEMBER operands (which marks
-    /// the operand found) and not excluded.
+    /// the operand found) and not excluded. With `--occurrence`, this is also where the
+    /// reading ends once every name was found (after this member, wanted or not, as GNU
+    /// tar's `read_and` checks).
     pub fn wants(&mut self, name: &[u8]) -> bool {
-        self.wanted.wants(name)
+        let wanted = self.wanted.wants(name);
+        self.ended_early = self.wanted.all_found(name);
+        wanted
     }
 
     /// After the last member: reads a compressed stream on past the end marker, so its end
     /// and checksum are checked (`extract::verify_trailer`), then reports the MEMBER operands
     /// that selected nothing.
     pub fn finish(self, utf8: bool) -> Result<()> {
-        if let Some(trailer) = self.trailer {
+        if let Some(trailer) = self.trailer
+            && !self.ended_early
+        {
             crate::extract::verify_trailer(self.reader, &trailer)?;
         }
         self.wanted.report_not_found(utf8);
@@ -227,6 +236,15 @@ fn mode_string(m: &Member) -> String {
 
 /// "YYYY-MM-DD HH:MM" in local time, as GNU tar prints it.
 fn date(secs: i64) -> String {
+    local_time(secs, false)
+}
+
+/// "YYYY-MM-DD HH:MM:SS" in local time, as GNU tar's `tartime` with full time prints it.
+pub fn full_date(secs: i64) -> String {
+    local_time(secs, true)
+}
+
+fn local_time(secs: i64, seconds: bool) -> String {
     let t = secs as libc::time_t;
     let mut tm = std::mem::MaybeUninit::<libc::tm>::zeroed();
     // Safety: valid pointers to a time_t and a tm buffer.
@@ -236,14 +254,15 @@ fn date(secs: i64) -> String {
     }
     // Safety: localtime_r succeeded.
     let tm = unsafe { tm.assume_init() };
-    format!(
+    let date = format!(
         "{:04}-{:02}-{:02} {:02}:{:02}",
         tm.tm_year as i64 + 1900,
         tm.tm_mon + 1,
         tm.tm_mday,
         tm.tm_hour,
         tm.tm_min
-    )
+    );
+    if seconds { format!("{date}:{:02}", tm.tm_sec) } else { date }
 }
 
 /// Whether the locale's character set is UTF-8 (then printable UTF-8 names print as they are).

@@ -20,12 +20,76 @@ use anyhow::{Context, Result, bail};
 
 use crate::cli::Ordered;
 
-/// A MEMBER name or an exclude pattern, and whether it is matched as a shell pattern.
+/// A MEMBER name or an exclude pattern, whether it is matched as a shell pattern, and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Given {
     pub text: Vec<u8>,
     pub wildcards: bool,
+    pub flags: Flags,
 }
+
+/// How a name or pattern is matched: the switches GNU tar folds into its fnmatch options
+/// (tar.c's MAKE_INCL_OPTIONS and MAKE_EXCL_OPTIONS), each as it stood where the name or
+/// pattern was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flags {
+    /// Matched at the start of a member name only (EXCLUDE_ANCHORED); otherwise also after
+    /// any `/` in it. MEMBERs are anchored unless `--no-anchored`, patterns only after
+    /// `--anchored`.
+    pub anchored: bool,
+    /// `--ignore-case` (FNM_CASEFOLD).
+    pub ignore_case: bool,
+    /// `*`, `?` and brackets match `/` (no FNM_FILE_NAME): the default.
+    pub slash: bool,
+    /// A match of a leading directory counts (FNM_LEADING_DIR): the default, undone by
+    /// `--no-recursion`.
+    pub recursion: bool,
+}
+
+impl Flags {
+    /// GNU tar's defaults for a MEMBER name (`anchored`) or an exclude pattern.
+    pub const fn default_for(anchored: bool) -> Flags {
+        Flags { anchored, ignore_case: false, slash: true, recursion: true }
+    }
+
+    /// Whether these are the defaults matched by the fast paths (select.rs's name lookup,
+    /// exclude.rs's glob runs), for the given anchoring.
+    pub fn is_default(&self, anchored: bool) -> bool {
+        *self == Flags::default_for(anchored)
+    }
+}
+
+impl Given {
+    /// A name or pattern with GNU tar's default matching (`anchored`: a MEMBER).
+    pub fn new(text: &[u8], wildcards: bool, anchored: bool) -> Given {
+        Given { text: text.to_vec(), wildcards, flags: Flags::default_for(anchored) }
+    }
+}
+
+/// GNU tar's `vcs_file_table` (tar.c): what `--exclude-vcs` excludes.
+pub const VCS_FILES: &[&str] = &[
+    "CVS",
+    ".cvsignore",
+    "RCS",
+    "SCCS",
+    ".svn",
+    ".git",
+    ".gitignore",
+    ".gitattributes",
+    ".gitmodules",
+    ".arch-ids",
+    "{arch}",
+    "=RELEASE-ID",
+    "=meta-update",
+    "=update",
+    ".bzr",
+    ".bzrignore",
+    ".bzrtags",
+    ".hg",
+    ".hgignore",
+    ".hgtags",
+    "_darcs",
+];
 
 /// What the command line selects.
 #[derive(Debug, Default)]
@@ -46,15 +110,26 @@ pub fn resolve(
     let mut wildcards: Option<bool> = None;
     let (mut null, mut unquote_names, mut verbatim) = (false, true, false);
     let mut skip = skip_first_operand;
-    let member = |text: &[u8], unquote_names: bool, wildcards: Option<bool>| Given {
+    // The last --anchored/--no-anchored, --ignore-case/..., as GNU tar's matching_flags.
+    let (mut anchored, mut ignore_case, mut slash, mut recursion) = (None, false, true, true);
+    let flags = |anchored: Option<bool>, default, ignore_case, slash, recursion| Flags {
+        anchored: anchored.unwrap_or(default),
+        ignore_case,
+        slash,
+        recursion,
+    };
+    let member = |text: &[u8], unquote_names: bool, wildcards: Option<bool>, flags| Given {
         text: if unquote_names { unquote(text) } else { text.to_vec() },
         wildcards: wildcards.unwrap_or(false),
+        flags,
     };
     for o in ordered {
+        let member_flags = flags(anchored, true, ignore_case, slash, recursion);
+        let exclude_flags = flags(anchored, false, ignore_case, slash, recursion);
         match o {
             Ordered::Operand(_) if skip => skip = false,
             Ordered::Operand(text) => {
-                sel.members.push(member(text.as_bytes(), unquote_names, wildcards));
+                sel.members.push(member(text.as_bytes(), unquote_names, wildcards, member_flags));
             }
             Ordered::FilesFrom(path) => {
                 let what = || format!("--files-from {}", path.display());
@@ -89,13 +164,14 @@ pub fn resolve(
                             i + 1
                         );
                     }
-                    sel.members.push(member(name, unquote_names, wildcards));
+                    sel.members.push(member(name, unquote_names, wildcards, member_flags));
                 }
             }
             Ordered::Exclude(p) => {
                 sel.exclude.push(Given {
                     text: p.as_bytes().to_vec(),
                     wildcards: wildcards.unwrap_or(true),
+                    flags: exclude_flags,
                 });
             }
             Ordered::ExcludeFrom(path) => {
@@ -106,7 +182,8 @@ pub fn resolve(
                     let end = line.iter().rposition(|b| !is_c_space(*b)).map_or(0, |e| e + 1);
                     if end > 0 {
                         let text = line[..end].to_vec();
-                        sel.exclude.push(Given { text, wildcards: wildcards.unwrap_or(true) });
+                        let wildcards = wildcards.unwrap_or(true);
+                        sel.exclude.push(Given { text, wildcards, flags: exclude_flags });
                     }
                 }
             }
@@ -114,6 +191,17 @@ pub fn resolve(
             Ordered::Null(on) => null = *on,
             Ordered::Unquote(on) => unquote_names = *on,
             Ordered::Verbatim(on) => verbatim = *on,
+            Ordered::Anchored(on) => anchored = Some(*on),
+            Ordered::IgnoreCase(on) => ignore_case = *on,
+            Ordered::WildcardsMatchSlash(on) => slash = *on,
+            Ordered::Recursion(on) => recursion = *on,
+            // bsdtar's meaning, and GNU tar's when it creates an archive: the names and what
+            // is under them, wherever they are, whatever the switches say. (GNU tar 1.34
+            // extracting excludes only the entries themselves: a `.git` directory's files
+            // are extracted and make it anew.)
+            Ordered::ExcludeVcs => {
+                sel.exclude.extend(VCS_FILES.iter().map(|f| Given::new(f.as_bytes(), false, false)))
+            }
         }
     }
     Ok(sel)
@@ -216,8 +304,8 @@ mod tests {
         Ordered::Operand(OsString::from(s))
     }
 
-    fn given(text: &str, wildcards: bool) -> Given {
-        Given { text: text.as_bytes().to_vec(), wildcards }
+    fn given(text: &str, wildcards: bool, anchored: bool) -> Given {
+        Given::new(text.as_bytes(), wildcards, anchored)
     }
 
     #[test]
@@ -238,9 +326,14 @@ mod tests {
         let sel = resolve(&ordered, true, false).unwrap();
         assert_eq!(
             sel.members,
-            [given("lit*", false), given("pat*", true), given("raw\\141", true), given("a", false)]
+            [
+                given("lit*", false, true),
+                given("pat*", true, true),
+                given("raw\\141", true, true),
+                given("a", false, true)
+            ]
         );
-        assert_eq!(sel.exclude, [given("ex*", true), given("lit-ex*", false)]);
+        assert_eq!(sel.exclude, [given("ex*", true, false), given("lit-ex*", false, false)]);
     }
 
     #[test]

@@ -39,6 +39,102 @@ pub fn failed_count() -> u64 {
     FAILED.load(Ordering::Relaxed)
 }
 
+/// The classes of warnings GNU tar's `--warning=[no-]KEYWORD` turns on and off, for the
+/// messages fastuntar prints of them. GNU tar's other keywords (about creating archives, or
+/// messages fastuntar does not print) are accepted and change nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Warning {
+    /// "NAME: time stamp ... is N s in the future", "NAME: implausibly old time stamp ...".
+    Timestamp,
+    /// `--keep-newer-files`: "Current 'NAME' is newer or same age".
+    IgnoreNewer,
+    /// `--skip-old-files -v`: "NAME: skipping existing file".
+    ExistingFile,
+    /// "NAME: unknown file type 'X', extracted as a regular file".
+    UnknownCast,
+}
+
+/// Every keyword GNU tar 1.34 takes for `--warning` (`tar --warning=help`), and the class of
+/// ours it names, if any.
+pub const WARNING_KEYWORDS: &[(&str, Option<Warning>)] = &[
+    ("alone-zero-block", None),
+    ("bad-dumpdir", None),
+    ("cachedir", None),
+    ("contiguous-cast", None),
+    ("file-changed", None),
+    ("file-ignored", None),
+    ("file-removed", None),
+    ("file-shrank", None),
+    ("file-unchanged", None),
+    ("filename-with-nuls", None),
+    ("ignore-archive", None),
+    ("ignore-newer", Some(Warning::IgnoreNewer)),
+    ("new-directory", None),
+    ("rename-directory", None),
+    ("symlink-cast", None),
+    ("timestamp", Some(Warning::Timestamp)),
+    ("unknown-cast", Some(Warning::UnknownCast)),
+    ("unknown-keyword", None),
+    ("xdev", None),
+    ("decompress-program", None),
+    ("existing-file", Some(Warning::ExistingFile)),
+    ("xattr-write", None),
+    ("record-size", None),
+    ("failed-read", None),
+];
+
+/// The warning classes turned off, one bit per `Warning`.
+static WARNINGS_OFF: AtomicU64 = AtomicU64::new(0);
+
+fn bit(w: Warning) -> u64 {
+    1 << (w as u32)
+}
+
+/// Turns classes off (`--warning=no-KEYWORD`) or on again, for the whole run.
+pub fn set_warning(w: Warning, on: bool) {
+    if on {
+        WARNINGS_OFF.fetch_and(!bit(w), Ordering::Relaxed);
+    } else {
+        WARNINGS_OFF.fetch_or(bit(w), Ordering::Relaxed);
+    }
+}
+
+/// A warning of class `w`, unless `--warning=no-...` turned it off.
+pub fn warn_of(w: Warning, msg: impl std::fmt::Display) {
+    if WARNINGS_OFF.load(Ordering::Relaxed) & bit(w) == 0 {
+        warn(msg);
+    }
+}
+
+/// Applies `--warning` KEYWORDs in order, as GNU tar: `all`, `none`, a keyword, or `no-`
+/// and a keyword. An unknown one is an error naming the valid ones.
+pub fn apply_warning_keywords(given: &[String]) -> anyhow::Result<()> {
+    for arg in given {
+        let (on, word) = match arg.strip_prefix("no-") {
+            Some(rest) => (false, rest),
+            None => (true, arg.as_str()),
+        };
+        let all = WARNING_KEYWORDS.iter().filter_map(|(_, w)| *w);
+        match word {
+            "all" => all.for_each(|w| set_warning(w, on)),
+            "none" => all.for_each(|w| set_warning(w, !on)),
+            _ => match WARNING_KEYWORDS.iter().find(|(k, _)| *k == word) {
+                Some((_, Some(w))) => set_warning(*w, on),
+                Some((_, None)) => {}
+                None => {
+                    let valid: Vec<&str> = WARNING_KEYWORDS.iter().map(|(k, _)| *k).collect();
+                    anyhow::bail!(
+                        "invalid argument '{arg}' for '--warning' (valid: all, none, {}, each \
+                         also with no-)",
+                        valid.join(", ")
+                    );
+                }
+            },
+        }
+    }
+    Ok(())
+}
+
 /// Something worth saying that does not change the exit code (e.g. a stripped leading `/`).
 pub fn warn(msg: impl std::fmt::Display) {
     if !QUIET_WARNINGS.load(Ordering::Relaxed) {

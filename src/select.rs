@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 
 use crate::config::Config;
-use crate::exclude::{Exclude, Pattern, has_wildcards, matched_name, unescape};
+use crate::exclude::{self, Exclude, Pattern, has_wildcards, matched_name, unescape};
 use crate::operands::Given;
 use crate::report;
 
@@ -30,6 +30,8 @@ pub struct Select {
     literals: HashMap<Vec<u8>, usize>,
     /// Indexes of the operands that are patterns or empty, in order.
     others: Vec<usize>,
+    /// `--occurrence=N`: a member is selected only when it is the Nth its operand counts.
+    occurrence: u64,
 }
 
 struct Operand {
@@ -39,20 +41,31 @@ struct Operand {
     hint: bool,
     /// None: a literal (looked up in `literals`).
     pattern: Option<Matcher>,
-    found: bool,
+    /// `--recursion` where it was given: a member under a directory it matched does not count
+    /// as another occurrence.
+    recursion: bool,
+    /// Members counted for it (GNU tar's found_count).
+    found: u64,
 }
 
 enum Matcher {
     /// The empty operand.
     All,
     Pattern(Pattern),
+    /// With switches other than the defaults (exclude.rs).
+    Flagged(exclude::Matcher),
 }
 
 impl Select {
-    /// The MEMBER operands, in command-line order (operands.rs).
-    pub fn new(operands: &[Given]) -> Select {
-        let mut select =
-            Select { operands: Vec::new(), literals: HashMap::new(), others: Vec::new() };
+    /// The MEMBER operands, in command-line order (operands.rs); `occurrence`: `--occurrence`'s
+    /// N, 0 without it.
+    pub fn new(operands: &[Given], occurrence: u64) -> Select {
+        let mut select = Select {
+            operands: Vec::new(),
+            literals: HashMap::new(),
+            others: Vec::new(),
+            occurrence,
+        };
         for (i, given) in operands.iter().enumerate() {
             let mut key = given.text.as_slice();
             while key.len() > 1
@@ -62,6 +75,9 @@ impl Select {
             }
             let pattern = if key.is_empty() {
                 Some(Matcher::All)
+            } else if !given.flags.is_default(true) {
+                let trimmed = Given { text: key.to_vec(), ..given.clone() };
+                Some(Matcher::Flagged(exclude::Matcher::new(&trimmed, true)))
             } else if given.wildcards && has_wildcards(key) {
                 Some(Matcher::Pattern(Pattern::compile(key)))
             } else {
@@ -74,7 +90,14 @@ impl Select {
                 select.others.push(i);
             }
             let hint = !given.wildcards && has_wildcards(key);
-            select.operands.push(Operand { text: key.to_vec(), hint, pattern, found: false });
+            let recursion = given.flags.recursion;
+            select.operands.push(Operand {
+                text: key.to_vec(),
+                hint,
+                pattern,
+                recursion,
+                found: 0,
+            });
         }
         select
     }
@@ -104,6 +127,7 @@ impl Select {
             let hit = match &self.operands[i].pattern {
                 Some(Matcher::All) => true,
                 Some(Matcher::Pattern(p)) => p.matches(name, true),
+                Some(Matcher::Flagged(m)) => m.matches(name, true),
                 None => false,
             };
             if hit {
@@ -112,21 +136,49 @@ impl Select {
             }
         }
         let Some(i) = first else { return false };
-        self.operands[i].found = true;
-        true
+        // GNU tar's name_match: what lies under a directory already counted is not another
+        // occurrence of the name.
+        let op = &mut self.operands[i];
+        let under = op.recursion && name.get(op.text.len()) == Some(&b'/');
+        if !under || op.found == 0 {
+            op.found += 1;
+        }
+        self.occurrence == 0 || op.found == self.occurrence
     }
 
-    /// The operands no member was counted for, in order.
+    /// Whether the operand was counted often enough (GNU tar's WASFOUND).
+    fn was_found(&self, o: &Operand) -> bool {
+        o.found > 0 && o.found >= self.occurrence
+    }
+
+    /// With `--occurrence`, after the member named `name`: whether every operand has been
+    /// counted often enough and nothing more can be under the member (GNU tar's
+    /// `all_names_found`), so the archive need not be read on.
+    pub fn all_found(&self, name: &[u8]) -> bool {
+        if self.occurrence == 0 || self.operands.is_empty() || name.ends_with(b"/") {
+            return false;
+        }
+        self.operands.iter().all(|o| {
+            (o.text.is_empty() || self.was_found(o)) && name.get(o.text.len()) != Some(&b'/')
+        })
+    }
+
+    /// The operands no member was counted for (often enough), in order.
     pub fn not_found(&self) -> impl Iterator<Item = &[u8]> {
-        self.operands.iter().filter(|o| !o.found).map(|o| o.text.as_slice())
+        self.operands.iter().filter(|o| !self.was_found(o)).map(|o| o.text.as_slice())
     }
 
     /// At the end of a run that read the whole archive: one error line for each operand that
     /// selected nothing (the run exits 2), with a hint when it would have been a pattern.
     pub fn report_not_found(&self, utf8: bool) {
-        for o in self.operands.iter().filter(|o| !o.found) {
+        for o in self.operands.iter().filter(|o| !self.was_found(o)) {
             let hint = if o.hint { " (--wildcards would match it as a pattern)" } else { "" };
-            report::failed(&report::quote(&o.text, utf8), format!("Not found in archive{hint}"));
+            let what = if o.found == 0 {
+                "Not found in archive"
+            } else {
+                "Required occurrence not found in archive"
+            };
+            report::failed(&report::quote(&o.text, utf8), format!("{what}{hint}"));
         }
     }
 }
@@ -140,7 +192,16 @@ pub struct Wanted {
 
 impl Wanted {
     pub fn new(cfg: &Config) -> anyhow::Result<Wanted> {
-        Ok(Wanted { select: Select::new(&cfg.members), exclude: Exclude::new(&cfg.exclude)? })
+        Ok(Wanted {
+            select: Select::new(&cfg.members, cfg.occurrence),
+            exclude: Exclude::new(&cfg.exclude)?,
+        })
+    }
+
+    /// After a wanted member: whether `--occurrence` found everything it looks for, so the
+    /// archive need not be read on.
+    pub fn all_found(&self, name: &[u8]) -> bool {
+        self.select.all_found(name)
     }
 
     /// Whether the member named `name` (as stored) is wanted. Selection comes first, as in
@@ -161,8 +222,8 @@ mod tests {
 
     fn select(operands: &[&str], wildcards: bool) -> Select {
         let ops: Vec<Given> =
-            operands.iter().map(|s| Given { text: s.as_bytes().to_vec(), wildcards }).collect();
-        Select::new(&ops)
+            operands.iter().map(|s| Given::new(s.as_bytes(), wildcards, true)).collect();
+        Select::new(&ops, 0)
     }
 
     fn not_found(s: &Select) -> Vec<String> {

@@ -1061,3 +1061,265 @@ fn totals_like_gnu_tar() {
     assert!(out.stderr_str().contains("--totals=SIGUSR1 is not supported"), "{}", out.describe());
     assert!(failures.is_empty(), "--totals differs:\n  {}", failures.join("\n  "));
 }
+
+// ---------------------------------------------------------------------------------------------
+// The matching switches: --anchored/--no-anchored, --ignore-case, --wildcards-match-slash,
+// --recursion/--no-recursion, --occurrence, --exclude-vcs.
+
+/// `./src/{a/x, a/sub/z, ab}`, `./Src/A/X`, `./p/{.git/config, .gitignore, .gitx, keep}`,
+/// `./x/CVS/Entries`, `./CVSfoo`, as GNU tar archives `.`.
+fn switch_archive(td: &TestDir) -> PathBuf {
+    let root = td.join("switch-tree");
+    for rel in [
+        "src/a/x",
+        "src/a/sub/z",
+        "src/ab",
+        "Src/A/X",
+        "p/.git/config",
+        "p/.gitignore",
+        "p/.gitx",
+        "p/keep",
+        "x/CVS/Entries",
+        "CVSfoo",
+    ] {
+        let p = root.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(&p, format!("{rel}\n")).unwrap();
+    }
+    let archive = td.join("switch.tar");
+    let out = gnu_tar(["-C", root.to_str().unwrap(), "-cf", archive.to_str().unwrap(), "."]);
+    assert!(out.success(), "{}", out.describe());
+    archive
+}
+
+/// Each switch applies to the MEMBERs and `--exclude` patterns after it, as in GNU tar 1.34
+/// (checked there: MEMBERs are anchored unless --no-anchored, patterns only after --anchored;
+/// --no-recursion makes a name select, or a pattern exclude, only what it matches itself).
+#[test]
+fn matching_switches_like_gnu_tar() {
+    if !have_tool("matching_switches_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("switches");
+    let archive = switch_archive(&td);
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["--no-anchored"], &["a"]),
+        (&["--no-anchored"], &["src/a", "A"]),
+        (&["--ignore-case"], &["./src/a"]),
+        (&["--ignore-case", "--wildcards"], &["./SRC/A*"]),
+        (&["--ignore-case", "--no-ignore-case"], &["./SRC"]),
+        (&["--no-recursion"], &["./src/a"]),
+        (&["--no-recursion", "--wildcards"], &["./src/a*"]),
+        (&["--no-recursion", "--recursion"], &["./src/a"]),
+        (&["--wildcards", "--no-wildcards-match-slash"], &["./src/*"]),
+        (&["--no-wildcards-match-slash", "--wildcards-match-slash", "--wildcards"], &["./src/*"]),
+        (&["--exclude=a", "--no-recursion"], &[]),
+        (&["--no-recursion", "--exclude=a"], &[]),
+        (&["--anchored", "--exclude=a"], &[]),
+        (&["--anchored", "--exclude=./src"], &[]),
+        (&["--ignore-case", "--exclude=src"], &[]),
+        (&["--ignore-case", "--exclude=s?c/A*"], &[]),
+        (&["--no-wildcards-match-slash", "--exclude=./*/a"], &[]),
+        (&["--no-anchored", "--ignore-case"], &["A/x"]),
+        (&["--no-anchored"], &["x", "--anchored", "./src/ab"]),
+        (&["--ignore-case", "--no-anchored", "--wildcards"], &["*/A"]),
+        (&["--no-anchored", "--no-recursion"], &["a"]),
+        (&["--no-anchored", "--wildcards"], &["a/*"]),
+        (&["--no-anchored", "--exclude=x"], &["a"]),
+    ];
+    let mut failures = Vec::new();
+    for (flags, ops) in cases {
+        failures.extend(compare(&td, &archive, flags, ops));
+    }
+    assert!(failures.is_empty(), "switches differ from GNU tar:\n  {}", failures.join("\n  "));
+}
+
+/// The "Not found" and "Required occurrence not found" lines, in order, without the program.
+fn occurrence_report(out: &Output, prog: &str) -> Vec<String> {
+    out.diagnostics()
+        .iter()
+        .filter_map(|l| l.strip_prefix(&format!("{prog}: ")))
+        .filter(|l| l.contains("ot found in archive") || l.contains("occurrence"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// `--occurrence[=N]`: only the Nth member each name selects, "Required occurrence not found in
+/// archive" (exit 2) for a name seen fewer times, and the reading stops once every name was
+/// found: what follows in the archive is not read (GNU tar 1.34 exits 0 on an archive whose
+/// rest is garbage).
+#[test]
+fn occurrence_like_gnu_tar() {
+    if !have_tool("occurrence_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("occurrence");
+    let root = td.join("tree");
+    fs::create_dir_all(root.join("d")).unwrap();
+    fs::write(root.join("d/f"), "f\n").unwrap();
+    fs::write(root.join("g"), "g\n").unwrap();
+    let dup = td.join("dup.tar");
+    // --hard-dereference: each copy whole, not a hard link to the first.
+    let out = gnu_tar([
+        "--hard-dereference",
+        "-C",
+        root.to_str().unwrap(),
+        "-cf",
+        dup.to_str().unwrap(),
+        "./g",
+        "./d",
+        "./g",
+        "./d",
+        "./g",
+    ]);
+    assert!(out.success(), "{}", out.describe());
+    let mut failures = Vec::new();
+    for (flags, ops) in [
+        (&["--occurrence"][..], &["./g"][..]),
+        (&["--occurrence=2"], &["./g", "./d"]),
+        (&["--occurrence=3"], &["./g"]),
+        (&["--occurrence=3"], &["./d"]),
+        (&["--occurrence=4"], &["./g", "nope"]),
+        (&["--occurrence=0"], &["./g"]),
+        (&["--occurrence=2"], &["./d/f"]),
+    ] {
+        failures.extend(compare(&td, &dup, flags, ops));
+        let run = |mut cmd: Cmd| {
+            cmd.current_dir(td.path()).args(flags).arg("-tf").arg(&dup).args(ops).run()
+        };
+        let (gnu, ours) = (run(Cmd::new("tar")), run(fastuntar()));
+        if occurrence_report(&gnu, "tar") != occurrence_report(&ours, "fastuntar") {
+            failures.push(format!(
+                "{flags:?} {ops:?}: said {:?}, GNU tar {:?}",
+                occurrence_report(&ours, "fastuntar"),
+                occurrence_report(&gnu, "tar")
+            ));
+        }
+    }
+    // Garbage after the second member: found by then, neither reads it.
+    let mut t = util::rawtar::Tar::new();
+    t.file("first", b"1\n");
+    t.file("second", b"2\n");
+    let mut bytes = t.unterminated();
+    bytes.extend_from_slice(&[b'x'; 1024]);
+    let garbage = td.write("garbage.tar", &bytes);
+    for (flags, ops) in [(&["--occurrence"][..], &["first"][..]), (&[], &["first"])] {
+        failures.extend(compare(&td, &garbage, flags, ops));
+    }
+    // Without names GNU tar refuses it, as we do.
+    let no_names = fastuntar().arg("-tf").arg(&dup).arg("--occurrence").run();
+    no_names.expect_code(2);
+    assert!(no_names.stderr_str().contains("--occurrence is meaningless without a file list"));
+    assert!(failures.is_empty(), "--occurrence differs from GNU tar:\n  {}", failures.join("\n  "));
+}
+
+/// `--exclude-vcs` leaves out the version-control names and what is under them, as bsdtar and
+/// GNU tar creating an archive do (GNU tar 1.34 extracting leaves out only the entries
+/// themselves and extracts `.git/config`; see README).
+#[test]
+fn exclude_vcs_leaves_out_vcs_directories() {
+    let td = TestDir::new("exclude_vcs");
+    let mut t = util::rawtar::Tar::new();
+    for name in [
+        "p/.git/config",
+        "p/.gitignore",
+        "p/.gitx",
+        "p/keep",
+        "x/CVS/Entries",
+        "CVSfoo",
+        ".hg/store/data",
+        "a/b/.svn/entries",
+        "a/b/c",
+    ] {
+        t.file(name, name.as_bytes());
+    }
+    let archive = td.write("vcs.tar", t.finish());
+    let listed = fastuntar().arg("-tf").arg(&archive).arg("--exclude-vcs").run();
+    listed.expect_code(0);
+    assert_eq!(listed.stdout_str(), "p/.gitx\np/keep\nCVSfoo\na/b/c\n", "{}", listed.describe());
+    let d = td.fresh("ours");
+    fastuntar()
+        .arg("-xf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(&d)
+        .arg("--exclude-vcs")
+        .run()
+        .expect_code(0);
+    assert!(!d.join("p/.git").exists() && !d.join("x/CVS").exists() && d.join("a/b/c").exists());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Time stamps and --warning.
+
+/// `said`, with the seconds of "is N s in the future" (which differ from run to run) dropped.
+fn said_timeless(out: &Output, prog: &str) -> Vec<String> {
+    said(out, prog)
+        .into_iter()
+        .map(|l| match (l.find(" is "), l.find(" s in the future")) {
+            (Some(a), Some(b)) if a < b => format!("{} is N{}", &l[..a], &l[b..]),
+            _ => l,
+        })
+        .collect()
+}
+
+/// GNU tar 1.34 warns about a time stamp in the future or before 1970 when it sets one (files,
+/// directories, symlinks; not hard links, not with -m), naming the file as extracted
+/// (`--strip-components` applied, no trailing `/`), with the nanoseconds; `--warning=
+/// no-timestamp` (or `none`) silences it; an unknown keyword is refused.
+#[test]
+fn timestamp_warnings_like_gnu_tar() {
+    if !have_tool("timestamp_warnings_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("timestamps");
+    let root = td.join("tree");
+    fs::create_dir_all(root.join("d")).unwrap();
+    fs::write(root.join("d/f"), "f\n").unwrap();
+    fs::write(root.join("d/now"), "now\n").unwrap();
+    fs::write(root.join("d/old"), "old\n").unwrap();
+    std::os::unix::fs::symlink("f", root.join("d/l")).unwrap();
+    fs::hard_link(root.join("d/f"), root.join("d/h")).unwrap();
+    util::tree::set_mtime(&root.join("d/f"), 3_786_912_000, 500_000_000);
+    util::tree::set_mtime(&root.join("d/old"), -315_619_200, 0);
+    let touch = Cmd::new("touch").args(["-h", "-d", "2090-01-01"]).arg(root.join("d/l")).run();
+    assert!(touch.success(), "{}", touch.describe());
+    util::tree::set_mtime(&root.join("d"), 3_818_448_000, 0);
+    let archive = td.join("times.tar");
+    let out = gnu_tar([
+        "--format=posix",
+        "-C",
+        root.to_str().unwrap(),
+        "-cf",
+        archive.to_str().unwrap(),
+        "./d",
+    ]);
+    assert!(out.success(), "{}", out.describe());
+    let mut failures = Vec::new();
+    for flags in [
+        &[][..],
+        &["--strip-components=1"],
+        &["-m"],
+        &["--warning=no-timestamp"],
+        &["--warning=none"],
+        &["--warning=none", "--warning=timestamp"],
+        &["--warning=all", "--warning=no-unknown-keyword"],
+        &["--warning=bogus"],
+    ] {
+        let Both { gnu, ours, diff: _ } = both(&td, |cmd, dest| {
+            cmd.args(flags).arg("-xf").arg(&archive).arg("-C").arg(dest);
+        });
+        if gnu.code != ours.code {
+            failures.push(format!("{flags:?}: exit {:?}, GNU tar {:?}", ours.code, gnu.code));
+            continue;
+        }
+        if gnu.code == Some(0) && said_timeless(&gnu, "tar") != said_timeless(&ours, "fastuntar") {
+            failures.push(format!(
+                "{flags:?}: said {:?}, GNU tar {:?}",
+                said_timeless(&ours, "fastuntar"),
+                said_timeless(&gnu, "tar")
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "time stamps differ from GNU tar:\n  {}", failures.join("\n  "));
+}

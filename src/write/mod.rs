@@ -64,7 +64,7 @@ pub fn member_failed(entry: &crate::plan::Entry, what: &str, e: std::io::Error) 
     if let Some(kept) = e.get_ref().and_then(|k| k.downcast_ref::<dest::KeptExisting>()) {
         // `--keep-newer-files`: not a failure; GNU tar 1.34 always says it (exit 0).
         if let dest::KeptExisting::Newer { .. } = kept {
-            crate::report::warn(kept);
+            crate::report::warn_of(crate::report::Warning::IgnoreNewer, kept);
             return Ok(());
         }
         // `--skip-old-files`: not a failure. GNU tar 1.34 names it with -v only, without the
@@ -72,7 +72,7 @@ pub fn member_failed(entry: &crate::plan::Entry, what: &str, e: std::io::Error) 
         if let dest::KeptExisting::Skipped { tell: true } = kept {
             let name = entry.name.trim_end_matches('/');
             let name = if name.is_empty() { &entry.name } else { name };
-            crate::report::warn(format!("{name}: {kept}"));
+            crate::report::warn_of(crate::report::Warning::ExistingFile, format!("{name}: {kept}"));
         }
         return Ok(());
     }
