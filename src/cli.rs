@@ -365,12 +365,25 @@ pub struct Args {
 
     /// Accepted and without effect when reading, as in GNU tar: -s/--same-order,
     /// -B/--read-full-records, -b/--blocking-factor N, --record-size N, --force-local (the
-    /// record size counts only for --totals).
+    /// record size counts only for --totals), -S/--sparse (sparse members are always made
+    /// sparse), -n/--seek, --no-seek, --no-auto-compress (the data decides the format), and
+    /// --delay-directory-restore / --no-delay-directory-restore (a directory always gets its
+    /// mode and time after everything under it was extracted).
     #[arg(
         short = 's',
         long = "same-order",
-        short_aliases = ['B'],
-        aliases = ["preserve-order", "read-full-records", "force-local"],
+        short_aliases = ['B', 'S', 'n'],
+        aliases = [
+            "preserve-order",
+            "read-full-records",
+            "force-local",
+            "sparse",
+            "seek",
+            "no-seek",
+            "no-auto-compress",
+            "delay-directory-restore",
+            "no-delay-directory-restore",
+        ],
         action = ArgAction::Count
     )]
     pub no_effect: u8,
@@ -404,6 +417,15 @@ pub struct Args {
     /// for the owner column of -tv.
     #[arg(long = "numeric-owner")]
     pub numeric_owner: bool,
+
+    /// In -tv listings, times with seconds (and nanoseconds where the archive has them), as
+    /// GNU tar's --full-time.
+    #[arg(long = "full-time")]
+    pub full_time: bool,
+
+    /// Times in -tv listings and in warnings in UTC, not local time.
+    #[arg(long = "utc")]
+    pub utc: bool,
 
     /// Do not restore ownership (the default): files belong to the extracting user.
     #[arg(short = 'o', long = "no-same-owner", overrides_with = "same_owner")]
@@ -565,7 +587,7 @@ pub enum IoBackend {
 }
 
 /// Letters of tar's traditional bundled options (`tar xzvf A -C DIR`) that fastuntar knows.
-const BUNDLE_LETTERS: &[u8] = b"xtfCvkpoazjJIZTXOmiqsBbP";
+const BUNDLE_LETTERS: &[u8] = b"xtfCvkpoazjJIZTXOmiqsBbPSn";
 
 /// Letters among them that take a value: in a bundle, the arguments after it, in order.
 const BUNDLE_VALUES: &[u8] = b"fCITXb";

@@ -91,6 +91,8 @@ pub struct Config {
     pub same_owner: bool,
     /// `--numeric-owner`: owners are the archive's numbers, never its names (`owner.rs`).
     pub numeric_owner: bool,
+    /// `--full-time`, `--utc`: how times are shown (list.rs `tartime`).
+    pub times: crate::list::TimeStyle,
     /// Modes exactly as archived, set-id bits included: `-p`, or root without
     /// `--no-same-permissions`.
     pub preserve_permissions: bool,
@@ -251,6 +253,7 @@ impl Config {
             strip_components: args.strip_components,
             same_owner: args.same_owner && !args.no_same_owner,
             numeric_owner: args.numeric_owner,
+            times: crate::list::TimeStyle { full: args.full_time, utc: args.utc },
             // Safety: geteuid has no preconditions.
             preserve_permissions: args.preserve_permissions
                 || (!args.no_same_permissions && unsafe { libc::geteuid() } == 0),

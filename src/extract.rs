@@ -559,7 +559,7 @@ fn check_time(cfg: &Config, m: &Member, path: &SafePath, t: crate::plan::Timesta
             nanos += 1_000_000_000;
             secs -= 1;
         }
-        Some(format!("{secs}{}", ns_fraction(nanos as u32)))
+        Some(format!("{secs}{}", crate::list::ns_fraction(nanos as u32)))
     };
     if t.secs >= 0 && future().is_none() {
         return;
@@ -576,7 +576,7 @@ fn check_time(cfg: &Config, m: &Member, path: &SafePath, t: crate::plan::Timesta
     } else {
         report::printable(std::os::unix::ffi::OsStrExt::as_bytes(path.as_path().as_os_str()))
     };
-    let when = format!("{}{}", crate::list::full_date(t.secs), ns_fraction(t.nanos));
+    let when = crate::list::tartime(t, true, cfg.times);
     match future() {
         None => report::warn_of(
             report::Warning::Timestamp,
@@ -587,15 +587,6 @@ fn check_time(cfg: &Config, m: &Member, path: &SafePath, t: crate::plan::Timesta
             format!("{name}: time stamp {when} is {ahead} s in the future"),
         ),
     }
-}
-
-/// GNU tar's `code_ns_fraction`: `.` and the nanoseconds without trailing zeros; nothing for 0.
-fn ns_fraction(ns: u32) -> String {
-    if ns == 0 {
-        return String::new();
-    }
-    let digits = format!("{ns:09}");
-    format!(".{}", digits.trim_end_matches('0'))
 }
 
 pub(crate) fn warn_unknown_type(name: &str, flag: u8) {

@@ -8,6 +8,7 @@ use crate::archive::{Kind, Member, Reader, Skip};
 use crate::config::Config;
 use crate::decode;
 use crate::owner::Owners;
+use crate::plan::Timestamp;
 use crate::report::quote;
 use crate::select::Wanted;
 
@@ -94,7 +95,7 @@ pub fn run(cfg: &Config) -> Result<u64> {
     let out = io::stdout();
     let mut out = io::BufWriter::new(out.lock());
     let utf8 = utf8_locale();
-    let mut ugs_width = UGS_WIDTH;
+    let mut widths = Widths { ugs: UGS_WIDTH, date: DATE_WIDTH };
     let mut owners = Owners::new(cfg.numeric_owner);
     let mut members = 0;
     while let Some(m) = archive.next_member()? {
@@ -104,7 +105,7 @@ pub fn run(cfg: &Config) -> Result<u64> {
         members += 1;
         let name = quote(&m.name, utf8);
         let line = if cfg.verbose > 0 {
-            long_line(&m, &name, utf8, &mut ugs_width, &mut owners, cfg.numeric_owner)
+            long_line(&m, &name, utf8, &mut widths, &mut owners, cfg)
         } else {
             name
         };
@@ -152,14 +153,21 @@ fn listed_target(raw: &[u8]) -> &[u8] {
 /// One `tar -tv` line. The owner column is the member's names, or with `--numeric-owner` (or
 /// where a name is empty) its ids as GNU tar resolves them (`owner.rs`): a PAX record may
 /// empty a name whose header name maps to a local id, and GNU tar lists that id.
+/// The column widths of `tar -tv`, which grow (never shrink) with what was listed.
+struct Widths {
+    ugs: usize,
+    date: usize,
+}
+
 fn long_line(
     m: &Member,
     name: &str,
     utf8: bool,
-    ugs_width: &mut usize,
+    widths: &mut Widths,
     owners: &mut Owners,
-    numeric: bool,
+    cfg: &Config,
 ) -> String {
+    let numeric = cfg.numeric_owner;
     let user = if m.uname.is_empty() || numeric {
         owners.uid(m).to_string()
     } else {
@@ -176,14 +184,16 @@ fn long_line(
         _ => m.size.to_string(),
     };
     let pad = user.len() + 1 + group.len() + size.len();
-    *ugs_width = (*ugs_width).max(pad);
+    widths.ugs = widths.ugs.max(pad);
+    let date = tartime(m.mtime, cfg.times.full, cfg.times);
+    widths.date = widths.date.max(date.len());
     let mut line = format!(
         "{} {user}/{group} {:>w$} {:<dw$} {name}",
         mode_string(m),
         size,
-        date(m.mtime.secs),
-        w = *ugs_width - pad + size.len(),
-        dw = DATE_WIDTH,
+        date,
+        w = widths.ugs - pad + size.len(),
+        dw = widths.date,
     );
     match m.kind {
         Kind::Symlink => line += &format!(" -> {}", quote(&m.link_name, utf8)),
@@ -234,25 +244,32 @@ fn mode_string(m: &Member) -> String {
     .collect()
 }
 
-/// "YYYY-MM-DD HH:MM" in local time, as GNU tar prints it.
-fn date(secs: i64) -> String {
-    local_time(secs, false)
+/// How times are shown: `--full-time`, `--utc`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TimeStyle {
+    pub full: bool,
+    pub utc: bool,
 }
 
-/// "YYYY-MM-DD HH:MM:SS" in local time, as GNU tar's `tartime` with full time prints it.
-pub fn full_date(secs: i64) -> String {
-    local_time(secs, true)
-}
-
-fn local_time(secs: i64, seconds: bool) -> String {
-    let t = secs as libc::time_t;
+/// GNU tar's `tartime`: "YYYY-MM-DD HH:MM" in local time (UTC with `--utc`), or with `full`
+/// "YYYY-MM-DD HH:MM:SS" and the nanoseconds without trailing zeros (".5"); the number of
+/// seconds where the time is out of the calendar's range.
+pub fn tartime(t: Timestamp, full: bool, style: TimeStyle) -> String {
+    let secs = t.secs as libc::time_t;
     let mut tm = std::mem::MaybeUninit::<libc::tm>::zeroed();
     // Safety: valid pointers to a time_t and a tm buffer.
-    let ok = !unsafe { libc::localtime_r(&t, tm.as_mut_ptr()) }.is_null();
-    if !ok {
-        return secs.to_string();
+    let ok = !unsafe {
+        if style.utc {
+            libc::gmtime_r(&secs, tm.as_mut_ptr())
+        } else {
+            libc::localtime_r(&secs, tm.as_mut_ptr())
+        }
     }
-    // Safety: localtime_r succeeded.
+    .is_null();
+    if !ok {
+        return t.secs.to_string();
+    }
+    // Safety: localtime_r/gmtime_r succeeded.
     let tm = unsafe { tm.assume_init() };
     let date = format!(
         "{:04}-{:02}-{:02} {:02}:{:02}",
@@ -262,7 +279,19 @@ fn local_time(secs: i64, seconds: bool) -> String {
         tm.tm_hour,
         tm.tm_min
     );
-    if seconds { format!("{date}:{:02}", tm.tm_sec) } else { date }
+    if !full {
+        return date;
+    }
+    format!("{date}:{:02}{}", tm.tm_sec, ns_fraction(t.nanos))
+}
+
+/// GNU tar's `code_ns_fraction`: `.` and the nanoseconds without trailing zeros; nothing for 0.
+pub fn ns_fraction(ns: u32) -> String {
+    if ns == 0 {
+        return String::new();
+    }
+    let digits = format!("{ns:09}");
+    format!(".{}", digits.trim_end_matches('0'))
 }
 
 /// Whether the locale's character set is UTF-8 (then printable UTF-8 names print as they are).

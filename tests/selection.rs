@@ -9,6 +9,7 @@
 
 mod util;
 
+use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -623,6 +624,14 @@ fn accepted_spellings_and_a_refused_one() {
         &["-b", "20"],
         &["--record-size=10K"],
         &["--force-local"],
+        &["-S"],
+        &["--sparse"],
+        &["-n"],
+        &["--seek"],
+        &["--no-seek"],
+        &["--no-auto-compress"],
+        &["--delay-directory-restore"],
+        &["--no-delay-directory-restore"],
     ] {
         // Over an existing file, so that --overwrite has one to replace.
         let prepare = |dest: &Path| {
@@ -1322,4 +1331,55 @@ fn timestamp_warnings_like_gnu_tar() {
         }
     }
     assert!(failures.is_empty(), "time stamps differ from GNU tar:\n  {}", failures.join("\n  "));
+}
+
+/// `-tv --full-time` (seconds, and nanoseconds without trailing zeros: the date column widens
+/// for the rest of the listing as GNU tar's does) and `--utc`, under a time zone that is not
+/// UTC, against GNU tar 1.34.
+#[test]
+fn full_time_and_utc_listings_like_gnu_tar() {
+    if !have_tool("full_time_and_utc_listings_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("full_time");
+    let root = td.join("tree");
+    fs::create_dir_all(root.join("d")).unwrap();
+    for (name, secs, ns) in
+        [("d/a", 1_500_000_000, 0), ("d/b", 1_500_000_001, 500_000_000), ("d/c", 86_399, 7)]
+    {
+        fs::write(root.join(name), name).unwrap();
+        util::tree::set_mtime(&root.join(name), secs, ns);
+    }
+    util::tree::set_mtime(&root.join("d"), 1_600_000_000, 0);
+    let archive = td.join("times.tar");
+    let out = gnu_tar([
+        "--format=posix",
+        "-C",
+        root.to_str().unwrap(),
+        "-cf",
+        archive.to_str().unwrap(),
+        "d",
+    ]);
+    assert!(out.success(), "{}", out.describe());
+    let mut failures = Vec::new();
+    for flags in [&[][..], &["--full-time"], &["--utc"], &["--utc", "--full-time"]] {
+        let list = |prog: &OsStr| {
+            Cmd::new("env")
+                .arg("TZ=America/New_York")
+                .arg(prog)
+                .args(flags)
+                .arg("-tvf")
+                .arg(&archive)
+                .run()
+        };
+        let (gnu, ours) = (list(OsStr::new("tar")), list(OsStr::new(util::BIN)));
+        if gnu.code != ours.code || gnu.stdout != ours.stdout {
+            failures.push(format!(
+                "{flags:?}:\n--- GNU ---\n{}--- fastuntar ---\n{}",
+                gnu.stdout_str(),
+                ours.describe()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "listings differ from GNU tar:\n  {}", failures.join("\n  "));
 }
