@@ -16,7 +16,7 @@ use crate::config::{self, Config};
 use crate::decode;
 use crate::list::Reading;
 use crate::owner::Owners;
-use crate::plan::{Entry, Op, SafePath, Sink, Stop};
+use crate::plan::{Entry, Node, Op, SafePath, Sink, Stop};
 use crate::pool::{Pool, PoolBuf};
 use crate::progress::{self, Progress};
 use crate::report;
@@ -731,10 +731,16 @@ impl<R: Skip> Stage<'_, '_, R> {
                     Ok(())
                 }
             },
-            Kind::Fifo => self.send(Op::Fifo(entry)),
-            Kind::CharDev | Kind::BlockDev => {
-                report::skipped(&entry.name, "device nodes are not extracted; skipped");
-                Ok(())
+            Kind::Fifo => self.send(Op::Special { entry, node: Node::Fifo }),
+            // As GNU tar and bsdtar: made where the kernel lets us (root, CAP_MKNOD); elsewhere
+            // mknodat's EPERM is reported and the member skipped.
+            Kind::CharDev => {
+                let node = Node::Char { major: m.dev_major, minor: m.dev_minor };
+                self.send(Op::Special { entry, node })
+            }
+            Kind::BlockDev => {
+                let node = Node::Block { major: m.dev_major, minor: m.dev_minor };
+                self.send(Op::Special { entry, node })
             }
             // A GNU volume label names the archive, not a file: GNU tar ignores it.
             Kind::Other(b'V') => Ok(()),

@@ -120,14 +120,26 @@ pub enum Op {
         entry: Entry,
         target: SafePath,
     },
-    Fifo(Entry),
+    /// A FIFO or a device node.
+    Special {
+        entry: Entry,
+        node: Node,
+    },
+}
+
+/// What a `Special` op makes (mknodat's type and device number).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Node {
+    Fifo,
+    Char { major: u64, minor: u64 },
+    Block { major: u64, minor: u64 },
 }
 
 impl Op {
     /// The member the op creates (None for Data and End, which belong to the last File).
     pub fn entry(&self) -> Option<&Entry> {
         match self {
-            Op::Dir(e) | Op::Fifo(e) => Some(e),
+            Op::Dir(e) | Op::Special { entry: e, .. } => Some(e),
             Op::File { entry, .. } | Op::Symlink { entry, .. } | Op::Hardlink { entry, .. } => {
                 Some(entry)
             }

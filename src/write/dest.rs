@@ -27,7 +27,7 @@ use super::tree::{Create, NodeId, Tree};
 use crate::admit::FileCount;
 use crate::archive::{Xattr, xattr_bytes};
 use crate::config::OldFiles;
-use crate::plan::{Entry, SafePath, Timestamp};
+use crate::plan::{Entry, Node, SafePath, Timestamp};
 
 /// Mode a directory member is created with; its own mode is applied once it is complete, so a
 /// 0555 directory can still be filled.
@@ -758,20 +758,27 @@ impl Dest {
     /// A FIFO: created with mknodat, then its metadata is applied through an O_PATH fd of the
     /// node at that name, checked to be a FIFO: a name swapped for a symlink (or anything
     /// else) after the mknod is never followed or changed.
-    pub fn mkfifo(&mut self, entry: &Entry) -> io::Result<()> {
+    /// A FIFO or a device node (mknodat; a device needs CAP_MKNOD, as root: otherwise EPERM,
+    /// and the member is reported and skipped).
+    pub fn mknod(&mut self, entry: &Entry, node: Node) -> io::Result<()> {
         let mode = self.mode(entry.mode);
+        let (kind, dev) = match node {
+            Node::Fifo => (libc::S_IFIFO, 0),
+            Node::Char { major, minor } => (libc::S_IFCHR, device_number(major, minor)?),
+            Node::Block { major, minor } => (libc::S_IFBLK, device_number(major, minor)?),
+        };
         let slot = self.slot(&entry.path)?;
         self.create_at(entry, &slot, |dirfd, name| {
-            let fifo = libc::S_IFIFO | (mode & 0o777);
+            let how = kind | (mode & 0o777);
             // Safety: valid dirfd and C string.
-            cvt(restart(|| unsafe { libc::mknodat(dirfd, name.as_ptr(), fifo, 0) }))
+            cvt(restart(|| unsafe { libc::mknodat(dirfd, name.as_ptr(), how, dev) }))
         })?;
         let set_mode = mode & 0o7000 != 0 || entry.owner.is_some();
         if !set_mode && entry.mtime.is_none() && entry.xattrs.is_none() {
             // Nothing to apply (`-m`): mknodat gave the permission bits.
             return Ok(());
         }
-        self.set_meta_made(&slot, libc::S_IFIFO, &MetaOf::of(entry, mode), set_mode)
+        self.set_meta_made(&slot, kind, &MetaOf::of(entry, mode), set_mode)
     }
 
     /// `set_meta_opath` for the FIFO or symlink just made at `slot`, held by an O_PATH fd and
@@ -789,6 +796,15 @@ impl Dest {
         made_as(&node, kind)?;
         set_meta_opath(&node, meta, set_mode)
     }
+}
+
+/// The device number of `major`, `minor` (glibc's makedev), or EINVAL for numbers it cannot
+/// hold (a header's octal fields reach 2^21, base-256 ones further).
+fn device_number(major: u64, minor: u64) -> io::Result<libc::dev_t> {
+    let (Ok(ma), Ok(mi)) = (u32::try_from(major), u32::try_from(minor)) else {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    };
+    Ok(libc::makedev(ma, mi))
 }
 
 /// An O_PATH fd of `name` in `dirfd` itself (a symlink is not followed): it names the inode

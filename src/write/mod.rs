@@ -84,7 +84,7 @@ pub fn member_failed(entry: &crate::plan::Entry, what: &str, e: std::io::Error) 
     }
 }
 
-/// Directories, symlinks, hard links and FIFOs: synchronous in both backends (rare in
+/// Directories, symlinks, hard links, FIFOs and device nodes: synchronous in both backends (rare in
 /// snapshots). Returns the op back when it is a file op.
 pub fn apply_namespace_op(dest: &mut dest::Dest, stats: &mut Stats, op: Op) -> Result<Option<Op>> {
     let (result, what, entry, counter) = match op {
@@ -100,7 +100,13 @@ pub fn apply_namespace_op(dest: &mut dest::Dest, stats: &mut Stats, op: Op) -> R
             entry,
             Some(&mut stats.links),
         ),
-        Op::Fifo(entry) => (dest.mkfifo(&entry), "cannot create fifo", entry, None),
+        Op::Special { entry, node } => {
+            let what = match node {
+                crate::plan::Node::Fifo => "cannot create fifo",
+                _ => "cannot create device node",
+            };
+            (dest.mknod(&entry, node), what, entry, None)
+        }
         file_op => return Ok(Some(file_op)),
     };
     match result {
