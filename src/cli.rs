@@ -308,6 +308,21 @@ pub struct Args {
     )]
     pub totals: Option<String>,
 
+    /// Rename members as they are extracted with a sed expression, `s/REGEX/REPLACEMENT/FLAGS`
+    /// (POSIX basic regexes; flags g, i, x for extended, a number N for the Nth match, r/R,
+    /// s/S, h/H to apply to member names, symlink targets, hard link targets; `\1`..`\9`, `&`,
+    /// `\U` `\L` `\u` `\l` `\E`), several separated by `;`, as GNU tar's --transform (also
+    /// --xform). MEMBERs and --exclude match the names as stored; -t and -v show them unless
+    /// --show-transformed-names. May be repeated: each applies to the result of the last.
+    #[arg(long = "transform", visible_alias = "xform", value_name = "EXPRESSION")]
+    pub transform: Vec<String>,
+
+    /// With --transform, -t and -v show the names as extracted, not as stored. GNU tar 1.34's
+    /// --show-stored-names (meant for creating archives) does the same when reading, and is
+    /// accepted as another spelling.
+    #[arg(long = "show-transformed-names", alias = "show-stored-names", action = ArgAction::Count)]
+    pub show_transformed_names: u8,
+
     /// Turn a class of warnings off (`no-KEYWORD`) or on, as GNU tar's --warning: timestamp
     /// (files dated in the future or before 1970), ignore-newer (--keep-newer-files),
     /// existing-file (--skip-old-files -v), unknown-cast (unknown member types), all, none.

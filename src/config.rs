@@ -61,6 +61,10 @@ pub struct Config {
     /// MEMBER operands and `--files-from` names, in command-line order (operands.rs,
     /// select.rs).
     pub members: Vec<Given>,
+    /// `--transform` expressions, checked (list.rs `Reading` applies them).
+    pub transform: Vec<String>,
+    /// `--show-transformed-names`: -t and -v show names as extracted.
+    pub show_transformed: bool,
     /// `--occurrence=N`: only the Nth member each MEMBER selects (0: all of them).
     pub occurrence: u64,
     /// `-i`: read past zero blocks (archive/reader.rs `ignore_zeros`).
@@ -181,6 +185,7 @@ impl Config {
             .map(|d| top_level(d.as_ref(), archive.as_deref()))
             .transpose()?;
         crate::report::apply_warning_keywords(&args.warning)?;
+        crate::transform::Transforms::parse(&args.transform).context("--transform")?;
         let Selection { members, exclude } =
             operands::resolve(&args.ordered, args.file.is_none(), archive.is_none())?;
         let occurrence = match args.occurrence {
@@ -229,6 +234,8 @@ impl Config {
             archive,
             filter,
             members,
+            transform: args.transform,
+            show_transformed: args.show_transformed_names > 0,
             occurrence,
             ignore_zeros: args.ignore_zeros,
             dest: args.directory,

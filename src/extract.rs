@@ -410,7 +410,7 @@ fn produce(
     let mut owners = Owners::new(cfg.numeric_owner);
     let mut members = 0;
     loop {
-        let member = match archive.next_member() {
+        let mut member = match archive.next_member() {
             Ok(Some(m)) => m,
             Ok(None) => break,
             Err(e) => {
@@ -421,7 +421,7 @@ fn produce(
         };
         members += 1;
         progress::member_seen();
-        if !archive.wants(&member.name) {
+        if !archive.wants(&mut member) {
             continue;
         }
         let mut stage = Stage {
@@ -688,7 +688,8 @@ impl<R: Skip> Stage<'_, '_, R> {
         if cfg.verbose > 0 {
             // As `tar -xv` prints it: quoted for the locale. A failed write stops the names,
             // not the extraction; main.rs reports it at the end (exit 2), as GNU tar does.
-            let _ = report::print_line(&report::quote(&m.name, self.utf8));
+            let listed = m.listed_name(cfg.show_transformed);
+            let _ = report::print_line(&report::quote(listed, self.utf8));
         }
         // The archive's owner, as GNU tar restores it (names looked up only when it matters:
         // ownership is restored, or set-id bits depend on it).

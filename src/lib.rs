@@ -24,5 +24,6 @@ pub mod safety;
 pub mod select;
 pub mod to_stdout;
 pub mod totals;
+pub mod transform;
 pub mod write;
 pub mod xattrs;

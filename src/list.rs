@@ -11,6 +11,7 @@ use crate::owner::Owners;
 use crate::plan::Timestamp;
 use crate::report::quote;
 use crate::select::Wanted;
+use crate::transform::{NameKind, Transforms};
 
 /// GNU tar's starting widths for "user/group size" and the date column (list.c).
 const UGS_WIDTH: usize = 18;
@@ -27,6 +28,8 @@ pub struct Reading {
     /// `--occurrence` found every name often enough: the archive is not read on (GNU tar
     /// stops there too), and its end is not checked.
     ended_early: bool,
+    /// `--transform` expressions (empty: none).
+    transforms: Transforms,
 }
 
 /// Opens the archive and starts its decoder for a stage that only reads it.
@@ -54,7 +57,9 @@ impl Reading {
         let mut reader = Reader::new(input);
         reader.ignore_zeros(cfg.ignore_zeros);
         reader.xattrs(cfg.xattrs.is_some() && !cfg.reads_only());
-        Reading { reader, trailer, wanted, ended_early: false }
+        // Parsed (and checked) once already by config.rs.
+        let transforms = Transforms::parse(&cfg.transform).unwrap_or_default();
+        Reading { reader, trailer, wanted, ended_early: false, transforms }
     }
 
     /// The next member; at the end of the archive its size is noted for `--totals`.
@@ -66,13 +71,35 @@ impl Reading {
         Ok(m)
     }
 
-    /// Whether the member named `name` is wanted: selected by the MEMBER operands (which marks
-    /// the operand found) and not excluded. With `--occurrence`, this is also where the
-    /// reading ends once every name was found (after this member, wanted or not, as GNU
-    /// tar's `read_and` checks).
-    pub fn wants(&mut self, name: &[u8]) -> bool {
-        let wanted = self.wanted.wants(name);
-        self.ended_early = self.wanted.all_found(name);
+    /// Whether the member is wanted: selected by the MEMBER operands (which marks the operand
+    /// found) and not excluded, both by its name as stored. With `--occurrence`, this is also
+    /// where the reading ends once every name was found (after this member, wanted or not, as
+    /// GNU tar's `read_and` checks). A wanted member's names are then `--transform`ed, as GNU
+    /// tar's `transform_stat_info` does after the same checks: its name (trailing `/`s set
+    /// aside, one put back), a symlink's or hard link's target; the stored name is kept for
+    /// listings.
+    pub fn wants(&mut self, m: &mut Member) -> bool {
+        let wanted = self.wanted.wants(&m.name);
+        self.ended_early = self.wanted.all_found(&m.name);
+        if wanted && !self.transforms.is_empty() {
+            let end = m.name.iter().rposition(|&b| b != b'/').map_or(0, |e| e + 1);
+            if let Some(mut name) = self.transforms.apply(&m.name[..end], NameKind::Member) {
+                if end < m.name.len() && !name.is_empty() {
+                    name.push(b'/');
+                }
+                m.stored_name = Some(std::mem::replace(&mut m.name, name));
+            }
+            let kind = match m.kind {
+                Kind::Symlink => Some(NameKind::SymlinkTarget),
+                Kind::Hardlink => Some(NameKind::HardlinkTarget),
+                _ => None,
+            };
+            if let Some(kind) = kind
+                && let Some(target) = self.transforms.apply(&m.link_name, kind)
+            {
+                m.link_name = target;
+            }
+        }
         wanted
     }
 
@@ -98,12 +125,12 @@ pub fn run(cfg: &Config) -> Result<u64> {
     let mut widths = Widths { ugs: UGS_WIDTH, date: DATE_WIDTH };
     let mut owners = Owners::new(cfg.numeric_owner);
     let mut members = 0;
-    while let Some(m) = archive.next_member()? {
-        if !archive.wants(&m.name) {
+    while let Some(mut m) = archive.next_member()? {
+        if !archive.wants(&mut m) {
             continue;
         }
         members += 1;
-        let name = quote(&m.name, utf8);
+        let name = quote(m.listed_name(cfg.show_transformed), utf8);
         let line = if cfg.verbose > 0 {
             long_line(&m, &name, utf8, &mut widths, &mut owners, cfg)
         } else {

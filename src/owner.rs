@@ -150,6 +150,7 @@ mod tests {
             sparse: None,
             offset: 0,
             xattrs: Vec::new(),
+            stored_name: None,
         }
     }
 

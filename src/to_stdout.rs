@@ -46,20 +46,20 @@ pub fn run(cfg: &Config) -> Result<u64> {
     // The member whose data was written last, for a write that fails at the end.
     let mut last = String::new();
     loop {
-        let m = match archive.next_member() {
+        let mut m = match archive.next_member() {
             Ok(Some(m)) => m,
             Ok(None) => break,
             Err(e) => return Err(out.flush_before(e)),
         };
         members += 1;
-        if !archive.wants(&m.name) {
+        if !archive.wants(&mut m) {
             continue;
         }
         let name = m.display_name();
         let judged = judge(cfg, &mut sanitizer, &mut admission, &m, &name);
         let Some(_path) = judged.map_err(|e| out.flush_before(e))? else { continue };
         if cfg.verbose > 0 {
-            report::diagnostic(&report::quote(&m.name, utf8));
+            report::diagnostic(&report::quote(m.listed_name(cfg.show_transformed), utf8));
         }
         match m.kind {
             Kind::Other(b'M') => skip_continuation(&name),

@@ -1383,3 +1383,68 @@ fn full_time_and_utc_listings_like_gnu_tar() {
     }
     assert!(failures.is_empty(), "listings differ from GNU tar:\n  {}", failures.join("\n  "));
 }
+
+// ---------------------------------------------------------------------------------------------
+// --transform
+
+/// `--transform` when extracting, against GNU tar 1.34: member names, symlink and hard link
+/// targets renamed (the r/s/h flags choosing which), before `--strip-components`; MEMBER
+/// operands and `--exclude` match the stored names; `-t` shows the stored names, and with
+/// `--show-transformed-names` the new ones. (The expressions themselves, quirk for quirk, are
+/// compared in tests/transform.rs.)
+#[test]
+fn transform_like_gnu_tar() {
+    if !have_tool("transform_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("transform");
+    let root = td.join("tree");
+    fs::create_dir_all(root.join("d/e")).unwrap();
+    fs::write(root.join("d/e/f"), "f\n").unwrap();
+    fs::write(root.join("d/g"), "g\n").unwrap();
+    std::os::unix::fs::symlink("e/f", root.join("d/sl")).unwrap();
+    fs::hard_link(root.join("d/e/f"), root.join("d/hl")).unwrap();
+    let archive = td.join("t.tar");
+    let out = gnu_tar(["-C", root.to_str().unwrap(), "-cf", archive.to_str().unwrap(), "d"]);
+    assert!(out.success(), "{}", out.describe());
+    let mut failures = Vec::new();
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["--transform", "s/d/D/"], &[]),
+        (&["--transform", "s,^d,top,"], &[]),
+        (&["--xform", "s/e/E/g"], &[]),
+        (&["--transform", "s,e/f,X,;s/^d/Q/"], &[]),
+        (&["--transform", "s/f/F/S"], &[]),
+        (&["--transform", "s/f/F/H"], &[]),
+        (&["--transform", "s,^,pre/,"], &[]),
+        (&["--transform", "s/^d/a/", "--transform", "s/^a/b/"], &[]),
+        (&["--transform", "s,^d/e,d/x,", "--strip-components=1"], &[]),
+        (&["--transform", "s,^d,x/y,", "--strip-components=1"], &[]),
+        (&["--transform", "s/d/D/"], &["d/g"]),
+        (&["--transform", "s/g/G/"], &["d/G"]),
+        (&["--transform", "s/g/G/", "--exclude=G"], &[]),
+        (&["--transform", "s/g/G/", "--exclude=g"], &[]),
+        (&["--transform", "s/e/E/g", "--show-transformed-names"], &[]),
+        (&["--transform", "s/e/E/g", "--show-stored-names"], &[]),
+        (&["--transform", "s/\\(d\\)\\/\\(.\\)/\\U\\2\\E-\\1/"], &[]),
+        (&["--transform", "s/[/x/"], &[]),
+    ];
+    for (flags, ops) in cases {
+        failures.extend(compare(&td, &archive, flags, ops));
+    }
+    // -v names: as stored, or as extracted with --show-transformed-names.
+    for flags in
+        [&["--transform", "s/e/E/g"][..], &["--transform", "s/e/E/g", "--show-transformed-names"]]
+    {
+        let Both { gnu, ours, diff: _ } = both(&td, |cmd, dest| {
+            cmd.args(flags).arg("-xvf").arg(&archive).arg("-C").arg(dest);
+        });
+        if gnu.stdout != ours.stdout {
+            failures.push(format!(
+                "{flags:?} -v: {:?}, GNU tar {:?}",
+                ours.stdout_str(),
+                gnu.stdout_str()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "--transform differs from GNU tar:\n  {}", failures.join("\n  "));
+}

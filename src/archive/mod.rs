@@ -90,9 +90,21 @@ pub struct Member {
     /// Extended attributes from the member's PAX `x` header, in record order; read only with
     /// `Reader::xattrs` (empty, and nothing allocated, otherwise or when it has none).
     pub xattrs: Vec<Xattr>,
+    /// The name as stored, where `--transform` changed `name` (list.rs `Reading::wants`):
+    /// `-t` and `-v` show it unless `--show-transformed-names`.
+    pub stored_name: Option<Vec<u8>>,
 }
 
 impl Member {
+    /// The name `-t` and `-v` show: as stored, or with `transformed` (GNU tar's
+    /// --show-transformed-names) as extracted.
+    pub fn listed_name(&self, transformed: bool) -> &[u8] {
+        match &self.stored_name {
+            Some(stored) if !transformed => stored,
+            _ => &self.name,
+        }
+    }
+
     /// The name for messages: escaped as GNU tar prints it (control characters and bytes that
     /// are not UTF-8 as C escapes), so it can never break a line. A name longer than any path
     /// the kernel accepts (PATH_MAX) shows its first and last 2 KiB around "...": every op in

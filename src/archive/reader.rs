@@ -699,6 +699,7 @@ impl<R: Skip> Reader<R> {
             sparse: layout.segments,
             offset: start,
             xattrs,
+            stored_name: None,
         })
     }
 
