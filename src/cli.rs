@@ -110,6 +110,24 @@ pub struct Args {
     #[arg(short = 'O', long = "to-stdout", conflicts_with = "list")]
     pub to_stdout: bool,
 
+    /// Pipe the data of every member that would be extracted as a regular file into its own
+    /// run of `/bin/sh -c COMMAND`, as GNU tar's --to-command, with the member described in
+    /// the environment: TAR_FILENAME, TAR_REALNAME, TAR_SIZE, TAR_MODE, TAR_MTIME, TAR_UID,
+    /// TAR_GID, TAR_UNAME, TAR_GNAME, TAR_FILETYPE, TAR_FORMAT, TAR_ARCHIVE, TAR_VOLUME,
+    /// TAR_BLOCKING_FACTOR, TAR_VERSION, TAR_ATIME, TAR_CTIME. A command that exits non-zero is
+    /// reported ("PID: Child returned status N") and the run exits 2 at the end; one that
+    /// stops reading gets no more of that member. Nothing is created on disk.
+    #[arg(long = "to-command", value_name = "COMMAND", conflicts_with_all = ["list", "to_stdout"])]
+    pub to_command: Option<String>,
+
+    /// With --to-command, a command's non-zero exit status is not an error.
+    #[arg(long = "ignore-command-error", overrides_with = "no_ignore_command_error")]
+    pub ignore_command_error: bool,
+
+    /// With --to-command, a command's non-zero exit status is an error (the default).
+    #[arg(long = "no-ignore-command-error", overrides_with = "ignore_command_error")]
+    pub no_ignore_command_error: bool,
+
     /// The archive to read ('-' for standard input).
     #[arg(short = 'f', long = "file", value_name = "ARCHIVE")]
     pub file: Option<PathBuf>,

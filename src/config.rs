@@ -74,6 +74,10 @@ pub struct Config {
     pub list: bool,
     /// `-O`: write the files' data to stdout instead of extracting.
     pub to_stdout: bool,
+    /// `--to-command`: each file's data piped into `sh -c COMMAND` (to_stdout.rs).
+    pub to_command: Option<String>,
+    /// `--ignore-command-error`.
+    pub ignore_command_error: bool,
     /// `--exclude` and `--exclude-from` patterns (operands.rs, exclude.rs).
     pub exclude: Vec<Given>,
     pub verbose: u8,
@@ -196,6 +200,9 @@ impl Config {
             // GNU tar: 0 is "every occurrence", as without the option.
             Some(n) => n,
         };
+        if args.to_command.is_some() && args.json {
+            bail!("--json cannot be used with --to-command");
+        }
         if args.to_stdout && args.json {
             bail!(
                 "--json cannot be used with -O/--to-stdout: standard output carries the files' data"
@@ -242,6 +249,8 @@ impl Config {
             list: args.list,
             exclude,
             to_stdout: args.to_stdout,
+            ignore_command_error: args.ignore_command_error,
+            to_command: args.to_command.clone(),
             verbose: args.verbose,
             // clap keeps these apart (`conflicts_with`): GNU tar's last one wins, which would
             // drop one of two options given without a word.
@@ -276,7 +285,7 @@ impl Config {
             threads: match args.threads {
                 Some(0) => bail!("--threads: must be at least 1"),
                 Some(n) => n.min(MAX_THREADS),
-                None => default_threads(args.list || args.to_stdout),
+                None => default_threads(args.list || args.to_stdout || args.to_command.is_some()),
             },
             writer_threads,
             writer_threads_given,
@@ -298,7 +307,7 @@ impl Config {
     /// Whether the run only reads the archive (`-t`, `-O`): no file-data pool, no writers,
     /// nothing created.
     pub fn reads_only(&self) -> bool {
-        self.list || self.to_stdout
+        self.list || self.to_stdout || self.to_command.is_some()
     }
 }
 

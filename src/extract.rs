@@ -564,18 +564,7 @@ fn check_time(cfg: &Config, m: &Member, path: &SafePath, t: crate::plan::Timesta
     if t.secs >= 0 && future().is_none() {
         return;
     }
-    let name = if cfg.strip_components == 0 && cfg.one_top_level.is_none() {
-        let n = &m.name;
-        let mut n = &n[n.iter().position(|&b| b != b'/').unwrap_or(n.len())..];
-        while n.len() > 1
-            && let Some(rest) = n.strip_suffix(b"/")
-        {
-            n = rest;
-        }
-        report::printable(n)
-    } else {
-        report::printable(std::os::unix::ffi::OsStrExt::as_bytes(path.as_path().as_os_str()))
-    };
+    let name = report::printable(gnu_file_name(cfg, m, path));
     let when = crate::list::tartime(t, true, cfg.times);
     match future() {
         None => report::warn_of(
@@ -587,6 +576,23 @@ fn check_time(cfg: &Config, m: &Member, path: &SafePath, t: crate::plan::Timesta
             format!("{name}: time stamp {when} is {ahead} s in the future"),
         ),
     }
+}
+
+/// The name GNU tar gives the file made of `m` in its messages and `--to-command`'s
+/// TAR_FILENAME (its `file_name` after `safer_name_suffix`): as extracted, relative to DIR,
+/// with a leading `./` kept and trailing `/`s dropped.
+pub(crate) fn gnu_file_name<'a>(cfg: &Config, m: &'a Member, path: &'a SafePath) -> &'a [u8] {
+    if cfg.strip_components != 0 || cfg.one_top_level.is_some() {
+        return std::os::unix::ffi::OsStrExt::as_bytes(path.as_path().as_os_str());
+    }
+    let n = &m.name;
+    let mut n = &n[n.iter().position(|&b| b != b'/').unwrap_or(n.len())..];
+    while n.len() > 1
+        && let Some(rest) = n.strip_suffix(b"/")
+    {
+        n = rest;
+    }
+    n
 }
 
 pub(crate) fn warn_unknown_type(name: &str, flag: u8) {

@@ -151,6 +151,7 @@ mod tests {
             offset: 0,
             xattrs: Vec::new(),
             stored_name: None,
+            format: crate::archive::Format::Gnu,
         }
     }
 

@@ -8,27 +8,44 @@
 //! `-v` names go to stderr, keeping stdout the data alone, as GNU tar does with `-O`; there is
 //! no progress bar or summary line (they would draw over a pager reading the pipe).
 //!
+//! `--to-command=COMMAND` (GNU tar's) is the same stage with another destination: each such
+//! member's data goes to its own `/bin/sh -c COMMAND`, which finds the member described in
+//! `TAR_*` environment variables (`command_env`); `-v` names go to stdout then, as GNU tar
+//! prints them. A command that stops reading gets no more of its member (GNU tar ignores the
+//! EPIPE too); one that exits non-zero is reported, `PID: Child returned status N`, and the run
+//! exits 2 at its end unless `--ignore-command-error`; one killed by a signal is a warning.
+//!
 //! Standard output closed early (`fastuntar -xOf A | head -c 10`) ends the run quietly with
 //! exit 0, as `-t | head` does: the reader has what it wanted. GNU tar dies of SIGPIPE there
 //! (status 141 in the shell). Any other failed write (a full disk) is fatal, exit 2.
 
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, Write};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Command, Stdio};
+use std::time::SystemTime;
 
 use anyhow::{Context, Result, anyhow, bail};
 
 use crate::admit::{Admission, FileCount, extracted_as_file};
-use crate::archive::{Kind, Member, Reader, Skip};
+use crate::archive::{Format, Kind, Member, Reader, Skip};
 use crate::config::{CHUNK_SIZE, Config};
-use crate::extract::{judge, skip_continuation, warn_unknown_type};
+use crate::extract::{gnu_file_name, judge, skip_continuation, warn_unknown_type};
 use crate::list;
+use crate::plan::SafePath;
 use crate::report;
 use crate::safety::Sanitizer;
 
 /// Bytes gathered before one write(2) to stdout: file data is read straight into this buffer,
 /// and small files share one write.
 const OUT_BUF: usize = CHUNK_SIZE;
+
+/// The buffer for a `--to-command` pipe: a pipe holds 64 KiB by default, so larger writes
+/// would only wait for the command anyway.
+const PIPE_BUF: usize = 64 << 10;
 
 /// Writes the files' data to stdout; returns the number of members read.
 pub fn run(cfg: &Config) -> Result<u64> {
@@ -42,6 +59,8 @@ pub fn run(cfg: &Config) -> Result<u64> {
         Admission::new(cfg.snapshot, cfg.limits.clone(), FileCount::new(cfg.limits.max_files));
     let utf8 = list::utf8_locale();
     let mut scratch = Vec::new();
+    // TAR_ATIME and TAR_CTIME: GNU tar gives the time it started for members without them.
+    let started = SystemTime::now();
     let mut members = 0;
     // The member whose data was written last, for a write that fails at the end.
     let mut last = String::new();
@@ -57,9 +76,14 @@ pub fn run(cfg: &Config) -> Result<u64> {
         }
         let name = m.display_name();
         let judged = judge(cfg, &mut sanitizer, &mut admission, &m, &name);
-        let Some(_path) = judged.map_err(|e| out.flush_before(e))? else { continue };
+        let Some(path) = judged.map_err(|e| out.flush_before(e))? else { continue };
         if cfg.verbose > 0 {
-            report::diagnostic(&report::quote(m.listed_name(cfg.show_transformed), utf8));
+            let listed = report::quote(m.listed_name(cfg.show_transformed), utf8);
+            if cfg.to_command.is_some() {
+                let _ = report::print_line(&listed);
+            } else {
+                report::diagnostic(&listed);
+            }
         }
         match m.kind {
             Kind::Other(b'M') => skip_continuation(&name),
@@ -69,6 +93,11 @@ pub fn run(cfg: &Config) -> Result<u64> {
         }
         // Directories, links, FIFOs, devices: nothing to write, as in GNU tar.
         if !extracted_as_file(m.kind) {
+            continue;
+        }
+        if let Some(command) = &cfg.to_command {
+            let run = Piped { cfg, command, m: &m, path: &path, name: &name, started };
+            run.feed(&mut archive.reader, &mut scratch)?;
             continue;
         }
         match data(&mut archive.reader, &m, &mut out, &mut scratch) {
@@ -94,6 +123,101 @@ fn stopped(members: u64, name: &str, e: io::Error) -> Result<u64> {
         return Ok(members);
     }
     bail!("{name}: stdout: write error: {e}")
+}
+
+/// One member's data piped into its own run of `--to-command`.
+struct Piped<'a> {
+    cfg: &'a Config,
+    command: &'a str,
+    m: &'a Member,
+    path: &'a SafePath,
+    name: &'a str,
+    started: SystemTime,
+}
+
+impl Piped<'_> {
+    /// Runs the command, writes the data into its standard input, closes it and waits. The
+    /// command's failure is reported (exit 2 at the end) and the run goes on; the archive's is
+    /// the run's.
+    fn feed<R: Skip>(&self, reader: &mut Reader<R>, scratch: &mut Vec<u8>) -> Result<()> {
+        let mut child = Command::new("/bin/sh")
+            .arg("-c")
+            .arg(self.command)
+            .env_remove("TAR_MINOR")
+            .env_remove("TAR_MAJOR")
+            .env_remove("TAR_LINKNAME")
+            .env_remove("TAR_UNAME")
+            .env_remove("TAR_GNAME")
+            .envs(self.env())
+            .stdin(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("{}: cannot run /bin/sh -c {}", self.name, self.command))?;
+        let pid = child.id();
+        let stdin = child.stdin.take().expect("stdin was piped");
+        let mut pipe =
+            Out { file: File::from(OwnedFd::from(stdin)), buf: vec![0; PIPE_BUF], filled: 0 };
+        let fed = data(reader, self.m, &mut pipe, scratch)
+            .and_then(|()| pipe.flush().map_err(Failure::Write));
+        // End of its input: the command finishes.
+        drop(pipe);
+        let status = child.wait().with_context(|| format!("{}: waiting for {pid}", self.name))?;
+        match fed {
+            Ok(()) => {}
+            // The command stopped reading: it gets no more (and the reader skips the rest).
+            Err(Failure::Write(e)) if e.kind() == io::ErrorKind::BrokenPipe => {}
+            Err(Failure::Write(e)) => {
+                report::failed(self.name, format!("cannot write to {pid}: {e}"))
+            }
+            Err(Failure::Read(e)) => {
+                return Err(anyhow!("{e:#}; {} got its data incomplete", self.name));
+            }
+        }
+        if let Some(code) = status.code() {
+            if code != 0 && !self.cfg.ignore_command_error {
+                report::failed(&pid.to_string(), format!("Child returned status {code}"));
+            }
+        } else if let Some(signal) = status.signal() {
+            report::warn(format!("{pid}: Child terminated on signal {signal}"));
+        }
+        Ok(())
+    }
+
+    /// GNU tar's `stat_to_env` for a regular file.
+    fn env(&self) -> Vec<(&'static str, std::ffi::OsString)> {
+        let (cfg, m) = (self.cfg, self.m);
+        let os = |b: &[u8]| OsStr::from_bytes(b).to_os_string();
+        let time = |secs: i64, nanos: u32| -> std::ffi::OsString {
+            format!("{secs}{}", list::ns_fraction(nanos)).into()
+        };
+        let start = self.started.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+        let start = time(start.as_secs() as i64, start.subsec_nanos());
+        let archive =
+            cfg.archive.as_deref().map_or_else(|| "-".into(), |a| a.as_os_str().to_os_string());
+        let file = os(gnu_file_name(cfg, m, self.path));
+        let mut env = vec![
+            ("TAR_VERSION", env!("CARGO_PKG_VERSION").into()),
+            ("TAR_ARCHIVE", archive),
+            ("TAR_VOLUME", "1".into()),
+            ("TAR_BLOCKING_FACTOR", (cfg.record_size / 512).to_string().into()),
+            ("TAR_FORMAT", m.format.name().into()),
+            ("TAR_FILETYPE", "f".into()),
+            ("TAR_MODE", format!("0{:o}", m.mode & 0o7777).into()),
+            ("TAR_FILENAME", file.clone()),
+            ("TAR_REALNAME", file),
+            ("TAR_ATIME", start.clone()),
+            ("TAR_MTIME", time(m.mtime.secs, m.mtime.nanos)),
+            ("TAR_CTIME", start),
+            ("TAR_SIZE", m.size.to_string().into()),
+            ("TAR_UID", m.uid.to_string().into()),
+            ("TAR_GID", m.gid.to_string().into()),
+        ];
+        // A V7 header has no owner names: GNU tar leaves them unset.
+        if m.format != Format::V7 {
+            env.push(("TAR_UNAME", os(&m.uname)));
+            env.push(("TAR_GNAME", os(&m.gname)));
+        }
+        env
+    }
 }
 
 enum Failure {

@@ -1448,3 +1448,100 @@ fn transform_like_gnu_tar() {
     }
     assert!(failures.is_empty(), "--transform differs from GNU tar:\n  {}", failures.join("\n  "));
 }
+
+// ---------------------------------------------------------------------------------------------
+// --to-command
+
+/// The stdout and stderr lines of a --to-command run, with child pids (3 or more digits after
+/// the program's name) made `PID`, the program's name made `tar`, and GNU tar's closing
+/// "Exiting with failure status" line (fastuntar has none) dropped.
+fn piped_said(out: &Output, prog: &str) -> (String, Vec<String>) {
+    let lines = out
+        .diagnostics()
+        .iter()
+        .map(|l| l.replacen(&format!("{prog}: "), "tar: ", 1))
+        .filter(|l| !l.contains("Exiting with failure status"))
+        .map(|l| match l.strip_prefix("tar: ").and_then(|r| r.split_once(": Child ")) {
+            Some((pid, rest)) if pid.len() >= 3 && pid.bytes().all(|b| b.is_ascii_digit()) => {
+                format!("tar: PID: Child {rest}")
+            }
+            _ => l,
+        })
+        .collect();
+    (out.stdout_str(), lines)
+}
+
+/// `--to-command`: every member GNU tar would extract as a regular file goes to its own
+/// `sh -c COMMAND`, described by the same TAR_* variables (TAR_ATIME/CTIME, which GNU tar sets
+/// to its start time for these archives, and TAR_VERSION aside), in GNU, POSIX, ustar and v7
+/// archives, after --strip-components and --transform; -v names on stdout; a command that
+/// exits non-zero is reported with its pid (exit 2, or 0 with --ignore-command-error), one
+/// killed by a signal is a warning, one that reads nothing is fine; nothing is created on disk.
+#[test]
+fn to_command_like_gnu_tar() {
+    if !have_tool("to_command_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("to_command");
+    let root = td.join("tree");
+    fs::create_dir_all(root.join("d/e")).unwrap();
+    fs::write(root.join("d/e/f"), "f\n").unwrap();
+    fs::write(root.join("d/big"), vec![b'x'; 300_000]).unwrap();
+    fs::write(root.join("d/x"), "setuid\n").unwrap();
+    fs::set_permissions(root.join("d/x"), fs::Permissions::from_mode(0o4750)).unwrap();
+    util::tree::set_mtime(&root.join("d/x"), 1_500_000_000, 250_000_000);
+    std::os::unix::fs::symlink("e/f", root.join("d/sl")).unwrap();
+    fs::hard_link(root.join("d/e/f"), root.join("d/hl")).unwrap();
+    let mut archives = Vec::new();
+    for format in ["gnu", "posix", "ustar", "v7"] {
+        let archive = td.join(format!("{format}.tar"));
+        let out = gnu_tar([
+            &format!("--format={format}"),
+            "-C",
+            root.to_str().unwrap(),
+            "-cf",
+            archive.to_str().unwrap(),
+            "d",
+        ]);
+        assert!(out.success(), "{}", out.describe());
+        archives.push(archive);
+    }
+    let env = "env | grep '^TAR_' | grep -v '^TAR_ATIME=\\|^TAR_CTIME=\\|^TAR_VERSION=' | sort; \
+               echo ---; wc -c";
+    let mut failures = Vec::new();
+    let mut cases: Vec<(&Path, Vec<&str>)> = Vec::new();
+    for a in &archives {
+        cases.push((a, vec!["--to-command", env]));
+    }
+    let gnu = &archives[0];
+    cases.extend([
+        (gnu.as_path(), vec!["-v", "--to-command", "cat"]),
+        (gnu, vec!["--strip-components=1", "--transform", "s/big/BIG/", "--to-command", env]),
+        (gnu, vec!["--to-command", "exit 3"]),
+        (gnu, vec!["--to-command", "exit 3", "--ignore-command-error"]),
+        (gnu, vec!["--to-command", "kill -9 $$"]),
+        (gnu, vec!["--to-command", "true"]),
+        (gnu, vec!["--to-command", "head -c 10; exit 0"]),
+        (gnu, vec!["--to-command", "cat"]),
+    ]);
+    for (archive, flags) in &cases {
+        let Both { gnu, ours, diff: dd } = both(&td, |cmd, dest| {
+            cmd.args(flags).arg("-xf").arg(archive).arg("-C").arg(dest);
+        });
+        let label = format!("{} {flags:?}", archive.file_name().unwrap().to_string_lossy());
+        if gnu.code != ours.code {
+            failures.push(format!("{label}: exit {:?}, GNU tar {:?}", ours.code, gnu.code));
+        }
+        if piped_said(&gnu, "tar") != piped_said(&ours, "fastuntar") {
+            failures.push(format!(
+                "{label}: said {:?}\nGNU tar {:?}",
+                piped_said(&ours, "fastuntar"),
+                piped_said(&gnu, "tar")
+            ));
+        }
+        if !dd.is_empty() {
+            failures.push(format!("{label}: trees differ:\n    {}", dd.join("\n    ")));
+        }
+    }
+    assert!(failures.is_empty(), "--to-command differs from GNU tar:\n  {}", failures.join("\n  "));
+}

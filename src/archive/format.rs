@@ -266,6 +266,19 @@ impl Header<'_> {
         }
     }
 
+    /// Some(true) for POSIX `"ustar\0"` magic, Some(false) for GNU's `"ustar "`, None for
+    /// none (V7).
+    pub(super) fn magic_kind(&self) -> Option<bool> {
+        let magic = field(self.0, MAGIC);
+        if magic == b"ustar\0" {
+            Some(true)
+        } else if magic.starts_with(b"ustar") {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
     /// Whether the header has the ustar fields (uname, gname, devices): POSIX `"ustar\0"` or
     /// GNU `"ustar "`. Older (V7) headers have none.
     fn has_ustar_fields(&self) -> bool {

@@ -37,6 +37,32 @@ impl Skip for std::io::Empty {}
 
 use crate::plan::Timestamp;
 
+/// The header format of a member, as GNU tar tells them apart when reading (`TAR_FORMAT` for
+/// `--to-command`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// No magic.
+    V7,
+    /// GNU's `"ustar  "` magic.
+    Gnu,
+    /// POSIX `"ustar\0"` without PAX records.
+    Ustar,
+    /// POSIX `"ustar\0"` after a PAX header.
+    Pax,
+}
+
+impl Format {
+    /// GNU tar's `archive_format_string`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::V7 => "v7",
+            Format::Gnu => "gnu",
+            Format::Ustar => "ustar",
+            Format::Pax => "posix",
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     File,
@@ -93,6 +119,7 @@ pub struct Member {
     /// The name as stored, where `--transform` changed `name` (list.rs `Reading::wants`):
     /// `-t` and `-v` show it unless `--show-transformed-names`.
     pub stored_name: Option<Vec<u8>>,
+    pub format: Format,
 }
 
 impl Member {

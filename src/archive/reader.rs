@@ -23,7 +23,7 @@ use anyhow::{Result, anyhow, bail};
 use super::format::{self, BLOCK, Block, BlockCheck, Header, SparseExtension, TypeFlag};
 use super::pax::{self, Extended, Overrides};
 use super::sparse::{self, MapBuilder, MapV1, PaxVersion};
-use super::{Kind, Member, Segment, Skip};
+use super::{Format, Kind, Member, Segment, Skip};
 use crate::plan::Timestamp;
 
 /// Largest GNU long name or long link target (`L`/`K` data) accepted.
@@ -53,6 +53,8 @@ pub struct Reader<R: Skip> {
     xattrs: bool,
     /// Values from PAX global (`g`) headers seen so far.
     global: Overrides,
+    /// A PAX global header was seen (later ustar members are POSIX format, as GNU tar says).
+    saw_global: bool,
     /// Name of the last member returned, for messages about what follows it.
     prev: Option<String>,
     /// The member whose data is being read.
@@ -251,6 +253,7 @@ impl<R: Skip> Reader<R> {
             ignore_zeros: false,
             xattrs: false,
             global: Overrides::default(),
+            saw_global: false,
             prev: None,
             cur: None,
             scratch: Vec::new(),
@@ -608,6 +611,7 @@ impl<R: Skip> Reader<R> {
         self.stream(size, off, |chunk| parser.feed(chunk))?;
         let parsed = parser.finish().map_err(|e| self.msg(None, off, &e))?;
         if global {
+            self.saw_global = true;
             self.global.merge_global(parsed.overrides);
         } else {
             ext.local = Some(parsed);
@@ -655,6 +659,12 @@ impl<R: Skip> Reader<R> {
     /// current member.
     fn member(&mut self, blk: &Block, start: u64, off: u64, ext: Pending) -> Res<Member> {
         let h = Header(blk);
+        let format = match h.magic_kind() {
+            Some(true) if ext.local.is_some() || self.saw_global => Format::Pax,
+            Some(true) => Format::Ustar,
+            Some(false) => Format::Gnu,
+            None => Format::V7,
+        };
         let mut local = ext.local.unwrap_or_default();
         let xattrs = std::mem::take(&mut local.xattrs).into_list();
         let names = self.names(&h, &local, ext.long_name, ext.long_link);
@@ -700,6 +710,7 @@ impl<R: Skip> Reader<R> {
             offset: start,
             xattrs,
             stored_name: None,
+            format,
         })
     }
 
