@@ -548,9 +548,17 @@ pub(crate) fn judge(
 /// worth a warning (`--warning=no-timestamp` silences it; the exit status stays). The name is
 /// the one GNU tar uses: as extracted, relative to DIR, without a trailing `/`.
 fn check_time(cfg: &Config, m: &Member, path: &SafePath, t: crate::plan::Timestamp) {
+    // Nearly every time is before the run started: no clock is read for those.
+    static STARTED: std::sync::OnceLock<(i64, u32)> = std::sync::OnceLock::new();
+    let now = || {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        now.map(|d| (d.as_secs() as i64, d.subsec_nanos())).unwrap_or((0, 0))
+    };
+    if t.secs >= 0 && (t.secs, t.nanos) <= *STARTED.get_or_init(now) {
+        return;
+    }
     let future = || {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?;
-        let (now_s, now_ns) = (now.as_secs() as i64, now.subsec_nanos());
+        let (now_s, now_ns) = now();
         if (t.secs, t.nanos) <= (now_s, now_ns) {
             return None;
         }
@@ -561,12 +569,13 @@ fn check_time(cfg: &Config, m: &Member, path: &SafePath, t: crate::plan::Timesta
         }
         Some(format!("{secs}{}", crate::list::ns_fraction(nanos as u32)))
     };
-    if t.secs >= 0 && future().is_none() {
+    let ahead = future();
+    if t.secs >= 0 && ahead.is_none() {
         return;
     }
     let name = report::printable(gnu_file_name(cfg, m, path));
     let when = crate::list::tartime(t, true, cfg.times);
-    match future() {
+    match ahead {
         None => report::warn_of(
             report::Warning::Timestamp,
             format!("{name}: implausibly old time stamp {when}"),
