@@ -32,6 +32,11 @@ pub struct Select {
     others: Vec<usize>,
     /// `--occurrence=N`: a member is selected only when it is the Nth its operand counts.
     occurrence: u64,
+    /// Operands with a name not yet counted often enough (for `all_found` in constant time).
+    remaining: usize,
+    /// The distinct lengths of the operands' texts: whether a member lies under one of them
+    /// depends only on that length (GNU's `ISSLASH (name[cursor->length])`).
+    lengths: Vec<usize>,
 }
 
 struct Operand {
@@ -65,6 +70,8 @@ impl Select {
             literals: HashMap::new(),
             others: Vec::new(),
             occurrence,
+            remaining: 0,
+            lengths: Vec::new(),
         };
         for (i, given) in operands.iter().enumerate() {
             let mut key = given.text.as_slice();
@@ -99,6 +106,10 @@ impl Select {
                 found: 0,
             });
         }
+        select.remaining = select.operands.iter().filter(|o| !o.text.is_empty()).count();
+        select.lengths = select.operands.iter().map(|o| o.text.len()).collect();
+        select.lengths.sort_unstable();
+        select.lengths.dedup();
         select
     }
 
@@ -142,6 +153,9 @@ impl Select {
         let under = op.recursion && name.get(op.text.len()) == Some(&b'/');
         if !under || op.found == 0 {
             op.found += 1;
+            if op.found == self.occurrence.max(1) && !op.text.is_empty() {
+                self.remaining -= 1;
+            }
         }
         self.occurrence == 0 || op.found == self.occurrence
     }
@@ -158,9 +172,7 @@ impl Select {
         if self.occurrence == 0 || self.operands.is_empty() || name.ends_with(b"/") {
             return false;
         }
-        self.operands.iter().all(|o| {
-            (o.text.is_empty() || self.was_found(o)) && name.get(o.text.len()) != Some(&b'/')
-        })
+        self.remaining == 0 && self.lengths.iter().all(|&len| name.get(len) != Some(&b'/'))
     }
 
     /// The operands no member was counted for (often enough), in order.
