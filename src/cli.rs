@@ -16,6 +16,7 @@ pub fn parse(argv: Vec<OsString>) -> Args {
     let on = ["xattrs", "xattrs_include", "xattrs_exclude"].into_iter().filter_map(last).max();
     args.xattrs_on = on > last("no_xattrs");
     args.ordered = ordered(&matches, &args);
+    args.checkpoints = checkpoints(&matches, &args);
     args
 }
 
@@ -46,6 +47,18 @@ fn places(matches: &clap::ArgMatches, id: &str) -> Vec<usize> {
         return Vec::new();
     }
     matches.indices_of(id).map(Iterator::collect).unwrap_or_default()
+}
+
+/// `--checkpoint` and `--checkpoint-action`, in command-line order: GNU tar runs the actions
+/// in the order given, a `--checkpoint=.N` among them (its dot action).
+fn checkpoints(matches: &clap::ArgMatches, args: &Args) -> Vec<crate::checkpoint::Arg> {
+    use crate::checkpoint::Arg;
+    let every = places(matches, "checkpoint").into_iter().zip(&args.checkpoint);
+    let actions = places(matches, "checkpoint_action").into_iter().zip(&args.checkpoint_action);
+    let mut all: Vec<(usize, Arg)> = every.map(|(p, v)| (p, Arg::Every(v.clone()))).collect();
+    all.extend(actions.map(|(p, v)| (p, Arg::Action(v.clone()))));
+    all.sort_by_key(|(place, _)| *place);
+    all.into_iter().map(|(_, a)| a).collect()
 }
 
 /// The options of `Ordered`, sorted by their place on the command line.
@@ -347,6 +360,33 @@ pub struct Args {
     /// GNU tar's other keywords are accepted and change nothing here. May be repeated.
     #[arg(long = "warning", value_name = "KEYWORD")]
     pub warning: Vec<String>,
+
+    /// Run the --checkpoint-action ACTIONs (by default "Read checkpoint N" on standard error)
+    /// at every Nth record read (default 10), as GNU tar: a record is --blocking-factor blocks
+    /// of the tar stream (decompressed), 10240 bytes by default. --checkpoint=.N adds the dot
+    /// action. Printed with -q too; no progress bar is drawn over them.
+    #[arg(
+        long = "checkpoint",
+        value_name = "N",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "10",
+        action = ArgAction::Append
+    )]
+    pub checkpoint: Vec<String>,
+
+    /// At each checkpoint (every 10 records without --checkpoint): '.' or 'dot' (a dot on
+    /// standard output, on standard error with -O), 'bell' (to /dev/tty), 'echo' or
+    /// 'echo=STRING' (on standard error), 'ttyout=STRING' (to /dev/tty), 'sleep=SECONDS',
+    /// 'exec=COMMAND' (/bin/sh -c COMMAND, with $TAR_CHECKPOINT, $TAR_ARCHIVE, ...),
+    /// 'totals'. STRING may hold %u (the number), %s ("read"), %d (seconds), %T, %t, %*, %c,
+    /// as in GNU tar. Repeat for several actions, run in order.
+    #[arg(long = "checkpoint-action", value_name = "ACTION", action = ArgAction::Append)]
+    pub checkpoint_action: Vec<String>,
+
+    /// `--checkpoint` and `--checkpoint-action` in command-line order (filled by `parse`).
+    #[arg(skip)]
+    pub checkpoints: Vec<crate::checkpoint::Arg>,
 
     /// Do not restore modification times: everything extracted keeps the time it was
     /// created (and no time is set, which saves a system call per member).

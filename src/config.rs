@@ -88,6 +88,8 @@ pub struct Config {
     pub one_top_level: Option<PathBuf>,
     /// `--totals`: "Total bytes read" at the end (totals.rs).
     pub totals: bool,
+    /// `--checkpoint`, `--checkpoint-action` (checkpoint.rs); None when off.
+    pub checkpoint: Option<crate::checkpoint::Checkpoints>,
     /// Bytes of a tar record (`-b N` × 512, `--record-size`; 10240 by default): `--totals`
     /// counts whole records, as GNU tar reads them.
     pub record_size: u64,
@@ -183,6 +185,10 @@ impl Config {
             }
             _ => None,
         };
+        // GNU tar looks at the first record of an archive file named without -I or a
+        // compression flag, to learn its compression (checkpoint.rs).
+        let sniffs = archive.is_some() && filter.is_none() && args.compression_flag == 0;
+        let checkpoint = crate::checkpoint::Checkpoints::new(&args.checkpoints, sniffs)?;
         let one_top_level = args
             .one_top_level
             .as_deref()
@@ -263,6 +269,7 @@ impl Config {
             },
             one_top_level: one_top_level.flatten(),
             totals,
+            checkpoint,
             record_size,
             touch: args.touch,
             xattrs,

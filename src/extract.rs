@@ -65,7 +65,9 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     let memory = (pool.count() as u64 * pools.buf_size as u64, threads.pool_bytes());
     let files = FileCount::new(cfg.limits.max_files);
     let writers = write::create_n(cfg, &pool, files.clone(), cfg.writer_threads)?;
-    let progress = Progress::start(!cfg.quiet, input.size, input.consumed.clone());
+    // Checkpoints, when asked for, are the progress display: no bar to draw over them.
+    let progress =
+        Progress::start(!cfg.quiet && cfg.checkpoint.is_none(), input.size, input.consumed.clone());
     let decoded = input.decode(threads)?;
     let counters = decoded.counters();
     let stream = Stream { reader: decoded.reader, trailer: decoded.trailer };
@@ -780,10 +782,9 @@ impl<R: Skip> Stage<'_, '_, R> {
         if small {
             if m.size > 0 {
                 let mut buf = self.piece(m.size as usize)?;
-                let got = self
-                    .reader
-                    .read_data(buf.full_mut())
-                    .map_err(|e| anyhow!("{e:#}; {name} is left incomplete"))?;
+                let got = self.reader.read_data(buf.full_mut());
+                crate::checkpoint::data_read(self.reader);
+                let got = got.map_err(|e| anyhow!("{e:#}; {name} is left incomplete"))?;
                 if let Some((offset, n)) = got {
                     buf.set_len(n);
                     self.send(Op::Data { offset, buf })?;
@@ -793,10 +794,9 @@ impl<R: Skip> Stage<'_, '_, R> {
         }
         loop {
             let mut buf = self.buffer()?;
-            let got = self
-                .reader
-                .read_data(buf.full_mut())
-                .map_err(|e| anyhow!("{e:#}; {name} is left incomplete"))?;
+            let got = self.reader.read_data(buf.full_mut());
+            crate::checkpoint::data_read(self.reader);
+            let got = got.map_err(|e| anyhow!("{e:#}; {name} is left incomplete"))?;
             let Some((offset, n)) = got else { break };
             buf.set_len(n);
             self.send(Op::Data { offset, buf })?;

@@ -6,6 +6,7 @@
 
 pub mod admit;
 pub mod archive;
+pub mod checkpoint;
 pub mod cli;
 pub mod config;
 pub mod decode;

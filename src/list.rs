@@ -59,12 +59,21 @@ impl Reading {
         reader.xattrs(cfg.xattrs.is_some() && !cfg.reads_only());
         // Parsed (and checked) once already by config.rs.
         let transforms = Transforms::parse(&cfg.transform).unwrap_or_default();
+        crate::checkpoint::start(cfg, trailer.is_some());
         Reading { reader, trailer, wanted, ended_early: false, transforms }
     }
 
-    /// The next member; at the end of the archive its size is noted for `--totals`.
+    /// The next member; at the end of the archive its size is noted for `--totals`. The
+    /// records read count for `--checkpoint`.
     pub fn next_member(&mut self) -> Result<Option<Member>> {
-        let m = if self.ended_early { None } else { self.reader.next_member()? };
+        let m = if self.ended_early {
+            None
+        } else {
+            let before = (self.reader.offset(), self.reader.format());
+            let m = self.reader.next_member();
+            crate::checkpoint::headers_read(before, &self.reader, &m);
+            m?
+        };
         if m.is_none() {
             crate::totals::archive_ends_at(self.reader.offset());
         }
@@ -124,6 +133,8 @@ pub fn run(cfg: &Config) -> Result<u64> {
     let utf8 = utf8_locale();
     let mut widths = Widths { ugs: UGS_WIDTH, date: DATE_WIDTH };
     let mut owners = Owners::new(cfg.numeric_owner);
+    // Checkpoints print straight to stdout and stderr: each line goes out before them.
+    let line_by_line = crate::checkpoint::on();
     let mut members = 0;
     while let Some(mut m) = archive.next_member()? {
         if !archive.wants(&mut m) {
@@ -136,7 +147,8 @@ pub fn run(cfg: &Config) -> Result<u64> {
         } else {
             name
         };
-        if let Err(e) = writeln!(out, "{line}") {
+        let written = writeln!(out, "{line}");
+        if let Err(e) = written.and_then(|()| if line_by_line { out.flush() } else { Ok(()) }) {
             return stopped(members, e);
         }
     }

@@ -6,7 +6,7 @@ use clap::CommandFactory;
 
 use fastuntar::exit_codes::ExitCode;
 use fastuntar::extract::Summary;
-use fastuntar::{cli, config, extract, list, report, resources, to_stdout, totals};
+use fastuntar::{checkpoint, cli, config, extract, list, report, resources, to_stdout, totals};
 
 fn main() {
     ignore_sigxfsz();
@@ -44,10 +44,12 @@ fn main() {
     // draw over `| less`).
     if cfg.reads_only() {
         let outcome = if cfg.list { list::run(&cfg) } else { to_stdout::run(&cfg) };
+        checkpoint::finish();
         print_totals(&cfg, &outcome);
         exit(code_of(&outcome));
     }
     let outcome = extract::run(&cfg);
+    checkpoint::finish();
     print_totals(&cfg, &outcome);
     let code = code_of(&outcome);
     if let Ok(summary) = &outcome {

@@ -239,7 +239,9 @@ fn data<R: Skip>(
     if m.sparse.is_none() {
         loop {
             let spare = out.spare().map_err(Failure::Write)?;
-            match reader.read_data(spare).map_err(Failure::Read)? {
+            let got = reader.read_data(spare);
+            crate::checkpoint::data_read(reader);
+            match got.map_err(Failure::Read)? {
                 Some((_, n)) => out.filled += n,
                 None => return Ok(()),
             }
@@ -247,7 +249,10 @@ fn data<R: Skip>(
     }
     scratch.resize(OUT_BUF, 0);
     let mut pos = 0;
-    while let Some((offset, n)) = reader.read_data(scratch).map_err(Failure::Read)? {
+    loop {
+        let got = reader.read_data(scratch);
+        crate::checkpoint::data_read(reader);
+        let Some((offset, n)) = got.map_err(Failure::Read)? else { break };
         // The reader checked the map (in order, no overlaps, within the size); a chunk before
         // what was written already would corrupt the output, so it is not trusted blindly.
         if offset < pos {

@@ -27,15 +27,30 @@ pub fn archive_ends_at(end: u64) {
 
 /// The line, for records of `record` bytes.
 pub fn line(record: u64) -> String {
-    let secs = START.get().map_or(0.0, |s| s.elapsed().as_secs_f64());
-    format_line(END.load(Ordering::Relaxed).div_ceil(record) * record, secs)
+    format_line(END.load(Ordering::Relaxed).div_ceil(record) * record, elapsed())
+}
+
+/// Seconds since `start` (GNU tar's `compute_duration`).
+pub fn elapsed() -> f64 {
+    START.get().map_or(0.0, |s| s.elapsed().as_secs_f64())
+}
+
+/// GNU tar's `print_stats` for `bytes` read by now: "TEXT: N (SIZE, RATE/s)", without the
+/// "TEXT: " when `text` is empty (the checkpoint actions' `totals` and `%T`).
+pub fn stats(text: &str, bytes: u64) -> String {
+    format_stats(text, bytes, elapsed())
 }
 
 fn format_line(bytes: u64, secs: f64) -> String {
+    format_stats("Total bytes read", bytes, secs)
+}
+
+fn format_stats(text: &str, bytes: u64, secs: f64) -> String {
     // GNU tar: the rate as an integer number of bytes per second, "?" without a duration.
     let rate =
         if secs > 0.0 { format!("{}/s", human(bytes as f64 / secs)) } else { "?/s".to_string() };
-    format!("Total bytes read: {bytes} ({}, {rate})", human_b(bytes))
+    let label = if text.is_empty() { String::new() } else { format!("{text}: ") };
+    format!("{label}{bytes} ({}, {rate})", human_b(bytes))
 }
 
 fn human(x: f64) -> String {
@@ -115,5 +130,7 @@ mod tests {
         assert_eq!(human_b(1023), "1023B");
         assert_eq!(format_line(10240, 0.0), "Total bytes read: 10240 (10KiB, ?/s)");
         assert_eq!(format_line(10240, 1.0), "Total bytes read: 10240 (10KiB, 10KiB/s)");
+        assert_eq!(format_stats("R", 92160, 0.0), "R: 92160 (90KiB, ?/s)");
+        assert_eq!(format_stats("", 0, 0.0), "0 (0B, ?/s)");
     }
 }

@@ -53,13 +53,13 @@ pub struct Reader<R: Skip> {
     xattrs: bool,
     /// Values from PAX global (`g`) headers seen so far.
     global: Overrides,
-    /// A PAX global header was seen (later ustar members are POSIX format, as GNU tar says).
-    saw_global: bool,
     /// Name of the last member returned, for messages about what follows it.
     prev: Option<String>,
     /// The member whose data is being read.
     cur: Option<Current>,
     scratch: Vec<u8>,
+    /// The format of the last member's header (`format`).
+    format: Format,
 }
 
 /// Data-reading state of the current member.
@@ -253,10 +253,11 @@ impl<R: Skip> Reader<R> {
             ignore_zeros: false,
             xattrs: false,
             global: Overrides::default(),
-            saw_global: false,
             prev: None,
             cur: None,
             scratch: Vec::new(),
+            // GNU tar's name before it has read a header.
+            format: Format::Gnu,
         }
     }
 
@@ -317,6 +318,12 @@ impl<R: Skip> Reader<R> {
     /// Bytes of decoded archive consumed so far.
     pub fn offset(&self) -> u64 {
         self.pos
+    }
+
+    /// The format of the last member's header as GNU tar names it ("gnu", "ustar", "posix",
+    /// "v7"; "gnu" before the first): `--checkpoint-action=exec`'s `TAR_FORMAT`.
+    pub fn format(&self) -> &'static str {
+        self.format.name()
     }
 
     /// The input, positioned after what was consumed (after the end-of-archive blocks once
@@ -611,7 +618,6 @@ impl<R: Skip> Reader<R> {
         self.stream(size, off, |chunk| parser.feed(chunk))?;
         let parsed = parser.finish().map_err(|e| self.msg(None, off, &e))?;
         if global {
-            self.saw_global = true;
             self.global.merge_global(parsed.overrides);
         } else {
             ext.local = Some(parsed);
@@ -660,11 +666,13 @@ impl<R: Skip> Reader<R> {
     fn member(&mut self, blk: &Block, start: u64, off: u64, ext: Pending) -> Res<Member> {
         let h = Header(blk);
         let format = match h.magic_kind() {
-            Some(true) if ext.local.is_some() || self.saw_global => Format::Pax,
+            // A PAX global header alone leaves it ustar, as GNU tar 1.34 says.
+            Some(true) if ext.local.is_some() => Format::Pax,
             Some(true) => Format::Ustar,
             Some(false) => Format::Gnu,
             None => Format::V7,
         };
+        self.format = format;
         let mut local = ext.local.unwrap_or_default();
         let xattrs = std::mem::take(&mut local.xattrs).into_list();
         let names = self.names(&h, &local, ext.long_name, ext.long_link);

@@ -1,0 +1,773 @@
+//! `--checkpoint[=N]` and `--checkpoint-action=ACTION`: GNU tar's hooks every Nth record read.
+//!
+//! GNU tar 1.34 counts a checkpoint each time it reads a record of the archive
+//! (`checkpoint_run` at the start of buffer.c's `simple_flush_read`, before the read): a record
+//! is the blocking factor times 512 bytes of the tar stream as tar reads it, decompressed
+//! (10240 bytes by default, `-b`, `--record-size`). At every Nth (`--checkpoint=N`; 10 without
+//! N, or with only `--checkpoint-action`) it runs the actions in command-line order
+//! (checkpoint.c): `.`/`dot`, `bell`, `echo[=STRING]`, `ttyout=STRING`, `sleep=SECONDS`,
+//! `exec=COMMAND`, `totals`; "Read checkpoint N" on stderr when none is given.
+//!
+//! fastuntar reads the stream in larger pieces, so the count follows the reader's offset
+//! (`Reader::offset`): `Reading::next_member` (list.rs) reports after each header, and the
+//! three consumers' data loops (extract.rs, to_stdout.rs) after each chunk of data, and every
+//! record the reader has reached by then is counted, in order. So checkpoints come during a
+//! big member's data (a burst per chunk of up to 1 MiB), on the reader thread, and before the
+//! name of the member whose header they reached is printed, as GNU tar prints them. Three
+//! habits of GNU tar's reading that show in its count are kept:
+//! - A regular, uncompressed archive file is seekable: the data of a member tar does not read
+//!   (every member with `-t`, a member not extracted) is passed over with lseek, whole records
+//!   at a time (`seek_archive`), and those records count no checkpoint (though `%T` and
+//!   `totals` count them as read, as GNU tar does).
+//! - A compressed archive file named without `-I` or a compression flag has its first record
+//!   read once to learn its format before the decompressor reads it
+//!   (`check_compressed_archive`): one checkpoint more, the first.
+//! - With `-i` the reader goes on to the end of the input, and the read that finds it counts
+//!   as a record.
+//!
+//! Output: dots on standard output (standard error with `-O`, where GNU tar's listing goes),
+//! with no newline, as GNU tar; `echo` lines on standard error as "fastuntar: TEXT"; `bell`
+//! and `ttyout` to /dev/tty. They are printed with `-q` too: they were asked for (and no
+//! progress bar is drawn over them). When checkpoints are off the readers pay one branch per
+//! header and per chunk (`RUN` unset).
+
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+use anyhow::{Result, anyhow, bail};
+
+use crate::archive::{Kind, Member, Reader, Skip};
+use crate::config::Config;
+use crate::operands::unquote;
+use crate::report;
+use crate::totals;
+
+/// GNU tar's `DEFAULT_CHECKPOINT`: records between checkpoints without a number.
+const DEFAULT_EVERY: u32 = 10;
+
+/// The `echo` action's text without `=STRING` (GNU tar's, for reading).
+const DEFAULT_ECHO: &[u8] = b"Read checkpoint %u";
+
+/// What `%c` stands for (checkpoint.c `def_format`).
+const DEFAULT_FORMAT: &[u8] = b"%{%Y-%m-%d %H:%M:%S}t: %ds, %{read,wrote}T%*\r";
+
+/// What `echo` lines start with (GNU tar's `program_name`).
+const PREFIX: &[u8] = b"fastuntar: ";
+
+/// One of the two options, as given (`cli::parse` keeps them in command-line order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Arg {
+    /// `--checkpoint=N` (`--checkpoint` alone is GNU tar's `--checkpoint=10`).
+    Every(String),
+    /// `--checkpoint-action=ACTION`.
+    Action(String),
+}
+
+/// The checkpoint settings: how often, what to do, and whether the first read is doubled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkpoints {
+    /// The actions run at every `every`th read (GNU tar's `checkpoint_option`, an unsigned
+    /// int).
+    every: u32,
+    actions: Vec<Action>,
+    /// A compressed archive file would have its first record read once more, to find its
+    /// format (see the module doc): the archive is a file, with no `-I` and no compression
+    /// flag (those name the program, and GNU tar then does not look).
+    sniffs: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Action {
+    Dot,
+    Bell,
+    /// The text (`echo=STRING`, unquoted), or None for "Read checkpoint %u".
+    Echo(Option<Vec<u8>>),
+    TtyOut(Vec<u8>),
+    Sleep(u64),
+    Exec(Vec<u8>),
+    Totals,
+}
+
+impl Checkpoints {
+    /// The settings `args` give, as GNU tar 1.34 reads them (tar.c `CHECKPOINT_OPTION`,
+    /// checkpoint.c `checkpoint_compile_action` and `checkpoint_finish_compile`): N is read as
+    /// strtoul with base 0 (`0x10`, `010`), the last one given counts, and a leading `.` adds
+    /// a dot action where it stands; actions run in the order given. N of 0 with no action (or
+    /// neither option) is None: no checkpoints. Actions without N come every 10; N without
+    /// actions echoes. A bad N or action is GNU tar's fatal error, in one line.
+    pub fn new(args: &[Arg], sniffs: bool) -> Result<Option<Checkpoints>> {
+        let mut every = 0;
+        let mut actions = Vec::new();
+        for arg in args {
+            match arg {
+                Arg::Every(text) => {
+                    let number = match text.strip_prefix('.') {
+                        Some(rest) => {
+                            actions.push(Action::Dot);
+                            rest
+                        }
+                        None => text,
+                    };
+                    every = strtoul(number, 0)
+                        .ok_or_else(|| anyhow!("--checkpoint value is not an integer"))?
+                        as u32;
+                }
+                Arg::Action(text) => actions.push(Action::parse(text)?),
+            }
+        }
+        if every == 0 && actions.is_empty() {
+            return Ok(None);
+        }
+        if every == 0 {
+            every = DEFAULT_EVERY;
+        }
+        if actions.is_empty() {
+            actions.push(Action::Echo(None));
+        }
+        Ok(Some(Checkpoints { every, actions, sniffs }))
+    }
+}
+
+impl Action {
+    fn parse(text: &str) -> Result<Action> {
+        let value = |prefix: &str| text.strip_prefix(prefix).map(unquoted);
+        Ok(match text {
+            "." | "dot" => Action::Dot,
+            "bell" => Action::Bell,
+            "echo" => Action::Echo(None),
+            "totals" => Action::Totals,
+            _ => {
+                if let Some(v) = value("echo=") {
+                    Action::Echo(Some(v))
+                } else if let Some(v) = value("exec=") {
+                    Action::Exec(v)
+                } else if let Some(v) = value("ttyout=") {
+                    Action::TtyOut(v)
+                } else if let Some(n) = text.strip_prefix("sleep=") {
+                    match strtoul(n, 10) {
+                        Some(n) => Action::Sleep(n),
+                        None => bail!("{text}: not a valid timeout"),
+                    }
+                } else {
+                    bail!("{text}: unknown checkpoint action")
+                }
+            }
+        })
+    }
+}
+
+/// GNU tar's `copy_string_unquote`: one pair of matching quotes around the whole string
+/// removed (`echo='"a b"'`), then C escapes decoded (`operands::unquote`: `\t`, `\n`, `\033`,
+/// ...). A lone quote character becomes empty (GNU tar 1.34 overruns its buffer there).
+fn unquoted(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    match b {
+        [q @ (b'"' | b'\''), inner @ .., l] if q == l => unquote(inner),
+        [b'"' | b'\''] => Vec::new(),
+        _ => unquote(b),
+    }
+}
+
+/// C's strtoul as GNU tar calls it, where the whole text must be the number: leading white
+/// space, an optional sign (a minus negates, modulo 2^64), base 0 (`0x` hex, `0` octal) or
+/// 10; a value past 2^64-1 is 2^64-1. Empty text is 0 (no digits, nothing left over). None
+/// when something other than the number is there.
+fn strtoul(text: &str, base: u32) -> Option<u64> {
+    let b = text.as_bytes();
+    let mut i = b.iter().take_while(|c| matches!(c, b' ' | b'\t'..=b'\r')).count();
+    let negative = match b.get(i) {
+        Some(b'-') => {
+            i += 1;
+            true
+        }
+        Some(b'+') => {
+            i += 1;
+            false
+        }
+        _ => false,
+    };
+    let hex_prefix = b.get(i) == Some(&b'0')
+        && matches!(b.get(i + 1), Some(b'x' | b'X'))
+        && b.get(i + 2).is_some_and(u8::is_ascii_hexdigit);
+    let radix = match base {
+        0 if hex_prefix => {
+            i += 2;
+            16
+        }
+        0 if b.get(i) == Some(&b'0') => 8,
+        0 => 10,
+        _ => base,
+    };
+    let digits = b[i..].iter().take_while(|c| (**c as char).is_digit(radix)).count();
+    if digits == 0 {
+        // No number: strtoul points back at the start, which must then be the end.
+        return text.is_empty().then_some(0);
+    }
+    if i + digits != b.len() {
+        return None;
+    }
+    let value = b[i..i + digits].iter().try_fold(0u64, |v, &c| {
+        let d = u64::from((c as char).to_digit(radix).unwrap_or(0));
+        v.checked_mul(u64::from(radix))?.checked_add(d)
+    });
+    Some(match value {
+        None => u64::MAX,
+        Some(v) if negative => v.wrapping_neg(),
+        Some(v) => v,
+    })
+}
+
+/// C's strtol of `%{N}*`'s N: leading digits (after blanks and a sign), 0 without any.
+fn strtol(text: &[u8]) -> i64 {
+    let s = String::from_utf8_lossy(text);
+    let s = s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
+    let (negative, s) = match s.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let digits: String = s.chars().take_while(char::is_ascii_digit).collect();
+    let v = digits.parse::<i64>().unwrap_or(if digits.is_empty() { 0 } else { i64::MAX });
+    if negative { -v } else { v }
+}
+
+/// The checkpoint state of the run, set by `start` (unset: checkpoints are off).
+static RUN: OnceLock<Mutex<Run>> = OnceLock::new();
+
+struct Run {
+    spec: Checkpoints,
+    /// Bytes of a record.
+    record: u64,
+    /// Reads so far (GNU tar's `checkpoint` counter).
+    count: u64,
+    /// Records read or passed over so far (GNU tar's `records_read`): the stream up to
+    /// `records * record` is accounted for.
+    records: u64,
+    /// The archive is a regular, uncompressed file that GNU tar would seek in.
+    seekable: bool,
+    /// `-i`: the reader reads on to the end of the input.
+    ignore_zeros: bool,
+    /// The end of the archive was reached (and with `-i` counted).
+    ended: bool,
+    /// The current member's data, as (offset where it starts, bytes), until the next header
+    /// shows whether it was read.
+    unread: Option<(u64, u64)>,
+    /// Dots go to stderr (`-O`: stdout carries data).
+    dots_to_stderr: bool,
+    /// For `exec`: the archive as named (`-` for standard input), `-x` or `-t`.
+    archive: OsString,
+    subcommand: &'static str,
+    /// /dev/tty, for `bell` and `ttyout`, once opened.
+    tty: Option<File>,
+    /// A `\r` was printed: `finish` blanks the `ttyout` line.
+    tty_cleanup: bool,
+}
+
+/// Sets checkpoints up for the run `cfg` describes (nothing when they are off), once:
+/// `Reading::new` calls it as the archive is opened. `compressed`: the stream is decoded (or
+/// filtered) from the archive, not read as it is. A compressed file's first record counts its
+/// first checkpoint now, as GNU tar's look at it.
+pub fn start(cfg: &Config, compressed: bool) {
+    let Some(spec) = &cfg.checkpoint else { return };
+    let seekable = !compressed
+        && cfg.filter.is_none()
+        && cfg.archive.as_deref().is_some_and(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file()));
+    let mut run = Run {
+        spec: spec.clone(),
+        record: cfg.record_size,
+        count: 0,
+        records: 0,
+        seekable,
+        ignore_zeros: cfg.ignore_zeros,
+        ended: false,
+        unread: None,
+        dots_to_stderr: cfg.to_stdout,
+        archive: cfg.archive.as_ref().map_or_else(|| "-".into(), |p| p.as_os_str().to_owned()),
+        subcommand: if cfg.list { "-t" } else { "-x" },
+        tty: None,
+        tty_cleanup: false,
+    };
+    if spec.sniffs && compressed {
+        // Read before the decompressor starts: no record of the tar stream yet.
+        run.read("gnu");
+    }
+    let _ = RUN.set(Mutex::new(run));
+}
+
+fn lock(run: &Mutex<Run>) -> MutexGuard<'_, Run> {
+    run.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether checkpoints are on. The `-t` listing, which buffers its lines, then writes each
+/// one out before the next header is read, so that its names and the checkpoints' output
+/// (dots on the same stdout, lines on stderr with `2>&1`) come in GNU tar's order.
+pub fn on() -> bool {
+    RUN.get().is_some()
+}
+
+/// After `Reader::next_member` (`got`), which started at `before` (the reader's offset and
+/// format then): the records it reached count, under the format before it (GNU tar reads a
+/// header's record before it decodes the header). A previous member whose data was not read
+/// at all was passed over as GNU tar's lseek would pass it; with `-i`, the end of the archive
+/// is the read that found the end of the input.
+pub fn headers_read<R: Skip>(
+    before: (u64, &'static str),
+    reader: &Reader<R>,
+    got: &Result<Option<Member>>,
+) {
+    let Some(run) = RUN.get() else { return };
+    let mut run = lock(run);
+    let (from, format) = before;
+    if let Some((start, size)) = run.unread.take()
+        && run.seekable
+        && from == start
+    {
+        run.pass_over(start, size);
+    }
+    let to = reader.offset();
+    run.reach(to, format);
+    match got {
+        Ok(Some(m)) => run.unread = data_size(m).map(|n| (to, n)),
+        Ok(None) if !run.ended => {
+            run.ended = true;
+            if run.ignore_zeros {
+                run.read_record(format);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// After a chunk of member data was read (or failed): the records reached by then count.
+pub fn data_read<R: Skip>(reader: &Reader<R>) {
+    let Some(run) = RUN.get() else { return };
+    lock(run).reach(reader.offset(), reader.format());
+}
+
+/// At the end of the run, before `--totals` (GNU tar's `checkpoint_finish`): a `ttyout`
+/// line ended by `\r` is blanked on the terminal.
+pub fn finish() {
+    let Some(run) = RUN.get() else { return };
+    let mut run = lock(run);
+    let run = &mut *run;
+    let ttyouts = run.spec.actions.iter().filter(|a| matches!(a, Action::TtyOut(_))).count();
+    if let Some(tty) = &mut run.tty
+        && run.tty_cleanup
+    {
+        let mut blank = vec![b' '; width(tty)];
+        blank.push(b'\r');
+        for _ in 0..ttyouts {
+            let _ = tty.write_all(&blank);
+        }
+    }
+}
+
+/// Bytes of a member's data that GNU tar would pass over when it does not read them: a
+/// file's size (a sparse file's stored segments). None for members without data.
+fn data_size(m: &Member) -> Option<u64> {
+    match (m.kind, &m.sparse) {
+        (Kind::File | Kind::Other(_), Some(segments)) => Some(segments.iter().map(|s| s.len).sum()),
+        (Kind::File | Kind::Other(_), None) => Some(m.size),
+        _ => None,
+    }
+}
+
+impl Run {
+    /// The stream up to `offset` was read: one read per record reached since the last call.
+    fn reach(&mut self, offset: u64, format: &'static str) {
+        while self.records < offset.div_ceil(self.record) {
+            self.read_record(format);
+        }
+    }
+
+    fn read_record(&mut self, format: &'static str) {
+        self.read(format);
+        self.records += 1;
+    }
+
+    /// GNU tar's `seek_archive` over `size` bytes of data starting at `start`: after the
+    /// rest of the current record, the whole records within the data are not read.
+    fn pass_over(&mut self, start: u64, size: u64) {
+        let rest = start.div_ceil(self.record) * self.record - start;
+        if size > rest {
+            self.records += (size - rest) / self.record;
+        }
+    }
+
+    /// One read of the archive (`checkpoint_run`): every `every`th runs the actions.
+    fn read(&mut self, format: &'static str) {
+        self.count += 1;
+        if self.count.is_multiple_of(u64::from(self.spec.every)) {
+            let actions = std::mem::take(&mut self.spec.actions);
+            for action in &actions {
+                self.act(action, format);
+            }
+            self.spec.actions = actions;
+        }
+    }
+
+    fn act(&mut self, action: &Action, format: &'static str) {
+        match action {
+            Action::Dot => {
+                if self.dots_to_stderr {
+                    let _ = io::stderr().lock().write_all(b".");
+                } else {
+                    let mut out = io::stdout().lock();
+                    if let Err(e) = out.write_all(b".").and_then(|()| out.flush())
+                        && e.kind() != io::ErrorKind::BrokenPipe
+                    {
+                        report::stdout_failed(&e);
+                    }
+                }
+            }
+            Action::Bell => self.write_tty(b"\x07"),
+            Action::Echo(text) => {
+                let mut line = PREFIX.to_vec();
+                let text = text.as_deref().unwrap_or(DEFAULT_ECHO);
+                self.expand(&mut line, PREFIX.len(), text, libc::STDERR_FILENO);
+                report::diagnostic(&String::from_utf8_lossy(&line));
+            }
+            Action::TtyOut(text) => {
+                if self.open_tty() {
+                    let mut out = Vec::new();
+                    let fd = self.tty.as_ref().map_or(-1, std::os::fd::AsRawFd::as_raw_fd);
+                    self.expand(&mut out, 0, text, fd);
+                    self.write_tty(&out);
+                }
+            }
+            Action::Sleep(secs) => std::thread::sleep(Duration::from_secs(*secs)),
+            Action::Exec(command) => self.exec(command, format),
+            Action::Totals => {
+                report::diagnostic(&totals::stats("Total bytes read", self.records * self.record))
+            }
+        }
+    }
+
+    /// Opens /dev/tty for writing if it is not open (tried again each time, as GNU tar).
+    fn open_tty(&mut self) -> bool {
+        if self.tty.is_none() {
+            self.tty = std::fs::OpenOptions::new().write(true).open("/dev/tty").ok();
+        }
+        self.tty.is_some()
+    }
+
+    fn write_tty(&mut self, bytes: &[u8]) {
+        if self.open_tty()
+            && let Some(tty) = &mut self.tty
+        {
+            let _ = tty.write_all(bytes);
+        }
+    }
+
+    /// GNU tar's `sys_exec_checkpoint_script`: `/bin/sh -c COMMAND` with the TAR_* variables
+    /// it sets, waited for; its exit status does not matter. `TAR_VERSION` is fastuntar's.
+    fn exec(&self, command: &[u8], format: &str) {
+        let status = Command::new("/bin/sh")
+            .arg("-c")
+            .arg(OsStr::from_bytes(command))
+            .env("TAR_VERSION", env!("CARGO_PKG_VERSION"))
+            .env("TAR_ARCHIVE", &self.archive)
+            .env("TAR_CHECKPOINT", self.count.to_string())
+            .env("TAR_BLOCKING_FACTOR", (self.record / 512).to_string())
+            .env("TAR_SUBCOMMAND", self.subcommand)
+            .env("TAR_FORMAT", format)
+            .status();
+        if let Err(e) = status {
+            let command = String::from_utf8_lossy(command);
+            report::diagnostic(&format!("fastuntar: {command}: Cannot exec: {e}"));
+        }
+    }
+
+    /// Appends `input` with its `%` escapes expanded to `out`, whose line already holds
+    /// `len` columns; returns the columns after it. `fd` is where the line goes, for `%*`'s
+    /// width.
+    fn expand(&mut self, out: &mut Vec<u8>, len: usize, input: &[u8], fd: i32) -> usize {
+        let mut values =
+            Values { number: self.count, read: self.records * self.record, fd, cleanup: false };
+        let len = format(out, len, input, &mut values);
+        self.tty_cleanup |= values.cleanup;
+        len
+    }
+}
+
+/// What a checkpoint's escapes stand for.
+struct Values {
+    /// `%u`: the checkpoint's number.
+    number: u64,
+    /// `%T`: bytes of the archive read (or passed over) before this read.
+    read: u64,
+    /// Where the text goes (`%*` pads to its width).
+    fd: i32,
+    /// A `\r` was written.
+    cleanup: bool,
+}
+
+/// GNU tar's `format_checkpoint_string` for reading: `%u` the number, `%s` "read", `%d`
+/// seconds since the start, `%T` (`%{R,W,D}T`) "R: BYTES (SIZE, RATE/s)", `%t` (`%{FMT}t`)
+/// the local time by strftime (`%c` by default), `%*` (`%{N}*`) spaces up to column N (the
+/// terminal's width by default), `%c` the default "%{%Y-%m-%d %H:%M:%S}t: %ds,
+/// %{read,wrote}T%*\r"; anything else is printed as it is, with its `%` (`%%` too; `%{x}q` is
+/// `%q`). `len` is the column the text starts at; a `\r` sets it back to 0. Returns the column
+/// it ends at. A trailing `%` prints `%` and a NUL, as GNU tar does; a negative `%{N}*` pads
+/// nothing (GNU tar 1.34 prints spaces forever).
+fn format(out: &mut Vec<u8>, mut len: usize, input: &[u8], values: &mut Values) -> usize {
+    let mut i = 0;
+    while i < input.len() {
+        let c = input[i];
+        i += 1;
+        if c != b'%' {
+            out.push(c);
+            if c == b'\r' {
+                len = 0;
+                values.cleanup = true;
+            } else {
+                len += 1;
+            }
+            continue;
+        }
+        let mut arg = None;
+        if input.get(i) == Some(&b'{') {
+            match input[i + 1..].iter().position(|&b| b == b'}') {
+                Some(end) => {
+                    arg = Some(&input[i + 1..i + 1 + end]);
+                    i += end + 2;
+                }
+                None => {
+                    out.extend_from_slice(b"%{");
+                    len += 2;
+                    i += 1;
+                    continue;
+                }
+            }
+        }
+        let Some(&op) = input.get(i) else {
+            out.extend_from_slice(b"%\0");
+            break;
+        };
+        i += 1;
+        let text = match op {
+            // GNU tar adds the columns of the default format to `len` twice; it ends in `\r`,
+            // so what it adds is 0 either way.
+            b'c' => {
+                len += format(out, len, DEFAULT_FORMAT, values);
+                continue;
+            }
+            b'*' => {
+                let w = arg.map_or_else(|| width_of(values.fd) as i64, strtol);
+                while w > len as i64 {
+                    out.push(b' ');
+                    len += 1;
+                }
+                continue;
+            }
+            b'u' => values.number.to_string().into_bytes(),
+            b's' => b"read".to_vec(),
+            b'd' => format!("{:.0}", totals::elapsed()).into_bytes(),
+            b'T' => {
+                let label = match arg {
+                    Some(a) => split_labels(a).into_iter().next().unwrap_or_default(),
+                    None => "R".to_string(),
+                };
+                totals::stats(&label, values.read).into_bytes()
+            }
+            b't' => local_time(arg.unwrap_or(b"%c")),
+            _ => vec![b'%', op],
+        };
+        len += text.len();
+        out.extend_from_slice(&text);
+    }
+    len
+}
+
+/// `%{A,B,C}T`'s labels (GNU tar's wordsplit at commas, quotes kept together and removed;
+/// blanks stay). Only the first, for reading, is used.
+fn split_labels(arg: &[u8]) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = Vec::new();
+    let mut quote = None;
+    let mut bytes = arg.iter();
+    while let Some(&b) = bytes.next() {
+        match (quote, b) {
+            (Some(q), _) if b == q => quote = None,
+            (Some(b'"'), b'\\') => word.extend(bytes.next()),
+            (Some(_), _) => word.push(b),
+            (None, b'"' | b'\'') => quote = Some(b),
+            (None, b',') => words.push(std::mem::take(&mut word)),
+            (None, _) => word.push(b),
+        }
+    }
+    if !arg.is_empty() {
+        words.push(word);
+    }
+    words.into_iter().map(|w| String::from_utf8_lossy(&w).into_owned()).collect()
+}
+
+/// The local time formatted by strftime(3) with `fmt` (`%t`; GNU tar's fprintftime also
+/// knows `%N`, which strftime leaves as it is).
+fn local_time(fmt: &[u8]) -> Vec<u8> {
+    let Ok(fmt) = std::ffi::CString::new(fmt) else { return Vec::new() };
+    // Safety: time(NULL) has no preconditions.
+    let now = unsafe { libc::time(std::ptr::null_mut()) };
+    let mut tm = std::mem::MaybeUninit::<libc::tm>::zeroed();
+    // Safety: valid pointers to a time_t and to a tm to fill.
+    if unsafe { libc::localtime_r(&now, tm.as_mut_ptr()) }.is_null() {
+        return Vec::new();
+    }
+    let mut buf = vec![0u8; 256];
+    while buf.len() <= 1 << 16 {
+        // Safety: `buf` has `buf.len()` writable bytes, `fmt` is NUL-terminated and `tm` was
+        // filled by localtime_r (a zeroed tm is valid too).
+        let n = unsafe {
+            libc::strftime(buf.as_mut_ptr().cast(), buf.len(), fmt.as_ptr(), tm.as_ptr())
+        };
+        if n > 0 {
+            buf.truncate(n);
+            return buf;
+        }
+        // 0: the output was empty, or did not fit.
+        buf.resize(buf.len() * 4, 0);
+    }
+    Vec::new()
+}
+
+/// Columns of the terminal on `fd`, else $COLUMNS, else 80 (checkpoint.c `getwidth`).
+fn width_of(fd: i32) -> usize {
+    let mut ws = std::mem::MaybeUninit::<libc::winsize>::zeroed();
+    // Safety: TIOCGWINSZ writes a winsize into the buffer given; a bad fd only fails.
+    if unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, ws.as_mut_ptr()) } == 0 {
+        // Safety: the ioctl succeeded and filled it.
+        let cols = unsafe { ws.assume_init() }.ws_col;
+        if cols > 0 {
+            return usize::from(cols);
+        }
+    }
+    std::env::var("COLUMNS")
+        .ok()
+        .map(|c| strtol(c.as_bytes()))
+        .filter(|&c| c > 0)
+        .map_or(80, |c| usize::try_from(c).unwrap_or(usize::MAX))
+}
+
+fn width(tty: &File) -> usize {
+    width_of(std::os::fd::AsRawFd::as_raw_fd(tty))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn given(args: &[(&str, &str)]) -> Vec<Arg> {
+        args.iter()
+            .map(|&(k, v)| match k {
+                "n" => Arg::Every(v.to_string()),
+                _ => Arg::Action(v.to_string()),
+            })
+            .collect()
+    }
+
+    fn parsed(args: &[(&str, &str)]) -> Result<Option<Checkpoints>> {
+        Checkpoints::new(&given(args), false)
+    }
+
+    /// As GNU tar 1.34 read each of these.
+    #[test]
+    fn options_like_gnu_tar() {
+        let cp = |every, actions| Some(Checkpoints { every, actions, sniffs: false });
+        assert_eq!(parsed(&[]).unwrap(), None);
+        assert_eq!(parsed(&[("n", "10")]).unwrap(), cp(10, vec![Action::Echo(None)]));
+        assert_eq!(parsed(&[("n", "0x5")]).unwrap(), cp(5, vec![Action::Echo(None)]));
+        assert_eq!(parsed(&[("n", "010")]).unwrap(), cp(8, vec![Action::Echo(None)]));
+        // `--checkpoint=` and `--checkpoint=0`: off.
+        assert_eq!(parsed(&[("n", "")]).unwrap(), None);
+        assert_eq!(parsed(&[("n", "0")]).unwrap(), None);
+        // A dot with no number, or actions alone: every 10.
+        assert_eq!(parsed(&[("n", ".")]).unwrap(), cp(10, vec![Action::Dot]));
+        assert_eq!(parsed(&[("a", "bell")]).unwrap(), cp(10, vec![Action::Bell]));
+        // The last N counts; actions in command-line order, each `.N` a dot.
+        assert_eq!(
+            parsed(&[("n", "010"), ("a", "echo=\"a\\tb %u\""), ("a", "."), ("n", ".12")]).unwrap(),
+            cp(12, vec![Action::Echo(Some(b"a\tb %u".to_vec())), Action::Dot, Action::Dot])
+        );
+        assert_eq!(
+            parsed(&[("a", "echo=\"a\\tb\""), ("a", "sleep=2"), ("a", "exec='x y'")]).unwrap(),
+            cp(
+                10,
+                vec![
+                    Action::Echo(Some(b"a\tb".to_vec())),
+                    Action::Sleep(2),
+                    Action::Exec(b"x y".to_vec())
+                ]
+            )
+        );
+        assert_eq!(
+            parsed(&[("a", "ttyout=%c"), ("a", "totals"), ("a", "dot"), ("a", "echo")]).unwrap(),
+            cp(
+                10,
+                vec![
+                    Action::TtyOut(b"%c".to_vec()),
+                    Action::Totals,
+                    Action::Dot,
+                    Action::Echo(None)
+                ]
+            )
+        );
+        assert_eq!(parsed(&[("a", "echo=\"")]).unwrap(), cp(10, vec![Action::Echo(Some(vec![]))]));
+        let err = |args| parsed(args).unwrap_err().to_string();
+        assert_eq!(err(&[("n", "abc")]), "--checkpoint value is not an integer");
+        assert_eq!(err(&[("n", "5x")]), "--checkpoint value is not an integer");
+        assert_eq!(err(&[("a", "foo")]), "foo: unknown checkpoint action");
+        assert_eq!(err(&[("a", "echo ")]), "echo : unknown checkpoint action");
+        assert_eq!(err(&[("a", "sleep=x")]), "sleep=x: not a valid timeout");
+    }
+
+    #[test]
+    fn strtoul_like_c() {
+        assert_eq!(strtoul("", 0), Some(0));
+        assert_eq!(strtoul(" 12", 0), Some(12));
+        assert_eq!(strtoul("+7", 0), Some(7));
+        assert_eq!(strtoul("-1", 0), Some(u64::MAX));
+        assert_eq!(strtoul("0x1F", 0), Some(31));
+        assert_eq!(strtoul("0x", 0), None);
+        assert_eq!(strtoul("08", 0), None);
+        assert_eq!(strtoul("08", 10), Some(8));
+        assert_eq!(strtoul(" ", 0), None);
+        assert_eq!(strtoul("99999999999999999999999", 10), Some(u64::MAX));
+        assert_eq!(strtol(b" -3x"), -3);
+        assert_eq!(strtol(b"abc"), 0);
+    }
+
+    fn expanded(text: &str, len: usize) -> (String, usize) {
+        let mut v = Values { number: 7, read: 61440, fd: -1, cleanup: false };
+        let mut out = Vec::new();
+        let len = format(&mut out, len, text.as_bytes(), &mut v);
+        (String::from_utf8_lossy(&out).into_owned(), len)
+    }
+
+    /// The escapes as GNU tar 1.34 printed them (times aside).
+    #[test]
+    fn escapes_like_gnu_tar() {
+        assert_eq!(expanded("Read checkpoint %u", 5), ("Read checkpoint 7".into(), 22));
+        assert_eq!(expanded("%u %s", 0).0, "7 read");
+        assert_eq!(expanded("%% %q %{x}q %{ %", 0).0, "%% %q %q %{ %\0");
+        assert_eq!(expanded("%{5}*|", 5).0, "|");
+        assert_eq!(expanded("%{8}*|", 5), ("   |".into(), 9));
+        assert_eq!(expanded("%{abc}*|%{-3}*|", 0).0, "||");
+        assert_eq!(expanded("a\rb%{3}*|", 9), ("a\rb  |".into(), 4));
+        assert!(expanded("[%T]", 0).0.starts_with("[R: 61440 (60KiB, "));
+        assert!(expanded("%{A,B}T", 0).0.starts_with("A: 61440 "));
+        assert!(expanded("%{}T", 0).0.starts_with("61440 "));
+        assert!(expanded("%{,b}T", 0).0.starts_with("61440 "));
+        assert!(expanded("%{\"x,y\",z}T", 0).0.starts_with("x,y: 61440 "));
+        assert!(expanded("%{ x }T", 0).0.starts_with(" x : 61440 "));
+        assert_eq!(expanded("%{}t|", 0).0, "|");
+        assert_eq!(expanded("%{%%}t", 0).0, "%");
+        let (c, len) = expanded("%c", 0);
+        assert!(c.contains(": 0s, read: 61440 (60KiB, ") && c.ends_with("\r"), "{c:?}");
+        assert_eq!(len, 0);
+        assert_eq!(c.len(), width_of(-1) + 1, "padded to the width, then \\r: {c:?}");
+    }
+}
