@@ -1474,7 +1474,7 @@ fn piped_said(out: &Output, prog: &str) -> (String, Vec<String>) {
 /// `--to-command`: every member GNU tar would extract as a regular file goes to its own
 /// `sh -c COMMAND`, described by the same TAR_* variables (TAR_ATIME/CTIME, which GNU tar sets
 /// to its start time for these archives, and TAR_VERSION aside), in GNU, POSIX, ustar and v7
-/// archives, after --strip-components and --transform; -v names on stdout; a command that
+/// archives (and one with only a PAX global header), after --strip-components and --transform; -v names on stdout; a command that
 /// exits non-zero is reported with its pid (exit 2, or 0 with --ignore-command-error), one
 /// killed by a signal is a warning, one that reads nothing is fine; nothing is created on disk.
 #[test]
@@ -1506,6 +1506,19 @@ fn to_command_like_gnu_tar() {
         assert!(out.success(), "{}", out.describe());
         archives.push(archive);
     }
+    // A PAX global header alone (no `x` header per member): GNU tar says ustar.
+    let global = td.join("global.tar");
+    let out = gnu_tar([
+        "--format=posix",
+        "--pax-option=comment=abc,delete=atime,delete=ctime,delete=mtime",
+        "-C",
+        root.to_str().unwrap(),
+        "-cf",
+        global.to_str().unwrap(),
+        "d/big",
+    ]);
+    assert!(out.success(), "{}", out.describe());
+    archives.push(global);
     let env = "env | grep '^TAR_' | grep -v '^TAR_ATIME=\\|^TAR_CTIME=\\|^TAR_VERSION=' | sort; \
                echo ---; wc -c";
     let mut failures = Vec::new();
