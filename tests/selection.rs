@@ -1474,9 +1474,10 @@ fn piped_said(out: &Output, prog: &str) -> (String, Vec<String>) {
 /// `--to-command`: every member GNU tar would extract as a regular file goes to its own
 /// `sh -c COMMAND`, described by the same TAR_* variables (TAR_ATIME/CTIME, which GNU tar sets
 /// to its start time for these archives, and TAR_VERSION aside), in GNU, POSIX, ustar and v7
-/// archives (and one with only a PAX global header), after --strip-components and --transform; -v names on stdout; a command that
-/// exits non-zero is reported with its pid (exit 2, or 0 with --ignore-command-error), one
-/// killed by a signal is a warning, one that reads nothing is fine; nothing is created on disk.
+/// archives (and one with only a PAX global header), after --strip-components and
+/// --transform; -v names on stdout; a command that exits non-zero is reported with its pid
+/// (exit 2, or 0 with --ignore-command-error), one killed by a signal is a warning, one that
+/// reads nothing is fine; nothing is created on disk.
 #[test]
 fn to_command_like_gnu_tar() {
     if !have_tool("to_command_like_gnu_tar", "tar") {
