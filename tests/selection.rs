@@ -54,6 +54,27 @@ fn operand_archive(td: &TestDir) -> (PathBuf, String) {
     (archive, abs)
 }
 
+/// GNU tar's archive `name` (in the test directory) of `members` of `root`, made with `flags`.
+fn gnu_archive(td: &TestDir, name: &str, flags: &[&str], root: &Path, members: &[&str]) -> PathBuf {
+    let archive = td.join(name);
+    let (root, path) = (root.to_str().unwrap(), archive.to_str().unwrap());
+    let args =
+        flags.iter().copied().chain(["-C", root, "-cf", path]).chain(members.iter().copied());
+    let out = gnu_tar(args.collect::<Vec<_>>());
+    assert!(out.success(), "{}", out.describe());
+    archive
+}
+
+/// `tree/d/e/f`, a symlink `d/sl` to `e/f` and a hard link `d/hl` to it; returns `tree`.
+fn linked_tree(td: &TestDir) -> PathBuf {
+    let root = td.join("tree");
+    fs::create_dir_all(root.join("d/e")).unwrap();
+    fs::write(root.join("d/e/f"), "f\n").unwrap();
+    std::os::unix::fs::symlink("e/f", root.join("d/sl")).unwrap();
+    fs::hard_link(root.join("d/e/f"), root.join("d/hl")).unwrap();
+    root
+}
+
 /// The names an extraction or listing reported "Not found in archive", in order.
 fn not_found(out: &Output, prog: &str) -> Vec<String> {
     out.stderr_lines()
@@ -1095,10 +1116,7 @@ fn switch_archive(td: &TestDir) -> PathBuf {
         fs::create_dir_all(p.parent().unwrap()).unwrap();
         fs::write(&p, format!("{rel}\n")).unwrap();
     }
-    let archive = td.join("switch.tar");
-    let out = gnu_tar(["-C", root.to_str().unwrap(), "-cf", archive.to_str().unwrap(), "."]);
-    assert!(out.success(), "{}", out.describe());
-    archive
+    gnu_archive(td, "switch.tar", &[], &root, &["."])
 }
 
 /// Each switch applies to the MEMBERs and `--exclude` patterns after it, as in GNU tar 1.34
@@ -1167,21 +1185,9 @@ fn occurrence_like_gnu_tar() {
     fs::create_dir_all(root.join("d")).unwrap();
     fs::write(root.join("d/f"), "f\n").unwrap();
     fs::write(root.join("g"), "g\n").unwrap();
-    let dup = td.join("dup.tar");
     // --hard-dereference: each copy whole, not a hard link to the first.
-    let out = gnu_tar([
-        "--hard-dereference",
-        "-C",
-        root.to_str().unwrap(),
-        "-cf",
-        dup.to_str().unwrap(),
-        "./g",
-        "./d",
-        "./g",
-        "./d",
-        "./g",
-    ]);
-    assert!(out.success(), "{}", out.describe());
+    let copies = ["./g", "./d", "./g", "./d", "./g"];
+    let dup = gnu_archive(&td, "dup.tar", &["--hard-dereference"], &root, &copies);
     let mut failures = Vec::new();
     for (flags, ops) in [
         (&["--occurrence"][..], &["./g"][..]),
@@ -1294,16 +1300,7 @@ fn timestamp_warnings_like_gnu_tar() {
     let touch = Cmd::new("touch").args(["-h", "-d", "2090-01-01"]).arg(root.join("d/l")).run();
     assert!(touch.success(), "{}", touch.describe());
     util::tree::set_mtime(&root.join("d"), 3_818_448_000, 0);
-    let archive = td.join("times.tar");
-    let out = gnu_tar([
-        "--format=posix",
-        "-C",
-        root.to_str().unwrap(),
-        "-cf",
-        archive.to_str().unwrap(),
-        "./d",
-    ]);
-    assert!(out.success(), "{}", out.describe());
+    let archive = gnu_archive(&td, "times.tar", &["--format=posix"], &root, &["./d"]);
     let mut failures = Vec::new();
     for flags in [
         &[][..],
@@ -1351,16 +1348,7 @@ fn full_time_and_utc_listings_like_gnu_tar() {
         util::tree::set_mtime(&root.join(name), secs, ns);
     }
     util::tree::set_mtime(&root.join("d"), 1_600_000_000, 0);
-    let archive = td.join("times.tar");
-    let out = gnu_tar([
-        "--format=posix",
-        "-C",
-        root.to_str().unwrap(),
-        "-cf",
-        archive.to_str().unwrap(),
-        "d",
-    ]);
-    assert!(out.success(), "{}", out.describe());
+    let archive = gnu_archive(&td, "times.tar", &["--format=posix"], &root, &["d"]);
     let mut failures = Vec::new();
     for flags in [&[][..], &["--full-time"], &["--utc"], &["--utc", "--full-time"]] {
         let list = |prog: &OsStr| {
@@ -1398,15 +1386,9 @@ fn transform_like_gnu_tar() {
         return;
     }
     let td = TestDir::new("transform");
-    let root = td.join("tree");
-    fs::create_dir_all(root.join("d/e")).unwrap();
-    fs::write(root.join("d/e/f"), "f\n").unwrap();
+    let root = linked_tree(&td);
     fs::write(root.join("d/g"), "g\n").unwrap();
-    std::os::unix::fs::symlink("e/f", root.join("d/sl")).unwrap();
-    fs::hard_link(root.join("d/e/f"), root.join("d/hl")).unwrap();
-    let archive = td.join("t.tar");
-    let out = gnu_tar(["-C", root.to_str().unwrap(), "-cf", archive.to_str().unwrap(), "d"]);
-    assert!(out.success(), "{}", out.describe());
+    let archive = gnu_archive(&td, "t.tar", &[], &root, &["d"]);
     let mut failures = Vec::new();
     let cases: &[(&[&str], &[&str])] = &[
         (&["--transform", "s/d/D/"], &[]),
@@ -1484,42 +1466,19 @@ fn to_command_like_gnu_tar() {
         return;
     }
     let td = TestDir::new("to_command");
-    let root = td.join("tree");
-    fs::create_dir_all(root.join("d/e")).unwrap();
-    fs::write(root.join("d/e/f"), "f\n").unwrap();
+    let root = linked_tree(&td);
     fs::write(root.join("d/big"), vec![b'x'; 300_000]).unwrap();
     fs::write(root.join("d/x"), "setuid\n").unwrap();
     fs::set_permissions(root.join("d/x"), fs::Permissions::from_mode(0o4750)).unwrap();
     util::tree::set_mtime(&root.join("d/x"), 1_500_000_000, 250_000_000);
-    std::os::unix::fs::symlink("e/f", root.join("d/sl")).unwrap();
-    fs::hard_link(root.join("d/e/f"), root.join("d/hl")).unwrap();
-    let mut archives = Vec::new();
-    for format in ["gnu", "posix", "ustar", "v7"] {
-        let archive = td.join(format!("{format}.tar"));
-        let out = gnu_tar([
-            &format!("--format={format}"),
-            "-C",
-            root.to_str().unwrap(),
-            "-cf",
-            archive.to_str().unwrap(),
-            "d",
-        ]);
-        assert!(out.success(), "{}", out.describe());
-        archives.push(archive);
-    }
+    let mut archives: Vec<PathBuf> = ["gnu", "posix", "ustar", "v7"]
+        .iter()
+        .map(|f| gnu_archive(&td, &format!("{f}.tar"), &[&format!("--format={f}")], &root, &["d"]))
+        .collect();
     // A PAX global header alone (no `x` header per member): GNU tar says ustar.
-    let global = td.join("global.tar");
-    let out = gnu_tar([
-        "--format=posix",
-        "--pax-option=comment=abc,delete=atime,delete=ctime,delete=mtime",
-        "-C",
-        root.to_str().unwrap(),
-        "-cf",
-        global.to_str().unwrap(),
-        "d/big",
-    ]);
-    assert!(out.success(), "{}", out.describe());
-    archives.push(global);
+    let global_only =
+        ["--format=posix", "--pax-option=comment=abc,delete=atime,delete=ctime,delete=mtime"];
+    archives.push(gnu_archive(&td, "global.tar", &global_only, &root, &["d/big"]));
     let env = "env | grep '^TAR_' | grep -v '^TAR_ATIME=\\|^TAR_CTIME=\\|^TAR_VERSION=' | sort; \
                echo ---; wc -c";
     let mut failures = Vec::new();
