@@ -254,7 +254,8 @@ pub struct Args {
 
     /// Exclude the files of version control systems (CVS, RCS, SCCS, .git, .gitignore,
     /// .gitattributes, .gitmodules, .svn, .hg, .hgignore, .hgtags, .bzr, .bzrignore, .bzrtags,
-    /// _darcs, {arch}, .arch-ids, ...), as GNU tar's --exclude-vcs.
+    /// _darcs, {arch}, .arch-ids, ...) and what is under them, wherever they are, as bsdtar
+    /// does (GNU tar 1.34 extracting leaves out only the entries themselves).
     #[arg(long = "exclude-vcs", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
     pub exclude_vcs: Vec<bool>,
 

@@ -543,8 +543,6 @@ pub(crate) fn judge(
     Ok(Some(path))
 }
 
-/// A member of an unknown type is extracted as a regular file, as GNU tar does, with its
-/// warning.
 /// GNU tar's `check_time` (extract.c), for a member whose time is set: a time before 1970
 /// ("implausibly old time stamp") or after now ("time stamp ... is N s in the future") is
 /// worth a warning (`--warning=no-timestamp` silences it; the exit status stays). The name is
@@ -606,6 +604,8 @@ pub(crate) fn gnu_file_name<'a>(cfg: &Config, m: &'a Member, path: &'a SafePath)
     n
 }
 
+/// A member of an unknown type is extracted as a regular file, as GNU tar does, with its
+/// warning.
 pub(crate) fn warn_unknown_type(name: &str, flag: u8) {
     report::warn_of(
         report::Warning::UnknownCast,
@@ -726,12 +726,10 @@ impl<R: Skip> Stage<'_, '_, R> {
             None => None,
         };
         let archived_mtime = m.mtime;
+        // GNU tar checks the times it sets: not a hard link's (it has its target's), not
+        // what it skips.
         if let Some(t) = mtime
-            && matches!(
-                m.kind,
-                Kind::Dir | Kind::Symlink | Kind::Fifo | Kind::File | Kind::Other(_)
-            )
-            && !matches!(m.kind, Kind::Other(b'V' | b'M'))
+            && !matches!(m.kind, Kind::Hardlink | Kind::Other(b'V' | b'M'))
         {
             check_time(cfg, &m, &path, t);
         }

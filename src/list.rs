@@ -189,15 +189,15 @@ fn listed_target(raw: &[u8]) -> &[u8] {
     rest
 }
 
-/// One `tar -tv` line. The owner column is the member's names, or with `--numeric-owner` (or
-/// where a name is empty) its ids as GNU tar resolves them (`owner.rs`): a PAX record may
-/// empty a name whose header name maps to a local id, and GNU tar lists that id.
 /// The column widths of `tar -tv`, which grow (never shrink) with what was listed.
 struct Widths {
     ugs: usize,
     date: usize,
 }
 
+/// One `tar -tv` line. The owner column is the member's names, or with `--numeric-owner` (or
+/// where a name is empty) its ids as GNU tar resolves them (`owner.rs`): a PAX record may
+/// empty a name whose header name maps to a local id, and GNU tar lists that id.
 fn long_line(
     m: &Member,
     name: &str,

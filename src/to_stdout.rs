@@ -10,7 +10,7 @@
 //!
 //! `--to-command=COMMAND` (GNU tar's) is the same stage with another destination: each such
 //! member's data goes to its own `/bin/sh -c COMMAND`, which finds the member described in
-//! `TAR_*` environment variables (`command_env`); `-v` names go to stdout then, as GNU tar
+//! `TAR_*` environment variables (`Piped::env`); `-v` names go to stdout then, as GNU tar
 //! prints them. A command that stops reading gets no more of its member (GNU tar ignores the
 //! EPIPE too); one that exits non-zero is reported, `PID: Child returned status N`, and the run
 //! exits 2 at its end unless `--ignore-command-error`; one killed by a signal is a warning.

@@ -181,7 +181,9 @@ fn member_name_control_chars_are_printed_raw() {
     let dir = scratch("names");
     let mut ar = Vec::new();
     member(&mut ar, b"a/../\nfastuntar: forged line\x1b[31mRED\x1b[0m", b'0', b"x");
-    member(&mut ar, b"dev\x07bell", b'3', b"");
+    // A hard link with no target: skipped, its name in the message (a device node was, until
+    // they were made as root).
+    member(&mut ar, b"dev\x07bell", b'1', b"");
     ar.extend_from_slice(&[0; 2 * BLOCK]);
     let archive = dir.path().join("a.tar");
     fs::write(&archive, &ar).unwrap();

@@ -17,7 +17,7 @@
 mod util;
 
 use std::fs;
-use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -856,9 +856,11 @@ fn exit_codes_and_one_line_messages() {
         let mut t = Tar::new();
         t.file("first", b"first\n");
         t.file("../x", b"outside\n");
-        t.header(&Header { devmajor: 1, devminor: 3, ..Header::new("dev/null2", rawtar::CHR) });
+        // Hard links whose targets are refused (device nodes were skipped here until they were
+        // made as root, as GNU tar makes them).
+        t.hardlink("dev/hl", "../t");
         t.file("../evil\nfastuntar: forged line", b"forged\n");
-        t.header(&Header { devmajor: 8, devminor: 0, ..Header::new("blk", rawtar::BLK) });
+        t.hardlink("blk", "");
         t.file("last", b"last\n");
         write_archive(&td, "skipping.tar", &t.finish())
     };
@@ -879,7 +881,7 @@ fn exit_codes_and_one_line_messages() {
         let ctx = format!("skipping [{}]\n{}", cfg.name, out.describe());
         assert_eq!(out.code, Some(1), "members were skipped: {ctx}");
         let diags = out.diagnostics();
-        let expected = ["../x", "dev/null2", "../evil\\nfastuntar: forged line", "blk"];
+        let expected = ["../x", "dev/hl", "../evil\\nfastuntar: forged line", "blk"];
         assert_eq!(diags.len(), expected.len(), "one line per skipped member: {ctx}");
         for (line, name) in diags.iter().zip(expected) {
             assert!(
@@ -900,13 +902,6 @@ fn exit_codes_and_one_line_messages() {
         for p in ["dev", "blk", "x", "../x"] {
             assert!(!exists(&dest.join(p)), "{p} exists: {ctx}");
         }
-        let dev_null2 = dest.join("dev/null2");
-        assert!(
-            fs::symlink_metadata(&dev_null2)
-                .map(|m| !m.file_type().is_char_device())
-                .unwrap_or(true),
-            "a device node was created: {ctx}"
-        );
 
         let (dest, out) = extract(&td, cfg, &fatal, &[]);
         let ctx = format!("fatal [{}]", cfg.name);

@@ -84,8 +84,8 @@ pub fn member_failed(entry: &crate::plan::Entry, what: &str, e: std::io::Error) 
     }
 }
 
-/// Directories, symlinks, hard links, FIFOs and device nodes: synchronous in both backends (rare in
-/// snapshots). Returns the op back when it is a file op.
+/// Directories, symlinks, hard links, FIFOs and device nodes: synchronous in both backends
+/// (rare in snapshots). Returns the op back when it is a file op.
 pub fn apply_namespace_op(dest: &mut dest::Dest, stats: &mut Stats, op: Op) -> Result<Option<Op>> {
     let (result, what, entry, counter) = match op {
         Op::Dir(entry) => {
