@@ -258,8 +258,8 @@ struct Run {
     unread: Option<(u64, u64)>,
     /// Dots go to stderr (`-O`: stdout carries data).
     dots_to_stderr: bool,
-    /// For `exec`: the archive as named (`-` for standard input), `-x` or `-t`.
-    archive: OsString,
+    /// For `exec`: the run's TAR_* variables (`Config::tar_env`), and `-x` or `-t`.
+    env: [(&'static str, OsString); 3],
     subcommand: &'static str,
     /// /dev/tty, for `bell` and `ttyout`, once opened.
     tty: Option<File>,
@@ -286,7 +286,7 @@ pub fn start(cfg: &Config, compressed: bool) {
         ended: false,
         unread: None,
         dots_to_stderr: cfg.to_stdout,
-        archive: cfg.archive.as_ref().map_or_else(|| "-".into(), |p| p.as_os_str().to_owned()),
+        env: cfg.tar_env(),
         subcommand: if cfg.list { "-t" } else { "-x" },
         tty: None,
         tty_cleanup: false,
@@ -469,10 +469,8 @@ impl Run {
         let status = Command::new("/bin/sh")
             .arg("-c")
             .arg(OsStr::from_bytes(command))
-            .env("TAR_VERSION", env!("CARGO_PKG_VERSION"))
-            .env("TAR_ARCHIVE", &self.archive)
+            .envs(self.env.iter().cloned())
             .env("TAR_CHECKPOINT", self.count.to_string())
-            .env("TAR_BLOCKING_FACTOR", (self.record / 512).to_string())
             .env("TAR_SUBCOMMAND", self.subcommand)
             .env("TAR_FORMAT", format)
             .status();

@@ -61,8 +61,8 @@ pub struct Config {
     /// MEMBER operands and `--files-from` names, in command-line order (operands.rs,
     /// select.rs).
     pub members: Vec<Given>,
-    /// `--transform` expressions, checked (list.rs `Reading` applies them).
-    pub transform: Vec<String>,
+    /// `--transform` expressions, compiled (list.rs `Reading` applies them).
+    pub transforms: std::sync::Arc<crate::transform::Transforms>,
     /// `--show-transformed-names`: -t and -v show names as extracted.
     pub show_transformed: bool,
     /// `--occurrence=N`: only the Nth member each MEMBER selects (0: all of them).
@@ -195,7 +195,8 @@ impl Config {
             .map(|d| top_level(d.as_ref(), archive.as_deref()))
             .transpose()?;
         crate::report::apply_warning_keywords(&args.warning)?;
-        crate::transform::Transforms::parse(&args.transform).context("--transform")?;
+        let transforms =
+            crate::transform::Transforms::parse(&args.transform).context("--transform")?.into();
         let Selection { members, exclude } =
             operands::resolve(&args.ordered, args.file.is_none(), archive.is_none())?;
         let occurrence = match args.occurrence {
@@ -247,7 +248,7 @@ impl Config {
             archive,
             filter,
             members,
-            transform: args.transform,
+            transforms,
             show_transformed: args.show_transformed_names > 0,
             occurrence,
             ignore_zeros: args.ignore_zeros,
@@ -313,6 +314,18 @@ impl Config {
 
     /// Whether the run only reads the archive (`-t`, `-O`): no file-data pool, no writers,
     /// nothing created.
+    /// The TAR_* variables GNU tar gives every program it runs (`--to-command`, a
+    /// checkpoint's `exec`) that describe the run: TAR_VERSION (fastuntar's), TAR_ARCHIVE (`-`
+    /// for standard input) and TAR_BLOCKING_FACTOR. Each caller adds TAR_FORMAT and its own.
+    pub fn tar_env(&self) -> [(&'static str, std::ffi::OsString); 3] {
+        let archive = self.archive.as_ref().map_or_else(|| "-".into(), |p| p.clone().into());
+        [
+            ("TAR_VERSION", env!("CARGO_PKG_VERSION").into()),
+            ("TAR_ARCHIVE", archive),
+            ("TAR_BLOCKING_FACTOR", (self.record_size / 512).to_string().into()),
+        ]
+    }
+
     pub fn reads_only(&self) -> bool {
         self.list || self.to_stdout || self.to_command.is_some()
     }

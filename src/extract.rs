@@ -548,17 +548,16 @@ pub(crate) fn judge(
 /// worth a warning (`--warning=no-timestamp` silences it; the exit status stays). The name is
 /// the one GNU tar uses: as extracted, relative to DIR, without a trailing `/`.
 fn check_time(cfg: &Config, m: &Member, path: &SafePath, t: crate::plan::Timestamp) {
-    // Nearly every time is before the run started: no clock is read for those.
-    static STARTED: std::sync::OnceLock<(i64, u32)> = std::sync::OnceLock::new();
-    let now = || {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-        now.map(|d| (d.as_secs() as i64, d.subsec_nanos())).unwrap_or((0, 0))
+    let since_epoch = |at: std::time::SystemTime| {
+        let d = at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        (d.as_secs() as i64, d.subsec_nanos())
     };
-    if t.secs >= 0 && (t.secs, t.nanos) <= *STARTED.get_or_init(now) {
+    // Nearly every time is before the run started: no clock is read for those.
+    if t.secs >= 0 && (t.secs, t.nanos) <= since_epoch(crate::totals::started_at()) {
         return;
     }
     let future = || {
-        let (now_s, now_ns) = now();
+        let (now_s, now_ns) = since_epoch(std::time::SystemTime::now());
         if (t.secs, t.nanos) <= (now_s, now_ns) {
             return None;
         }

@@ -1,6 +1,7 @@
 //! `-t/--list`: member names like `tar -tf`, and with `-v` lines like `tar -tvf`.
 
 use std::io::{self, Write};
+use std::sync::Arc;
 
 use anyhow::Result;
 
@@ -29,7 +30,7 @@ pub struct Reading {
     /// stops there too), and its end is not checked.
     ended_early: bool,
     /// `--transform` expressions (empty: none).
-    transforms: Transforms,
+    transforms: Arc<Transforms>,
 }
 
 /// Opens the archive and starts its decoder for a stage that only reads it.
@@ -57,9 +58,8 @@ impl Reading {
         let mut reader = Reader::new(input);
         reader.ignore_zeros(cfg.ignore_zeros);
         reader.xattrs(cfg.xattrs.is_some() && !cfg.reads_only());
-        // Parsed (and checked) once already by config.rs.
-        let transforms = Transforms::parse(&cfg.transform).unwrap_or_default();
         crate::checkpoint::start(cfg, trailer.is_some());
+        let transforms = cfg.transforms.clone();
         Reading { reader, trailer, wanted, ended_early: false, transforms }
     }
 

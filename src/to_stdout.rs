@@ -59,8 +59,6 @@ pub fn run(cfg: &Config) -> Result<u64> {
         Admission::new(cfg.snapshot, cfg.limits.clone(), FileCount::new(cfg.limits.max_files));
     let utf8 = list::utf8_locale();
     let mut scratch = Vec::new();
-    // TAR_ATIME and TAR_CTIME: GNU tar gives the time it started for members without them.
-    let started = SystemTime::now();
     let mut members = 0;
     // The member whose data was written last, for a write that fails at the end.
     let mut last = String::new();
@@ -96,7 +94,7 @@ pub fn run(cfg: &Config) -> Result<u64> {
             continue;
         }
         if let Some(command) = &cfg.to_command {
-            let run = Piped { cfg, command, m: &m, path: &path, name: &name, started };
+            let run = Piped { cfg, command, m: &m, path: &path, name: &name };
             run.feed(&mut archive.reader, &mut scratch)?;
             continue;
         }
@@ -132,7 +130,6 @@ struct Piped<'a> {
     m: &'a Member,
     path: &'a SafePath,
     name: &'a str,
-    started: SystemTime,
 }
 
 impl Piped<'_> {
@@ -189,16 +186,14 @@ impl Piped<'_> {
         let time = |secs: i64, nanos: u32| -> std::ffi::OsString {
             format!("{secs}{}", list::ns_fraction(nanos)).into()
         };
-        let start = self.started.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+        // TAR_ATIME and TAR_CTIME: GNU tar gives its start time for members without them.
+        let start = crate::totals::started_at();
+        let start = start.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
         let start = time(start.as_secs() as i64, start.subsec_nanos());
-        let archive =
-            cfg.archive.as_deref().map_or_else(|| "-".into(), |a| a.as_os_str().to_os_string());
         let file = os(gnu_file_name(cfg, m, self.path));
-        let mut env = vec![
-            ("TAR_VERSION", env!("CARGO_PKG_VERSION").into()),
-            ("TAR_ARCHIVE", archive),
+        let mut env = cfg.tar_env().to_vec();
+        env.extend([
             ("TAR_VOLUME", "1".into()),
-            ("TAR_BLOCKING_FACTOR", (cfg.record_size / 512).to_string().into()),
             ("TAR_FORMAT", m.format.name().into()),
             ("TAR_FILETYPE", "f".into()),
             ("TAR_MODE", format!("0{:o}", m.mode & 0o7777).into()),
@@ -210,7 +205,7 @@ impl Piped<'_> {
             ("TAR_SIZE", m.size.to_string().into()),
             ("TAR_UID", m.uid.to_string().into()),
             ("TAR_GID", m.gid.to_string().into()),
-        ];
+        ]);
         // A V7 header has no owner names: GNU tar leaves them unset.
         if m.format != Format::V7 {
             env.push(("TAR_UNAME", os(&m.uname)));

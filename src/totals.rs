@@ -9,15 +9,22 @@
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 /// Bytes of the tar stream the reader consumed when the archive ended.
 static END: AtomicU64 = AtomicU64::new(0);
-static START: OnceLock<Instant> = OnceLock::new();
+/// When the run started: the clock the rate is measured by, and the wall time GNU tar calls
+/// its start time (`--to-command`'s TAR_ATIME and TAR_CTIME, the time stamp warnings).
+static START: OnceLock<(Instant, SystemTime)> = OnceLock::new();
 
 /// Starts the clock the rate is measured by (GNU tar's starts when the archive is opened).
 pub fn start() {
-    START.get_or_init(Instant::now);
+    started_at();
+}
+
+/// The wall-clock time the run started (now, when `start` was not called).
+pub fn started_at() -> SystemTime {
+    START.get_or_init(|| (Instant::now(), SystemTime::now())).1
 }
 
 /// The reader consumed `end` bytes of tar stream by the end of the archive.
@@ -32,7 +39,7 @@ pub fn line(record: u64) -> String {
 
 /// Seconds since `start` (GNU tar's `compute_duration`).
 pub fn elapsed() -> f64 {
-    START.get().map_or(0.0, |s| s.elapsed().as_secs_f64())
+    START.get().map_or(0.0, |(s, _)| s.elapsed().as_secs_f64())
 }
 
 /// GNU tar's `print_stats` for `bytes` read by now: "TEXT: N (SIZE, RATE/s)", without the

@@ -198,6 +198,12 @@ pub struct Transforms {
     list: Vec<Transform>,
 }
 
+impl std::fmt::Debug for Transforms {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transforms").field("expressions", &self.list.len()).finish()
+    }
+}
+
 /// `strtoul(s, &end, radix)` on a string that starts with a digit: the value (`u64::MAX` on
 /// overflow, as glibc's `ULONG_MAX`) and the number of bytes read. `auto_radix` is base 0:
 /// `0x` + hex digit is hexadecimal, a leading `0` octal.
