@@ -265,6 +265,33 @@ pub struct Args {
     #[arg(long = "occurrence", value_name = "N", num_args = 0..=1, require_equals = true, default_missing_value = "1")]
     pub occurrence: Option<u64>,
 
+    /// Only members whose modification time is DATE or later (older ones are skipped, as GNU
+    /// tar's -N when extracting or listing). DATE is a file whose mtime counts when it starts
+    /// with `/` or `.`, else a date: `2022-06-01`, `2022-06-01 12:00[:00[.5]] [UTC|+02:00]`,
+    /// `@SECONDS`, `Jun 1 2022`, `3 days ago`, `yesterday` (local time without a zone).
+    #[arg(
+        short = 'N',
+        long = "newer",
+        visible_alias = "after-date",
+        value_name = "DATE",
+        allow_hyphen_values = true
+    )]
+    pub newer: Option<String>,
+
+    /// The same as -N (GNU tar's -N also compares the change time, but only when creating).
+    #[arg(
+        long = "newer-mtime",
+        value_name = "DATE",
+        allow_hyphen_values = true,
+        conflicts_with = "newer"
+    )]
+    pub newer_mtime: Option<String>,
+
+    /// Say "DIR: Omitting" for each directory member that is not extracted or listed (not
+    /// selected, excluded or older than -N's DATE).
+    #[arg(long = "show-omitted-dirs")]
+    pub show_omitted_dirs: bool,
+
     /// Everything above whose place matters, in command-line order (filled by `parse`).
     #[arg(skip)]
     pub ordered: Vec<Ordered>,
@@ -661,10 +688,10 @@ pub enum IoBackend {
 }
 
 /// Letters of tar's traditional bundled options (`tar xzvf A -C DIR`) that fastuntar knows.
-const BUNDLE_LETTERS: &[u8] = b"xtfCvkpoazjJIZTXOmiqsBbPSn";
+const BUNDLE_LETTERS: &[u8] = b"xtfCvkpoazjJIZTXOmiqsBbPSnN";
 
 /// Letters among them that take a value: in a bundle, the arguments after it, in order.
-const BUNDLE_VALUES: &[u8] = b"fCITXb";
+const BUNDLE_VALUES: &[u8] = b"fCITXbN";
 
 /// Rewrites tar's traditional form, a first argument of option letters without a dash
 /// (`fastuntar xzvf A.tgz -C out`, `tar xfC A.tar out`), into dashed options, as GNU tar reads

@@ -9,6 +9,7 @@ use anyhow::{Context, Result, bail};
 use crate::admit::{Limits, SNAPSHOT_MAX_BYTES, SNAPSHOT_MAX_FILES};
 use crate::cli::{Args, IoBackend, Ordered};
 use crate::operands::{self, Given, Selection};
+use crate::plan::Timestamp;
 use crate::pool::BUF_ALIGN;
 use crate::resources::{address_space_limited, soft_limit};
 
@@ -67,6 +68,10 @@ pub struct Config {
     pub show_transformed: bool,
     /// `--occurrence=N`: only the Nth member each MEMBER selects (0: all of them).
     pub occurrence: u64,
+    /// `-N/--newer/--after-date`, `--newer-mtime`: members older than this are not wanted.
+    pub newer: Option<crate::plan::Timestamp>,
+    /// `--show-omitted-dirs`: each directory member not wanted is named ("Omitting").
+    pub show_omitted_dirs: bool,
     /// `-i`: read past zero blocks (archive/reader.rs `ignore_zeros`).
     pub ignore_zeros: bool,
     pub dest: PathBuf,
@@ -207,6 +212,7 @@ impl Config {
             // GNU tar: 0 is "every occurrence", as without the option.
             Some(n) => n,
         };
+        let newer = newer_than(&args)?;
         if args.to_command.is_some() && args.json {
             bail!("--json cannot be used with --to-command");
         }
@@ -251,6 +257,8 @@ impl Config {
             transforms,
             show_transformed: args.show_transformed_names > 0,
             occurrence,
+            newer,
+            show_omitted_dirs: args.show_omitted_dirs,
             ignore_zeros: args.ignore_zeros,
             dest: args.directory,
             list: args.list,
@@ -386,6 +394,28 @@ fn top_level(dir: &std::path::Path, archive: Option<&std::path::Path>) -> Result
         }
     }
     Ok((!out.as_os_str().is_empty()).then_some(out))
+}
+
+/// `-N/--newer/--after-date DATE` or `--newer-mtime DATE` (dates.rs), relative dates counted
+/// from the run's start. With `-v` a DATE given as text is said back as read, as GNU tar
+/// does ("Option --after-date: Treating date 'yesterday' as 2026-11-23 10:00:00.5"), unless
+/// it reads the same.
+fn newer_than(args: &Args) -> Result<Option<Timestamp>> {
+    let (option, text) = match (&args.newer, &args.newer_mtime) {
+        (Some(text), _) => ("--after-date", text),
+        (None, Some(text)) => ("--newer-mtime", text),
+        (None, None) => return Ok(None),
+    };
+    let since = crate::totals::started_at().duration_since(std::time::UNIX_EPOCH)?;
+    let now = Timestamp { secs: since.as_secs() as i64, nanos: since.subsec_nanos() };
+    let at = crate::dates::date_or_file(text, now).with_context(|| option.to_string())?;
+    let is_file = text.starts_with('/') || text.starts_with('.');
+    let style = crate::list::TimeStyle { full: false, utc: args.utc };
+    let said = crate::list::tartime(at, true, style);
+    if args.verbose > 0 && !is_file && said != *text {
+        crate::report::warn(format!("Option {option}: Treating date '{text}' as {said}"));
+    }
+    Ok(Some(at))
 }
 
 /// Bytes of a tar record: `-b N` blocks of 512 or `--record-size` bytes (a multiple of 512),

@@ -9,6 +9,7 @@ pub mod archive;
 pub mod checkpoint;
 pub mod cli;
 pub mod config;
+pub mod dates;
 pub mod decode;
 pub mod exclude;
 pub mod exit_codes;

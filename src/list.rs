@@ -31,6 +31,8 @@ pub struct Reading {
     ended_early: bool,
     /// `--transform` expressions (empty: none).
     transforms: Arc<Transforms>,
+    /// `--show-omitted-dirs`.
+    show_omitted_dirs: bool,
 }
 
 /// Opens the archive and starts its decoder for a stage that only reads it.
@@ -60,7 +62,8 @@ impl Reading {
         reader.xattrs(cfg.xattrs.is_some() && !cfg.reads_only());
         crate::checkpoint::start(cfg, trailer.is_some());
         let transforms = cfg.transforms.clone();
-        Reading { reader, trailer, wanted, ended_early: false, transforms }
+        let show_omitted_dirs = cfg.show_omitted_dirs;
+        Reading { reader, trailer, wanted, ended_early: false, transforms, show_omitted_dirs }
     }
 
     /// The next member; at the end of the archive its size is noted for `--totals`. The
@@ -81,15 +84,20 @@ impl Reading {
     }
 
     /// Whether the member is wanted: selected by the MEMBER operands (which marks the operand
-    /// found) and not excluded, both by its name as stored. With `--occurrence`, this is also
+    /// found), not older than `-N`'s date and not excluded, by its name as stored. With `--occurrence`, this is also
     /// where the reading ends once every name was found (after this member, wanted or not, as
     /// GNU tar's `read_and` checks). A wanted member's names are then `--transform`ed, as GNU
     /// tar's `transform_stat_info` does after the same checks: its name (trailing `/`s set
     /// aside, one put back), a symlink's or hard link's target; the stored name is kept for
-    /// listings.
+    /// listings. With `--show-omitted-dirs` a directory member not wanted is named.
     pub fn wants(&mut self, m: &mut Member) -> bool {
-        let wanted = self.wanted.wants(&m.name);
+        let wanted = self.wanted.wants(&m.name, m.mtime);
         self.ended_early = self.wanted.all_found(&m.name);
+        if !wanted && self.show_omitted_dirs && m.kind == Kind::Dir {
+            // GNU tar names it without its trailing `/`s.
+            let end = m.name.iter().rposition(|&b| b != b'/').map_or(m.name.len(), |e| e + 1);
+            crate::report::warn(format!("{}: Omitting", crate::report::printable(&m.name[..end])));
+        }
         if wanted && !self.transforms.is_empty() {
             let end = m.name.iter().rposition(|&b| b != b'/').map_or(0, |e| e + 1);
             if let Some(mut name) = self.transforms.apply(&m.name[..end], NameKind::Member) {
@@ -133,8 +141,9 @@ pub fn run(cfg: &Config) -> Result<u64> {
     let utf8 = utf8_locale();
     let mut widths = Widths { ugs: UGS_WIDTH, date: DATE_WIDTH };
     let mut owners = Owners::new(cfg.numeric_owner);
-    // Checkpoints print straight to stdout and stderr: each line goes out before them.
-    let line_by_line = crate::checkpoint::on();
+    // Checkpoints and "Omitting" lines print straight to stdout and stderr: each line goes out
+    // before them.
+    let line_by_line = crate::checkpoint::on() || cfg.show_omitted_dirs;
     let mut members = 0;
     while let Some(mut m) = archive.next_member()? {
         if !archive.wants(&mut m) {

@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use crate::config::Config;
 use crate::exclude::{self, Exclude, Pattern, has_wildcards, matched_name, unescape};
 use crate::operands::Given;
+use crate::plan::Timestamp;
 use crate::report;
 
 pub struct Select {
@@ -195,11 +196,13 @@ impl Select {
     }
 }
 
-/// Which members a stage wants: those the MEMBER operands select (all, without operands) and
-/// `--exclude` does not exclude. Extraction, `-t` and `-O` all ask this one.
+/// Which members a stage wants: those the MEMBER operands select (all, without operands),
+/// not older than `-N`'s date and not excluded by `--exclude`. Extraction, `-t` and `-O` all
+/// ask this one.
 pub struct Wanted {
     select: Select,
     exclude: Exclude,
+    newer: Option<Timestamp>,
 }
 
 impl Wanted {
@@ -207,6 +210,7 @@ impl Wanted {
         Ok(Wanted {
             select: Select::new(&cfg.members, cfg.occurrence),
             exclude: Exclude::new(&cfg.exclude)?,
+            newer: cfg.newer,
         })
     }
 
@@ -216,10 +220,15 @@ impl Wanted {
         self.select.all_found(name)
     }
 
-    /// Whether the member named `name` (as stored) is wanted. Selection comes first, as in
-    /// GNU tar: a named member that is then excluded still counts as found.
-    pub fn wants(&mut self, name: &[u8]) -> bool {
-        self.select.selects(name) && !self.exclude.excludes(name)
+    /// Whether the member named `name` (as stored), last modified at `mtime`, is wanted.
+    /// Selection comes first, as in GNU tar's `read_and`: a named member that is then older
+    /// than `-N`'s date or excluded still counts as found. As there, only the member's whole
+    /// seconds count against the date (a member of 12:00:00.5 is as old as 12:00:00, and
+    /// kept for a date of 12:00:00, left out for one of 12:00:00.1).
+    pub fn wants(&mut self, name: &[u8], mtime: Timestamp) -> bool {
+        self.select.selects(name)
+            && self.newer.is_none_or(|date| (mtime.secs, 0) >= (date.secs, date.nanos))
+            && !self.exclude.excludes(name)
     }
 
     /// After the whole archive was read: the operands that selected nothing (exit 2).

@@ -1518,3 +1518,146 @@ fn to_command_like_gnu_tar() {
     }
     assert!(failures.is_empty(), "--to-command differs from GNU tar:\n  {}", failures.join("\n  "));
 }
+
+// ---------------------------------------------------------------------------------------------
+// -N/--newer/--after-date, --newer-mtime, --show-omitted-dirs
+
+/// 2022-06-01 12:00:00 UTC.
+const JUNE_NOON: i64 = 1_654_084_800;
+
+/// An archive (`format`) of `t/` with times on both sides of JUNE_NOON: `t/` (2018), `t/c` and `t/d/`
+/// (2023), `t/d/a` (2020), `t/d/e/` (2019), `t/d/e/b` (0.5 s after JUNE_NOON), a symlink
+/// `t/d/l` (its own time 2024), a hard link `t/d/h` to `t/c`.
+fn dated_archive(td: &TestDir, format: &str) -> PathBuf {
+    let root = td.join(format!("dated-{format}"));
+    fs::create_dir_all(root.join("t/d/e")).unwrap();
+    let files =
+        [("t/c", 1_672_531_200, 0), ("t/d/a", Y2020, 0), ("t/d/e/b", JUNE_NOON, 500_000_000)];
+    for (rel, secs, ns) in files {
+        fs::write(root.join(rel), rel).unwrap();
+        util::tree::set_mtime(&root.join(rel), secs, ns);
+    }
+    std::os::unix::fs::symlink("a", root.join("t/d/l")).unwrap();
+    util::tree::set_mtime(&root.join("t/d/l"), 1_704_067_200, 0);
+    fs::hard_link(root.join("t/c"), root.join("t/d/h")).unwrap();
+    for (rel, secs) in [("t/d/e", Y2019), ("t/d", 1_672_531_200), ("t", 1_514_764_800)] {
+        util::tree::set_mtime(&root.join(rel), secs, 0);
+    }
+    let name = format!("dated-{format}.tar");
+    gnu_archive(td, &name, &[&format!("--format={format}")], &root, &["t"])
+}
+
+/// `-N DATE` like GNU tar 1.34 (which reads DATE with gnulib's parse_datetime): the same
+/// members listed and extracted for every form fastuntar reads (dates, times and zones, local
+/// time under a zone that is not UTC, `@SECONDS`, relative dates, a file's mtime), the same
+/// "Treating date" line with `-v` and "Omitting" lines with `--show-omitted-dirs`, the
+/// `--newer`, `--after-date` and `--newer-mtime` spellings and the bundled `tNf`. A member's
+/// whole seconds are compared: `t/d/e/b` (JUNE_NOON + 0.5 s) is kept for JUNE_NOON and left
+/// out for JUNE_NOON + 0.1 s. Where GNU tar reads a DATE fastuntar does not (or none), GNU
+/// tar compares with the earliest time and extracts everything; fastuntar refuses it (exit 2).
+#[test]
+fn newer_like_gnu_tar() {
+    if !have_tool("newer_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("newer");
+    let archive = dated_archive(&td, "posix");
+    let reference = td.join("reference");
+    fs::write(&reference, "").unwrap();
+    util::tree::set_mtime(&reference, JUNE_NOON, 100_000_000);
+    let mut failures = Vec::new();
+    let list = |prog: &OsStr, args: &[&str]| {
+        Cmd::new("env")
+            .current_dir(td.path())
+            .arg("TZ=Asia/Kolkata")
+            .arg(prog)
+            .args(args)
+            .arg("-f")
+            .arg(&archive)
+            .run()
+    };
+    let fixed = [
+        "2021-01-01",
+        "20220601",
+        "22-6-1",
+        "2022-06-01 12:00",
+        "2022-06-01 17:30:00",
+        "2022-06-01 17:30:00.1",
+        "2022-06-01T12:00:00Z",
+        "2022-06-01 12:00:00 UTC",
+        "2022-06-01 12:00:00.1 +00:00",
+        "2022-06-01T14:00:00+0200",
+        "2022-06-01 12:00:00 -2",
+        "1 Jun 2022",
+        "June 1, 2022 17:30",
+        "2022-06-01 +1 day",
+        "2022-03-31 1 month 2 days ago",
+        "@1654084800",
+        "@1654084800.1",
+        "@-5",
+        "./reference",
+        "",
+    ];
+    for date in fixed {
+        for spelling in ["-N", "--newer", "--after-date", "--newer-mtime"] {
+            let args = [spelling, date, "-tv", "--show-omitted-dirs"];
+            let (gnu, ours) = (list(OsStr::new("tar"), &args), list(OsStr::new(util::BIN), &args));
+            if gnu.code != ours.code
+                || gnu.stdout != ours.stdout
+                || said(&gnu, "tar") != said(&ours, "fastuntar")
+            {
+                failures.push(format!(
+                    "{args:?}:\n--- GNU ---\n{}{}--- fastuntar ---\n{}",
+                    gnu.stdout_str(),
+                    gnu.stderr_str(),
+                    ours.describe()
+                ));
+            }
+        }
+    }
+    // Relative to now: the listing is the same (the "Treating" line has each run's own now).
+    for date in ["now", "today", "yesterday", "2 years ago", "-3 years", "tomorrow", "12:00"] {
+        let args = ["-N", date, "-t"];
+        let (gnu, ours) = (list(OsStr::new("tar"), &args), list(OsStr::new(util::BIN), &args));
+        if gnu.code != ours.code || gnu.stdout != ours.stdout {
+            failures.push(format!("{args:?}: {} GNU:\n{}", ours.describe(), gnu.stdout_str()));
+        }
+    }
+    let bundled = |prog: &str| {
+        Cmd::new(prog)
+            .current_dir(td.path())
+            .args(["tNf", "2022-06-01 12:00:00.1 UTC"])
+            .arg(&archive)
+            .run()
+    };
+    let (gnu, ours) = (bundled("tar"), bundled(util::BIN));
+    if gnu.stdout != ours.stdout || !ours.success() {
+        failures.push(format!("tNf: {} GNU:\n{}", ours.describe(), gnu.stdout_str()));
+    }
+    // Extraction under every writer: the older directories are made as the members under
+    // them need them, the hard link follows its target. (Not from the PAX archive: GNU tar
+    // 1.34 with -N sets every file's time to the whole seconds, dropping the PAX record's
+    // nanoseconds; fastuntar keeps them.)
+    let archive = dated_archive(&td, "gnu");
+    let archive = archive.to_str().unwrap();
+    for date in ["2021-01-01 UTC", "@1654084800.1", "./reference", "1 year ago"] {
+        failures.extend(compare_over(
+            &td,
+            |_| {},
+            &["-N", date, "--show-omitted-dirs", "-xf", archive],
+        ));
+    }
+    for args in [
+        &["-N", "bogus", "-tf", archive][..],
+        &["-N", "2022-02-30", "-tf", archive],
+        &["-N", "/nonexistent/reference", "-tf", archive],
+        &["-N", "2021-01-01", "--newer-mtime", "2021-01-01", "-tf", archive],
+    ] {
+        let ours = fastuntar().current_dir(td.path()).args(args).run();
+        let said = ours.diagnostics();
+        if ours.code != Some(2) || !ours.stdout.is_empty() || said.len() > 4 {
+            failures.push(format!("{args:?} should be refused:\n{}", ours.describe()));
+        }
+    }
+    assert!(failures.is_empty(), "-N differs from GNU tar:\n  {}", failures.join("\n  "));
+}
