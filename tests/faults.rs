@@ -1877,6 +1877,170 @@ fn dest_btrfs_loop() {
     against_gnu_tar(test, &nocow, &archive, &every_file_direct(), None);
 }
 
+/// The members GNU tar or fastuntar complained about, one per stderr line `PROG: NAME: ...`
+/// (GNU tar's closing "Exiting with failure status" and our summary left out), sorted and
+/// without duplicates (GNU tar may say two things of one member).
+fn complained_of(out: &Out, prog: &str) -> Vec<String> {
+    let mut names: Vec<String> = out
+        .stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix(&format!("{prog}: ")))
+        .filter(|l| !l.starts_with("Exiting with failure") && !l.contains(" members, "))
+        .filter_map(|l| l.split_once(": ").map(|(name, _)| name.trim_start_matches("./")))
+        .map(|n| n.trim_end_matches('/').to_string())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// A loop device over `img` (`losetup -f --show`), detached on drop: FUSE block filesystems
+/// (exfat-fuse) want a block device, not a file.
+struct LoopDev(String);
+
+impl LoopDev {
+    fn new(img: &Path) -> Result<LoopDev, String> {
+        let out = Command::new("losetup")
+            .args(["-f", "--show"])
+            .arg(img)
+            .output()
+            .map_err(|e| format!("losetup: {e}"))?;
+        if !out.status.success() {
+            return Err(format!("losetup: {}", String::from_utf8_lossy(&out.stderr).trim()));
+        }
+        Ok(LoopDev(String::from_utf8_lossy(&out.stdout).trim().to_string()))
+    }
+}
+
+impl Drop for LoopDev {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").arg("-d").arg(&self.0).status();
+    }
+}
+
+/// exFAT through FUSE (exfat-fuse), what a USB stick is formatted with: no symlinks and no hard
+/// links (the daemon answers ENOSYS), no modes, no times that stick. GNU tar reports every
+/// symlink and hard link it cannot make and extracts the rest (exit 2); fastuntar under every
+/// configuration reports the same members (exit 1: members skipped) and gives the same tree.
+/// Before 2026-11-24 ENOSYS was taken for a fatal error: the run stopped at the first symlink.
+#[test]
+fn dest_fuse_exfat() {
+    let test = "dest_fuse_exfat";
+    if !is_root() {
+        return skip(test, "needs root to mount");
+    }
+    if !Path::new("/dev/fuse").exists() {
+        return skip(test, "no /dev/fuse");
+    }
+    let Some(mkfs) = or_skip(test, ensure_tool("mkfs.exfat", "exfatprogs")) else { return };
+    let Some(mounter) = or_skip(test, ensure_tool("mount.exfat-fuse", "exfat-fuse")) else {
+        return;
+    };
+    let td = scratch(test);
+    let Some(archive) = or_skip(test, mixed_archive(td.path())) else { return };
+    let img = td.path().join("exfat.img");
+    fs::File::create(&img).and_then(|f| f.set_len(96 << 20)).unwrap();
+    let made = Command::new(&mkfs).arg(&img).output().unwrap();
+    if !made.status.success() {
+        return skip(test, &format!("mkfs.exfat: {}", String::from_utf8_lossy(&made.stderr)));
+    }
+    let Some(dev) = or_skip(test, LoopDev::new(&img)) else { return };
+    let mnt = td.path().join("mnt");
+    let Some(_m) = or_skip(test, Mount::with(mounter.to_str().unwrap(), &[&dev.0], &mnt)) else {
+        return;
+    };
+    let gnu = mnt.join("gnu");
+    fresh_dir(&gnu, None);
+    let g = run(gnu_tar(&archive, &gnu), None);
+    note(test, &format!("GNU tar: {}", gnu_outcome(&g)));
+    let refused = complained_of(&g, "tar");
+    assert!(
+        g.code == Some(2) && !refused.is_empty(),
+        "{test}: GNU tar was expected to refuse the links: {}",
+        g.stderr
+    );
+    for_each_config(test, &configs(), |args| {
+        let ours = mnt.join("ours");
+        fresh_dir(&ours, None);
+        let out = run(fastuntar(archive.to_str().unwrap(), &ours, args), None);
+        out.expect(1, "extract onto exFAT")?;
+        if complained_of(&out, "fastuntar") != refused {
+            return Err(format!(
+                "reported {:?}, GNU tar {refused:?}",
+                complained_of(&out, "fastuntar")
+            ));
+        }
+        let res = compare_trees(&gnu, &ours);
+        empty_dir(&ours);
+        if let Some(n) = res? {
+            note(test, &format!("{args:?}: {n}"));
+        }
+        Ok(())
+    });
+    drop(_m);
+    drop(dev);
+}
+
+/// As a user who is not root, into a directory of someone else's (`-C /tmp`, a shared project
+/// directory) with an archive of `./` and of a directory that is there already, owned by root:
+/// their modes and times cannot be set (EPERM). GNU tar says so ("Cannot utime", "Cannot
+/// change mode") and extracts everything else (exit 2); fastuntar under every configuration
+/// reports the same two directories, extracts everything else (exit 1) and gives GNU tar's
+/// tree. Before 2026-11-24 the first such directory ended the run: what was still deferred
+/// (`z/`, made 0700 to be filled) never got its mode, and later members were not extracted.
+#[test]
+fn dirs_of_another_user_do_not_stop_the_run() {
+    let test = "dirs_of_another_user_do_not_stop_the_run";
+    if !can_switch_user(test) {
+        return;
+    }
+    let td = scratch(test);
+    let archive = td.path().join("dirs.tar");
+    let members: &[(&str, &[u8], u32)] = &[
+        ("./", b"", 0o755),
+        ("./shared/", b"", 0o1777),
+        ("./shared/a", b"a\n", 0o644),
+        ("./z/", b"", 0o755),
+        ("./z/y/", b"", 0o750),
+        ("./z/y/x", b"x\n", 0o600),
+        ("./z/z", b"z\n", 0o644),
+        ("./zz", b"zz\n", 0o644),
+    ];
+    fs::write(&archive, tar_with_modes(members)).unwrap();
+    fs::set_permissions(td.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    // Root's, as /tmp is: anyone may create in it, only root may change its mode or times.
+    let prepare = |dest: &Path| {
+        fresh_dir(&dest.join("shared"), None);
+        for d in [dest, &dest.join("shared")] {
+            fs::set_permissions(d, fs::Permissions::from_mode(0o1777)).unwrap();
+        }
+    };
+    let gnu = td.path().join("gnu");
+    prepare(&gnu);
+    let g = run(as_user(&gnu_tar(&archive, &gnu), NOBODY), None);
+    note(test, &format!("GNU tar: {}", gnu_outcome(&g)));
+    let refused = complained_of(&g, "tar");
+    assert_eq!(refused, [".", "shared"], "{test}: GNU tar said {}", g.stderr);
+    for_each_config(test, &configs(), |args| {
+        let ours = td.path().join("ours");
+        prepare(&ours);
+        let out = run(as_user(&fastuntar(archive.to_str().unwrap(), &ours, args), NOBODY), None);
+        out.expect(1, "extract as nobody")?;
+        if complained_of(&out, "fastuntar") != refused {
+            return Err(format!(
+                "reported {:?}, GNU tar {refused:?}",
+                complained_of(&out, "fastuntar")
+            ));
+        }
+        let res = compare_trees(&gnu, &ours);
+        empty_dir(&ours);
+        if let Some(n) = res? {
+            note(test, &format!("{args:?}: {n}"));
+        }
+        Ok(())
+    });
+}
+
 /// overlayfs, the root filesystem of every container, over a lower layer that already holds the
 /// archive's tree with other contents (an image layer being updated): every file replaces one
 /// of the lower layer (a whiteout and a copy-up of its directory in the upper one). Each

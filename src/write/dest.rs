@@ -53,6 +53,10 @@ pub fn is_member_error(e: &io::Error) -> bool {
                 | libc::EMLINK
                 | libc::EINVAL
                 | libc::EPERM
+                // What the filesystem cannot do (FUSE: ENOSYS for an operation the daemon
+                // lacks, EOPNOTSUPP; FAT through FUSE has no symlinks, no chmod).
+                | libc::ENOSYS
+                | libc::EOPNOTSUPP
         )
     )
 }
@@ -522,8 +526,20 @@ impl Dest {
             owner: d.owner,
             xattrs: d.xattrs.as_deref().map(|x| (d.name.as_str(), x)),
         };
-        set_meta(fd.as_raw_fd(), &entry, true)
-            .map_err(|e| anyhow!("{}: cannot set directory metadata: {e}", d.path.display()))
+        match set_meta(fd.as_raw_fd(), &entry, true) {
+            // Someone else's directory (`-C /tmp` and an archive of `./`), a filesystem
+            // without modes: the member is reported, the run goes on (GNU tar: "Cannot
+            // utime", "Cannot change mode").
+            Err(e) if is_member_error(&e) => {
+                // Named as extracted (the member's name is only kept with attributes).
+                let path = d.path.display().to_string();
+                let path = if path.is_empty() { "." } else { &path };
+                crate::report::skipped(path, format!("cannot set directory metadata: {e}"));
+                Ok(())
+            }
+            Err(e) => Err(anyhow!("{}: cannot set directory metadata: {e}", d.path.display())),
+            Ok(()) => Ok(()),
+        }
     }
 }
 
@@ -571,23 +587,38 @@ impl<'a> MetaOf<'a> {
 /// so the mode and attributes come after it; a write clears the capability too, so this runs
 /// once the data is complete; attributes go before the mode, as a user.* attribute needs write
 /// permission on the inode (a 0444 file of ours refuses it to a user who is not root).
-/// An attribute that is not set is reported by `set_xattrs`, never fatal.
+/// An attribute that is not set is reported by `set_xattrs`, never fatal. Each step is tried
+/// whatever the one before it did, as GNU tar does (a directory of someone else's refuses the
+/// mode and the time; a FUSE filesystem without chmod still takes the time), and the first
+/// failure is returned. Where the owner could not be set, the set-id bits are not: the file
+/// belongs to whoever extracts it.
 pub fn set_meta(fd: RawFd, m: &MetaOf, set_mode: bool) -> io::Result<()> {
-    if let Some((uid, gid)) = m.owner {
+    let owner = match m.owner {
         // Safety: fd is open.
-        cvt(restart(|| unsafe { libc::fchown(fd, uid, gid) }))?;
-    }
+        Some((uid, gid)) => cvt(restart(|| unsafe { libc::fchown(fd, uid, gid) })),
+        None => Ok(()),
+    };
     if let Some((member, xattrs)) = m.xattrs {
         fset_xattrs(fd, member, xattrs);
     }
-    if set_mode {
-        // Safety: fd is open.
-        cvt(restart(|| unsafe { libc::fchmod(fd, m.mode) }))?;
-    }
-    let Some(mtime) = m.mtime else { return Ok(()) };
-    let times = timespecs(mtime);
-    // Safety: fd is open; `times` is a valid two-element array.
-    cvt(restart(|| unsafe { libc::futimens(fd, times.as_ptr()) }))
+    let mode = match (set_mode, &owner) {
+        (false, _) => Ok(()),
+        // Safety (both): fd is open.
+        (true, Ok(())) => cvt(restart(|| unsafe { libc::fchmod(fd, m.mode) })),
+        (true, Err(_)) => {
+            let mode = m.mode & !(libc::S_ISUID | libc::S_ISGID);
+            cvt(restart(|| unsafe { libc::fchmod(fd, mode) }))
+        }
+    };
+    let time = match m.mtime {
+        Some(mtime) => {
+            let times = timespecs(mtime);
+            // Safety: fd is open; `times` is a valid two-element array.
+            cvt(restart(|| unsafe { libc::futimens(fd, times.as_ptr()) }))
+        }
+        None => Ok(()),
+    };
+    owner.and(mode).and(time)
 }
 
 /// `set_xattrs` through `fd`, an open file or directory of ours.
