@@ -2,6 +2,7 @@
 //!
 //! Both backends share `dest.rs`, which owns every path resolution in the destination.
 
+pub mod casefold;
 pub mod dest;
 pub mod direct;
 pub mod multi;
@@ -198,6 +199,21 @@ pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> R
     // Safety: as above; DIR itself is created like `mkdir -p`, under the user's umask.
     unsafe { libc::umask(old_umask) };
     let exact = cfg.preserve_permissions;
+    // Where names are compared without case, one portable writer (casefold.rs), unless the
+    // user chose the writer threads and the backend.
+    let caseless = match (cfg.writer_threads_given, cfg.io) {
+        (true, IoBackend::Uring | IoBackend::Portable) => None,
+        _ => casefold::caseless(&cfg.dest),
+    };
+    if let Some(fstype) = &caseless
+        && cfg.verbose > 0
+    {
+        crate::report::warn(format!(
+            "{}: names are compared without case here ({fstype}): one writer thread, no io_uring",
+            cfg.dest.display()
+        ));
+    }
+    let n = if caseless.is_some() && !cfg.writer_threads_given { 1 } else { n };
     let fds = FdBudget::from_rlimit(n);
     if fds.writers < n && cfg.writer_threads_given {
         crate::report::warn(format!(
@@ -226,7 +242,9 @@ pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> R
     let mut uring_ok = match cfg.io {
         IoBackend::Uring => true,
         IoBackend::Portable => false,
-        IoBackend::Auto => n < AUTO_PORTABLE_FROM || cfg.direct_io.is_some(),
+        IoBackend::Auto => {
+            caseless.is_none() && (n < AUTO_PORTABLE_FROM || cfg.direct_io.is_some())
+        }
     };
     let mut workers: Vec<Box<dyn Writer>> = Vec::with_capacity(n);
     for dest in all {
