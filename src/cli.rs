@@ -287,6 +287,13 @@ pub struct Args {
     )]
     pub newer_mtime: Option<String>,
 
+    /// Keep a symlink to a directory where the archive has that directory (`lib -> usr/lib`
+    /// and a member `lib/`), and extract what is under it through the symlink, as GNU tar's
+    /// --keep-directory-symlink. Followed only inside DIR: an absolute or `..` target is taken
+    /// as if DIR were `/`.
+    #[arg(long = "keep-directory-symlink")]
+    pub keep_directory_symlink: bool,
+
     /// Say "DIR: Omitting" for each directory member that is not extracted or listed (not
     /// selected, excluded or older than -N's DATE).
     #[arg(long = "show-omitted-dirs")]

@@ -72,6 +72,8 @@ pub struct Config {
     pub newer: Option<crate::plan::Timestamp>,
     /// `--show-omitted-dirs`: each directory member not wanted is named ("Omitting").
     pub show_omitted_dirs: bool,
+    /// `--keep-directory-symlink` (write/dest.rs, write/tree.rs).
+    pub keep_directory_symlink: bool,
     /// `-i`: read past zero blocks (archive/reader.rs `ignore_zeros`).
     pub ignore_zeros: bool,
     pub dest: PathBuf,
@@ -259,6 +261,7 @@ impl Config {
             occurrence,
             newer,
             show_omitted_dirs: args.show_omitted_dirs,
+            keep_directory_symlink: args.keep_directory_symlink,
             ignore_zeros: args.ignore_zeros,
             dest: args.directory,
             list: args.list,

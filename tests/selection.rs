@@ -1661,3 +1661,107 @@ fn newer_like_gnu_tar() {
     }
     assert!(failures.is_empty(), "-N differs from GNU tar:\n  {}", failures.join("\n  "));
 }
+
+// ---------------------------------------------------------------------------------------------
+// --keep-directory-symlink
+
+/// `--keep-directory-symlink` against GNU tar 1.34, over a destination holding `lib ->
+/// usr/lib`, a symlink to a file and a dangling one: a directory member where a symlink to a
+/// directory stands keeps the symlink and what is under it goes through it; a symlink to a file
+/// or to nothing is replaced by the directory (as without the option); a symlink the archive
+/// itself makes is kept the same way. Without the option the symlink is replaced (both tools)
+/// and a member under a symlink is refused (fastuntar never follows one; GNU tar follows what
+/// was there before: README, "How it differs"). Every writer configuration.
+#[test]
+fn keep_directory_symlink_like_gnu_tar() {
+    if !have_tool("keep_directory_symlink_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("keep_dir_symlink");
+    let root = td.join("tree");
+    for rel in ["lib/x", "lib/sub/w", "t/fl/v", "dang/u", "usr/lib/y", "made/q"] {
+        let p = root.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(&p, rel).unwrap();
+    }
+    let dirs = gnu_archive(&td, "dirs.tar", &[], &root, &["lib", "t/fl", "dang"]);
+    // The archive's own symlink `made -> usr/lib`, then `made/` and `made/q`.
+    let own = td.join("own");
+    fs::create_dir_all(own.join("usr/lib")).unwrap();
+    std::os::unix::fs::symlink("usr/lib", own.join("made")).unwrap();
+    let first = gnu_archive(&td, "own1.tar", &[], &own, &["usr", "made"]);
+    let second = gnu_archive(&td, "own2.tar", &[], &root, &["made"]);
+    let own = td.join("own.tar");
+    let mut bytes = fs::read(&first).unwrap();
+    bytes.truncate(bytes.len() - 1024);
+    bytes.extend(fs::read(&second).unwrap());
+    fs::write(&own, bytes).unwrap();
+    let prepare = |dest: &Path| {
+        fs::create_dir_all(dest.join("usr/lib")).unwrap();
+        fs::create_dir_all(dest.join("t")).unwrap();
+        fs::write(dest.join("t/f"), "f").unwrap();
+        std::os::unix::fs::symlink("usr/lib", dest.join("lib")).unwrap();
+        std::os::unix::fs::symlink("f", dest.join("t/fl")).unwrap();
+        std::os::unix::fs::symlink("nowhere", dest.join("dang")).unwrap();
+        for rel in ["t/f", "lib", "t/fl", "dang"] {
+            util::tree::set_mtime(&dest.join(rel), Y2019, 0);
+        }
+    };
+    let mut failures = Vec::new();
+    for archive in [&dirs, &own] {
+        let archive = archive.to_str().unwrap();
+        failures.extend(compare_over(&td, prepare, &["--keep-directory-symlink", "-xf", archive]));
+    }
+    // Without the option the directory members replace the symlinks, as in GNU tar.
+    failures.extend(compare_over(&td, prepare, &["-xf", dirs.to_str().unwrap()]));
+    assert!(failures.is_empty(), "differs from GNU tar:\n  {}", failures.join("\n  "));
+}
+
+/// `--keep-directory-symlink` follows a symlink only inside DIR: an absolute target is taken
+/// as if DIR were `/` and `..` stops at DIR (openat2 RESOLVE_IN_ROOT), whether the symlink was
+/// there before or made by the archive. (GNU tar follows them out of DIR.)
+#[test]
+fn keep_directory_symlink_stays_inside_dir() {
+    let td = TestDir::new("keep_dir_symlink_inside");
+    let outside = td.join("outside");
+    fs::create_dir_all(&outside).unwrap();
+    let mut b = tar::Builder::new(Vec::new());
+    for (name, target) in [("abs", outside.to_str().unwrap()), ("up", "../../../../../../..")] {
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Symlink);
+        h.set_mode(0o777);
+        h.set_size(0);
+        b.append_link(&mut h, name, target).unwrap();
+    }
+    for name in ["abs/", "up/"] {
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Directory);
+        h.set_mode(0o755);
+        h.set_size(0);
+        b.append_data(&mut h, name, &[][..]).unwrap();
+    }
+    for name in ["abs/pwned", "up/pwned", "up/tmp/pwned"] {
+        let mut h = tar::Header::new_gnu();
+        h.set_mode(0o644);
+        h.set_size(3);
+        b.append_data(&mut h, name, &b"bad"[..]).unwrap();
+    }
+    let archive = td.write("escape.tar", b.into_inner().unwrap());
+    let dest = td.fresh("dest");
+    // What the absolute symlink leads to inside DIR exists, so the member lands there.
+    let inside = dest.join(outside.strip_prefix("/").unwrap());
+    fs::create_dir_all(&inside).unwrap();
+    let out = fastuntar()
+        .arg("-xf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(&dest)
+        .arg("--keep-directory-symlink")
+        .run();
+    assert!(out.code.is_some_and(|c| c <= 1), "{}", out.describe());
+    assert_eq!(fs::read_dir(&outside).unwrap().count(), 0, "written outside DIR");
+    assert_eq!(fs::read(inside.join("pwned")).unwrap(), b"bad", "{}", out.describe());
+    assert_eq!(fs::read(dest.join("pwned")).unwrap(), b"bad", "{}", out.describe());
+    assert!(!td.path().join("pwned").exists() && !Path::new("/pwned").exists());
+    assert!(fs::symlink_metadata(dest.join("abs")).unwrap().file_type().is_symlink());
+}

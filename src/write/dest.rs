@@ -128,6 +128,8 @@ pub struct Dest {
     closing: Vec<DeferredDir>,
     /// Bytes of extended attributes `open` and `closing` hold (at most DEFERRED_XATTRS).
     deferred_xattrs: usize,
+    /// `--keep-directory-symlink` (`DestOptions`).
+    keep_dir_symlinks: bool,
 }
 
 /// Most bytes of extended attributes deferred directories may hold. Past it a directory's
@@ -161,6 +163,9 @@ pub struct DestOptions {
     /// Directory fds to keep open at most (from the fd budget).
     pub dir_fds: usize,
     pub files: Arc<FileCount>,
+    /// `--keep-directory-symlink`: a symlink to a directory stays, and paths through it are
+    /// followed (inside DIR only, tree.rs).
+    pub keep_dir_symlinks: bool,
 }
 
 impl Dest {
@@ -178,8 +183,13 @@ impl Dest {
         }
         // Safety: fd is a fresh descriptor we own.
         let root = unsafe { OwnedFd::from_raw_fd(fd) };
+        let mut tree = Tree::new(root, opts.dir_fds);
+        if opts.keep_dir_symlinks {
+            tree.follow_symlinks();
+        }
         Ok(Dest {
-            tree: Tree::new(root, opts.dir_fds),
+            keep_dir_symlinks: opts.keep_dir_symlinks,
+            tree,
             old_files: opts.old_files,
             verbose: opts.verbose,
             exact: opts.exact,
@@ -348,6 +358,14 @@ impl Dest {
                     return Err(e);
                 }
                 if !is_dir_nofollow(slot.dirfd(), &slot.name)? {
+                    // `--keep-directory-symlink`: a symlink that leads to a directory (inside
+                    // DIR) stays, and the member changes nothing, as in GNU tar.
+                    if self.keep_dir_symlinks
+                        && is_symlink_nofollow(slot.dirfd(), &slot.name)
+                        && self.dir(p.components(), false).is_ok()
+                    {
+                        return Ok(());
+                    }
                     // Something else is in the way: replace it (never with -k, nor with
                     // --keep-newer-files when it is as new as the member or newer).
                     if let Some(kept) = self.keeps_existing() {
@@ -702,6 +720,11 @@ fn fstatat_nofollow(dirfd: RawFd, name: &CStr) -> io::Result<libc::stat> {
     Ok(unsafe { st.assume_init() })
 }
 
+/// Whether `name` in `dirfd` is a symlink (false when it cannot be told).
+fn is_symlink_nofollow(dirfd: RawFd, name: &CStr) -> bool {
+    fstatat_nofollow(dirfd, name).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK)
+}
+
 fn is_dir_nofollow(dirfd: RawFd, name: &CStr) -> io::Result<bool> {
     Ok(fstatat_nofollow(dirfd, name)?.st_mode & libc::S_IFMT == libc::S_IFDIR)
 }
@@ -942,6 +965,7 @@ mod tests {
             user_umask: 0o022,
             dir_fds: 8,
             files: FileCount::new(None),
+            keep_dir_symlinks: false,
         };
         Dest::open(dir, opts).unwrap()
     }

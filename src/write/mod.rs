@@ -213,7 +213,10 @@ pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> R
             cfg.dest.display()
         ));
     }
-    let n = if caseless.is_some() && !cfg.writer_threads_given { 1 } else { n };
+    // `--keep-directory-symlink` gives one file two names (`lib/x`, `usr/lib/x`), which the
+    // writers' ordering by name cannot see: one file after the other, as there.
+    let serial = caseless.is_some() || cfg.keep_directory_symlink;
+    let n = if serial && !cfg.writer_threads_given { 1 } else { n };
     let fds = FdBudget::from_rlimit(n);
     if fds.writers < n && cfg.writer_threads_given {
         crate::report::warn(format!(
@@ -230,6 +233,7 @@ pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> R
         user_umask: old_umask,
         dir_fds: (fds.dirs / dests).max(1),
         files: files.clone(),
+        keep_dir_symlinks: cfg.keep_directory_symlink,
     };
     let mut all =
         (0..dests).map(|_| dest::Dest::open(&cfg.dest, opts())).collect::<Result<Vec<_>>>()?;
@@ -242,9 +246,7 @@ pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> R
     let mut uring_ok = match cfg.io {
         IoBackend::Uring => true,
         IoBackend::Portable => false,
-        IoBackend::Auto => {
-            caseless.is_none() && (n < AUTO_PORTABLE_FROM || cfg.direct_io.is_some())
-        }
+        IoBackend::Auto => !serial && (n < AUTO_PORTABLE_FROM || cfg.direct_io.is_some()),
     };
     let mut workers: Vec<Box<dyn Writer>> = Vec::with_capacity(n);
     for dest in all {

@@ -11,7 +11,9 @@
 //!
 //! Directories are opened with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` relative to
 //! their parent's fd (O_NOFOLLOW | O_DIRECTORY where openat2 is missing): a symlink anywhere
-//! in a member's parent path fails the member instead of being followed.
+//! in a member's parent path fails the member instead of being followed. With
+//! `--keep-directory-symlink` such a symlink is followed instead, but only inside DIR
+//! (`open_in_root`: DIR is `/` for it), and the node caches the directory it leads to.
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
@@ -82,6 +84,8 @@ pub struct Tree {
     /// Most directory fds to hold.
     fd_budget: usize,
     tick: u64,
+    /// `--keep-directory-symlink`: a symlink on a walk is followed, within DIR (`open_in_root`).
+    follow: bool,
 }
 
 /// Whether a walk may create the directories it does not find, and with which mode.
@@ -116,7 +120,26 @@ impl Tree {
             fds: 0,
             fd_budget: fd_budget.max(1),
             tick: 0,
+            follow: false,
         }
+    }
+
+    /// `--keep-directory-symlink`: walks follow symlinks to directories instead of failing on
+    /// them, resolved inside DIR as if it were `/` (`open_in_root`).
+    pub fn follow_symlinks(&mut self) {
+        self.follow = true;
+    }
+
+    /// The path of node `id` from DIR.
+    fn path_of(&self, mut id: NodeId) -> Vec<u8> {
+        let mut names = Vec::new();
+        while id != ROOT {
+            let n = &self.nodes[id as usize];
+            names.push(&n.name[..]);
+            id = n.parent;
+        }
+        names.reverse();
+        names.join(&b'/')
     }
 
     pub fn root_fd(&self) -> &Arc<OwnedFd> {
@@ -324,7 +347,18 @@ impl Tree {
             // while the walk stands there: the next node would get a freed id, perhaps its
             // parent's, and be its own parent.
             self.pin(child);
-            let opened = self.open_child(fd.as_raw_fd(), c, create, files).map(Arc::new);
+            let mut opened = self.open_child(fd.as_raw_fd(), c, create, files);
+            if self.follow
+                && let Err(e) = &opened
+                && matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR))
+            {
+                // Names hold no NUL (open_child made C strings of them).
+                if let Ok(path) = CString::new(self.path_of(child)) {
+                    let root = self.root_fd().clone();
+                    opened = self.retry_emfile(|| open_in_root(root.as_raw_fd(), &path));
+                }
+            }
+            let opened = opened.map(Arc::new);
             if let Ok(f) = &opened {
                 self.set_fd(child, f.clone());
             }
@@ -514,20 +548,8 @@ pub fn is_out_of_fds(e: &io::Error) -> bool {
 /// `parent` (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS; O_NOFOLLOW where openat2 is missing).
 pub fn open_dir_beneath(parent: RawFd, name: &CStr) -> io::Result<OwnedFd> {
     let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    // Safety: open_how is plain integers; all-zero is its documented default.
-    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-    how.flags = flags as u64;
-    how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
-    // Safety: valid dirfd, C string, and an open_how of the size we pass.
-    let fd = restart(|| unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            parent,
-            name.as_ptr(),
-            &how as *const libc::open_how,
-            std::mem::size_of::<libc::open_how>(),
-        )
-    }) as RawFd;
+    let resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
+    let fd = openat2(parent, name, flags, resolve);
     let fd = if fd < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
         // Safety: valid dirfd and C string. `name` is a single plain component, so
         // O_NOFOLLOW alone keeps the open beneath `parent`.
@@ -540,6 +562,39 @@ pub fn open_dir_beneath(parent: RawFd, name: &CStr) -> io::Result<OwnedFd> {
     }
     // Safety: fd is a fresh descriptor we own.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `--keep-directory-symlink`: opens the directory at `path` (from DIR, open as `root`),
+/// following symlinks as if DIR were `/` (openat2 RESOLVE_IN_ROOT): `lib -> usr/lib` and
+/// `lib -> /usr/lib` both reach DIR/usr/lib, and no symlink, `..` or absolute target leads
+/// out of DIR. Without openat2 (Linux before 5.6) nothing is followed: the member fails as
+/// without the option.
+fn open_in_root(root: RawFd, path: &CStr) -> io::Result<OwnedFd> {
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC;
+    let fd = openat2(root, path, flags, libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS);
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // Safety: fd is a fresh descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// openat2(2) with `flags` and `resolve`: the fd, or -1 with errno set.
+fn openat2(dirfd: RawFd, path: &CStr, flags: libc::c_int, resolve: u64) -> RawFd {
+    // Safety: open_how is plain integers; all-zero is its documented default.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = flags as u64;
+    how.resolve = resolve;
+    // Safety: valid dirfd, C string, and an open_how of the size we pass.
+    restart(|| unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dirfd,
+            path.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    }) as RawFd
 }
 
 #[cfg(test)]
