@@ -343,6 +343,24 @@ pub struct Args {
     )]
     pub no_overwrite_dir: bool,
 
+    /// Remove what is at a member's path before extracting it, as GNU tar's -U: the same as
+    /// the default for files, links and FIFOs (fastuntar never writes into an existing file);
+    /// a directory member removes an existing empty directory and makes it anew, and leaves a
+    /// non-empty one as it is, metadata too (reported: "Directory not empty", exit 1).
+    #[arg(
+        short = 'U',
+        long = "unlink-first",
+        conflicts_with_all = ["keep_old_files", "skip_old_files", "keep_newer_files", "no_overwrite_dir", "overwrite"]
+    )]
+    pub unlink_first: bool,
+
+    /// An existing directory in a member's way is removed with everything in it (symlinks in
+    /// it are removed, never followed), as GNU tar's --recursive-unlink: a directory member
+    /// empties what was there, a file member replaces a whole tree. DIR itself is never
+    /// removed.
+    #[arg(long = "recursive-unlink")]
+    pub recursive_unlink: bool,
+
     /// Give existing directories the member's mode, owner and time (the default).
     #[arg(long = "overwrite-dir", overrides_with = "no_overwrite_dir")]
     pub overwrite_dir: bool,
@@ -695,7 +713,7 @@ pub enum IoBackend {
 }
 
 /// Letters of tar's traditional bundled options (`tar xzvf A -C DIR`) that fastuntar knows.
-const BUNDLE_LETTERS: &[u8] = b"xtfCvkpoazjJIZTXOmiqsBbPSnN";
+const BUNDLE_LETTERS: &[u8] = b"xtfCvkpoazjJIZTXOmiqsBbPSnNU";
 
 /// Letters among them that take a value: in a bundle, the arguments after it, in order.
 const BUNDLE_VALUES: &[u8] = b"fCITXbN";

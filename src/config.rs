@@ -74,6 +74,8 @@ pub struct Config {
     pub show_omitted_dirs: bool,
     /// `--keep-directory-symlink` (write/dest.rs, write/tree.rs).
     pub keep_directory_symlink: bool,
+    /// `--recursive-unlink`: an existing directory in a member's way goes with its contents.
+    pub recursive_unlink: bool,
     /// `-i`: read past zero blocks (archive/reader.rs `ignore_zeros`).
     pub ignore_zeros: bool,
     pub dest: PathBuf,
@@ -157,6 +159,9 @@ pub enum OldFiles {
     /// earlier in it) keeps its mode and owner; it still gets the member's mtime (GNU tar 1.34
     /// sets it).
     NoOverwriteDir,
+    /// `-U`: as Replace, but an existing directory in a directory member's way is removed too
+    /// (when empty; a non-empty one stays, reported) and made anew, as GNU tar 1.34.
+    UnlinkFirst,
 }
 
 impl Config {
@@ -262,6 +267,7 @@ impl Config {
             newer,
             show_omitted_dirs: args.show_omitted_dirs,
             keep_directory_symlink: args.keep_directory_symlink,
+            recursive_unlink: args.recursive_unlink,
             ignore_zeros: args.ignore_zeros,
             dest: args.directory,
             list: args.list,
@@ -277,6 +283,7 @@ impl Config {
                 _ if args.skip_old_files => OldFiles::Skip,
                 _ if args.keep_newer_files => OldFiles::KeepNewer,
                 _ if args.no_overwrite_dir => OldFiles::NoOverwriteDir,
+                _ if args.unlink_first => OldFiles::UnlinkFirst,
                 _ => OldFiles::Replace,
             },
             one_top_level: one_top_level.flatten(),

@@ -1765,3 +1765,93 @@ fn keep_directory_symlink_stays_inside_dir() {
     assert!(!td.path().join("pwned").exists() && !Path::new("/pwned").exists());
     assert!(fs::symlink_metadata(dest.join("abs")).unwrap().file_type().is_symlink());
 }
+
+// ---------------------------------------------------------------------------------------------
+// -U/--unlink-first, --recursive-unlink
+
+/// The members names a run complained of (`PROG: NAME: ...`), sorted, without `./` and a
+/// trailing `/`; GNU tar's closing line and our summary left out.
+fn complained_of(out: &Output, prog: &str) -> Vec<String> {
+    let mut names: Vec<String> = said(out, prog)
+        .iter()
+        .filter(|l| !util::is_summary(&format!("fastuntar: {l}")))
+        .filter_map(|l| l.split_once(": ").map(|(n, _)| n.trim_start_matches("./")))
+        .map(|n| n.trim_end_matches('/').to_string())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// `-U` and `--recursive-unlink` against GNU tar 1.34, over a destination where directories
+/// stand in the members' way: `d/` (a directory member) over a non-empty `d`, `e` (a file)
+/// over a non-empty directory, `f` (a file) over an empty one, `em/` over an empty one, `l`
+/// (a symlink) over a non-empty one. The trees are GNU tar's; where GNU tar says "Cannot
+/// unlink: Directory not empty" (exit 2) fastuntar reports the same members (exit 1: members
+/// skipped). `--recursive-unlink` removes the trees in the way without following the symlink
+/// inside one to a directory outside DIR, whose file stays.
+#[test]
+fn unlink_first_like_gnu_tar() {
+    if !have_tool("unlink_first_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("unlink_first");
+    let root = td.join("tree");
+    fs::create_dir_all(root.join("d")).unwrap();
+    fs::create_dir_all(root.join("em")).unwrap();
+    fs::write(root.join("d/new"), "new\n").unwrap();
+    fs::write(root.join("e"), "e\n").unwrap();
+    fs::write(root.join("f"), "f\n").unwrap();
+    std::os::unix::fs::symlink("d/new", root.join("l")).unwrap();
+    for rel in ["d/new", "e", "f", "l", "em", "d"] {
+        util::tree::set_mtime(&root.join(rel), Y2020, 0);
+    }
+    let members = ["./d", "./d/new", "./e", "./f", "./em", "./l"];
+    let archive = gnu_archive(&td, "unlink.tar", &["--no-recursion"], &root, &members);
+    let outside = td.join("outside");
+    fs::create_dir_all(&outside).unwrap();
+    fs::write(outside.join("keep"), "keep\n").unwrap();
+    let prepare = |dest: &Path| {
+        for dir in ["d/old", "e/sub", "f", "em", "l/in"] {
+            fs::create_dir_all(dest.join(dir)).unwrap();
+        }
+        fs::write(dest.join("d/old/x"), "x\n").unwrap();
+        fs::write(dest.join("e/sub/y"), "y\n").unwrap();
+        fs::write(dest.join("l/in/z"), "z\n").unwrap();
+        std::os::unix::fs::symlink(&outside, dest.join("e/sub/out")).unwrap();
+        for rel in ["d/old/x", "e/sub/y", "l/in/z", "e/sub/out", "d/old", "e/sub", "l/in"] {
+            util::tree::set_mtime(&dest.join(rel), Y2019, 0);
+        }
+    };
+    let mut failures = Vec::new();
+    for flags in [
+        &["-U"][..],
+        &["--unlink-first"],
+        &["--recursive-unlink"],
+        &["-U", "--recursive-unlink"],
+        &[],
+    ] {
+        let Both { gnu, ours, diff } = both_over(&td, prepare, |cmd, dest| {
+            cmd.args(flags).arg("-xf").arg(&archive).arg("-C").arg(dest);
+        });
+        if !diff.is_empty() {
+            failures.push(format!("{flags:?}: trees differ:\n    {}", diff.join("\n    ")));
+        }
+        let codes = (gnu.code, ours.code);
+        if codes != (Some(2), Some(1)) && gnu.code != ours.code {
+            failures.push(format!("{flags:?}: exit {:?}, GNU tar {:?}", ours.code, gnu.code));
+        }
+        if complained_of(&gnu, "tar") != complained_of(&ours, "fastuntar") {
+            failures.push(format!(
+                "{flags:?}: complained of {:?}, GNU tar {:?}",
+                complained_of(&ours, "fastuntar"),
+                complained_of(&gnu, "tar")
+            ));
+        }
+        if fs::read(outside.join("keep")).ok().as_deref() != Some(&b"keep\n"[..]) {
+            failures.push(format!("{flags:?}: the directory outside DIR lost its file"));
+            fs::write(outside.join("keep"), "keep\n").unwrap();
+        }
+    }
+    assert!(failures.is_empty(), "differs from GNU tar:\n  {}", failures.join("\n  "));
+}

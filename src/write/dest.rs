@@ -23,7 +23,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, anyhow};
 
 use super::restart;
-use super::tree::{Create, NodeId, Tree};
+use super::tree::{Create, NodeId, Tree, open_dir_beneath};
 use crate::admit::FileCount;
 use crate::archive::{Xattr, xattr_bytes};
 use crate::config::OldFiles;
@@ -130,6 +130,8 @@ pub struct Dest {
     deferred_xattrs: usize,
     /// `--keep-directory-symlink` (`DestOptions`).
     keep_dir_symlinks: bool,
+    /// `--recursive-unlink` (`DestOptions`).
+    recursive_unlink: bool,
 }
 
 /// Most bytes of extended attributes deferred directories may hold. Past it a directory's
@@ -166,6 +168,8 @@ pub struct DestOptions {
     /// `--keep-directory-symlink`: a symlink to a directory stays, and paths through it are
     /// followed (inside DIR only, tree.rs).
     pub keep_dir_symlinks: bool,
+    /// `--recursive-unlink`: a directory in a member's way is removed with its contents.
+    pub recursive_unlink: bool,
 }
 
 impl Dest {
@@ -189,6 +193,7 @@ impl Dest {
         }
         Ok(Dest {
             keep_dir_symlinks: opts.keep_dir_symlinks,
+            recursive_unlink: opts.recursive_unlink,
             tree,
             old_files: opts.old_files,
             verbose: opts.verbose,
@@ -260,7 +265,12 @@ impl Dest {
                 let (dirfd, name) = (slot.dirfd(), slot.name.as_ptr());
                 // Safety: as above.
                 if restart(|| unsafe { libc::unlinkat(dirfd, name, libc::AT_REMOVEDIR) }) != 0 {
-                    return Err(io::Error::last_os_error());
+                    let e = io::Error::last_os_error();
+                    let full = matches!(e.raw_os_error(), Some(libc::ENOTEMPTY | libc::EEXIST));
+                    if !(full && self.recursive_unlink) {
+                        return Err(e);
+                    }
+                    remove_tree(slot.dirfd(), &slot.name)?;
                 }
                 self.tree.detach(path.components());
                 Ok(())
@@ -273,7 +283,10 @@ impl Dest {
     /// The error for a member whose path exists, when -k or --skip-old-files keeps it.
     fn keeps_existing(&self) -> Option<io::Error> {
         match self.old_files {
-            OldFiles::Replace | OldFiles::KeepNewer | OldFiles::NoOverwriteDir => None,
+            OldFiles::Replace
+            | OldFiles::KeepNewer
+            | OldFiles::NoOverwriteDir
+            | OldFiles::UnlinkFirst => None,
             OldFiles::Keep => Some(io::Error::from_raw_os_error(libc::EEXIST)),
             OldFiles::Skip => {
                 let kept = KeptExisting::Skipped { tell: self.verbose };
@@ -380,6 +393,25 @@ impl Dest {
                     if restart(|| unsafe { libc::mkdirat(dirfd, name, DIR_CREATE_MODE) }) != 0 {
                         return Err(io::Error::last_os_error());
                     }
+                } else if self.old_files == OldFiles::UnlinkFirst || self.recursive_unlink {
+                    // GNU tar's -U and --recursive-unlink: the directory there goes (when
+                    // empty, or with everything in it) and is made anew; a non-empty one stays
+                    // under -U alone, and the member fails (ENOTEMPTY), its metadata unset.
+                    if self.recursive_unlink {
+                        remove_tree(dirfd, &slot.name)?;
+                    } else {
+                        // Safety: valid dirfd and C string.
+                        let r =
+                            restart(|| unsafe { libc::unlinkat(dirfd, name, libc::AT_REMOVEDIR) });
+                        if r != 0 {
+                            return Err(io::Error::last_os_error());
+                        }
+                    }
+                    self.tree.detach(p.components());
+                    // Safety: valid dirfd and C string.
+                    if restart(|| unsafe { libc::mkdirat(dirfd, name, DIR_CREATE_MODE) }) != 0 {
+                        return Err(io::Error::last_os_error());
+                    }
                 } else if self.old_files == OldFiles::KeepNewer {
                     // GNU tar 1.34 with --keep-newer-files (`maybe_recoverable`): a directory
                     // is never newer, so it is removed, which only works when it is empty; then
@@ -410,7 +442,7 @@ impl Dest {
         let keep_mode = existed && self.old_files == OldFiles::NoOverwriteDir;
         if existed {
             match self.old_files {
-                OldFiles::Replace | OldFiles::NoOverwriteDir => {}
+                OldFiles::Replace | OldFiles::NoOverwriteDir | OldFiles::UnlinkFirst => {}
                 OldFiles::Keep | OldFiles::KeepNewer => return Ok(()),
                 OldFiles::Skip => return Err(self.keeps_existing().expect("skipping")),
             }
@@ -720,6 +752,98 @@ fn fstatat_nofollow(dirfd: RawFd, name: &CStr) -> io::Result<libc::stat> {
     Ok(unsafe { st.assume_init() })
 }
 
+/// `--recursive-unlink`: removes `name` in `dirfd`, and when it is a directory everything in
+/// it, depth first with a stack of open directories (no recursion: any depth), each opened
+/// relative to its parent without following a symlink (`open_dir_beneath`), so nothing outside
+/// the tree is touched; a symlink inside is removed, not followed. A directory that is still
+/// not empty after its entries were removed (something kept adding to it) fails with
+/// ENOTEMPTY.
+fn remove_tree(dirfd: RawFd, name: &CStr) -> io::Result<()> {
+    /// Removes a non-directory or an empty directory: Ok(false) when it is a directory with
+    /// something in it.
+    fn remove_one(dirfd: RawFd, name: &CStr) -> io::Result<bool> {
+        // Safety (both): valid dirfd and C string.
+        if restart(|| unsafe { libc::unlinkat(dirfd, name.as_ptr(), 0) }) == 0 {
+            return Ok(true);
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EISDIR | libc::EPERM) => {}
+            Some(libc::ENOENT) => return Ok(true),
+            _ => return Err(e),
+        }
+        if restart(|| unsafe { libc::unlinkat(dirfd, name.as_ptr(), libc::AT_REMOVEDIR) }) == 0 {
+            return Ok(true);
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::ENOTEMPTY | libc::EEXIST) => Ok(false),
+            Some(libc::ENOENT) => Ok(true),
+            _ => Err(e),
+        }
+    }
+    /// The names in the directory open as `fd`, without `.` and `..`.
+    fn names_in(fd: &OwnedFd) -> io::Result<Vec<(CString, bool)>> {
+        // Safety: dup of an open fd; fdopendir takes the copy, closedir closes it.
+        let copy = unsafe { libc::dup(fd.as_raw_fd()) };
+        if copy < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // Safety: `copy` is an open directory fd we own from here.
+        let dir = unsafe { libc::fdopendir(copy) };
+        if dir.is_null() {
+            let e = io::Error::last_os_error();
+            // Safety: fdopendir failed, so `copy` is still ours to close.
+            unsafe { libc::close(copy) };
+            return Err(e);
+        }
+        let mut names = Vec::new();
+        loop {
+            // Safety: `dir` is an open DIR stream; the entry is valid until the next readdir.
+            let ent = unsafe { libc::readdir(dir) };
+            if ent.is_null() {
+                break;
+            }
+            // Safety: d_name is a NUL-terminated array inside the entry.
+            let n = unsafe { CStr::from_ptr((*ent).d_name.as_ptr()) };
+            if n.to_bytes() != b"." && n.to_bytes() != b".." {
+                names.push((n.to_owned(), false));
+            }
+        }
+        // Safety: `dir` is open; this closes `copy` too.
+        unsafe { libc::closedir(dir) };
+        Ok(names)
+    }
+    if remove_one(dirfd, name)? {
+        return Ok(());
+    }
+    let top = open_dir_beneath(dirfd, name)?;
+    let names = names_in(&top)?;
+    let mut stack: Vec<(OwnedFd, Vec<(CString, bool)>)> = vec![(top, names)];
+    while let Some((fd, names)) = stack.last_mut() {
+        let Some((n, emptied)) = names.pop() else {
+            stack.pop();
+            continue;
+        };
+        if remove_one(fd.as_raw_fd(), &n)? {
+            continue;
+        }
+        if emptied {
+            return Err(io::Error::from_raw_os_error(libc::ENOTEMPTY));
+        }
+        let sub = open_dir_beneath(fd.as_raw_fd(), &n)?;
+        // Back on the list, to be removed once what is in it has gone.
+        names.push((n, true));
+        let inner = names_in(&sub)?;
+        stack.push((sub, inner));
+    }
+    if remove_one(dirfd, name)? {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(libc::ENOTEMPTY))
+    }
+}
+
 /// Whether `name` in `dirfd` is a symlink (false when it cannot be told).
 fn is_symlink_nofollow(dirfd: RawFd, name: &CStr) -> bool {
     fstatat_nofollow(dirfd, name).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK)
@@ -966,6 +1090,7 @@ mod tests {
             dir_fds: 8,
             files: FileCount::new(None),
             keep_dir_symlinks: false,
+            recursive_unlink: false,
         };
         Dest::open(dir, opts).unwrap()
     }
