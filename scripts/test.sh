@@ -21,7 +21,7 @@ declare -A package=([tar]=tar [zstd]=zstd [lz4]=lz4 [gzip]=gzip [bzip2]=bzip2
 missing=()
 package+=([mkfs.ext4]=e2fsprogs [mkfs.xfs]=xfsprogs [mkfs.btrfs]=btrfs-progs [bindfs]=bindfs
   [mkfs.exfat]=exfatprogs [mount.exfat-fuse]=exfat-fuse
-  [setpriv]=util-linux [strace]=strace)
+  [setpriv]=util-linux [strace]=strace [setfacl]=acl)
 for tool in "${!package[@]}"; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("${package[$tool]}")
 done

@@ -15,6 +15,7 @@ pub fn parse(argv: Vec<OsString>) -> Args {
     let last = |id: &str| places(&matches, id).into_iter().max();
     let on = ["xattrs", "xattrs_include", "xattrs_exclude"].into_iter().filter_map(last).max();
     args.xattrs_on = on > last("no_xattrs");
+    args.acls_on = last("acls") > last("no_acls");
     args.ordered = ordered(&matches, &args);
     args.checkpoints = checkpoints(&matches, &args);
     args
@@ -472,6 +473,20 @@ pub struct Args {
     /// each flag stands on the command line).
     #[arg(skip)]
     pub xattrs_on: bool,
+
+    /// Restore POSIX ACLs from the archive's PAX records (SCHILY.acl.access, and
+    /// SCHILY.acl.default for directories), as GNU tar's --acls: names are looked up here, as
+    /// setfacl does. -tv marks members with ACLs `+`. The last of --acls and --no-acls decides.
+    #[arg(long = "acls", action = ArgAction::Count)]
+    pub acls: u8,
+
+    /// Do not restore ACLs (the default).
+    #[arg(long = "no-acls", action = ArgAction::Count)]
+    pub no_acls: u8,
+
+    /// Whether the last of --acls and --no-acls is --acls (set by `parse`).
+    #[arg(skip)]
+    pub acls_on: bool,
 
     /// Skip members matching PATTERN (shell wildcards, matched after any '/'; a matching
     /// directory excludes its contents). May be repeated.

@@ -106,6 +106,8 @@ pub struct Config {
     pub touch: bool,
     /// `--xattrs`: which extended attributes are restored (None: none, the default).
     pub xattrs: Option<crate::xattrs::XattrFilter>,
+    /// `--acls`: POSIX ACLs are restored (acl.rs).
+    pub acls: bool,
     pub strip_components: usize,
     pub same_owner: bool,
     /// `--numeric-owner`: owners are the archive's numbers, never its names (`owner.rs`).
@@ -292,6 +294,7 @@ impl Config {
             record_size,
             touch: args.touch,
             xattrs,
+            acls: args.acls_on,
             strip_components: args.strip_components,
             same_owner: args.same_owner && !args.no_same_owner,
             numeric_owner: args.numeric_owner,

@@ -11,7 +11,7 @@ use anyhow::{Context, Result, anyhow};
 use std::sync::Arc;
 
 use crate::admit::{Admission, FileCount, SNAPSHOT_DIR_MODE, SNAPSHOT_FILE_MODE};
-use crate::archive::{Kind, Member, Reader, Skip};
+use crate::archive::{Kind, Member, Reader, Skip, Xattr};
 use crate::config::{self, Config};
 use crate::decode;
 use crate::list::Reading;
@@ -543,6 +543,39 @@ pub(crate) fn judge(
     Ok(Some(path))
 }
 
+/// The extended attributes to restore on `m`: those `--xattrs` selects, then with `--acls`
+/// its ACLs as `system.posix_acl_*` attributes (acl.rs), set on files and directories (a
+/// default ACL on directories only), as GNU tar does. An ACL that cannot be read (an unknown
+/// user or group) is reported and the member extracted without it. None when there are none
+/// (no allocation for a member without attributes).
+fn attributes(cfg: &Config, m: &mut Member, name: &str) -> Option<Arc<[Xattr]>> {
+    if m.xattrs.is_empty() {
+        return None;
+    }
+    let (acls, plain): (Vec<Xattr>, Vec<Xattr>) =
+        std::mem::take(&mut m.xattrs).into_iter().partition(|x| crate::acl::is_record(&x.name));
+    let mut kept: Vec<Xattr> = match &cfg.xattrs {
+        Some(filter) => filter.select(plain).map(|x| x.to_vec()).unwrap_or_default(),
+        None => Vec::new(),
+    };
+    if cfg.acls && matches!(m.kind, Kind::File | Kind::Dir) {
+        for x in acls {
+            if x.name == crate::acl::DEFAULT_KEY && m.kind != Kind::Dir {
+                continue;
+            }
+            let converted = match x.value {
+                Some(text) => crate::acl::to_xattr(&x.name, &text),
+                None => Err("too large to be kept".to_string()),
+            };
+            match converted {
+                Ok((name, value)) => kept.push(Xattr { name, value: Some(value) }),
+                Err(e) => report::skipped(name, format!("cannot restore its ACL: {e}")),
+            }
+        }
+    }
+    (!kept.is_empty()).then(|| kept.into())
+}
+
 /// GNU tar's `check_time` (extract.c), for a member whose time is set: a time before 1970
 /// ("implausibly old time stamp") or after now ("time stamp ... is N s in the future") is
 /// worth a warning (`--warning=no-timestamp` silences it; the exit status stays). The name is
@@ -720,10 +753,7 @@ impl<R: Skip> Stage<'_, '_, R> {
         };
         // `-m` (also with --snapshot: it only concerns times): no time is set at all.
         let mtime = (!cfg.touch).then_some(m.mtime);
-        let xattrs = match &cfg.xattrs {
-            Some(filter) => filter.select(std::mem::take(&mut m.xattrs)),
-            None => None,
-        };
+        let xattrs = attributes(cfg, &mut m, &name);
         let archived_mtime = m.mtime;
         // GNU tar checks the times it sets: not a hard link's (it has its target's), not
         // what it skips.

@@ -4,6 +4,7 @@
 //! `plan` ops → `write` backend, with file data in `pool` buffers that return to the pool
 //! once written.
 
+pub mod acl;
 pub mod admit;
 pub mod archive;
 pub mod checkpoint;

@@ -59,7 +59,10 @@ impl Reading {
     ) -> Reading {
         let mut reader = Reader::new(input);
         reader.ignore_zeros(cfg.ignore_zeros);
-        reader.xattrs(cfg.xattrs.is_some() && !cfg.reads_only());
+        // Kept when extracting with --xattrs or --acls, and for -tv's mark with either.
+        let marks = cfg.list && cfg.verbose > 0;
+        let asked = cfg.xattrs.is_some() || cfg.acls;
+        reader.xattrs(asked && (marks || !cfg.reads_only()));
         crate::checkpoint::start(cfg, trailer.is_some());
         let transforms = cfg.transforms.clone();
         let show_omitted_dirs = cfg.show_omitted_dirs;
@@ -236,8 +239,9 @@ fn long_line(
     let date = tartime(m.mtime, cfg.times.full, cfg.times);
     widths.date = widths.date.max(date.len());
     let mut line = format!(
-        "{} {user}/{group} {:>w$} {:<dw$} {name}",
+        "{}{} {user}/{group} {:>w$} {:<dw$} {name}",
         mode_string(m),
+        mark(m, cfg),
         size,
         date,
         w = widths.ugs - pad + size.len(),
@@ -331,6 +335,22 @@ pub fn tartime(t: Timestamp, full: bool, style: TimeStyle) -> String {
         return date;
     }
     format!("{date}:{:02}{}", tm.tm_sec, ns_fraction(t.nanos))
+}
+
+/// The column GNU tar 1.34 adds after the mode with `--xattrs` or `--acls` (its
+/// `xattrs_print_char`): `+` for a member with ACLs (with --acls), `*` for one with an
+/// attribute `--xattrs` would restore, else a space; nothing without either option.
+fn mark(m: &Member, cfg: &Config) -> &'static str {
+    if cfg.xattrs.is_none() && !cfg.acls {
+        return "";
+    }
+    let acl = |x: &&crate::archive::Xattr| crate::acl::is_record(&x.name);
+    if cfg.acls && m.xattrs.iter().any(|x| acl(&x)) {
+        return "+";
+    }
+    let restored =
+        |f: &crate::xattrs::XattrFilter| m.xattrs.iter().any(|x| !acl(&x) && f.wants(&x.name));
+    if cfg.xattrs.as_ref().is_some_and(restored) { "*" } else { " " }
 }
 
 /// GNU tar's `code_ns_fraction`: `.` and the nanoseconds without trailing zeros; nothing for 0.

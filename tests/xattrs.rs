@@ -503,3 +503,110 @@ fn deep_directories_with_large_attributes_stay_bounded() {
         assert!(kib < 48 * 1024, "peak RSS {kib} KiB for 60 MB of attributes");
     }
 }
+
+/// `setfacl ARGS... PATH`.
+fn setfacl(args: &[&str], p: &Path) {
+    Cmd::new("setfacl").args(args).arg(p).run().expect_code(0);
+}
+
+/// The ACL attributes of every path under `root`, and how many there are.
+fn acls(root: &Path) -> (Attrs, usize) {
+    let mut all = attrs(root);
+    for list in all.values_mut() {
+        list.retain(|(name, _)| name.starts_with(b"system.posix_acl_"));
+    }
+    let n = count(&all);
+    (all, n)
+}
+
+/// `--acls` against GNU tar 1.34 (`tar --acls`): an archive GNU tar wrote of files with
+/// named users and groups (by name, and a number with no name here), a directory with an
+/// access and a default ACL, a file inside it that inherited one, and files without: the same
+/// `system.posix_acl_access`/`_default` attributes and modes under every writer
+/// configuration and 1 and 3 writer threads; none without `--acls`, or after `--no-acls`;
+/// the `-tv` mark (`+`, `*` with `--xattrs`) as GNU tar prints it. An ACL naming a user
+/// unknown here is reported, and the file is extracted without it (exit 1).
+#[test]
+fn acls_like_gnu_tar() {
+    let test = "acls_like_gnu_tar";
+    if !util::have_tools(test, &["tar", "setfacl"]) {
+        return;
+    }
+    let t = TestDir::new(test);
+    let src = t.join("src");
+    fs::create_dir_all(src.join("d")).unwrap();
+    for f in ["f", "plain", "g"] {
+        fs::write(src.join(f), f).unwrap();
+    }
+    setfacl(&["-m", "u:nobody:rw,g:nogroup:r,u:1234:x"], &src.join("f"));
+    setfacl(&["-m", "u:nobody:rwx"], &src.join("d"));
+    setfacl(&["-d", "-m", "u:nobody:rx,g::r"], &src.join("d"));
+    fs::write(src.join("d/inner"), "inner").unwrap();
+    set(&src.join("g"), "user.g", b"g");
+    let archive = t.join("acls.tar");
+    Cmd::new("tar")
+        .args(["--acls", "--xattrs", "--format=posix", "-cf"])
+        .arg(&archive)
+        .arg("-C")
+        .arg(&src)
+        .args(["f", "plain", "g", "d", "d/inner"])
+        .run()
+        .expect_code(0);
+    let cases: &[(&[&str], bool)] = &[
+        (&["--acls"], true),
+        (&["--acls", "--xattrs"], true),
+        (&["--xattrs", "--acls", "--no-acls"], false),
+        (&[], false),
+    ];
+    for (flags, restored) in cases {
+        let reference = t.fresh("gnu-out");
+        gnu_tar(
+            flags
+                .iter()
+                .copied()
+                .chain(["-xf", archive.to_str().unwrap(), "-C"])
+                .chain([reference.to_str().unwrap()]),
+        )
+        .expect_code(0);
+        let (expected, n) = acls(&reference);
+        assert_eq!(n > 0, *restored, "{flags:?}: GNU tar restored {expected:?}");
+        let mode = |root: &Path, f: &str| {
+            use std::os::unix::fs::PermissionsExt;
+            fs::metadata(root.join(f)).unwrap().permissions().mode()
+        };
+        for_each_config(test, |cfg| {
+            for threads in ["1", "3"] {
+                let out = t.fresh("out");
+                run(cfg, threads, flags, &archive, &out).expect_code(0);
+                assert_eq!(acls(&out).0, expected, "{} {flags:?} threads {threads}", cfg.name);
+                for f in ["f", "plain", "g", "d", "d/inner"] {
+                    assert_eq!(mode(&out, f), mode(&reference, f), "{f}: {flags:?}");
+                }
+            }
+        });
+    }
+    for flags in [&["--acls"][..], &["--xattrs"], &["--acls", "--xattrs"], &[]] {
+        let list = |prog: &str| Cmd::new(prog).args(flags).arg("-tvf").arg(&archive).run();
+        let (gnu, ours) = (list("tar"), list(util::BIN));
+        assert_eq!(ours.stdout_str(), gnu.stdout_str(), "-tv {flags:?}");
+    }
+    // An ACL naming a user this system does not know.
+    let text = "user::rw-\nuser:no-such-user-here:r--\ngroup::r--\nmask::r--\nother::r--\n";
+    let rec = pax_record("SCHILY.acl.access", text.as_bytes());
+    let mut bytes = header("PaxHeaders/unknown", b'x', rec.len());
+    bytes.extend(&rec);
+    bytes.resize(bytes.len().next_multiple_of(512), 0);
+    bytes.extend(header("unknown", b'0', 5));
+    bytes.extend(b"data\n");
+    bytes.resize(bytes.len().next_multiple_of(512) + 1024, 0);
+    let odd = t.write("unknown.tar", bytes);
+    let out = t.fresh("odd");
+    let ran = fastuntar().args(["-q", "--acls", "-xf"]).arg(&odd).arg("-C").arg(&out).run();
+    ran.expect_code(1);
+    assert!(
+        ran.stderr_str().contains("unknown: cannot restore its ACL: unknown user"),
+        "{}",
+        ran.describe()
+    );
+    assert_eq!(fs::read(out.join("unknown")).unwrap(), b"data\n");
+}

@@ -54,9 +54,10 @@ pub(super) struct Xattrs {
     full: bool,
 }
 
-/// Whether a PAX key is an extended attribute record.
+/// Whether a PAX key is an extended attribute record, or an ACL record (`acl.rs`), which is
+/// kept the same way under its own key as the name.
 pub(super) fn is_key(key: &[u8]) -> bool {
-    key.starts_with(SCHILY) || key.starts_with(LIBARCHIVE)
+    key.starts_with(SCHILY) || key.starts_with(LIBARCHIVE) || crate::acl::is_record(key)
 }
 
 impl Xattrs {
@@ -64,6 +65,8 @@ impl Xattrs {
     pub(super) fn record(&mut self, key: &[u8], value: Vec<u8>) {
         let (name, value, libarchive) = if let Some(name) = key.strip_prefix(SCHILY) {
             (name.to_vec(), value, false)
+        } else if crate::acl::is_record(key) {
+            (key.to_vec(), value, false)
         } else {
             let name = key.strip_prefix(LIBARCHIVE).unwrap_or(key);
             // A record that does not decode is passed over, as libarchive does.
@@ -80,6 +83,7 @@ impl Xattrs {
     pub(super) fn too_large(&mut self, key: &[u8]) {
         let name = match key.strip_prefix(SCHILY) {
             Some(name) => Some(name.to_vec()),
+            None if crate::acl::is_record(key) => Some(key.to_vec()),
             None => percent_decode(key.strip_prefix(LIBARCHIVE).unwrap_or(key)),
         };
         if let Some(name) = name {

@@ -1,0 +1,225 @@
+//! POSIX ACLs (`--acls`): the PAX records `SCHILY.acl.access` and `SCHILY.acl.default` that
+//! GNU tar and bsdtar write, turned into the extended attributes the kernel takes,
+//! `system.posix_acl_access` and `system.posix_acl_default` (for directories), which the
+//! writer sets with the member's other attributes, through its own descriptor.
+//!
+//! The text is acl(5)'s: entries `TAG:QUALIFIER:PERMS` separated by newlines (GNU tar) or
+//! commas (bsdtar), TAG `user`/`u`, `group`/`g`, `mask`/`m`, `other`/`o`, QUALIFIER empty,
+//! a name or a number, PERMS of `r`, `w`, `x` and `-`; bsdtar adds the number as a fourth
+//! field (`user:alice:r--:1000`), used where the name is not known here; `#` starts a
+//! comment. A name is looked up on this system (getpwnam/getgrnam) as GNU tar's
+//! `acl_from_text` does. The binary form (<linux/posix_acl_xattr.h>): a little-endian u32
+//! version 2, then per entry u16 tag, u16 permissions, u32 id, sorted by tag and id, which is
+//! the order the kernel checks.
+
+use std::ffi::CString;
+
+/// The PAX keys of the two ACLs.
+pub const ACCESS_KEY: &[u8] = b"SCHILY.acl.access";
+pub const DEFAULT_KEY: &[u8] = b"SCHILY.acl.default";
+
+/// The attributes they become.
+const ACCESS_XATTR: &[u8] = b"system.posix_acl_access";
+const DEFAULT_XATTR: &[u8] = b"system.posix_acl_default";
+
+/// <linux/posix_acl_xattr.h>
+const VERSION: u32 = 2;
+const USER_OBJ: u16 = 0x01;
+const USER: u16 = 0x02;
+const GROUP_OBJ: u16 = 0x04;
+const GROUP: u16 = 0x08;
+const MASK: u16 = 0x10;
+const OTHER: u16 = 0x20;
+const UNDEFINED_ID: u32 = u32::MAX;
+
+/// Whether a kept PAX record (`archive::Xattr` name) is an ACL rather than an attribute.
+pub fn is_record(name: &[u8]) -> bool {
+    name == ACCESS_KEY || name == DEFAULT_KEY
+}
+
+/// The extended attribute for the ACL record `key` with text `text`: its name and value.
+/// Err says what is wrong with the text (an unknown tag, user or group; bad permissions).
+pub fn to_xattr(key: &[u8], text: &[u8]) -> Result<(Vec<u8>, Vec<u8>), String> {
+    let name = if key == DEFAULT_KEY { DEFAULT_XATTR } else { ACCESS_XATTR };
+    Ok((name.to_vec(), encode(&parse(text)?)))
+}
+
+/// One entry: tag, permission bits (r 4, w 2, x 1), id.
+type AclEntry = (u16, u16, u32);
+
+fn parse(text: &[u8]) -> Result<Vec<AclEntry>, String> {
+    let text = String::from_utf8_lossy(text);
+    let mut entries = Vec::new();
+    for raw in text.split(['\n', ',']) {
+        let entry = raw.split('#').next().unwrap_or("").trim();
+        if entry.is_empty() {
+            continue;
+        }
+        let fields: Vec<&str> = entry.split(':').collect();
+        let (tag, qualifier, perms, id) = match fields[..] {
+            [tag, qualifier, perms] => (tag, qualifier, perms, None),
+            [tag, qualifier, perms, id] => (tag, qualifier, perms, Some(id)),
+            // `other::r--` is also written `other:r--`, and `mask:r--`.
+            [tag, perms] => (tag, "", perms, None),
+            _ => return Err(format!("'{entry}' is not an ACL entry")),
+        };
+        let perm = perms_of(perms).ok_or_else(|| format!("'{perms}': bad permissions"))?;
+        let named = !qualifier.is_empty();
+        let (tag, id) = match (tag, named) {
+            ("user" | "u", false) => (USER_OBJ, UNDEFINED_ID),
+            ("user" | "u", true) => (USER, user_id(qualifier, id)?),
+            ("group" | "g", false) => (GROUP_OBJ, UNDEFINED_ID),
+            ("group" | "g", true) => (GROUP, group_id(qualifier, id)?),
+            ("mask" | "m", false) => (MASK, UNDEFINED_ID),
+            ("other" | "o", false) => (OTHER, UNDEFINED_ID),
+            _ => return Err(format!("'{entry}' is not an ACL entry")),
+        };
+        entries.push((tag, perm, id));
+    }
+    entries.sort_by_key(|&(tag, _, id)| (tag, id));
+    let has = |t: u16| entries.iter().any(|e| e.0 == t);
+    if !(has(USER_OBJ) && has(GROUP_OBJ) && has(OTHER)) {
+        return Err("an ACL needs user::, group:: and other:: entries".into());
+    }
+    if (has(USER) || has(GROUP)) && !has(MASK) {
+        return Err("an ACL with named users or groups needs a mask:: entry".into());
+    }
+    if entries.windows(2).any(|w| (w[0].0, w[0].2) == (w[1].0, w[1].2)) {
+        return Err("an ACL names one user or group twice".into());
+    }
+    Ok(entries)
+}
+
+fn perms_of(s: &str) -> Option<u16> {
+    let mut bits = 0;
+    for c in s.chars() {
+        bits |= match c {
+            'r' => 4,
+            'w' => 2,
+            'x' => 1,
+            '-' => 0,
+            _ => return None,
+        };
+    }
+    (!s.is_empty()).then_some(bits)
+}
+
+/// A user named by number, by a name known here, or by bsdtar's id field.
+fn user_id(q: &str, id: Option<&str>) -> Result<u32, String> {
+    numeric(q)
+        .or_else(|| lookup(q, true))
+        .or_else(|| id.and_then(numeric))
+        .ok_or_else(|| format!("unknown user '{q}'"))
+}
+
+fn group_id(q: &str, id: Option<&str>) -> Result<u32, String> {
+    numeric(q)
+        .or_else(|| lookup(q, false))
+        .or_else(|| id.and_then(numeric))
+        .ok_or_else(|| format!("unknown group '{q}'"))
+}
+
+fn numeric(s: &str) -> Option<u32> {
+    s.bytes().all(|b| b.is_ascii_digit()).then(|| s.parse().ok()).flatten()
+}
+
+/// The id of user (or group) `name` on this system.
+fn lookup(name: &str, user: bool) -> Option<u32> {
+    let c = CString::new(name).ok()?;
+    let mut buf = vec![0u8; 16 * 1024];
+    if user {
+        // Safety: an all-zero passwd is a valid value for getpwnam_r to fill.
+        let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut out: *mut libc::passwd = std::ptr::null_mut();
+        // Safety: valid C string, passwd, buffer of the length given, and result pointer.
+        let r = unsafe {
+            libc::getpwnam_r(c.as_ptr(), &mut pw, buf.as_mut_ptr().cast(), buf.len(), &mut out)
+        };
+        (r == 0 && !out.is_null()).then_some(pw.pw_uid)
+    } else {
+        // Safety: as above, for a group.
+        let mut gr: libc::group = unsafe { std::mem::zeroed() };
+        let mut out: *mut libc::group = std::ptr::null_mut();
+        // Safety: as above.
+        let r = unsafe {
+            libc::getgrnam_r(c.as_ptr(), &mut gr, buf.as_mut_ptr().cast(), buf.len(), &mut out)
+        };
+        (r == 0 && !out.is_null()).then_some(gr.gr_gid)
+    }
+}
+
+fn encode(entries: &[AclEntry]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + 8 * entries.len());
+    out.extend_from_slice(&VERSION.to_le_bytes());
+    for &(tag, perm, id) in entries {
+        out.extend_from_slice(&tag.to_le_bytes());
+        out.extend_from_slice(&perm.to_le_bytes());
+        out.extend_from_slice(&id.to_le_bytes());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(text: &str) -> Vec<AclEntry> {
+        parse(text.as_bytes()).unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    /// GNU tar's form (newlines, names) and bsdtar's (commas, the id as a fourth field),
+    /// sorted as the kernel wants them.
+    #[test]
+    fn both_spellings_give_the_same_entries() {
+        let gnu = "user::rw-\nuser:1234:--x\nuser:root:rw-\ngroup::r--\ngroup:0:r--\nmask::rwx\nother::r--\n";
+        let bsd = "user::rw-,group::r--,other::r--,mask::rwx,user:nosuchuser:rw-:0,user:1234:--x,group:root:r--:0";
+        let want = vec![
+            (USER_OBJ, 6, UNDEFINED_ID),
+            (USER, 6, 0),
+            (USER, 1, 1234),
+            (GROUP_OBJ, 4, UNDEFINED_ID),
+            (GROUP, 4, 0),
+            (MASK, 7, UNDEFINED_ID),
+            (OTHER, 4, UNDEFINED_ID),
+        ];
+        assert_eq!(entries(gnu), want);
+        assert_eq!(entries(bsd), want);
+        // acl_to_text's comments and the short tags.
+        assert_eq!(
+            entries("u::rwx\ng::r-x\t#effective:r--\no::---"),
+            vec![
+                (USER_OBJ, 7, UNDEFINED_ID),
+                (GROUP_OBJ, 5, UNDEFINED_ID),
+                (OTHER, 0, UNDEFINED_ID)
+            ]
+        );
+    }
+
+    #[test]
+    fn the_binary_form_is_the_kernels() {
+        let (name, value) = to_xattr(ACCESS_KEY, b"user::rw-\ngroup::r--\nother::---\n").unwrap();
+        assert_eq!(name, b"system.posix_acl_access");
+        assert_eq!(
+            value,
+            [
+                2, 0, 0, 0, 1, 0, 6, 0, 255, 255, 255, 255, 4, 0, 4, 0, 255, 255, 255, 255, 32, 0,
+                0, 0, 255, 255, 255, 255
+            ]
+        );
+        assert_eq!(to_xattr(DEFAULT_KEY, b"u::rwx,g::rwx,o::rwx").unwrap().0, DEFAULT_XATTR);
+    }
+
+    #[test]
+    fn broken_acls_are_refused() {
+        for text in [
+            "user::rw-",
+            "user::rw-\ngroup::r--\nother::r--\nuser:1:r--",
+            "user::rw-\ngroup::r--\nother::rwz",
+            "user:nosuchuser-here:rw-\nuser::rw-\ngroup::r--\nmask::rw-\nother::r--",
+            "bogus::rw-\nuser::rw-\ngroup::r--\nother::r--",
+            "user::rw-\nuser::r--\ngroup::r--\nother::r--",
+        ] {
+            assert!(parse(text.as_bytes()).is_err(), "{text:?} was taken");
+        }
+    }
+}
