@@ -39,6 +39,7 @@ pub enum Ordered {
     WildcardsMatchSlash(bool),
     Recursion(bool),
     ExcludeVcs,
+    ExcludeBackups,
 }
 
 /// Where the argument `id` stands on the command line, each time it is given (none when it is
@@ -90,6 +91,7 @@ fn ordered(matches: &clap::ArgMatches, args: &Args) -> Vec<Ordered> {
     values("recursion", &|_| Ordered::Recursion(true));
     values("no_recursion", &|_| Ordered::Recursion(false));
     values("exclude_vcs", &|_| Ordered::ExcludeVcs);
+    values("exclude_backups", &|_| Ordered::ExcludeBackups);
     all.sort_by_key(|(place, _)| *place);
     all.into_iter().map(|(_, o)| o).collect()
 }
@@ -259,6 +261,11 @@ pub struct Args {
     /// does (GNU tar 1.34 extracting leaves out only the entries themselves).
     #[arg(long = "exclude-vcs", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
     pub exclude_vcs: Vec<bool>,
+
+    /// Exclude backup and lock files (`*~`, `#*#`, `.#*`) wherever they are, as GNU tar's
+    /// --exclude-backups (patterns like --exclude's).
+    #[arg(long = "exclude-backups", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
+    pub exclude_backups: Vec<bool>,
 
     /// With MEMBER operands: extract (or list) only the Nth occurrence in the archive of each
     /// name (1 without N), and stop reading once every name was found so often. A name found

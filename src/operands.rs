@@ -91,6 +91,9 @@ pub const VCS_FILES: &[&str] = &[
     "_darcs",
 ];
 
+/// GNU tar's `backup_file_table` (tar.c): what `--exclude-backups` excludes, as patterns.
+pub const BACKUP_FILES: &[&str] = &[".#*", "*~", "#*#"];
+
 /// What the command line selects.
 #[derive(Debug, Default)]
 pub struct Selection {
@@ -202,6 +205,14 @@ pub fn resolve(
             Ordered::ExcludeVcs => {
                 sel.exclude.extend(VCS_FILES.iter().map(|f| Given::new(f.as_bytes(), false, false)))
             }
+            // As GNU tar 1.34 matches them when extracting: wildcards, unanchored, but the
+            // entries themselves only (`bk~/` is left out, `bk~/f` extracted), whatever the
+            // switches say.
+            Ordered::ExcludeBackups => sel.exclude.extend(BACKUP_FILES.iter().map(|f| {
+                let mut g = Given::new(f.as_bytes(), true, false);
+                g.flags.recursion = false;
+                g
+            })),
         }
     }
     Ok(sel)

@@ -1855,3 +1855,33 @@ fn unlink_first_like_gnu_tar() {
     }
     assert!(failures.is_empty(), "differs from GNU tar:\n  {}", failures.join("\n  "));
 }
+
+/// `--exclude-backups` like GNU tar 1.34 (extracting and listing): `*~`, `#*#` and `.#*`
+/// wherever they are, the entries themselves only (the files in a directory `bk~/` are still
+/// extracted), whatever switches stand before it.
+#[test]
+fn exclude_backups_like_gnu_tar() {
+    if !have_tool("exclude_backups_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("exclude_backups");
+    let root = td.join("backups");
+    for rel in
+        ["a", "a~", "d/.#lock", "d/#x#", "d/keep", "bk~/f", "#dir#/g", "d/x.~1~", "d/mid~dle"]
+    {
+        let p = root.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(&p, rel).unwrap();
+    }
+    let archive = gnu_archive(&td, "backups.tar", &[], &root, &["."]);
+    let mut failures = Vec::new();
+    for flags in [
+        &["--exclude-backups"][..],
+        &["--exclude-backups", "--anchored"],
+        &["--no-wildcards", "--ignore-case", "--exclude-backups"],
+        &["--no-recursion", "--exclude-backups", "--exclude=keep"],
+    ] {
+        failures.extend(compare(&td, &archive, flags, &[]));
+    }
+    assert!(failures.is_empty(), "differs from GNU tar:\n  {}", failures.join("\n  "));
+}
