@@ -470,8 +470,13 @@ impl Dest {
         if let Some(xs) = xattrs.as_deref() {
             let bytes = xattr_bytes(xs);
             if self.deferred_xattrs + bytes > DEFERRED_XATTRS {
-                fset_xattrs(fd.as_raw_fd(), &entry.name, xs);
-                xattrs = None;
+                // ACLs stay deferred (a default ACL set now would be inherited by the files
+                // made in the directory, which GNU tar does not let happen).
+                let (acls, now): (Vec<Xattr>, Vec<Xattr>) =
+                    xs.iter().cloned().partition(|x| is_acl_attr(&x.name));
+                fset_xattrs(fd.as_raw_fd(), &entry.name, &now);
+                xattrs = (!acls.is_empty()).then(|| acls.into());
+                self.deferred_xattrs += xattrs.as_deref().map_or(0, xattr_bytes);
             } else {
                 self.deferred_xattrs += bytes;
             }
@@ -648,8 +653,16 @@ pub fn set_meta(fd: RawFd, m: &MetaOf, set_mode: bool) -> io::Result<()> {
         Some((uid, gid)) => cvt(restart(|| unsafe { libc::fchown(fd, uid, gid) })),
         None => Ok(()),
     };
-    if let Some((member, xattrs)) = m.xattrs {
-        fset_xattrs(fd, member, xattrs);
+    // ACLs after the mode (a mode set later would reset their mask), as GNU tar sets them;
+    // other attributes before it.
+    let has_acl = m.xattrs.is_some_and(|(_, xs)| xs.iter().any(|x| is_acl_attr(&x.name)));
+    let only = |xs: &[Xattr], acl: bool| -> Vec<Xattr> {
+        xs.iter().filter(|x| is_acl_attr(&x.name) == acl).cloned().collect()
+    };
+    match m.xattrs {
+        Some((member, xs)) if has_acl => fset_xattrs(fd, member, &only(xs, false)),
+        Some((member, xs)) => fset_xattrs(fd, member, xs),
+        None => {}
     }
     let mode = match (set_mode, &owner) {
         (false, _) => Ok(()),
@@ -660,6 +673,9 @@ pub fn set_meta(fd: RawFd, m: &MetaOf, set_mode: bool) -> io::Result<()> {
             cvt(restart(|| unsafe { libc::fchmod(fd, mode) }))
         }
     };
+    if has_acl && let Some((member, xs)) = m.xattrs {
+        fset_xattrs(fd, member, &only(xs, true));
+    }
     let time = match m.mtime {
         Some(mtime) => {
             let times = timespecs(mtime);
@@ -669,6 +685,11 @@ pub fn set_meta(fd: RawFd, m: &MetaOf, set_mode: bool) -> io::Result<()> {
         None => Ok(()),
     };
     owner.and(mode).and(time)
+}
+
+/// Whether an attribute is a POSIX ACL (`--acls`, acl.rs).
+fn is_acl_attr(name: &[u8]) -> bool {
+    name.starts_with(b"system.posix_acl_")
 }
 
 /// `set_xattrs` through `fd`, an open file or directory of ours.
