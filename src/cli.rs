@@ -369,6 +369,18 @@ pub struct Args {
     #[arg(long = "recursive-unlink")]
     pub recursive_unlink: bool,
 
+    /// Rename what a member would replace instead of removing it, as GNU tar: CONTROL
+    /// `simple`/`never` (NAME~), `numbered`/`t` (NAME.~N~), `existing`/`nil` (numbered where
+    /// numbered backups exist, else simple; the default, or $VERSION_CONTROL), `none`/`off`.
+    /// Directories are not backed up. With -v each is said: "Renaming 'a' to 'a~'".
+    #[arg(long = "backup", value_name = "CONTROL", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub backup: Option<String>,
+
+    /// The suffix of simple backups (default $SIMPLE_BACKUP_SUFFIX, else `~`); turns
+    /// --backup on.
+    #[arg(long = "suffix", value_name = "SUFFIX")]
+    pub suffix: Option<String>,
+
     /// Give existing directories the member's mode, owner and time (the default).
     #[arg(long = "overwrite-dir", overrides_with = "no_overwrite_dir")]
     pub overwrite_dir: bool,

@@ -76,6 +76,8 @@ pub struct Config {
     pub keep_directory_symlink: bool,
     /// `--recursive-unlink`: an existing directory in a member's way goes with its contents.
     pub recursive_unlink: bool,
+    /// `--backup`, `--suffix` (write/backup.rs); None: what a member replaces is removed.
+    pub backup: Option<std::sync::Arc<crate::write::backup::Backup>>,
     /// `-i`: read past zero blocks (archive/reader.rs `ignore_zeros`).
     pub ignore_zeros: bool,
     pub dest: PathBuf,
@@ -270,6 +272,11 @@ impl Config {
             show_omitted_dirs: args.show_omitted_dirs,
             keep_directory_symlink: args.keep_directory_symlink,
             recursive_unlink: args.recursive_unlink,
+            backup: crate::write::backup::Backup::new(
+                args.backup.as_deref(),
+                args.suffix.as_deref(),
+            )?
+            .map(std::sync::Arc::new),
             ignore_zeros: args.ignore_zeros,
             dest: args.directory,
             list: args.list,

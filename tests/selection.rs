@@ -1885,3 +1885,79 @@ fn exclude_backups_like_gnu_tar() {
     }
     assert!(failures.is_empty(), "differs from GNU tar:\n  {}", failures.join("\n  "));
 }
+
+// ---------------------------------------------------------------------------------------------
+// --backup, --suffix
+
+/// `--backup[=CONTROL]` and `--suffix` against GNU tar 1.34, under every writer
+/// configuration, over a destination where a file, a file in a directory, a file where the
+/// archive has a symlink, a dangling symlink, a file where the archive has a directory, and an
+/// empty directory where the archive has a file stand, next to an `a.~1~`: the same backups
+/// (simple, numbered, numbered only where numbered ones exist; a directory never; a symlink
+/// itself), the same `-v` lines ("Renaming 'a' to 'a.~2~'"), and none with `none`.
+#[test]
+fn backup_like_gnu_tar() {
+    if !have_tool("backup_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("backup");
+    let root = td.join("tree");
+    for rel in ["a", "d/c", "l", "b", "e/f"] {
+        let p = root.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(&p, format!("new {rel}\n")).unwrap();
+    }
+    fs::remove_file(root.join("l")).unwrap();
+    std::os::unix::fs::symlink("a", root.join("l")).unwrap();
+    std::os::unix::fs::symlink("a", root.join("dang")).unwrap();
+    let members = ["a", "d", "l", "dang", "b", "e"];
+    let archive = gnu_archive(&td, "backup.tar", &[], &root, &members);
+    let prepare = |dest: &Path| {
+        fs::create_dir_all(dest.join("d")).unwrap();
+        fs::create_dir_all(dest.join("b")).unwrap();
+        for (rel, data) in [("a", "old a\n"), ("a.~1~", "older a\n"), ("d/c", "old c\n")] {
+            fs::write(dest.join(rel), data).unwrap();
+        }
+        fs::write(dest.join("l"), "old l\n").unwrap();
+        fs::write(dest.join("e"), "old e\n").unwrap();
+        std::os::unix::fs::symlink("nowhere", dest.join("dang")).unwrap();
+        for rel in ["a", "a.~1~", "d/c", "l", "e", "dang"] {
+            util::tree::set_mtime(&dest.join(rel), Y2019, 0);
+        }
+    };
+    let archive = archive.to_str().unwrap();
+    let mut failures = Vec::new();
+    for flags in [
+        &["--backup"][..],
+        &["--backup=numbered"],
+        &["--backup=t"],
+        &["--backup=simple", "--suffix=.bak"],
+        &["--backup=never"],
+        &["--suffix=.old"],
+        &["--backup=existing"],
+        &["--backup=none"],
+        &["--backup=off", "--suffix=.x"],
+    ] {
+        let args: Vec<&str> = flags.iter().copied().chain(["-xf", archive]).collect();
+        failures.extend(compare_over(&td, prepare, &args));
+        // -v: the member names and the Renaming lines, as sets (the writer says its lines
+        // while the reader names later members).
+        let Both { gnu, ours, .. } = both_over(&td, prepare, |cmd, dest| {
+            cmd.args(flags).arg("-xvf").arg(archive).arg("-C").arg(dest);
+        });
+        let lines = |o: &Output| {
+            let mut l: Vec<String> = o.stdout_str().lines().map(str::to_string).collect();
+            l.sort();
+            l
+        };
+        if lines(&gnu) != lines(&ours) {
+            failures.push(format!("{flags:?} -v: {:?}, GNU tar {:?}", lines(&ours), lines(&gnu)));
+        }
+    }
+    let bad =
+        fastuntar().args(["--backup=sometimes", "-xf", archive, "-C"]).arg(td.fresh("bad")).run();
+    if bad.code != Some(2) {
+        failures.push(format!("--backup=sometimes: {}", bad.describe()));
+    }
+    assert!(failures.is_empty(), "differs from GNU tar:\n  {}", failures.join("\n  "));
+}

@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow};
 
+use super::backup::Backup;
 use super::restart;
 use super::tree::{Create, NodeId, Tree, open_dir_beneath};
 use crate::admit::FileCount;
@@ -132,6 +133,8 @@ pub struct Dest {
     keep_dir_symlinks: bool,
     /// `--recursive-unlink` (`DestOptions`).
     recursive_unlink: bool,
+    /// `--backup` (`DestOptions`).
+    backup: Option<Arc<Backup>>,
 }
 
 /// Most bytes of extended attributes deferred directories may hold. Past it a directory's
@@ -170,6 +173,8 @@ pub struct DestOptions {
     pub keep_dir_symlinks: bool,
     /// `--recursive-unlink`: a directory in a member's way is removed with its contents.
     pub recursive_unlink: bool,
+    /// `--backup`: what a member replaces is renamed out of its way (backup.rs).
+    pub backup: Option<Arc<Backup>>,
 }
 
 impl Dest {
@@ -194,6 +199,7 @@ impl Dest {
         Ok(Dest {
             keep_dir_symlinks: opts.keep_dir_symlinks,
             recursive_unlink: opts.recursive_unlink,
+            backup: opts.backup,
             tree,
             old_files: opts.old_files,
             verbose: opts.verbose,
@@ -254,6 +260,9 @@ impl Dest {
             return Err(kept);
         }
         self.keep_if_newer(entry, slot.dirfd(), &slot.name)?;
+        if self.backed_up(entry, slot.dirfd(), &slot.name)? {
+            return Ok(());
+        }
         let path = &entry.path;
         // Safety: valid dirfd and C string.
         if restart(|| unsafe { libc::unlinkat(slot.dirfd(), slot.name.as_ptr(), 0) }) == 0 {
@@ -278,6 +287,26 @@ impl Dest {
             Some(libc::ENOENT) => Ok(()),
             _ => Err(e),
         }
+    }
+
+    /// `--backup`: renames what is at `name` (the member's path) to its backup name, saying
+    /// so with -v as GNU tar does ("Renaming 'd/c' to 'd/c~'"); whether it did.
+    fn backed_up(&self, entry: &Entry, dirfd: RawFd, name: &CStr) -> io::Result<bool> {
+        let Some(backup) = &self.backup else { return Ok(false) };
+        let Some(new) = backup.keep(dirfd, name)? else { return Ok(false) };
+        if self.verbose {
+            let path = entry.path.as_path();
+            let to = path.with_file_name(std::ffi::OsStr::from_bytes(&new));
+            let (from, to) = (path.as_os_str().as_bytes(), to.as_os_str().as_bytes());
+            let line = format!(
+                "Renaming '{}' to '{}'",
+                crate::report::printable(from),
+                crate::report::printable(to)
+            );
+            // A failed write to stdout is reported at the end (report.rs).
+            let _ = crate::report::print_line(&line);
+        }
+        Ok(true)
     }
 
     /// The error for a member whose path exists, when -k or --skip-old-files keeps it.
@@ -386,7 +415,9 @@ impl Dest {
                     }
                     self.keep_if_newer(entry, slot.dirfd(), &slot.name)?;
                     // Safety: valid dirfd and C string.
-                    if restart(|| unsafe { libc::unlinkat(dirfd, name, 0) }) != 0 {
+                    if !self.backed_up(entry, dirfd, &slot.name)?
+                        && restart(|| unsafe { libc::unlinkat(dirfd, name, 0) }) != 0
+                    {
                         return Err(io::Error::last_os_error());
                     }
                     // Safety: as above.
@@ -803,43 +834,14 @@ fn remove_tree(dirfd: RawFd, name: &CStr) -> io::Result<()> {
             _ => Err(e),
         }
     }
-    /// The names in the directory open as `fd`, without `.` and `..`.
-    fn names_in(fd: &OwnedFd) -> io::Result<Vec<(CString, bool)>> {
-        // Safety: dup of an open fd; fdopendir takes the copy, closedir closes it.
-        let copy = unsafe { libc::dup(fd.as_raw_fd()) };
-        if copy < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // Safety: `copy` is an open directory fd we own from here.
-        let dir = unsafe { libc::fdopendir(copy) };
-        if dir.is_null() {
-            let e = io::Error::last_os_error();
-            // Safety: fdopendir failed, so `copy` is still ours to close.
-            unsafe { libc::close(copy) };
-            return Err(e);
-        }
-        let mut names = Vec::new();
-        loop {
-            // Safety: `dir` is an open DIR stream; the entry is valid until the next readdir.
-            let ent = unsafe { libc::readdir(dir) };
-            if ent.is_null() {
-                break;
-            }
-            // Safety: d_name is a NUL-terminated array inside the entry.
-            let n = unsafe { CStr::from_ptr((*ent).d_name.as_ptr()) };
-            if n.to_bytes() != b"." && n.to_bytes() != b".." {
-                names.push((n.to_owned(), false));
-            }
-        }
-        // Safety: `dir` is open; this closes `copy` too.
-        unsafe { libc::closedir(dir) };
-        Ok(names)
-    }
     if remove_one(dirfd, name)? {
         return Ok(());
     }
+    let listed = |fd: &OwnedFd| -> io::Result<Vec<(CString, bool)>> {
+        Ok(names_in(fd.as_raw_fd())?.into_iter().map(|n| (n, false)).collect())
+    };
     let top = open_dir_beneath(dirfd, name)?;
-    let names = names_in(&top)?;
+    let names = listed(&top)?;
     let mut stack: Vec<(OwnedFd, Vec<(CString, bool)>)> = vec![(top, names)];
     while let Some((fd, names)) = stack.last_mut() {
         let Some((n, emptied)) = names.pop() else {
@@ -855,7 +857,7 @@ fn remove_tree(dirfd: RawFd, name: &CStr) -> io::Result<()> {
         let sub = open_dir_beneath(fd.as_raw_fd(), &n)?;
         // Back on the list, to be removed once what is in it has gone.
         names.push((n, true));
-        let inner = names_in(&sub)?;
+        let inner = listed(&sub)?;
         stack.push((sub, inner));
     }
     if remove_one(dirfd, name)? {
@@ -863,6 +865,42 @@ fn remove_tree(dirfd: RawFd, name: &CStr) -> io::Result<()> {
     } else {
         Err(io::Error::from_raw_os_error(libc::ENOTEMPTY))
     }
+}
+
+/// The names in the directory open as `dirfd`, without `.` and `..`.
+pub(super) fn names_in(dirfd: RawFd) -> io::Result<Vec<CString>> {
+    // Safety: dup of an open fd; fdopendir takes the copy, closedir closes it.
+    let copy = unsafe { libc::dup(dirfd) };
+    if copy < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // Safety: `copy` is an open directory fd we own from here.
+    let dir = unsafe { libc::fdopendir(copy) };
+    if dir.is_null() {
+        let e = io::Error::last_os_error();
+        // Safety: fdopendir failed, so `copy` is still ours to close.
+        unsafe { libc::close(copy) };
+        return Err(e);
+    }
+    // The copy shares its offset with `dirfd`: read from the start.
+    // Safety: `dir` is an open DIR stream.
+    unsafe { libc::rewinddir(dir) };
+    let mut names = Vec::new();
+    loop {
+        // Safety: `dir` is an open DIR stream; the entry is valid until the next readdir.
+        let ent = unsafe { libc::readdir(dir) };
+        if ent.is_null() {
+            break;
+        }
+        // Safety: d_name is a NUL-terminated array inside the entry.
+        let n = unsafe { CStr::from_ptr((*ent).d_name.as_ptr()) };
+        if n.to_bytes() != b"." && n.to_bytes() != b".." {
+            names.push(n.to_owned());
+        }
+    }
+    // Safety: `dir` is open; this closes `copy` too.
+    unsafe { libc::closedir(dir) };
+    Ok(names)
 }
 
 /// Whether `name` in `dirfd` is a symlink (false when it cannot be told).
@@ -1112,6 +1150,7 @@ mod tests {
             files: FileCount::new(None),
             keep_dir_symlinks: false,
             recursive_unlink: false,
+            backup: None,
         };
         Dest::open(dir, opts).unwrap()
     }

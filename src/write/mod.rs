@@ -2,6 +2,7 @@
 //!
 //! Both backends share `dest.rs`, which owns every path resolution in the destination.
 
+pub mod backup;
 pub mod casefold;
 pub mod dest;
 pub mod direct;
@@ -239,6 +240,7 @@ pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> R
         files: files.clone(),
         keep_dir_symlinks: cfg.keep_directory_symlink,
         recursive_unlink: cfg.recursive_unlink,
+        backup: cfg.backup.clone(),
     };
     let mut all =
         (0..dests).map(|_| dest::Dest::open(&cfg.dest, opts())).collect::<Result<Vec<_>>>()?;
