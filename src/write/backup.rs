@@ -6,9 +6,12 @@
 //! simple; the default, or `$VERSION_CONTROL`), `none`/`off` (no backups). SUFFIX defaults to
 //! `$SIMPLE_BACKUP_SUFFIX`, else `~`.
 
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::RawFd;
+use std::sync::Mutex;
 
 use anyhow::{Result, bail};
 
@@ -21,11 +24,19 @@ enum Control {
     Existing,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Backup {
     control: Control,
     suffix: Vec<u8>,
+    /// Per directory (device, inode), the highest N of each name's `NAME.~N~`: a directory is
+    /// read once, not once per file (re-extracting 400,000 files of one directory with
+    /// numbered backups would read it 400,000 times, as GNU tar does), and kept up to date
+    /// with the backups made. Shared by the writer threads.
+    numbered: Mutex<HashMap<(u64, u64), Highest>>,
 }
+
+/// The highest N of each name's `NAME.~N~` in one directory.
+type Highest = HashMap<Vec<u8>, u64>;
 
 impl Backup {
     /// From `--backup[=CONTROL]` (`control`: None when the option is absent, Some("") when
@@ -57,7 +68,7 @@ impl Backup {
         if suffix.is_empty() || suffix.contains('/') {
             bail!("--suffix: '{suffix}' cannot name a backup (empty, or with a '/')");
         }
-        Ok(Some(Backup { control, suffix: suffix.into_bytes() }))
+        Ok(Some(Backup { control, suffix: suffix.into_bytes(), numbered: Mutex::default() }))
     }
 
     /// Renames what is at `name` in `dirfd` to its backup name: Some(backup name) when it did,
@@ -90,35 +101,46 @@ impl Backup {
     }
 
     fn name_for(&self, dirfd: RawFd, name: &[u8]) -> io::Result<Vec<u8>> {
-        let highest = match self.control {
-            Control::Simple => None,
-            Control::Numbered | Control::Existing => highest_numbered(dirfd, name)?,
-        };
-        let numbered = self.control == Control::Numbered || highest.is_some();
-        let mut out = name.to_vec();
-        if numbered {
-            out.extend_from_slice(format!(".~{}~", highest.unwrap_or(0) + 1).as_bytes());
-        } else {
-            out.extend_from_slice(&self.suffix);
+        if self.control == Control::Simple {
+            return Ok([name, &self.suffix].concat());
         }
-        Ok(out)
+        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // Safety: dirfd is an open directory; st is written on success.
+        if unsafe { libc::fstat(dirfd, st.as_mut_ptr()) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // Safety: fstat succeeded.
+        let st = unsafe { st.assume_init() };
+        let mut cache = self.numbered.lock().unwrap_or_else(|e| e.into_inner());
+        let highest = match cache.entry((st.st_dev, st.st_ino)) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(highest_numbered(dirfd)?),
+        };
+        let n = match (highest.get(name), self.control) {
+            (Some(&n), _) => n + 1,
+            (None, Control::Numbered) => 1,
+            (None, _) => return Ok([name, &self.suffix].concat()),
+        };
+        highest.insert(name.to_vec(), n);
+        Ok([name, format!(".~{n}~").as_bytes()].concat())
     }
 }
 
-/// The highest N of the `NAME.~N~` in the directory, if any.
-fn highest_numbered(dirfd: RawFd, name: &[u8]) -> io::Result<Option<u64>> {
-    let mut highest = None;
+/// The highest N of each name's `NAME.~N~` in the directory.
+fn highest_numbered(dirfd: RawFd) -> io::Result<Highest> {
+    let mut highest = Highest::new();
     for entry in super::dest::names_in(dirfd)? {
-        let entry = entry.as_bytes();
-        let n = entry
-            .strip_prefix(name)
-            .and_then(|r| r.strip_prefix(b".~"))
-            .and_then(|r| r.strip_suffix(b"~"))
-            .filter(|d| !d.is_empty() && d.iter().all(u8::is_ascii_digit))
-            .and_then(|d| std::str::from_utf8(d).ok()?.parse::<u64>().ok());
-        if let Some(n) = n {
-            highest = highest.max(Some(n));
+        let Some(rest) = entry.as_bytes().strip_suffix(b"~") else { continue };
+        let Some(at) = rest.windows(2).rposition(|w| w == b".~") else { continue };
+        let digits = &rest[at + 2..];
+        if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+            continue;
         }
+        let Some(n) = std::str::from_utf8(digits).ok().and_then(|d| d.parse::<u64>().ok()) else {
+            continue;
+        };
+        let h = highest.entry(rest[..at].to_vec()).or_insert(0);
+        *h = (*h).max(n);
     }
     Ok(highest)
 }
@@ -141,14 +163,21 @@ mod tests {
     fn names_as_gnu_tar_gives_them() {
         let (_t, d) = dir_with(&["a", "a.~1~", "a.~7~", "a.~x~", "b"]);
         let fd = d.as_raw_fd();
-        let simple = Backup { control: Control::Simple, suffix: b".bak".to_vec() };
-        let numbered = Backup { control: Control::Numbered, suffix: b"~".to_vec() };
-        let existing = Backup { control: Control::Existing, suffix: b"~".to_vec() };
+        let with = |control, suffix: &[u8]| Backup {
+            control,
+            suffix: suffix.to_vec(),
+            numbered: Mutex::default(),
+        };
+        let (simple, numbered) = (with(Control::Simple, b".bak"), with(Control::Numbered, b"~"));
+        let existing = with(Control::Existing, b"~");
         assert_eq!(simple.name_for(fd, b"a").unwrap(), b"a.bak");
         assert_eq!(numbered.name_for(fd, b"a").unwrap(), b"a.~8~");
         assert_eq!(numbered.name_for(fd, b"b").unwrap(), b"b.~1~");
+        // The directory is read once; the backups made count from then on.
+        assert_eq!(numbered.name_for(fd, b"a").unwrap(), b"a.~9~");
         assert_eq!(existing.name_for(fd, b"a").unwrap(), b"a.~8~");
         assert_eq!(existing.name_for(fd, b"b").unwrap(), b"b~");
+        assert_eq!(existing.name_for(fd, b"a.~1").unwrap(), b"a.~1~");
     }
 
     #[test]
