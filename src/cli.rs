@@ -40,6 +40,8 @@ pub enum Ordered {
     Recursion(bool),
     ExcludeVcs,
     ExcludeBackups,
+    /// `-C DIR`: GNU tar changes to it for what follows (a relative DIR from the one before).
+    Directory(PathBuf),
 }
 
 /// Where the argument `id` stands on the command line, each time it is given (none when it is
@@ -92,6 +94,7 @@ fn ordered(matches: &clap::ArgMatches, args: &Args) -> Vec<Ordered> {
     values("no_recursion", &|_| Ordered::Recursion(false));
     values("exclude_vcs", &|_| Ordered::ExcludeVcs);
     values("exclude_backups", &|_| Ordered::ExcludeBackups);
+    values("directory", &|i| Ordered::Directory(args.directory[i].clone()));
     all.sort_by_key(|(place, _)| *place);
     all.into_iter().map(|(_, o)| o).collect()
 }
@@ -311,9 +314,10 @@ pub struct Args {
     #[arg(skip)]
     pub ordered: Vec<Ordered>,
 
-    /// Extract into DIR (created if missing).
-    #[arg(short = 'C', long = "directory", value_name = "DIR", default_value = ".")]
-    pub directory: PathBuf,
+    /// Extract into DIR (created if missing). Given again, as in GNU tar, a relative DIR is
+    /// taken from the one before (`-C /srv -C app` is /srv/app); all before any MEMBER name.
+    #[arg(short = 'C', long = "directory", value_name = "DIR", action = ArgAction::Append)]
+    pub directory: Vec<PathBuf>,
 
     /// Print each member name as it is extracted.
     #[arg(short = 'v', long = "verbose", action = ArgAction::Count)]

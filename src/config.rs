@@ -278,7 +278,7 @@ impl Config {
             )?
             .map(std::sync::Arc::new),
             ignore_zeros: args.ignore_zeros,
-            dest: args.directory,
+            dest: destination(&args)?,
             list: args.list,
             exclude,
             to_stdout: args.to_stdout,
@@ -436,6 +436,38 @@ fn newer_than(args: &Args) -> Result<Option<Timestamp>> {
         crate::report::warn(format!("Option {option}: Treating date '{text}' as {said}"));
     }
     Ok(Some(at))
+}
+
+/// DIR from the `-C`s, as GNU tar changes directory for each (a relative one from the one
+/// before; `.` without any). GNU tar also lets a `-C` between MEMBER names (or after `-T`)
+/// put the names after it elsewhere; one destination per run cannot, so several `-C`s with
+/// one after a name are refused. A single `-C` is DIR wherever it stands (GNU tar would
+/// extract the names before it into the current directory: README, "How it differs").
+fn destination(args: &Args) -> Result<PathBuf> {
+    let mut dest: Option<PathBuf> = None;
+    // Without -f the first operand is the archive, not a name.
+    let mut archive_operand = args.file.is_none();
+    let mut names = false;
+    for o in &args.ordered {
+        match o {
+            Ordered::Operand(_) if std::mem::take(&mut archive_operand) => {}
+            Ordered::Operand(_) | Ordered::FilesFrom(_) => names = true,
+            Ordered::Directory(dir) if names && args.directory.len() > 1 => bail!(
+                "-C {}: several -C with one after MEMBER names (or -T) would put names in \
+                 different directories, which fastuntar does not do: give one -C, or all \
+                 before the names",
+                dir.display()
+            ),
+            Ordered::Directory(dir) => {
+                dest = Some(match dest {
+                    Some(before) => before.join(dir),
+                    None => dir.clone(),
+                })
+            }
+            _ => {}
+        }
+    }
+    Ok(dest.unwrap_or_else(|| PathBuf::from(".")))
 }
 
 /// Bytes of a tar record: `-b N` blocks of 512 or `--record-size` bytes (a multiple of 512),

@@ -131,6 +131,8 @@ pub fn resolve(
         let exclude_flags = flags(anchored, false, ignore_case, slash, recursion);
         match o {
             Ordered::Operand(_) if skip => skip = false,
+            // config.rs `destination`.
+            Ordered::Directory(_) => {}
             Ordered::Operand(text) => {
                 sel.members.push(member(text.as_bytes(), unquote_names, wildcards, member_flags));
             }

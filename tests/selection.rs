@@ -1961,3 +1961,61 @@ fn backup_like_gnu_tar() {
     }
     assert!(failures.is_empty(), "differs from GNU tar:\n  {}", failures.join("\n  "));
 }
+
+/// `-C` given more than once, as GNU tar reads it: each relative DIR from the one before
+/// (`-C g -C a/b`), an absolute one from `/`, `..` steps back; DIR is made as with one `-C`
+/// (GNU tar fails on a missing DIR; the cases here have them). Several `-C`s with one after a
+/// MEMBER name (GNU tar: a directory for the names after it) are refused, one line, exit 2.
+#[test]
+fn several_directories_like_gnu_tar() {
+    if !have_tool("several_directories_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("several_dirs");
+    let root = linked_tree(&td);
+    let archive = gnu_archive(&td, "dirs.tar", &[], &root, &["d"]);
+    let mut failures = Vec::new();
+    for (label, chain) in
+        [("two", &["a/b"][..]), ("three", &["a", "b"]), ("back", &["a/b/c", ".."])]
+    {
+        let (g, o) = (td.fresh("gnu"), td.fresh("ours"));
+        for top in [&g, &o] {
+            fs::create_dir_all(top.join("a/b/c")).unwrap();
+        }
+        let run = |mut cmd: Cmd, top: &Path| {
+            cmd.current_dir(td.path()).arg("-C").arg(top);
+            for dir in chain {
+                cmd.args(["-C", dir]);
+            }
+            cmd.arg("-xf").arg(&archive).run()
+        };
+        let (gnu, ours) = (run(Cmd::new("tar"), &g), run(fastuntar(), &o));
+        let cmp = Compare::extraction(td.started);
+        let dd = diff(&snapshot(&g), "GNU tar", &snapshot(&o), "fastuntar", &cmp);
+        if gnu.code != ours.code || !dd.is_empty() {
+            failures.push(format!("{label}: exit {:?} (GNU {:?}) {dd:?}", ours.code, gnu.code));
+        }
+    }
+    // An absolute -C after a relative one starts from `/`.
+    let abs = td.fresh("abs");
+    let out = fastuntar()
+        .current_dir(td.path())
+        .args(["-C", "x", "-C"])
+        .arg(&abs)
+        .arg("-xf")
+        .arg(&archive)
+        .run();
+    if !out.success() || !abs.join("d/e/f").exists() {
+        failures.push(format!("absolute after relative: {}", out.describe()));
+    }
+    let out = fastuntar()
+        .current_dir(td.path())
+        .args(["-C", "y", "-xf"])
+        .arg(&archive)
+        .args(["d/e", "-C", "x"])
+        .run();
+    if out.code != Some(2) || !out.stderr_str().contains("-C x: several -C with one after") {
+        failures.push(format!("-C after a name: {}", out.describe()));
+    }
+    assert!(failures.is_empty(), "differs from GNU tar:\n  {}", failures.join("\n  "));
+}
