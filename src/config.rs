@@ -69,7 +69,7 @@ pub struct Config {
     /// `--occurrence=N`: only the Nth member each MEMBER selects (0: all of them).
     pub occurrence: u64,
     /// `-N/--newer/--after-date`, `--newer-mtime`: members older than this are not wanted.
-    pub newer: Option<crate::plan::Timestamp>,
+    pub newer: Option<Timestamp>,
     /// `--show-omitted-dirs`: each directory member not wanted is named ("Omitting").
     pub show_omitted_dirs: bool,
     /// `--keep-directory-symlink` (write/dest.rs, write/tree.rs).

@@ -554,11 +554,14 @@ fn attributes(cfg: &Config, m: &mut Member, name: &str) -> Option<Arc<[Xattr]>> 
     }
     let (acls, plain): (Vec<Xattr>, Vec<Xattr>) =
         std::mem::take(&mut m.xattrs).into_iter().partition(|x| crate::acl::is_record(&x.name));
+    if !cfg.acls || acls.is_empty() {
+        return cfg.xattrs.as_ref().and_then(|filter| filter.select(plain));
+    }
     let mut kept: Vec<Xattr> = match &cfg.xattrs {
         Some(filter) => filter.select(plain).map(|x| x.to_vec()).unwrap_or_default(),
         None => Vec::new(),
     };
-    if cfg.acls && matches!(m.kind, Kind::File | Kind::Dir) {
+    if matches!(m.kind, Kind::File | Kind::Dir) {
         for x in acls {
             if x.name == crate::acl::DEFAULT_KEY && m.kind != Kind::Dir {
                 continue;
