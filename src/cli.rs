@@ -315,7 +315,8 @@ pub struct Args {
     pub ordered: Vec<Ordered>,
 
     /// Extract into DIR (created if missing). Given again, as in GNU tar, a relative DIR is
-    /// taken from the one before (`-C /srv -C app` is /srv/app); all before any MEMBER name.
+    /// taken from the one before (`-C /srv -C app` is /srv/app); several -C must all come
+    /// before the MEMBER names.
     #[arg(short = 'C', long = "directory", value_name = "DIR", action = ArgAction::Append)]
     pub directory: Vec<PathBuf>,
 
