@@ -7,12 +7,12 @@
 //! commas (bsdtar), TAG `user`/`u`, `group`/`g`, `mask`/`m`, `other`/`o`, QUALIFIER empty,
 //! a name or a number, PERMS of `r`, `w`, `x` and `-`; bsdtar adds the number as a fourth
 //! field (`user:alice:r--:1000`), used where the name is not known here; `#` starts a
-//! comment. A name is looked up on this system (getpwnam/getgrnam) as GNU tar's
-//! `acl_from_text` does. The binary form (<linux/posix_acl_xattr.h>): a little-endian u32
+//! comment. A name is looked up on this system (getpwnam/getgrnam, through the run's cached
+//! `Owners`) as GNU tar's `acl_from_text` does. The binary form (<linux/posix_acl_xattr.h>): a little-endian u32
 //! version 2, then per entry u16 tag, u16 permissions, u32 id, sorted by tag and id, which is
 //! the order the kernel checks.
 
-use std::ffi::CString;
+use crate::owner::Owners;
 
 /// The PAX keys of the two ACLs.
 pub const ACCESS_KEY: &[u8] = b"SCHILY.acl.access";
@@ -39,15 +39,25 @@ pub fn is_record(name: &[u8]) -> bool {
 
 /// The extended attribute for the ACL record `key` with text `text`: its name and value.
 /// Err says what is wrong with the text (an unknown tag, user or group; bad permissions).
-pub fn to_xattr(key: &[u8], text: &[u8]) -> Result<(Vec<u8>, Vec<u8>), String> {
+pub fn to_xattr(
+    key: &[u8],
+    text: &[u8],
+    owners: &mut Owners,
+) -> Result<(Vec<u8>, Vec<u8>), String> {
     let name = if key == DEFAULT_KEY { DEFAULT_XATTR } else { ACCESS_XATTR };
-    Ok((name.to_vec(), encode(&parse(text)?)))
+    let mut lookup = |name: &str, user: bool| {
+        if user { owners.user(name.as_bytes()) } else { owners.group(name.as_bytes()) }
+    };
+    Ok((name.to_vec(), encode(&parse(text, &mut lookup)?)))
 }
 
 /// One entry: tag, permission bits (r 4, w 2, x 1), id.
 type AclEntry = (u16, u16, u32);
 
-fn parse(text: &[u8]) -> Result<Vec<AclEntry>, String> {
+/// A name's id on this system: `lookup(name, true)` for a user, `false` for a group.
+type Lookup<'a> = dyn FnMut(&str, bool) -> Option<u32> + 'a;
+
+fn parse(text: &[u8], lookup: &mut Lookup) -> Result<Vec<AclEntry>, String> {
     let text = String::from_utf8_lossy(text);
     let mut entries = Vec::new();
     for raw in text.split(['\n', ',']) {
@@ -67,9 +77,9 @@ fn parse(text: &[u8]) -> Result<Vec<AclEntry>, String> {
         let named = !qualifier.is_empty();
         let (tag, id) = match (tag, named) {
             ("user" | "u", false) => (USER_OBJ, UNDEFINED_ID),
-            ("user" | "u", true) => (USER, user_id(qualifier, id)?),
+            ("user" | "u", true) => (USER, id_of(qualifier, id, true, lookup)?),
             ("group" | "g", false) => (GROUP_OBJ, UNDEFINED_ID),
-            ("group" | "g", true) => (GROUP, group_id(qualifier, id)?),
+            ("group" | "g", true) => (GROUP, id_of(qualifier, id, false, lookup)?),
             ("mask" | "m", false) => (MASK, UNDEFINED_ID),
             ("other" | "o", false) => (OTHER, UNDEFINED_ID),
             _ => return Err(format!("'{entry}' is not an ACL entry")),
@@ -104,48 +114,16 @@ fn perms_of(s: &str) -> Option<u16> {
     (!s.is_empty()).then_some(bits)
 }
 
-/// A user named by number, by a name known here, or by bsdtar's id field.
-fn user_id(q: &str, id: Option<&str>) -> Result<u32, String> {
+/// A user (`user`) or group named by number, by a name known here, or by bsdtar's id field.
+fn id_of(q: &str, id: Option<&str>, user: bool, lookup: &mut Lookup) -> Result<u32, String> {
     numeric(q)
-        .or_else(|| lookup(q, true))
+        .or_else(|| lookup(q, user))
         .or_else(|| id.and_then(numeric))
-        .ok_or_else(|| format!("unknown user '{q}'"))
-}
-
-fn group_id(q: &str, id: Option<&str>) -> Result<u32, String> {
-    numeric(q)
-        .or_else(|| lookup(q, false))
-        .or_else(|| id.and_then(numeric))
-        .ok_or_else(|| format!("unknown group '{q}'"))
+        .ok_or_else(|| format!("unknown {} '{q}'", if user { "user" } else { "group" }))
 }
 
 fn numeric(s: &str) -> Option<u32> {
     s.bytes().all(|b| b.is_ascii_digit()).then(|| s.parse().ok()).flatten()
-}
-
-/// The id of user (or group) `name` on this system.
-fn lookup(name: &str, user: bool) -> Option<u32> {
-    let c = CString::new(name).ok()?;
-    let mut buf = vec![0u8; 16 * 1024];
-    if user {
-        // Safety: an all-zero passwd is a valid value for getpwnam_r to fill.
-        let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
-        let mut out: *mut libc::passwd = std::ptr::null_mut();
-        // Safety: valid C string, passwd, buffer of the length given, and result pointer.
-        let r = unsafe {
-            libc::getpwnam_r(c.as_ptr(), &mut pw, buf.as_mut_ptr().cast(), buf.len(), &mut out)
-        };
-        (r == 0 && !out.is_null()).then_some(pw.pw_uid)
-    } else {
-        // Safety: as above, for a group.
-        let mut gr: libc::group = unsafe { std::mem::zeroed() };
-        let mut out: *mut libc::group = std::ptr::null_mut();
-        // Safety: as above.
-        let r = unsafe {
-            libc::getgrnam_r(c.as_ptr(), &mut gr, buf.as_mut_ptr().cast(), buf.len(), &mut out)
-        };
-        (r == 0 && !out.is_null()).then_some(gr.gr_gid)
-    }
 }
 
 fn encode(entries: &[AclEntry]) -> Vec<u8> {
@@ -163,8 +141,13 @@ fn encode(entries: &[AclEntry]) -> Vec<u8> {
 mod tests {
     use super::*;
 
+    /// The names these tests use: root is 0 (user and group), nothing else is known.
+    fn known(name: &str, _user: bool) -> Option<u32> {
+        (name == "root").then_some(0)
+    }
+
     fn entries(text: &str) -> Vec<AclEntry> {
-        parse(text.as_bytes()).unwrap_or_else(|e| panic!("{text}: {e}"))
+        parse(text.as_bytes(), &mut known).unwrap_or_else(|e| panic!("{text}: {e}"))
     }
 
     /// GNU tar's form (newlines, names) and bsdtar's (commas, the id as a fourth field),
@@ -197,7 +180,9 @@ mod tests {
 
     #[test]
     fn the_binary_form_is_the_kernels() {
-        let (name, value) = to_xattr(ACCESS_KEY, b"user::rw-\ngroup::r--\nother::---\n").unwrap();
+        let owners = &mut Owners::new(false);
+        let (name, value) =
+            to_xattr(ACCESS_KEY, b"user::rw-\ngroup::r--\nother::---\n", owners).unwrap();
         assert_eq!(name, b"system.posix_acl_access");
         assert_eq!(
             value,
@@ -206,7 +191,10 @@ mod tests {
                 0, 0, 255, 255, 255, 255
             ]
         );
-        assert_eq!(to_xattr(DEFAULT_KEY, b"u::rwx,g::rwx,o::rwx").unwrap().0, DEFAULT_XATTR);
+        assert_eq!(
+            to_xattr(DEFAULT_KEY, b"u::rwx,g::rwx,o::rwx", owners).unwrap().0,
+            DEFAULT_XATTR
+        );
     }
 
     #[test]
@@ -219,7 +207,7 @@ mod tests {
             "bogus::rw-\nuser::rw-\ngroup::r--\nother::r--",
             "user::rw-\nuser::r--\ngroup::r--\nother::r--",
         ] {
-            assert!(parse(text.as_bytes()).is_err(), "{text:?} was taken");
+            assert!(parse(text.as_bytes(), &mut known).is_err(), "{text:?} was taken");
         }
     }
 }

@@ -429,10 +429,9 @@ fn newer_than(args: &Args) -> Result<Option<Timestamp>> {
     let since = crate::totals::started_at().duration_since(std::time::UNIX_EPOCH)?;
     let now = Timestamp { secs: since.as_secs() as i64, nanos: since.subsec_nanos() };
     let at = crate::dates::date_or_file(text, now).with_context(|| option.to_string())?;
-    let is_file = text.starts_with('/') || text.starts_with('.');
     let style = crate::list::TimeStyle { full: false, utc: args.utc };
     let said = crate::list::tartime(at, true, style);
-    if args.verbose > 0 && !is_file && said != *text {
+    if args.verbose > 0 && !crate::dates::names_a_file(text) && said != *text {
         crate::report::warn(format!("Option {option}: Treating date '{text}' as {said}"));
     }
     Ok(Some(at))

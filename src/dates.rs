@@ -22,9 +22,14 @@ use anyhow::{Context, Result, bail};
 
 use crate::plan::Timestamp;
 
+/// Whether a DATE argument names a file (GNU tar's rule: it starts with `/` or `.`).
+pub fn names_a_file(text: &str) -> bool {
+    text.starts_with('/') || text.starts_with('.')
+}
+
 /// The date a DATE argument names; `now` is the run's start (for relative dates).
 pub fn date_or_file(text: &str, now: Timestamp) -> Result<Timestamp> {
-    if text.starts_with('/') || text.starts_with('.') {
+    if names_a_file(text) {
         let meta = std::fs::metadata(text)
             .with_context(|| format!("cannot stat the date sample file '{text}'"))?;
         use std::os::unix::fs::MetadataExt;

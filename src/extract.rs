@@ -546,9 +546,15 @@ pub(crate) fn judge(
 /// The extended attributes to restore on `m`: those `--xattrs` selects, then with `--acls`
 /// its ACLs as `system.posix_acl_*` attributes (acl.rs), set on files and directories (a
 /// default ACL on directories only), as GNU tar does. An ACL that cannot be read (an unknown
-/// user or group) is reported and the member extracted without it. None when there are none
-/// (no allocation for a member without attributes).
-fn attributes(cfg: &Config, m: &mut Member, name: &str) -> Option<Arc<[Xattr]>> {
+/// user or group; names are looked up through `owners`, cached for the run) is reported and
+/// the member extracted without it. None when there are none (no allocation for a member
+/// without attributes).
+fn attributes(
+    cfg: &Config,
+    m: &mut Member,
+    name: &str,
+    owners: &mut Owners,
+) -> Option<Arc<[Xattr]>> {
     if m.xattrs.is_empty() {
         return None;
     }
@@ -567,7 +573,7 @@ fn attributes(cfg: &Config, m: &mut Member, name: &str) -> Option<Arc<[Xattr]>> 
                 continue;
             }
             let converted = match x.value {
-                Some(text) => crate::acl::to_xattr(&x.name, &text),
+                Some(text) => crate::acl::to_xattr(&x.name, &text, owners),
                 None => Err("too large to be kept".to_string()),
             };
             match converted {
@@ -756,7 +762,7 @@ impl<R: Skip> Stage<'_, '_, R> {
         };
         // `-m` (also with --snapshot: it only concerns times): no time is set at all.
         let mtime = (!cfg.touch).then_some(m.mtime);
-        let xattrs = attributes(cfg, &mut m, &name);
+        let xattrs = attributes(cfg, &mut m, &name, self.owners);
         let archived_mtime = m.mtime;
         // GNU tar checks the times it sets: not a hard link's (it has its target's), not
         // what it skips.

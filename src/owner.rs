@@ -51,6 +51,17 @@ impl Owners {
         cached(&mut self.groups, &m.gid_name, group_id).map_or(m.gid, u64::from)
     }
 
+    /// The uid of user `name` on this system, if it has one (cached like the members' names;
+    /// `--acls` looks up the users an ACL names).
+    pub fn user(&mut self, name: &[u8]) -> Option<u32> {
+        cached(&mut self.users, name, user_id)
+    }
+
+    /// The gid of group `name` on this system, if it has one.
+    pub fn group(&mut self, name: &[u8]) -> Option<u32> {
+        cached(&mut self.groups, name, group_id)
+    }
+
     /// `uid` and `gid` as the ids a chown takes (an id past u32 becomes u32::MAX - 1, never -1,
     /// which chown reads as "leave it").
     pub fn ids(&mut self, m: &Member) -> (u32, u32) {

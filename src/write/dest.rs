@@ -129,8 +129,6 @@ pub struct Dest {
     closing: Vec<DeferredDir>,
     /// Bytes of extended attributes `open` and `closing` hold (at most DEFERRED_XATTRS).
     deferred_xattrs: usize,
-    /// `--keep-directory-symlink` (`DestOptions`).
-    keep_dir_symlinks: bool,
     /// `--recursive-unlink` (`DestOptions`).
     recursive_unlink: bool,
     /// `--backup` (`DestOptions`).
@@ -197,7 +195,6 @@ impl Dest {
             tree.follow_symlinks();
         }
         Ok(Dest {
-            keep_dir_symlinks: opts.keep_dir_symlinks,
             recursive_unlink: opts.recursive_unlink,
             backup: opts.backup,
             tree,
@@ -263,30 +260,25 @@ impl Dest {
         if self.backed_up(entry, slot.dirfd(), &slot.name)? {
             return Ok(());
         }
-        let path = &entry.path;
+        match remove_entry(slot.dirfd(), &slot.name)? {
+            Removed::Entry => return Ok(()),
+            Removed::Dir => {}
+            Removed::Full(e) if !self.recursive_unlink => return Err(e),
+            Removed::Full(_) => empty_tree(slot.dirfd(), &slot.name)?,
+        }
+        self.tree.detach(entry.path.components());
+        Ok(())
+    }
+
+    /// Makes the directory `name` in `dirfd` (DIR's `p`) anew where one was just removed: the
+    /// tree forgets the old one first.
+    fn remake_dir(&mut self, dirfd: RawFd, name: &CStr, p: &SafePath) -> io::Result<()> {
+        self.tree.detach(p.components());
         // Safety: valid dirfd and C string.
-        if restart(|| unsafe { libc::unlinkat(slot.dirfd(), slot.name.as_ptr(), 0) }) == 0 {
-            return Ok(());
+        if restart(|| unsafe { libc::mkdirat(dirfd, name.as_ptr(), DIR_CREATE_MODE) }) != 0 {
+            return Err(io::Error::last_os_error());
         }
-        let e = io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EISDIR) | Some(libc::EPERM) => {
-                let (dirfd, name) = (slot.dirfd(), slot.name.as_ptr());
-                // Safety: as above.
-                if restart(|| unsafe { libc::unlinkat(dirfd, name, libc::AT_REMOVEDIR) }) != 0 {
-                    let e = io::Error::last_os_error();
-                    let full = matches!(e.raw_os_error(), Some(libc::ENOTEMPTY | libc::EEXIST));
-                    if !(full && self.recursive_unlink) {
-                        return Err(e);
-                    }
-                    remove_tree(slot.dirfd(), &slot.name)?;
-                }
-                self.tree.detach(path.components());
-                Ok(())
-            }
-            Some(libc::ENOENT) => Ok(()),
-            _ => Err(e),
-        }
+        Ok(())
     }
 
     /// `--backup`: renames what is at `name` (the member's path) to its backup name, saying
@@ -402,7 +394,7 @@ impl Dest {
                 if !is_dir_nofollow(slot.dirfd(), &slot.name)? {
                     // `--keep-directory-symlink`: a symlink that leads to a directory (inside
                     // DIR) stays, and the member changes nothing, as in GNU tar.
-                    if self.keep_dir_symlinks
+                    if self.tree.follows()
                         && is_symlink_nofollow(slot.dirfd(), &slot.name)
                         && self.dir(p.components(), false).is_ok()
                     {
@@ -428,21 +420,12 @@ impl Dest {
                     // GNU tar's -U and --recursive-unlink: the directory there goes (when
                     // empty, or with everything in it) and is made anew; a non-empty one stays
                     // under -U alone, and the member fails (ENOTEMPTY), its metadata unset.
-                    if self.recursive_unlink {
-                        remove_tree(dirfd, &slot.name)?;
-                    } else {
-                        // Safety: valid dirfd and C string.
-                        let r =
-                            restart(|| unsafe { libc::unlinkat(dirfd, name, libc::AT_REMOVEDIR) });
-                        if r != 0 {
-                            return Err(io::Error::last_os_error());
-                        }
+                    match remove_entry(dirfd, &slot.name)? {
+                        Removed::Full(e) if !self.recursive_unlink => return Err(e),
+                        Removed::Full(_) => empty_tree(dirfd, &slot.name)?,
+                        Removed::Entry | Removed::Dir => {}
                     }
-                    self.tree.detach(p.components());
-                    // Safety: valid dirfd and C string.
-                    if restart(|| unsafe { libc::mkdirat(dirfd, name, DIR_CREATE_MODE) }) != 0 {
-                        return Err(io::Error::last_os_error());
-                    }
+                    self.remake_dir(dirfd, &slot.name, p)?;
                 } else if self.old_files == OldFiles::KeepNewer {
                     // GNU tar 1.34 with --keep-newer-files (`maybe_recoverable`): a directory
                     // is never newer, so it is removed, which only works when it is empty; then
@@ -455,11 +438,7 @@ impl Dest {
                             _ => Err(e),
                         };
                     }
-                    self.tree.detach(p.components());
-                    // Safety: as above.
-                    if restart(|| unsafe { libc::mkdirat(dirfd, name, DIR_CREATE_MODE) }) != 0 {
-                        return Err(io::Error::last_os_error());
-                    }
+                    self.remake_dir(dirfd, &slot.name, p)?;
                 } else {
                     existed = true;
                 }
@@ -804,38 +783,54 @@ fn fstatat_nofollow(dirfd: RawFd, name: &CStr) -> io::Result<libc::stat> {
     Ok(unsafe { st.assume_init() })
 }
 
-/// `--recursive-unlink`: removes `name` in `dirfd`, and when it is a directory everything in
-/// it, depth first with a stack of open directories (no recursion: any depth), each opened
-/// relative to its parent without following a symlink (`open_dir_beneath`), so nothing outside
-/// the tree is touched; a symlink inside is removed, not followed. A directory that is still
-/// not empty after its entries were removed (something kept adding to it) fails with
-/// ENOTEMPTY.
-fn remove_tree(dirfd: RawFd, name: &CStr) -> io::Result<()> {
-    /// Removes a non-directory or an empty directory: Ok(false) when it is a directory with
-    /// something in it.
-    fn remove_one(dirfd: RawFd, name: &CStr) -> io::Result<bool> {
-        // Safety (both): valid dirfd and C string.
-        if restart(|| unsafe { libc::unlinkat(dirfd, name.as_ptr(), 0) }) == 0 {
-            return Ok(true);
-        }
-        let e = io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EISDIR | libc::EPERM) => {}
-            Some(libc::ENOENT) => return Ok(true),
-            _ => return Err(e),
-        }
-        if restart(|| unsafe { libc::unlinkat(dirfd, name.as_ptr(), libc::AT_REMOVEDIR) }) == 0 {
-            return Ok(true);
-        }
-        let e = io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::ENOTEMPTY | libc::EEXIST) => Ok(false),
-            Some(libc::ENOENT) => Ok(true),
-            _ => Err(e),
-        }
+/// What `remove_entry` did with a name.
+enum Removed {
+    /// Nothing was there, or a non-directory that is gone now.
+    Entry,
+    /// An empty directory, gone now.
+    Dir,
+    /// A directory with something in it, left as it is (rmdir's error).
+    Full(io::Error),
+}
+
+/// Removes `name` in `dirfd` the way a member clears its path (GNU tar's `remove_any_file`
+/// without recursion): unlink, and where that finds a directory, rmdir.
+fn remove_entry(dirfd: RawFd, name: &CStr) -> io::Result<Removed> {
+    // Safety (both): valid dirfd and C string.
+    if restart(|| unsafe { libc::unlinkat(dirfd, name.as_ptr(), 0) }) == 0 {
+        return Ok(Removed::Entry);
     }
-    if remove_one(dirfd, name)? {
-        return Ok(());
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EISDIR | libc::EPERM) => {}
+        Some(libc::ENOENT) => return Ok(Removed::Entry),
+        _ => return Err(e),
+    }
+    if restart(|| unsafe { libc::unlinkat(dirfd, name.as_ptr(), libc::AT_REMOVEDIR) }) == 0 {
+        return Ok(Removed::Dir);
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::ENOTEMPTY | libc::EEXIST) => Ok(Removed::Full(e)),
+        _ => Err(e),
+    }
+}
+
+/// `--recursive-unlink`: removes everything in the directory `name` in `dirfd` (which
+/// `remove_entry` found not empty), then the directory. Depth first with a stack of open
+/// directories (no recursion: any depth), each opened relative to its parent without
+/// following a symlink (`open_dir_beneath`), so nothing outside the tree is touched; a
+/// symlink inside is removed, not followed. A directory that is still not empty after its
+/// entries were removed (something kept adding to it) fails with ENOTEMPTY.
+fn empty_tree(dirfd: RawFd, name: &CStr) -> io::Result<()> {
+    /// Whether `name` is gone (removed now, or by someone else meanwhile).
+    fn gone(dirfd: RawFd, name: &CStr) -> io::Result<bool> {
+        match remove_entry(dirfd, name) {
+            Ok(Removed::Full(_)) => Ok(false),
+            Ok(_) => Ok(true),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(true),
+            Err(e) => Err(e),
+        }
     }
     let listed = |fd: &OwnedFd| -> io::Result<Vec<(CString, bool)>> {
         Ok(names_in(fd.as_raw_fd())?.into_iter().map(|n| (n, false)).collect())
@@ -848,7 +843,7 @@ fn remove_tree(dirfd: RawFd, name: &CStr) -> io::Result<()> {
             stack.pop();
             continue;
         };
-        if remove_one(fd.as_raw_fd(), &n)? {
+        if gone(fd.as_raw_fd(), &n)? {
             continue;
         }
         if emptied {
@@ -860,11 +855,7 @@ fn remove_tree(dirfd: RawFd, name: &CStr) -> io::Result<()> {
         let inner = listed(&sub)?;
         stack.push((sub, inner));
     }
-    if remove_one(dirfd, name)? {
-        Ok(())
-    } else {
-        Err(io::Error::from_raw_os_error(libc::ENOTEMPTY))
-    }
+    if gone(dirfd, name)? { Ok(()) } else { Err(io::Error::from_raw_os_error(libc::ENOTEMPTY)) }
 }
 
 /// The names in the directory open as `dirfd`, without `.` and `..`.

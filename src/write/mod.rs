@@ -217,11 +217,10 @@ pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> R
     // `--keep-directory-symlink` gives one file two names (`lib/x`, `usr/lib/x`), which the
     // writers' ordering by name cannot see: one file after the other, as there.
     let serial = caseless.is_some() || cfg.keep_directory_symlink;
-    let n = if serial && !cfg.writer_threads_given { 1 } else { n };
     // `-U` and `--recursive-unlink` remove directories that other writers' caches may hold:
     // always one writer.
     let unlinks = cfg.recursive_unlink || cfg.old_files == crate::config::OldFiles::UnlinkFirst;
-    let n = if unlinks { 1 } else { n };
+    let n = if unlinks || (serial && !cfg.writer_threads_given) { 1 } else { n };
     let fds = FdBudget::from_rlimit(n);
     if fds.writers < n && cfg.writer_threads_given {
         crate::report::warn(format!(

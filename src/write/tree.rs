@@ -130,6 +130,11 @@ impl Tree {
         self.follow = true;
     }
 
+    /// Whether walks follow symlinks (`follow_symlinks`).
+    pub fn follows(&self) -> bool {
+        self.follow
+    }
+
     /// The path of node `id` from DIR.
     fn path_of(&self, mut id: NodeId) -> Vec<u8> {
         let mut names = Vec::new();
