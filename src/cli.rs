@@ -573,8 +573,8 @@ pub struct Args {
     #[arg(long = "strip-components", value_name = "N", default_value_t = 0)]
     pub strip_components: usize,
 
-    /// Restore owner and group from the archive: the member's user and group names where
-    /// they exist on this system, else its numeric ids (as GNU tar).
+    /// Restore owner and group from the archive (the default as root): the member's user and
+    /// group names where they exist on this system, else its numeric ids (as GNU tar).
     #[arg(long = "same-owner", overrides_with = "no_same_owner")]
     pub same_owner: bool,
 
@@ -592,7 +592,8 @@ pub struct Args {
     #[arg(long = "utc")]
     pub utc: bool,
 
-    /// Do not restore ownership (the default): files belong to the extracting user.
+    /// Do not restore ownership (the default for users other than root): files belong to
+    /// the extracting user.
     #[arg(short = 'o', long = "no-same-owner", overrides_with = "same_owner")]
     pub no_same_owner: bool,
 

@@ -303,7 +303,10 @@ impl Config {
             xattrs,
             acls: args.acls_on,
             strip_components: args.strip_components,
-            same_owner: args.same_owner && !args.no_same_owner,
+            // As GNU tar: restored by default for root (`--no-same-owner` says not), by request
+            // for everyone else.
+            // Safety: geteuid has no preconditions.
+            same_owner: args.same_owner || (!args.no_same_owner && unsafe { libc::geteuid() } == 0),
             numeric_owner: args.numeric_owner,
             times: crate::list::TimeStyle { full: args.full_time, utc: args.utc },
             // Safety: geteuid has no preconditions.

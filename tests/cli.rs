@@ -1329,7 +1329,8 @@ fn ownership_same_owner_and_default() {
     t.header(&own(Header::symlink("d/l", "f")));
     let archive = td.write("o.tar", t.finish());
     for (args, want) in [
-        (&[][..], (0, 0)),
+        // Root's default, as GNU tar's: restored.
+        (&[][..], (1234, 5678)),
         (&["--no-same-owner"][..], (0, 0)),
         (&["--same-owner"][..], (1234, 5678)),
         (&["--same-owner", "--no-same-owner"][..], (0, 0)),
@@ -1647,9 +1648,9 @@ fn owner_archive(td: &TestDir) -> PathBuf {
     td.write("owners.tar", t.finish())
 }
 
-/// `--same-owner` restores owners by name where the names exist here, as GNU tar does, and
-/// `--numeric-owner` by number; compared with GNU tar (owners, modes, set-id bits included)
-/// under every writer row and thread count.
+/// `--same-owner` (root's default) restores owners by name where the names exist here, as GNU
+/// tar does, and `--numeric-owner` by number; compared with GNU tar (owners, modes, set-id bits
+/// included) under every writer row and thread count.
 #[test]
 fn same_owner_maps_names_like_gnu_tar() {
     let test = "same_owner_maps_names_like_gnu_tar";
@@ -1665,7 +1666,9 @@ fn same_owner_maps_names_like_gnu_tar() {
         assert!(daemon != 500 && mail != 600, "the names must map to other ids than the header's");
         let archive = owner_archive(td);
         for (flags, both) in [
+            (&[][..], (daemon, mail)),
             (&["--same-owner"][..], (daemon, mail)),
+            (&["--numeric-owner"][..], (500, 600)),
             (&["--same-owner", "--numeric-owner"][..], (500, 600)),
             (&["--numeric-owner", "--same-owner"][..], (500, 600)),
         ] {
@@ -1691,9 +1694,9 @@ fn same_owner_maps_names_like_gnu_tar() {
                 }
             });
         }
-        // Without --same-owner, --numeric-owner changes nothing but the set-id rule's notion of
+        // With --no-same-owner, --numeric-owner changes nothing but the set-id rule's notion of
         // the archive's owner: everything belongs to us (root).
-        for flags in [&[][..], &["--numeric-owner"]] {
+        for flags in [&["--no-same-owner"][..], &["--no-same-owner", "--numeric-owner"]] {
             let d = td.fresh("ours");
             let out = fastuntar().args(flags).arg("-xf").arg(&archive).arg("-C").arg(&d).run();
             assert_eq!(out.code, Some(0), "{flags:?}\n{}", out.describe());
@@ -1705,8 +1708,89 @@ fn same_owner_maps_names_like_gnu_tar() {
     });
 }
 
+/// Root restoring files owned by root: a file made in a set-group-ID directory takes the
+/// directory's group, and GNU tar's chown gives it the archive's group back. fastuntar leaves
+/// out the chown of a file whose owner is already its own only until it sees such a directory
+/// (src/write/tree.rs `SETGID_DIRS`): DIR itself, a directory that was there before, and a
+/// directory member that becomes one and that the archive comes back to. Compared with GNU
+/// tar, owners included, under every writer row and thread count; each case is a run of its
+/// own (the knowledge is per process).
+#[test]
+fn files_of_our_own_owner_in_setgid_directories_like_gnu_tar() {
+    let test = "files_of_our_own_owner_in_setgid_directories_like_gnu_tar";
+    if !util::have_root(test, "chown") {
+        return;
+    }
+    with_gnu_tar(test, "setgid_dirs", |td| {
+        let Some(mail) = local_id("group", "mail") else {
+            note(&format!("SKIP {test}: no group mail here"));
+            return;
+        };
+        let own = |h: Header, g: &str, gid: u64| Header {
+            uid: Num::Octal(0),
+            gid: Num::Octal(gid),
+            uname: b"root".to_vec(),
+            gname: g.as_bytes().to_vec(),
+            ..h
+        };
+        let root = |h: Header| own(h, "root", 0);
+        let mut t = Tar::new();
+        t.header(&own(Header::dir("s/").mode(0o2775), "mail", mail.into()));
+        t.entry(&root(Header::file("s/f")), b"before its metadata\n");
+        t.entry(&root(Header::file("t/x")), b"elsewhere\n");
+        t.entry(&root(Header::file("s/g")), b"after its metadata\n");
+        let member = td.write("member.tar", t.finish());
+        let mut t = Tar::new();
+        // `top` first: with a set-group-ID DIR, nothing but DIR says so before it is made.
+        t.entry(&root(Header::file("top")), b"in DIR\n");
+        t.entry(&root(Header::file("pre/f")), b"in a directory that was there\n");
+        let existing = td.write("existing.tar", t.finish());
+        let setgid_dir = |p: &Path| {
+            std::os::unix::fs::chown(p, None, Some(mail)).unwrap();
+            fs::set_permissions(p, fs::Permissions::from_mode(0o2775)).unwrap();
+        };
+        // (case, archive, how the destination is prepared)
+        let plain = |_: &Path| {};
+        let pre = |d: &Path| {
+            fs::create_dir(d.join("pre")).unwrap();
+            setgid_dir(&d.join("pre"));
+        };
+        let cases: [(&str, &PathBuf, &dyn Fn(&Path)); 3] = [
+            ("a directory member", &member, &plain),
+            ("a directory that was there", &existing, &pre),
+            ("DIR", &existing, &setgid_dir),
+        ];
+        for (case, archive, prepare) in cases {
+            let g = td.fresh("gnu");
+            prepare(&g);
+            let out = Cmd::new("tar").arg("-xf").arg(archive).arg("-C").arg(&g).run();
+            assert!(out.success(), "{case}: GNU tar\n{}", out.describe());
+            let want = snapshot(&g);
+            let zero: Vec<_> = want.entries.iter().filter(|(_, e)| e.gid == 0).collect();
+            assert!(zero.len() >= 2, "{case}: GNU tar gave no file group 0: {want:?}");
+            for_each_config(test, |cfg| {
+                for threads in WRITER_THREADS {
+                    let d = td.fresh("ours");
+                    prepare(&d);
+                    let out = fastuntar_with(cfg)
+                        .args(["--writer-threads", threads, "-xf"])
+                        .arg(archive)
+                        .arg("-C")
+                        .arg(&d)
+                        .run();
+                    let ctx =
+                        format!("{case} [{}, {threads} writers]\n{}", cfg.name, out.describe());
+                    assert_eq!(out.code, Some(0), "{ctx}");
+                    let cmp = Compare { owner: true, ..cmp(td) };
+                    assert_same(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp, &ctx);
+                }
+            });
+        }
+    });
+}
+
 /// The set-id rule (src/extract.rs `setid_checked`) compares the file's final owner with the
-/// archive's owner as resolved by name: as root without --same-owner, a set-uid member of
+/// archive's owner as resolved by name: as root with --no-same-owner, a set-uid member of
 /// user `root` (whatever its uid field says) stays set-uid; one of `daemon` with uid 0 does
 /// not, unless --numeric-owner makes its owner 0.
 #[test]
@@ -1731,7 +1815,14 @@ fn setid_rule_uses_the_owner_by_name() {
     for (flags, by_name, uid0) in [(&[][..], 0o6755, 0o755), (&["--numeric-owner"], 0o755, 0o6755)]
     {
         let d = td.fresh("dest");
-        let out = fastuntar().args(flags).arg("-xf").arg(&archive).arg("-C").arg(&d).run();
+        let out = fastuntar()
+            .arg("--no-same-owner")
+            .args(flags)
+            .arg("-xf")
+            .arg(&archive)
+            .arg("-C")
+            .arg(&d)
+            .run();
         assert_eq!(out.code, Some(0), "{flags:?}\n{}", out.describe());
         let mode = |p: &str| fs::metadata(d.join(p)).unwrap().mode() & 0o7777;
         assert_eq!(mode("root-by-name"), by_name, "{flags:?}: root-by-name");

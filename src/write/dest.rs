@@ -24,7 +24,7 @@ use anyhow::{Context, Result, anyhow};
 
 use super::backup::Backup;
 use super::restart;
-use super::tree::{Create, NodeId, Tree, open_dir_beneath};
+use super::tree::{Create, NodeId, Tree, note_dir_mode, open_dir_beneath, setgid_dirs};
 use crate::admit::FileCount;
 use crate::archive::{Xattr, xattr_bytes};
 use crate::config::OldFiles;
@@ -133,6 +133,8 @@ pub struct Dest {
     recursive_unlink: bool,
     /// `--backup` (`DestOptions`).
     backup: Option<Arc<Backup>>,
+    /// The effective uid and gid new files get (outside set-group-ID directories).
+    own_ids: (u32, u32),
 }
 
 /// Most bytes of extended attributes deferred directories may hold. Past it a directory's
@@ -207,6 +209,8 @@ impl Dest {
             open: Vec::new(),
             closing: Vec::new(),
             deferred_xattrs: 0,
+            // Safety: geteuid and getegid have no preconditions.
+            own_ids: unsafe { (libc::geteuid(), libc::getegid()) },
         })
     }
 
@@ -459,6 +463,7 @@ impl Dest {
         }
         let (node, fd) = self.dir(p.components(), false)?;
         let st = fstat(fd.as_raw_fd())?;
+        note_dir_mode(st.st_mode);
         let mut borrowed = false;
         if keep_mode {
             // GNU tar 1.34's --no-overwrite-dir: the directory keeps its mode and owner (the
@@ -493,6 +498,9 @@ impl Dest {
         }
         // The name is only for messages about attributes.
         let name = if xattrs.is_some() { entry.name.clone() } else { String::new() };
+        // Files made in it after its metadata is applied (an archive that comes back to it)
+        // take its group.
+        note_dir_mode(mode);
         self.tree.pin(node);
         self.open.push(DeferredDir {
             node,
@@ -933,10 +941,17 @@ impl Dest {
     /// Owner, set-id bits and mtime of a file whose data is complete, through its fd.
     pub fn finish_file(&self, fd: RawFd, entry: &Entry) -> io::Result<()> {
         let mode = self.mode(entry.mode);
-        // The create mode already holds the permission bits; only chown (which clears set-id
-        // bits) or set-id/sticky bits need an explicit chmod.
-        let set_mode = entry.owner.is_some() || mode & 0o7000 != 0;
-        set_meta(fd, &MetaOf::of(entry, mode), set_mode)
+        // The create mode already holds the permission bits; only set-id and sticky bits need
+        // an explicit chmod (after the chown, which would clear set-id bits; without them it
+        // leaves the mode as it is).
+        let set_mode = mode & 0o7000 != 0;
+        let mut meta = MetaOf::of(entry, mode);
+        // A new file already belongs to its writer, unless a set-group-ID directory gave it
+        // another group (tree.rs `SETGID_DIRS`).
+        if meta.owner == Some(self.own_ids) && !setgid_dirs() {
+            meta.owner = None;
+        }
+        set_meta(fd, &meta, set_mode)
     }
 
     /// A symlink: created with symlinkat; owner, attributes and mtime (unless `-m`) set
@@ -1001,7 +1016,7 @@ impl Dest {
             // Safety: valid dirfd and C string.
             cvt(restart(|| unsafe { libc::mknodat(dirfd, name.as_ptr(), how, dev) }))
         })?;
-        let set_mode = mode & 0o7000 != 0 || entry.owner.is_some();
+        let set_mode = mode & 0o7000 != 0;
         if !set_mode && entry.mtime.is_none() && entry.xattrs.is_none() {
             // Nothing to apply (`-m`): mknodat gave the permission bits.
             return Ok(());

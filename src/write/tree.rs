@@ -21,9 +21,48 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::restart;
 use crate::admit::FileCount;
+
+/// Whether a set-group-ID directory may hold files this run makes: DIR or a directory a walk
+/// opened was one, or a directory member asks to become one (`note_dir_mode`). A file made in
+/// such a directory takes the directory's group, not the writer's. Until one is seen, a file
+/// whose archived owner is the writer's own uid and gid already has that owner when it is
+/// created, and `Dest::finish_file` leaves out the chown: root restoring a root-owned archive
+/// (a snapshot; 100,000 small files: extract + sync 3.24 s with an fchown per file, 2.95 s
+/// without, medians of 5 on RAM-backed ext4). Only ever set, and process-wide: every writer
+/// thread's tree and the dispatcher add to it (a stale `true` only costs chowns).
+static SETGID_DIRS: AtomicBool = AtomicBool::new(false);
+
+/// See `SETGID_DIRS`.
+pub fn setgid_dirs() -> bool {
+    SETGID_DIRS.load(Ordering::SeqCst)
+}
+
+/// A directory has, or will be given, `mode`.
+pub fn note_dir_mode(mode: u32) {
+    if mode & libc::S_ISGID != 0 {
+        SETGID_DIRS.store(true, Ordering::SeqCst);
+    }
+}
+
+/// A directory just opened: its mode is looked at until a set-group-ID one is seen.
+fn note_dir(fd: &OwnedFd) {
+    if setgid_dirs() {
+        return;
+    }
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // Safety: fd is open; fstat fills `st` when it returns 0, and only then is it read.
+    if unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) } == 0 {
+        // Safety: initialised by the successful fstat above.
+        note_dir_mode(unsafe { st.assume_init() }.st_mode);
+    } else {
+        // Unknown: assume the worst.
+        SETGID_DIRS.store(true, Ordering::SeqCst);
+    }
+}
 
 pub type NodeId = u32;
 
@@ -99,6 +138,7 @@ pub enum Create {
 impl Tree {
     /// A tree rooted at the open directory `root`, caching at most `fd_budget` more fds.
     pub fn new(root: OwnedFd, fd_budget: usize) -> Tree {
+        note_dir(&root);
         let root = Node {
             parent: NONE,
             name: Box::new([]),
@@ -365,6 +405,7 @@ impl Tree {
             }
             let opened = opened.map(Arc::new);
             if let Ok(f) = &opened {
+                note_dir(f);
                 self.set_fd(child, f.clone());
             }
             // Holding its fd now, or (on failure) pruned with whatever it alone kept.
