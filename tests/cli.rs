@@ -1749,13 +1749,14 @@ fn files_of_our_own_owner_in_setgid_directories_like_gnu_tar() {
             std::os::unix::fs::chown(p, None, Some(mail)).unwrap();
             fs::set_permissions(p, fs::Permissions::from_mode(0o2775)).unwrap();
         };
+        type Prepare<'a> = &'a dyn Fn(&Path);
         // (case, archive, how the destination is prepared)
         let plain = |_: &Path| {};
         let pre = |d: &Path| {
             fs::create_dir(d.join("pre")).unwrap();
             setgid_dir(&d.join("pre"));
         };
-        let cases: [(&str, &PathBuf, &dyn Fn(&Path)); 3] = [
+        let cases: [(&str, &PathBuf, Prepare); 3] = [
             ("a directory member", &member, &plain),
             ("a directory that was there", &existing, &pre),
             ("DIR", &existing, &setgid_dir),
