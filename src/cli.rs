@@ -112,11 +112,19 @@ fn ordered(matches: &clap::ArgMatches, args: &Args) -> Vec<Ordered> {
         fastuntar -xOf logs.tar.gz | grep ERROR                           the files' data on stdout\n\n\
         Exit status: 0 success; 1 finished but some members were skipped (each reported); 2 fatal error.\n\n\
         Open files: fastuntar raises its soft open-file limit (ulimit -n) to the hard limit at start-up \
-        and keeps its directory cache and files in flight within it; it works down to 64."
+        and keeps its directory cache and files in flight within it; it works down to 64.",
+    // As GNU tar (argp): a long option may be shortened to any prefix that names one option
+    // (`--strip=1`, `--numeric`); an ambiguous one is refused. No long option GNU tar 1.34 has
+    // and fastuntar lacks is the prefix of one of fastuntar's (checked against `tar --help`).
+    infer_long_args = true,
+    // As GNU tar: an option given again is no error; the last value wins (`-p -p`, a wrapper's
+    // `--strip-components 1` and the user's `--strip-components 2`). Lists (`--exclude`, names)
+    // still collect every value.
+    args_override_self = true
 )]
 pub struct Args {
     /// Extract the archive (the default action).
-    #[arg(short = 'x', long = "extract")]
+    #[arg(short = 'x', long = "extract", alias = "get")]
     pub extract: bool,
 
     /// List the members instead of extracting (with -v, like `tar -tvf`).
@@ -317,7 +325,15 @@ pub struct Args {
     /// Extract into DIR (created if missing). Given again, as in GNU tar, a relative DIR is
     /// taken from the one before (`-C /srv -C app` is /srv/app); several -C must all come
     /// before the MEMBER names.
-    #[arg(short = 'C', long = "directory", value_name = "DIR", action = ArgAction::Append)]
+    // `--dir`, `--dire`, `--direc`: GNU tar's abbreviations, which --direct-io would make
+    // ambiguous here.
+    #[arg(
+        short = 'C',
+        long = "directory",
+        value_name = "DIR",
+        action = ArgAction::Append,
+        aliases = ["dir", "dire", "direc"]
+    )]
     pub directory: Vec<PathBuf>,
 
     /// Print each member name as it is extracted.
@@ -481,6 +497,11 @@ pub struct Args {
     /// Do not restore extended attributes (the default).
     #[arg(long = "no-xattrs", action = ArgAction::Count)]
     pub no_xattrs: u8,
+
+    /// Do not restore SELinux contexts: what fastuntar always does (GNU tar's default too;
+    /// accepted for scripts that say so).
+    #[arg(long = "no-selinux", hide = true)]
+    pub no_selinux: bool,
 
     /// Restore only the attributes whose name matches PATTERN (fnmatch wildcards over the
     /// whole name, e.g. 'security.capability' or 'user.*'); implies --xattrs. May be

@@ -1372,6 +1372,61 @@ fn touch_archive(td: &TestDir) -> PathBuf {
     td.write("touch.tar", t.finish())
 }
 
+/// Command lines as scripts and wrappers write them for GNU tar: an option given twice (the
+/// last value wins), long options shortened to a prefix that names one option, `--get` for
+/// `--extract`, `--no-selinux`. Each extracts what GNU tar extracts (compared tree by tree);
+/// an ambiguous prefix fails both, with nothing extracted. `{d}` is the destination.
+#[test]
+fn repeated_and_shortened_options_like_gnu_tar() {
+    let test = "repeated_and_shortened_options_like_gnu_tar";
+    with_gnu_tar(test, "habits", |td| {
+        let archive = touch_archive(td);
+        let a = archive.to_str().unwrap();
+        let cases: &[&[&str]] = &[
+            &["-x", "-x", "-f", a, "-C", "{d}"],
+            &["--get", "-f", a, "-C", "{d}"],
+            &["-x", "--get", "-f", a, "-C", "{d}"],
+            &["-xf", a, "-p", "-p", "-C", "{d}"],
+            &["-xf", a, "-k", "-k", "-C", "{d}"],
+            &["-xf", a, "--strip-components", "1", "--strip-components", "0", "-C", "{d}"],
+            &["-xf", a, "--strip-components=2", "--strip-components=1", "-C", "{d}"],
+            &["-xf", a, "--strip=1", "-C", "{d}"],
+            &["-xf", a, "--strip", "1", "-C", "{d}"],
+            &["-xf", a, "--exclude", "top/sub", "--exclude=top/large", "-C", "{d}"],
+            &["-xf", a, "--excl=top/small", "--no-overwrite-dir", "-C", "{d}"],
+            &["-xf", a, "--numeric", "--no-same-o", "--no-selinux", "-C", "{d}"],
+            &["-xf", a, "--to", "-C", "{d}"],
+            &["-xf", a, "--dir={d}"],
+            &["-xf", a, "--dire", "{d}"],
+            &["-xf", a, "--direc={d}"],
+            &["-xf", a, "-C", "{d}", "-C", "{d}"],
+            &["-xf", a, "--no-same", "-C", "{d}"],
+            &["-xf", a, "--keep", "-C", "{d}"],
+        ];
+        for case in cases {
+            let with = |d: &Path| -> Vec<String> {
+                let d = d.to_str().unwrap();
+                case.iter().map(|s| s.replace("{d}", d)).collect()
+            };
+            let g = td.fresh("gnu");
+            let gnu = Cmd::new("tar").args(with(&g)).run();
+            let d = td.fresh("ours");
+            let ours = fastuntar().args(with(&d)).run();
+            let ctx =
+                format!("{case:?}\nGNU tar: {}\nfastuntar: {}", gnu.describe(), ours.describe());
+            if gnu.success() {
+                assert_eq!(ours.code, Some(0), "{ctx}");
+                assert_same(&snapshot(&g), "GNU tar", &snapshot(&d), "fastuntar", &cmp(td), &ctx);
+            } else {
+                // Both refuse the command line before extracting anything.
+                assert_eq!(ours.code, Some(2), "{ctx}");
+                assert!(fs::read_dir(&d).unwrap().next().is_none(), "{ctx}");
+                assert!(fs::read_dir(&g).unwrap().next().is_none(), "{ctx}");
+            }
+        }
+    });
+}
+
 /// Every entry but the root has an mtime in `[from, to]` (seconds); the message names the
 /// ones that do not.
 fn mtimes_within(s: &util::snapshot::Snapshot, from: i64, to: i64) -> Result<(), String> {
