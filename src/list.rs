@@ -231,7 +231,10 @@ fn long_line(
     };
     let size = match m.kind {
         Kind::CharDev | Kind::BlockDev => format!("{},{}", m.dev_major, m.dev_minor),
-        Kind::Hardlink | Kind::Symlink | Kind::Dir | Kind::Fifo => "0".to_string(),
+        Kind::Hardlink | Kind::Symlink | Kind::Fifo => "0".to_string(),
+        // The header's size, as GNU tar lists it: 0 for most, the length of the name list of
+        // an incremental archive's dumpdir ('D').
+        Kind::Dir => m.declared_size.to_string(),
         _ => m.size.to_string(),
     };
     let pad = user.len() + 1 + group.len() + size.len();

@@ -158,6 +158,7 @@ mod tests {
             dev_minor: 0,
             mtime: Default::default(),
             size: 0,
+            declared_size: 0,
             sparse: None,
             offset: 0,
             xattrs: Vec::new(),

@@ -245,6 +245,34 @@ fn list_checks_the_compressed_stream_to_its_end() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// An incremental archive (`tar -g`): its directories are dumpdirs ('D'), whose size is the
+/// length of their name list; `-tv` shows it as GNU tar does (fastuntar showed 0).
+#[test]
+fn list_of_an_incremental_archive_like_gnu_tar() {
+    with_gnu_tar("list_of_an_incremental_archive_like_gnu_tar", "incremental_list", |td| {
+        let src = td.fresh("src");
+        fs::create_dir_all(src.join("d/sub")).unwrap();
+        fs::write(src.join("d/a"), b"a\n").unwrap();
+        fs::write(src.join("d/sub/b"), b"b\n").unwrap();
+        let archive = td.join("inc.tar");
+        let out = Cmd::new("tar")
+            .arg("-C")
+            .arg(&src)
+            .arg("-g")
+            .arg(td.join("snar"))
+            .arg("-cf")
+            .arg(&archive)
+            .arg("d")
+            .run();
+        assert!(out.success(), "{}", out.describe());
+        let gnu = gnu_list(&archive, true);
+        assert!(gnu.stdout_str().lines().any(|l| l.ends_with(" d/") && !l.contains(" 0 ")));
+        let ours = fastuntar_utc(&["-tvf".as_ref(), archive.as_os_str()]);
+        assert_eq!(ours.code, Some(0), "{}", ours.describe());
+        assert_eq!(ours.stdout_str(), gnu.stdout_str(), "{}", ours.describe());
+    });
+}
+
 #[test]
 fn list_matches_gnu_tar_on_the_peer_corpus() {
     let _g = shared();

@@ -107,8 +107,12 @@ pub struct Member {
     pub dev_major: u64,
     pub dev_minor: u64,
     pub mtime: Timestamp,
-    /// Extracted size in bytes (for sparse files the real size, not the stored size).
+    /// Extracted size in bytes (for sparse files the real size, not the stored size); 0 for
+    /// members that extract no data.
     pub size: u64,
+    /// The size the header declares (PAX `size` over the header's field): what `-tv` lists
+    /// for a directory (an incremental archive's dumpdir holds its name list there).
+    pub declared_size: u64,
     /// Some for GNU sparse members: the data segments, in file order.
     pub sparse: Option<Vec<Segment>>,
     /// Offset of the member's first header block (including extension headers).

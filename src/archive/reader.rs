@@ -714,6 +714,7 @@ impl<R: Skip> Reader<R> {
             dev_minor,
             mtime: fields.mtime,
             size: if readable { layout.real_size } else { 0 },
+            declared_size: fields.size,
             sparse: layout.segments,
             offset: start,
             xattrs,
