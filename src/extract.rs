@@ -238,7 +238,12 @@ fn pipeline_one(
 }
 
 fn thread_error(e: std::io::Error) -> anyhow::Error {
-    anyhow!("cannot start the decoder thread: {e} (too many processes: ulimit -u or pids.max)")
+    // EAGAIN: the process limit, or no address space left for a stack (ulimit -v, which the
+    // decoder threads' buffers use up first when --threads asks for many).
+    anyhow!(
+        "cannot start the decoder thread: {e} (too many processes, ulimit -u or pids.max; or \
+         too little memory, ulimit -v: fewer --threads need less)"
+    )
 }
 
 /// Several writer threads (`write/multi.rs`): the decoder thread dispatches, worker 0 runs on
