@@ -336,11 +336,13 @@ impl Config {
     /// The buffer pools for a run whose zstd frames `workers` threads decode besides the
     /// reader (0: one thread decodes, or the format is not zstd): see `divide`.
     pub fn pools(&self, workers: usize) -> Result<Pools> {
-        let cap = match self.memory {
+        let usable = usable_memory();
+        let memory = self.memory.or_else(|| tight_memory(usable));
+        let cap = match memory {
             Some(_) => u64::MAX,
-            None => usable_memory() / AUTO_MEMORY_FRACTION,
+            None => usable / AUTO_MEMORY_FRACTION,
         };
-        divide(self.memory, workers, self.reads_only(), cap)
+        divide(memory, workers, self.reads_only(), cap)
     }
 
     /// Whether the run only reads the archive (`-t`, `-O`): no file-data pool, no writers,
@@ -580,6 +582,25 @@ fn divide(memory: Option<u64>, workers: usize, listing: bool, cap: u64) -> Resul
     Ok(Pools { buf_size, files, frames: 0 })
 }
 
+/// Where the process may use less than this many times DEFAULT_MEMORY (a container or a
+/// systemd unit with `MemoryMax` under 256 MiB, `ulimit -v` under 256 MiB), the default budget
+/// is this fraction of what it may use, as if `--memory` had said so. In a cgroup v1 memory
+/// limit of 64 MiB the default 64 MiB pool was killed by the OOM killer (peak RSS 77 MB on a
+/// tarball of /usr/share; GNU tar's is 5 MB); with a 16 MiB budget the peak is 28 MB.
+const TIGHT_MEMORY_FRACTION: u64 = 4;
+
+/// The smallest default budget (TIGHT_MEMORY_FRACTION of a smaller limit would be refused as
+/// too small for the pool; a process limited to so little fails at its first allocations
+/// anyway).
+const TIGHT_MEMORY_MIN: u64 = 4 << 20;
+
+/// The default budget where the memory the process may use is tight (TIGHT_MEMORY_FRACTION),
+/// None where DEFAULT_MEMORY fits.
+fn tight_memory(usable: u64) -> Option<u64> {
+    let share = usable / TIGHT_MEMORY_FRACTION;
+    (share < DEFAULT_MEMORY).then(|| share.max(TIGHT_MEMORY_MIN))
+}
+
 /// Bytes of memory this process may use: the least of physical memory, its cgroup's memory
 /// limit (a container's; `cgroup_memory_max`) and RLIMIT_AS. Anything unreadable counts as no
 /// limit.
@@ -772,6 +793,12 @@ mod tests {
         assert_eq!(mib(divide(None, 3, true, big).unwrap()), (0, 97));
         assert_eq!(mib(divide(None, 3, true, 8 * MIB).unwrap()), (0, 64));
         assert_eq!(divide(None, 0, true, big).unwrap().frames, 0);
+        // Where less than 256 MiB may be used, a quarter of it, at least 4 MiB.
+        assert_eq!(tight_memory(24 << 30), None);
+        assert_eq!(tight_memory(256 * MIB), None);
+        assert_eq!(tight_memory(64 * MIB), Some(16 * MIB));
+        assert_eq!(tight_memory(8 * MIB), Some(4 * MIB));
+        assert_eq!(mib(divide(tight_memory(64 * MIB), 1, false, 0).unwrap()), (8, 8));
     }
 
     #[test]

@@ -284,3 +284,94 @@ fn writer_threads_fit_the_open_file_limit() {
     assert_eq!(out.code, Some(0), "{}", out.describe());
     assert_eq!(out.stderr_str(), "", "{}", out.describe());
 }
+
+/// A memory cgroup of `limit` bytes for this test (v2 `memory.max`, else the v1 memory
+/// controller's `memory.limit_in_bytes`), as its directory and the file a process joins it
+/// through; None (with the reason) where none can be made here.
+fn memory_cgroup(name: &str, limit: u64) -> Result<(PathBuf, &'static str), String> {
+    let v2 = Path::new("/sys/fs/cgroup");
+    let v2_has_memory = fs::read_to_string(v2.join("cgroup.subtree_control"))
+        .is_ok_and(|s| s.split_whitespace().any(|c| c == "memory"));
+    let (dir, limit_file, join) = if v2_has_memory {
+        (v2.join(name), "memory.max", "cgroup.procs")
+    } else if Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists() {
+        (Path::new("/sys/fs/cgroup/memory").join(name), "memory.limit_in_bytes", "tasks")
+    } else {
+        return Err("no memory cgroup controller (v2 subtree_control or v1 mount)".into());
+    };
+    let _ = fs::remove_dir(&dir);
+    fs::create_dir(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+    fs::write(dir.join(limit_file), limit.to_string())
+        .map_err(|e| format!("cannot limit {}: {e}", dir.display()))?;
+    Ok((dir, join))
+}
+
+/// Small machines and containers: where the process may use less than 256 MiB (a memory
+/// cgroup's limit, `ulimit -v`), the default budget is a quarter of it (src/config.rs
+/// `tight_memory`), as the `--json` summary's `pool_bytes` shows, and the extraction equals GNU
+/// tar's. In a cgroup of 64 MiB the default 64 MiB pool was killed by the OOM killer (a tarball
+/// of /usr/share to a slow disk, peak RSS 77 MB; GNU tar's is 5 MB).
+#[test]
+fn small_memory_limits_shrink_the_default_budget() {
+    let test = "small_memory_limits_shrink_the_default_budget";
+    let Some(td) = scratch_for(test, "zstd") else { return };
+    let src = td.join("src");
+    let mut rng = util::Rng::new(7);
+    for i in 0..48 {
+        let d = src.join(format!("d{}", i % 6));
+        fs::create_dir_all(&d).unwrap();
+        fs::write(d.join(format!("f{i}")), rng.bytes(1 << 20)).unwrap();
+    }
+    let archive = pack(&td, &src, "src");
+    let reference = td.fresh("gnu");
+    let out = Cmd::new("tar").arg("-xf").arg(&archive).arg("-C").arg(&reference).run();
+    assert!(out.success(), "{}", out.describe());
+    let want = snapshot(&reference);
+    let pool = |stdout: &str| -> u64 {
+        let at = stdout.find("\"pool_bytes\":").expect("pool_bytes in --json") + 13;
+        stdout[at..].chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap()
+    };
+    let check = |label: &str, out: &util::Output, d: &Path, most: u64| {
+        let ctx = format!("{test} [{label}]\n{}", out.describe());
+        assert_eq!(out.code, Some(0), "{ctx}");
+        let bytes = pool(&out.stdout_str());
+        assert!(bytes <= most, "{ctx}\npool_bytes {bytes}, more than {most}");
+        let cmp = Compare { root: false, ..Compare::extraction(td.started) };
+        assert_same(&want, "GNU tar", &snapshot(d), "fastuntar", &cmp, &ctx);
+    };
+    const MIB: u64 = 1 << 20;
+    // No limit: the whole default budget.
+    let d = td.fresh("free");
+    let out = fastuntar().arg("-xf").arg(&archive).arg("-C").arg(&d).arg("--json").run();
+    check("no limit", &out, &d, 64 * MIB);
+    assert_eq!(pool(&out.stdout_str()), 64 * MIB, "{}", out.describe());
+    // ulimit -v 192 MiB: a quarter, 48 MiB.
+    let d = td.fresh("as");
+    let mut c = fastuntar();
+    c.arg("-xf").arg(&archive).arg("-C").arg(&d).arg("--json");
+    c.rlimit(libc::RLIMIT_AS, 192 * MIB, 192 * MIB);
+    check("ulimit -v 196608", &c.run(), &d, 48 * MIB);
+    // A memory cgroup of 64 MiB (a container's limit): 16 MiB.
+    if !is_root() {
+        note(&format!("SKIP {test} [cgroup]: needs root"));
+        return;
+    }
+    let (cg, join) = match memory_cgroup(&format!("fastuntar-{}", std::process::id()), 64 * MIB) {
+        Ok(cg) => cg,
+        Err(why) => {
+            note(&format!("SKIP {test} [cgroup]: {why}"));
+            return;
+        }
+    };
+    let d = td.fresh("cg");
+    let script = format!(
+        "echo $$ > '{}' && exec '{}' -xf '{}' -C '{}' --json",
+        cg.join(join).display(),
+        util::fastuntar_path().display(),
+        archive.display(),
+        d.display()
+    );
+    let out = Cmd::new("sh").args(["-c", &script]).run();
+    let _ = fs::remove_dir(&cg);
+    check("memory cgroup of 64 MiB", &out, &d, 16 * MIB);
+}

@@ -337,9 +337,13 @@ pub const STOCK_LIMITS_VAR: &str = "FASTUNTAR_TEST_STOCK_LIMITS";
 pub const BIN_VAR: &str = "FASTUNTAR_TEST_BIN";
 
 /// The binary under test (with the stock machine's limits when STOCK_LIMITS_VAR is set).
+/// The binary under test.
+pub fn fastuntar_path() -> PathBuf {
+    std::env::var_os(BIN_VAR).unwrap_or_else(|| BIN.into()).into()
+}
+
 pub fn fastuntar() -> Cmd {
-    let bin = std::env::var_os(BIN_VAR).unwrap_or_else(|| BIN.into());
-    let mut c = Cmd { strict: true, ..Cmd::new(bin) };
+    let mut c = Cmd { strict: true, ..Cmd::new(fastuntar_path()) };
     if std::env::var_os(STOCK_LIMITS_VAR).is_some() {
         c.rlimit(libc::RLIMIT_NOFILE, 64, 64).rlimit(libc::RLIMIT_MEMLOCK, 64 << 10, 64 << 10);
     }
