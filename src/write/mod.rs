@@ -257,7 +257,7 @@ pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> R
     let mut workers: Vec<Box<dyn Writer>> = Vec::with_capacity(n);
     for dest in all {
         if uring_ok {
-            match uring::setup().and_then(probe_workers) {
+            match uring::setup().and_then(probe_opcodes).and_then(probe_workers) {
                 Ok(ring) => {
                     let here = n >= uring::OPEN_BUFFERED_HERE_FROM;
                     let w = uring::Uring::new(ring, pool, dest, policy, files_each, here);
@@ -280,6 +280,32 @@ pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> R
         workers.push(Box::new(Portable::new(dest, policy)));
     }
     Ok(Writers { workers, dest: dispatcher })
+}
+
+/// The ring's operations that the writer uses: OPENAT, WRITE and CLOSE came with Linux 5.6, and
+/// a 5.5 kernel sets up a ring (IORING_SETUP_CQSIZE is 5.5) whose every open would fail with
+/// EINVAL. IORING_REGISTER_PROBE (5.6 too) says which the kernel has; where it is missing or
+/// lacks one, the caller uses the portable writer. (5.4 and older, Ubuntu 20.04's kernel, refuse
+/// the set-up itself.)
+fn probe_opcodes(ring: io_uring::IoUring) -> std::io::Result<io_uring::IoUring> {
+    use io_uring::opcode;
+    let mut probe = io_uring::Probe::new();
+    ring.submitter().register_probe(&mut probe)?;
+    // Fault injection for the fallback test: a 5.5 kernel's probe, without OPENAT.
+    let pretend_old = std::env::var_os("FASTUNTAR_TEST_NO_URING_OPS").is_some();
+    let needed = [
+        ("IORING_OP_OPENAT", opcode::OpenAt::CODE),
+        ("IORING_OP_WRITE", opcode::Write::CODE),
+        ("IORING_OP_WRITE_FIXED", opcode::WriteFixed::CODE),
+        ("IORING_OP_CLOSE", opcode::Close::CODE),
+    ];
+    let has = |code: u8| probe.is_supported(code) && !(pretend_old && code == opcode::OpenAt::CODE);
+    match needed.iter().find(|(_, code)| !has(*code)) {
+        Some((name, _)) => {
+            Err(std::io::Error::other(format!("the kernel's io_uring has no {name}")))
+        }
+        None => Ok(ring),
+    }
 }
 
 /// io_uring runs opens and writes that would block on io-wq worker threads, which count against
