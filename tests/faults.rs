@@ -721,6 +721,63 @@ fn no_uring_falls_back_to_portable() {
     }
 }
 
+/// A seccomp filter that predates openat2 (Docker before 20.10, other sandboxes) answers it
+/// EPERM, where a kernel without it answers ENOSYS: directories are then opened with O_NOFOLLOW
+/// one component at a time, and the tree is complete. Before 2026-11-24 only ENOSYS was
+/// understood, and every directory open failed ("cannot create directory: Operation not
+/// permitted").
+#[test]
+fn openat2_refused_by_seccomp() {
+    let test = "openat2_refused_by_seccomp";
+    let td = scratch("openat2");
+    let members: [(&str, &[u8]); 5] =
+        [("d/", b""), ("d/a", b"a\n"), ("d/e/f", b"f\n"), ("g/h/i", b"i\n"), ("top", b"t\n")];
+    let archive = td.path().join("a.tar");
+    fs::write(&archive, tar_of(&members)).unwrap();
+    for_each_config(test, &configs(), |args| {
+        let dest = td.path().join("dest");
+        empty_dir(&dest);
+        let mut cmd = fastuntar(archive.to_str().unwrap(), &dest, args);
+        refuse_openat2(&mut cmd);
+        let out = run(cmd, None);
+        out.expect(0, "openat2 refused with EPERM")?;
+        check_files(&dest, &members)
+    });
+}
+
+/// Installs, in the child before it runs fastuntar, a seccomp filter that answers openat2
+/// (syscall 437 on every architecture: it came after the tables were unified) with EPERM and
+/// allows everything else.
+fn refuse_openat2(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    const OPENAT2: u32 = 437;
+    const LD_NR: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS, offset 0: seccomp_data.nr
+    const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+    const RET: u16 = 0x06; // BPF_RET | BPF_K
+    const RET_ERRNO: u32 = 0x0005_0000;
+    const RET_ALLOW: u32 = 0x7fff_0000;
+    let filter = [
+        libc::sock_filter { code: LD_NR, jt: 0, jf: 0, k: 0 },
+        libc::sock_filter { code: JEQ, jt: 0, jf: 1, k: OPENAT2 },
+        libc::sock_filter { code: RET, jt: 0, jf: 0, k: RET_ERRNO | libc::EPERM as u32 },
+        libc::sock_filter { code: RET, jt: 0, jf: 0, k: RET_ALLOW },
+    ];
+    // Safety: the closure runs in the forked child before exec and only calls prctl, which is
+    // async-signal-safe, on the filter it owns (copied into the closure).
+    unsafe {
+        cmd.pre_exec(move || {
+            let prog =
+                libc::sock_fprog { len: filter.len() as u16, filter: filter.as_ptr().cast_mut() };
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                || libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // O_DIRECT refused
 

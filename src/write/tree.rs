@@ -10,7 +10,8 @@
 //! size of the archive.
 //!
 //! Directories are opened with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` relative to
-//! their parent's fd (O_NOFOLLOW | O_DIRECTORY where openat2 is missing): a symlink anywhere
+//! their parent's fd (O_NOFOLLOW | O_DIRECTORY where openat2 is missing, or refused by a seccomp
+//! filter that predates it): a symlink anywhere
 //! in a member's parent path fails the member instead of being followed. With
 //! `--keep-directory-symlink` such a symlink is followed instead, but only inside DIR
 //! (`open_in_root`: DIR is `/` for it), and the node caches the directory it leads to.
@@ -595,11 +596,26 @@ pub fn is_out_of_fds(e: &io::Error) -> bool {
 pub fn open_dir_beneath(parent: RawFd, name: &CStr) -> io::Result<OwnedFd> {
     let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
     let resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
-    let fd = openat2(parent, name, flags, resolve);
-    let fd = if fd < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
+    let fd = if OPENAT2_REFUSED.load(Ordering::Relaxed) {
+        -1
+    } else {
+        openat2(parent, name, flags, resolve)
+    };
+    let refused = OPENAT2_REFUSED.load(Ordering::Relaxed)
+        || (fd < 0
+            && matches!(
+                io::Error::last_os_error().raw_os_error(),
+                Some(libc::ENOSYS | libc::EPERM)
+            ));
+    let fd = if refused {
         // Safety: valid dirfd and C string. `name` is a single plain component, so
         // O_NOFOLLOW alone keeps the open beneath `parent`.
-        restart(|| unsafe { libc::openat(parent, name.as_ptr(), flags) })
+        let fd = restart(|| unsafe { libc::openat(parent, name.as_ptr(), flags) });
+        if fd >= 0 {
+            // openat2's EPERM was a seccomp filter's, not the directory's: not asked again.
+            OPENAT2_REFUSED.store(true, Ordering::Relaxed);
+        }
+        fd
     } else {
         fd
     };
@@ -624,6 +640,11 @@ fn open_in_root(root: RawFd, path: &CStr) -> io::Result<OwnedFd> {
     // Safety: fd is a fresh descriptor we own.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
+
+/// openat2 is missing (ENOSYS, before Linux 5.6) or refused by a seccomp filter that predates
+/// it (EPERM: Docker before 20.10, other sandboxes), as the first open found: directories are
+/// opened with O_NOFOLLOW, one component at a time.
+static OPENAT2_REFUSED: AtomicBool = AtomicBool::new(false);
 
 /// openat2(2) with `flags` and `resolve`: the fd, or -1 with errno set.
 fn openat2(dirfd: RawFd, path: &CStr, flags: libc::c_int, resolve: u64) -> RawFd {
