@@ -10,9 +10,9 @@
 //! size of the archive.
 //!
 //! Directories are opened with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` relative to
-//! their parent's fd (O_NOFOLLOW | O_DIRECTORY where openat2 is missing, or refused by a seccomp
-//! filter that predates it): a symlink anywhere
-//! in a member's parent path fails the member instead of being followed. With
+//! their parent's fd (O_NOFOLLOW | O_DIRECTORY where openat2 is missing, or refused by a
+//! seccomp filter that predates it): a symlink anywhere in a member's parent path fails the
+//! member instead of being followed. With
 //! `--keep-directory-symlink` such a symlink is followed instead, but only inside DIR
 //! (`open_in_root`: DIR is `/` for it), and the node caches the directory it leads to.
 
