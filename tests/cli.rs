@@ -1791,6 +1791,66 @@ fn same_owner_maps_names_like_gnu_tar() {
     });
 }
 
+/// `--same-owner` as a user who may not give files away: every member is still made, with its
+/// mode and time (a symlink's too: its time was not set, and it was reported as "cannot create
+/// symlink"), as GNU tar makes them; each is reported as GNU tar words it ("cannot change
+/// ownership to uid 4242, gid 4242: Operation not permitted"), exit 1 (GNU tar: 2).
+#[test]
+fn same_owner_refused_to_a_user_like_gnu_tar() {
+    let test = "same_owner_refused_to_a_user_like_gnu_tar";
+    if !util::have_root(test, "to run as uid 65534") {
+        return;
+    }
+    with_gnu_tar(test, "owner_refused", |td| {
+        fs::set_permissions(td.path(), fs::Permissions::from_mode(0o755)).unwrap();
+        let own = |h: Header| Header {
+            uid: Num::Octal(4242),
+            gid: Num::Octal(4242),
+            uname: Vec::new(),
+            gname: Vec::new(),
+            ..h
+        };
+        let mut t = Tar::new();
+        t.header(&own(Header::dir("d/").mode(0o750).mtime(1_000_000_000)));
+        t.entry(&own(Header::file("d/f").mode(0o640).mtime(1_000_000_100)), b"f\n");
+        t.header(&own(Header::symlink("d/l", "f").mtime(1_000_000_200)));
+        t.header(&own(Header::new("d/p", util::rawtar::FIFO).mode(0o600).mtime(1_000_000_300)));
+        let archive = td.write("owned.tar", t.finish());
+        fs::set_permissions(&archive, fs::Permissions::from_mode(0o644)).unwrap();
+        let dest = |prefix: &str| {
+            let d = td.fresh(prefix);
+            std::os::unix::fs::chown(&d, Some(65534), Some(65534)).unwrap();
+            d
+        };
+        let g = dest("gnu");
+        let mut gnu = Cmd::new("tar");
+        let gnu = gnu.args(["--same-owner", "-xf"]).arg(&archive).arg("-C").arg(&g);
+        let gnu = gnu.user(65534, 65534).run();
+        assert_eq!(gnu.code, Some(2), "{}", gnu.describe());
+        let want = snapshot(&g);
+        for_each_config(test, |cfg| {
+            let d = dest("ours");
+            let out = fastuntar_with(cfg)
+                .args(["--same-owner", "-xf"])
+                .arg(&archive)
+                .arg("-C")
+                .arg(&d)
+                .user(65534, 65534)
+                .run();
+            let ctx = format!("[{}]\n{}", cfg.name, out.describe());
+            assert_eq!(out.code, Some(1), "{ctx}");
+            for name in ["d/f", "d/l", "d/p"] {
+                let line = format!(
+                    "fastuntar: {name}: cannot set metadata: cannot change ownership to uid 4242, \
+                     gid 4242: Operation not permitted"
+                );
+                assert!(out.stderr_str().contains(&line), "{ctx}\nno line {line:?}");
+            }
+            assert_same(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp(td), &ctx);
+        });
+    });
+}
+
 /// Root restoring files owned by root: a file made in a set-group-ID directory takes the
 /// directory's group, and GNU tar's chown gives it the archive's group back. fastuntar leaves
 /// out the chown of a file whose owner is already its own only until it sees such a directory

@@ -34,8 +34,55 @@ use crate::plan::{Entry, Node, SafePath, Timestamp};
 /// 0555 directory can still be filled.
 const DIR_CREATE_MODE: u32 = 0o700;
 
+/// A member that was made, but whose metadata (owner, attributes, mode, time) could not all be
+/// set: `member_failed` reports it as "cannot set metadata", not as a failure to create it.
+#[derive(Debug)]
+pub struct MetadataFailed(pub io::Error);
+
+impl std::fmt::Display for MetadataFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for MetadataFailed {}
+
+/// A chown the kernel refused, named as GNU tar names it ("cannot change ownership to uid
+/// 4242, gid 4242: Operation not permitted").
+#[derive(Debug)]
+struct OwnerRefused {
+    uid: u32,
+    gid: u32,
+    source: io::Error,
+}
+
+impl std::fmt::Display for OwnerRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot change ownership to uid {}, gid {}: {}", self.uid, self.gid, self.source)
+    }
+}
+
+impl std::error::Error for OwnerRefused {}
+
+fn owner_refused(uid: u32, gid: u32, source: io::Error) -> io::Error {
+    io::Error::new(source.kind(), OwnerRefused { uid, gid, source })
+}
+
+/// The system's error inside our wrappers (`MetadataFailed`, `OwnerRefused`).
+pub fn cause(e: &io::Error) -> &io::Error {
+    let inner = e.get_ref();
+    if let Some(m) = inner.and_then(|x| x.downcast_ref::<MetadataFailed>()) {
+        return cause(&m.0);
+    }
+    if let Some(o) = inner.and_then(|x| x.downcast_ref::<OwnerRefused>()) {
+        return cause(&o.source);
+    }
+    e
+}
+
 /// An error that concerns one member only: report it and go on. Anything else is fatal.
 pub fn is_member_error(e: &io::Error) -> bool {
+    let e = cause(e);
     // Our own refusals (no errno) concern the member.
     if e.raw_os_error().is_none() {
         return e.kind() == io::ErrorKind::InvalidInput;
@@ -668,7 +715,8 @@ impl<'a> MetaOf<'a> {
 pub fn set_meta(fd: RawFd, m: &MetaOf, set_mode: bool) -> io::Result<()> {
     let owner = match m.owner {
         // Safety: fd is open.
-        Some((uid, gid)) => cvt(restart(|| unsafe { libc::fchown(fd, uid, gid) })),
+        Some((uid, gid)) => cvt(restart(|| unsafe { libc::fchown(fd, uid, gid) }))
+            .map_err(|e| owner_refused(uid, gid, e)),
         None => Ok(()),
     };
     // ACLs after the mode (a mode set later would reset their mask), as GNU tar sets them;
@@ -1038,6 +1086,7 @@ impl Dest {
         let node = self.tree.retry_emfile(|| open_path_nofollow(slot.dirfd(), &slot.name))?;
         made_as(&node, kind)?;
         set_meta_opath(&node, meta, set_mode)
+            .map_err(|e| io::Error::new(e.kind(), MetadataFailed(e)))
     }
 }
 
@@ -1069,12 +1118,16 @@ fn open_path_nofollow(dirfd: RawFd, name: &CStr) -> io::Result<OwnedFd> {
 /// (a magic link, not a path that can be swapped).
 fn set_meta_opath(fd: &OwnedFd, m: &MetaOf, set_mode: bool) -> io::Result<()> {
     let raw = fd.as_raw_fd();
-    if let Some((uid, gid)) = m.owner {
+    // Each step is tried whatever the one before did, as in `set_meta` (a symlink whose owner
+    // cannot be set still gets its time), and the first failure is returned.
+    let owner = match m.owner {
         // Safety: valid fd and an empty C string, which AT_EMPTY_PATH applies to the fd itself.
-        cvt(restart(|| unsafe {
+        Some((uid, gid)) => cvt(restart(|| unsafe {
             libc::fchownat(raw, c"".as_ptr(), uid, gid, libc::AT_EMPTY_PATH)
-        }))?;
-    }
+        }))
+        .map_err(|e| owner_refused(uid, gid, e)),
+        None => Ok(()),
+    };
     let proc = CString::new(format!("/proc/self/fd/{raw}")).expect("no NUL in a number");
     if let Some((member, xattrs)) = m.xattrs {
         // fsetxattr refuses an O_PATH fd; setxattr through the magic link reaches the very
@@ -1087,23 +1140,36 @@ fn set_meta_opath(fd: &OwnedFd, m: &MetaOf, set_mode: bool) -> io::Result<()> {
             }))
         });
     }
-    if set_mode {
-        // Safety: a valid C string; the magic link resolves to the inode `fd` holds.
-        cvt(restart(|| unsafe { libc::chmod(proc.as_ptr(), m.mode) }))?;
-    }
-    let Some(mtime) = m.mtime else { return Ok(()) };
-    let times = timespecs(mtime);
-    // Safety: valid fd, an empty C string (AT_EMPTY_PATH: the fd itself) and a two-element
-    // timespec array.
-    let r = restart(|| unsafe {
-        libc::utimensat(raw, c"".as_ptr(), times.as_ptr(), libc::AT_EMPTY_PATH)
-    });
-    if r == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL) {
-        return cvt(r);
-    }
-    // A kernel that does not take AT_EMPTY_PATH here: through the magic link, as above.
-    // Safety: a valid C string and a two-element timespec array.
-    cvt(restart(|| unsafe { libc::utimensat(libc::AT_FDCWD, proc.as_ptr(), times.as_ptr(), 0) }))
+    let mode = match (set_mode, &owner) {
+        (false, _) => Ok(()),
+        // Where the owner could not be set, neither are the set-id bits (as in `set_meta`).
+        (true, o) => {
+            let mode = if o.is_ok() { m.mode } else { m.mode & !(libc::S_ISUID | libc::S_ISGID) };
+            // Safety: a valid C string; the magic link resolves to the inode `fd` holds.
+            cvt(restart(|| unsafe { libc::chmod(proc.as_ptr(), mode) }))
+        }
+    };
+    let time = match m.mtime {
+        None => Ok(()),
+        Some(mtime) => {
+            let times = timespecs(mtime);
+            // Safety: valid fd, an empty C string (AT_EMPTY_PATH: the fd itself) and a
+            // two-element timespec array.
+            let r = restart(|| unsafe {
+                libc::utimensat(raw, c"".as_ptr(), times.as_ptr(), libc::AT_EMPTY_PATH)
+            });
+            if r == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL) {
+                cvt(r)
+            } else {
+                // A kernel that does not take AT_EMPTY_PATH here: through the magic link.
+                // Safety: a valid C string and a two-element timespec array.
+                cvt(restart(|| unsafe {
+                    libc::utimensat(libc::AT_FDCWD, proc.as_ptr(), times.as_ptr(), 0)
+                }))
+            }
+        }
+    };
+    owner.and(mode).and(time)
 }
 
 /// Checks that `node` (an O_PATH fd of a name just created) is what was created: of type

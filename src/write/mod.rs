@@ -78,6 +78,11 @@ pub fn member_failed(entry: &crate::plan::Entry, what: &str, e: std::io::Error) 
         }
         return Ok(());
     }
+    // A symlink, FIFO or device node that was made, but whose metadata was not all set.
+    let what = match e.get_ref().is_some_and(|x| x.is::<dest::MetadataFailed>()) {
+        true => "cannot set metadata",
+        false => what,
+    };
     if dest::is_member_error(&e) {
         crate::report::skipped(&entry.name, format!("{what}: {e}"));
         Ok(())
