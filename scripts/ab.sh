@@ -7,8 +7,8 @@
 #   scripts/ab.sh [--rounds N] [--size BYTES] ARCHIVE BIN_A BIN_B [FASTUNTAR ARGS...]
 #
 # Prints every run, then per binary the median and the range of extract+sync and of user+sys
-# CPU seconds. Root only (losetup, mount, drop_caches). --size: the ext4 (default 2.5x the
-# archive's size, at least 3 GiB; /dev/shm must hold what is extracted). For the tables of
+# CPU seconds. Root only (losetup, mount, drop_caches). --size: the ext4 in bytes (default 4x
+# the archive's size, at least 3 GiB; /dev/shm must hold what is extracted). For the tables of
 # every tool, see scripts/bench.sh; this answers "did this change make it slower".
 set -euo pipefail
 
@@ -36,9 +36,13 @@ for f in "$archive" "$a" "$b"; do
     [[ -e $f ]] || { echo "ab.sh: $f: not found" >&2; exit 2; }
 done
 if [[ -z $size ]]; then
-    size=$(($(stat -c %s "$archive") * 5 / 2))
+    # zstd -1 takes a tree of small files to about a third: 4x the archive holds that, with
+    # ext4's own room (a /usr tarball of 2 GB needed more than 2.5x).
+    size=$(($(stat -c %s "$archive") * 4))
     ((size >= 3 << 30)) || size=$((3 << 30))
 fi
+# Whole MiB: a loop device ignores a partial last sector.
+size=$(((size + (1 << 20) - 1) >> 20 << 20))
 
 img=/dev/shm/fastuntar-ab-$$.img
 mnt=$(mktemp -d /tmp/fastuntar-ab.XXXXXX)
