@@ -69,7 +69,7 @@ fn owner_refused(uid: u32, gid: u32, source: io::Error) -> io::Error {
 }
 
 /// The system's error inside our wrappers (`MetadataFailed`, `OwnerRefused`).
-pub fn cause(e: &io::Error) -> &io::Error {
+fn cause(e: &io::Error) -> &io::Error {
     let inner = e.get_ref();
     if let Some(m) = inner.and_then(|x| x.downcast_ref::<MetadataFailed>()) {
         return cause(&m.0);

@@ -12,9 +12,9 @@
 //! Directories are opened with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` relative to
 //! their parent's fd (O_NOFOLLOW | O_DIRECTORY where openat2 is missing, or refused by a
 //! seccomp filter that predates it): a symlink anywhere in a member's parent path fails the
-//! member instead of being followed. With
-//! `--keep-directory-symlink` such a symlink is followed instead, but only inside DIR
-//! (`open_in_root`: DIR is `/` for it), and the node caches the directory it leads to.
+//! member instead of being followed. With `--keep-directory-symlink` such a symlink is followed
+//! instead, but only inside DIR (`open_in_root`: DIR is `/` for it), and the node caches the
+//! directory it leads to.
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
@@ -592,33 +592,24 @@ pub fn is_out_of_fds(e: &io::Error) -> bool {
 }
 
 /// Opens directory `name` inside `parent` without following any symlink and without leaving
-/// `parent` (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS; O_NOFOLLOW where openat2 is missing).
+/// `parent` (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS; O_NOFOLLOW where openat2 is missing
+/// or refused, `OPENAT2_REFUSED`).
 pub fn open_dir_beneath(parent: RawFd, name: &CStr) -> io::Result<OwnedFd> {
     let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
     let resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
-    let fd = if OPENAT2_REFUSED.load(Ordering::Relaxed) {
-        -1
-    } else {
-        openat2(parent, name, flags, resolve)
-    };
-    let refused = OPENAT2_REFUSED.load(Ordering::Relaxed)
-        || (fd < 0
-            && matches!(
-                io::Error::last_os_error().raw_os_error(),
-                Some(libc::ENOSYS | libc::EPERM)
-            ));
-    let fd = if refused {
+    let known = OPENAT2_REFUSED.load(Ordering::Relaxed);
+    let mut fd = if known { -1 } else { openat2(parent, name, flags, resolve) };
+    let errno = (fd < 0).then(|| io::Error::last_os_error().raw_os_error()).flatten();
+    if known || matches!(errno, Some(libc::ENOSYS | libc::EPERM)) {
         // Safety: valid dirfd and C string. `name` is a single plain component, so
         // O_NOFOLLOW alone keeps the open beneath `parent`.
-        let fd = restart(|| unsafe { libc::openat(parent, name.as_ptr(), flags) });
-        if fd >= 0 {
-            // openat2's EPERM was a seccomp filter's, not the directory's: not asked again.
+        fd = restart(|| unsafe { libc::openat(parent, name.as_ptr(), flags) });
+        // ENOSYS: no openat2 here. EPERM where openat may open it: a seccomp filter's, not
+        // the directory's. Either way openat2 is not asked again.
+        if !known && (errno == Some(libc::ENOSYS) || fd >= 0) {
             OPENAT2_REFUSED.store(true, Ordering::Relaxed);
         }
-        fd
-    } else {
-        fd
-    };
+    }
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
