@@ -568,6 +568,60 @@ fn dest_not_writable_unprivileged() {
     });
 }
 
+/// A writable DIR with a 0555 directory inside it (an earlier extraction's, someone else's),
+/// as an unprivileged user: the members beneath it are reported (EACCES) and everything else
+/// is extracted, as GNU tar does (exit 2; fastuntar exit 1, members skipped). Before
+/// 2026-11-24 the first EACCES ended the run, with whatever was in flight.
+#[test]
+fn read_only_directory_inside_dir() {
+    let test = "read_only_directory_inside_dir";
+    if !is_root() {
+        return skip(test, "needs root to run GNU tar and fastuntar as uid 65534");
+    }
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        return skip(test, "setpriv is missing");
+    }
+    let td = scratch("eacces_inside");
+    fs::set_permissions(td.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let members: [(&str, &[u8]); 6] = [
+        ("ok1", b"1\n"),
+        ("locked/f", b"f\n"),
+        ("ok2", b"2\n"),
+        ("d/x", b"x\n"),
+        ("locked/g", b"g\n"),
+        ("d/ok3", b"3\n"),
+    ];
+    let archive = td.path().join("a.tar");
+    fs::write(&archive, tar_of(&members)).unwrap();
+    fs::set_permissions(&archive, fs::Permissions::from_mode(0o644)).unwrap();
+    let as_nobody = |c: Command| {
+        let mut s = Command::new("setpriv");
+        s.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(c.get_program());
+        s.args(c.get_args());
+        s
+    };
+    let prepare = |d: &Path| {
+        fresh_dir(d, Some(65534));
+        fs::create_dir(d.join("locked")).unwrap();
+        std::os::unix::fs::chown(d.join("locked"), Some(65534), Some(65534)).unwrap();
+        fs::set_permissions(d.join("locked"), fs::Permissions::from_mode(0o555)).unwrap();
+    };
+    let gnu = td.path().join("gnu");
+    prepare(&gnu);
+    let g = run(as_nobody(gnu_tar(&archive, &gnu)), None);
+    let refused = complained_of(&g, "tar");
+    assert!(g.code == Some(2) && refused == ["locked/f", "locked/g"], "GNU tar: {}", g.stderr);
+    for_each_config(test, &configs(), |args| {
+        let ours = td.path().join("ours");
+        prepare(&ours);
+        let out = run(as_nobody(fastuntar(archive.to_str().unwrap(), &ours, args)), None);
+        let res = members_refused_as_gnu_tar(test, args, &out, &refused, &gnu, &ours);
+        let _ = fs::set_permissions(ours.join("locked"), fs::Permissions::from_mode(0o755));
+        res
+    });
+    fs::set_permissions(gnu.join("locked"), fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 // ---------------------------------------------------------------------------------------------
 // A member whose parent is a regular file
 
@@ -2085,6 +2139,31 @@ fn dest_fuse_exfat() {
         assert!(res.is_ok(), "{test}: names that differ in case, {args:?}: {res:?}");
         empty_dir(&ours);
     }
+    // Names exFAT cannot hold: `?` (ENOENT from the daemon) and bytes that are not UTF-8
+    // (EILSEQ): reported, and the members after them extracted, as GNU tar does. Before
+    // 2026-11-24 EILSEQ ended the run.
+    let mut b = tar::Builder::new(Vec::new());
+    for name in [&b"ok1"[..], b"q?x", b"bad\xff\xfename", b"ok2", b"d/bad\xfe", b"d/ok3"] {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(3);
+        h.set_mode(0o644);
+        h.set_mtime(MIXED_MTIME as u64);
+        let name = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name);
+        b.append_data(&mut h, name, &b"hi\n"[..]).unwrap();
+    }
+    let names = td.path().join("names.tar");
+    fs::write(&names, b.into_inner().unwrap()).unwrap();
+    empty_dir(&gnu);
+    fresh_dir(&gnu, None);
+    let g = run(gnu_tar(&names, &gnu), None);
+    let refused = complained_of(&g, "tar");
+    assert!(g.code == Some(2) && refused.len() == 3, "{test}: GNU tar on names: {}", g.stderr);
+    for_each_config(test, &configs(), |args| {
+        let ours = mnt.join("ours");
+        fresh_dir(&ours, None);
+        let out = run(fastuntar(names.to_str().unwrap(), &ours, args), None);
+        members_refused_as_gnu_tar(test, args, &out, &refused, &gnu, &ours)
+    });
     drop(_m);
     drop(dev);
 }

@@ -19,6 +19,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result, anyhow};
 
@@ -80,12 +81,22 @@ fn cause(e: &io::Error) -> &io::Error {
     e
 }
 
+/// Whether DIR itself is writable (`Dest::open`). Then EACCES concerns one member: a directory
+/// inside DIR that the user may not write to (an earlier extraction's 0555 directory, someone
+/// else's), reported as GNU tar reports it while the rest is extracted. Where DIR is not, every
+/// member would fail the same way, and the first one ends the run. (Until 2026-11-24 EACCES
+/// always ended it, with the members already in flight.)
+static DIR_WRITABLE: AtomicBool = AtomicBool::new(false);
+
 /// An error that concerns one member only: report it and go on. Anything else is fatal.
 pub fn is_member_error(e: &io::Error) -> bool {
     let e = cause(e);
     // Our own refusals (no errno) concern the member.
     if e.raw_os_error().is_none() {
         return e.kind() == io::ErrorKind::InvalidInput;
+    }
+    if e.raw_os_error() == Some(libc::EACCES) {
+        return DIR_WRITABLE.load(Ordering::Relaxed);
     }
     matches!(
         e.raw_os_error(),
@@ -105,6 +116,8 @@ pub fn is_member_error(e: &io::Error) -> bool {
                 // lacks, EOPNOTSUPP; FAT through FUSE has no symlinks, no chmod).
                 | libc::ENOSYS
                 | libc::EOPNOTSUPP
+                // A name the filesystem cannot store (invalid UTF-8 on exFAT, NTFS).
+                | libc::EILSEQ
         )
     )
 }
@@ -239,6 +252,16 @@ impl Dest {
         }
         // Safety: fd is a fresh descriptor we own.
         let root = unsafe { OwnedFd::from_raw_fd(fd) };
+        // Safety: a valid fd and C string; faccessat only reads them.
+        let writable = unsafe {
+            libc::faccessat(
+                root.as_raw_fd(),
+                c".".as_ptr(),
+                libc::W_OK | libc::X_OK,
+                libc::AT_EACCESS,
+            )
+        } == 0;
+        DIR_WRITABLE.store(writable, Ordering::Relaxed);
         let mut tree = Tree::new(root, opts.dir_fds);
         if opts.keep_dir_symlinks {
             tree.follow_symlinks();
