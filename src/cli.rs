@@ -503,6 +503,58 @@ pub struct Args {
     #[arg(long = "no-selinux", hide = true)]
     pub no_selinux: bool,
 
+    /// GNU tar's options for creating an archive that have no meaning when reading one: GNU
+    /// tar accepts them with -x and -t and ignores them, and so does fastuntar, so that a
+    /// TAR_OPTIONS or a wrapper's options written for both work (`--sort=name --owner=0
+    /// --mtime=@0` for reproducible archives). These take no value.
+    #[arg(
+        long = "one-file-system",
+        aliases = [
+            "check-device", "no-check-device", "check-links",
+            "dereference", "hard-dereference", "exclude-caches", "exclude-caches-all",
+            "exclude-caches-under", "exclude-vcs-ignores", "ignore-failed-read", "old-archive",
+            "portability", "posix", "remove-files", "restrict",
+        ],
+        action = ArgAction::Count,
+        hide = true
+    )]
+    pub creation_switches: u8,
+
+    /// GNU tar's `--mtime=DATE` (for creating), ignored as above (the date is not read).
+    #[arg(long = "mtime", value_name = "DATE", hide = true)]
+    pub mtime: Option<String>,
+
+    /// GNU tar's `--clamp-mtime` (for creating), ignored as above; as GNU tar, only with
+    /// --mtime.
+    #[arg(long = "clamp-mtime", requires = "mtime", hide = true)]
+    pub clamp_mtime: bool,
+
+    /// GNU tar's `--atime-preserve[=METHOD]` (for creating), ignored as above.
+    #[arg(
+        long = "atime-preserve",
+        value_name = "METHOD",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "replace",
+        hide = true
+    )]
+    pub atime_preserve: Option<String>,
+
+    /// GNU tar's options for creating an archive that take a value, ignored as above.
+    #[arg(
+        long = "owner",
+        aliases = [
+            "group", "mode", "owner-map", "group-map", "format", "sort",
+            "hole-detection", "sparse-version", "exclude-tag", "exclude-tag-all",
+            "exclude-tag-under", "exclude-ignore", "exclude-ignore-recursive", "rsh-command",
+            "rmt-command",
+        ],
+        value_name = "VALUE",
+        action = ArgAction::Append,
+        hide = true
+    )]
+    pub creation_values: Vec<String>,
+
     /// Restore only the attributes whose name matches PATTERN (fnmatch wildcards over the
     /// whole name, e.g. 'security.capability' or 'user.*'); implies --xattrs. May be
     /// repeated: an attribute matching any of them is restored.
@@ -819,6 +871,115 @@ pub fn traditional(args: Vec<OsString>) -> Result<Vec<OsString>, String> {
     Ok(out)
 }
 
+/// GNU tar's `TAR_OPTIONS`: options read before those of the command line (`args`, after
+/// `traditional`), so that the command line's come later and win. `env` is split into words
+/// as GNU tar splits it (gnulib's wordsplit: blanks separate, '…' and "…" quote, a backslash
+/// escapes the next character or gives C's `\n`, `\t`…). As GNU tar, a word that is not an
+/// option or an option's value is refused, and so is any error in the options themselves,
+/// named as coming from TAR_OPTIONS.
+pub fn with_env_options(
+    args: Vec<OsString>,
+    env: Option<&std::ffi::OsStr>,
+) -> Result<Vec<OsString>, String> {
+    use clap::CommandFactory;
+    use std::os::unix::ffi::OsStrExt;
+    let Some(env) = env else { return Ok(args) };
+    let words =
+        split_words(env.as_bytes()).map_err(|e| format!("cannot split TAR_OPTIONS: {e}"))?;
+    if words.is_empty() {
+        return Ok(args);
+    }
+    let program = args.first().cloned().unwrap_or_else(|| "fastuntar".into());
+    let alone = std::iter::once(program.clone()).chain(words.iter().cloned());
+    match Args::command().try_get_matches_from(alone) {
+        Ok(m) => {
+            if let Some(mut operands) = m.get_many::<OsString>("operands") {
+                let first = operands.next().map(|o| o.to_string_lossy().into_owned());
+                return Err(format!(
+                    "non-option arguments in TAR_OPTIONS: '{}'",
+                    first.unwrap_or_default()
+                ));
+            }
+        }
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("");
+            return Err(format!(
+                "error parsing TAR_OPTIONS: {}",
+                first.strip_prefix("error: ").unwrap_or(first)
+            ));
+        }
+    }
+    let mut out = vec![program];
+    out.extend(words);
+    out.extend(args.into_iter().skip(1));
+    Ok(out)
+}
+
+/// Splits `text` into words as GNU tar splits TAR_OPTIONS (see `with_env_options`).
+fn split_words(text: &[u8]) -> Result<Vec<OsString>, &'static str> {
+    use std::os::unix::ffi::OsStringExt;
+    fn escaped(c: u8) -> u8 {
+        match c {
+            b'a' => 7,
+            b'b' => 8,
+            b'f' => 12,
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b't' => b'\t',
+            b'v' => 11,
+            c => c,
+        }
+    }
+    let mut words = Vec::new();
+    let mut word: Option<Vec<u8>> = None;
+    let mut bytes = text.iter().copied();
+    while let Some(c) = bytes.next() {
+        match c {
+            b' ' | b'\t' | b'\n' => {
+                if let Some(w) = word.take() {
+                    words.push(OsString::from_vec(w));
+                }
+            }
+            b'\'' => {
+                let w = word.get_or_insert_with(Vec::new);
+                loop {
+                    match bytes.next() {
+                        Some(b'\'') => break,
+                        Some(c) => w.push(c),
+                        None => return Err("missing closing quote"),
+                    }
+                }
+            }
+            b'"' => {
+                let w = word.get_or_insert_with(Vec::new);
+                loop {
+                    match bytes.next() {
+                        Some(b'"') => break,
+                        Some(b'\\') => match bytes.next() {
+                            Some(c) => w.push(escaped(c)),
+                            None => return Err("missing closing quote"),
+                        },
+                        Some(c) => w.push(c),
+                        None => return Err("missing closing quote"),
+                    }
+                }
+            }
+            b'\\' => {
+                let w = word.get_or_insert_with(Vec::new);
+                match bytes.next() {
+                    Some(c) => w.push(escaped(c)),
+                    None => w.push(b'\\'),
+                }
+            }
+            c => word.get_or_insert_with(Vec::new).push(c),
+        }
+    }
+    words.extend(word.map(OsString::from_vec));
+    Ok(words)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -848,6 +1009,41 @@ mod tests {
         assert_eq!(rewrite(&["t", "xPf", "a"]).unwrap(), ["t", "-x", "-P", "-f", "a"]);
         // Without an f, unknown letters leave it an archive name.
         assert_eq!(rewrite(&["t", "data"]).unwrap(), ["t", "data"]);
+    }
+
+    fn split(text: &str) -> Result<Vec<String>, &'static str> {
+        split_words(text.as_bytes())
+            .map(|v| v.into_iter().map(|a| a.into_string().unwrap()).collect())
+    }
+
+    #[test]
+    fn tar_options_split_like_wordsplit() {
+        assert_eq!(split("  -v   --strip=1\t-C\n/x ").unwrap(), ["-v", "--strip=1", "-C", "/x"]);
+        assert_eq!(
+            split(r#"-C 'a b' "--exclude=c d" e\ f"#).unwrap(),
+            ["-C", "a b", "--exclude=c d", "e f"]
+        );
+        assert_eq!(split(r#""a\"b" 'c\d' x\ty ''"#).unwrap(), ["a\"b", "c\\d", "x\ty", ""]);
+        assert_eq!(split("").unwrap(), Vec::<String>::new());
+        assert_eq!(split("'-v").unwrap_err(), "missing closing quote");
+        assert_eq!(split("\"-v").unwrap_err(), "missing closing quote");
+    }
+
+    #[test]
+    fn tar_options_come_first() {
+        let args: Vec<OsString> = ["t", "-x", "-f", "a"].iter().map(OsString::from).collect();
+        let env = std::ffi::OsStr::new("-v --strip-components=1");
+        let out = with_env_options(args.clone(), Some(env)).unwrap();
+        assert_eq!(out, ["t", "-v", "--strip-components=1", "-x", "-f", "a"]);
+        assert_eq!(with_env_options(args.clone(), None).unwrap(), args);
+        assert_eq!(with_env_options(args.clone(), Some("  ".as_ref())).unwrap(), args);
+        let err = with_env_options(args.clone(), Some("--bogus".as_ref())).unwrap_err();
+        assert!(err.starts_with("error parsing TAR_OPTIONS: "), "{err}");
+        assert!(err.contains("--bogus"), "{err}");
+        let err = with_env_options(args.clone(), Some("-v name".as_ref())).unwrap_err();
+        assert_eq!(err, "non-option arguments in TAR_OPTIONS: 'name'");
+        let err = with_env_options(args, Some("'-v".as_ref())).unwrap_err();
+        assert_eq!(err, "cannot split TAR_OPTIONS: missing closing quote");
     }
 
     #[test]

@@ -11,7 +11,9 @@ use fastuntar::{checkpoint, cli, config, extract, list, report, resources, to_st
 fn main() {
     ignore_sigxfsz();
     resources::fit_address_space();
-    let args = match cli::traditional(std::env::args_os().collect()) {
+    let argv = cli::traditional(std::env::args_os().collect())
+        .and_then(|argv| cli::with_env_options(argv, std::env::var_os("TAR_OPTIONS").as_deref()));
+    let args = match argv {
         Ok(argv) => cli::parse(argv),
         Err(e) => {
             report::diagnostic(&format!("fastuntar: {e}"));

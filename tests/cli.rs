@@ -1455,6 +1455,103 @@ fn repeated_and_shortened_options_like_gnu_tar() {
     });
 }
 
+/// GNU tar's TAR_OPTIONS (read before the command line, split as a shell would without
+/// expansions) and its options for creating archives, which it accepts and ignores when
+/// extracting: as a user's environment or a wrapper written for both gives them. Each case
+/// extracts what GNU tar extracts and prints what it prints on stdout (`-v`); a case GNU tar
+/// refuses fails both, with nothing extracted, and where GNU tar names TAR_OPTIONS so does
+/// fastuntar.
+#[test]
+fn tar_options_and_creation_options_like_gnu_tar() {
+    let test = "tar_options_and_creation_options_like_gnu_tar";
+    with_gnu_tar(test, "tar-options", |td| {
+        let archive = touch_archive(td);
+        let a = archive.to_str().unwrap();
+        let x: &[&str] = &["-xf", a, "-C", "{d}"];
+        let creation: &[&str] = &[
+            "--sort=name",
+            "--owner=0",
+            "--group",
+            "0",
+            "--mtime=@0",
+            "--clamp-mtime",
+            "--format=posix",
+            "--posix",
+            "--one-file-system",
+            "--atime-preserve",
+            "--atime-preserve=system",
+            "--remove-files",
+            "--exclude-caches",
+            "--exclude-tag=T",
+            "--exclude-vcs-ignores",
+            "--hole-detection=raw",
+            "--sparse-version=1.0",
+            "--check-device",
+            "--no-check-device",
+            "--mode=go-w",
+            "--owner-map=/dev/null",
+            "--dereference",
+            "--hard-dereference",
+            "--ignore-failed-read",
+            "--check-links",
+            "--restrict",
+            "--rsh-command=/bin/false",
+        ];
+        let with_creation: Vec<&str> = x.iter().chain(creation).copied().collect();
+        let strip1: Vec<&str> = x.iter().chain(&["--strip-components=1"]).copied().collect();
+        let cases: &[(Option<&str>, &[&str])] = &[
+            (None, &with_creation),
+            (None, &["-tf", a, "--sort=name", "--owner", "0", "--form=gnu"]),
+            (None, &["-xf", a, "--clamp-mtime", "-C", "{d}"]),
+            (None, &["-xf", a, "--old-archive", "-C", "{d}"]),
+            (Some("-v --strip-components=1"), x),
+            (Some("--strip-components=2 -v"), &strip1),
+            (Some("--exclude='top/s*'   --no-same-permissions"), x),
+            (Some("--transform=\"s,top/small,top/a b,\" -v"), x),
+            (Some("--transform=s,top/large,top/c\\ d, --show-transformed-names -v"), x),
+            (Some("--sort=name --owner=0 --group=0 --mtime=@0 --clamp-mtime --format=gnu"), x),
+            (Some("  "), x),
+            (Some("'-v"), x),
+            (Some("--bogus"), x),
+            (Some("-v top/small"), x),
+            (Some("-t"), x),
+        ];
+        for (env, args) in cases {
+            let with = |d: &Path| -> Vec<String> {
+                let d = d.to_str().unwrap();
+                args.iter().map(|s| s.replace("{d}", d)).collect()
+            };
+            let run = |cmd: &mut Cmd, d: &Path| {
+                if let Some(env) = env {
+                    cmd.env("TAR_OPTIONS", env);
+                }
+                cmd.args(with(d)).run()
+            };
+            let g = td.fresh("gnu");
+            let gnu = run(&mut Cmd::new("tar"), &g);
+            let d = td.fresh("ours");
+            let ours = run(fastuntar().arg("-q"), &d);
+            let ctx = format!(
+                "TAR_OPTIONS={env:?} {args:?}\nGNU tar: {}\nfastuntar: {}",
+                gnu.describe(),
+                ours.describe()
+            );
+            if gnu.success() {
+                assert_eq!(ours.code, Some(0), "{ctx}");
+                assert_eq!(ours.stdout_str(), gnu.stdout_str(), "{ctx}");
+                assert_same(&snapshot(&g), "GNU tar", &snapshot(&d), "fastuntar", &cmp(td), &ctx);
+            } else {
+                assert_eq!(ours.code, Some(2), "{ctx}");
+                assert!(fs::read_dir(&d).unwrap().next().is_none(), "{ctx}");
+                assert!(fs::read_dir(&g).unwrap().next().is_none(), "{ctx}");
+                if gnu.stderr_str().contains("TAR_OPTIONS") {
+                    assert!(ours.stderr_str().contains("TAR_OPTIONS"), "{ctx}");
+                }
+            }
+        }
+    });
+}
+
 /// Every entry but the root has an mtime in `[from, to]` (seconds); the message names the
 /// ones that do not.
 fn mtimes_within(s: &util::snapshot::Snapshot, from: i64, to: i64) -> Result<(), String> {

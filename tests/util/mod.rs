@@ -326,6 +326,8 @@ pub struct Cmd {
     user: Option<(u32, u32)>,
     /// Report the peak RSS (through /usr/bin/time).
     measure_rss: bool,
+    /// Environment variables set for the child, besides LC_ALL=C.
+    envs: Vec<(OsString, OsString)>,
 }
 
 /// The environment variable that runs every suite the way a stock machine would: the binary
@@ -369,6 +371,7 @@ impl Cmd {
             rlimits: Vec::new(),
             user: None,
             measure_rss: false,
+            envs: Vec::new(),
         }
     }
 
@@ -411,6 +414,12 @@ impl Cmd {
         for a in args {
             self.arg(a);
         }
+        self
+    }
+
+    /// Sets an environment variable in the child.
+    pub fn env(&mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> &mut Self {
+        self.envs.push((key.as_ref().to_owned(), value.as_ref().to_owned()));
         self
     }
 
@@ -470,6 +479,7 @@ impl Cmd {
         c.args(&self.args).stdout(Stdio::piped()).stderr(Stdio::piped());
         // Messages are compared against English text.
         c.env("LC_ALL", "C");
+        c.envs(self.envs.iter().map(|(k, v)| (k, v)));
         if let Some(d) = &self.cwd {
             c.current_dir(d);
         }
