@@ -450,8 +450,9 @@ pub struct Args {
 
     /// Turn a class of warnings off (`no-KEYWORD`) or on, as GNU tar's --warning: timestamp
     /// (files dated in the future or before 1970), ignore-newer (--keep-newer-files),
-    /// existing-file (--skip-old-files -v), unknown-cast (unknown member types), all, none.
-    /// GNU tar's other keywords are accepted and change nothing here. May be repeated.
+    /// existing-file (--skip-old-files -v), unknown-cast (unknown member types),
+    /// contiguous-cast (type 7 files), all, none. GNU tar's other keywords are accepted and
+    /// change nothing here. May be repeated.
     #[arg(long = "warning", value_name = "KEYWORD")]
     pub warning: Vec<String>,
 

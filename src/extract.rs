@@ -659,6 +659,18 @@ pub(crate) fn warn_unknown_type(name: &str, flag: u8) {
     );
 }
 
+/// A contiguous file (type `7`) is extracted as a regular file; GNU tar 1.34 says so once per
+/// run, as it creates the first (`open_output_file`; not with -O or --to-command).
+fn warn_contiguous() {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        report::warn_of(
+            report::Warning::ContiguousCast,
+            "Extracting contiguous files as regular files",
+        );
+    }
+}
+
 /// A multi-volume continuation (`M`) is the rest of a file begun in another volume: skipped.
 pub(crate) fn skip_continuation(name: &str) {
     report::skipped(name, "continued from another volume; skipped");
@@ -811,7 +823,12 @@ impl<R: Skip> Stage<'_, '_, R> {
                 warn_unknown_type(&entry.name, flag);
                 self.file(entry, &m)
             }
-            Kind::File => self.file(entry, &m),
+            Kind::File => {
+                if m.type_flag == b'7' {
+                    warn_contiguous();
+                }
+                self.file(entry, &m)
+            }
         }
     }
 

@@ -164,6 +164,7 @@ mod tests {
             xattrs: Vec::new(),
             stored_name: None,
             format: crate::archive::Format::Gnu,
+            type_flag: b'0',
         }
     }
 

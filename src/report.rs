@@ -52,6 +52,8 @@ pub enum Warning {
     ExistingFile,
     /// "NAME: unknown file type 'X', extracted as a regular file".
     UnknownCast,
+    /// "Extracting contiguous files as regular files", once per run.
+    ContiguousCast,
 }
 
 /// Every keyword GNU tar 1.34 takes for `--warning` (`tar --warning=help`), and the class of
@@ -60,7 +62,7 @@ pub const WARNING_KEYWORDS: &[(&str, Option<Warning>)] = &[
     ("alone-zero-block", None),
     ("bad-dumpdir", None),
     ("cachedir", None),
-    ("contiguous-cast", None),
+    ("contiguous-cast", Some(Warning::ContiguousCast)),
     ("file-changed", None),
     ("file-ignored", None),
     ("file-removed", None),

@@ -1336,6 +1336,45 @@ fn timestamp_warnings_like_gnu_tar() {
     assert!(failures.is_empty(), "time stamps differ from GNU tar:\n  {}", failures.join("\n  "));
 }
 
+/// Contiguous files (type `7`) extract as regular files; GNU tar 1.34 says "Extracting
+/// contiguous files as regular files" once per run as it creates the first, not with -t or -O,
+/// and not with `--warning=no-contiguous-cast`.
+#[test]
+fn contiguous_files_like_gnu_tar() {
+    if !have_tool("contiguous_files_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("contiguous");
+    let mut t = util::rawtar::Tar::new();
+    let h = |name: &str| util::rawtar::Header::new(name, b'7').mode(0o640).mtime(1_600_000_000);
+    t.entry(&util::rawtar::Header::file("plain").mtime(1_600_000_000), b"plain\n");
+    t.entry(&h("c1"), b"first contiguous\n").entry(&h("c2"), b"second\n");
+    let archive = td.write("contiguous.tar", t.finish());
+    let mut failures = Vec::new();
+    for flags in [&["-x"][..], &["-x", "--warning=no-contiguous-cast"], &["-t"], &["-xO"]] {
+        let Both { gnu, ours, diff } = both(&td, |cmd, dest| {
+            cmd.args(flags).arg("-f").arg(&archive).arg("-C").arg(dest);
+        });
+        let label = format!("{flags:?}");
+        if (gnu.code, &gnu.stdout) != (ours.code, &ours.stdout) {
+            failures.push(format!("{label}: {}\n{}", gnu.describe(), ours.describe()));
+        }
+        if said(&gnu, "tar") != said(&ours, "fastuntar") {
+            failures.push(format!(
+                "{label}: said {:?}, GNU tar {:?}",
+                said(&ours, "fastuntar"),
+                said(&gnu, "tar")
+            ));
+        }
+        failures.extend(diff.into_iter().map(|d| format!("{label}: {d}")));
+    }
+    assert!(
+        failures.is_empty(),
+        "contiguous files differ from GNU tar:\n  {}",
+        failures.join("\n  ")
+    );
+}
+
 /// `-tv --full-time` (seconds, and nanoseconds without trailing zeros: the date column widens
 /// for the rest of the listing as GNU tar's does) and `--utc`, under a time zone that is not
 /// UTC, against GNU tar 1.34.

@@ -124,6 +124,9 @@ pub struct Member {
     /// `-t` and `-v` show it unless `--show-transformed-names`.
     pub stored_name: Option<Vec<u8>>,
     pub format: Format,
+    /// The header's type flag as stored (`'7'`, a contiguous file, extracts as a regular one
+    /// with GNU tar's warning).
+    pub type_flag: u8,
 }
 
 impl Member {

@@ -720,6 +720,7 @@ impl<R: Skip> Reader<R> {
             xattrs,
             stored_name: None,
             format,
+            type_flag: h.type_byte(),
         })
     }
 
