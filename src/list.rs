@@ -265,6 +265,8 @@ fn long_line(
 
 fn mode_string(m: &Member) -> String {
     let t = match m.kind {
+        // GNU tar marks a contiguous file (type 7) `C`.
+        Kind::File if m.type_flag == b'7' => 'C',
         Kind::File => '-',
         Kind::Other(b'V') => 'V',
         Kind::Other(_) => '?',

@@ -1338,7 +1338,7 @@ fn timestamp_warnings_like_gnu_tar() {
 
 /// Contiguous files (type `7`) extract as regular files; GNU tar 1.34 says "Extracting
 /// contiguous files as regular files" once per run as it creates the first, not with -t or -O,
-/// and not with `--warning=no-contiguous-cast`.
+/// and not with `--warning=no-contiguous-cast`; `-tv` marks them `C`.
 #[test]
 fn contiguous_files_like_gnu_tar() {
     if !have_tool("contiguous_files_like_gnu_tar", "tar") {
@@ -1351,7 +1351,8 @@ fn contiguous_files_like_gnu_tar() {
     t.entry(&h("c1"), b"first contiguous\n").entry(&h("c2"), b"second\n");
     let archive = td.write("contiguous.tar", t.finish());
     let mut failures = Vec::new();
-    for flags in [&["-x"][..], &["-x", "--warning=no-contiguous-cast"], &["-t"], &["-xO"]] {
+    for flags in [&["-x"][..], &["-x", "--warning=no-contiguous-cast"], &["-t"], &["-tv"], &["-xO"]]
+    {
         let Both { gnu, ours, diff } = both(&td, |cmd, dest| {
             cmd.args(flags).arg("-f").arg(&archive).arg("-C").arg(dest);
         });
