@@ -48,6 +48,28 @@ impl std::fmt::Display for MetadataFailed {
 
 impl std::error::Error for MetadataFailed {}
 
+/// A member whose path runs through a symlink (which fastuntar never follows, unless
+/// `--keep-directory-symlink`): the ENOTDIR or ELOOP of the walk, with the symlink named
+/// (`Dest::explain`).
+#[derive(Debug)]
+struct ThroughSymlink {
+    link: String,
+    source: io::Error,
+}
+
+impl std::fmt::Display for ThroughSymlink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "'{}' is a symlink; fastuntar does not extract through one \
+             (--keep-directory-symlink follows those inside DIR)",
+            self.link
+        )
+    }
+}
+
+impl std::error::Error for ThroughSymlink {}
+
 /// A chown the kernel refused, named as GNU tar names it ("cannot change ownership to uid
 /// 4242, gid 4242: Operation not permitted").
 #[derive(Debug)]
@@ -77,6 +99,9 @@ fn cause(e: &io::Error) -> &io::Error {
     }
     if let Some(o) = inner.and_then(|x| x.downcast_ref::<OwnerRefused>()) {
         return cause(&o.source);
+    }
+    if let Some(t) = inner.and_then(|x| x.downcast_ref::<ThroughSymlink>()) {
+        return cause(&t.source);
     }
     e
 }
@@ -286,6 +311,37 @@ impl Dest {
 
     pub fn root_fd(&self) -> RawFd {
         self.tree.root_fd().as_raw_fd()
+    }
+
+    /// `e`, a member's failure to be made at `path`, with the symlink named when the walk to
+    /// it met one: ENOTDIR or ELOOP alone does not tell a user why `link/f` could not be made
+    /// where GNU tar would have followed `link`. Only on the error path: one fstatat per
+    /// directory of the path, from DIR, each without following (a component is looked at only
+    /// after those above it were found to be directories).
+    pub fn explain(&self, path: &SafePath, e: io::Error) -> io::Error {
+        let errno = cause(&e).raw_os_error();
+        if self.tree.follows() || !matches!(errno, Some(libc::ENOTDIR | libc::ELOOP)) {
+            return e;
+        }
+        let mut prefix = Vec::new();
+        for c in path.parent_components() {
+            if !prefix.is_empty() {
+                prefix.push(b'/');
+            }
+            prefix.extend_from_slice(c);
+            let Ok(p) = CString::new(prefix.as_slice()) else { return e };
+            let Ok(st) = fstatat_nofollow(self.root_fd(), &p) else { return e };
+            let mode = st.st_mode & libc::S_IFMT;
+            if mode == libc::S_IFLNK {
+                let link = String::from_utf8_lossy(&prefix).into_owned();
+                return io::Error::new(e.kind(), ThroughSymlink { link, source: e });
+            }
+            if mode != libc::S_IFDIR {
+                // A file in the way: "Not a directory" says it.
+                return e;
+            }
+        }
+        e
     }
 
     /// -k or --skip-old-files: what exists stays as it is (a directory's metadata too).

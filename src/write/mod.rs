@@ -122,7 +122,10 @@ pub fn apply_namespace_op(dest: &mut dest::Dest, stats: &mut Stats, op: Op) -> R
                 *c += 1;
             }
         }
-        Err(e) => member_failed(&entry, what, e)?,
+        Err(e) => {
+            let e = dest.explain(&entry.path, e);
+            member_failed(&entry, what, e)?
+        }
     }
     Ok(None)
 }

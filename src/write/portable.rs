@@ -62,7 +62,10 @@ impl Portable {
                 });
                 Ok(())
             }
-            Err(e) => member_failed(&entry, "cannot create", e),
+            Err(e) => {
+                let e = self.dest.explain(&entry.path, e);
+                member_failed(&entry, "cannot create", e)
+            }
         }
     }
 

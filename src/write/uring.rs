@@ -277,6 +277,7 @@ impl Uring {
             Ok(s) => s,
             Err(e) => {
                 self.current = None;
+                let e = self.dest.explain(&entry.path, e);
                 return member_failed(&entry, "cannot create", e);
             }
         };
