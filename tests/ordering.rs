@@ -408,6 +408,27 @@ fn symlink_where_a_directory_was() {
     check("symlink_where_dir_was", &t.finish(), false);
 }
 
+/// A symlink, a file beneath it (refused: the symlink is never followed), then a directory
+/// member at the symlink's path, which replaces it, and a file there last: as with one writer,
+/// the file beneath is refused and the new directory stays empty until the last file replaces
+/// it. With several writers the file beneath was still queued for a worker when the directory
+/// replaced the symlink, so it landed inside the new directory, and the last member failed
+/// ("Directory not empty"). Found by a random differential run (Python tarfile archives).
+#[test]
+fn directory_where_a_symlink_was_with_files_beneath_in_flight() {
+    for filler in [0, 3] {
+        let mut t = Tar::new();
+        t.filler("a", filler, 20);
+        t.symlink("b", "elsewhere");
+        t.file("b/x", b"must not land in the directory made later\n");
+        t.file("c/y", b"y\n");
+        t.dir("b/", 0o555, 1_500_000_000);
+        t.file("z", b"z\n");
+        t.file("b", b"the last b\n");
+        check(&format!("dir_where_symlink_was_{filler}"), &t.finish(), false);
+    }
+}
+
 /// Directory metadata after contents written by other threads: read-only directories, their
 /// mtimes, and a directory the archive comes back to (GNU tar's order of events).
 #[test]

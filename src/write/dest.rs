@@ -313,6 +313,15 @@ impl Dest {
         self.tree.root_fd().as_raw_fd()
     }
 
+    /// Whether something other than a directory (a symlink, a file) is at `path` now, not
+    /// followed. Where an earlier part of `path` is a symlink, fstatat follows it: then the
+    /// member that asks fails on its own walk anyway, and the answer only decides a wait.
+    pub fn holds_non_directory(&self, path: &SafePath) -> bool {
+        let Ok(p) = CString::new(path.as_path().as_os_str().as_bytes()) else { return false };
+        fstatat_nofollow(self.root_fd(), &p)
+            .is_ok_and(|st| st.st_mode & libc::S_IFMT != libc::S_IFDIR)
+    }
+
     /// `e`, a member's failure to be made at `path`, with the symlink named when the walk to
     /// it met one: ENOTDIR or ELOOP alone does not tell a user why `link/f` could not be made
     /// where GNU tar would have followed `link`. Only on the error path: one fstatat per

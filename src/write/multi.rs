@@ -460,9 +460,10 @@ impl Dispatch {
 
     /// Before the dispatcher makes a non-file at `path` (and, for a hard link, reads
     /// `target`): waits for the workers that made something at or above either path, or have
-    /// files beneath `path` unless it is a directory. With -k or --skip-old-files a directory
-    /// waits for those too: a directory that exists keeps its metadata then, and one the
-    /// archive's earlier files imply exists (`d/f` before `d/`, as with one writer).
+    /// files beneath `path` unless it is a directory. A directory waits for those too where a
+    /// non-directory is at `path` now (one fstatat, only when files beneath are in flight),
+    /// and with -k or --skip-old-files: a directory that exists keeps its metadata then, and
+    /// one the archive's earlier files imply exists (`d/f` before `d/`, as with one writer).
     fn before_namespace_op(
         &mut self,
         path: &SafePath,
@@ -478,7 +479,13 @@ impl Dispatch {
                 if m.leaf != 0 {
                     mask |= 1 << (m.leaf - 1);
                 }
-                if k == h.len() - 1 && (!is_dir || self.dest.keeps_old()) {
+                if k == h.len() - 1
+                    && m.beneath != 0
+                    && (!is_dir || self.dest.keeps_old() || self.dest.holds_non_directory(path))
+                {
+                    // A directory about to replace a symlink or file (the archive's, or one
+                    // already in DIR) waits too: the files beneath it in flight must meet what
+                    // is there now (and be refused, as with one writer), not the new directory.
                     mask |= m.beneath;
                 }
             }
