@@ -429,6 +429,27 @@ fn directory_where_a_symlink_was_with_files_beneath_in_flight() {
     }
 }
 
+/// A directory member, a file member at its path (the empty directory is removed on a
+/// worker), then the directory member again: the new directory gets its mode and mtime, as
+/// with one writer. Before, the dispatcher's cache still held the removed directory open and
+/// the new one kept its temporary 0700 and the time it was made (each writer's cache now
+/// forgets what another removed, tree.rs `Removals`). And a hard link to a directory that only
+/// files in flight imply fails as with one writer (EPERM), not with ENOENT.
+#[test]
+fn directory_made_again_after_a_file_replaced_it() {
+    for filler in [0, 3] {
+        let mut t = Tar::new();
+        t.filler("a", filler, 20);
+        t.dir("k/d/", 0o755, 1_400_000_000);
+        t.file("k/d", b"replaces the empty directory\n");
+        t.dir("k/d/", 0o750, 1_500_000_000);
+        t.file("k/d/inside", b"in the new directory\n");
+        t.file("m/n/f", b"implies m/n\n");
+        t.hardlink("h", "m/n");
+        check(&format!("dir_made_again_{filler}"), &t.finish(), false);
+    }
+}
+
 /// Directory metadata after contents written by other threads: read-only directories, their
 /// mtimes, and a directory the archive comes back to (GNU tar's order of events).
 #[test]

@@ -25,7 +25,7 @@ use anyhow::{Context, Result, anyhow};
 
 use super::backup::Backup;
 use super::restart;
-use super::tree::{Create, NodeId, Tree, note_dir_mode, open_dir_beneath, setgid_dirs};
+use super::tree::{Create, NodeId, Removals, Tree, note_dir_mode, open_dir_beneath, setgid_dirs};
 use crate::admit::FileCount;
 use crate::archive::{Xattr, xattr_bytes};
 use crate::config::OldFiles;
@@ -260,6 +260,9 @@ pub struct DestOptions {
     pub recursive_unlink: bool,
     /// `--backup`: what a member replaces is renamed out of its way (backup.rs).
     pub backup: Option<Arc<Backup>>,
+    /// Shared by the Dests of one run over the same DIR (several writer threads): the
+    /// directories each removed, for the others to forget (tree.rs).
+    pub removals: Option<Arc<Removals>>,
 }
 
 impl Dest {
@@ -288,6 +291,9 @@ impl Dest {
         } == 0;
         DIR_WRITABLE.store(writable, Ordering::Relaxed);
         let mut tree = Tree::new(root, opts.dir_fds);
+        if let Some(r) = &opts.removals {
+            tree.share_removals(r.clone());
+        }
         if opts.keep_dir_symlinks {
             tree.follow_symlinks();
         }
@@ -1311,6 +1317,7 @@ mod tests {
             keep_dir_symlinks: false,
             recursive_unlink: false,
             backup: None,
+            removals: None,
         };
         Dest::open(dir, opts).unwrap()
     }

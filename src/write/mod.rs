@@ -238,6 +238,7 @@ pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> R
     }
     let n = fds.writers;
     let dests = if n > 1 { n + 1 } else { 1 };
+    let removals = (dests > 1).then(|| Arc::new(tree::Removals::default()));
     let opts = || dest::DestOptions {
         old_files: cfg.old_files,
         verbose: cfg.verbose > 0,
@@ -248,6 +249,7 @@ pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> R
         keep_dir_symlinks: cfg.keep_directory_symlink,
         recursive_unlink: cfg.recursive_unlink,
         backup: cfg.backup.clone(),
+        removals: removals.clone(),
     };
     let mut all =
         (0..dests).map(|_| dest::Dest::open(&cfg.dest, opts())).collect::<Result<Vec<_>>>()?;

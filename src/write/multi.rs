@@ -492,11 +492,16 @@ impl Dispatch {
         }
         if let Some(t) = target {
             prefix_hashes(t, &mut h);
-            for key in &h {
-                if let Some(m) = self.recent.get(key)
-                    && m.leaf != 0
-                {
-                    mask |= 1 << (m.leaf - 1);
+            for (k, key) in h.iter().enumerate() {
+                if let Some(m) = self.recent.get(key) {
+                    if m.leaf != 0 {
+                        mask |= 1 << (m.leaf - 1);
+                    }
+                    // A target that is a directory files in flight imply: the link fails as
+                    // with one writer (EPERM), not because the directory is not made yet.
+                    if k == h.len() - 1 {
+                        mask |= m.beneath;
+                    }
                 }
             }
         }

@@ -15,14 +15,21 @@
 //! member instead of being followed. With `--keep-directory-symlink` such a symlink is followed
 //! instead, but only inside DIR (`open_in_root`: DIR is `/` for it), and the node caches the
 //! directory it leads to.
+//!
+//! With several writer threads each thread and the dispatcher have a tree of their own over
+//! the same DIR. A directory one of them removes (an empty directory a later member replaces)
+//! may still be cached, open, in another's: a file made through that fd would go into the
+//! removed directory (ENOENT), and deferred metadata would be applied to it instead of to the
+//! directory made at its path since. So removals are published (`Removals`), and each tree
+//! forgets the published paths before its next walk.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::{CStr, CString};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use super::restart;
 use crate::admit::FileCount;
@@ -64,6 +71,31 @@ fn note_dir(fd: &OwnedFd) {
         SETGID_DIRS.store(true, Ordering::SeqCst);
     }
 }
+
+/// The directories the trees of one run removed, in order, for each tree to forget before
+/// its next walk (see the module comment). Removals are rare (a directory replaced by a later
+/// member), so a mutex is enough; the log keeps the last `REMOVALS_KEPT`, and a tree that fell
+/// further behind forgets every cached fd instead (its nodes stay, walks reopen what they
+/// need).
+#[derive(Default)]
+pub struct Removals {
+    /// Removals published so far (the sequence number of the last one).
+    seq: AtomicU64,
+    log: Mutex<RemovalLog>,
+}
+
+#[derive(Default)]
+struct RemovalLog {
+    /// The sequence number before the first path kept.
+    base: u64,
+    /// Paths, components joined with `/`.
+    paths: VecDeque<Box<[u8]>>,
+}
+
+/// Removals kept for trees that have not caught up: past this a tree that lags forgets all
+/// its cached fds (one reopen per directory it walks again), and the log stays bounded however
+/// many directories a hostile archive replaces.
+const REMOVALS_KEPT: usize = 4096;
 
 pub type NodeId = u32;
 
@@ -126,6 +158,10 @@ pub struct Tree {
     tick: u64,
     /// `--keep-directory-symlink`: a symlink on a walk is followed, within DIR (`open_in_root`).
     follow: bool,
+    /// Shared with the other trees of the run (several writer threads), and how many of its
+    /// removals this tree has forgotten.
+    removals: Option<Arc<Removals>>,
+    removals_seen: u64,
 }
 
 /// Whether a walk may create the directories it does not find, and with which mode.
@@ -162,7 +198,38 @@ impl Tree {
             fd_budget: fd_budget.max(1),
             tick: 0,
             follow: false,
+            removals: None,
+            removals_seen: 0,
         }
+    }
+
+    /// Shares `removals` with the other trees over the same DIR (several writer threads).
+    pub fn share_removals(&mut self, removals: Arc<Removals>) {
+        self.removals_seen = removals.seq.load(Ordering::Acquire);
+        self.removals = Some(removals);
+    }
+
+    /// Forgets what the other trees removed since the last call (before a walk uses a cached
+    /// fd). A removal is published before its writer reports the op done, and an op that
+    /// depends on it reaches this tree only after that (multi.rs waits), so it is seen here.
+    fn catch_up(&mut self) {
+        let Some(r) = &self.removals else { return };
+        if r.seq.load(Ordering::Acquire) == self.removals_seen {
+            return;
+        }
+        let r = r.clone();
+        let log = r.log.lock().unwrap_or_else(|e| e.into_inner());
+        if self.removals_seen < log.base {
+            for id in 1..self.nodes.len() as NodeId {
+                self.drop_fd(id);
+            }
+        } else {
+            let skip = (self.removals_seen - log.base) as usize;
+            for p in log.paths.iter().skip(skip) {
+                self.forget(p.split(|&b| b == b'/'));
+            }
+        }
+        self.removals_seen = log.base + log.paths.len() as u64;
     }
 
     /// `--keep-directory-symlink`: walks follow symlinks to directories instead of failing on
@@ -365,6 +432,7 @@ impl Tree {
         I: IntoIterator<Item = &'a [u8]>,
         I::IntoIter: Clone,
     {
+        self.catch_up();
         let comps = comps.into_iter();
         // Find the deepest cached directory among the nodes the tree already has.
         let (mut node, mut depth, mut start) = (ROOT, 0usize, (ROOT, 0usize));
@@ -546,8 +614,28 @@ impl Tree {
     }
 
     /// The directory at `comps` was removed or replaced: forget it (and, through it, anything
-    /// cached beneath it). Lookups of the path build a fresh node from then on.
+    /// cached beneath it), and tell the other trees of the run. Lookups of the path build a
+    /// fresh node from then on.
     pub fn detach<'a>(&mut self, comps: impl IntoIterator<Item = &'a [u8]>) {
+        let comps: Vec<&[u8]> = comps.into_iter().collect();
+        self.forget(comps.iter().copied());
+        let Some(r) = &self.removals else { return };
+        let mut log = r.log.lock().unwrap_or_else(|e| e.into_inner());
+        log.paths.push_back(comps.join(&b'/').into_boxed_slice());
+        if log.paths.len() > REMOVALS_KEPT {
+            log.paths.pop_front();
+            log.base += 1;
+        }
+        let seq = log.base + log.paths.len() as u64;
+        r.seq.store(seq, Ordering::Release);
+        // Its own removal is forgotten already (unless others' wait before it).
+        if self.removals_seen + 1 == seq {
+            self.removals_seen = seq;
+        }
+    }
+
+    /// `detach` for this tree alone.
+    fn forget<'a>(&mut self, comps: impl IntoIterator<Item = &'a [u8]>) {
         let mut node = ROOT;
         for c in comps {
             match self.find(node, c) {
@@ -855,5 +943,48 @@ mod tests {
         tree.detach(comps("a"));
         tree.dir(comps("a/b"), Create::With(0o755), &FileCount::default()).unwrap();
         assert!(t.path().join("a/b").is_dir());
+    }
+
+    /// Two trees over one DIR (a writer thread and the dispatcher): a directory one of them
+    /// removes and makes again is the new one in the other's next walk, also after more
+    /// removals than the log keeps (then every cached fd goes).
+    #[test]
+    fn removals_reach_the_other_trees() {
+        let (t, mut a) = tree(16);
+        let root: OwnedFd = std::fs::File::open(t.path()).unwrap().into();
+        let mut b = Tree::new(root, 16);
+        let shared = Arc::new(Removals::default());
+        a.share_removals(shared.clone());
+        b.share_removals(shared);
+        let files = FileCount::default();
+        a.dir(comps("x/y"), Create::With(0o755), &files).unwrap();
+        for round in 0..2 {
+            std::fs::remove_dir(t.path().join("x/y")).unwrap();
+            b.detach(comps("x/y"));
+            if round == 1 {
+                for i in 0..REMOVALS_KEPT + 3 {
+                    b.detach(comps(&format!("other{i}")));
+                }
+            }
+            std::fs::create_dir(t.path().join("x/y")).unwrap();
+            let (_, fd) = a.dir(comps("x/y"), Create::No, &files).unwrap();
+            // A file made through the fd lands in the directory at x/y now (through the
+            // removed one's fd it would fail: ENOENT).
+            let name = CString::new(format!("probe{round}")).unwrap();
+            // Safety: fd is an open directory, name a valid C string.
+            let f = unsafe {
+                libc::openat(fd.as_raw_fd(), name.as_ptr(), libc::O_CREAT | libc::O_WRONLY, 0o644)
+            };
+            assert!(f >= 0, "round {round}: {}", io::Error::last_os_error());
+            // Safety: f was just opened and is closed once.
+            unsafe { libc::close(f) };
+            assert!(t.path().join(format!("x/y/probe{round}")).exists());
+            std::fs::remove_file(t.path().join(format!("x/y/probe{round}"))).unwrap();
+        }
+        assert!(shared_len(&a) <= REMOVALS_KEPT);
+    }
+
+    fn shared_len(t: &Tree) -> usize {
+        t.removals.as_ref().unwrap().log.lock().unwrap().paths.len()
     }
 }
