@@ -903,6 +903,14 @@ pub fn with_env_options(
             }
         }
         Err(e) if !e.use_stderr() => e.exit(),
+        // What concerns options together (`--clamp-mtime` here, `--mtime` on the command
+        // line) is judged with the command line, as GNU tar judges it after both.
+        Err(e)
+            if matches!(
+                e.kind(),
+                clap::error::ErrorKind::ArgumentConflict
+                    | clap::error::ErrorKind::MissingRequiredArgument
+            ) => {}
         Err(e) => {
             let text = e.to_string();
             let first = text.lines().next().unwrap_or("");
@@ -1043,8 +1051,12 @@ mod tests {
         assert!(err.contains("--bogus"), "{err}");
         let err = with_env_options(args.clone(), Some("-v name".as_ref())).unwrap_err();
         assert_eq!(err, "non-option arguments in TAR_OPTIONS: 'name'");
-        let err = with_env_options(args, Some("'-v".as_ref())).unwrap_err();
+        let err = with_env_options(args.clone(), Some("'-v".as_ref())).unwrap_err();
         assert_eq!(err, "cannot split TAR_OPTIONS: missing closing quote");
+        // Judged together with the command line: --clamp-mtime needs --mtime, given there.
+        let mut with_mtime = args.clone();
+        with_mtime.push("--mtime=@0".into());
+        assert!(with_env_options(with_mtime, Some("--clamp-mtime".as_ref())).is_ok());
     }
 
     #[test]

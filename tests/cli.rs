@@ -1511,6 +1511,8 @@ fn tar_options_and_creation_options_like_gnu_tar() {
             (Some("--transform=s,top/large,top/c\\ d, --show-transformed-names -v"), x),
             (Some("--sort=name --owner=0 --group=0 --mtime=@0 --clamp-mtime --format=gnu"), x),
             (Some("  "), x),
+            (Some("--clamp-mtime"), &["-xf", a, "--mtime=@0", "-C", "{d}"]),
+            (Some("--clamp-mtime"), x),
             (Some("'-v"), x),
             (Some("--bogus"), x),
             (Some("-v top/small"), x),
