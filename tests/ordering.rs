@@ -120,7 +120,17 @@ struct Run {
 }
 
 fn run(program: &str, args: &[&str]) -> Run {
-    let mut child = Command::new(program)
+    run_as(program, args, None)
+}
+
+/// `run`, as `uid` (and the same gid) when given.
+fn run_as(program: &str, args: &[&str], uid: Option<u32>) -> Run {
+    let mut cmd = Command::new(program);
+    if let Some(id) = uid {
+        use std::os::unix::process::CommandExt;
+        cmd.uid(id).gid(id);
+    }
+    let mut child = cmd
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -447,6 +457,98 @@ fn directory_made_again_after_a_file_replaced_it() {
         t.file("m/n/f", b"implies m/n\n");
         t.hardlink("h", "m/n");
         check(&format!("dir_made_again_{filler}"), &t.finish(), false);
+    }
+}
+
+/// As a user (permissions count): directories stamped without search permission (0644) when
+/// the archive leaves them, and members after that which need to pass through them (a hard
+/// link whose target is inside, a file beneath one an earlier member made): refused with
+/// EACCES at every writer count, as GNU tar refuses them. Before, several writers made the
+/// link before the directory was stamped (or found the target missing), and one writer made
+/// the file through a directory fd it had cached before the stamp.
+#[test]
+fn directories_without_search_permission_as_a_user() {
+    let uid = 65534;
+    // Safety: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!(
+            "directories_without_search_permission_as_a_user: SKIP (needs root to run as uid {uid})"
+        );
+        return;
+    }
+    let mut cases = Vec::new();
+    let mut t = Tar::new();
+    t.dir("k/", 0o644, 1_500_000_000);
+    t.file("k/d/x/y", b"y\n");
+    t.hardlink("h", "k/d/x/y");
+    cases.push(("link_into_stamped", t.finish()));
+    let mut t = Tar::new();
+    t.file("h/a/c/e", b"e\n");
+    t.dir("h/a/", 0o644, 1_500_000_000);
+    t.file("z", b"leaves h/a\n");
+    t.file("h/a/c/f", b"must be refused\n");
+    cases.push(("file_beneath_stamped", t.finish()));
+    for (name, archive) in cases {
+        let dir = scratch(&format!("user-{name}"));
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+        let ar = dir.join("a.tar");
+        fs::write(&ar, &archive).unwrap();
+        fs::set_permissions(&ar, fs::Permissions::from_mode(0o644)).unwrap();
+        let ar = ar.to_str().unwrap();
+        let dest_for = |d: &str| {
+            let dest = dir.join(d);
+            fs::create_dir_all(&dest).unwrap();
+            std::os::unix::fs::chown(&dest, Some(uid), Some(uid)).unwrap();
+            dest.to_str().unwrap().to_string()
+        };
+        let lines = |r: &Run| -> Vec<String> {
+            let mut v: Vec<String> = r
+                .stderr
+                .lines()
+                .filter(|l| !l.contains(" members, ") && !l.contains("Exiting with failure"))
+                .map(|l| l.split_once(": ").map_or("", |x| x.1).replace(" (os error 13)", ""))
+                .collect();
+            v.sort();
+            v
+        };
+        let base_dest = dest_for("w1");
+        let args = ["-x", ar, "-C", &base_dest, "-q", "--writer-threads", "1", "--io", "portable"];
+        let base_run = run_as(BIN, &args, Some(uid));
+        let base = listing(Path::new(&base_dest));
+        assert!(
+            lines(&base_run).iter().all(|l| l.ends_with("Permission denied")),
+            "{name}: {}",
+            base_run.stderr
+        );
+        if have_gnu_tar() {
+            let g = dest_for("gnu");
+            let gnu = run_as("tar", &["-xf", ar, "-C", &g], Some(uid));
+            let d = diff(&listing(Path::new(&g)), &base);
+            assert!(d.is_empty(), "{name}: GNU tar vs fastuntar -w1:\n{}", d.join("\n"));
+            let gnu_members: Vec<String> =
+                lines(&gnu).iter().map(|l| l.split(':').next().unwrap_or("").to_string()).collect();
+            let ours: Vec<String> = lines(&base_run)
+                .iter()
+                .map(|l| l.split(':').next().unwrap_or("").to_string())
+                .collect();
+            assert_eq!(
+                ours, gnu_members,
+                "{name}: members refused\nGNU: {}\nours: {}",
+                gnu.stderr, base_run.stderr
+            );
+        }
+        for io in ["portable", "uring"] {
+            for n in ["1", "2", "4"] {
+                let d = dest_for(&format!("{io}-{n}"));
+                let args = ["-x", ar, "-C", &d, "-q", "--writer-threads", n, "--io", io];
+                let r = run_as(BIN, &args, Some(uid));
+                let dd = diff(&base, &listing(Path::new(&d)));
+                assert!(dd.is_empty(), "{name} {io}-{n}:\n{}\n{}", dd.join("\n"), r.stderr);
+                assert_eq!(r.code, base_run.code, "{name} {io}-{n}: {}", r.stderr);
+                assert_eq!(lines(&r), lines(&base_run), "{name} {io}-{n}: messages");
+            }
+        }
+        let _ = fs::remove_dir_all(&dir);
     }
 }
 

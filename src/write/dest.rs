@@ -682,6 +682,13 @@ impl Dest {
         !self.closing.is_empty() && self.tree.marked(path.components())
     }
 
+    /// Whether `path` is at or beneath a directory the archive has left whose metadata is not
+    /// applied yet (`closing`): a hard link to a file there must see the directory as stamped,
+    /// as with one writer (a directory without search permission refuses it).
+    pub fn awaits_stamp(&self, path: &SafePath) -> bool {
+        !self.closing.is_empty() && self.tree.marked(path.components())
+    }
+
     /// The archive has ended (or failed): every deferred directory is done.
     pub fn leave_all(&mut self) {
         while let Some(d) = self.open.pop() {
@@ -752,7 +759,15 @@ impl Dest {
                 Ok(())
             }
             Err(e) => Err(anyhow!("{}: cannot set directory metadata: {e}", d.path.display())),
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                // A user's directory stamped without search permission (0644): a later member
+                // beneath it (an archive that comes back to it) is refused, as GNU tar's path
+                // lookups refuse it, not made through an fd cached beneath it before.
+                if self.own_ids.0 != 0 && d.mode & 0o100 == 0 {
+                    self.tree.detach(d.path.components());
+                }
+                Ok(())
+            }
         }
     }
 }

@@ -538,6 +538,15 @@ impl Sink for Dispatch {
                     _ => None,
                 };
                 self.before_member(&path, offset)?;
+                if let Some(t) = &target
+                    && self.dest.awaits_stamp(t)
+                {
+                    // The link's target lies in a directory the archive has left: stamped
+                    // first, as one writer would have.
+                    let all = self.all();
+                    self.wait(all, offset)?;
+                    self.settle()?;
+                }
                 let is_dir = matches!(op, Op::Dir(_));
                 self.before_namespace_op(&path, is_dir, target.as_ref(), offset)?;
                 apply_namespace_op(&mut self.dest, &mut self.stats, op)

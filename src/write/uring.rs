@@ -249,12 +249,15 @@ impl Uring {
     }
 
     /// Before an op on `entry`: the directories the archive has left are stamped once the files
-    /// beneath them have landed (right away if `entry` lies inside one), and if `entry`'s path,
-    /// one of its ancestors, or `also` is a file still in flight, or files in flight lie beneath
-    /// the path (a directory about to be replaced), everything in flight lands first, so
-    /// archive order is kept.
+    /// beneath them have landed (right away if `entry`, or `also`, lies inside one), and if
+    /// `entry`'s path, one of its ancestors, or `also` is a file still in flight, or files in
+    /// flight lie beneath the path (a directory about to be replaced), everything in flight
+    /// lands first, so archive order is kept.
     fn order_after_in_flight(&mut self, entry: &Entry, also: Option<&SafePath>) -> Result<()> {
-        if self.dest.enter(&entry.path) {
+        let inside = self.dest.enter(&entry.path);
+        // A hard link's target inside a directory the archive has left: that directory is
+        // stamped first too (one without search permission refuses the link, as in GNU tar).
+        if inside || also.is_some_and(|t| self.dest.awaits_stamp(t)) {
             self.drain()?;
         }
         self.dest.settle()?;
