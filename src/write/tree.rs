@@ -94,8 +94,9 @@ struct RemovalLog {
 
 /// Removals kept for trees that have not caught up: past this a tree that lags forgets all
 /// its cached fds (one reopen per directory it walks again), and the log stays bounded however
-/// many directories a hostile archive replaces.
-const REMOVALS_KEPT: usize = 4096;
+/// many directories a hostile archive replaces (4 MiB at most, paths of PATH_MAX). Trees catch
+/// up at every walk, so only an idle one falls this far behind.
+const REMOVALS_KEPT: usize = 1024;
 
 pub type NodeId = u32;
 
