@@ -683,10 +683,13 @@ impl Dest {
     }
 
     /// Whether `path` is at or beneath a directory the archive has left whose metadata is not
-    /// applied yet (`closing`): a hard link to a file there must see the directory as stamped,
-    /// as with one writer (a directory without search permission refuses it).
+    /// applied yet (`closing`), as a user: a hard link to a file there must see the directory
+    /// as stamped, as with one writer, since its search permission decides whether the link
+    /// is made (a 0644 stamp takes it away, a later 0755 member gives it back). Root is not
+    /// refused either way, so nothing waits for it (an archive of many hard links as root
+    /// stays as fast as it was).
     pub fn awaits_stamp(&self, path: &SafePath) -> bool {
-        !self.closing.is_empty() && self.tree.marked(path.components())
+        self.own_ids.0 != 0 && !self.closing.is_empty() && self.tree.marked(path.components())
     }
 
     /// The archive has ended (or failed): every deferred directory is done.
