@@ -679,6 +679,11 @@ impl Dest {
             self.tree.set_marked(d.node, true);
             self.closing.push(d);
         }
+        self.in_closing(path)
+    }
+
+    /// Whether `path` is at or beneath a directory waiting to be stamped (`closing`).
+    fn in_closing(&self, path: &SafePath) -> bool {
         !self.closing.is_empty() && self.tree.marked(path.components())
     }
 
@@ -689,7 +694,7 @@ impl Dest {
     /// refused either way, so nothing waits for it (an archive of many hard links as root
     /// stays as fast as it was).
     pub fn awaits_stamp(&self, path: &SafePath) -> bool {
-        self.own_ids.0 != 0 && !self.closing.is_empty() && self.tree.marked(path.components())
+        self.own_ids.0 != 0 && self.in_closing(path)
     }
 
     /// The archive has ended (or failed): every deferred directory is done.

@@ -368,9 +368,16 @@ impl Dispatch {
 
     /// Deferred directory metadata before the member at `path`, as one writer does it: the
     /// directories the archive has left are stamped once everything before has landed; a
-    /// member inside one waits for that.
-    fn before_member(&mut self, path: &SafePath, offset: u64) -> Result<(), Stop> {
-        if self.dest.enter_at(path, offset) {
+    /// member inside one waits for that, and so does a hard link whose target (`also`) is
+    /// inside one, as a user (`Dest::awaits_stamp`).
+    fn before_member(
+        &mut self,
+        path: &SafePath,
+        also: Option<&SafePath>,
+        offset: u64,
+    ) -> Result<(), Stop> {
+        let inside = self.dest.enter_at(path, offset);
+        if inside || also.is_some_and(|t| self.dest.awaits_stamp(t)) {
             let all = self.all();
             self.wait(all, offset)?;
         }
@@ -524,7 +531,7 @@ impl Sink for Dispatch {
             Op::File { ref entry, .. } => {
                 self.check_failed()?;
                 let (path, offset) = (entry.path.clone(), entry.offset);
-                self.before_member(&path, offset)?;
+                self.before_member(&path, None, offset)?;
                 let w = self.route_file(&path, offset)?;
                 self.current = Some((w, offset));
                 self.queue(w, op, offset)
@@ -537,16 +544,7 @@ impl Sink for Dispatch {
                     Op::Hardlink { target, .. } => Some(target.clone()),
                     _ => None,
                 };
-                self.before_member(&path, offset)?;
-                if let Some(t) = &target
-                    && self.dest.awaits_stamp(t)
-                {
-                    // The link's target lies in a directory the archive has left: stamped
-                    // first, as one writer would have.
-                    let all = self.all();
-                    self.wait(all, offset)?;
-                    self.settle()?;
-                }
+                self.before_member(&path, target.as_ref(), offset)?;
                 let is_dir = matches!(op, Op::Dir(_));
                 self.before_namespace_op(&path, is_dir, target.as_ref(), offset)?;
                 apply_namespace_op(&mut self.dest, &mut self.stats, op)
