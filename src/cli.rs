@@ -488,6 +488,28 @@ pub struct Args {
     #[arg(short = 'm', long = "touch")]
     pub touch: bool,
 
+    /// Restore a GNU incremental archive (made with `tar -g SNAPSHOT`): before each directory,
+    /// rename the directories its list says were renamed and remove what the directory holds
+    /// that its list does not name (recursively; named with -v), so that extracting the
+    /// levels in order gives the tree of the last one. With -t -vv, each directory's list is
+    /// shown.
+    #[arg(short = 'G', long = "incremental")]
+    pub incremental: bool,
+
+    /// As -G (GNU tar's snapshot FILE is not read when extracting or listing: /dev/null does).
+    #[arg(
+        short = 'g',
+        long = "listed-incremental",
+        value_name = "FILE",
+        conflicts_with_all = ["newer", "newer_mtime"]
+    )]
+    pub listed_incremental: Option<PathBuf>,
+
+    /// With -G, remove nothing that is on another filesystem than DIR's (GNU tar's option
+    /// for creating archives, where it means staying on one filesystem).
+    #[arg(long = "one-file-system")]
+    pub one_file_system: bool,
+
     /// Restore extended attributes from the archive's PAX records (SCHILY.xattr, and bsdtar's
     /// LIBARCHIVE.xattr): without --xattrs-include only the user.* namespace, as GNU tar.
     /// Set on each file through its own descriptor after its data and owner. The last of
@@ -509,9 +531,8 @@ pub struct Args {
     /// TAR_OPTIONS or a wrapper's options written for both work (`--sort=name --owner=0
     /// --mtime=@0` for reproducible archives). These take no value.
     #[arg(
-        long = "one-file-system",
-        aliases = [
-            "check-device", "no-check-device", "check-links",
+        long = "check-device",
+        aliases = [ "no-check-device", "check-links",
             "dereference", "hard-dereference", "exclude-caches", "exclude-caches-all",
             "exclude-caches-under", "exclude-vcs-ignores", "ignore-failed-read", "old-archive",
             "portability", "posix", "remove-files", "restrict",

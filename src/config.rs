@@ -106,6 +106,10 @@ pub struct Config {
     pub record_size: u64,
     /// `-m`: modification times are not restored.
     pub touch: bool,
+    /// `-G`, `-g FILE`: directories of an incremental archive are purged (incremental.rs).
+    pub incremental: bool,
+    /// `--one-file-system`: `-G` removes nothing on another filesystem than DIR's.
+    pub one_file_system: bool,
     /// `--xattrs`: which extended attributes are restored (None: none, the default).
     pub xattrs: Option<crate::xattrs::XattrFilter>,
     /// `--acls`: POSIX ACLs are restored (acl.rs).
@@ -300,6 +304,8 @@ impl Config {
             checkpoint,
             record_size,
             touch: args.touch,
+            incremental: args.incremental || args.listed_incremental.is_some(),
+            one_file_system: args.one_file_system,
             xattrs,
             acls: args.acls_on,
             strip_components: args.strip_components,

@@ -730,6 +730,22 @@ impl<R: Skip> Stage<'_, '_, R> {
         self.out.push(op).map_err(MemberError::from)
     }
 
+    /// `-G`: the renames and removals of an incremental archive's directory `entry` before
+    /// its `Dir` op, waited for, so that `-v`'s "Deleting" lines come before the names of the
+    /// members after it (with one writer thread the op is applied on that thread).
+    fn purge(&mut self, entry: &Entry, raw: &[u8]) -> Result<(), MemberError> {
+        let list = crate::incremental::plan(raw, self.sanitizer).unwrap_or_else(|why| {
+            crate::plan::Dumpdir { malformed: Some(why), ..Default::default() }
+        });
+        let (done, applied) = std::sync::mpsc::sync_channel(1);
+        let op = Op::Purge { entry: entry.clone(), list: Box::new(list), done: Some(done) };
+        self.send(op)?;
+        self.out.flush().map_err(MemberError::from)?;
+        // An Err: the writer stopped without applying it (its error ends the run).
+        let _ = applied.recv();
+        Ok(())
+    }
+
     /// A pool buffer; sends the pending batch first if it would have to wait (the writer can
     /// only free buffers it has been sent).
     fn buffer(&mut self) -> Result<PoolBuf, MemberError> {
@@ -791,7 +807,14 @@ impl<R: Skip> Stage<'_, '_, R> {
         let entry =
             Entry { name, path, mode, mtime, archived_mtime, owner, offset: m.offset, xattrs };
         match m.kind {
-            Kind::Dir => self.send(Op::Dir(entry)),
+            Kind::Dir => {
+                if cfg.incremental
+                    && let Some(raw) = m.dumpdir.take()
+                {
+                    self.purge(&entry, &raw)?;
+                }
+                self.send(Op::Dir(entry))
+            }
             Kind::Symlink => self.send(Op::Symlink { entry, target: m.link_name }),
             Kind::Hardlink => match self.sanitizer.judge(&m.link_name) {
                 Verdict::Extract(target) if !target.as_path().as_os_str().is_empty() => {

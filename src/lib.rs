@@ -15,6 +15,7 @@ pub mod decode;
 pub mod exclude;
 pub mod exit_codes;
 pub mod extract;
+pub mod incremental;
 pub mod list;
 pub mod operands;
 pub mod owner;

@@ -63,6 +63,9 @@ impl Reading {
         let marks = cfg.list && cfg.verbose > 0;
         let asked = cfg.xattrs.is_some() || cfg.acls;
         reader.xattrs(asked && (marks || !cfg.reads_only()));
+        // -G: the directories' lists, to purge by, or to show (-t -vv, as GNU tar's -tvvv:
+        // its -t counts as one -v).
+        reader.dumpdirs(cfg.incremental && (!cfg.reads_only() || cfg.list && cfg.verbose > 1));
         crate::checkpoint::start(cfg, trailer.is_some());
         let transforms = cfg.transforms.clone();
         let show_omitted_dirs = cfg.show_omitted_dirs;
@@ -159,7 +162,10 @@ pub fn run(cfg: &Config) -> Result<u64> {
         } else {
             name
         };
-        let written = writeln!(out, "{line}");
+        let mut written = writeln!(out, "{line}");
+        if let Some(raw) = m.dumpdir.as_deref().filter(|_| cfg.verbose > 1) {
+            written = written.and_then(|()| out.write_all(&crate::incremental::listing(raw)));
+        }
         if let Err(e) = written.and_then(|()| if line_by_line { out.flush() } else { Ok(()) }) {
             return stopped(members, e);
         }

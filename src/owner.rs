@@ -165,6 +165,7 @@ mod tests {
             stored_name: None,
             format: crate::archive::Format::Gnu,
             type_flag: b'0',
+            dumpdir: None,
         }
     }
 

@@ -125,6 +125,48 @@ pub enum Op {
         entry: Entry,
         node: Node,
     },
+    /// `-G`: before the directory member `entry` (its `Dir` op follows), the renames its
+    /// incremental archive lists, and the removal of what the directory holds that the
+    /// archive's list does not (`write/purge.rs`). Everything before it lands first.
+    Purge {
+        entry: Entry,
+        list: Box<Dumpdir>,
+        /// Told when the purge is done (or dropped unsent if it never runs): with one writer
+        /// thread the decoder waits for it, so that `-v`'s "Deleting" lines come before the
+        /// names of the members after the directory, as in GNU tar.
+        done: Option<std::sync::mpsc::SyncSender<()>>,
+    },
+}
+
+/// A directory's names as an incremental archive (`tar -g`) lists them, checked and made
+/// safe by the decoder side (`incremental.rs`).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Dumpdir {
+    /// The names the directory held when it was archived, sorted, each with its letter:
+    /// b'Y' (in this archive), b'N' (not in it: unchanged since), b'D' (a directory).
+    pub names: Vec<(Vec<u8>, u8)>,
+    /// Renames of directories to make first, in order.
+    pub moves: Vec<Move>,
+    /// Why the list cannot be used (GNU tar's words): the directory is then not purged, and
+    /// this is reported if the directory exists.
+    pub malformed: Option<String>,
+}
+
+impl Dumpdir {
+    /// The letter `name` is listed with, if it is.
+    pub fn letter(&self, name: &[u8]) -> Option<u8> {
+        self.names.binary_search_by(|(n, _)| n.as_slice().cmp(name)).ok().map(|i| self.names[i].1)
+    }
+}
+
+/// One step of a dumpdir's renames.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Move {
+    /// 'X': a temporary directory is made in this directory (the stand-in a swap of two
+    /// names goes through).
+    TempDir(SafePath),
+    /// 'R' then 'T': rename a directory; None is the temporary directory.
+    Rename { from: Option<SafePath>, to: Option<SafePath> },
 }
 
 /// What a `Special` op makes (mknodat's type and device number).
@@ -139,7 +181,7 @@ impl Op {
     /// The member the op creates (None for Data and End, which belong to the last File).
     pub fn entry(&self) -> Option<&Entry> {
         match self {
-            Op::Dir(e) | Op::Special { entry: e, .. } => Some(e),
+            Op::Dir(e) | Op::Special { entry: e, .. } | Op::Purge { entry: e, .. } => Some(e),
             Op::File { entry, .. } | Op::Symlink { entry, .. } | Op::Hardlink { entry, .. } => {
                 Some(entry)
             }

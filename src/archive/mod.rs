@@ -127,6 +127,11 @@ pub struct Member {
     /// The header's type flag as stored (`'7'`, a contiguous file, extracts as a regular one
     /// with GNU tar's warning).
     pub type_flag: u8,
+    /// A directory's names in an incremental archive (GNU `D` data or the `GNU.dumpdir`
+    /// record), read only with `Reader::dumpdirs`: NUL-ended entries, each a control letter
+    /// ('Y' in the archive, 'N' not, 'D' a directory, 'R'/'T' a rename, 'X' a temporary
+    /// directory) and a name, then an empty one.
+    pub dumpdir: Option<Vec<u8>>,
 }
 
 impl Member {

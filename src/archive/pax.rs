@@ -20,6 +20,10 @@ use crate::plan::Timestamp;
 
 /// Longest kept value of a name-like key (`path`, `linkpath`, `GNU.sparse.name`).
 pub(super) const MAX_NAME_VALUE: usize = 1 << 20;
+/// Longest kept `GNU.dumpdir` (an incremental archive's list of a directory's names, read
+/// with `-G`): 64 MiB holds two million names of 30 bytes; the list is held while its
+/// directory is purged.
+pub(crate) const MAX_DUMPDIR: usize = 64 << 20;
 /// Longest kept value of a numeric key (a time with a long fraction is the longest).
 const MAX_NUMBER_VALUE: usize = 1024;
 /// Keys longer than this are none of ours: not stored, just skipped. An attribute name is at
@@ -73,6 +77,9 @@ pub(super) struct Extended {
     pub(super) sparse: PaxSparse,
     /// Extended attributes (`x` headers only, and only when asked for: `Parser::new`).
     pub(super) xattrs: Xattrs,
+    /// `GNU.dumpdir`: a POSIX-format incremental archive's list of the directory's names
+    /// (`x` headers only, and only when asked for: `Parser::keep_dumpdir`).
+    pub(super) dumpdir: Option<Vec<u8>>,
 }
 
 /// What to do with the value of the record being parsed.
@@ -108,6 +115,8 @@ pub(super) struct Parser {
     global: bool,
     /// Whether extended attribute records are kept (`--xattrs`).
     xattrs: bool,
+    /// Whether a `GNU.dumpdir` record is kept (`-G`).
+    dumpdir: bool,
     /// Bytes of the data area not yet fed.
     left: u64,
     state: State,
@@ -131,6 +140,7 @@ impl Parser {
         Parser {
             global,
             xattrs: xattrs && !global,
+            dumpdir: false,
             left: size,
             state: State::Start,
             rec_len: 0,
@@ -143,6 +153,11 @@ impl Parser {
             value_left: 0,
             ext: Extended::default(),
         }
+    }
+
+    /// Keeps the `GNU.dumpdir` record of an `x` header (`Extended::dumpdir`).
+    pub(super) fn keep_dumpdir(&mut self, on: bool) {
+        self.dumpdir = on && !self.global;
     }
 
     /// Feeds the next bytes of the data area (never more than the size given to `new`).
@@ -289,6 +304,7 @@ impl Parser {
             b"uname" | b"gname" => Value::Keep(MAX_NUMBER_VALUE),
             b"size" | b"mtime" | b"uid" | b"gid" => Value::Keep(MAX_NUMBER_VALUE),
             _ if self.global => Value::Skip,
+            b"GNU.dumpdir" if self.dumpdir => Value::Keep(MAX_DUMPDIR),
             k if self.xattrs && xattr::is_key(k) => Value::Xattr,
             b"GNU.sparse.map" => Value::Map,
             b"GNU.sparse.name" => Value::Keep(MAX_NAME_VALUE),
@@ -372,6 +388,7 @@ impl Parser {
             b"uid" => o.uid = Some(unsigned(value).ok_or_else(invalid)?),
             b"gid" => o.gid = Some(unsigned(value).ok_or_else(invalid)?),
             b"mtime" => o.mtime = Some(parse_time(value).ok_or_else(invalid)?),
+            b"GNU.dumpdir" => self.ext.dumpdir = Some(value.to_vec()),
             _ => self.ext.sparse.record(key, value).map_err(|e| format!("PAX header: {e}"))?,
         }
         Ok(())

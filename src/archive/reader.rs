@@ -51,6 +51,8 @@ pub struct Reader<R: Skip> {
     ignore_zeros: bool,
     /// `--xattrs`: PAX extended attribute records are kept.
     xattrs: bool,
+    /// `-G`: read the name lists of an incremental archive's directories (`Member::dumpdir`).
+    dumpdirs: bool,
     /// Values from PAX global (`g`) headers seen so far.
     global: Overrides,
     /// Name of the last member returned, for messages about what follows it.
@@ -252,6 +254,7 @@ impl<R: Skip> Reader<R> {
             finished: false,
             ignore_zeros: false,
             xattrs: false,
+            dumpdirs: false,
             global: Overrides::default(),
             prev: None,
             cur: None,
@@ -270,6 +273,13 @@ impl<R: Skip> Reader<R> {
     /// records are skipped as every other unused PAX record is.
     pub fn xattrs(&mut self, on: bool) {
         self.xattrs = on;
+    }
+
+    /// `-G`: keep the list of names of each directory of an incremental archive (a GNU `D`
+    /// member's data, or a `GNU.dumpdir` PAX record) in `Member::dumpdir`; otherwise the data
+    /// is skipped and the member is a plain directory.
+    pub fn dumpdirs(&mut self, on: bool) {
+        self.dumpdirs = on;
     }
 
     /// Next member with every extension header applied; skips (reads past) whatever data of
@@ -615,6 +625,7 @@ impl<R: Skip> Reader<R> {
         let size = self.extension_size(h, off)?;
         let global = flag == TypeFlag::PaxGlobal;
         let mut parser = pax::Parser::new(size, global, self.xattrs);
+        parser.keep_dumpdir(self.dumpdirs);
         self.stream(size, off, |chunk| parser.feed(chunk))?;
         let parsed = parser.finish().map_err(|e| self.msg(None, off, &e))?;
         if global {
@@ -685,7 +696,34 @@ impl<R: Skip> Reader<R> {
         let (kind, header_only) = kind_of(h.type_flag(), &names.name)
             .ok_or_else(|| err(self, "internal error: extension header as member"))?;
         let readable = matches!(kind, Kind::File | Kind::Other(_));
-        let layout = self.data_layout(&h, kind, local, fields.size, &display, off)?;
+        let pax_dumpdir = std::mem::take(&mut local.dumpdir);
+        let mut layout = self.data_layout(&h, kind, local, fields.size, &display, off)?;
+        let mut pad = pad;
+        // GNU tar takes a `D` member's data for a list only in a GNU-format header; in a ustar
+        // one it is a plain directory's data, skipped.
+        let dumpdir =
+            if self.dumpdirs && h.type_flag() == TypeFlag::DumpDir && format == Format::Gnu {
+                let size = fields.size;
+                if size > pax::MAX_DUMPDIR as u64 {
+                    let what = format!(
+                        "dumpdir of {size} bytes is larger than fastuntar reads ({} MiB)",
+                        pax::MAX_DUMPDIR >> 20
+                    );
+                    return Err(err(self, &what));
+                }
+                let mut list = Vec::with_capacity(size as usize);
+                self.stream(size, off, |chunk| {
+                    list.extend_from_slice(chunk);
+                    Ok(())
+                })?;
+                // Read with its padding: nothing is left of the member's data.
+                (layout.data_left, pad) = (0, 0);
+                Some(list)
+            } else if kind == Kind::Dir {
+                pax_dumpdir
+            } else {
+                None
+            };
 
         self.cur = Some(Current {
             name: display,
@@ -721,6 +759,7 @@ impl<R: Skip> Reader<R> {
             stored_name: None,
             format,
             type_flag: h.type_byte(),
+            dumpdir,
         })
     }
 

@@ -220,6 +220,8 @@ pub struct Dest {
     backup: Option<Arc<Backup>>,
     /// The effective uid and gid new files get (outside set-group-ID directories).
     own_ids: (u32, u32),
+    /// `--one-file-system`: `-G` removes nothing on another filesystem than DIR's.
+    one_file_system: bool,
 }
 
 /// Most bytes of extended attributes deferred directories may hold. Past it a directory's
@@ -260,6 +262,8 @@ pub struct DestOptions {
     pub recursive_unlink: bool,
     /// `--backup`: what a member replaces is renamed out of its way (backup.rs).
     pub backup: Option<Arc<Backup>>,
+    /// `--one-file-system` (`-G`'s removals stay on DIR's filesystem).
+    pub one_file_system: bool,
     /// Shared by the Dests of one run over the same DIR (several writer threads): the
     /// directories each removed, for the others to forget (tree.rs).
     pub removals: Option<Arc<Removals>>,
@@ -312,6 +316,7 @@ impl Dest {
             deferred_xattrs: 0,
             // Safety: geteuid and getegid have no preconditions.
             own_ids: unsafe { (libc::geteuid(), libc::getegid()) },
+            one_file_system: opts.one_file_system,
         })
     }
 
@@ -360,6 +365,16 @@ impl Dest {
     }
 
     /// -k or --skip-old-files: what exists stays as it is (a directory's metadata too).
+    /// `-v` (`write/purge.rs` names what it removes).
+    pub(super) fn verbose(&self) -> bool {
+        self.verbose
+    }
+
+    /// `--one-file-system`.
+    pub(super) fn one_file_system(&self) -> bool {
+        self.one_file_system
+    }
+
     pub fn keeps_old(&self) -> bool {
         self.old_files != OldFiles::Replace
     }
@@ -377,7 +392,11 @@ impl Dest {
     /// Directory `comps` (relative to DIR), opening and, if `create`, making every missing
     /// component on the way (each counted against `--max-files`). Fails with ELOOP/ENOTDIR
     /// when a component is a symlink or not a directory.
-    fn dir<'a, I>(&mut self, comps: I, create: bool) -> io::Result<(NodeId, Arc<OwnedFd>)>
+    pub(super) fn dir<'a, I>(
+        &mut self,
+        comps: I,
+        create: bool,
+    ) -> io::Result<(NodeId, Arc<OwnedFd>)>
     where
         I: IntoIterator<Item = &'a [u8]>,
         I::IntoIter: Clone,
@@ -945,7 +964,7 @@ pub fn fstat(fd: RawFd) -> io::Result<libc::stat> {
 }
 
 /// fstatat of `name` in `dirfd` itself (a symlink is not followed).
-fn fstatat_nofollow(dirfd: RawFd, name: &CStr) -> io::Result<libc::stat> {
+pub(super) fn fstatat_nofollow(dirfd: RawFd, name: &CStr) -> io::Result<libc::stat> {
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     let flags = libc::AT_SYMLINK_NOFOLLOW;
     // Safety: valid dirfd, C string and output buffer.
@@ -957,7 +976,7 @@ fn fstatat_nofollow(dirfd: RawFd, name: &CStr) -> io::Result<libc::stat> {
 }
 
 /// What `remove_entry` did with a name.
-enum Removed {
+pub(super) enum Removed {
     /// Nothing was there, or a non-directory that is gone now.
     Entry,
     /// An empty directory, gone now.
@@ -968,7 +987,7 @@ enum Removed {
 
 /// Removes `name` in `dirfd` the way a member clears its path (GNU tar's `remove_any_file`
 /// without recursion): unlink, and where that finds a directory, rmdir.
-fn remove_entry(dirfd: RawFd, name: &CStr) -> io::Result<Removed> {
+pub(super) fn remove_entry(dirfd: RawFd, name: &CStr) -> io::Result<Removed> {
     // Safety (both): valid dirfd and C string.
     if restart(|| unsafe { libc::unlinkat(dirfd, name.as_ptr(), 0) }) == 0 {
         return Ok(Removed::Entry);
@@ -995,7 +1014,7 @@ fn remove_entry(dirfd: RawFd, name: &CStr) -> io::Result<Removed> {
 /// following a symlink (`open_dir_beneath`), so nothing outside the tree is touched; a
 /// symlink inside is removed, not followed. A directory that is still not empty after its
 /// entries were removed (something kept adding to it) fails with ENOTEMPTY.
-fn empty_tree(dirfd: RawFd, name: &CStr) -> io::Result<()> {
+pub(super) fn empty_tree(dirfd: RawFd, name: &CStr) -> io::Result<()> {
     /// Whether `name` is gone (removed now, or by someone else meanwhile).
     fn gone(dirfd: RawFd, name: &CStr) -> io::Result<bool> {
         match remove_entry(dirfd, name) {
@@ -1340,6 +1359,7 @@ mod tests {
             keep_dir_symlinks: false,
             recursive_unlink: false,
             backup: None,
+            one_file_system: false,
             removals: None,
         };
         Dest::open(dir, opts).unwrap()

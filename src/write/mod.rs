@@ -8,6 +8,7 @@ pub mod dest;
 pub mod direct;
 pub mod multi;
 pub mod portable;
+pub mod purge;
 pub mod tree;
 pub mod uring;
 
@@ -113,6 +114,14 @@ pub fn apply_namespace_op(dest: &mut dest::Dest, stats: &mut Stats, op: Op) -> R
                 _ => "cannot create device node",
             };
             (dest.mknod(&entry, node), what, entry, None)
+        }
+        Op::Purge { entry, list, done } => {
+            dest.purge(&entry, &list);
+            if let Some(done) = done {
+                // The decoder may have stopped waiting (it failed): nothing to tell then.
+                let _ = done.send(());
+            }
+            return Ok(None);
         }
         file_op => return Ok(Some(file_op)),
     };
@@ -249,6 +258,7 @@ pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> R
         keep_dir_symlinks: cfg.keep_directory_symlink,
         recursive_unlink: cfg.recursive_unlink,
         backup: cfg.backup.clone(),
+        one_file_system: cfg.one_file_system,
         removals: removals.clone(),
     };
     let mut all =

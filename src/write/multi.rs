@@ -545,8 +545,15 @@ impl Sink for Dispatch {
                     _ => None,
                 };
                 self.before_member(&path, target.as_ref(), offset)?;
-                let is_dir = matches!(op, Op::Dir(_));
-                self.before_namespace_op(&path, is_dir, target.as_ref(), offset)?;
+                if matches!(op, Op::Purge { .. }) {
+                    // It renames and removes anywhere beneath the directory: every member
+                    // before it lands first.
+                    let all = self.all();
+                    self.wait(all, offset)?;
+                } else {
+                    let is_dir = matches!(op, Op::Dir(_));
+                    self.before_namespace_op(&path, is_dir, target.as_ref(), offset)?;
+                }
                 apply_namespace_op(&mut self.dest, &mut self.stats, op)
                     .map(drop)
                     .map_err(Stop::Fatal)

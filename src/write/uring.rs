@@ -610,6 +610,11 @@ impl Writer for Uring {
                     },
                 };
                 self.order_after_in_flight(&entry, target.as_ref())?;
+                if matches!(op, Op::Purge { .. }) {
+                    // It renames and removes anywhere beneath the directory: nothing may be
+                    // in flight.
+                    self.drain()?;
+                }
                 // File ops are matched above, so nothing comes back.
                 apply_namespace_op(&mut self.dest, &mut self.stats, op).map(drop)
             }

@@ -1,0 +1,216 @@
+//! GNU tar's incremental archives (`tar -g SNAPSHOT -c`), read with `-G` or `-g FILE`.
+//!
+//! Such an archive stores, with each directory, the names the directory held when it was
+//! archived (a GNU `D` member's data, or a `GNU.dumpdir` PAX record): NUL-ended entries, each
+//! a letter and a name, then an empty entry. 'Y' is a name archived this time, 'N' one that was
+//! not (unchanged since the previous level), 'D' a directory; 'R' and 'T' name a directory
+//! renamed since (from, to), through a temporary directory made where an 'X' says when two
+//! names are swapped. Restoring the levels in order with `-G` brings a tree to the state of the
+//! last one: before each directory member, its renames are made and whatever the directory
+//! holds that its list does not name is removed (`write/purge.rs`), as GNU tar 1.34's
+//! `purge_directory` does.
+//!
+//! This is the decoder side: the list is checked as GNU tar's `dumpdir_ok` checks it, its
+//! names sorted for lookup, and the rename paths made safe as member names are (`safety.rs`:
+//! no `..`, no leading `/`, `--strip-components` and `--one-top-level` applied, where GNU tar
+//! takes them as they are written, a leading `/` or `../` removed). The `-SNAPSHOT` file of
+//! `-g` is not read when extracting or listing, as in GNU tar.
+
+use crate::plan::{Dumpdir, Move, SafePath};
+use crate::safety::{Sanitizer, Verdict};
+
+/// The entries of a raw list, up to the empty one that ends it (a list cut short ends where
+/// its data does; a last entry without its NUL counts).
+fn entries(raw: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let raw = raw.strip_suffix(&[0]).unwrap_or(raw);
+    raw.split(|&b| b == 0).take_while(|e| !e.is_empty())
+}
+
+/// What `-G` does before the directory member whose list is `raw`: `Ok` with the names and
+/// renames; `Err` with GNU tar's words when the list is malformed (the directory is then not
+/// purged; the error is reported only if the directory exists, as GNU tar reports it).
+pub fn plan(raw: &[u8], sanitizer: &mut Sanitizer) -> Result<Dumpdir, String> {
+    check(raw)?;
+    let mut list = Dumpdir::default();
+    let mut from: Option<Option<SafePath>> = None;
+    for e in entries(raw) {
+        let (letter, name) = (e[0], &e[1..]);
+        match letter {
+            b'Y' | b'N' | b'D' => list.names.push((name.to_vec(), letter)),
+            b'X' => list.moves.push(Move::TempDir(safe(sanitizer, name, 'X')?)),
+            b'R' => from = Some(optional(sanitizer, name, 'R')?),
+            b'T' => {
+                let to = optional(sanitizer, name, 'T')?;
+                let from = from.take().ok_or("Malformed dumpdir: 'T' not preceded by 'R'")?;
+                list.moves.push(Move::Rename { from, to });
+            }
+            _ => {}
+        }
+    }
+    list.names.sort();
+    list.names.dedup_by(|a, b| a.0 == b.0);
+    Ok(list)
+}
+
+/// A rename's path, None when empty (the temporary directory).
+fn optional(
+    sanitizer: &mut Sanitizer,
+    name: &[u8],
+    letter: char,
+) -> Result<Option<SafePath>, String> {
+    if name.is_empty() { Ok(None) } else { safe(sanitizer, name, letter).map(Some) }
+}
+
+fn safe(sanitizer: &mut Sanitizer, name: &[u8], letter: char) -> Result<SafePath, String> {
+    let shown = crate::report::printable(name);
+    match sanitizer.judge(name) {
+        Verdict::Extract(p) if !p.is_root() => Ok(p),
+        Verdict::Extract(_) | Verdict::Nothing => {
+            Err(format!("Malformed dumpdir: '{letter}' names no directory ('{shown}')"))
+        }
+        Verdict::Refuse(why) => Err(format!("Malformed dumpdir: '{letter}' {shown}: {why}")),
+    }
+}
+
+/// GNU tar 1.34's `dumpdir_ok`: an 'R' is followed by a 'T', an empty name in either stands
+/// for the temporary directory an 'X' made, and there is at most one 'X' at a time. An 'X'
+/// never used is only warned about.
+fn check(raw: &[u8]) -> Result<(), String> {
+    let mut has_tempdir = false;
+    let mut expect = None;
+    for e in entries(raw) {
+        let letter = e[0];
+        if let Some(want) = expect
+            && letter != want
+        {
+            // C's "%#3o": octal with a leading 0 (an entry's letter is never NUL).
+            let (want, found) = (want as char, format!("0{letter:o}"));
+            return Err(format!("Malformed dumpdir: expected '{want}' but found {found}"));
+        }
+        match letter {
+            b'X' if has_tempdir => return Err("Malformed dumpdir: 'X' duplicated".into()),
+            b'X' => has_tempdir = true,
+            b'R' => {
+                if e.len() == 1 {
+                    if !has_tempdir {
+                        return Err("Malformed dumpdir: empty name in 'R'".into());
+                    }
+                    has_tempdir = false;
+                }
+                expect = Some(b'T');
+            }
+            b'T' => {
+                if expect != Some(b'T') {
+                    return Err("Malformed dumpdir: 'T' not preceded by 'R'".into());
+                }
+                if e.len() == 1 && !has_tempdir {
+                    return Err("Malformed dumpdir: empty name in 'T'".into());
+                }
+                expect = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(want) = expect {
+        return Err(format!(
+            "Malformed dumpdir: expected '{}' but found end of data",
+            want as char
+        ));
+    }
+    if has_tempdir {
+        crate::report::warn("Malformed dumpdir: 'X' never used");
+    }
+    Ok(())
+}
+
+/// `-tvvv -G`: the list as GNU tar's `list_dumpdir` prints it after the member's line: an
+/// entry a line, its letter, a blank and the name (as stored, not quoted), then an empty line
+/// for the empty entry that ends the list.
+pub fn listing(raw: &[u8]) -> Vec<u8> {
+    // GNU tar prints up to and including the empty entry (`dumpdir_size`).
+    let end = raw.windows(2).position(|w| w == [0, 0]).map_or(raw.len(), |i| i + 2);
+    let raw = if raw.first() == Some(&0) { &raw[..1] } else { &raw[..end] };
+    let mut out = Vec::with_capacity(raw.len() + raw.len() / 8);
+    let mut started = false;
+    for &b in raw {
+        match b {
+            b'Y' | b'N' | b'D' | b'R' | b'T' | b'X' => {
+                out.push(b);
+                if !started {
+                    out.push(b' ');
+                    started = true;
+                }
+            }
+            0 => {
+                out.push(b'\n');
+                started = false;
+            }
+            _ => out.push(b),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan_of(raw: &[u8]) -> Result<Dumpdir, String> {
+        plan(raw, &mut Sanitizer::new(0, None))
+    }
+
+    fn p(s: &str) -> SafePath {
+        SafePath(s.into())
+    }
+
+    #[test]
+    fn names_sorted_and_renames_in_order() {
+        let d = plan_of(b"Yb\0Na\0Dc\0Rsrc/c\0Tsrc/c2\0\0").unwrap();
+        assert_eq!(d.names, [(b"a".to_vec(), b'N'), (b"b".to_vec(), b'Y'), (b"c".to_vec(), b'D')]);
+        assert_eq!(d.letter(b"c"), Some(b'D'));
+        assert_eq!(d.letter(b"d"), None);
+        assert_eq!(d.moves, [Move::Rename { from: Some(p("src/c")), to: Some(p("src/c2")) }]);
+    }
+
+    #[test]
+    fn a_swap_goes_through_the_temporary_directory() {
+        let d = plan_of(b"Xd\0Rd/a\0T\0Rd/b\0Td/a\0R\0Td/b\0\0").unwrap();
+        assert_eq!(
+            d.moves,
+            [
+                Move::TempDir(p("d")),
+                Move::Rename { from: Some(p("d/a")), to: None },
+                Move::Rename { from: Some(p("d/b")), to: Some(p("d/a")) },
+                Move::Rename { from: None, to: Some(p("d/b")) },
+            ]
+        );
+    }
+
+    #[test]
+    fn malformed_lists_are_refused_with_gnu_tars_words() {
+        for (raw, said) in [
+            (&b"Ra\0\0"[..], "expected 'T' but found end of data"),
+            (b"Ra\0Yb\0\0", "expected 'T' but found 0131"),
+            (b"Ta\0\0", "'T' not preceded by 'R'"),
+            (b"R\0Ta\0\0", "empty name in 'R'"),
+            (b"Ra\0T\0\0", "empty name in 'T'"),
+            (b"Xa\0Xb\0\0", "'X' duplicated"),
+            (b"Ra/../../x\0Tb\0\0", "'..'"),
+            (b"Ra\0T/\0\0", "names no directory"),
+        ] {
+            let e = plan_of(raw).unwrap_err();
+            assert!(e.starts_with("Malformed dumpdir") && e.contains(said), "{raw:?}: {e}");
+        }
+        // A list cut short (no final empty entry) is read as far as it goes.
+        assert_eq!(plan_of(b"Ya\0Nb").unwrap().names.len(), 2);
+        assert_eq!(plan_of(b"").unwrap(), Dumpdir::default());
+    }
+
+    #[test]
+    fn listed_as_gnu_tar_lists_it() {
+        assert_eq!(listing(b"Da\0Rsrc/c\0Tsrc/c2\0\0"), b"D a\nR src/c\nT src/c2\n\n");
+        assert_eq!(listing(b"\0"), b"\n");
+        // Letters inside a name print as they are; a name not starting with one gets no blank.
+        assert_eq!(listing(b"YDY\0?Y\0\0"), b"Y DY\n?Y \n\n");
+    }
+}

@@ -1,0 +1,211 @@
+//! `-G`: before a directory member of an incremental archive, the directories its list says
+//! were renamed are renamed, and whatever the directory holds that the list does not name is
+//! removed (GNU tar 1.34's `purge_directory`). The list was checked and its paths made safe on
+//! the decoder side (`incremental.rs`); this runs in archive order with nothing in flight
+//! (the io_uring writer drains, the dispatcher of several writers waits for all of them), so
+//! no member races it, and every writer's directory cache forgets what it removes or moves.
+//!
+//! As in GNU tar: a directory that is not there (or not a directory) is left alone, renames
+//! included; a malformed list, or a rename that fails, stops that directory's purge (reported,
+//! exit 2, the run goes on); what is removed is what the directory held before the renames,
+//! looked at again (not followed if a symlink) when it is removed: a name the list does not
+//! have, a directory where the list has a file ('Y'), a non-directory where it has a directory
+//! ('D'). Removal is recursive (GNU tar's `remove_any_file` with RECURSIVE_REMOVE_OPTION),
+//! through directory fds opened beneath DIR, so nothing outside it is touched. With -v each
+//! removal is named on stdout (`fastuntar: Deleting 'src/f'`), with `--one-file-system`
+//! nothing on another filesystem than DIR's is removed.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+
+use super::dest::{Dest, Removed, cstr_io, empty_tree, fstat, fstatat_nofollow, names_in};
+use super::restart;
+use crate::plan::{Dumpdir, Entry, Move, SafePath};
+use crate::report;
+
+impl Dest {
+    /// Carries out `list`'s renames and removals in the directory member `entry` names (its
+    /// `Dir` op comes next). Problems are reported here; only the directory's own member
+    /// line, never the run, is affected.
+    pub fn purge(&mut self, entry: &Entry, list: &Dumpdir) {
+        let Ok((_, dir)) = self.dir(entry.path.components(), false) else { return };
+        // What it holds now, before the renames (GNU tar's `savedir`).
+        let Ok(names) = names_in(dir.as_raw_fd()) else { return };
+        drop(dir);
+        if let Some(why) = &list.malformed {
+            report::failed(&entry.name, why);
+            return;
+        }
+        if !self.moves(entry, &list.moves) {
+            return;
+        }
+        // Looked up again: a rename may have moved what the path named.
+        let Ok((_, dir)) = self.dir(entry.path.components(), false) else { return };
+        let root_dev = match self.one_file_system() {
+            true => fstat(self.root_fd()).ok().map(|st| st.st_dev),
+            false => None,
+        };
+        let shown = shown_dir(entry);
+        for name in names {
+            let bytes = name.as_bytes();
+            let what = format!("{shown}{}", report::printable(bytes));
+            let st = match fstatat_nofollow(dir.as_raw_fd(), &name) {
+                Ok(st) => st,
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
+                Err(e) => {
+                    report::failed(&what, format!("Cannot stat: {e}"));
+                    report::warn(format!("{what}: Not purging directory: unable to stat"));
+                    continue;
+                }
+            };
+            let is_dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
+            let stays = match list.letter(bytes) {
+                Some(b'D') => is_dir,
+                Some(b'Y') => !is_dir,
+                Some(_) => true,
+                None => false,
+            };
+            if stays {
+                continue;
+            }
+            if root_dev.is_some_and(|d| d != st.st_dev) {
+                report::warn(format!("{what}: directory is on a different device: not purging"));
+                continue;
+            }
+            if self.verbose() {
+                let utf8 = crate::list::utf8_locale();
+                let (open, close) = if utf8 { ("\u{2018}", "\u{2019}") } else { ("'", "'") };
+                let _ = report::print_line(&format!("fastuntar: Deleting {open}{what}{close}"));
+            }
+            if let Err(e) = remove_all(dir.as_raw_fd(), &name) {
+                report::failed(&what, format!("Cannot remove: {e}"));
+            }
+            if is_dir {
+                let child = entry.path.as_path().join(std::ffi::OsStr::from_bytes(bytes));
+                self.tree().detach(child.components().map(|c| c.as_os_str().as_bytes()));
+            }
+        }
+    }
+
+    /// The renames, in order; false (reported) at the first that fails, as GNU tar stops.
+    fn moves(&mut self, entry: &Entry, moves: &[Move]) -> bool {
+        let mut temp: Option<SafePath> = None;
+        for m in moves {
+            match m {
+                Move::TempDir(parent) => match self.temp_dir(parent) {
+                    Ok(t) => temp = Some(t),
+                    Err(e) => {
+                        let template = format!("{}/tar.XXXXXX", parent.display());
+                        report::failed(
+                            &entry.name,
+                            format!(
+                                "Cannot create temporary directory using template '{template}': {e}"
+                            ),
+                        );
+                        return false;
+                    }
+                },
+                Move::Rename { from, to } => {
+                    let (Some(from), Some(to)) =
+                        (from.as_ref().or(temp.as_ref()), to.as_ref().or(temp.as_ref()))
+                    else {
+                        // The check on the decoder side lets no empty name through without
+                        // an 'X' before it.
+                        report::failed(&entry.name, "Malformed dumpdir: no temporary directory");
+                        return false;
+                    };
+                    if let Err(e) = self.rename_dir(from, to) {
+                        report::failed(
+                            &entry.name,
+                            format!(
+                                "Cannot rename '{}' to '{}': {e}",
+                                from.display(),
+                                to.display()
+                            ),
+                        );
+                        return false;
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    /// Renames the directory `from` to `to` (both beneath DIR, never through a symlink),
+    /// making `to`'s missing parents as GNU tar does.
+    fn rename_dir(&mut self, from: &SafePath, to: &SafePath) -> io::Result<()> {
+        let (_, src) = self.dir(from.parent_components(), false)?;
+        let src_name = cstr_io(from.file_name())?;
+        let dst = self.slot(to)?;
+        // Safety: both fds are open directories, both names valid C strings.
+        let r = restart(|| unsafe {
+            libc::renameat(src.as_raw_fd(), src_name.as_ptr(), dst.dirfd(), dst.name.as_ptr())
+        });
+        if r != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        self.tree().detach(from.components());
+        self.tree().detach(to.components());
+        Ok(())
+    }
+
+    /// Makes `parent/tar.XXXXXX` (mode 0700, a name not taken) and returns its path.
+    fn temp_dir(&mut self, parent: &SafePath) -> io::Result<SafePath> {
+        let (_, dir) = self.dir(parent.components(), false)?;
+        for _ in 0..100 {
+            let name = format!("tar.{}", random_suffix());
+            let c = CString::new(name.as_bytes()).expect("no NUL");
+            // Safety: an open directory fd and a valid C string.
+            if restart(|| unsafe { libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), 0o700) }) == 0 {
+                return Ok(SafePath(parent.as_path().join(name)));
+            }
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EEXIST) {
+                return Err(e);
+            }
+        }
+        Err(io::Error::from_raw_os_error(libc::EEXIST))
+    }
+}
+
+/// Removes `name` in `dir`, with everything in it if it is a directory.
+fn remove_all(dir: libc::c_int, name: &CString) -> io::Result<()> {
+    match super::dest::remove_entry(dir, name)? {
+        Removed::Entry | Removed::Dir => Ok(()),
+        Removed::Full(_) => empty_tree(dir, name),
+    }
+}
+
+/// The directory as GNU tar names what it removes from it (the member's name joined with
+/// the entry's): `src/f`, `./src/f` for a member `./src/`, `./f` for `./`.
+fn shown_dir(entry: &Entry) -> String {
+    let path = entry.path.display();
+    let name = entry.name.trim_start_matches('/');
+    let name = name.trim_end_matches('/');
+    let base = match name.strip_prefix("./") {
+        Some(rest) if rest == path => name,
+        _ if name == "." && entry.path.is_root() => name,
+        _ => &path,
+    };
+    format!("{base}/")
+}
+
+/// Six characters for a temporary name, as mkdtemp's X's (from the kernel's random pool).
+fn random_suffix() -> String {
+    const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut bytes = [0u8; 6];
+    // Safety: getrandom writes at most `bytes.len()` bytes into the buffer.
+    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if n != bytes.len() as isize {
+        // No random pool (very old kernels): the clock and the pid are unique enough, and a
+        // name taken is tried again.
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+            ^ u64::from(std::process::id());
+        bytes = t.to_le_bytes()[..6].try_into().expect("6 bytes");
+    }
+    bytes.iter().map(|b| CHARS[*b as usize % CHARS.len()] as char).collect()
+}

@@ -1,0 +1,377 @@
+//! GNU incremental archives (`tar -g SNAPSHOT -c`), restored with `-G` / `-g /dev/null`:
+//! the levels extracted in order must leave the tree GNU tar 1.34 leaves (removed files and
+//! directories, renamed directories, a swap through a temporary directory, a file replaced by
+//! a directory and back), say the same `-v` lines ("Deleting ..."), and list the same with
+//! `-t -vv`; under one writer (both backends) and several. Hostile lists stay inside DIR.
+
+mod util;
+
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+
+use util::snapshot::{Compare, diff, snapshot};
+use util::{Cmd, Output, TestDir, fastuntar, gnu_tar, have_tool};
+
+/// One writer of each backend, and several writer threads (the dispatcher's path).
+const ROWS: &[&[&str]] = &[
+    &["--writer-threads", "1", "--io", "portable"],
+    &["--writer-threads", "1", "--io", "uring"],
+    &["--writer-threads", "3", "--io", "portable"],
+    &["--writer-threads", "2", "--io", "uring"],
+];
+
+fn write(root: &Path, rel: &str, data: &str) {
+    let p = root.join(rel);
+    fs::create_dir_all(p.parent().unwrap()).unwrap();
+    fs::write(p, data).unwrap();
+}
+
+/// Level 0, 1 and 2 of `src` made by GNU tar with `format`, changing the tree between them.
+fn levels(td: &TestDir, format: &str) -> Vec<PathBuf> {
+    let root = td.join(format!("tree-{format}"));
+    let snap = td.join(format!("snap-{format}"));
+    let dump = |n: usize| {
+        let a = td.join(format!("{format}-l{n}.tar"));
+        let out = gnu_tar([
+            "-C",
+            root.to_str().unwrap(),
+            &format!("--format={format}"),
+            "-g",
+            snap.to_str().unwrap(),
+            "-cf",
+            a.to_str().unwrap(),
+            "src",
+        ]);
+        assert!(out.success(), "{}", out.describe());
+        // File times come from the kernel's coarse clock (a tick behind the dump's start
+        // time): a file changed at once after a dump could look older than it, and GNU tar
+        // would not archive it again.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        a
+    };
+    let s = |rel: &str| root.join("src").join(rel);
+    for (rel, data) in [
+        ("f1", "1"),
+        ("keep", "k"),
+        ("a/f2", "2"),
+        ("a/b/f3", "3"),
+        ("a/b/deep/f4", "4"),
+        ("c/f5", "5"),
+        ("t", "file that becomes a directory"),
+        ("u/f6", "directory that becomes a file"),
+        ("p/pf", "p"),
+        ("q/qf", "q"),
+        ("./dot name/x", "x"),
+    ] {
+        write(&root.join("src"), rel, data);
+    }
+    symlink("keep", s("sl")).unwrap();
+    let l0 = dump(0);
+    // Level 1: removals (a file, a symlink), a rename, a file replaced by a directory, a new
+    // directory. No directory is removed in a level that makes one: GNU tar would take a
+    // new directory that got a removed one's inode number for that one renamed.
+    fs::remove_file(s("f1")).unwrap();
+    fs::remove_file(s("sl")).unwrap();
+    fs::rename(s("c"), s("c2")).unwrap();
+    fs::remove_file(s("t")).unwrap();
+    write(&root.join("src"), "t/inside", "now a directory");
+    write(&root.join("src"), "new/n", "n");
+    let l1 = dump(1);
+    // Level 2: two directories swap names (through the temporary directory 'X' names), trees
+    // go, a directory is replaced by a file.
+    fs::rename(s("p"), s("tmp-swap")).unwrap();
+    fs::rename(s("q"), s("p")).unwrap();
+    fs::rename(s("tmp-swap"), s("q")).unwrap();
+    fs::remove_dir_all(s("c2")).unwrap();
+    fs::remove_dir_all(s("a/b")).unwrap();
+    fs::remove_file(s("keep")).unwrap();
+    fs::remove_dir_all(s("u")).unwrap();
+    fs::write(s("u"), "now a file").unwrap();
+    let l2 = dump(2);
+    vec![l0, l1, l2]
+}
+
+/// `-v` output as GNU tar's would read: our program name for GNU tar's.
+fn stdout_as_gnu(out: &Output) -> String {
+    out.stdout_str().replace("fastuntar: ", "tar: ")
+}
+
+/// Diagnostics without program names and the closing "Exiting with failure status" line.
+fn said(out: &Output, prog: &str) -> Vec<String> {
+    let mut lines: Vec<String> = out
+        .diagnostics()
+        .iter()
+        .map(|l| l.strip_prefix(&format!("{prog}: ")).unwrap_or(l).to_string())
+        .filter(|l| !l.starts_with("Exiting with failure status"))
+        // Our messages end an error's text with its number, GNU tar's do not.
+        .map(|l| match l.rfind(" (os error ") {
+            Some(i) if l.ends_with(')') => l[..i].to_string(),
+            _ => l,
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn levels_restore_like_gnu_tar() {
+    if !have_tool("levels_restore_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("incremental");
+    let mut failures = Vec::new();
+    for format in ["gnu", "posix"] {
+        let archives = levels(&td, format);
+        for (i, flags) in [&["-G"][..], &["-g", "/dev/null"]].iter().enumerate() {
+            let gnu_dir = td.fresh("gnu");
+            let mut gnu_steps = Vec::new();
+            for a in &archives {
+                let out = Cmd::new("tar")
+                    .arg("-xv")
+                    .args(*flags)
+                    .arg("-f")
+                    .arg(a)
+                    .arg("-C")
+                    .arg(&gnu_dir)
+                    .run();
+                gnu_steps.push((out, snapshot(&gnu_dir)));
+            }
+            // The flags spelled both ways; the writer rows on the first only (the second is
+            // the same path).
+            let rows = if i == 0 { ROWS } else { &ROWS[..1] };
+            for row in rows {
+                let ours_dir = td.fresh("ours");
+                for (level, (a, (gnu, gnu_tree))) in archives.iter().zip(&gnu_steps).enumerate() {
+                    let ours = fastuntar()
+                        .args(*row)
+                        .arg("-xv")
+                        .args(*flags)
+                        .arg("-f")
+                        .arg(a)
+                        .arg("-C")
+                        .arg(&ours_dir)
+                        .run();
+                    let label = format!("{format} level {level} {flags:?} {row:?}");
+                    if ours.code != gnu.code || stdout_as_gnu(&ours) != gnu.stdout_str() {
+                        failures.push(format!(
+                            "{label}: exit {:?} (GNU {:?}), stdout:\n{}--- GNU tar ---\n{}",
+                            ours.code,
+                            gnu.code,
+                            stdout_as_gnu(&ours),
+                            gnu.stdout_str()
+                        ));
+                    }
+                    if said(&ours, "fastuntar") != said(gnu, "tar") {
+                        failures.push(format!(
+                            "{label}: said {:?}, GNU tar {:?}",
+                            said(&ours, "fastuntar"),
+                            said(gnu, "tar")
+                        ));
+                    }
+                    let cmp = Compare::extraction(td.started);
+                    let d = diff(gnu_tree, "GNU tar", &snapshot(&ours_dir), "fastuntar", &cmp);
+                    failures.extend(d.into_iter().map(|d| format!("{label}: {d}")));
+                }
+            }
+        }
+        // The last level restored is the source tree as it was dumped.
+        let names = |root: &Path| -> Vec<Vec<u8>> { snapshot(root).entries.into_keys().collect() };
+        let restored = td.fresh("check");
+        for a in &archives {
+            let out = fastuntar().args(["-xG", "-f"]).arg(a).arg("-C").arg(&restored).run();
+            assert!(out.success(), "{}", out.describe());
+        }
+        assert_eq!(names(&restored), names(&td.join(format!("tree-{format}"))), "{format}");
+    }
+    assert!(failures.is_empty(), "-G differs from GNU tar:\n  {}", failures.join("\n  "));
+}
+
+#[test]
+fn lists_shown_like_gnu_tar() {
+    if !have_tool("lists_shown_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("incremental_list");
+    let mut failures = Vec::new();
+    for format in ["gnu", "posix"] {
+        for a in levels(&td, format) {
+            for flags in
+                [&["-tvvG"][..], &["-tvG"], &["-tG"], &["-tvv"], &["-tvv", "-g", "/dev/null"]]
+            {
+                let gnu = Cmd::new("tar").args(flags).arg("-f").arg(&a).run();
+                let ours = fastuntar().args(flags).arg("-f").arg(&a).run();
+                if (gnu.code, &gnu.stdout) != (ours.code, &ours.stdout) {
+                    failures.push(format!(
+                        "{format} {} {flags:?}:\n{}--- GNU tar ---\n{}",
+                        a.display(),
+                        ours.stdout_str(),
+                        gnu.stdout_str()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "listings differ:\n  {}", failures.join("\n  "));
+}
+
+/// A raw archive of one GNU dumpdir member `name` with the list `list`.
+fn dumpdir_archive(td: &TestDir, file: &str, members: &[(&str, &[u8])]) -> PathBuf {
+    let mut t = util::rawtar::Tar::new();
+    for (name, list) in members {
+        // A GNU-format header: GNU tar reads a ustar one's `D` data as a plain directory's.
+        let h = util::rawtar::Header::new(*name, b'D');
+        t.entry(&util::rawtar::Header { magic: util::rawtar::Magic::Gnu, ..h }, list);
+    }
+    td.write(file, t.finish())
+}
+
+/// Lists that would reach outside DIR: a rename out of it is refused (the member named, exit
+/// 2, nothing renamed or removed), a symlink in a purged directory is removed and not
+/// followed, a directory member that is a symlink to outside is not purged through.
+#[test]
+fn hostile_lists_stay_inside() {
+    let td = TestDir::new("incremental_hostile");
+    let outside = td.join("outside");
+    write(&outside, "precious", "p");
+    write(&outside, "sub/precious", "p");
+    let archive = dumpdir_archive(
+        &td,
+        "hostile.tar",
+        &[("d/", b"Ykeep\0R../outside/sub\0Tstolen\0\0"), ("e/", b"Ykeep\0\0"), ("viasym/", b"\0")],
+    );
+    for row in ROWS {
+        let dest = td.fresh("dest");
+        write(&dest, "d/keep", "k");
+        write(&dest, "d/gone", "g");
+        write(&dest, "e/keep", "k");
+        symlink(&outside, dest.join("e/link-out")).unwrap();
+        fs::create_dir_all(dest.join("e/sub")).unwrap();
+        symlink(outside.join("sub"), dest.join("e/sub/link")).unwrap();
+        symlink(&outside, dest.join("viasym")).unwrap();
+        let out =
+            fastuntar().args(*row).arg("-xvG").arg("-f").arg(&archive).arg("-C").arg(&dest).run();
+        let label = format!("{row:?}");
+        assert_eq!(out.code, Some(2), "{label}: {}", out.describe());
+        let err = out.stderr_str();
+        assert!(
+            err.lines()
+                .any(|l| l.starts_with("fastuntar: d/: Malformed dumpdir: 'R'")
+                    && l.contains("'..'")),
+            "{label}: {err}"
+        );
+        // d is not purged (its list is refused), e is: the symlinks go, not what they point to.
+        assert!(dest.join("d/gone").exists(), "{label}");
+        assert!(!dest.join("e/link-out").exists() && !dest.join("e/sub").exists(), "{label}");
+        assert!(dest.join("e/keep").exists(), "{label}");
+        assert!(
+            outside.join("precious").exists() && outside.join("sub/precious").exists(),
+            "{label}"
+        );
+        assert!(!dest.join("stolen").exists(), "{label}");
+        let stdout = out.stdout_str();
+        assert!(stdout.contains("Deleting") && stdout.contains("e/link-out"), "{label}: {stdout}");
+    }
+}
+
+/// Malformed lists (GNU tar's `dumpdir_ok`): the directory is not purged, the error reported
+/// (exit 2) only when the directory exists, the member still extracted; as GNU tar.
+#[test]
+fn malformed_lists_like_gnu_tar() {
+    if !have_tool("malformed_lists_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("incremental_malformed");
+    let archive = dumpdir_archive(
+        &td,
+        "malformed.tar",
+        &[("there/", b"Ra\0\0"), ("absent/", b"Ta\0\0"), ("x/", b"Yf\0\0")],
+    );
+    let prepare = |d: &Path| {
+        for rel in ["there/stays", "x/f", "x/goes"] {
+            write(d, rel, rel);
+            util::tree::set_mtime(&d.join(rel), 1_500_000_000, 0);
+        }
+    };
+    let gnu_dir = td.fresh("gnu");
+    prepare(&gnu_dir);
+    let gnu = Cmd::new("tar").arg("-xG").arg("-f").arg(&archive).arg("-C").arg(&gnu_dir).run();
+    let mut failures = Vec::new();
+    for row in ROWS {
+        let ours_dir = td.fresh("ours");
+        prepare(&ours_dir);
+        let ours = fastuntar()
+            .args(*row)
+            .arg("-xG")
+            .arg("-f")
+            .arg(&archive)
+            .arg("-C")
+            .arg(&ours_dir)
+            .run();
+        if ours.code != gnu.code {
+            failures.push(format!(
+                "{row:?}: exit {:?}, GNU tar {:?}: {}",
+                ours.code,
+                gnu.code,
+                ours.describe()
+            ));
+        }
+        // GNU tar's lines name no member; ours do. The same errors, in the same words.
+        let gnu_said: Vec<String> = said(&gnu, "tar");
+        let ours_said: Vec<String> = said(&ours, "fastuntar")
+            .into_iter()
+            .map(|l| l.split_once(": ").map_or(l.clone(), |(_, rest)| rest.to_string()))
+            .collect();
+        if ours_said != gnu_said {
+            failures.push(format!("{row:?}: said {ours_said:?}, GNU tar {gnu_said:?}"));
+        }
+        let cmp = Compare::extraction(td.started);
+        let d = diff(&snapshot(&gnu_dir), "GNU tar", &snapshot(&ours_dir), "fastuntar", &cmp);
+        failures.extend(d.into_iter().map(|d| format!("{row:?}: {d}")));
+    }
+    assert!(failures.is_empty(), "malformed lists differ:\n  {}", failures.join("\n  "));
+}
+
+/// `--one-file-system`: what is mounted inside a purged directory is left alone (GNU tar's
+/// "directory is on a different device: not purging"); without it, its removal fails as GNU
+/// tar's does (a mount point cannot be removed), and neither empties it.
+#[test]
+fn one_file_system_keeps_mounts() {
+    if !util::have_root("one_file_system_keeps_mounts", "mounts a tmpfs")
+        || !have_tool("one_file_system_keeps_mounts", "tar")
+    {
+        return;
+    }
+    let td = TestDir::new("incremental_mounts");
+    let archive = dumpdir_archive(&td, "m.tar", &[("m/", b"Ykeep\0\0")]);
+    for flags in [&["--one-file-system"][..], &[]] {
+        let mut results = Vec::new();
+        for prog in ["tar", util::BIN] {
+            let dest = td.fresh("dest");
+            write(&dest, "m/keep", "k");
+            fs::create_dir_all(dest.join("m/mnt")).unwrap();
+            let mnt = dest.join("m/mnt");
+            let mount = Cmd::new("mount").args(["-t", "tmpfs", "tmpfs"]).arg(&mnt).run();
+            assert!(mount.success(), "{}", mount.describe());
+            write(&mnt, "inside", "i");
+            let out = Cmd::new(prog)
+                .args(flags)
+                .arg("-xG")
+                .arg("-f")
+                .arg(&archive)
+                .arg("-C")
+                .arg(&dest)
+                .run();
+            let survived = mnt.join("inside").exists();
+            Cmd::new("umount").arg("-l").arg(&mnt).run();
+            let prog_name = if prog == "tar" { "tar" } else { "fastuntar" };
+            results.push((out.code, survived, said(&out, prog_name)));
+        }
+        assert_eq!(results[0], results[1], "{flags:?}: GNU tar, then fastuntar");
+        // Removing a mount point fails either way (EBUSY, GNU tar's "Cannot remove"); with
+        // the option nothing is tried.
+        assert!(results[0].1, "{flags:?}: {results:?}");
+        let warned = results[1].2.iter().any(|l| l.contains("on a different device: not purging"));
+        assert_eq!(warned, !flags.is_empty(), "{flags:?}: {results:?}");
+    }
+}
