@@ -505,6 +505,11 @@ pub struct Args {
     )]
     pub listed_incremental: Option<PathBuf>,
 
+    /// GNU tar's `--level=NUMBER` (the dump level when creating with -g): checked and
+    /// ignored, as GNU tar does when reading.
+    #[arg(long = "level", value_name = "NUMBER", allow_hyphen_values = true, hide = true)]
+    pub level: Option<String>,
+
     /// With -G, remove nothing that is on another filesystem than DIR's (GNU tar's option
     /// for creating archives, where it means staying on one filesystem).
     #[arg(long = "one-file-system")]

@@ -228,6 +228,19 @@ impl Config {
             Some(n) => n,
         };
         let newer = newer_than(&args)?;
+        // GNU tar's `--level=NUMBER` (for creating): a number (strtoimax's, any sign) or a
+        // usage error; without -g a warning (unless it is -1, GNU tar's "none"), as GNU tar
+        // says it.
+        if let Some(level) = &args.level {
+            let digits = level.strip_prefix(['-', '+']).unwrap_or(level);
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                bail!("Invalid incremental level value");
+            }
+            // -1 is GNU tar's "no level".
+            if args.listed_incremental.is_none() && level != "-1" {
+                crate::report::warn("--level is meaningless without --listed-incremental");
+            }
+        }
         if args.to_command.is_some() && args.json {
             bail!("--json cannot be used with --to-command");
         }

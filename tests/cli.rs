@@ -1517,6 +1517,10 @@ fn tar_options_and_creation_options_like_gnu_tar() {
             (Some("--bogus"), x),
             (Some("-v top/small"), x),
             (Some("-t"), x),
+            (None, &["-xf", a, "--level=0", "-C", "{d}"]),
+            (None, &["-xf", a, "--level=1", "-g", "/dev/null", "-C", "{d}"]),
+            (None, &["-tf", a, "--level=x"]),
+            (None, &["-tf", a, "--level=-1", "-G"]),
         ];
         for (env, args) in cases {
             let with = |d: &Path| -> Vec<String> {
