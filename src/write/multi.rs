@@ -530,21 +530,23 @@ impl Sink for Dispatch {
             },
             Op::File { ref entry, .. } => {
                 self.check_failed()?;
-                let (path, offset) = (entry.path.clone(), entry.offset);
-                self.before_member(&path, None, offset)?;
-                let w = self.route_file(&path, offset)?;
+                // The op is ours, not the dispatcher's: its path is borrowed, not copied (a
+                // malloc and a copy per file).
+                let offset = entry.offset;
+                self.before_member(&entry.path, None, offset)?;
+                let w = self.route_file(&entry.path, offset)?;
                 self.current = Some((w, offset));
                 self.queue(w, op, offset)
             }
             op => {
                 self.check_failed()?;
                 let Some(entry) = op.entry() else { return Ok(()) };
-                let (path, offset) = (entry.path.clone(), entry.offset);
+                let (path, offset) = (&entry.path, entry.offset);
                 let target = match &op {
-                    Op::Hardlink { target, .. } => Some(target.clone()),
+                    Op::Hardlink { target, .. } => Some(target),
                     _ => None,
                 };
-                self.before_member(&path, target.as_ref(), offset)?;
+                self.before_member(path, target, offset)?;
                 if matches!(op, Op::Purge { .. }) {
                     // It renames and removes anywhere beneath the directory: every member
                     // before it lands first.
@@ -552,7 +554,7 @@ impl Sink for Dispatch {
                     self.wait(all, offset)?;
                 } else {
                     let is_dir = matches!(op, Op::Dir(_));
-                    self.before_namespace_op(&path, is_dir, target.as_ref(), offset)?;
+                    self.before_namespace_op(path, is_dir, target, offset)?;
                 }
                 apply_namespace_op(&mut self.dest, &mut self.stats, op)
                     .map(drop)
