@@ -123,17 +123,23 @@ fn levels_restore_like_gnu_tar() {
     let mut failures = Vec::new();
     for format in ["gnu", "posix"] {
         let archives = levels(&td, format);
+        // The swap goes through the temporary directory: the list says so.
+        let listed = gnu_tar(["-tvvG", "-f", archives[2].to_str().unwrap()]);
+        assert!(listed.stdout_str().contains("\nX src\n"), "{}", listed.stdout_str());
         for (i, flags) in [&["-G"][..], &["-g", "/dev/null"]].iter().enumerate() {
             let gnu_dir = td.fresh("gnu");
             let mut gnu_steps = Vec::new();
             for a in &archives {
+                // GNU tar runs in DIR, not with -C: it makes the 'X' temporary directory with
+                // mkdtemp(3) relative to its working directory, not to -C's (GNU's bug: with
+                // -C the swap fails, "Cannot create temporary directory", or, where the working
+                // directory happens to hold a `src`, the directory is made there).
                 let out = Cmd::new("tar")
                     .arg("-xv")
                     .args(*flags)
                     .arg("-f")
                     .arg(a)
-                    .arg("-C")
-                    .arg(&gnu_dir)
+                    .current_dir(&gnu_dir)
                     .run();
                 gnu_steps.push((out, snapshot(&gnu_dir)));
             }
@@ -295,7 +301,7 @@ fn malformed_lists_like_gnu_tar() {
     };
     let gnu_dir = td.fresh("gnu");
     prepare(&gnu_dir);
-    let gnu = Cmd::new("tar").arg("-xG").arg("-f").arg(&archive).arg("-C").arg(&gnu_dir).run();
+    let gnu = Cmd::new("tar").arg("-xG").arg("-f").arg(&archive).current_dir(&gnu_dir).run();
     let mut failures = Vec::new();
     for row in ROWS {
         let ours_dir = td.fresh("ours");
