@@ -103,6 +103,8 @@ fn ordered(matches: &clap::ArgMatches, args: &Args) -> Vec<Ordered> {
 #[command(
     name = "fastuntar",
     version,
+    // `-V` is GNU tar's --label; --version stays (below).
+    disable_version_flag = true,
     about = "Extract tar archives (plain, zstd, gzip, bzip2, xz, lz4) as fast as the disk allows, and safely.",
     after_help = "Examples:\n  \
         fastuntar -x snapshot.tar.zst -C /ledger --direct-io --snapshot   restore a ledger snapshot\n  \
@@ -504,6 +506,17 @@ pub struct Args {
         conflicts_with_all = ["newer", "newer_mtime"]
     )]
     pub listed_incremental: Option<PathBuf>,
+
+    /// Print the version.
+    #[arg(long = "version", action = ArgAction::Version)]
+    pub version: Option<bool>,
+
+    /// Read the archive only if its volume label (`tar -V LABEL -c`: a GNU volume header, or
+    /// a POSIX archive's GNU.volume.label) matches PATTERN (shell wildcards, as fnmatch(3)
+    /// without flags); otherwise stop before the first member: "Archive not labeled to match
+    /// 'PATTERN'" or "Volume 'LABEL' does not match 'PATTERN'" (exit 2), as GNU tar.
+    #[arg(short = 'V', long = "label", value_name = "PATTERN")]
+    pub label: Option<String>,
 
     /// GNU tar's `--level=NUMBER` (the dump level when creating with -g): checked and
     /// ignored, as GNU tar does when reading.

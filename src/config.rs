@@ -106,6 +106,8 @@ pub struct Config {
     pub record_size: u64,
     /// `-m`: modification times are not restored.
     pub touch: bool,
+    /// `-V PATTERN`: the archive's volume label must match (list.rs `Reading`).
+    pub label: Option<String>,
     /// `-G`, `-g FILE`: directories of an incremental archive are purged (incremental.rs).
     pub incremental: bool,
     /// `--one-file-system`: `-G` removes nothing on another filesystem than DIR's.
@@ -318,6 +320,7 @@ impl Config {
             record_size,
             touch: args.touch,
             incremental: args.incremental || args.listed_incremental.is_some(),
+            label: args.label.clone(),
             one_file_system: args.one_file_system,
             xattrs,
             acls: args.acls_on,

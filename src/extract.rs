@@ -415,6 +415,7 @@ fn produce(
     let ids = unsafe { (libc::geteuid(), libc::getegid()) };
     let mut packer = None;
     let mut owners = Owners::new(cfg.numeric_owner);
+    let mut lines = crate::list::Lines::new(cfg, cfg.verbose > 1);
     let mut members = 0;
     loop {
         let mut member = match archive.next_member() {
@@ -433,13 +434,13 @@ fn produce(
         }
         let mut stage = Stage {
             cfg,
-            utf8,
             ids,
             reader: &mut archive.reader,
             sanitizer: &mut sanitizer,
             admission: &mut admission,
             owners: &mut owners,
             pool,
+            lines: &mut lines,
             packer: &mut packer,
             out: &mut *out,
         };
@@ -710,8 +711,6 @@ const PACK_FRACTION: usize = 8;
 
 struct Stage<'a, 'b, R: Skip> {
     cfg: &'a Config,
-    /// The locale is UTF-8 (for quoting `-v` output as GNU tar does).
-    utf8: bool,
     /// Our effective uid and gid (for the set-id rule).
     ids: (u32, u32),
     reader: &'a mut Reader<R>,
@@ -720,6 +719,8 @@ struct Stage<'a, 'b, R: Skip> {
     /// Owner names mapped to local ids, cached for the run.
     owners: &'a mut Owners,
     pool: &'a Pool,
+    /// What -v prints (list.rs).
+    lines: &'a mut crate::list::Lines,
     /// The rest of the buffer small files are being packed into.
     packer: &'a mut Option<PoolBuf>,
     out: &'a mut (dyn Sink + 'b),
@@ -777,10 +778,11 @@ impl<R: Skip> Stage<'_, '_, R> {
             return Ok(());
         };
         if cfg.verbose > 0 {
-            // As `tar -xv` prints it: quoted for the locale. A failed write stops the names,
-            // not the extraction; main.rs reports it at the end (exit 2), as GNU tar does.
-            let listed = m.listed_name(cfg.show_transformed);
-            let _ = report::print_line(&report::quote(listed, self.utf8));
+            // As `tar -xv` prints it: quoted for the locale, `-xvv` GNU tar's long lines. A
+            // failed write stops the names, not the extraction; main.rs reports it at the end
+            // (exit 2), as GNU tar does.
+            let line = self.lines.of(&m, cfg, self.reader.volume_label());
+            let _ = report::print_line(&line);
         }
         // The archive's owner, as GNU tar restores it (names looked up only when it matters:
         // ownership is restored, or set-id bits depend on it).

@@ -33,6 +33,8 @@ pub struct Reading {
     transforms: Arc<Transforms>,
     /// `--show-omitted-dirs`.
     show_omitted_dirs: bool,
+    /// `-V PATTERN`, until the first member has been checked against it.
+    label: Option<String>,
 }
 
 /// Opens the archive and starts its decoder for a stage that only reads it.
@@ -69,7 +71,16 @@ impl Reading {
         crate::checkpoint::start(cfg, trailer.is_some());
         let transforms = cfg.transforms.clone();
         let show_omitted_dirs = cfg.show_omitted_dirs;
-        Reading { reader, trailer, wanted, ended_early: false, transforms, show_omitted_dirs }
+        let label = cfg.label.clone();
+        Reading {
+            reader,
+            trailer,
+            wanted,
+            ended_early: false,
+            transforms,
+            show_omitted_dirs,
+            label,
+        }
     }
 
     /// The next member; at the end of the archive its size is noted for `--totals`. The
@@ -83,6 +94,9 @@ impl Reading {
             crate::checkpoint::headers_read(before, &self.reader, &m);
             m?
         };
+        if let Some(pattern) = self.label.take() {
+            check_label(&pattern, m.as_ref(), self.reader.volume_label())?;
+        }
         if m.is_none() {
             crate::totals::archive_ends_at(self.reader.offset());
         }
@@ -140,13 +154,85 @@ impl Reading {
     }
 }
 
+/// `-V PATTERN`, as GNU tar 1.34 checks it before reading on: the archive's label is the
+/// name of a volume header that is its first member, or a POSIX archive's `GNU.volume.label`;
+/// it must match PATTERN (fnmatch(3) without flags).
+fn check_label(pattern: &str, first: Option<&Member>, pax: Option<(&[u8], i64)>) -> Result<()> {
+    let label = match first {
+        Some(m) if m.kind == Kind::Other(b'V') => Some(m.name.as_slice()),
+        _ => pax.map(|(label, _)| label),
+    };
+    let utf8 = utf8_locale();
+    let quoted = |b: &[u8]| crate::report::locale_quoted(b, utf8);
+    let Some(label) = label else {
+        anyhow::bail!("Archive not labeled to match {}", quoted(pattern.as_bytes()));
+    };
+    let matches = match (std::ffi::CString::new(pattern), std::ffi::CString::new(label)) {
+        // Safety: two NUL-terminated strings that live across the call.
+        (Ok(p), Ok(l)) => (unsafe { libc::fnmatch(p.as_ptr(), l.as_ptr(), 0) }) == 0,
+        _ => false,
+    };
+    if !matches {
+        anyhow::bail!("Volume {} does not match {}", quoted(label), quoted(pattern.as_bytes()));
+    }
+    Ok(())
+}
+
+/// What `-t` and `-xv` print for each member, in GNU tar's forms: the name (quoted for the
+/// locale), or with `-tv` and `-xvv` the long line, whose columns widen with what was shown.
+/// A POSIX archive's volume label (`GNU.volume.label`) comes first, as GNU tar shows it
+/// (its `print_volume_label`): a volume header of that name owned by 0/0, dated by the global
+/// header's mtime, or 1970 when `-V` was given (GNU tar 1.34 has decoded the header anew then).
+pub struct Lines {
+    long: bool,
+    utf8: bool,
+    widths: Widths,
+    owners: Owners,
+    label_shown: bool,
+}
+
+impl Lines {
+    pub fn new(cfg: &Config, long: bool) -> Lines {
+        Lines {
+            long,
+            utf8: utf8_locale(),
+            widths: Widths { ugs: UGS_WIDTH, date: DATE_WIDTH },
+            owners: Owners::new(cfg.numeric_owner),
+            label_shown: false,
+        }
+    }
+
+    /// The line (or lines) for `m`; `label` is the reader's POSIX volume label so far.
+    pub fn of(&mut self, m: &Member, cfg: &Config, label: Option<(&[u8], i64)>) -> String {
+        let mut out = String::new();
+        if !self.label_shown
+            && m.format == crate::archive::Format::Pax
+            && let Some((name, secs)) = label
+        {
+            self.label_shown = true;
+            let secs = if cfg.label.is_some() { 0 } else { secs };
+            let v = Member::volume_header(name.to_vec(), Timestamp { secs, nanos: 0 });
+            out = self.line(&v, v.listed_name(false), cfg);
+            out.push('\n');
+        }
+        out + &self.line(m, m.listed_name(cfg.show_transformed), cfg)
+    }
+
+    fn line(&mut self, m: &Member, name: &[u8], cfg: &Config) -> String {
+        let name = quote(name, self.utf8);
+        if !self.long {
+            return name;
+        }
+        long_line(m, &name, self.utf8, &mut self.widths, &mut self.owners, cfg)
+    }
+}
+
 pub fn run(cfg: &Config) -> Result<u64> {
     let mut archive = open(cfg)?;
     let out = io::stdout();
     let mut out = io::BufWriter::new(out.lock());
     let utf8 = utf8_locale();
-    let mut widths = Widths { ugs: UGS_WIDTH, date: DATE_WIDTH };
-    let mut owners = Owners::new(cfg.numeric_owner);
+    let mut lines = Lines::new(cfg, cfg.verbose > 0);
     // Checkpoints and "Omitting" lines print straight to stdout and stderr: each line goes out
     // before them.
     let line_by_line = crate::checkpoint::on() || cfg.show_omitted_dirs;
@@ -156,12 +242,7 @@ pub fn run(cfg: &Config) -> Result<u64> {
             continue;
         }
         members += 1;
-        let name = quote(m.listed_name(cfg.show_transformed), utf8);
-        let line = if cfg.verbose > 0 {
-            long_line(&m, &name, utf8, &mut widths, &mut owners, cfg)
-        } else {
-            name
-        };
+        let line = lines.of(&m, cfg, archive.reader.volume_label());
         let mut written = writeln!(out, "{line}");
         if let Some(raw) = m.dumpdir.as_deref().filter(|_| cfg.verbose > 1) {
             written = written.and_then(|()| out.write_all(&crate::incremental::listing(raw)));
@@ -261,8 +342,11 @@ fn long_line(
         Kind::Hardlink => line += &format!(" link to {}", quote(listed_target(&m.link_name), utf8)),
         Kind::Other(b'V') => line += "--Volume Header--",
         Kind::Other(flag) => {
-            let (open, close) = if utf8 { ("\u{2018}", "\u{2019}") } else { ("'", "'") };
-            line += &format!(" unknown file type {open}{}{close}", flag.escape_ascii());
+            let flag = flag.escape_ascii().to_string();
+            line += &format!(
+                " unknown file type {}",
+                crate::report::locale_quoted(flag.as_bytes(), utf8)
+            );
         }
         _ => {}
     }

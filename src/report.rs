@@ -210,6 +210,13 @@ pub fn printable(bytes: &[u8]) -> String {
     quote(bytes, true)
 }
 
+/// A name as GNU tar's `quote()` puts it in a message: between the locale's quotation marks
+/// (‘…’ in a UTF-8 locale, '…' otherwise), escaped as `quote` escapes.
+pub fn locale_quoted(bytes: &[u8], utf8: bool) -> String {
+    let (open, close) = if utf8 { ("\u{2018}", "\u{2019}") } else { ("'", "'") };
+    format!("{open}{}{close}", quote(bytes, utf8))
+}
+
 /// GNU tar's default "escape" quoting: C escapes for control characters and backslash,
 /// octal for bytes that are not printable in the locale.
 pub fn quote(bytes: &[u8], utf8: bool) -> String {

@@ -59,6 +59,8 @@ pub fn run(cfg: &Config) -> Result<u64> {
         Admission::new(cfg.snapshot, cfg.limits.clone(), FileCount::new(cfg.limits.max_files));
     let utf8 = list::utf8_locale();
     let mut scratch = Vec::new();
+    // -v: names, -vv: GNU tar's long lines.
+    let mut lines = list::Lines::new(cfg, cfg.verbose > 1);
     let mut members = 0;
     // The member whose data was written last, for a write that fails at the end.
     let mut last = String::new();
@@ -76,7 +78,7 @@ pub fn run(cfg: &Config) -> Result<u64> {
         let judged = judge(cfg, &mut sanitizer, &mut admission, &m, &name);
         let Some(path) = judged.map_err(|e| out.flush_before(e))? else { continue };
         if cfg.verbose > 0 {
-            let listed = report::quote(m.listed_name(cfg.show_transformed), utf8);
+            let listed = lines.of(&m, cfg, archive.reader.volume_label());
             if cfg.to_command.is_some() {
                 let _ = report::print_line(&listed);
             } else {

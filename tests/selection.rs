@@ -2065,3 +2065,98 @@ fn several_directories_like_gnu_tar() {
     }
     assert!(failures.is_empty(), "differs from GNU tar:\n  {}", failures.join("\n  "));
 }
+
+/// `-V PATTERN` (`--label`): an archive read only when its volume label (a GNU volume header,
+/// or a POSIX archive's `GNU.volume.label`) matches, fatal before the first member otherwise;
+/// and `-tv` shows a POSIX archive's label as GNU tar 1.34 does. Against GNU tar: listings,
+/// trees, exit codes, messages. Before, `-V` printed the version and exited 0, extracting
+/// nothing.
+#[test]
+fn volume_labels_like_gnu_tar() {
+    if !have_tool("volume_labels_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("labels");
+    let root = td.join("tree");
+    fs::create_dir_all(root.join("d")).unwrap();
+    fs::write(root.join("d/f"), "f\n").unwrap();
+    util::tree::set_mtime(&root.join("d/f"), 1_600_000_000, 0);
+    util::tree::set_mtime(&root.join("d"), 1_600_000_000, 0);
+    let archives = [
+        gnu_archive(&td, "plain.tar", &[], &root, &["d"]),
+        gnu_archive(&td, "gnu.tar", &["-V", "Backup 2026/11"], &root, &["d"]),
+        gnu_archive(&td, "posix.tar", &["--format=posix", "-V", "Backup 2026/11"], &root, &["d"]),
+    ];
+    let said_fatal = |out: &Output, prog: &str| -> Vec<String> {
+        said(out, prog).into_iter().filter(|l| !l.starts_with("Error is not recoverable")).collect()
+    };
+    let mut failures = Vec::new();
+    for archive in &archives {
+        for pattern in ["Backup 2026/11", "Backup*", "*11", "Other", "backup*"] {
+            for mode in [&["-tv"][..], &["-t"], &["-x"], &["-xv"], &["-xvv"]] {
+                let label = format!("{} {mode:?} -V {pattern:?}", archive.display());
+                let Both { gnu, ours, diff } = both(&td, |cmd, dest| {
+                    cmd.args(mode)
+                        .arg("-f")
+                        .arg(archive)
+                        .arg("-V")
+                        .arg(pattern)
+                        .arg("-C")
+                        .arg(dest);
+                });
+                if (gnu.code, &gnu.stdout) != (ours.code, &ours.stdout) {
+                    failures.push(format!("{label}: {}\n{}", gnu.describe(), ours.describe()));
+                }
+                if said_fatal(&gnu, "tar") != said_fatal(&ours, "fastuntar") {
+                    failures.push(format!(
+                        "{label}: said {:?}, GNU tar {:?}",
+                        said_fatal(&ours, "fastuntar"),
+                        said_fatal(&gnu, "tar")
+                    ));
+                }
+                failures.extend(diff.into_iter().map(|d| format!("{label}: {d}")));
+            }
+        }
+        // Without -V: the POSIX archive's label is listed as GNU tar lists it.
+        let gnu = gnu_tar(["-tvf", archive.to_str().unwrap()]);
+        let ours = fastuntar().arg("-tvf").arg(archive).run();
+        if gnu.stdout != ours.stdout {
+            failures.push(format!(
+                "{} -tv: {}\n{}",
+                archive.display(),
+                gnu.describe(),
+                ours.describe()
+            ));
+        }
+    }
+    // --version is still there.
+    let v = fastuntar().arg("--version").run();
+    assert!(v.success() && v.stdout_str().starts_with("fastuntar "), "{}", v.describe());
+    assert!(failures.is_empty(), "volume labels differ from GNU tar:\n  {}", failures.join("\n  "));
+}
+
+/// `-xvv` prints GNU tar's long lines (`-tv`'s), `-xv` the names; with `-O` they go to
+/// standard error. Against GNU tar 1.34 on a tree of a file, a directory, a symlink and a hard
+/// link. Before, `-xvv` printed only the names.
+#[test]
+fn extract_verbose_twice_like_gnu_tar() {
+    if !have_tool("extract_verbose_twice_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("xvv");
+    let root = linked_tree(&td);
+    let archive = gnu_archive(&td, "linked.tar", &[], &root, &["d"]);
+    let mut failures = Vec::new();
+    for flags in [&["-xvv"][..], &["-xv"], &["-xvvv"], &["-xOvv"], &["-xvv", "--numeric-owner"]] {
+        let Both { gnu, ours, diff } = both(&td, |cmd, dest| {
+            cmd.args(flags).arg("-f").arg(&archive).arg("-C").arg(dest);
+        });
+        let ours_err: Vec<String> =
+            ours.stderr_lines().into_iter().filter(|l| !util::is_summary(l)).collect();
+        if (gnu.code, &gnu.stdout, gnu.stderr_lines()) != (ours.code, &ours.stdout, ours_err) {
+            failures.push(format!("{flags:?}: {}\n{}", gnu.describe(), ours.describe()));
+        }
+        failures.extend(diff.into_iter().map(|d| format!("{flags:?}: {d}")));
+    }
+    assert!(failures.is_empty(), "-xvv differs from GNU tar:\n  {}", failures.join("\n  "));
+}

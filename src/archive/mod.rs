@@ -135,6 +135,35 @@ pub struct Member {
 }
 
 impl Member {
+    /// A volume header named `label` (type 'V', mode 0, owned by 0/0), as GNU tar shows a
+    /// POSIX archive's `GNU.volume.label`.
+    pub fn volume_header(label: Vec<u8>, mtime: crate::plan::Timestamp) -> Member {
+        Member {
+            name: label,
+            link_name: Vec::new(),
+            kind: Kind::Other(b'V'),
+            mode: 0,
+            uid: 0,
+            gid: 0,
+            uname: Vec::new(),
+            gname: Vec::new(),
+            uid_name: Vec::new(),
+            gid_name: Vec::new(),
+            dev_major: 0,
+            dev_minor: 0,
+            mtime,
+            size: 0,
+            declared_size: 0,
+            sparse: None,
+            offset: 0,
+            xattrs: Vec::new(),
+            stored_name: None,
+            format: Format::Pax,
+            type_flag: b'V',
+            dumpdir: None,
+        }
+    }
+
     /// The name `-t` and `-v` show: as stored, or with `transformed` (GNU tar's
     /// --show-transformed-names) as extracted.
     pub fn listed_name(&self, transformed: bool) -> &[u8] {

@@ -80,6 +80,9 @@ pub(super) struct Extended {
     /// `GNU.dumpdir`: a POSIX-format incremental archive's list of the directory's names
     /// (`x` headers only, and only when asked for: `Parser::keep_dumpdir`).
     pub(super) dumpdir: Option<Vec<u8>>,
+    /// `GNU.volume.label`: a POSIX-format archive's volume label (`tar -V LABEL -c`), which
+    /// GNU tar writes in a `g` header.
+    pub(super) volume_label: Option<Vec<u8>>,
 }
 
 /// What to do with the value of the record being parsed.
@@ -303,6 +306,7 @@ impl Parser {
             b"path" | b"linkpath" => Value::Keep(MAX_NAME_VALUE),
             b"uname" | b"gname" => Value::Keep(MAX_NUMBER_VALUE),
             b"size" | b"mtime" | b"uid" | b"gid" => Value::Keep(MAX_NUMBER_VALUE),
+            b"GNU.volume.label" => Value::Keep(MAX_NAME_VALUE),
             _ if self.global => Value::Skip,
             b"GNU.dumpdir" if self.dumpdir => Value::Keep(MAX_DUMPDIR),
             k if self.xattrs && xattr::is_key(k) => Value::Xattr,
@@ -389,6 +393,7 @@ impl Parser {
             b"gid" => o.gid = Some(unsigned(value).ok_or_else(invalid)?),
             b"mtime" => o.mtime = Some(parse_time(value).ok_or_else(invalid)?),
             b"GNU.dumpdir" => self.ext.dumpdir = Some(value.to_vec()),
+            b"GNU.volume.label" => self.ext.volume_label = Some(value.to_vec()),
             _ => self.ext.sparse.record(key, value).map_err(|e| format!("PAX header: {e}"))?,
         }
         Ok(())

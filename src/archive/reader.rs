@@ -53,6 +53,9 @@ pub struct Reader<R: Skip> {
     xattrs: bool,
     /// `-G`: read the name lists of an incremental archive's directories (`Member::dumpdir`).
     dumpdirs: bool,
+    /// The volume label of a POSIX-format archive (`GNU.volume.label` in a `g` header) and
+    /// that header's mtime field.
+    volume_label: Option<(Vec<u8>, i64)>,
     /// Values from PAX global (`g`) headers seen so far.
     global: Overrides,
     /// Name of the last member returned, for messages about what follows it.
@@ -255,6 +258,7 @@ impl<R: Skip> Reader<R> {
             ignore_zeros: false,
             xattrs: false,
             dumpdirs: false,
+            volume_label: None,
             global: Overrides::default(),
             prev: None,
             cur: None,
@@ -280,6 +284,12 @@ impl<R: Skip> Reader<R> {
     /// is skipped and the member is a plain directory.
     pub fn dumpdirs(&mut self, on: bool) {
         self.dumpdirs = on;
+    }
+
+    /// The volume label a POSIX-format archive's global header gave so far (GNU tar's
+    /// `GNU.volume.label`), with that header's mtime.
+    pub fn volume_label(&self) -> Option<(&[u8], i64)> {
+        self.volume_label.as_ref().map(|(l, t)| (l.as_slice(), *t))
     }
 
     /// Next member with every extension header applied; skips (reads past) whatever data of
@@ -629,6 +639,9 @@ impl<R: Skip> Reader<R> {
         self.stream(size, off, |chunk| parser.feed(chunk))?;
         let parsed = parser.finish().map_err(|e| self.msg(None, off, &e))?;
         if global {
+            if let Some(label) = parsed.volume_label {
+                self.volume_label = Some((label, h.mtime().unwrap_or(0)));
+            }
             self.global.merge_global(parsed.overrides);
         } else {
             ext.local = Some(parsed);

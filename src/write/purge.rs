@@ -76,8 +76,9 @@ impl Dest {
             }
             if self.verbose() {
                 let utf8 = crate::list::utf8_locale();
-                let (open, close) = if utf8 { ("\u{2018}", "\u{2019}") } else { ("'", "'") };
-                let _ = report::print_line(&format!("fastuntar: Deleting {open}{what}{close}"));
+                let what = format!("{shown}{}", String::from_utf8_lossy(bytes));
+                let quoted = report::locale_quoted(what.as_bytes(), utf8);
+                let _ = report::print_line(&format!("fastuntar: Deleting {quoted}"));
             }
             if let Err(e) = remove_all(dir.as_raw_fd(), &name) {
                 report::failed(&what, format!("Cannot remove: {e}"));
