@@ -124,8 +124,9 @@ fn check(raw: &[u8]) -> Result<(), String> {
 }
 
 /// `-tvvv -G`: the list as GNU tar's `list_dumpdir` prints it after the member's line: an
-/// entry a line, its letter, a blank and the name (as stored, not quoted), then an empty line
-/// for the empty entry that ends the list.
+/// entry a line, its letter, a blank and the name, then an empty line for the empty entry
+/// that ends the list. GNU tar prints the names raw; control characters are escaped here
+/// (`\033`), so that a hostile list cannot send a terminal escape or forge a line.
 pub fn listing(raw: &[u8]) -> Vec<u8> {
     // GNU tar prints up to and including the empty entry (`dumpdir_size`).
     let end = raw.windows(2).position(|w| w == [0, 0]).map_or(raw.len(), |i| i + 2);
@@ -145,6 +146,7 @@ pub fn listing(raw: &[u8]) -> Vec<u8> {
                 out.push(b'\n');
                 started = false;
             }
+            b if b < 0x20 || b == 0x7f => out.extend_from_slice(format!("\\{b:03o}").as_bytes()),
             _ => out.push(b),
         }
     }
@@ -212,5 +214,7 @@ mod tests {
         assert_eq!(listing(b"\0"), b"\n");
         // Letters inside a name print as they are; a name not starting with one gets no blank.
         assert_eq!(listing(b"YDY\0?Y\0\0"), b"Y DY\n?Y \n\n");
+        // A terminal escape or a newline in a name is shown, not sent.
+        assert_eq!(listing(b"Ya\x1b[2Jb\nc\0\0"), b"Y a\\033[2Jb\\012c\n\n");
     }
 }

@@ -478,6 +478,62 @@ hostile_cases! {
         },
         ..Case::DEFAULT
     },
+    /// `-G`: an incremental archive's list that renames out of DIR is refused as a whole:
+    /// nothing renamed or removed, exit 2, the directory named (GNU tar strips the `../`).
+    incremental_list_renaming_out_is_refused: Case {
+        args: &["-G"],
+        exit: Some(2),
+        says: &[b"d/: Malformed dumpdir"],
+        prep: |s| {
+            fs::create_dir_all(s.d("d")).unwrap();
+            fs::write(s.d("d/stays"), b"not in the list\n").unwrap();
+        },
+        build: |_, t| dumpdir(t, "d/", b"Ykeep\0R../sentinel/sub\0Tstolen\0\0"),
+        check: |s, _| assert!(s.d("d/stays").exists() && !s.d("stolen").exists()),
+        ..Case::DEFAULT
+    },
+    /// `-G`: what a directory's list does not name is removed, symlinks out of DIR included,
+    /// and only they: never what they point to, nor through them.
+    incremental_list_removes_symlinks_not_their_targets: Case {
+        args: &["-G"],
+        prep: |s| {
+            fs::create_dir_all(s.d("d/sub")).unwrap();
+            symlink(&s.sentinel, s.d("d/out")).unwrap();
+            symlink(s.sentinel.join("sub"), s.d("d/sub/in")).unwrap();
+            symlink(&s.sentinel, s.d("viasym")).unwrap();
+        },
+        build: |_, t| {
+            dumpdir(t, "d/", b"\0");
+            // A directory member that is a symlink out of DIR: not purged through.
+            dumpdir(t, "viasym/", b"\0");
+        },
+        check: |s, _| {
+            assert!(fs::symlink_metadata(s.d("d/out")).is_err(), "d/out stays");
+            assert!(fs::symlink_metadata(s.d("d/sub")).is_err(), "d/sub stays");
+        },
+        // viasym cannot be purged (GNU tar: "viasym: Cannot open: Not a directory", exit 2).
+        exit: Some(2),
+        says: &[b"viasym/: cannot purge: 'viasym' is a symlink; not followed"],
+        ..Case::DEFAULT
+    },
+    /// `-G`: a list longer than the archive names its directory; nothing is purged.
+    incremental_list_cut_short_names_its_directory: Case {
+        args: &["-G"],
+        exit: Some(2),
+        says: &[b"d/: unexpected end of archive"],
+        prep: |s| {
+            fs::create_dir_all(s.d("d")).unwrap();
+            fs::write(s.d("d/stays"), b"not in the list\n").unwrap();
+        },
+        build: |_, t| {
+            let h = Header { magic: rawtar::Magic::Gnu, ..Header::new("d/", b'D') };
+            let mut list = b"Ya\0".to_vec();
+            list.resize(512, 0);
+            t.raw(&h.size(Num::Octal(10 << 20)).block(0)).raw(&list);
+        },
+        check: |s, _| assert!(s.d("d/stays").exists()),
+        ..Case::DEFAULT
+    },
 }
 
 // --- Archive-made symlinks ----------------------------------------------------------------------
@@ -1069,4 +1125,9 @@ fn walk_count(dir: &Path) -> usize {
         }
     }
     n
+}
+
+/// A GNU-format dumpdir member `name` (an incremental archive's directory) listing `list`.
+fn dumpdir(t: &mut Tar, name: &str, list: &[u8]) {
+    t.entry(&Header { magic: rawtar::Magic::Gnu, ..Header::new(name, b'D') }, list);
 }

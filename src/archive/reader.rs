@@ -724,12 +724,17 @@ impl<R: Skip> Reader<R> {
                     );
                     return Err(err(self, &what));
                 }
-                let mut list = Vec::with_capacity(size as usize);
-                self.stream(size, off, |chunk| {
-                    list.extend_from_slice(chunk);
-                    Ok(())
-                })?;
-                // Read with its padding: nothing is left of the member's data.
+                // Read with its padding (a peeked block only ever precedes a header): nothing
+                // is left of the member's data. Pages of the buffer that no data reaches are
+                // never touched.
+                let total = (size + pad) as usize;
+                let mut list = vec![0; total];
+                let (k, res) = read_full(&mut self.inner, &mut list);
+                self.pos += k as u64;
+                if k < total {
+                    return Err(self.msg(Some(&display), self.pos, &short_read(res)));
+                }
+                list.truncate(size as usize);
                 (layout.data_left, pad) = (0, 0);
                 Some(list)
             } else if kind == Kind::Dir {

@@ -5,8 +5,8 @@
 //! (the io_uring writer drains, the dispatcher of several writers waits for all of them), so
 //! no member races it, and every writer's directory cache forgets what it removes or moves.
 //!
-//! As in GNU tar: a directory that is not there (or not a directory) is left alone, renames
-//! included; a malformed list, or a rename that fails, stops that directory's purge (reported,
+//! As in GNU tar: a directory that is not there is left alone, renames included (one that
+//! cannot be opened, a file or a symlink, is reported, exit 2); a malformed list, or a rename that fails, stops that directory's purge (reported,
 //! exit 2, the run goes on); what is removed is what the directory held before the renames,
 //! looked at again (not followed if a symlink) when it is removed: a name the list does not
 //! have, a directory where the list has a file ('Y'), a non-directory where it has a directory
@@ -30,10 +30,23 @@ impl Dest {
     /// `Dir` op comes next). Problems are reported here; only the directory's own member
     /// line, never the run, is affected.
     pub fn purge(&mut self, entry: &Entry, list: &Dumpdir) {
-        let Ok((_, dir)) = self.dir(entry.path.components(), false) else { return };
-        // What it holds now, before the renames (GNU tar's `savedir`).
-        let Ok(names) = names_in(dir.as_raw_fd()) else { return };
-        drop(dir);
+        // What it holds now, before the renames (GNU tar's `savedir`). Not there: nothing to
+        // purge. Not a directory, or not to be opened (a symlink, which GNU tar's opendir does
+        // not follow either): reported, exit 2, as GNU tar's "Cannot open".
+        let listed =
+            self.dir(entry.path.components(), false).and_then(|(_, dir)| names_in(dir.as_raw_fd()));
+        let names = match listed {
+            Ok(names) => names,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return,
+            Err(e) => {
+                let why = match self.is_symlink(&entry.path) {
+                    true => format!("'{}' is a symlink; not followed", entry.path.display()),
+                    false => self.explain(&entry.path, e).to_string(),
+                };
+                report::failed(&entry.name, format!("cannot purge: {why}"));
+                return;
+            }
+        };
         if let Some(why) = &list.malformed {
             report::failed(&entry.name, why);
             return;
@@ -88,6 +101,13 @@ impl Dest {
                 self.tree().detach(child.components().map(|c| c.as_os_str().as_bytes()));
             }
         }
+    }
+
+    /// Whether `path` (beneath DIR) is a symlink itself, not followed.
+    fn is_symlink(&self, path: &SafePath) -> bool {
+        let Ok(p) = cstr_io(path.as_path().as_os_str().as_bytes()) else { return false };
+        fstatat_nofollow(self.root_fd(), &p)
+            .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK)
     }
 
     /// The renames, in order; false (reported) at the first that fails, as GNU tar stops.
