@@ -174,6 +174,34 @@ pub enum OldFiles {
     UnlinkFirst,
 }
 
+/// GNU tar 1.34's `--level=NUMBER` (for creating with -g; checked and ignored when reading):
+/// strtoul(3)'s number (leading blanks, a sign, decimal digits; the empty string is 0, a
+/// number past the range is ULONG_MAX, a `-` negates it modulo 2^64) kept in an int, as GNU
+/// tar keeps it (so `-1`, `-01` and 4294967295 are all -1). None where GNU tar says "Invalid
+/// incremental level value".
+fn incremental_level(text: &str) -> Option<i32> {
+    if text.is_empty() {
+        return Some(0);
+    }
+    let rest = text.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
+    let (negative, digits) = match rest.as_bytes().first() {
+        Some(b'-') => (true, &rest[1..]),
+        Some(b'+') => (false, &rest[1..]),
+        _ => (false, rest),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let value =
+        digits.bytes().try_fold(0u64, |n, b| n.checked_mul(10)?.checked_add(u64::from(b - b'0')));
+    let value = match (value, negative) {
+        (None, _) => u64::MAX,
+        (Some(v), true) => v.wrapping_neg(),
+        (Some(v), false) => v,
+    };
+    Some(value as u32 as i32)
+}
+
 impl Config {
     pub fn from_args(args: Args) -> Result<Config> {
         if args.absolute_names {
@@ -230,16 +258,10 @@ impl Config {
             Some(n) => n,
         };
         let newer = newer_than(&args)?;
-        // GNU tar's `--level=NUMBER` (for creating): a number (strtoimax's, any sign) or a
-        // usage error; without -g a warning (unless it is -1, GNU tar's "none"), as GNU tar
-        // says it.
         if let Some(level) = &args.level {
-            let digits = level.strip_prefix(['-', '+']).unwrap_or(level);
-            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-                bail!("Invalid incremental level value");
-            }
-            // -1 is GNU tar's "no level".
-            if args.listed_incremental.is_none() && level != "-1" {
+            let level = incremental_level(level).context("Invalid incremental level value")?;
+            // GNU tar's "no level" is -1; any other without -g is warned about.
+            if args.listed_incremental.is_none() && level != -1 {
                 crate::report::warn("--level is meaningless without --listed-incremental");
             }
         }
@@ -762,6 +784,26 @@ pub fn parse_size(s: &str) -> Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn incremental_levels_as_gnu_tar_reads_them() {
+        for (text, level) in [
+            ("0", Some(0)),
+            ("", Some(0)),
+            (" 1", Some(1)),
+            ("+2", Some(2)),
+            ("-1", Some(-1)),
+            ("-01", Some(-1)),
+            ("4294967295", Some(-1)),
+            ("99999999999999999999999", Some(-1)),
+            ("x", None),
+            ("1x", None),
+            ("-", None),
+            ("  ", None),
+        ] {
+            assert_eq!(incremental_level(text), level, "{text:?}");
+        }
+    }
 
     #[test]
     fn sizes() {

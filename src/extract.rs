@@ -734,10 +734,8 @@ impl<R: Skip> Stage<'_, '_, R> {
     /// `-G`: the renames and removals of an incremental archive's directory `entry` before
     /// its `Dir` op, waited for, so that `-v`'s "Deleting" lines come before the names of the
     /// members after it (with one writer thread the op is applied on that thread).
-    fn purge(&mut self, entry: &Entry, raw: &[u8]) -> Result<(), MemberError> {
-        let list = crate::incremental::plan(raw, self.sanitizer).unwrap_or_else(|why| {
-            crate::plan::Dumpdir { malformed: Some(why), ..Default::default() }
-        });
+    fn purge(&mut self, entry: &Entry, raw: Vec<u8>) -> Result<(), MemberError> {
+        let list = crate::incremental::plan(raw, self.sanitizer);
         let (done, applied) = std::sync::mpsc::sync_channel(1);
         let op = Op::Purge { entry: entry.clone(), list: Box::new(list), done: Some(done) };
         self.send(op)?;
@@ -813,7 +811,7 @@ impl<R: Skip> Stage<'_, '_, R> {
                 if cfg.incremental
                     && let Some(raw) = m.dumpdir.take()
                 {
-                    self.purge(&entry, &raw)?;
+                    self.purge(&entry, raw)?;
                 }
                 self.send(Op::Dir(entry))
             }

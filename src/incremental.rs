@@ -21,35 +21,50 @@ use crate::safety::{Sanitizer, Verdict};
 
 /// The entries of a raw list, up to the empty one that ends it (a list cut short ends where
 /// its data does; a last entry without its NUL counts).
-fn entries(raw: &[u8]) -> impl Iterator<Item = &[u8]> {
+pub fn entries(raw: &[u8]) -> impl Iterator<Item = &[u8]> {
     let raw = raw.strip_suffix(&[0]).unwrap_or(raw);
     raw.split(|&b| b == 0).take_while(|e| !e.is_empty())
 }
 
-/// What `-G` does before the directory member whose list is `raw`: `Ok` with the names and
-/// renames; `Err` with GNU tar's words when the list is malformed (the directory is then not
-/// purged; the error is reported only if the directory exists, as GNU tar reports it).
-pub fn plan(raw: &[u8], sanitizer: &mut Sanitizer) -> Result<Dumpdir, String> {
-    check(raw)?;
-    let mut list = Dumpdir::default();
+/// Most renames one list may make: GNU tar lists the directories renamed since the last level,
+/// a handful; the cap keeps a hostile list of millions of 'R'/'T' pairs (two paths each) from
+/// costing gigabytes.
+const MAX_MOVES: usize = 1 << 16;
+
+/// What `-G` does before the directory member whose list is `raw`: the list (kept as it is)
+/// and its renames, or with GNU tar's words why it is malformed (the directory is then not
+/// purged; that is reported only if the directory exists, as GNU tar reports it).
+pub fn plan(raw: Vec<u8>, sanitizer: &mut Sanitizer) -> Dumpdir {
+    let (moves, unused_temp) =
+        match check(&raw).and_then(|unused| Ok((moves(&raw, sanitizer)?, unused))) {
+            Ok(m) => m,
+            Err(why) => return Dumpdir { malformed: Some(why), ..Dumpdir::default() },
+        };
+    Dumpdir { list: raw, moves, unused_temp, malformed: None }
+}
+
+/// The renames of a checked list, their paths made safe.
+fn moves(raw: &[u8], sanitizer: &mut Sanitizer) -> Result<Vec<Move>, String> {
+    let mut moves = Vec::new();
     let mut from: Option<Option<SafePath>> = None;
     for e in entries(raw) {
         let (letter, name) = (e[0], &e[1..]);
         match letter {
-            b'Y' | b'N' | b'D' => list.names.push((name.to_vec(), letter)),
-            b'X' => list.moves.push(Move::TempDir(safe(sanitizer, name, 'X')?)),
+            // The directory itself may hold the temporary one (an archive of `.`).
+            b'X' => moves.push(Move::TempDir(safe(sanitizer, name, 'X', true)?)),
             b'R' => from = Some(optional(sanitizer, name, 'R')?),
             b'T' => {
                 let to = optional(sanitizer, name, 'T')?;
                 let from = from.take().ok_or("Malformed dumpdir: 'T' not preceded by 'R'")?;
-                list.moves.push(Move::Rename { from, to });
+                moves.push(Move::Rename { from, to });
             }
             _ => {}
         }
+        if moves.len() > MAX_MOVES {
+            return Err(format!("Malformed dumpdir: more than {MAX_MOVES} renames"));
+        }
     }
-    list.names.sort();
-    list.names.dedup_by(|a, b| a.0 == b.0);
-    Ok(list)
+    Ok(moves)
 }
 
 /// A rename's path, None when empty (the temporary directory).
@@ -58,13 +73,19 @@ fn optional(
     name: &[u8],
     letter: char,
 ) -> Result<Option<SafePath>, String> {
-    if name.is_empty() { Ok(None) } else { safe(sanitizer, name, letter).map(Some) }
+    if name.is_empty() { Ok(None) } else { safe(sanitizer, name, letter, false).map(Some) }
 }
 
-fn safe(sanitizer: &mut Sanitizer, name: &[u8], letter: char) -> Result<SafePath, String> {
+/// A path of the list made safe as a member name; DIR itself only where `root` allows it.
+fn safe(
+    sanitizer: &mut Sanitizer,
+    name: &[u8],
+    letter: char,
+    root: bool,
+) -> Result<SafePath, String> {
     let shown = crate::report::printable(name);
     match sanitizer.judge(name) {
-        Verdict::Extract(p) if !p.is_root() => Ok(p),
+        Verdict::Extract(p) if root || !p.is_root() => Ok(p),
         Verdict::Extract(_) | Verdict::Nothing => {
             Err(format!("Malformed dumpdir: '{letter}' names no directory ('{shown}')"))
         }
@@ -74,8 +95,8 @@ fn safe(sanitizer: &mut Sanitizer, name: &[u8], letter: char) -> Result<SafePath
 
 /// GNU tar 1.34's `dumpdir_ok`: an 'R' is followed by a 'T', an empty name in either stands
 /// for the temporary directory an 'X' made, and there is at most one 'X' at a time. An 'X'
-/// never used is only warned about.
-fn check(raw: &[u8]) -> Result<(), String> {
+/// never used is only warned about (by the purge): true then.
+fn check(raw: &[u8]) -> Result<bool, String> {
     let mut has_tempdir = false;
     let mut expect = None;
     for e in entries(raw) {
@@ -117,10 +138,7 @@ fn check(raw: &[u8]) -> Result<(), String> {
             want as char
         ));
     }
-    if has_tempdir {
-        crate::report::warn("Malformed dumpdir: 'X' never used");
-    }
-    Ok(())
+    Ok(has_tempdir)
 }
 
 /// `-tvvv -G`: the list as GNU tar's `list_dumpdir` prints it after the member's line: an
@@ -158,7 +176,11 @@ mod tests {
     use super::*;
 
     fn plan_of(raw: &[u8]) -> Result<Dumpdir, String> {
-        plan(raw, &mut Sanitizer::new(0, None))
+        let d = plan(raw.to_vec(), &mut Sanitizer::new(0, None));
+        match d.malformed {
+            Some(why) => Err(why),
+            None => Ok(d),
+        }
     }
 
     fn p(s: &str) -> SafePath {
@@ -166,12 +188,13 @@ mod tests {
     }
 
     #[test]
-    fn names_sorted_and_renames_in_order() {
-        let d = plan_of(b"Yb\0Na\0Dc\0Rsrc/c\0Tsrc/c2\0\0").unwrap();
-        assert_eq!(d.names, [(b"a".to_vec(), b'N'), (b"b".to_vec(), b'Y'), (b"c".to_vec(), b'D')]);
-        assert_eq!(d.letter(b"c"), Some(b'D'));
-        assert_eq!(d.letter(b"d"), None);
+    fn renames_in_order_and_the_list_kept() {
+        let raw = b"Yb\0Na\0Dc\0Rsrc/c\0Tsrc/c2\0\0";
+        let d = plan_of(raw).unwrap();
+        assert_eq!(d.list, raw);
+        assert_eq!(entries(&d.list).count(), 5);
         assert_eq!(d.moves, [Move::Rename { from: Some(p("src/c")), to: Some(p("src/c2")) }]);
+        assert!(!d.unused_temp);
     }
 
     #[test]
@@ -186,6 +209,10 @@ mod tests {
                 Move::Rename { from: None, to: Some(p("d/b")) },
             ]
         );
+        // At the top of an archive of `.`, the temporary directory is made in DIR itself.
+        let d = plan_of(b"X.\0R./a\0T\0R./b\0T./a\0R\0T./b\0\0").unwrap();
+        assert_eq!(d.moves[0], Move::TempDir(p("")));
+        assert!(plan_of(b"X\0\0").unwrap().unused_temp);
     }
 
     #[test]
@@ -204,8 +231,12 @@ mod tests {
             assert!(e.starts_with("Malformed dumpdir") && e.contains(said), "{raw:?}: {e}");
         }
         // A list cut short (no final empty entry) is read as far as it goes.
-        assert_eq!(plan_of(b"Ya\0Nb").unwrap().names.len(), 2);
-        assert_eq!(plan_of(b"").unwrap(), Dumpdir::default());
+        assert_eq!(entries(b"Ya\0Nb").count(), 2);
+        assert!(plan_of(b"").is_ok());
+        // Renames to or from DIR itself are not.
+        assert!(plan_of(b"R.\0Ta\0\0").unwrap_err().contains("names no directory"));
+        let many = b"Ra\0Tb\0".repeat(MAX_MOVES + 1);
+        assert!(plan_of(&many).unwrap_err().contains("renames"));
     }
 
     #[test]

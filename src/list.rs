@@ -95,7 +95,7 @@ impl Reading {
             m?
         };
         if let Some(pattern) = self.label.take() {
-            check_label(&pattern, m.as_ref(), self.reader.volume_label())?;
+            check_label(&pattern, self.reader.first_label())?;
         }
         if m.is_none() {
             crate::totals::archive_ends_at(self.reader.offset());
@@ -155,13 +155,10 @@ impl Reading {
 }
 
 /// `-V PATTERN`, as GNU tar 1.34 checks it before reading on: the archive's label is the
-/// name of a volume header that is its first member, or a POSIX archive's `GNU.volume.label`;
-/// it must match PATTERN (fnmatch(3) without flags).
-fn check_label(pattern: &str, first: Option<&Member>, pax: Option<(&[u8], i64)>) -> Result<()> {
-    let label = match first {
-        Some(m) if m.kind == Kind::Other(b'V') => Some(m.name.as_slice()),
-        _ => pax.map(|(label, _)| label),
-    };
+/// name field of a volume header that is its first block, or the `GNU.volume.label` of a
+/// global header that is (`Reader::first_label`); it must match PATTERN (fnmatch(3) without
+/// flags).
+fn check_label(pattern: &str, label: Option<&[u8]>) -> Result<()> {
     let utf8 = utf8_locale();
     let quoted = |b: &[u8]| crate::report::locale_quoted(b, utf8);
     let Some(label) = label else {

@@ -131,9 +131,9 @@ pub enum Op {
     Purge {
         entry: Entry,
         list: Box<Dumpdir>,
-        /// Told when the purge is done (or dropped unsent if it never runs): with one writer
-        /// thread the decoder waits for it, so that `-v`'s "Deleting" lines come before the
-        /// names of the members after the directory, as in GNU tar.
+        /// Told when the purge is done (or dropped unsent if it never runs): the decoder waits
+        /// for it, so that `-v`'s "Deleting" lines come before the names of the members after
+        /// the directory, as in GNU tar (the dispatcher of several writers applies it at once).
         done: Option<std::sync::mpsc::SyncSender<()>>,
     },
 }
@@ -142,21 +142,18 @@ pub enum Op {
 /// safe by the decoder side (`incremental.rs`).
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Dumpdir {
-    /// The names the directory held when it was archived, sorted, each with its letter:
-    /// b'Y' (in this archive), b'N' (not in it: unchanged since), b'D' (a directory).
-    pub names: Vec<(Vec<u8>, u8)>,
+    /// The list as stored (NUL-ended entries, a letter and a name each). Only its 'Y' (in this
+    /// archive), 'N' (not in it: unchanged since) and 'D' (a directory) entries are looked up,
+    /// by the purge, for the names the directory holds: nothing per entry is allocated, so a
+    /// list costs its own size whatever its count of names.
+    pub list: Vec<u8>,
     /// Renames of directories to make first, in order.
     pub moves: Vec<Move>,
+    /// An 'X' made a temporary directory that no rename used: GNU tar's warning.
+    pub unused_temp: bool,
     /// Why the list cannot be used (GNU tar's words): the directory is then not purged, and
     /// this is reported if the directory exists.
     pub malformed: Option<String>,
-}
-
-impl Dumpdir {
-    /// The letter `name` is listed with, if it is.
-    pub fn letter(&self, name: &[u8]) -> Option<u8> {
-        self.names.binary_search_by(|(n, _)| n.as_slice().cmp(name)).ok().map(|i| self.names[i].1)
-    }
 }
 
 /// One step of a dumpdir's renames.

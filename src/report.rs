@@ -213,8 +213,13 @@ pub fn printable(bytes: &[u8]) -> String {
 /// A name as GNU tar's `quote()` puts it in a message: between the locale's quotation marks
 /// (‘…’ in a UTF-8 locale, '…' otherwise), escaped as `quote` escapes.
 pub fn locale_quoted(bytes: &[u8], utf8: bool) -> String {
+    in_locale_quotes(&quote(bytes, utf8), utf8)
+}
+
+/// `text` (escaped already) between the locale's quotation marks.
+pub fn in_locale_quotes(text: &str, utf8: bool) -> String {
     let (open, close) = if utf8 { ("\u{2018}", "\u{2019}") } else { ("'", "'") };
-    format!("{open}{}{close}", quote(bytes, utf8))
+    format!("{open}{text}{close}")
 }
 
 /// GNU tar's default "escape" quoting: C escapes for control characters and backslash,

@@ -2082,10 +2082,26 @@ fn volume_labels_like_gnu_tar() {
     fs::write(root.join("d/f"), "f\n").unwrap();
     util::tree::set_mtime(&root.join("d/f"), 1_600_000_000, 0);
     util::tree::set_mtime(&root.join("d"), 1_600_000_000, 0);
+    // GNU tar looks at the first block only: a volume header behind a long name or a PAX
+    // header does not label the archive.
+    let behind = |name: &str, first: &dyn Fn(&mut util::rawtar::Tar)| {
+        let mut t = util::rawtar::Tar::new();
+        first(&mut t);
+        let v = util::rawtar::Header::new("Backup 2026/11", b'V');
+        t.entry(&util::rawtar::Header { magic: util::rawtar::Magic::Gnu, ..v }, b"");
+        t.file("d/f", b"f\n");
+        td.write(name, t.finish())
+    };
     let archives = [
         gnu_archive(&td, "plain.tar", &[], &root, &["d"]),
         gnu_archive(&td, "gnu.tar", &["-V", "Backup 2026/11"], &root, &["d"]),
         gnu_archive(&td, "posix.tar", &["--format=posix", "-V", "Backup 2026/11"], &root, &["d"]),
+        behind("long-name-first.tar", &|t| {
+            t.gnu_long_name("Backup 2026/11 and a long name");
+        }),
+        behind("pax-first.tar", &|t| {
+            t.pax(&[("comment", "x")]);
+        }),
     ];
     let said_fatal = |out: &Output, prog: &str| -> Vec<String> {
         said(out, prog).into_iter().filter(|l| !l.starts_with("Error is not recoverable")).collect()

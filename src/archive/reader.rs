@@ -56,6 +56,10 @@ pub struct Reader<R: Skip> {
     /// The volume label of a POSIX-format archive (`GNU.volume.label` in a `g` header) and
     /// that header's mtime field.
     volume_label: Option<(Vec<u8>, i64)>,
+    /// The label GNU tar's `-V` compares (`match_volume_label`): the name field of a volume
+    /// header that is the archive's first block, or the `GNU.volume.label` of a `g` header
+    /// that is. None when the first block is neither.
+    first_label: Option<Vec<u8>>,
     /// Values from PAX global (`g`) headers seen so far.
     global: Overrides,
     /// Name of the last member returned, for messages about what follows it.
@@ -259,6 +263,7 @@ impl<R: Skip> Reader<R> {
             xattrs: false,
             dumpdirs: false,
             volume_label: None,
+            first_label: None,
             global: Overrides::default(),
             prev: None,
             cur: None,
@@ -284,6 +289,11 @@ impl<R: Skip> Reader<R> {
     /// is skipped and the member is a plain directory.
     pub fn dumpdirs(&mut self, on: bool) {
         self.dumpdirs = on;
+    }
+
+    /// The label `-V` checks, once the first member has been read: see `first_label`.
+    pub fn first_label(&self) -> Option<&[u8]> {
+        self.first_label.as_deref()
     }
 
     /// The volume label a POSIX-format archive's global header gave so far (GNU tar's
@@ -533,12 +543,18 @@ impl<R: Skip> Reader<R> {
                 return Ok(None);
             }
             let h = Header(&blk);
+            if off == 0 && h.type_byte() == b'V' {
+                self.first_label = Some(format::cstr(&blk[..100]).to_vec());
+            }
             match h.type_flag() {
                 flag @ (TypeFlag::LongName | TypeFlag::LongLink) => {
                     self.read_gnu_long(&h, flag, off, &mut ext)?;
                 }
                 flag @ (TypeFlag::PaxLocal | TypeFlag::PaxGlobal) => {
                     self.read_pax(&h, flag, off, &mut ext)?;
+                    if off == 0 && flag == TypeFlag::PaxGlobal {
+                        self.first_label = self.volume_label.as_ref().map(|(l, _)| l.clone());
+                    }
                 }
                 _ => return self.member(&blk, start, off, ext).map(Some),
             }
@@ -718,25 +734,30 @@ impl<R: Skip> Reader<R> {
             if self.dumpdirs && h.type_flag() == TypeFlag::DumpDir && format == Format::Gnu {
                 let size = fields.size;
                 if size > pax::MAX_DUMPDIR as u64 {
+                    // Its data is passed over as a plain directory's; the directory is made,
+                    // not purged (exit 2).
                     let what = format!(
-                        "dumpdir of {size} bytes is larger than fastuntar reads ({} MiB)",
+                        "dumpdir of {size} bytes is larger than fastuntar reads ({} MiB); not \
+                         purged",
                         pax::MAX_DUMPDIR >> 20
                     );
-                    return Err(err(self, &what));
+                    crate::report::failed(&display, what);
+                    None
+                } else {
+                    // Read with its padding (a peeked block only ever precedes a header): nothing
+                    // is left of the member's data. Pages of the buffer that no data reaches are
+                    // never touched.
+                    let total = (size + pad) as usize;
+                    let mut list = vec![0; total];
+                    let (k, res) = read_full(&mut self.inner, &mut list);
+                    self.pos += k as u64;
+                    if k < total {
+                        return Err(self.msg(Some(&display), self.pos, &short_read(res)));
+                    }
+                    list.truncate(size as usize);
+                    (layout.data_left, pad) = (0, 0);
+                    Some(list)
                 }
-                // Read with its padding (a peeked block only ever precedes a header): nothing
-                // is left of the member's data. Pages of the buffer that no data reaches are
-                // never touched.
-                let total = (size + pad) as usize;
-                let mut list = vec![0; total];
-                let (k, res) = read_full(&mut self.inner, &mut list);
-                self.pos += k as u64;
-                if k < total {
-                    return Err(self.msg(Some(&display), self.pos, &short_read(res)));
-                }
-                list.truncate(size as usize);
-                (layout.data_left, pad) = (0, 0);
-                Some(list)
             } else if kind == Kind::Dir {
                 pax_dumpdir
             } else {

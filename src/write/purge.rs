@@ -15,6 +15,7 @@
 //! removal is named on stdout (`fastuntar: Deleting 'src/f'`), with `--one-file-system`
 //! nothing on another filesystem than DIR's is removed.
 
+use std::collections::HashMap;
 use std::ffi::CString;
 use std::io;
 use std::os::fd::AsRawFd;
@@ -60,11 +61,24 @@ impl Dest {
             true => fstat(self.root_fd()).ok().map(|st| st.st_dev),
             false => None,
         };
+        if list.unused_temp {
+            report::warn(format!("{}: Malformed dumpdir: 'X' never used", entry.name));
+        }
+        // The letter the list gives each name the directory holds ('Y', 'N', 'D'; 0: not
+        // listed), found in one pass over the list: memory as the directory's own names.
+        let mut letters: HashMap<&[u8], u8> = names.iter().map(|n| (n.as_bytes(), 0)).collect();
+        for e in crate::incremental::entries(&list.list) {
+            if let (b'Y' | b'N' | b'D', Some(l)) = (e[0], letters.get_mut(&e[1..]))
+                && *l == 0
+            {
+                *l = e[0];
+            }
+        }
         let shown = shown_dir(entry);
-        for name in names {
+        for name in &names {
             let bytes = name.as_bytes();
             let what = format!("{shown}{}", report::printable(bytes));
-            let st = match fstatat_nofollow(dir.as_raw_fd(), &name) {
+            let st = match fstatat_nofollow(dir.as_raw_fd(), name) {
                 Ok(st) => st,
                 Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
                 Err(e) => {
@@ -74,11 +88,11 @@ impl Dest {
                 }
             };
             let is_dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
-            let stays = match list.letter(bytes) {
-                Some(b'D') => is_dir,
-                Some(b'Y') => !is_dir,
-                Some(_) => true,
-                None => false,
+            let stays = match letters.get(bytes).copied().unwrap_or(0) {
+                b'D' => is_dir,
+                b'Y' => !is_dir,
+                0 => false,
+                _ => true,
             };
             if stays {
                 continue;
@@ -88,12 +102,11 @@ impl Dest {
                 continue;
             }
             if self.verbose() {
-                let utf8 = crate::list::utf8_locale();
-                let what = format!("{shown}{}", String::from_utf8_lossy(bytes));
-                let quoted = report::locale_quoted(what.as_bytes(), utf8);
+                // Escaped already (as GNU tar's quote escapes): only the quotation marks.
+                let quoted = report::in_locale_quotes(&what, crate::list::utf8_locale());
                 let _ = report::print_line(&format!("fastuntar: Deleting {quoted}"));
             }
-            if let Err(e) = remove_all(dir.as_raw_fd(), &name) {
+            if let Err(e) = remove_all(dir.as_raw_fd(), name) {
                 report::failed(&what, format!("Cannot remove: {e}"));
             }
             if is_dir {
