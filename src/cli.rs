@@ -636,6 +636,23 @@ pub struct Args {
     #[arg(long = "overwrite", conflicts_with_all = ["keep_old_files", "skip_old_files"])]
     pub overwrite: bool,
 
+    /// GNU tar's operations that write or compare archives (-c, -r, -u, -A, --delete, -d,
+    /// --test-label): refused with one line saying so, not clap's "unexpected argument".
+    #[arg(short = 'c', long = "create", hide = true)]
+    pub create: bool,
+    #[arg(short = 'r', long = "append", hide = true)]
+    pub append: bool,
+    #[arg(short = 'u', long = "update", hide = true)]
+    pub update: bool,
+    #[arg(short = 'A', long = "catenate", alias = "concatenate", hide = true)]
+    pub catenate: bool,
+    #[arg(long = "delete", hide = true)]
+    pub delete: bool,
+    #[arg(short = 'd', long = "diff", alias = "compare", hide = true)]
+    pub diff: bool,
+    #[arg(long = "test-label", hide = true)]
+    pub test_label: bool,
+
     /// Refused: members are always extracted inside DIR (a leading '/' is removed, a '..'
     /// component refused).
     #[arg(short = 'P', long = "absolute-names", hide = true)]
@@ -866,10 +883,10 @@ pub enum IoBackend {
 }
 
 /// Letters of tar's traditional bundled options (`tar xzvf A -C DIR`) that fastuntar knows.
-const BUNDLE_LETTERS: &[u8] = b"xtfCvkpoazjJIZTXOmiqsBbPSnNU";
+const BUNDLE_LETTERS: &[u8] = b"xtfCvkpoazjJIZTXOmiqsBbPSnNUGgVc";
 
 /// Letters among them that take a value: in a bundle, the arguments after it, in order.
-const BUNDLE_VALUES: &[u8] = b"fCITXbN";
+const BUNDLE_VALUES: &[u8] = b"fCITXbNgV";
 
 /// Rewrites tar's traditional form, a first argument of option letters without a dash
 /// (`fastuntar xzvf A.tgz -C out`, `tar xfC A.tar out`), into dashed options, as GNU tar reads
@@ -883,7 +900,9 @@ pub fn traditional(args: Vec<OsString>) -> Result<Vec<OsString>, String> {
     let known = bytes.iter().all(|b| BUNDLE_LETTERS.contains(b));
     let is_bundle = !bytes.is_empty()
         && bytes.iter().all(u8::is_ascii_alphabetic)
-        && bytes.iter().any(|b| matches!(b, b'x' | b't'))
+        // An operation: extract or list, or create, refused by name (`czf`). (GNU tar's other
+        // operation letters are not taken here: `data` stays the name of an archive.)
+        && bytes.iter().any(|b| matches!(b, b'x' | b't' | b'c'))
         && (known || bytes.contains(&b'f'))
         && std::fs::symlink_metadata(first).is_err();
     if !is_bundle {
@@ -1057,6 +1076,11 @@ mod tests {
         assert_eq!(rewrite(&["t", "xPf", "a"]).unwrap(), ["t", "-x", "-P", "-f", "a"]);
         // Without an f, unknown letters leave it an archive name.
         assert_eq!(rewrite(&["t", "data"]).unwrap(), ["t", "data"]);
+        // Creating is refused by name (config.rs), not taken for an archive named `czf`.
+        assert_eq!(
+            rewrite(&["t", "czf", "o.tgz", "d"]).unwrap(),
+            ["t", "-c", "-z", "-f", "o.tgz", "d"]
+        );
     }
 
     fn split(text: &str) -> Result<Vec<String>, &'static str> {

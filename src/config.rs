@@ -204,6 +204,21 @@ fn incremental_level(text: &str) -> Option<i32> {
 
 impl Config {
     pub fn from_args(args: Args) -> Result<Config> {
+        let operations = [
+            (args.create, "-c (--create)"),
+            (args.append, "-r (--append)"),
+            (args.update, "-u (--update)"),
+            (args.catenate, "-A (--catenate)"),
+            (args.delete, "--delete"),
+            (args.diff, "-d (--diff, --compare)"),
+            (args.test_label, "--test-label"),
+        ];
+        if let Some((_, op)) = operations.iter().find(|(given, _)| *given) {
+            bail!(
+                "{op} is not supported: fastuntar extracts (-x) and lists (-t) archives; use tar \
+                 to create, change or compare them"
+            );
+        }
         if args.absolute_names {
             bail!(
                 "-P (--absolute-names) is not supported: members are always extracted inside \

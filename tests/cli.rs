@@ -1095,20 +1095,20 @@ fn completions_man_help_version() {
         "--json",
         "-q, --quiet",
         "-h, --help",
-        "-V, --version",
+        "--version",
+        "-V, --label",
     ];
     let missing: Vec<&str> = flags.iter().copied().filter(|f| !help.contains(f)).collect();
     assert!(missing.is_empty(), "--help does not mention {missing:?}\n{help}");
 
-    for flag in ["--version", "-V"] {
-        let out = fastuntar().arg(flag).run();
-        assert_eq!(out.code, Some(0), "{}", out.describe());
-        let v = out.stdout_str();
-        assert!(
-            v.trim() == format!("fastuntar {}", env!("CARGO_PKG_VERSION")),
-            "{flag} printed {v:?}"
-        );
-    }
+    // `-V` is GNU tar's --label, not the version.
+    let out = fastuntar().arg("--version").run();
+    assert_eq!(out.code, Some(0), "{}", out.describe());
+    let v = out.stdout_str();
+    assert!(
+        v.trim() == format!("fastuntar {}", env!("CARGO_PKG_VERSION")),
+        "--version printed {v:?}"
+    );
 }
 
 // --- Formats by magic ---------------------------------------------------------------------------
@@ -2304,4 +2304,38 @@ fn to_stdout_closed_pipe_and_json() {
     let out = fastuntar().args(["--json", "-xOf"]).arg(&a).run();
     assert_eq!(out.code, Some(2), "{}", out.describe());
     assert!(out.stdout.is_empty() && out.stderr_str().contains("--json"), "{}", out.describe());
+}
+
+/// GNU tar's operations that write or compare archives are refused by name, one line, exit 2,
+/// nothing written: a user typing `fastuntar czf out.tgz dir` or `-cf` learns what fastuntar
+/// is, rather than clap's "unexpected argument '-c'" (or, for `czf`, that no archive named
+/// `czf` exists).
+#[test]
+fn other_operations_are_refused_by_name() {
+    let td = TestDir::new("operations");
+    td.write("dir/f", "f\n");
+    for (args, named) in [
+        (&["-cf", "out.tar", "dir"][..], "-c (--create)"),
+        (&["czf", "out.tgz", "dir"], "-c (--create)"),
+        (&["--create", "-f", "out.tar", "dir"], "-c (--create)"),
+        (&["-rf", "out.tar", "dir"], "-r (--append)"),
+        (&["-uf", "out.tar", "dir"], "-u (--update)"),
+        (&["-Af", "out.tar", "other.tar"], "-A (--catenate)"),
+        (&["--concatenate", "-f", "out.tar", "other.tar"], "-A (--catenate)"),
+        (&["--delete", "-f", "out.tar", "f"], "--delete"),
+        (&["-df", "out.tar"], "-d (--diff, --compare)"),
+        (&["--compare", "-f", "out.tar"], "-d (--diff, --compare)"),
+        (&["--test-label", "-f", "out.tar"], "--test-label"),
+        (&["-x", "-c", "-f", "out.tar"], "-c (--create)"),
+    ] {
+        let out = fastuntar().args(args).current_dir(td.path()).run();
+        let said = out.diagnostics();
+        assert_eq!(out.code, Some(2), "{args:?}: {}", out.describe());
+        assert!(
+            said.len() == 1 && said[0].starts_with(&format!("fastuntar: {named} is not supported")),
+            "{args:?}: {}",
+            out.describe()
+        );
+        assert!(!td.join("out.tar").exists() && !td.join("out.tgz").exists(), "{args:?}");
+    }
 }
