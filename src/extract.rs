@@ -206,17 +206,22 @@ fn pipeline_one(
     files: Arc<FileCount>,
 ) -> Result<(u64, Stats)> {
     let (tx, rx) = sync_channel::<Vec<Op>>(BATCH_QUEUE);
-    thread::scope(|s| {
+    // Behind a lock so that the input is still here when the decoder thread cannot start
+    // (never contended).
+    let input = std::sync::Mutex::new(Some(input));
+    let files_inline = files.clone();
+    let threaded = thread::scope(|s| {
+        let input = &input;
         // A user at RLIMIT_NPROC (`ulimit -u`, threads count) or at a cgroup's pids.max
-        // cannot start a thread: one line, not a panic.
-        let producer = thread::Builder::new()
-            .spawn_scoped(s, move || {
-                // The channel closes when the producer ends: the sender is moved in here.
-                let tx = tx;
-                let mut out = Batcher { tx: &tx, ops: Vec::with_capacity(BATCH_OPS), bytes: 0 };
-                produce(cfg, input, pool, &mut out, files)
-            })
-            .map_err(thread_error)?;
+        // cannot start a thread: then everything runs on this one (below).
+        let producer = thread::Builder::new().spawn_scoped(s, move || {
+            let input = input.lock().unwrap_or_else(|e| e.into_inner()).take().expect("input");
+            // The channel closes when the producer ends: the sender is moved in here.
+            let tx = tx;
+            let mut out = Batcher { tx: &tx, ops: Vec::with_capacity(BATCH_OPS), bytes: 0 };
+            produce(cfg, input, pool, &mut out, files)
+        });
+        let Ok(producer) = producer else { return None };
         // Started only now: it is optional, and must not take the thread slot the decoder
         // needs under a low `ulimit -u`.
         let flusher = Flusher::start(&cfg.dest, cfg.writeback);
@@ -226,24 +231,62 @@ fn pipeline_one(
         let produced = producer.join().unwrap_or_else(|_| Err(anyhow!("decoder thread panicked")));
         let finished = writer.finish();
         drop(flusher);
-        match (produced, written, finished) {
+        Some(match (produced, written, finished) {
             (Ok(members), Ok(()), Ok(stats)) => Ok((members, stats)),
             // A write failure is the root cause when both sides failed: the producer only
             // saw a closed channel.
             (_, Err(e), _) => Err(e),
             (Err(e), Ok(()), _) => Err(e),
             (Ok(_), Ok(()), Err(e)) => Err(e),
+        })
+    });
+    match threaded {
+        Some(result) => result,
+        None => {
+            let input = input.into_inner().unwrap_or_else(|e| e.into_inner()).expect("not taken");
+            pipeline_inline(cfg, input, pool, writer, files_inline)
         }
-    })
+    }
 }
 
-fn thread_error(e: std::io::Error) -> anyhow::Error {
-    // EAGAIN: the process limit, or no address space left for a stack (ulimit -v, which the
-    // decoder threads' buffers use up first when --threads asks for many).
-    anyhow!(
-        "cannot start the decoder thread: {e} (too many processes, ulimit -u or pids.max; or \
-         too little memory, ulimit -v: fewer --threads need less)"
-    )
+/// No thread could be started (`ulimit -u` or pids.max at its limit: GNU tar, one process,
+/// still works there): the decoder and the writer take turns on this thread. The writer lands
+/// everything it holds whenever the decoder would wait for a buffer (`Sink::flush`), so
+/// neither waits for what only the other could do.
+fn pipeline_inline(
+    cfg: &Config,
+    input: Stream,
+    pool: &Pool,
+    writer: &mut dyn write::Writer,
+    files: Arc<FileCount>,
+) -> Result<(u64, Stats)> {
+    report::warn(
+        "cannot start a thread (ulimit -u or pids.max): decoding and writing on one thread",
+    );
+    let produced = produce(cfg, input, pool, &mut Inline { writer: &mut *writer }, files);
+    let finished = writer.finish();
+    match (produced, finished) {
+        (Ok(members), Ok(stats)) => Ok((members, stats)),
+        (Err(e), _) | (Ok(_), Err(e)) => Err(e),
+    }
+}
+
+/// The writer as the decoder's sink, on the decoder's thread (`pipeline_inline`).
+struct Inline<'a> {
+    writer: &'a mut dyn write::Writer,
+}
+
+impl Sink for Inline<'_> {
+    fn push(&mut self, op: Op) -> Result<(), Stop> {
+        self.writer.apply(op).map_err(Stop::Fatal)
+    }
+
+    fn flush(&mut self) -> Result<(), Stop> {
+        self.writer.submit().map_err(Stop::Fatal)?;
+        // Everything in flight lands: its buffers go back to the pool.
+        while self.writer.progress().map_err(Stop::Fatal)? {}
+        Ok(())
+    }
 }
 
 /// Several writer threads (`write/multi.rs`): the decoder thread dispatches, worker 0 runs on
