@@ -900,13 +900,19 @@ pub fn traditional(args: Vec<OsString>) -> Result<Vec<OsString>, String> {
     let known = bytes.iter().all(|b| BUNDLE_LETTERS.contains(b));
     let is_bundle = !bytes.is_empty()
         && bytes.iter().all(u8::is_ascii_alphabetic)
-        // An operation: extract or list, or create, refused by name (`czf`). (GNU tar's other
-        // operation letters are not taken here: `data` stays the name of an archive.)
-        && bytes.iter().any(|b| matches!(b, b'x' | b't' | b'c'))
+        // An operation: extract or list, or one refused by name (`czf`, `rvf`). Only `c` is
+        // known by itself (`cz`); the others need an `f`, so that `data` stays the name of
+        // an archive.
+        && bytes.iter().any(|b| matches!(b, b'x' | b't' | b'c' | b'r' | b'u' | b'd' | b'A'))
         && (known || bytes.contains(&b'f'))
         && std::fs::symlink_metadata(first).is_err();
     if !is_bundle {
         return Ok(args);
+    }
+    // Another operation (`czf`, `rvf`, `chf`): refused by name (config.rs), whatever else
+    // the bundle holds.
+    if let Some(&op) = bytes.iter().find(|b| b"cruAd".contains(b)) {
+        return Ok(vec![args[0].clone(), format!("-{}", op as char).into()]);
     }
     // A bundle with a letter fastuntar does not know (`xhf`, `xUf`): said, not taken for the
     // name of an archive that does not exist.
@@ -1076,11 +1082,12 @@ mod tests {
         assert_eq!(rewrite(&["t", "xPf", "a"]).unwrap(), ["t", "-x", "-P", "-f", "a"]);
         // Without an f, unknown letters leave it an archive name.
         assert_eq!(rewrite(&["t", "data"]).unwrap(), ["t", "data"]);
-        // Creating is refused by name (config.rs), not taken for an archive named `czf`.
-        assert_eq!(
-            rewrite(&["t", "czf", "o.tgz", "d"]).unwrap(),
-            ["t", "-c", "-z", "-f", "o.tgz", "d"]
-        );
+        // Other operations are refused by name (config.rs), not taken for an archive named
+        // `czf`, nor refused for a letter fastuntar does not know (`chf`).
+        assert_eq!(rewrite(&["t", "czf", "o.tgz", "d"]).unwrap(), ["t", "-c"]);
+        assert_eq!(rewrite(&["t", "chf", "o.tar", "d"]).unwrap(), ["t", "-c"]);
+        assert_eq!(rewrite(&["t", "rvf", "o.tar", "d"]).unwrap(), ["t", "-r"]);
+        assert_eq!(rewrite(&["t", "cz"]).unwrap(), ["t", "-c"]);
     }
 
     fn split(text: &str) -> Result<Vec<String>, &'static str> {

@@ -221,7 +221,10 @@ fn pipeline_one(
             let mut out = Batcher { tx: &tx, ops: Vec::with_capacity(BATCH_OPS), bytes: 0 };
             produce(cfg, input, pool, &mut out, files)
         });
-        let Ok(producer) = producer else { return None };
+        let producer = match producer {
+            Ok(p) => p,
+            Err(e) => return Err(e),
+        };
         // Started only now: it is optional, and must not take the thread slot the decoder
         // needs under a low `ulimit -u`.
         let flusher = Flusher::start(&cfg.dest, cfg.writeback);
@@ -231,7 +234,7 @@ fn pipeline_one(
         let produced = producer.join().unwrap_or_else(|_| Err(anyhow!("decoder thread panicked")));
         let finished = writer.finish();
         drop(flusher);
-        Some(match (produced, written, finished) {
+        Ok(match (produced, written, finished) {
             (Ok(members), Ok(()), Ok(stats)) => Ok((members, stats)),
             // A write failure is the root cause when both sides failed: the producer only
             // saw a closed channel.
@@ -241,10 +244,10 @@ fn pipeline_one(
         })
     });
     match threaded {
-        Some(result) => result,
-        None => {
+        Ok(result) => result,
+        Err(spawn) => {
             let input = input.into_inner().unwrap_or_else(|e| e.into_inner()).expect("not taken");
-            pipeline_inline(cfg, input, pool, writer, files_inline)
+            pipeline_inline(cfg, input, pool, writer, files_inline, &spawn)
         }
     }
 }
@@ -259,10 +262,13 @@ fn pipeline_inline(
     pool: &Pool,
     writer: &mut dyn write::Writer,
     files: Arc<FileCount>,
+    spawn: &std::io::Error,
 ) -> Result<(u64, Stats)> {
-    report::warn(
-        "cannot start a thread (ulimit -u or pids.max): decoding and writing on one thread",
-    );
+    // EAGAIN: the process limit, or no address space left for a stack (ulimit -v).
+    report::warn(format!(
+        "cannot start a thread ({spawn}: ulimit -u or pids.max, or ulimit -v): decoding and \
+         writing on one thread"
+    ));
     let produced = produce(cfg, input, pool, &mut Inline { writer: &mut *writer }, files);
     let finished = writer.finish();
     match (produced, finished) {
@@ -501,8 +507,13 @@ fn produce(
             }
         }
     }
-    if out.flush().is_err() {
-        return Ok(members);
+    match out.flush() {
+        Ok(()) => {}
+        // The writer stopped: its own error says why.
+        Err(Stop::Gone) => return Ok(members),
+        // The sink's own failure (the dispatcher's directory or link, or on one thread the
+        // writer's last writes, closes and metadata, which only the flush lands).
+        Err(Stop::Fatal(e)) => return Err(e),
     }
     archive.finish(utf8)?;
     Ok(members)

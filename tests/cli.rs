@@ -2317,6 +2317,9 @@ fn other_operations_are_refused_by_name() {
     for (args, named) in [
         (&["-cf", "out.tar", "dir"][..], "-c (--create)"),
         (&["czf", "out.tgz", "dir"], "-c (--create)"),
+        (&["chf", "out.tar", "dir"], "-c (--create)"),
+        (&["rvf", "out.tar", "dir"], "-r (--append)"),
+        (&["df", "out.tar"], "-d (--diff, --compare)"),
         (&["--create", "-f", "out.tar", "dir"], "-c (--create)"),
         (&["-rf", "out.tar", "dir"], "-r (--append)"),
         (&["-uf", "out.tar", "dir"], "-u (--update)"),

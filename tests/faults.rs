@@ -433,6 +433,46 @@ fn disk_full_tmpfs() {
     });
 }
 
+/// The disk fills while the decoder and the writer share one thread (`ulimit -u` at its limit:
+/// 1, or 2 with io_uring, whose worker takes the slot): the member is named and the run exits
+/// 2, as with threads. Before the fix the io_uring writer's last writes failed in the final
+/// flush, whose error was dropped: exit 0 and a short `big`.
+#[test]
+fn disk_full_on_one_thread() {
+    let test = "disk_full_on_one_thread";
+    const UID: u32 = 61_998;
+    if !can_switch_user(test) {
+        return;
+    }
+    on_tmpfs(test, "size=4m", |td, mnt, _| {
+        let full = disk_full_archive(td.path(), 64 << 10, 8 << 20, 5);
+        fs::set_permissions(&full.archive, fs::Permissions::from_mode(0o644)).unwrap();
+        fs::set_permissions(mnt, fs::Permissions::from_mode(0o755)).unwrap();
+        for (io, limit) in [("uring", 2), ("uring", 1), ("portable", 1)] {
+            let dest = mnt.join("dest");
+            fresh_dir(&dest, Some(UID));
+            let c = fastuntar(full.archive.to_str().unwrap(), &dest, &["--io", io]);
+            let out = run(with_rlimit(as_user(&c, UID), libc::RLIMIT_NPROC, limit), None);
+            let label = format!("--io {io}, ulimit -u {limit}");
+            let res = (|| {
+                out.expect(2, &label)?;
+                if !out.stderr.contains("decoding and writing on one thread") {
+                    return Err(format!("{label}: not on one thread"));
+                }
+                let line = out.line_about("big").ok_or("no `fastuntar: big: ...` line")?;
+                if !line.contains("No space left on device") || !line.contains("incomplete") {
+                    return Err(format!("{label}: want ENOSPC and \"incomplete\" in: {line:?}"));
+                }
+                Ok(())
+            })();
+            empty_dir(&dest);
+            if let Err(e) = res {
+                panic!("{e}\nstderr:\n{}", out.stderr);
+            }
+        }
+    });
+}
+
 /// A loop-mounted 32 MiB ext4 image (O_DIRECT for real), a 48 MiB member.
 #[test]
 fn disk_full_ext4_loop() {
@@ -1636,19 +1676,32 @@ fn nproc_limit() {
     let archive = td.path().join("a.tar");
     fs::write(&archive, tar_of(&members)).unwrap();
     fs::set_permissions(&archive, fs::Permissions::from_mode(0o644)).unwrap();
+    // The same in 1 MiB zstd frames, for the frame-parallel decoder (`--threads 4`), whose
+    // splitter thread competes for the slots too.
+    let framed = td.path().join("a.tar.zst");
+    let frames: Vec<u8> =
+        tar_of(&members).chunks(1 << 20).flat_map(|c| util::engine::zstd_frame(c, 3)).collect();
+    fs::write(&framed, frames).unwrap();
+    fs::set_permissions(&framed, fs::Permissions::from_mode(0o644)).unwrap();
     let gnu = td.path().join("gnu");
     fresh_dir(&gnu, Some(UID));
     let g = run(with_rlimit(as_user(&gnu_tar(&archive, &gnu), UID), libc::RLIMIT_NPROC, 1), None);
     note(test, &format!("GNU tar, ulimit -u 1: {}", gnu_outcome(&g)));
     for_each_config(test, &configs(), |args| {
-        for limit in [1, 2, 3] {
+        for (limit, input, threads) in [
+            (1, &archive, "1"),
+            (2, &archive, "1"),
+            (3, &archive, "1"),
+            (1, &framed, "4"),
+            (2, &framed, "4"),
+        ] {
             let dest = td.path().join("dest");
             fresh_dir(&dest, Some(UID));
             let mut extra = args.to_vec();
-            extra.extend(["--memory", "4M"]);
-            let c = as_user(&fastuntar(archive.to_str().unwrap(), &dest, &extra), UID);
+            extra.extend(["--memory", "4M", "--threads", threads]);
+            let c = as_user(&fastuntar(input.to_str().unwrap(), &dest, &extra), UID);
             let out = run(with_rlimit(c, libc::RLIMIT_NPROC, limit), None);
-            let label = format!("ulimit -u {limit}");
+            let label = format!("ulimit -u {limit}, {}", input.display());
             out.expect(0, &label)?;
             check_files(&dest, &members).map_err(|e| format!("{label}: {e}"))?;
             let said_one_thread =

@@ -318,8 +318,10 @@ impl Input {
         let trailer = (format != Format::Plain || filtered).then_some(trailer);
         let mut decoded =
             Decoded { reader: Box::new(io::empty()), trailer, threads: 1, stats: None };
-        // `Threads::new` gives a pool only with more than one thread.
-        let pool = threads.pool;
+        // `Threads::new` gives a pool only with more than one thread. The frame-parallel
+        // decoder needs at least its splitter thread: where none can start (`ulimit -u` or
+        // pids.max at its limit), the streaming decoder reads the frames one after another.
+        let pool = threads.pool.filter(|_| format != Format::Zstd || can_start_a_thread());
         if let Some(d) = &direct {
             // Decided below for the frame-parallel decoder; every other reads buffered.
             d.buffered();
@@ -562,4 +564,10 @@ mod tests {
             assert_eq!(sniff(&mut src).unwrap(), want);
         }
     }
+}
+
+/// Whether this process may start one more thread now (a thread that ends at once: its slot
+/// under `ulimit -u` is free again when the real one starts).
+fn can_start_a_thread() -> bool {
+    std::thread::Builder::new().spawn(|| {}).is_ok_and(|t| t.join().is_ok())
 }

@@ -627,7 +627,16 @@ impl Writer for Uring {
 
     fn progress(&mut self) -> Result<bool> {
         if self.in_flight == 0 {
-            return Ok(false);
+            if self.reopen.is_empty() {
+                return Ok(false);
+            }
+            // Files that ran out of fds wait for a close to reopen them; with nothing left in
+            // flight none will come, and their queued buffers would be held for good (the
+            // decoder waiting for one of them): open them again now, as `drain` does.
+            for file in std::mem::take(&mut self.reopen) {
+                self.submit_open(file)?;
+            }
+            return Ok(true);
         }
         self.wait_one()?;
         Ok(true)
