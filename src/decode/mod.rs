@@ -462,6 +462,12 @@ impl<R: Read> Read for Named<R> {
     }
 }
 
+/// Whether this process may start one more thread now (a thread that ends at once: its slot
+/// under `ulimit -u` is free again when the real one starts).
+fn can_start_a_thread() -> bool {
+    std::thread::Builder::new().spawn(|| {}).is_ok_and(|t| t.join().is_ok())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -564,10 +570,4 @@ mod tests {
             assert_eq!(sniff(&mut src).unwrap(), want);
         }
     }
-}
-
-/// Whether this process may start one more thread now (a thread that ends at once: its slot
-/// under `ulimit -u` is free again when the real one starts).
-fn can_start_a_thread() -> bool {
-    std::thread::Builder::new().spawn(|| {}).is_ok_and(|t| t.join().is_ok())
 }
