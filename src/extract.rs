@@ -221,10 +221,7 @@ fn pipeline_one(
             let mut out = Batcher { tx: &tx, ops: Vec::with_capacity(BATCH_OPS), bytes: 0 };
             produce(cfg, input, pool, &mut out, files)
         });
-        let producer = match producer {
-            Ok(p) => p,
-            Err(e) => return Err(e),
-        };
+        let producer = producer?;
         // Started only now: it is optional, and must not take the thread slot the decoder
         // needs under a low `ulimit -u`.
         let flusher = Flusher::start(&cfg.dest, cfg.writeback);
