@@ -10,11 +10,12 @@
 //! holds that its list does not name is removed (`write/purge.rs`), as GNU tar 1.34's
 //! `purge_directory` does.
 //!
-//! This is the decoder side: the list is checked as GNU tar's `dumpdir_ok` checks it, its
-//! names sorted for lookup, and the rename paths made safe as member names are (`safety.rs`:
-//! no `..`, no leading `/`, `--strip-components` and `--one-top-level` applied, where GNU tar
-//! takes them as they are written, a leading `/` or `../` removed). The `-SNAPSHOT` file of
-//! `-g` is not read when extracting or listing, as in GNU tar.
+//! This is the decoder side: the list is checked as GNU tar's `dumpdir_ok` checks it and kept
+//! as it is (the purge looks up the names the directory holds), and the rename paths are made
+//! safe as member names are (`safety.rs`: no `..`, no leading `/`, `--strip-components` and
+//! `--one-top-level` applied, where GNU tar takes them as they are written, a leading `/` or
+//! `../` removed). The SNAPSHOT file of `-g` is not read when extracting or listing, as in
+//! GNU tar.
 
 use crate::plan::{Dumpdir, Move, SafePath};
 use crate::safety::{Sanitizer, Verdict};
