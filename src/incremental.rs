@@ -36,12 +36,11 @@ const MAX_MOVES: usize = 1 << 16;
 /// and its renames, or with GNU tar's words why it is malformed (the directory is then not
 /// purged; that is reported only if the directory exists, as GNU tar reports it).
 pub fn plan(raw: Vec<u8>, sanitizer: &mut Sanitizer) -> Dumpdir {
-    let (moves, unused_temp) =
-        match check(&raw).and_then(|unused| Ok((moves(&raw, sanitizer)?, unused))) {
-            Ok(m) => m,
-            Err(why) => return Dumpdir { malformed: Some(why), ..Dumpdir::default() },
-        };
-    Dumpdir { list: raw, moves, unused_temp, malformed: None }
+    let checked = check(&raw).and_then(|unused| Ok((unused, moves(&raw, sanitizer)?)));
+    match checked {
+        Ok((unused_temp, moves)) => Dumpdir { list: raw, moves, unused_temp, malformed: None },
+        Err(why) => Dumpdir { malformed: Some(why), ..Dumpdir::default() },
+    }
 }
 
 /// The renames of a checked list, their paths made safe.

@@ -339,11 +339,9 @@ fn long_line(
         Kind::Hardlink => line += &format!(" link to {}", quote(listed_target(&m.link_name), utf8)),
         Kind::Other(b'V') => line += "--Volume Header--",
         Kind::Other(flag) => {
+            // escape_ascii escapes already: only the quotation marks.
             let flag = flag.escape_ascii().to_string();
-            line += &format!(
-                " unknown file type {}",
-                crate::report::locale_quoted(flag.as_bytes(), utf8)
-            );
+            line += &format!(" unknown file type {}", crate::report::in_locale_quotes(&flag, utf8));
         }
         _ => {}
     }

@@ -95,6 +95,21 @@ pub struct Entry {
     pub xattrs: Option<Arc<[Xattr]>>,
 }
 
+impl Entry {
+    /// The path as GNU tar names it in messages: as extracted, but the member's own name where
+    /// that is the path with a leading `./` (`./src/f`, `./` for DIR; `/` and trailing `/`s
+    /// set aside).
+    pub fn shown_path(&self) -> String {
+        let path = self.path.display();
+        let name = self.name.trim_start_matches('/').trim_end_matches('/');
+        match name.strip_prefix("./") {
+            Some(rest) if rest == path => name.to_string(),
+            _ if name == "." && self.path.is_root() => name.to_string(),
+            _ => path,
+        }
+    }
+}
+
 pub enum Op {
     Dir(Entry),
     /// A regular file of `size` bytes (its final length; for sparse files the real size).

@@ -328,9 +328,14 @@ impl Dest {
     /// followed. Where an earlier part of `path` is a symlink, fstatat follows it: then the
     /// member that asks fails on its own walk anyway, and the answer only decides a wait.
     pub fn holds_non_directory(&self, path: &SafePath) -> bool {
-        let Ok(p) = CString::new(path.as_path().as_os_str().as_bytes()) else { return false };
-        fstatat_nofollow(self.root_fd(), &p)
-            .is_ok_and(|st| st.st_mode & libc::S_IFMT != libc::S_IFDIR)
+        self.type_at(path).is_some_and(|t| t != libc::S_IFDIR)
+    }
+
+    /// The file type (`S_IFMT` bits) of what is at `path` from DIR, not followed; None when
+    /// nothing is (or it cannot be looked at).
+    pub(super) fn type_at(&self, path: &SafePath) -> Option<libc::mode_t> {
+        let p = CString::new(path.as_path().as_os_str().as_bytes()).ok()?;
+        fstatat_nofollow(self.root_fd(), &p).ok().map(|st| st.st_mode & libc::S_IFMT)
     }
 
     /// `e`, a member's failure to be made at `path`, with the symlink named when the walk to
@@ -502,10 +507,7 @@ impl Dest {
     fn keep_if_newer(&self, entry: &Entry, dirfd: RawFd, name: &CStr) -> io::Result<()> {
         if self.old_files == OldFiles::KeepNewer && self.newer_there(entry, dirfd, name)? {
             // GNU tar names the path as it extracts it, a leading `./` kept.
-            let path = entry.path.display();
-            let name = entry.name.trim_start_matches('/');
-            let path = if name.strip_prefix("./") == Some(&path) { name.to_string() } else { path };
-            let kept = KeptExisting::Newer { path };
+            let kept = KeptExisting::Newer { path: entry.shown_path() };
             return Err(io::Error::new(io::ErrorKind::AlreadyExists, kept));
         }
         Ok(())

@@ -40,7 +40,7 @@ impl Dest {
             Ok(names) => names,
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return,
             Err(e) => {
-                let why = match self.is_symlink(&entry.path) {
+                let why = match self.type_at(&entry.path) == Some(libc::S_IFLNK) {
                     true => format!("'{}' is a symlink; not followed", entry.path.display()),
                     false => self.explain(&entry.path, e).to_string(),
                 };
@@ -74,7 +74,8 @@ impl Dest {
                 *l = e[0];
             }
         }
-        let shown = shown_dir(entry);
+        // As GNU tar names what it removes: `src/f`, `./src/f` for `./src/`, `./f` for `./`.
+        let shown = format!("{}/", entry.shown_path());
         for name in &names {
             let bytes = name.as_bytes();
             let what = format!("{shown}{}", report::printable(bytes));
@@ -114,13 +115,6 @@ impl Dest {
                 self.tree().detach(child.components().map(|c| c.as_os_str().as_bytes()));
             }
         }
-    }
-
-    /// Whether `path` (beneath DIR) is a symlink itself, not followed.
-    fn is_symlink(&self, path: &SafePath) -> bool {
-        let Ok(p) = cstr_io(path.as_path().as_os_str().as_bytes()) else { return false };
-        fstatat_nofollow(self.root_fd(), &p)
-            .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK)
     }
 
     /// The renames, in order; false (reported) at the first that fails, as GNU tar stops.
@@ -210,20 +204,6 @@ fn remove_all(dir: libc::c_int, name: &CString) -> io::Result<()> {
         Removed::Entry | Removed::Dir => Ok(()),
         Removed::Full(_) => empty_tree(dir, name),
     }
-}
-
-/// The directory as GNU tar names what it removes from it (the member's name joined with
-/// the entry's): `src/f`, `./src/f` for a member `./src/`, `./f` for `./`.
-fn shown_dir(entry: &Entry) -> String {
-    let path = entry.path.display();
-    let name = entry.name.trim_start_matches('/');
-    let name = name.trim_end_matches('/');
-    let base = match name.strip_prefix("./") {
-        Some(rest) if rest == path => name,
-        _ if name == "." && entry.path.is_root() => name,
-        _ => &path,
-    };
-    format!("{base}/")
 }
 
 /// Six characters for a temporary name, as mkdtemp's X's (from the kernel's random pool).
