@@ -239,13 +239,20 @@ impl Uring {
             while self.in_flight > 0 {
                 self.wait_one()?;
             }
-            if self.reopen.is_empty() {
+            if !self.reopen_waiting()? {
                 return Ok(());
             }
-            for file in std::mem::take(&mut self.reopen) {
-                self.submit_open(file)?;
-            }
         }
+    }
+
+    /// Submits the opens of the files waiting for an fd (`reopen`) again; whether there were
+    /// any. With nothing in flight no close will come to reopen them.
+    fn reopen_waiting(&mut self) -> Result<bool> {
+        let waiting = std::mem::take(&mut self.reopen);
+        for &file in &waiting {
+            self.submit_open(file)?;
+        }
+        Ok(!waiting.is_empty())
     }
 
     /// Before an op on `entry`: the directories the archive has left are stamped once the files
@@ -627,16 +634,9 @@ impl Writer for Uring {
 
     fn progress(&mut self) -> Result<bool> {
         if self.in_flight == 0 {
-            if self.reopen.is_empty() {
-                return Ok(false);
-            }
-            // Files that ran out of fds wait for a close to reopen them; with nothing left in
-            // flight none will come, and their queued buffers would be held for good (the
+            // Files that ran out of fds would otherwise hold their queued buffers for good (the
             // decoder waiting for one of them): open them again now, as `drain` does.
-            for file in std::mem::take(&mut self.reopen) {
-                self.submit_open(file)?;
-            }
-            return Ok(true);
+            return self.reopen_waiting();
         }
         self.wait_one()?;
         Ok(true)
