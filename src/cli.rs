@@ -280,6 +280,15 @@ pub struct Args {
     #[arg(long = "exclude-backups", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
     pub exclude_backups: Vec<bool>,
 
+    /// Begin at the member named NAME: the members before the first one it selects (NAME
+    /// itself or a member under it, named as stored) are skipped. As GNU tar 1.34's -K,
+    /// NAME then stays a MEMBER operand, the first one: without other operands only NAME and
+    /// what is under it are extracted; with them, also the later members they select. NAME is
+    /// a literal (no --wildcards, --ignore-case, --no-anchored, no unquoting); given twice,
+    /// the last counts. Never matched: "Not found in archive", exit 2.
+    #[arg(short = 'K', long = "starting-file", value_name = "NAME", allow_hyphen_values = true)]
+    pub starting_file: Vec<std::ffi::OsString>,
+
     /// With MEMBER operands: extract (or list) only the Nth occurrence in the archive of each
     /// name (1 without N), and stop reading once every name was found so often. A name found
     /// fewer times is reported ("Required occurrence not found in archive", exit 2).

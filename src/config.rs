@@ -2,6 +2,7 @@
 //! only this.
 
 use std::io::IsTerminal;
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
@@ -66,6 +67,8 @@ pub struct Config {
     pub transforms: std::sync::Arc<crate::transform::Transforms>,
     /// `--show-transformed-names`: -t and -v show names as extracted.
     pub show_transformed: bool,
+    /// `-K NAME`: the members before the first one NAME selects are skipped (select.rs).
+    pub starting_file: Option<Vec<u8>>,
     /// `--occurrence=N`: only the Nth member each MEMBER selects (0: all of them).
     pub occurrence: u64,
     /// `-N/--newer/--after-date`, `--newer-mtime`: members older than this are not wanted.
@@ -323,6 +326,7 @@ impl Config {
             members,
             transforms,
             show_transformed: args.show_transformed_names > 0,
+            starting_file: args.starting_file.last().map(|n| n.as_bytes().to_vec()),
             occurrence,
             newer,
             show_omitted_dirs: args.show_omitted_dirs,
@@ -437,7 +441,6 @@ const TOP_LEVEL_SUFFIXES: &[&str] = &[
 /// input, or a name without a known suffix, is GNU tar's usage error. A DIR that would leave the
 /// destination (absolute, `..`) is refused, whether given or deduced.
 fn top_level(dir: &std::path::Path, archive: Option<&std::path::Path>) -> Result<Option<PathBuf>> {
-    use std::os::unix::ffi::OsStrExt;
     use std::path::Component;
     let deduced;
     let dir = if dir.as_os_str().is_empty() {

@@ -12,6 +12,13 @@
 //!   that never does, including one that repeats or lies under an earlier one (`src src/a`), is
 //!   reported "Not found in archive" at the end and the run exits 2, as GNU tar does.
 //!
+//! - GNU tar drops its whole name list at the first member when the list starts with an
+//!   empty name: a first operand `''` selects everything and the others are forgotten (never
+//!   reported); an empty operand anywhere else selects nothing and is not reported.
+//! - `-K NAME` (`--starting-file`) is the first operand whatever its place, a literal taken
+//!   as given (trailing `/` kept, so `-K dir/` never matches, as in GNU tar), and until it
+//!   selects a member no other operand may: the members before that one are skipped.
+//!
 //! Selection happens before `--exclude` (a named member that is then excluded still counts as
 //! found) and before `--strip-components`.
 
@@ -38,6 +45,8 @@ pub struct Select {
     /// The distinct lengths of the operands' texts: whether a member lies under one of them
     /// depends only on that length (GNU's `ISSLASH (name[cursor->length])`).
     lengths: Vec<usize>,
+    /// `-K`: operand 0 has not yet selected a member, so nothing is selected.
+    starting: bool,
 }
 
 struct Operand {
@@ -55,17 +64,17 @@ struct Operand {
 }
 
 enum Matcher {
-    /// The empty operand.
-    All,
+    /// An empty operand other than the first.
+    Nothing,
     Pattern(Pattern),
     /// With switches other than the defaults (exclude.rs).
     Flagged(exclude::Matcher),
 }
 
 impl Select {
-    /// The MEMBER operands, in command-line order (operands.rs); `occurrence`: `--occurrence`'s
-    /// N, 0 without it.
-    pub fn new(operands: &[Given], occurrence: u64) -> Select {
+    /// The MEMBER operands, in command-line order (operands.rs); `starting`: `-K`'s NAME;
+    /// `occurrence`: `--occurrence`'s N, 0 without it.
+    pub fn new(operands: &[Given], starting: Option<&[u8]>, occurrence: u64) -> Select {
         let mut select = Select {
             operands: Vec::new(),
             literals: HashMap::new(),
@@ -73,16 +82,25 @@ impl Select {
             occurrence,
             remaining: 0,
             lengths: Vec::new(),
+            starting: starting.is_some(),
         };
-        for (i, given) in operands.iter().enumerate() {
+        let starting = starting.map(|name| Given::new(name, false, true));
+        let all: Vec<&Given> = starting.iter().chain(operands).collect();
+        // GNU tar's name_match: a list that starts with an empty name selects everything.
+        if all.first().is_some_and(|g| g.text.is_empty()) {
+            select.starting = false;
+            return select;
+        }
+        for (i, given) in all.into_iter().enumerate() {
             let mut key = given.text.as_slice();
             while key.len() > 1
+                && !(select.starting && i == 0)
                 && let Some(rest) = key.strip_suffix(b"/")
             {
                 key = rest;
             }
             let pattern = if key.is_empty() {
-                Some(Matcher::All)
+                Some(Matcher::Nothing)
             } else if !given.flags.is_default(true) {
                 let trimmed = Given { text: key.to_vec(), ..given.clone() };
                 Some(Matcher::Flagged(exclude::Matcher::new(&trimmed, true)))
@@ -97,7 +115,8 @@ impl Select {
             if pattern.is_some() {
                 select.others.push(i);
             }
-            let hint = !given.wildcards && has_wildcards(key);
+            // -K's NAME is a literal even after --wildcards.
+            let hint = !given.wildcards && has_wildcards(key) && !(select.starting && i == 0);
             let recursion = given.flags.recursion;
             select.operands.push(Operand {
                 text: key.to_vec(),
@@ -108,7 +127,8 @@ impl Select {
             });
         }
         select.remaining = select.operands.iter().filter(|o| !o.text.is_empty()).count();
-        select.lengths = select.operands.iter().map(|o| o.text.len()).collect();
+        select.lengths =
+            select.operands.iter().map(|o| o.text.len()).filter(|&len| len > 0).collect();
         select.lengths.sort_unstable();
         select.lengths.dedup();
         select
@@ -137,7 +157,7 @@ impl Select {
                 break;
             }
             let hit = match &self.operands[i].pattern {
-                Some(Matcher::All) => true,
+                Some(Matcher::Nothing) => false,
                 Some(Matcher::Pattern(p)) => p.matches(name, true),
                 Some(Matcher::Flagged(m)) => m.matches(name, true),
                 None => false,
@@ -148,6 +168,12 @@ impl Select {
             }
         }
         let Some(i) = first else { return false };
+        if self.starting {
+            if i != 0 {
+                return false;
+            }
+            self.starting = false;
+        }
         // GNU tar's name_match: what lies under a directory already counted is not another
         // occurrence of the name.
         let op = &mut self.operands[i];
@@ -161,9 +187,10 @@ impl Select {
         self.occurrence == 0 || op.found == self.occurrence
     }
 
-    /// Whether the operand was counted often enough (GNU tar's WASFOUND).
+    /// Whether the operand was counted often enough (GNU tar's WASFOUND); an empty one is
+    /// never reported.
     fn was_found(&self, o: &Operand) -> bool {
-        o.found > 0 && o.found >= self.occurrence
+        o.text.is_empty() || (o.found > 0 && o.found >= self.occurrence)
     }
 
     /// With `--occurrence`, after the member named `name`: whether every operand has been
@@ -208,7 +235,7 @@ pub struct Wanted {
 impl Wanted {
     pub fn new(cfg: &Config) -> anyhow::Result<Wanted> {
         Ok(Wanted {
-            select: Select::new(&cfg.members, cfg.occurrence),
+            select: Select::new(&cfg.members, cfg.starting_file.as_deref(), cfg.occurrence),
             exclude: Exclude::new(&cfg.exclude)?,
             newer: cfg.newer,
         })
@@ -244,7 +271,7 @@ mod tests {
     fn select(operands: &[&str], wildcards: bool) -> Select {
         let ops: Vec<Given> =
             operands.iter().map(|s| Given::new(s.as_bytes(), wildcards, true)).collect();
-        Select::new(&ops, 0)
+        Select::new(&ops, None, 0)
     }
 
     fn not_found(s: &Select) -> Vec<String> {
@@ -274,6 +301,12 @@ mod tests {
         }
         let mut s = select(&[""], false);
         assert!(s.selects(b"anything/at/all"));
+        assert!(not_found(&s).is_empty());
+        // Only a first empty name selects everything; elsewhere it selects nothing, unreported.
+        let mut s = select(&["", "nope"], false);
+        assert!(s.selects(b"src/a/x") && not_found(&s).is_empty());
+        let mut s = select(&["src/b", ""], false);
+        assert!(!s.selects(b"src/a/x") && s.selects(b"src/b/y"));
         assert!(not_found(&s).is_empty());
     }
 
@@ -326,6 +359,26 @@ mod tests {
         // Without --wildcards the same text is a literal.
         let mut s = select(&["src/*"], false);
         assert!(s.selects(b"src/*") && !s.selects(b"src/a"));
+    }
+
+    /// `-K` (checked with GNU tar 1.34 on the archive above): nothing before NAME's first
+    /// member, then NAME is the first operand.
+    #[test]
+    fn starting_file_skips_to_its_member_and_stays_an_operand() {
+        let ops = [Given::new(b"src/a", false, true)];
+        let mut s = Select::new(&ops, Some(b"src/b"), 0);
+        assert!(!s.selects(b"src/a/x"), "before -K's member");
+        assert!(!s.selects(b"src/ab"));
+        assert!(s.selects(b"src/b/") && s.selects(b"src/b/y"));
+        assert!(s.selects(b"src/a/sub/z") && !s.selects(b"src/ab"));
+        assert!(not_found(&s).is_empty());
+        // Taken as given: a trailing `/` is kept, so nothing matches and nothing is selected.
+        let mut s = Select::new(&ops, Some(b"src/b/"), 0);
+        assert!(!s.selects(b"src/b/y") && !s.selects(b"src/a/x"));
+        assert_eq!(not_found(&s), ["src/b/", "src/a"]);
+        // Empty: everything, and the operands are forgotten.
+        let mut s = Select::new(&[Given::new(b"nope", false, true)], Some(b""), 0);
+        assert!(s.selects(b"x") && not_found(&s).is_empty());
     }
 
     #[test]

@@ -115,11 +115,27 @@ fn both_over(td: &TestDir, prepare: impl Fn(&Path), args: impl Fn(&mut Cmd, &Pat
 /// GNU tar and fastuntar, extracting and listing `archive` with `flags` and `operands`: the
 /// differences (exit code, tree, not-found names, listing), one line each.
 fn compare(td: &TestDir, archive: &Path, flags: &[&str], operands: &[&str]) -> Vec<String> {
+    compare_at(td, archive, flags, operands, false)
+}
+
+/// `compare`, run in the destination (`in_dest`) instead of with `-C` before the flags.
+fn compare_at(
+    td: &TestDir,
+    archive: &Path,
+    flags: &[&str],
+    operands: &[&str],
+    in_dest: bool,
+) -> Vec<String> {
     let mut out = Vec::new();
     let label = format!("{flags:?} {operands:?}");
     // -C first: GNU tar applies a -C to the names after it, -T's included.
     let Both { gnu, ours, diff: dd } = both(td, |cmd, dest| {
-        cmd.arg("-C").arg(dest).args(flags).arg("-xf").arg(archive).args(operands);
+        if in_dest {
+            cmd.current_dir(dest);
+        } else {
+            cmd.arg("-C").arg(dest);
+        }
+        cmd.args(flags).arg("-xf").arg(archive).args(operands);
     });
     if gnu.code != ours.code {
         out.push(format!(
@@ -184,6 +200,11 @@ fn member_operands_select_like_gnu_tar() {
         vec!["src/a", "src/a/x", "src/b/y", "src/b/y"],
         vec!["src/a/x", "src/a"],
         vec!["src/b", "nope", "src/ab", "also-nope"],
+        // An empty first name selects everything and the others are forgotten; an empty name
+        // elsewhere selects nothing and is not reported.
+        vec!["", "src/b", "nope"],
+        vec!["src/b", ""],
+        vec!["nope", ""],
     ];
     let wild: Vec<Vec<&str>> = vec![
         vec!["src/*"],
@@ -211,6 +232,62 @@ fn member_operands_select_like_gnu_tar() {
     failures.extend(compare(&td, &archive, &["--exclude", "x"], &["src/a/x", "src/b"]));
     failures.extend(compare(&td, &archive, &["--strip-components", "1"], &["src/a"]));
     assert!(failures.is_empty(), "operands differ from GNU tar:\n  {}", failures.join("\n  "));
+}
+
+/// `-K NAME`/`--starting-file`: the members before the first one NAME selects are skipped, and
+/// NAME stays the first MEMBER (GNU tar 1.34: without other operands only NAME and what is
+/// under it; with them, their later members too), a literal taken as given, the last `-K`
+/// counting. The archive holds `src/` before `dot/f` and the absolute name. Both run in the
+/// destination: GNU tar extracts what -K's NAME selects into its working directory, whatever
+/// `-C` says (TESTING.md F20).
+#[test]
+fn starting_file_like_gnu_tar() {
+    if !have_tool("starting_file_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("starting_file");
+    let (archive, abs) = operand_archive(&td);
+    let list = gnu_tar(["-tf", archive.to_str().unwrap()]);
+    let names: Vec<String> = list.stdout_str().lines().map(str::to_string).collect();
+    assert!(names.len() > 8 && names.iter().any(|n| n == "./dot/f"), "{}", list.describe());
+    let mut failures = Vec::new();
+    // Every member as the starting name, alone and with a MEMBER before it.
+    let compare = |flags: &[&str], ops: &[&str]| compare_at(&td, &archive, flags, ops, true);
+    for name in &names {
+        failures.extend(compare(&["-K", name], &[]));
+        failures.extend(compare(&["--starting-file", name], &["./dot"]));
+    }
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["-K", "src/b"], &["src/a", &abs]),
+        (&["-K", "src/b"], &["src/b/y"]),
+        (&["-K", "src/b/y"], &["src/b"]),
+        (&["-K", "src/b/"], &[]),
+        (&["-K", "nope"], &["src/a"]),
+        (&["-K", "src/a", "-K", "src/b"], &[]),
+        (&["-K", "src/b", "-K", ""], &["nope"]),
+        (&["-K", ""], &["nope"]),
+        (&["-K", "src/b"], &[""]),
+        (&["--wildcards", "-K", "src/b*"], &["src/a*"]),
+        (&["-K", "src/b", "--wildcards"], &["src/[ac]"]),
+        (&["--ignore-case", "--no-anchored", "-K", "B"], &[]),
+        (&["-K", "src/a", "--no-recursion"], &["./dot"]),
+        (&["-K", "src/star*"], &[]),
+        (&["-K", "src/sp ace", "--exclude", "y"], &["src/b"]),
+        (&["-K", "src/b", "--occurrence"], &["src/b/y", "./dot/f"]),
+        (&["-K", "src/a", "--strip-components", "1"], &[]),
+    ];
+    for (flags, ops) in cases {
+        failures.extend(compare(flags, ops));
+    }
+    // With -C, here NAME's members land in DIR too.
+    let d = td.fresh("dash_c");
+    let mut cmd = fastuntar();
+    cmd.current_dir(td.path()).arg("-C").arg(&d).args(["-K", "src/b", "-xf"]).arg(&archive);
+    cmd.arg("src/a").run().expect_code(0);
+    assert_eq!(util::read(d.join("src/b/y")), b"y\n");
+    assert_eq!(util::read(d.join("src/a/x")), b"x\n");
+    assert!(!td.join("src/b").exists() && !d.join("src/ab").exists());
+    assert!(failures.is_empty(), "-K differs from GNU tar:\n  {}", failures.join("\n  "));
 }
 
 /// The message of an operand that selects nothing: one line naming it, exit 2, after the rest
