@@ -5,7 +5,7 @@
 //! - An operand selects the member of that name and everything under it (`src/lib` selects
 //!   `src/lib/a.rs`, not `src/library`). Names are compared as stored: `./src` does not select
 //!   `src`, and `/etc` selects only a member stored with its leading `/`. Trailing `/` of an
-//!   operand and of a member name are ignored; (an empty operand: below).
+//!   operand and of a member name are ignored (an empty operand: below).
 //! - Without `--wildcards` an operand is a literal string. With it, an operand with wildcards
 //!   is a shell pattern matched from the start of the name (`*` and `?` match `/`, `\` escapes).
 //! - A member counts for the first operand, in command-line order, that selects it. An operand
