@@ -27,6 +27,8 @@ pub fn parse(argv: Vec<OsString>) -> Args {
 pub enum Ordered {
     /// An operand: the archive (the first, without -f) or a MEMBER.
     Operand(OsString),
+    /// `--add-file NAME`: a MEMBER, even one starting with `-`, never the archive.
+    AddFile(OsString),
     FilesFrom(PathBuf),
     Exclude(String),
     ExcludeFrom(PathBuf),
@@ -73,6 +75,7 @@ fn ordered(matches: &clap::ArgMatches, args: &Args) -> Vec<Ordered> {
         all.extend(at(id).into_iter().enumerate().map(|(i, place)| (place, make(i))));
     };
     values("operands", &|i| Ordered::Operand(args.operands[i].clone()));
+    values("add_file", &|i| Ordered::AddFile(args.add_file[i].clone()));
     values("files_from", &|i| Ordered::FilesFrom(args.files_from[i].clone()));
     values("exclude", &|i| Ordered::Exclude(args.exclude[i].clone()));
     values("exclude_from", &|i| Ordered::ExcludeFrom(args.exclude_from[i].clone()));
@@ -167,6 +170,11 @@ pub struct Args {
     /// exits 2). With -f every operand is a MEMBER.
     #[arg(value_name = "ARCHIVE|MEMBER")]
     pub operands: Vec<OsString>,
+
+    /// A MEMBER named NAME, also one that starts with `-` (as GNU tar's --add-file); never
+    /// the archive.
+    #[arg(long = "add-file", value_name = "NAME", allow_hyphen_values = true)]
+    pub add_file: Vec<OsString>,
 
     /// Read MEMBER names from FILE, one per line (empty lines are skipped; '-' for standard
     /// input when the archive is not read from it). A line starting with '-' is refused

@@ -517,7 +517,7 @@ fn destination(args: &Args) -> Result<PathBuf> {
     for o in &args.ordered {
         match o {
             Ordered::Operand(_) if std::mem::take(&mut archive_operand) => {}
-            Ordered::Operand(_) | Ordered::FilesFrom(_) => names = true,
+            Ordered::Operand(_) | Ordered::AddFile(_) | Ordered::FilesFrom(_) => names = true,
             Ordered::Directory(dir) if names && args.directory.len() > 1 => bail!(
                 "-C {}: several -C with one after MEMBER names (or -T) would put names in \
                  different directories, which fastuntar does not do: give one -C, or all \

@@ -133,7 +133,7 @@ pub fn resolve(
             Ordered::Operand(_) if skip => skip = false,
             // config.rs `destination`.
             Ordered::Directory(_) => {}
-            Ordered::Operand(text) => {
+            Ordered::Operand(text) | Ordered::AddFile(text) => {
                 sel.members.push(member(text.as_bytes(), unquote_names, wildcards, member_flags));
             }
             Ordered::FilesFrom(path) => {

@@ -228,6 +228,15 @@ fn member_operands_select_like_gnu_tar() {
     }
     // --no-wildcards after --wildcards: literal again.
     failures.extend(compare(&td, &archive, &["--wildcards", "--no-wildcards"], &["src/*"]));
+    // --add-file NAME: a MEMBER, also one that starts with '-'.
+    let dash = td.join("dash");
+    fs::create_dir_all(&dash).unwrap();
+    fs::write(dash.join("-n"), "n\n").unwrap();
+    fs::write(dash.join("f"), "f\n").unwrap();
+    let dashed = gnu_archive(&td, "dash.tar", &[], &dash, &["--", "-n", "f"]);
+    failures.extend(compare(&td, &dashed, &["--add-file", "-n"], &[]));
+    failures.extend(compare(&td, &dashed, &["--add-file=-n", "--add-file", "nope"], &["f"]));
+    failures.extend(compare(&td, &archive, &["--wildcards", "--add-file", "src/[b]"], &[]));
     // Operands with --exclude and --strip-components.
     failures.extend(compare(&td, &archive, &["--exclude", "x"], &["src/a/x", "src/b"]));
     failures.extend(compare(&td, &archive, &["--strip-components", "1"], &["src/a"]));
