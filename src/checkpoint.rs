@@ -33,7 +33,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
-use std::io::{self, Write};
+use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -413,16 +413,7 @@ impl Run {
     fn act(&mut self, action: &Action, format: &'static str) {
         match action {
             Action::Dot => {
-                if self.dots_to_stderr {
-                    let _ = io::stderr().lock().write_all(b".");
-                } else {
-                    let mut out = io::stdout().lock();
-                    if let Err(e) = out.write_all(b".").and_then(|()| out.flush())
-                        && e.kind() != io::ErrorKind::BrokenPipe
-                    {
-                        report::stdout_failed(&e);
-                    }
-                }
+                let _ = report::list_bytes(b".", self.dots_to_stderr);
             }
             Action::Bell => self.write_tty(b"\x07"),
             Action::Echo(text) => {

@@ -288,6 +288,11 @@ pub struct Args {
     #[arg(long = "exclude-backups", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
     pub exclude_backups: Vec<bool>,
 
+    /// Write the listing (-t, -v names, `Renaming`/`Deleting` lines, checkpoint dots) to FILE
+    /// instead of stdout, as GNU tar's --index-file: FILE is created (or emptied) first.
+    #[arg(long = "index-file", value_name = "FILE")]
+    pub index_file: Option<PathBuf>,
+
     /// Begin at the member named NAME: the members before the first one it selects (NAME
     /// itself or a member under it, named as stored) are skipped. As GNU tar 1.34's -K,
     /// NAME then stays a MEMBER operand, the first one: without other operands only NAME and

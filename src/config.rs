@@ -67,6 +67,8 @@ pub struct Config {
     pub transforms: std::sync::Arc<crate::transform::Transforms>,
     /// `--show-transformed-names`: -t and -v show names as extracted.
     pub show_transformed: bool,
+    /// `--index-file FILE`: the listing goes there (report.rs).
+    pub index_file: Option<PathBuf>,
     /// `-K NAME`: the members before the first one NAME selects are skipped (select.rs).
     pub starting_file: Option<Vec<u8>>,
     /// `--occurrence=N`: only the Nth member each MEMBER selects (0: all of them).
@@ -326,6 +328,7 @@ impl Config {
             members,
             transforms,
             show_transformed: args.show_transformed_names > 0,
+            index_file: args.index_file.clone(),
             starting_file: args.starting_file.last().map(|n| n.as_bytes().to_vec()),
             occurrence,
             newer,

@@ -831,7 +831,7 @@ impl<R: Skip> Stage<'_, '_, R> {
             // failed write stops the names, not the extraction; main.rs reports it at the end
             // (exit 2), as GNU tar does.
             let line = self.lines.of(&m, cfg, self.reader.volume_label());
-            let _ = report::print_line(&line);
+            let _ = report::list_line(&line, false);
         }
         // The archive's owner, as GNU tar restores it (names looked up only when it matters:
         // ownership is restored, or set-id bits depend on it).

@@ -226,8 +226,7 @@ impl Lines {
 
 pub fn run(cfg: &Config) -> Result<u64> {
     let mut archive = open(cfg)?;
-    let out = io::stdout();
-    let mut out = io::BufWriter::new(out.lock());
+    let mut out = io::BufWriter::new(crate::report::listing());
     let utf8 = utf8_locale();
     let mut lines = Lines::new(cfg, cfg.verbose > 0);
     // Checkpoints and "Omitting" lines print straight to stdout and stderr: each line goes out

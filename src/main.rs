@@ -41,6 +41,12 @@ fn main() {
             std::process::exit(ExitCode::Fatal as i32);
         }
     };
+    if let Some(path) = &cfg.index_file
+        && let Err(e) = report::open_index_file(path)
+    {
+        report::diagnostic(&format!("fastuntar: {e}"));
+        std::process::exit(ExitCode::Fatal as i32);
+    }
     totals::start();
     // -t and -O: no summary line, no progress (with -O stdout carries data, and they would
     // draw over `| less`).
@@ -90,7 +96,7 @@ fn code_of<T>(outcome: &anyhow::Result<T>) -> ExitCode {
 fn exit(code: ExitCode) -> ! {
     let mut code = code;
     if let Some(e) = report::stdout_failure() {
-        report::diagnostic(&format!("fastuntar: stdout: write error: {e}"));
+        report::diagnostic(&format!("fastuntar: {e}"));
         code = ExitCode::Fatal;
     }
     if report::diagnostic_lost() {

@@ -4,23 +4,30 @@
 //!
 //! Printing never panics (`println!` does on a closed pipe or a full disk). As GNU tar 1.34
 //! (gnulib's `close_stdout`): a failed write to standard output (`-v` names, `--json`) stops
-//! the printing, not the run, and the run then exits 2 saying `stdout: write error: ...`; a
+//! the printing, not the run, and the run then exits 2 saying `stdout: write error: ...` (the
+//! same for `--index-file`'s FILE, where GNU tar says nothing and exits 0); a
 //! diagnostic that could not be written to standard error makes the exit status 2 as well.
 //! The closing summary line is not a diagnostic: losing it changes nothing. (A closed stdout or
 //! stderr never shows up as an error here: Rust's runtime reopens a closed 0, 1 or 2 on
 //! /dev/null before main, so such output is discarded as `>/dev/null` would discard it.)
 
+use std::fs::File;
 use std::io::{self, Write};
-use std::sync::Mutex;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 static SKIPPED: AtomicU64 = AtomicU64::new(0);
 static FAILED: AtomicU64 = AtomicU64::new(0);
 static QUIET_WARNINGS: AtomicBool = AtomicBool::new(false);
 /// A diagnostic could not be written to stderr.
 static DIAGNOSTIC_LOST: AtomicBool = AtomicBool::new(false);
-/// The first failed write to stdout; nothing is written to it after that.
+/// The first failed write to stdout or the index file, as said at the end (`stdout: write
+/// error: ...`); nothing is written to either after that.
 static STDOUT_FAILED: Mutex<Option<String>> = Mutex::new(None);
+/// `--index-file FILE`: the listing goes there instead of stdout (GNU tar's `stdlis`), with
+/// FILE's name as messages show it.
+static INDEX_FILE: OnceLock<(File, String)> = OnceLock::new();
 
 /// A member was skipped or only partly restored; the run will exit 1.
 pub fn skipped(member: &str, msg: impl std::fmt::Display) {
@@ -173,32 +180,83 @@ pub fn diagnostic_lost() -> bool {
     DIAGNOSTIC_LOST.load(Ordering::Relaxed)
 }
 
-/// Writes `line` and a newline to stdout. After the first failure (kept for `stdout_failure`)
-/// nothing more is written and every call fails.
+/// Writes `line` and a newline to stdout (`--json`). After the first failure (kept for
+/// `stdout_failure`) nothing more is written and every call fails.
 pub fn print_line(line: &str) -> io::Result<()> {
-    let mut failed = STDOUT_FAILED.lock().unwrap_or_else(|e| e.into_inner());
-    if failed.is_some() {
-        return Err(io::Error::other("an earlier write to stdout failed"));
+    write_out(&with_newline(line), None)
+}
+
+/// A line of the listing (GNU tar's `stdlis`): `-v` names, `Renaming`, `Deleting`. It goes
+/// to `--index-file`'s FILE, else to stdout, or, when stdout carries data (`beside_data`:
+/// `-O`), to stderr. A failed write is handled as `print_line`'s (stderr's as a diagnostic's).
+pub fn list_line(line: &str, beside_data: bool) -> io::Result<()> {
+    list_bytes(&with_newline(line), beside_data)
+}
+
+/// `list_line` without a newline (the checkpoints' dots).
+pub fn list_bytes(bytes: &[u8], beside_data: bool) -> io::Result<()> {
+    match INDEX_FILE.get() {
+        Some((file, name)) => write_out(bytes, Some((file, name))),
+        None if beside_data => io::stderr().lock().write_all(bytes).inspect_err(|_| {
+            DIAGNOSTIC_LOST.store(true, Ordering::Relaxed);
+        }),
+        None => write_out(bytes, None),
     }
+}
+
+fn with_newline(line: &str) -> Vec<u8> {
     let mut buf = Vec::with_capacity(line.len() + 1);
     buf.extend_from_slice(line.as_bytes());
     buf.push(b'\n');
-    let mut out = io::stdout().lock();
-    let r = out.write_all(&buf).and_then(|()| out.flush());
+    buf
+}
+
+/// Writes to stdout, or to the index file (`to`), unless a write to either failed before.
+fn write_out(bytes: &[u8], to: Option<(&File, &String)>) -> io::Result<()> {
+    let mut failed = STDOUT_FAILED.lock().unwrap_or_else(|e| e.into_inner());
+    if failed.is_some() {
+        return Err(io::Error::other("an earlier write to the listing failed"));
+    }
+    let r = match to {
+        Some((mut file, _)) => file.write_all(bytes),
+        None => {
+            let mut out = io::stdout().lock();
+            out.write_all(bytes).and_then(|()| out.flush())
+        }
+    };
     if let Err(e) = &r {
-        *failed = Some(e.to_string());
+        let what = to.map_or("stdout", |(_, name)| name.as_str());
+        *failed = Some(format!("{what}: write error: {e}"));
     }
     r
 }
 
-/// Notes a failed write to stdout made elsewhere (the `-t` listing writes through its own
-/// buffer), for the end of the run.
-pub fn stdout_failed(e: &io::Error) {
-    let mut failed = STDOUT_FAILED.lock().unwrap_or_else(|e| e.into_inner());
-    failed.get_or_insert_with(|| e.to_string());
+/// `--index-file FILE`: creates (or empties) FILE for the listing, as GNU tar does before it
+/// reads the archive.
+pub fn open_index_file(path: &Path) -> anyhow::Result<()> {
+    let name = printable(path.as_os_str().as_encoded_bytes());
+    let file = File::create(path).map_err(|e| anyhow::anyhow!("{name}: Cannot open: {e}"))?;
+    let _ = INDEX_FILE.set((file, name));
+    Ok(())
 }
 
-/// The first failed write to stdout, if any.
+/// Where the `-t` listing goes: `--index-file`'s FILE, else stdout.
+pub fn listing() -> Box<dyn Write> {
+    match INDEX_FILE.get() {
+        Some((file, _)) => Box::new(file),
+        None => Box::new(io::stdout().lock()),
+    }
+}
+
+/// Notes a failed write to the listing made elsewhere (`-t` writes through its own buffer),
+/// for the end of the run.
+pub fn stdout_failed(e: &io::Error) {
+    let what = INDEX_FILE.get().map_or("stdout", |(_, name)| name.as_str());
+    let mut failed = STDOUT_FAILED.lock().unwrap_or_else(|e| e.into_inner());
+    failed.get_or_insert_with(|| format!("{what}: write error: {e}"));
+}
+
+/// The first failed write to stdout or the index file, as said at the end of the run.
 pub fn stdout_failure() -> Option<String> {
     STDOUT_FAILED.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }

@@ -79,11 +79,8 @@ pub fn run(cfg: &Config) -> Result<u64> {
         let Some(path) = judged.map_err(|e| out.flush_before(e))? else { continue };
         if cfg.verbose > 0 {
             let listed = lines.of(&m, cfg, archive.reader.volume_label());
-            if cfg.to_command.is_some() {
-                let _ = report::print_line(&listed);
-            } else {
-                report::diagnostic(&listed);
-            }
+            // Beside the data on stdout: on stderr (or in the index file).
+            let _ = report::list_line(&listed, cfg.to_command.is_none());
         }
         match m.kind {
             Kind::Other(b'M') => skip_continuation(&name),

@@ -2262,3 +2262,66 @@ fn extract_verbose_twice_like_gnu_tar() {
     }
     assert!(failures.is_empty(), "-xvv differs from GNU tar:\n  {}", failures.join("\n  "));
 }
+
+/// `--index-file FILE`: the listing (`-t`, `-tv`, `-xv` names, `-xvO`'s names beside the data,
+/// checkpoint dots, `--backup -v`'s Renaming line) goes to FILE instead of stdout or stderr,
+/// as GNU tar writes it; a FILE that cannot be made stops the run before anything is
+/// extracted; a failed write to it is said at the end, exit 2 (GNU tar 1.34 exits 0).
+#[test]
+fn index_file_like_gnu_tar() {
+    if !have_tool("index_file_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("index_file");
+    let root = td.join("tree");
+    fs::create_dir_all(root.join("d")).unwrap();
+    fs::write(root.join("d/f"), "f\n").unwrap();
+    // Several records, so that --checkpoint=.1 prints dots.
+    fs::write(root.join("big"), vec![b'b'; 60_000]).unwrap();
+    let archive = gnu_archive(&td, "i.tar", &[], &root, &["d", "big"]);
+    let a = archive.to_str().unwrap();
+    // The last also in a UTF-8 locale: GNU tar quotes Renaming's names in its marks.
+    let cases: &[(&[&str], &str)] = &[
+        (&["-tf", a], "C"),
+        (&["-tvf", a], "C"),
+        (&["-xvf", a], "C"),
+        (&["-xvf", a, "--checkpoint=.1"], "C"),
+        (&["-xvOf", a, "d/f"], "C"),
+        (&["-xvf", a, "--backup", "d/f"], "C"),
+        (&["-xvf", a, "--backup", "d/f"], "C.UTF-8"),
+    ];
+    let mut failures = Vec::new();
+    for (args, locale) in cases {
+        let mut outs = Vec::new();
+        for prog in ["tar", "fastuntar"] {
+            let dest = td.fresh(prog);
+            fs::create_dir_all(dest.join("d")).unwrap();
+            fs::write(dest.join("d/f"), "old\n").unwrap();
+            let mut cmd = if prog == "tar" { Cmd::new("tar") } else { fastuntar() };
+            cmd.env("LC_ALL", locale);
+            let out = cmd.current_dir(&dest).args(*args).arg("--index-file=idx").run();
+            let index = fs::read_to_string(dest.join("idx")).unwrap_or_default();
+            outs.push((out.code, out.stdout_str(), index));
+        }
+        if outs[0] != outs[1] {
+            failures.push(format!("{args:?} {locale}: GNU {:?}, ours {:?}", outs[0], outs[1]));
+        }
+    }
+    assert!(failures.is_empty(), "--index-file differs:\n  {}", failures.join("\n  "));
+    // A FILE that cannot be made: nothing is extracted.
+    let d = td.fresh("nodir");
+    let mut cmd = fastuntar();
+    let out = cmd.args(["-xvf", a, "--index-file"]).arg(d.join("no/idx")).arg("-C").arg(&d).run();
+    out.expect_code(2);
+    assert!(out.stderr_str().contains("no/idx: Cannot open: No such file or directory"));
+    assert_eq!(fs::read_dir(&d).unwrap().count(), 0, "{}", out.describe());
+    // A failed write: said once at the end, exit 2, the files extracted.
+    if Path::new("/dev/full").exists() {
+        let d = td.fresh("full");
+        let out = fastuntar().args(["-xvf", a, "--index-file=/dev/full", "-C"]).arg(&d).run();
+        out.expect_code(2);
+        let said = out.diagnostics();
+        assert!(said.iter().any(|l| l.starts_with("fastuntar: /dev/full: write error: ")));
+        assert_eq!(util::read(d.join("d/f")), b"f\n");
+    }
+}

@@ -30,6 +30,7 @@ use crate::admit::FileCount;
 use crate::archive::{Xattr, xattr_bytes};
 use crate::config::OldFiles;
 use crate::plan::{Entry, Node, SafePath, Timestamp};
+use crate::report::locale_quoted;
 
 /// Mode a directory member is created with; its own mode is applied once it is complete, so a
 /// 0555 directory can still be filled.
@@ -459,13 +460,12 @@ impl Dest {
             let path = entry.path.as_path();
             let to = path.with_file_name(std::ffi::OsStr::from_bytes(&new));
             let (from, to) = (path.as_os_str().as_bytes(), to.as_os_str().as_bytes());
-            let line = format!(
-                "Renaming '{}' to '{}'",
-                crate::report::printable(from),
-                crate::report::printable(to)
-            );
+            // In the locale's quotation marks, as GNU tar's quote_n.
+            let utf8 = crate::list::utf8_locale();
+            let (from, to) = (locale_quoted(from, utf8), locale_quoted(to, utf8));
+            let line = format!("Renaming {from} to {to}");
             // A failed write to stdout is reported at the end (report.rs).
-            let _ = crate::report::print_line(&line);
+            let _ = crate::report::list_line(&line, false);
         }
         Ok(true)
     }
