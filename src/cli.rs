@@ -288,6 +288,11 @@ pub struct Args {
     #[arg(long = "exclude-backups", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
     pub exclude_backups: Vec<bool>,
 
+    /// Show each listed member's block in the archive (`block 7: NAME`), and the zero blocks
+    /// and end of input met (`block 9: ** Block of NULs **`), as GNU tar's -R.
+    #[arg(short = 'R', long = "block-number")]
+    pub block_number: bool,
+
     /// Write the listing (-t, -v names, `Renaming`/`Deleting` lines, checkpoint dots) to FILE
     /// instead of stdout, as GNU tar's --index-file: FILE is created (or emptied) first.
     #[arg(long = "index-file", value_name = "FILE")]

@@ -67,6 +67,8 @@ pub struct Config {
     pub transforms: std::sync::Arc<crate::transform::Transforms>,
     /// `--show-transformed-names`: -t and -v show names as extracted.
     pub show_transformed: bool,
+    /// `-R`: block numbers in the listing (list.rs).
+    pub block_number: bool,
     /// `--index-file FILE`: the listing goes there (report.rs).
     pub index_file: Option<PathBuf>,
     /// `-K NAME`: the members before the first one NAME selects are skipped (select.rs).
@@ -329,6 +331,7 @@ impl Config {
             transforms,
             show_transformed: args.show_transformed_names > 0,
             index_file: args.index_file.clone(),
+            block_number: args.block_number,
             starting_file: args.starting_file.last().map(|n| n.as_bytes().to_vec()),
             occurrence,
             newer,

@@ -464,7 +464,10 @@ fn produce(
     let mut lines = crate::list::Lines::new(cfg, cfg.verbose > 1);
     let mut members = 0;
     loop {
-        let mut member = match archive.next_member() {
+        let next = archive.next_member();
+        // -R's lines for zero blocks; a failed write is said at the end (report.rs).
+        let _ = archive.say_ends(&mut |line| report::list_line(line, false));
+        let mut member = match next {
             Ok(Some(m)) => m,
             Ok(None) => break,
             Err(e) => {

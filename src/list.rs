@@ -61,6 +61,7 @@ impl Reading {
     ) -> Reading {
         let mut reader = Reader::new(input);
         reader.ignore_zeros(cfg.ignore_zeros);
+        reader.block_numbers(cfg.block_number);
         // Kept when extracting with --xattrs or --acls, and for -tv's mark with either.
         let marks = cfg.list && cfg.verbose > 0;
         let asked = cfg.xattrs.is_some() || cfg.acls;
@@ -101,6 +102,30 @@ impl Reading {
             crate::totals::archive_ends_at(self.reader.offset());
         }
         Ok(m)
+    }
+
+    /// After `next_member`, how the archive ended where it did: with `-R` GNU tar's lines
+    /// for the zero blocks and the end of the input met (`block 9: ** Block of NULs **`,
+    /// `** End of File **`), each passed to `say` until it fails; then GNU tar's warning for
+    /// an end marker of one zero block.
+    pub fn say_ends(&mut self, say: &mut dyn FnMut(&str) -> io::Result<()>) -> io::Result<()> {
+        let ends = self.reader.take_ends();
+        let said = (|| {
+            for (first, n) in ends.zero_runs {
+                for block in first..first + n {
+                    say(&format!("block {block}: ** Block of NULs **"))?;
+                }
+            }
+            if let Some(block) = ends.eof_at {
+                say(&format!("block {block}: ** End of File **"))?;
+            }
+            Ok(())
+        })();
+        if let Some(at) = ends.lone_zero_at {
+            let what = format!("A lone zero block at {at}");
+            crate::report::warn_of(crate::report::Warning::AloneZeroBlock, what);
+        }
+        said
     }
 
     /// Whether the member is wanted: selected by the MEMBER operands (which marks the operand
@@ -182,6 +207,9 @@ fn check_label(pattern: &str, label: Option<&[u8]>) -> Result<()> {
 /// header's mtime, or 1970 when `-V` was given (GNU tar 1.34 has decoded the header anew then).
 pub struct Lines {
     long: bool,
+    /// `-R`: lines start `block N: `, N a member's header block (`Member::block`) plus this:
+    /// 0 for `-t`, 1 when extracting (GNU tar has read past the header then).
+    block_past: Option<u64>,
     utf8: bool,
     widths: Widths,
     owners: Owners,
@@ -192,6 +220,7 @@ impl Lines {
     pub fn new(cfg: &Config, long: bool) -> Lines {
         Lines {
             long,
+            block_past: cfg.block_number.then_some(u64::from(!cfg.list)),
             utf8: utf8_locale(),
             widths: Widths { ugs: UGS_WIDTH, date: DATE_WIDTH },
             owners: Owners::new(cfg.numeric_owner),
@@ -209,8 +238,15 @@ impl Lines {
             self.label_shown = true;
             let secs = if cfg.label.is_some() { 0 } else { secs };
             let v = Member::volume_header(name.to_vec(), Timestamp { secs, nanos: 0 });
-            out = self.line(&v, v.listed_name(false), cfg);
+            // -R: block 0, extracting too.
+            if self.block_past.is_some() {
+                out.push_str("block 0: ");
+            }
+            out += &self.line(&v, v.listed_name(false), cfg);
             out.push('\n');
+        }
+        if let Some(past) = self.block_past {
+            out += &format!("block {}: ", m.block + past);
         }
         out + &self.line(m, m.listed_name(cfg.show_transformed), cfg)
     }
@@ -233,7 +269,12 @@ pub fn run(cfg: &Config) -> Result<u64> {
     // before them.
     let line_by_line = crate::checkpoint::on() || cfg.show_omitted_dirs;
     let mut members = 0;
-    while let Some(mut m) = archive.next_member()? {
+    loop {
+        let m = archive.next_member()?;
+        if let Err(e) = archive.say_ends(&mut |line| writeln!(out, "{line}")) {
+            return stopped(members, e);
+        }
+        let Some(mut m) = m else { break };
         if !archive.wants(&mut m) {
             continue;
         }

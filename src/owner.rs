@@ -161,6 +161,7 @@ mod tests {
             declared_size: 0,
             sparse: None,
             offset: 0,
+            block: 0,
             xattrs: Vec::new(),
             stored_name: None,
             format: crate::archive::Format::Gnu,

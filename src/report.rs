@@ -61,12 +61,14 @@ pub enum Warning {
     UnknownCast,
     /// "Extracting contiguous files as regular files", once per run.
     ContiguousCast,
+    /// "A lone zero block at N": the end marker is one zero block, not two.
+    AloneZeroBlock,
 }
 
 /// Every keyword GNU tar 1.34 takes for `--warning` (`tar --warning=help`), and the class of
 /// ours it names, if any.
 pub const WARNING_KEYWORDS: &[(&str, Option<Warning>)] = &[
-    ("alone-zero-block", None),
+    ("alone-zero-block", Some(Warning::AloneZeroBlock)),
     ("bad-dumpdir", None),
     ("cachedir", None),
     ("contiguous-cast", Some(Warning::ContiguousCast)),

@@ -65,7 +65,11 @@ pub fn run(cfg: &Config) -> Result<u64> {
     // The member whose data was written last, for a write that fails at the end.
     let mut last = String::new();
     loop {
-        let mut m = match archive.next_member() {
+        let next = archive.next_member();
+        // -R's lines for zero blocks, beside the data as the names.
+        let beside_data = cfg.to_command.is_none();
+        let _ = archive.say_ends(&mut |line| report::list_line(line, beside_data));
+        let mut m = match next {
             Ok(Some(m)) => m,
             Ok(None) => break,
             Err(e) => return Err(out.flush_before(e)),

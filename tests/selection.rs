@@ -2325,3 +2325,58 @@ fn index_file_like_gnu_tar() {
         assert_eq!(util::read(d.join("d/f")), b"f\n");
     }
 }
+
+/// `-R`/`--block-number`, as GNU tar prints it: `block N: ` before each listed member (its
+/// header's block less GNU long-name headers; one more when extracting, where GNU tar has read
+/// past the header), a POSIX volume label at block 0, `** Block of NULs **` for the end marker
+/// (every zero block with `-i`), `** End of File **` where the input ends without one; with
+/// `-O` on stderr. Also "A lone zero block at N" for a one-block end marker.
+#[test]
+fn block_number_like_gnu_tar() {
+    if !have_tool("block_number_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("block_number");
+    let root = td.join("tree");
+    fs::create_dir_all(&root).unwrap();
+    let long = "l".repeat(120);
+    fs::write(root.join(&long), "a\n").unwrap();
+    fs::write(root.join("b"), "b\n").unwrap();
+    fs::write(root.join("c"), vec![b'c'; 3000]).unwrap();
+    std::os::unix::fs::symlink(&long, root.join("s")).unwrap();
+    let gnu = gnu_archive(&td, "gnu.tar", &[], &root, &[&long, "b", "c", "s"]);
+    let pax = gnu_archive(&td, "pax.tar", &["--format=posix"], &root, &[&long, "b", "c"]);
+    let ustar = gnu_archive(&td, "us.tar", &["--format=ustar"], &root, &["b", "c"]);
+    let label = gnu_archive(&td, "v.tar", &["-V", "lbl"], &root, &["b"]);
+    let plabel = gnu_archive(&td, "pv.tar", &["--format=posix", "-V", "lbl"], &root, &["b"]);
+    let us = fs::read(&ustar).unwrap();
+    let cat = td.write("cat.tar", [&us[..], &us[..]].concat());
+    // Members b (blocks 0-1) and c (2-8): cut after c's data, and after one zero block.
+    let clean = td.write("clean.tar", &us[..9 * 512]);
+    let lone = td.write("lone.tar", &us[..10 * 512]);
+    let ops: &[&[&str]] =
+        &[&["-tR"], &["-tvR"], &["-xR"], &["-xvR"], &["-xvvR"], &["-tRi"], &["-xvRi"], &["-xvOR"]];
+    let mut failures = Vec::new();
+    for archive in [&gnu, &pax, &ustar, &label, &plabel, &cat, &clean, &lone] {
+        for op in ops {
+            let mut outs = Vec::new();
+            for prog in ["tar", "fastuntar"] {
+                let dest = td.fresh(prog);
+                let mut cmd = if prog == "tar" { Cmd::new("tar") } else { fastuntar() };
+                let out = cmd.args(*op).arg("-f").arg(archive).arg("-C").arg(&dest).run();
+                let said: Vec<String> = out
+                    .diagnostics()
+                    .iter()
+                    .filter(|l| l.starts_with("block ") || l.contains("lone zero block"))
+                    .map(|l| l.split_once(": A lone").map_or(l.clone(), |(_, w)| w.to_string()))
+                    .collect();
+                outs.push((out.code, out.stdout_str(), said));
+            }
+            if outs[0] != outs[1] {
+                let name = archive.file_name().unwrap().to_string_lossy();
+                failures.push(format!("{op:?} {name}: GNU {:?}\n    ours {:?}", outs[0], outs[1]));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "-R differs from GNU tar:\n  {}", failures.join("\n  "));
+}

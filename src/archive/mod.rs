@@ -117,6 +117,9 @@ pub struct Member {
     pub sparse: Option<Vec<Segment>>,
     /// Offset of the member's first header block (including extension headers).
     pub offset: u64,
+    /// The block `-R` names it by (GNU tar's): its header's, less the GNU long name and
+    /// link headers before it (PAX headers are not counted back).
+    pub block: u64,
     /// Extended attributes from the member's PAX `x` header, in record order; read only with
     /// `Reader::xattrs` (empty, and nothing allocated, otherwise or when it has none).
     pub xattrs: Vec<Xattr>,
@@ -156,6 +159,7 @@ impl Member {
             declared_size: 0,
             sparse: None,
             offset: 0,
+            block: 0,
             xattrs: Vec::new(),
             stored_name: None,
             format: Format::Pax,

@@ -69,6 +69,21 @@ pub struct Reader<R: Skip> {
     scratch: Vec<u8>,
     /// The format of the last member's header (`format`).
     format: Format,
+    /// `-R`: zero blocks and the end of the input are noted in `ends`.
+    block_numbers: bool,
+    /// What the reader met since `take_ends` was last asked.
+    ends: Ends,
+}
+
+/// How the archive ended, said after the member read before it (`Reading::say_ends`): for
+/// `-R` (GNU tar's `--block-number`) the zero blocks met (runs of (first block, count)) and
+/// the block where the input ended without an end marker; and the block after an end marker
+/// of one zero block (GNU tar's "A lone zero block at N").
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Ends {
+    pub zero_runs: Vec<(u64, u64)>,
+    pub eof_at: Option<u64>,
+    pub lone_zero_at: Option<u64>,
 }
 
 /// Data-reading state of the current member.
@@ -108,6 +123,9 @@ struct Pending {
     long_name: Option<Vec<u8>>,
     /// GNU `K` data.
     long_link: Option<Vec<u8>>,
+    /// Blocks of the `L` and `K` headers and their data (GNU tar's `-R` numbers a member by
+    /// its first).
+    long_blocks: u64,
     /// The PAX `x` header.
     local: Option<Extended>,
 }
@@ -270,6 +288,29 @@ impl<R: Skip> Reader<R> {
             scratch: Vec::new(),
             // GNU tar's name before it has read a header.
             format: Format::Gnu,
+            block_numbers: false,
+            ends: Ends::default(),
+        }
+    }
+
+    /// `-R`: note the zero blocks and the end of the input as they are met (`take_ends`).
+    pub fn block_numbers(&mut self, on: bool) {
+        self.block_numbers = on;
+    }
+
+    /// How the archive ended, as met since the last call (`Ends`).
+    pub fn take_ends(&mut self) -> Ends {
+        std::mem::take(&mut self.ends)
+    }
+
+    /// Notes a zero block at `off` for `-R`.
+    fn zero_at(&mut self, off: u64) {
+        if self.block_numbers {
+            let block = off / BLOCK as u64;
+            match self.ends.zero_runs.last_mut() {
+                Some((first, n)) if *first + *n == block => *n += 1,
+                _ => self.ends.zero_runs.push((block, 1)),
+            }
         }
     }
 
@@ -536,6 +577,7 @@ impl<R: Skip> Reader<R> {
                 && !ext.dangling()
                 && matches!(format::check(&blk), BlockCheck::Zero)
             {
+                self.zero_at(off);
                 start = self.pos;
                 continue;
             }
@@ -549,6 +591,7 @@ impl<R: Skip> Reader<R> {
             match h.type_flag() {
                 flag @ (TypeFlag::LongName | TypeFlag::LongLink) => {
                     self.read_gnu_long(&h, flag, off, &mut ext)?;
+                    ext.long_blocks += (self.pos - off) / BLOCK as u64;
                 }
                 flag @ (TypeFlag::PaxLocal | TypeFlag::PaxGlobal) => {
                     self.read_pax(&h, flag, off, &mut ext)?;
@@ -576,7 +619,12 @@ impl<R: Skip> Reader<R> {
                 };
                 Err(self.msg(None, 0, &what))
             }
-            Fill::Eof if !dangling => Ok(false),
+            Fill::Eof if !dangling => {
+                if self.block_numbers {
+                    self.ends.eof_at = Some(off / BLOCK as u64);
+                }
+                Ok(false)
+            }
             // A truncated end-of-archive block: GNU tar ends quietly too.
             Fill::Partial(n) if !dangling && blk[..n].iter().all(|&b| b == 0) => Ok(false),
             Fill::Eof | Fill::Partial(_) => {
@@ -599,10 +647,20 @@ impl<R: Skip> Reader<R> {
                 Err(self.msg(None, off, "end of archive after an extended header"))
             }
             BlockCheck::Zero => {
+                self.zero_at(off);
                 // The second end block (or whatever follows a lone one) is read and
                 // ignored, as GNU tar does; nothing after it is looked at.
                 let mut second: Block = [0; BLOCK];
-                let _ = self.read_block(&mut second);
+                // Not after a read error: a corrupt stream is reported as such (its trailer
+                // check, extract::verify_trailer).
+                let lone = match self.read_block(&mut second) {
+                    Ok(Fill::Full) => second != [0; BLOCK],
+                    Ok(Fill::Eof | Fill::Partial(_)) => true,
+                    Err(_) => false,
+                };
+                if lone {
+                    self.ends.lone_zero_at = Some(off / BLOCK as u64 + 1);
+                }
                 Ok(false)
             }
             BlockCheck::BadChecksum if off == 0 => {
@@ -705,6 +763,7 @@ impl<R: Skip> Reader<R> {
     /// current member.
     fn member(&mut self, blk: &Block, start: u64, off: u64, ext: Pending) -> Res<Member> {
         let h = Header(blk);
+        let block = off / BLOCK as u64 - ext.long_blocks;
         let format = match h.magic_kind() {
             // A PAX global header alone leaves it ustar, as GNU tar 1.34 says.
             Some(true) if ext.local.is_some() => Format::Pax,
@@ -794,6 +853,7 @@ impl<R: Skip> Reader<R> {
             declared_size: fields.size,
             sparse: layout.segments,
             offset: start,
+            block,
             xattrs,
             stored_name: None,
             format,
