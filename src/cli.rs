@@ -288,6 +288,12 @@ pub struct Args {
     #[arg(long = "exclude-backups", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
     pub exclude_backups: Vec<bool>,
 
+    /// Ask before extracting each member (`extract 'NAME'?`, answered on standard input, or
+    /// on /dev/tty when standard input is the archive): `y` extracts it, anything else skips
+    /// it, as GNU tar's -w.
+    #[arg(short = 'w', long = "interactive", visible_alias = "confirmation")]
+    pub interactive: bool,
+
     /// Show each listed member's block in the archive (`block 7: NAME`), and the zero blocks
     /// and end of input met (`block 9: ** Block of NULs **`), as GNU tar's -R.
     #[arg(short = 'R', long = "block-number")]

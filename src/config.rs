@@ -67,6 +67,10 @@ pub struct Config {
     pub transforms: std::sync::Arc<crate::transform::Transforms>,
     /// `--show-transformed-names`: -t and -v show names as extracted.
     pub show_transformed: bool,
+    /// `-w`: ask before extracting each member (confirm.rs).
+    pub interactive: bool,
+    /// Standard input is the archive's or a `-T -`/`-X -` list's (`-w` asks on /dev/tty).
+    pub stdin_taken: bool,
     /// `-R`: block numbers in the listing (list.rs).
     pub block_number: bool,
     /// `--index-file FILE`: the listing goes there (report.rs).
@@ -324,6 +328,11 @@ impl Config {
             .transpose()?;
         let max_window_log = window_log(parse_size(&args.max_window).context("--max-window")?)?;
         let (writer_threads, writer_threads_given) = writer_threads(args.writer_threads)?;
+        let stdin_taken = archive.is_none()
+            || args.ordered.iter().any(|o| match o {
+                Ordered::FilesFrom(p) | Ordered::ExcludeFrom(p) => p.as_os_str() == "-",
+                _ => false,
+            });
         Ok(Config {
             archive,
             filter,
@@ -332,6 +341,8 @@ impl Config {
             show_transformed: args.show_transformed_names > 0,
             index_file: args.index_file.clone(),
             block_number: args.block_number,
+            interactive: args.interactive,
+            stdin_taken,
             starting_file: args.starting_file.last().map(|n| n.as_bytes().to_vec()),
             occurrence,
             newer,

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use crate::admit::{Admission, FileCount, SNAPSHOT_DIR_MODE, SNAPSHOT_FILE_MODE};
 use crate::archive::{Kind, Member, Reader, Skip, Xattr};
 use crate::config::{self, Config};
+use crate::confirm::Confirm;
 use crate::decode;
 use crate::list::Reading;
 use crate::owner::Owners;
@@ -462,6 +463,7 @@ fn produce(
     let mut packer = None;
     let mut owners = Owners::new(cfg.numeric_owner);
     let mut lines = crate::list::Lines::new(cfg, cfg.verbose > 1);
+    let mut confirm = cfg.interactive.then(|| Confirm::new(cfg.stdin_taken, false));
     let mut members = 0;
     loop {
         let next = archive.next_member();
@@ -491,6 +493,7 @@ fn produce(
             pool,
             lines: &mut lines,
             packer: &mut packer,
+            confirm: &mut confirm,
             out: &mut *out,
         };
         match stage.member(member) {
@@ -777,6 +780,8 @@ struct Stage<'a, 'b, R: Skip> {
     lines: &'a mut crate::list::Lines,
     /// The rest of the buffer small files are being packed into.
     packer: &'a mut Option<PoolBuf>,
+    /// `-w`: the questions asked before each member.
+    confirm: &'a mut Option<Confirm>,
     out: &'a mut (dyn Sink + 'b),
 }
 
@@ -829,6 +834,11 @@ impl<R: Skip> Stage<'_, '_, R> {
         let Some(path) = judge(cfg, self.sanitizer, self.admission, &m, &name)? else {
             return Ok(());
         };
+        if let Some(confirm) = self.confirm.as_mut()
+            && !confirm.ask("extract", &crate::confirm::asked_name(cfg, &m.name, &path))?
+        {
+            return Ok(());
+        }
         if cfg.verbose > 0 {
             // As `tar -xv` prints it: quoted for the locale, `-xvv` GNU tar's long lines. A
             // failed write stops the names, not the extraction; main.rs reports it at the end

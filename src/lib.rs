@@ -10,6 +10,7 @@ pub mod archive;
 pub mod checkpoint;
 pub mod cli;
 pub mod config;
+pub mod confirm;
 pub mod dates;
 pub mod decode;
 pub mod exclude;

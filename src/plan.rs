@@ -47,6 +47,14 @@ impl SafePath {
         self.0.as_os_str().is_empty()
     }
 
+    /// As a message or question shows it: escaped, and `.` for DIR itself.
+    pub fn shown(&self) -> String {
+        if self.is_root() {
+            return ".".to_string();
+        }
+        crate::report::printable(self.0.as_os_str().as_encoded_bytes())
+    }
+
     /// True when `other` lies beneath this path (not when they are equal).
     pub fn is_ancestor_of(&self, other: &SafePath) -> bool {
         other.0 != self.0 && other.0.starts_with(&self.0)

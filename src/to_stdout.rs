@@ -61,14 +61,15 @@ pub fn run(cfg: &Config) -> Result<u64> {
     let mut scratch = Vec::new();
     // -v: names, -vv: GNU tar's long lines.
     let mut lines = list::Lines::new(cfg, cfg.verbose > 1);
+    let mut confirm =
+        cfg.interactive.then(|| crate::confirm::Confirm::new(cfg.stdin_taken, beside_data(cfg)));
     let mut members = 0;
     // The member whose data was written last, for a write that fails at the end.
     let mut last = String::new();
     loop {
         let next = archive.next_member();
         // -R's lines for zero blocks, beside the data as the names.
-        let beside_data = cfg.to_command.is_none();
-        let _ = archive.say_ends(&mut |line| report::list_line(line, beside_data));
+        let _ = archive.say_ends(&mut |line| report::list_line(line, beside_data(cfg)));
         let mut m = match next {
             Ok(Some(m)) => m,
             Ok(None) => break,
@@ -81,10 +82,17 @@ pub fn run(cfg: &Config) -> Result<u64> {
         let name = m.display_name();
         let judged = judge(cfg, &mut sanitizer, &mut admission, &m, &name);
         let Some(path) = judged.map_err(|e| out.flush_before(e))? else { continue };
+        if let Some(confirm) = confirm.as_mut()
+            && !confirm
+                .ask("extract", &crate::confirm::asked_name(cfg, &m.name, &path))
+                .map_err(|e| out.flush_before(e))?
+        {
+            continue;
+        }
         if cfg.verbose > 0 {
             let listed = lines.of(&m, cfg, archive.reader.volume_label());
             // Beside the data on stdout: on stderr (or in the index file).
-            let _ = report::list_line(&listed, cfg.to_command.is_none());
+            let _ = report::list_line(&listed, beside_data(cfg));
         }
         match m.kind {
             Kind::Other(b'M') => skip_continuation(&name),
@@ -315,4 +323,10 @@ impl Out {
         let _ = self.flush();
         e
     }
+}
+
+/// Whether stdout carries the members' data, so the listing goes to stderr (not with
+/// `--to-command`, whose commands get the data).
+fn beside_data(cfg: &Config) -> bool {
+    cfg.to_command.is_none()
 }

@@ -2380,3 +2380,63 @@ fn block_number_like_gnu_tar() {
     }
     assert!(failures.is_empty(), "-R differs from GNU tar:\n  {}", failures.join("\n  "));
 }
+
+/// `-w`/`--interactive`/`--confirmation`: `extract 'NAME'?` before each member (NAME after
+/// `--strip-components`), answered on standard input (`y`/`Y`... extracts, anything else
+/// skips, and after the input ends each question is answered no with a newline), as GNU tar;
+/// on stderr with `-O`; with the archive on standard input the answers come from /dev/tty, and
+/// without one the run stops there (exit 2, nothing extracted).
+#[test]
+fn interactive_like_gnu_tar() {
+    if !have_tool("interactive_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("interactive");
+    let (archive, _) = operand_archive(&td);
+    let a = archive.to_str().unwrap();
+    let answers = b"y\nn\nyes\nY\nno\n\ny".to_vec();
+    let cases: &[&[&str]] = &[
+        &["-xwf", a],
+        &["--interactive", "-xvf", a, "--strip-components=1"],
+        &["--confirmation", "-xf", a, "src/a"],
+        &["-xwOf", a, "src/b"],
+    ];
+    let mut failures = Vec::new();
+    for args in cases {
+        let mut outs = Vec::new();
+        for prog in ["tar", "fastuntar"] {
+            let dest = td.fresh(prog);
+            let mut cmd = if prog == "tar" { Cmd::new("tar") } else { fastuntar() };
+            // -C first: GNU tar would extract the names before a -C elsewhere.
+            cmd.arg("-C").arg(&dest).args(*args).stdin(Input::Bytes(answers.clone()));
+            let out = cmd.arg("--index-file=/dev/stdout").run();
+            let said = out.diagnostics().into_iter().filter(|l| l.contains("extract")).count();
+            outs.push((out.code, out.stdout_str(), said, snapshot(&dest)));
+        }
+        let (gnu, ours) = (&outs[0], &outs[1]);
+        let dd = diff(&gnu.3, "GNU tar", &ours.3, "fastuntar", &Compare::extraction(td.started));
+        if (gnu.0, &gnu.1, gnu.2) != (ours.0, &ours.1, ours.2) || !dd.is_empty() {
+            failures.push(format!(
+                "{args:?}: GNU {:?}, ours {:?}\n    {}",
+                (gnu.0, &gnu.1),
+                (ours.0, &ours.1),
+                dd.join("\n    ")
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "-w differs from GNU tar:\n  {}", failures.join("\n  "));
+    // The archive on standard input: the answers would come from /dev/tty, which the test has
+    // not (setsid: no controlling terminal).
+    if have_tool("interactive_like_gnu_tar", "setsid") {
+        let d = td.fresh("tty");
+        let out = Cmd::new("setsid")
+            .arg(util::fastuntar_path())
+            .args(["-xw", "-f", "-", "-C"])
+            .arg(&d)
+            .stdin(Input::File(archive.clone()))
+            .run();
+        out.expect_code(2);
+        assert!(out.stderr_str().contains("/dev/tty: Cannot open"), "{}", out.describe());
+        assert_eq!(fs::read_dir(&d).unwrap().count(), 0);
+    }
+}
