@@ -901,6 +901,27 @@ pub struct Args {
     /// Print the man page (roff) and exit.
     #[arg(long = "man", hide = true)]
     pub man: bool,
+
+    /// Print the defaults of the options GNU tar's --show-defaults names that fastuntar
+    /// takes (`-f- -b20 --quoting-style=escape`) and exit.
+    #[arg(long = "show-defaults")]
+    pub show_defaults: bool,
+
+    /// Print a short usage message and exit.
+    #[arg(long = "usage")]
+    pub usage: bool,
+
+    /// How names are quoted in listings: only GNU tar's default, `escape`, is supported (C
+    /// escapes for control characters and backslashes, octal for bytes not printable).
+    #[arg(long = "quoting-style", value_name = "STYLE")]
+    pub quoting_style: Option<String>,
+
+    /// GNU tar's --quote-chars and --no-quote-chars (more or fewer characters quoted in
+    /// listings): refused, fastuntar quotes as GNU tar's default does.
+    #[arg(long = "quote-chars", value_name = "STRING", hide = true)]
+    pub quote_chars: Option<String>,
+    #[arg(long = "no-quote-chars", value_name = "STRING", hide = true)]
+    pub no_quote_chars: Option<String>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -236,6 +236,19 @@ impl Config {
                  the destination (a leading '/' is removed, a '..' component refused)"
             );
         }
+        match args.quoting_style.as_deref() {
+            None | Some("escape") => {}
+            Some(style) => bail!(
+                "--quoting-style={style} is not supported: fastuntar lists names in GNU tar's \
+                 default style, escape (C escapes for control characters and '\\', octal for \
+                 bytes not printable)"
+            ),
+        }
+        let quote_chars =
+            [("--quote-chars", &args.quote_chars), ("--no-quote-chars", &args.no_quote_chars)];
+        if let Some((option, _)) = quote_chars.iter().find(|(_, v)| v.is_some()) {
+            bail!("{option} is not supported: fastuntar lists names in GNU tar's default quoting");
+        }
         let record_size = record_size(&args)?;
         let totals = match args.totals.as_deref() {
             None => false,

@@ -34,6 +34,13 @@ fn main() {
         }
         print_all(&text, "the man page");
     }
+    if args.show_defaults {
+        print_all(b"-f- -b20 --quoting-style=escape\n", "the defaults");
+    }
+    if args.usage {
+        let usage = cli::Args::command().render_usage().to_string();
+        print_all(format!("{usage}\n").as_bytes(), "the usage");
+    }
     let cfg = match config::Config::from_args(args) {
         Ok(cfg) => cfg,
         Err(e) => {

@@ -1097,9 +1097,37 @@ fn completions_man_help_version() {
         "-h, --help",
         "--version",
         "-V, --label",
+        "-K, --starting-file",
+        "-R, --block-number",
+        "-w, --interactive",
+        "--index-file",
+        "--add-file",
+        "--show-defaults",
+        "--usage",
+        "--quoting-style",
     ];
     let missing: Vec<&str> = flags.iter().copied().filter(|f| !help.contains(f)).collect();
     assert!(missing.is_empty(), "--help does not mention {missing:?}\n{help}");
+
+    // GNU tar's --show-defaults and --usage; --quoting-style's only style.
+    let out = fastuntar().arg("--show-defaults").run();
+    out.expect_code(0);
+    assert_eq!(out.stdout_str(), "-f- -b20 --quoting-style=escape\n");
+    let out = fastuntar().arg("--usage").run();
+    out.expect_code(0);
+    assert!(out.stdout_str().starts_with("Usage: fastuntar "), "{}", out.describe());
+    let td = TestDir::new("quoting_style");
+    let archive = small_archive(&td, "q.tar");
+    let out = fastuntar().arg("-tf").arg(&archive).arg("--quoting-style=escape").run();
+    out.expect_code(0);
+    assert!(!out.stdout.is_empty(), "{}", out.describe());
+    for refused in ["--quoting-style=literal", "--quote-chars=a", "--no-quote-chars=a"] {
+        let out = fastuntar().arg("-tf").arg(&archive).arg(refused).run();
+        out.expect_code(2);
+        assert!(out.stdout.is_empty(), "{}", out.describe());
+        assert!(out.stderr_str().contains("is not supported"), "{}", out.describe());
+        assert_eq!(out.stderr_lines().len(), 1, "{}", out.describe());
+    }
 
     // `-V` is GNU tar's --label, not the version.
     let out = fastuntar().arg("--version").run();
