@@ -413,7 +413,7 @@ impl Run {
     fn act(&mut self, action: &Action, format: &'static str) {
         match action {
             Action::Dot => {
-                let _ = report::list_bytes(b".", self.dots_to_stderr);
+                report::list_dot(self.dots_to_stderr);
             }
             Action::Bell => self.write_tty(b"\x07"),
             Action::Echo(text) => {

@@ -22,13 +22,13 @@ pub fn asked_name(
     path: &crate::plan::SafePath,
 ) -> String {
     if cfg.strip_components > 0 || cfg.one_top_level.is_some() {
-        return path.shown();
+        return path.shown(crate::list::utf8_locale());
     }
     let start = name.iter().position(|&b| b != b'/').unwrap_or(name.len());
     let end = name.iter().rposition(|&b| b != b'/').map_or(start, |e| e + 1).max(start);
     match &name[start..end] {
         b"" => ".".to_string(),
-        n => report::printable(n),
+        n => report::quote(n, crate::list::utf8_locale()),
     }
 }
 

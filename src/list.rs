@@ -270,11 +270,12 @@ pub fn run(cfg: &Config) -> Result<u64> {
     let line_by_line = crate::checkpoint::on() || cfg.show_omitted_dirs;
     let mut members = 0;
     loop {
-        let m = archive.next_member()?;
+        // The ends met before an error are said before it, as GNU tar does.
+        let next = archive.next_member();
         if let Err(e) = archive.say_ends(&mut |line| writeln!(out, "{line}")) {
             return stopped(members, e);
         }
-        let Some(mut m) = m else { break };
+        let Some(mut m) = next? else { break };
         if !archive.wants(&mut m) {
             continue;
         }

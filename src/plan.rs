@@ -47,12 +47,12 @@ impl SafePath {
         self.0.as_os_str().is_empty()
     }
 
-    /// As a message or question shows it: escaped, and `.` for DIR itself.
-    pub fn shown(&self) -> String {
+    /// As a question shows it: escaped for the locale (`utf8`), and `.` for DIR itself.
+    pub fn shown(&self, utf8: bool) -> String {
         if self.is_root() {
             return ".".to_string();
         }
-        crate::report::printable(self.0.as_os_str().as_encoded_bytes())
+        crate::report::quote(self.0.as_os_str().as_encoded_bytes(), utf8)
     }
 
     /// True when `other` lies beneath this path (not when they are equal).

@@ -185,7 +185,7 @@ pub fn diagnostic_lost() -> bool {
 /// Writes `line` and a newline to stdout (`--json`). After the first failure (kept for
 /// `stdout_failure`) nothing more is written and every call fails.
 pub fn print_line(line: &str) -> io::Result<()> {
-    write_out(&with_newline(line), None)
+    write_out(&with_newline(line), None, false)
 }
 
 /// A line of the listing (GNU tar's `stdlis`): `-v` names, `Renaming`, `Deleting`. It goes
@@ -195,14 +195,24 @@ pub fn list_line(line: &str, beside_data: bool) -> io::Result<()> {
     list_bytes(&with_newline(line), beside_data)
 }
 
-/// `list_line` without a newline (the checkpoints' dots).
+/// `list_line` without a newline (`-w`'s questions).
 pub fn list_bytes(bytes: &[u8], beside_data: bool) -> io::Result<()> {
     match INDEX_FILE.get() {
-        Some((file, name)) => write_out(bytes, Some((file, name))),
+        Some((file, name)) => write_out(bytes, Some((file, name)), false),
         None if beside_data => io::stderr().lock().write_all(bytes).inspect_err(|_| {
             DIAGNOSTIC_LOST.store(true, Ordering::Relaxed);
         }),
-        None => write_out(bytes, None),
+        None => write_out(bytes, None, false),
+    }
+}
+
+/// A checkpoint's dot, where the listing goes. Unlike a name, a dot that finds stdout's
+/// reader gone (`| head -c1`) is not an error: nothing is lost that anyone reads.
+pub fn list_dot(beside_data: bool) {
+    match INDEX_FILE.get() {
+        Some((file, name)) => drop(write_out(b".", Some((file, name)), false)),
+        None if beside_data => drop(io::stderr().lock().write_all(b".")),
+        None => drop(write_out(b".", None, true)),
     }
 }
 
@@ -214,7 +224,8 @@ fn with_newline(line: &str) -> Vec<u8> {
 }
 
 /// Writes to stdout, or to the index file (`to`), unless a write to either failed before.
-fn write_out(bytes: &[u8], to: Option<(&File, &String)>) -> io::Result<()> {
+/// `pipe_gone_ok`: a closed pipe fails this write only, and is not kept for the end.
+fn write_out(bytes: &[u8], to: Option<(&File, &String)>, pipe_gone_ok: bool) -> io::Result<()> {
     let mut failed = STDOUT_FAILED.lock().unwrap_or_else(|e| e.into_inner());
     if failed.is_some() {
         return Err(io::Error::other("an earlier write to the listing failed"));
@@ -226,7 +237,9 @@ fn write_out(bytes: &[u8], to: Option<(&File, &String)>) -> io::Result<()> {
             out.write_all(bytes).and_then(|()| out.flush())
         }
     };
-    if let Err(e) = &r {
+    if let Err(e) = &r
+        && !(pipe_gone_ok && e.kind() == io::ErrorKind::BrokenPipe)
+    {
         let what = to.map_or("stdout", |(_, name)| name.as_str());
         *failed = Some(format!("{what}: write error: {e}"));
     }
@@ -277,8 +290,14 @@ pub fn locale_quoted(bytes: &[u8], utf8: bool) -> String {
 }
 
 /// `text` (escaped already) between the locale's quotation marks.
+/// As gnulib's locale quoting, the closing mark inside the text gets a backslash (`'it\'s'`
+/// in the C locale, `‘a\’b’` in a UTF-8 one).
 pub fn in_locale_quotes(text: &str, utf8: bool) -> String {
     let (open, close) = if utf8 { ("\u{2018}", "\u{2019}") } else { ("'", "'") };
+    if text.contains(close) {
+        let text = text.replace(close, &format!("\\{close}"));
+        return format!("{open}{text}{close}");
+    }
     format!("{open}{text}{close}")
 }
 

@@ -198,6 +198,19 @@ fn dots_like_gnu_tar() {
     let o = both(&td, &["--checkpoint=.", "-xOf", a], None);
     same(&o, "-O dots");
     assert!(o.gnu.stderr.starts_with(b"...") && !o.gnu.stderr.contains(&b'\n'));
+    // Dots to a reader that went away end nothing (GNU tar dies of SIGPIPE there): exit 0,
+    // the tree whole.
+    let d = td.fresh("gone");
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let status = std::process::Command::new(util::fastuntar_path())
+        .args(["-xf", a, "--checkpoint=.1", "-q", "-C"])
+        .arg(&d)
+        .stdout(writer)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "dots to a closed pipe");
+    assert!(d.join("src/big").metadata().is_ok_and(|m| m.len() == 300_000));
 }
 
 #[test]

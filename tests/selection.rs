@@ -2351,18 +2351,26 @@ fn block_number_like_gnu_tar() {
     let plabel = gnu_archive(&td, "pv.tar", &["--format=posix", "-V", "lbl"], &root, &["b"]);
     let us = fs::read(&ustar).unwrap();
     let cat = td.write("cat.tar", [&us[..], &us[..]].concat());
-    // Members b (blocks 0-1) and c (2-8): cut after c's data, and after one zero block.
+    // Members b (blocks 0-1) and c (2-8): cut after c's data, and after one zero block; a
+    // partial zero block at the end; two zero blocks and a truncated header (-i: the NULs
+    // lines come before the error).
     let clean = td.write("clean.tar", &us[..9 * 512]);
     let lone = td.write("lone.tar", &us[..10 * 512]);
+    let partial = td.write("partial.tar", [&us[..9 * 512], &[0u8; 100][..]].concat());
+    let cut = td.write("cut.tar", [&us[..11 * 512], &us[..300]].concat());
+    // The long-named member's GNU `L` header and its data given twice: the last counts.
+    let g = fs::read(&gnu).unwrap();
+    let twice = td.write("twice.tar", [&g[..2 * 512], &g[..]].concat());
     let ops: &[&[&str]] =
         &[&["-tR"], &["-tvR"], &["-xR"], &["-xvR"], &["-xvvR"], &["-tRi"], &["-xvRi"], &["-xvOR"]];
     let mut failures = Vec::new();
-    for archive in [&gnu, &pax, &ustar, &label, &plabel, &cat, &clean, &lone] {
+    for archive in [&gnu, &pax, &ustar, &label, &plabel, &cat, &clean, &lone, &partial, &twice] {
         for op in ops {
             let mut outs = Vec::new();
             for prog in ["tar", "fastuntar"] {
                 let dest = td.fresh(prog);
                 let mut cmd = if prog == "tar" { Cmd::new("tar") } else { fastuntar() };
+                cmd.current_dir(td.path());
                 let out = cmd.args(*op).arg("-f").arg(archive).arg("-C").arg(&dest).run();
                 let said: Vec<String> = out
                     .diagnostics()
@@ -2379,6 +2387,13 @@ fn block_number_like_gnu_tar() {
         }
     }
     assert!(failures.is_empty(), "-R differs from GNU tar:\n  {}", failures.join("\n  "));
+    // -i and a header cut short after the zero blocks (GNU tar ends quietly there; README):
+    // the zero blocks are shown before the error.
+    let out = fastuntar().args(["-tRif"]).arg(&cut).run();
+    out.expect_code(2);
+    let nuls = ["block 9: ** Block of NULs **", "block 10: ** Block of NULs **"];
+    assert_eq!(out.stdout_str(), format!("block 0: b\nblock 2: c\n{}\n", nuls.join("\n")));
+    assert!(out.stderr_str().contains("unexpected end of archive"), "{}", out.describe());
 }
 
 /// `-w`/`--interactive`/`--confirmation`: `extract 'NAME'?` before each member (NAME after
@@ -2395,19 +2410,32 @@ fn interactive_like_gnu_tar() {
     let (archive, _) = operand_archive(&td);
     let a = archive.to_str().unwrap();
     let answers = b"y\nn\nyes\nY\nno\n\ny".to_vec();
-    let cases: &[&[&str]] = &[
-        &["-xwf", a],
-        &["--interactive", "-xvf", a, "--strip-components=1"],
-        &["--confirmation", "-xf", a, "src/a"],
-        &["-xwOf", a, "src/b"],
+    // Names the questions quote: a quote mark, the UTF-8 closing mark, a byte above 127.
+    let odd = td.join("odd");
+    fs::create_dir_all(&odd).unwrap();
+    for name in ["it's", "a\u{2019}b", "caf\u{e9}"] {
+        fs::write(odd.join(name), "o\n").unwrap();
+    }
+    let odd = gnu_archive(&td, "odd.tar", &[], &odd, &["."]);
+    let o = odd.to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["-xwf", a], "C"),
+        (&["--interactive", "-xvf", a, "--strip-components=1"], "C"),
+        (&["--confirmation", "-xf", a, "src/a"], "C"),
+        (&["-xwOf", a, "src/b"], "C"),
+        (&["-xwf", o], "C"),
+        (&["-xwf", o], "C.UTF-8"),
+        (&["-xwf", o, "--strip-components=1"], "C"),
+        (&["-xwf", o, "--strip-components=1"], "C.UTF-8"),
     ];
     let mut failures = Vec::new();
-    for args in cases {
+    for (args, locale) in cases {
         let mut outs = Vec::new();
         for prog in ["tar", "fastuntar"] {
             let dest = td.fresh(prog);
             let mut cmd = if prog == "tar" { Cmd::new("tar") } else { fastuntar() };
             // -C first: GNU tar would extract the names before a -C elsewhere.
+            cmd.current_dir(td.path()).env("LC_ALL", *locale);
             cmd.arg("-C").arg(&dest).args(*args).stdin(Input::Bytes(answers.clone()));
             let out = cmd.arg("--index-file=/dev/stdout").run();
             let said = out.diagnostics().into_iter().filter(|l| l.contains("extract")).count();
@@ -2417,7 +2445,7 @@ fn interactive_like_gnu_tar() {
         let dd = diff(&gnu.3, "GNU tar", &ours.3, "fastuntar", &Compare::extraction(td.started));
         if (gnu.0, &gnu.1, gnu.2) != (ours.0, &ours.1, ours.2) || !dd.is_empty() {
             failures.push(format!(
-                "{args:?}: GNU {:?}, ours {:?}\n    {}",
+                "{args:?} {locale}: GNU {:?}, ours {:?}\n    {}",
                 (gnu.0, &gnu.1),
                 (ours.0, &ours.1),
                 dd.join("\n    ")

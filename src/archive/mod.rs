@@ -117,8 +117,8 @@ pub struct Member {
     pub sparse: Option<Vec<Segment>>,
     /// Offset of the member's first header block (including extension headers).
     pub offset: u64,
-    /// The block `-R` names it by (GNU tar's): its header's, less the GNU long name and
-    /// link headers before it (PAX headers are not counted back).
+    /// The block `-R` names it by (GNU tar's): its header's, less the last GNU long name
+    /// and long link headers before it with their data (PAX headers are not counted back).
     pub block: u64,
     /// Extended attributes from the member's PAX `x` header, in record order; read only with
     /// `Reader::xattrs` (empty, and nothing allocated, otherwise or when it has none).

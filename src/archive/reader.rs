@@ -123,9 +123,10 @@ struct Pending {
     long_name: Option<Vec<u8>>,
     /// GNU `K` data.
     long_link: Option<Vec<u8>>,
-    /// Blocks of the `L` and `K` headers and their data (GNU tar's `-R` numbers a member by
-    /// its first).
-    long_blocks: u64,
+    /// Blocks of the last `L` header and its data, and of the last `K` (GNU tar's `-R`
+    /// counts a member's number back by them; a repeated `L` replaces the one before).
+    long_name_blocks: u64,
+    long_link_blocks: u64,
     /// The PAX `x` header.
     local: Option<Extended>,
 }
@@ -591,7 +592,12 @@ impl<R: Skip> Reader<R> {
             match h.type_flag() {
                 flag @ (TypeFlag::LongName | TypeFlag::LongLink) => {
                     self.read_gnu_long(&h, flag, off, &mut ext)?;
-                    ext.long_blocks += (self.pos - off) / BLOCK as u64;
+                    let blocks = (self.pos - off) / BLOCK as u64;
+                    if flag == TypeFlag::LongName {
+                        ext.long_name_blocks = blocks;
+                    } else {
+                        ext.long_link_blocks = blocks;
+                    }
                 }
                 flag @ (TypeFlag::PaxLocal | TypeFlag::PaxGlobal) => {
                     self.read_pax(&h, flag, off, &mut ext)?;
@@ -625,8 +631,14 @@ impl<R: Skip> Reader<R> {
                 }
                 Ok(false)
             }
-            // A truncated end-of-archive block: GNU tar ends quietly too.
-            Fill::Partial(n) if !dangling && blk[..n].iter().all(|&b| b == 0) => Ok(false),
+            // A truncated end-of-archive block: GNU tar ends quietly too (its short read
+            // drops the block: -R says the input ended there).
+            Fill::Partial(n) if !dangling && blk[..n].iter().all(|&b| b == 0) => {
+                if self.block_numbers {
+                    self.ends.eof_at = Some(off / BLOCK as u64);
+                }
+                Ok(false)
+            }
             Fill::Eof | Fill::Partial(_) => {
                 let what = if dangling {
                     "unexpected end of archive after an extended header"
@@ -763,7 +775,8 @@ impl<R: Skip> Reader<R> {
     /// current member.
     fn member(&mut self, blk: &Block, start: u64, off: u64, ext: Pending) -> Res<Member> {
         let h = Header(blk);
-        let block = off / BLOCK as u64 - ext.long_blocks;
+        // At least as far back as the headers go, so never below 0.
+        let block = off / BLOCK as u64 - ext.long_name_blocks - ext.long_link_blocks;
         let format = match h.magic_kind() {
             // A PAX global header alone leaves it ustar, as GNU tar 1.34 says.
             Some(true) if ext.local.is_some() => Format::Pax,
