@@ -75,6 +75,9 @@ pub struct Config {
     pub block_number: bool,
     /// `--index-file FILE`: the listing goes there (report.rs).
     pub index_file: Option<PathBuf>,
+    /// `--no-recursion` last: with `--occurrence` a member under a selected directory counts
+    /// as another occurrence of its name (select.rs).
+    pub recursion: bool,
     /// `-K NAME`: the members before the first one NAME selects are skipped (select.rs).
     pub starting_file: Option<Vec<u8>>,
     /// `--occurrence=N`: only the Nth member each MEMBER selects (0: all of them).
@@ -286,7 +289,7 @@ impl Config {
         crate::report::apply_warning_keywords(&args.warning)?;
         let transforms =
             crate::transform::Transforms::parse(&args.transform).context("--transform")?.into();
-        let Selection { members, exclude } =
+        let Selection { members, exclude, recursion } =
             operands::resolve(&args.ordered, args.file.is_none(), archive.is_none())?;
         let occurrence = match args.occurrence {
             None => 0,
@@ -353,6 +356,7 @@ impl Config {
             transforms,
             show_transformed: args.show_transformed_names > 0,
             index_file: args.index_file.clone(),
+            recursion,
             block_number: args.block_number,
             interactive: args.interactive,
             stdin_taken,

@@ -95,10 +95,13 @@ pub const VCS_FILES: &[&str] = &[
 pub const BACKUP_FILES: &[&str] = &[".#*", "*~", "#*#"];
 
 /// What the command line selects.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Selection {
     pub members: Vec<Given>,
     pub exclude: Vec<Given>,
+    /// `--recursion`/`--no-recursion` as the command line leaves it (GNU tar's global
+    /// `recursion_option`, which `--occurrence` counts by).
+    pub recursion: bool,
 }
 
 /// Reads `ordered` (cli.rs) in order. `skip_first_operand`: the first operand is the archive
@@ -108,7 +111,7 @@ pub fn resolve(
     skip_first_operand: bool,
     stdin_taken: bool,
 ) -> Result<Selection> {
-    let mut sel = Selection::default();
+    let mut sel = Selection { members: Vec::new(), exclude: Vec::new(), recursion: true };
     // None: the default, literal MEMBERs and wildcard exclude patterns.
     let mut wildcards: Option<bool> = None;
     let (mut null, mut unquote_names, mut verbatim) = (false, true, false);
@@ -217,6 +220,7 @@ pub fn resolve(
             })),
         }
     }
+    sel.recursion = recursion;
     Ok(sel)
 }
 

@@ -47,6 +47,10 @@ pub struct Select {
     lengths: Vec<usize>,
     /// `-K`: operand 0 has not yet selected a member, so nothing is selected.
     starting: bool,
+    /// `--recursion` as the command line leaves it: a member under a directory an operand
+    /// selected is not another occurrence of it (GNU tar's global `recursion_option`, not
+    /// the switch where the operand stood).
+    recursion: bool,
 }
 
 struct Operand {
@@ -56,9 +60,6 @@ struct Operand {
     hint: bool,
     /// None: a literal (looked up in `literals`).
     pattern: Option<Matcher>,
-    /// `--recursion` where it was given: a member under a directory it matched does not count
-    /// as another occurrence.
-    recursion: bool,
     /// Members counted for it (GNU tar's found_count).
     found: u64,
 }
@@ -74,7 +75,12 @@ enum Matcher {
 impl Select {
     /// The MEMBER operands, in command-line order (operands.rs); `starting`: `-K`'s NAME;
     /// `occurrence`: `--occurrence`'s N, 0 without it.
-    pub fn new(operands: &[Given], starting: Option<&[u8]>, occurrence: u64) -> Select {
+    pub fn new(
+        operands: &[Given],
+        starting: Option<&[u8]>,
+        occurrence: u64,
+        recursion: bool,
+    ) -> Select {
         let mut select = Select {
             operands: Vec::new(),
             literals: HashMap::new(),
@@ -83,6 +89,7 @@ impl Select {
             remaining: 0,
             lengths: Vec::new(),
             starting: starting.is_some(),
+            recursion,
         };
         let starting = starting.map(|name| Given::new(name, false, true));
         let all: Vec<&Given> = starting.iter().chain(operands).collect();
@@ -117,14 +124,7 @@ impl Select {
             }
             // -K's NAME is a literal even after --wildcards.
             let hint = !given.wildcards && has_wildcards(key) && !(select.starting && i == 0);
-            let recursion = given.flags.recursion;
-            select.operands.push(Operand {
-                text: key.to_vec(),
-                hint,
-                pattern,
-                recursion,
-                found: 0,
-            });
+            select.operands.push(Operand { text: key.to_vec(), hint, pattern, found: 0 });
         }
         select.remaining = select.operands.iter().filter(|o| !o.text.is_empty()).count();
         select.lengths =
@@ -177,7 +177,7 @@ impl Select {
         // GNU tar's name_match: what lies under a directory already counted is not another
         // occurrence of the name.
         let op = &mut self.operands[i];
-        let under = op.recursion && name.get(op.text.len()) == Some(&b'/');
+        let under = self.recursion && name.get(op.text.len()) == Some(&b'/');
         if !under || op.found == 0 {
             op.found += 1;
             if op.found == self.occurrence.max(1) && !op.text.is_empty() {
@@ -235,7 +235,12 @@ pub struct Wanted {
 impl Wanted {
     pub fn new(cfg: &Config) -> anyhow::Result<Wanted> {
         Ok(Wanted {
-            select: Select::new(&cfg.members, cfg.starting_file.as_deref(), cfg.occurrence),
+            select: Select::new(
+                &cfg.members,
+                cfg.starting_file.as_deref(),
+                cfg.occurrence,
+                cfg.recursion,
+            ),
             exclude: Exclude::new(&cfg.exclude)?,
             newer: cfg.newer,
         })
@@ -271,7 +276,7 @@ mod tests {
     fn select(operands: &[&str], wildcards: bool) -> Select {
         let ops: Vec<Given> =
             operands.iter().map(|s| Given::new(s.as_bytes(), wildcards, true)).collect();
-        Select::new(&ops, None, 0)
+        Select::new(&ops, None, 0, true)
     }
 
     fn not_found(s: &Select) -> Vec<String> {
@@ -366,18 +371,18 @@ mod tests {
     #[test]
     fn starting_file_skips_to_its_member_and_stays_an_operand() {
         let ops = [Given::new(b"src/a", false, true)];
-        let mut s = Select::new(&ops, Some(b"src/b"), 0);
+        let mut s = Select::new(&ops, Some(b"src/b"), 0, true);
         assert!(!s.selects(b"src/a/x"), "before -K's member");
         assert!(!s.selects(b"src/ab"));
         assert!(s.selects(b"src/b/") && s.selects(b"src/b/y"));
         assert!(s.selects(b"src/a/sub/z") && !s.selects(b"src/ab"));
         assert!(not_found(&s).is_empty());
         // Taken as given: a trailing `/` is kept, so nothing matches and nothing is selected.
-        let mut s = Select::new(&ops, Some(b"src/b/"), 0);
+        let mut s = Select::new(&ops, Some(b"src/b/"), 0, true);
         assert!(!s.selects(b"src/b/y") && !s.selects(b"src/a/x"));
         assert_eq!(not_found(&s), ["src/b/", "src/a"]);
         // Empty: everything, and the operands are forgotten.
-        let mut s = Select::new(&[Given::new(b"nope", false, true)], Some(b""), 0);
+        let mut s = Select::new(&[Given::new(b"nope", false, true)], Some(b""), 0, true);
         assert!(s.selects(b"x") && not_found(&s).is_empty());
     }
 

@@ -1289,6 +1289,11 @@ fn occurrence_like_gnu_tar() {
         (&["--occurrence=4"], &["./g", "nope"]),
         (&["--occurrence=0"], &["./g"]),
         (&["--occurrence=2"], &["./d/f"]),
+        // GNU tar counts what is under a directory as another occurrence of its name when
+        // --no-recursion is the last word, wherever it stands.
+        (&["--occurrence=1"], &["./d", "--no-recursion"]),
+        (&["--occurrence=2"], &["./d", "--no-recursion"]),
+        (&["--occurrence=1", "--no-recursion"], &["./d", "--recursion"]),
     ] {
         failures.extend(compare(&td, &dup, flags, ops));
         let run = |mut cmd: Cmd| {
@@ -1303,6 +1308,9 @@ fn occurrence_like_gnu_tar() {
             ));
         }
     }
+    // -K's NAME too (run in DIR: GNU tar ignores -C for it).
+    let k = ["--no-recursion", "--occurrence=1", "-K", "./d"];
+    failures.extend(compare_at(&td, &dup, &k, &["./g"], true));
     // Garbage after the second member: found by then, neither reads it.
     let mut t = util::rawtar::Tar::new();
     t.file("first", b"1\n");
