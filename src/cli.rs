@@ -18,6 +18,7 @@ pub fn parse(argv: Vec<OsString>) -> Args {
     args.acls_on = last("acls") > last("no_acls");
     args.ordered = ordered(&matches, &args);
     args.checkpoints = checkpoints(&matches, &args);
+    args.quote_chars_ordered = quote_chars(&matches, &args);
     args
 }
 
@@ -63,6 +64,17 @@ fn checkpoints(matches: &clap::ArgMatches, args: &Args) -> Vec<crate::checkpoint
     let actions = places(matches, "checkpoint_action").into_iter().zip(&args.checkpoint_action);
     let mut all: Vec<(usize, Arg)> = every.map(|(p, v)| (p, Arg::Every(v.clone()))).collect();
     all.extend(actions.map(|(p, v)| (p, Arg::Action(v.clone()))));
+    all.sort_by_key(|(place, _)| *place);
+    all.into_iter().map(|(_, a)| a).collect()
+}
+
+/// `--quote-chars` and `--no-quote-chars` in command-line order (GNU tar sets and clears the
+/// characters as it reads them).
+fn quote_chars(matches: &clap::ArgMatches, args: &Args) -> Vec<(bool, String)> {
+    let on = places(matches, "quote_chars").into_iter().zip(&args.quote_chars);
+    let off = places(matches, "no_quote_chars").into_iter().zip(&args.no_quote_chars);
+    let mut all: Vec<(usize, (bool, String))> = on.map(|(p, v)| (p, (true, v.clone()))).collect();
+    all.extend(off.map(|(p, v)| (p, (false, v.clone()))));
     all.sort_by_key(|(place, _)| *place);
     all.into_iter().map(|(_, a)| a).collect()
 }
@@ -911,17 +923,24 @@ pub struct Args {
     #[arg(long = "usage")]
     pub usage: bool,
 
-    /// How names are quoted in listings: only GNU tar's default, `escape`, is supported (C
-    /// escapes for control characters and backslashes, octal for bytes not printable).
+    /// How names are written in listings (-t, -v), as GNU tar: literal, shell, shell-always,
+    /// shell-escape, shell-escape-always, c, c-maybe, escape (the default: C escapes for
+    /// control characters and `\`, octal for bytes not printable), locale, clocale. Messages
+    /// keep the escape style.
     #[arg(long = "quoting-style", value_name = "STYLE")]
     pub quoting_style: Option<String>,
 
-    /// GNU tar's --quote-chars and --no-quote-chars (more or fewer characters quoted in
-    /// listings): refused, fastuntar quotes as GNU tar's default does.
-    #[arg(long = "quote-chars", value_name = "STRING", hide = true)]
-    pub quote_chars: Option<String>,
-    #[arg(long = "no-quote-chars", value_name = "STRING", hide = true)]
-    pub no_quote_chars: Option<String>,
+    /// Also quote (backslash-escape) the characters of STRING in listings.
+    #[arg(long = "quote-chars", value_name = "STRING", action = ArgAction::Append)]
+    pub quote_chars: Vec<String>,
+
+    /// Do not quote the characters of STRING that --quote-chars added.
+    #[arg(long = "no-quote-chars", value_name = "STRING", action = ArgAction::Append)]
+    pub no_quote_chars: Vec<String>,
+
+    /// --quote-chars and --no-quote-chars in command-line order (`true`: quote).
+    #[arg(skip)]
+    pub quote_chars_ordered: Vec<(bool, String)>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -71,6 +71,8 @@ pub struct Config {
     pub interactive: bool,
     /// Standard input is the archive's or a `-T -`/`-X -` list's (`-w` asks on /dev/tty).
     pub stdin_taken: bool,
+    /// `--quoting-style`, `--quote-chars`: how listings write names (quoting.rs).
+    pub quoting: crate::quoting::Quoting,
     /// `-R`: block numbers in the listing (list.rs).
     pub block_number: bool,
     /// `--index-file FILE`: the listing goes there (report.rs).
@@ -239,19 +241,10 @@ impl Config {
                  the destination (a leading '/' is removed, a '..' component refused)"
             );
         }
-        match args.quoting_style.as_deref() {
-            None | Some("escape") => {}
-            Some(style) => bail!(
-                "--quoting-style={style} is not supported: fastuntar lists names in GNU tar's \
-                 default style, escape (C escapes for control characters and '\\', octal for \
-                 bytes not printable)"
-            ),
-        }
-        let quote_chars =
-            [("--quote-chars", &args.quote_chars), ("--no-quote-chars", &args.no_quote_chars)];
-        if let Some((option, _)) = quote_chars.iter().find(|(_, v)| v.is_some()) {
-            bail!("{option} is not supported: fastuntar lists names in GNU tar's default quoting");
-        }
+        let chars: Vec<(bool, &[u8])> =
+            args.quote_chars_ordered.iter().map(|(on, s)| (*on, s.as_bytes())).collect();
+        let quoting = crate::quoting::Quoting::new(args.quoting_style.as_deref(), &chars)
+            .context("--quoting-style")?;
         let record_size = record_size(&args)?;
         let totals = match args.totals.as_deref() {
             None => false,
@@ -358,6 +351,7 @@ impl Config {
             index_file: args.index_file.clone(),
             recursion,
             block_number: args.block_number,
+            quoting,
             interactive: args.interactive,
             stdin_taken,
             starting_file: args.starting_file.last().map(|n| n.as_bytes().to_vec()),

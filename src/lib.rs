@@ -23,6 +23,7 @@ pub mod owner;
 pub mod plan;
 pub mod pool;
 pub mod progress;
+pub mod quoting;
 pub mod report;
 pub mod resources;
 pub mod safety;

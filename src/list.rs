@@ -229,8 +229,9 @@ impl Lines {
     }
 
     /// The line (or lines) for `m`; `label` is the reader's POSIX volume label so far.
-    pub fn of(&mut self, m: &Member, cfg: &Config, label: Option<(&[u8], i64)>) -> String {
-        let mut out = String::new();
+    /// Bytes: `--quoting-style=literal` writes names as stored.
+    pub fn of(&mut self, m: &Member, cfg: &Config, label: Option<(&[u8], i64)>) -> Vec<u8> {
+        let mut out = Vec::new();
         if !self.label_shown
             && m.format == crate::archive::Format::Pax
             && let Some((name, secs)) = label
@@ -240,19 +241,20 @@ impl Lines {
             let v = Member::volume_header(name.to_vec(), Timestamp { secs, nanos: 0 });
             // -R: block 0, extracting too.
             if self.block_past.is_some() {
-                out.push_str("block 0: ");
+                out.extend_from_slice(b"block 0: ");
             }
-            out += &self.line(&v, v.listed_name(false), cfg);
-            out.push('\n');
+            out.extend(self.line(&v, v.listed_name(false), cfg));
+            out.push(b'\n');
         }
         if let Some(past) = self.block_past {
-            out += &format!("block {}: ", m.block + past);
+            out.extend_from_slice(format!("block {}: ", m.block + past).as_bytes());
         }
-        out + &self.line(m, m.listed_name(cfg.show_transformed), cfg)
+        out.extend(self.line(m, m.listed_name(cfg.show_transformed), cfg));
+        out
     }
 
-    fn line(&mut self, m: &Member, name: &[u8], cfg: &Config) -> String {
-        let name = quote(name, self.utf8);
+    fn line(&mut self, m: &Member, name: &[u8], cfg: &Config) -> Vec<u8> {
+        let name = cfg.quoting.quote(name, self.utf8);
         if !self.long {
             return name;
         }
@@ -281,7 +283,7 @@ pub fn run(cfg: &Config) -> Result<u64> {
         }
         members += 1;
         let line = lines.of(&m, cfg, archive.reader.volume_label());
-        let mut written = writeln!(out, "{line}");
+        let mut written = out.write_all(&line).and_then(|()| out.write_all(b"\n"));
         if let Some(raw) = m.dumpdir.as_deref().filter(|_| cfg.verbose > 1) {
             written = written.and_then(|()| out.write_all(&crate::incremental::listing(raw)));
         }
@@ -337,12 +339,12 @@ struct Widths {
 /// empty a name whose header name maps to a local id, and GNU tar lists that id.
 fn long_line(
     m: &Member,
-    name: &str,
+    name: &[u8],
     utf8: bool,
     widths: &mut Widths,
     owners: &mut Owners,
     cfg: &Config,
-) -> String {
+) -> Vec<u8> {
     let numeric = cfg.numeric_owner;
     let user = if m.uname.is_empty() || numeric {
         owners.uid(m).to_string()
@@ -367,22 +369,31 @@ fn long_line(
     let date = tartime(m.mtime, cfg.times.full, cfg.times);
     widths.date = widths.date.max(date.len());
     let mut line = format!(
-        "{}{} {user}/{group} {:>w$} {:<dw$} {name}",
+        "{}{} {user}/{group} {:>w$} {:<dw$} ",
         mode_string(m),
         mark(m, cfg),
         size,
         date,
         w = widths.ugs - pad + size.len(),
         dw = widths.date,
-    );
+    )
+    .into_bytes();
+    line.extend_from_slice(name);
     match m.kind {
-        Kind::Symlink => line += &format!(" -> {}", quote(&m.link_name, utf8)),
-        Kind::Hardlink => line += &format!(" link to {}", quote(listed_target(&m.link_name), utf8)),
-        Kind::Other(b'V') => line += "--Volume Header--",
+        Kind::Symlink => {
+            line.extend_from_slice(b" -> ");
+            line.extend(cfg.quoting.quote(&m.link_name, utf8));
+        }
+        Kind::Hardlink => {
+            line.extend_from_slice(b" link to ");
+            line.extend(cfg.quoting.quote(listed_target(&m.link_name), utf8));
+        }
+        Kind::Other(b'V') => line.extend_from_slice(b"--Volume Header--"),
         Kind::Other(flag) => {
             // escape_ascii escapes already: only the quotation marks.
             let flag = flag.escape_ascii().to_string();
-            line += &format!(" unknown file type {}", crate::report::in_locale_quotes(&flag, utf8));
+            let quoted = crate::report::in_locale_quotes(&flag, utf8);
+            line.extend_from_slice(format!(" unknown file type {quoted}").as_bytes());
         }
         _ => {}
     }

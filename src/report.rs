@@ -185,14 +185,14 @@ pub fn diagnostic_lost() -> bool {
 /// Writes `line` and a newline to stdout (`--json`). After the first failure (kept for
 /// `stdout_failure`) nothing more is written and every call fails.
 pub fn print_line(line: &str) -> io::Result<()> {
-    write_out(&with_newline(line), None, false)
+    write_out(&with_newline(line.as_bytes()), None, false)
 }
 
 /// A line of the listing (GNU tar's `stdlis`): `-v` names, `Renaming`, `Deleting`. It goes
 /// to `--index-file`'s FILE, else to stdout, or, when stdout carries data (`beside_data`:
 /// `-O`), to stderr. A failed write is handled as `print_line`'s (stderr's as a diagnostic's).
-pub fn list_line(line: &str, beside_data: bool) -> io::Result<()> {
-    list_bytes(&with_newline(line), beside_data)
+pub fn list_line(line: impl AsRef<[u8]>, beside_data: bool) -> io::Result<()> {
+    list_bytes(&with_newline(line.as_ref()), beside_data)
 }
 
 /// `list_line` without a newline (`-w`'s questions).
@@ -216,9 +216,9 @@ pub fn list_dot(beside_data: bool) {
     }
 }
 
-fn with_newline(line: &str) -> Vec<u8> {
+fn with_newline(line: &[u8]) -> Vec<u8> {
     let mut buf = Vec::with_capacity(line.len() + 1);
-    buf.extend_from_slice(line.as_bytes());
+    buf.extend_from_slice(line);
     buf.push(b'\n');
     buf
 }

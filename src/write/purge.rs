@@ -105,7 +105,7 @@ impl Dest {
             if self.verbose() {
                 // Escaped already (as GNU tar's quote escapes): only the quotation marks.
                 let quoted = report::in_locale_quotes(&what, crate::list::utf8_locale());
-                let _ = report::list_line(&format!("fastuntar: Deleting {quoted}"), false);
+                let _ = report::list_line(format!("fastuntar: Deleting {quoted}"), false);
             }
             if let Err(e) = remove_all(dir.as_raw_fd(), name) {
                 report::failed(&what, format!("Cannot remove: {e}"));
