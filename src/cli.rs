@@ -923,6 +923,13 @@ pub struct Args {
     #[arg(long = "usage")]
     pub usage: bool,
 
+    /// GNU tar's --pax-option: `delete=PATTERN` reads the archive as if the PAX keywords
+    /// matching PATTERN (fnmatch: `delete=mtime`, `delete=SCHILY.*`) were not there; the
+    /// keywords for making archives (`exthdr.name`, `globexthdr.name`, `invalid`, `linkdata`,
+    /// `times`) are accepted and change nothing. Comma-separated, or given again.
+    #[arg(long = "pax-option", value_name = "LIST", action = ArgAction::Append)]
+    pub pax_option: Vec<String>,
+
     /// How names are written in listings (-t, -v), as GNU tar: literal, shell, shell-always,
     /// shell-escape, shell-escape-always, c, c-maybe, escape (the default: C escapes for
     /// control characters and `\`, octal for bytes not printable), locale, clocale. Messages

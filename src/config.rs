@@ -71,6 +71,8 @@ pub struct Config {
     pub interactive: bool,
     /// Standard input is the archive's or a `-T -`/`-X -` list's (`-w` asks on /dev/tty).
     pub stdin_taken: bool,
+    /// `--pax-option delete=PATTERN`s: PAX keywords the reader skips.
+    pub pax_delete: Vec<std::ffi::CString>,
     /// `--quoting-style`, `--quote-chars`: how listings write names (quoting.rs).
     pub quoting: crate::quoting::Quoting,
     /// `-R`: block numbers in the listing (list.rs).
@@ -351,6 +353,7 @@ impl Config {
             index_file: args.index_file.clone(),
             recursion,
             block_number: args.block_number,
+            pax_delete: pax_delete(&args.pax_option)?,
             quoting,
             interactive: args.interactive,
             stdin_taken,
@@ -530,6 +533,57 @@ fn newer_than(args: &Args) -> Result<Option<Timestamp>> {
         crate::report::warn(format!("Option {option}: Treating date '{text}' as {said}"));
     }
     Ok(Some(at))
+}
+
+/// GNU tar's PAX keywords that `--pax-option delete=` may not name (xheader.c's protected
+/// ones: without them sparse files, incremental and multi-volume archives would be misread).
+const PROTECTED_PAX_KEYWORDS: &[&str] = &[
+    "GNU.sparse.name",
+    "GNU.sparse.major",
+    "GNU.sparse.minor",
+    "GNU.sparse.realsize",
+    "GNU.sparse.numblocks",
+    "GNU.sparse.size",
+    "GNU.sparse.numbytes",
+    "GNU.sparse.offset",
+    "GNU.sparse.map",
+    "GNU.dumpdir",
+    "GNU.volume.label",
+    "GNU.volume.filename",
+    "GNU.volume.size",
+    "GNU.volume.offset",
+];
+
+/// `--pax-option LIST`s as GNU tar reads them when extracting (xheader.c
+/// `xheader_set_option`): comma-separated `KEYWORD=VALUE`s (or `KEYWORD:=VALUE`). `delete`
+/// gives a pattern of keywords to skip (not one matching a protected keyword); the keywords
+/// for making archives are accepted; overriding a keyword's value (`uname=bob`), which GNU tar
+/// applies in its own way, is refused.
+fn pax_delete(options: &[String]) -> Result<Vec<std::ffi::CString>> {
+    let mut patterns = Vec::new();
+    for token in options.iter().flat_map(|o| o.split(',')).filter(|t| !t.is_empty()) {
+        let Some((keyword, value)) = token.split_once('=') else {
+            bail!("--pax-option: Keyword {token} is unknown or not yet implemented");
+        };
+        let keyword = keyword.trim_end_matches(':').trim();
+        let value = value.trim();
+        match keyword {
+            "delete" => {
+                let pattern = std::ffi::CString::new(value)
+                    .map_err(|_| anyhow::anyhow!("--pax-option: a NUL in {value:?}"))?;
+                if PROTECTED_PAX_KEYWORDS.iter().any(|k| crate::archive::pax_deleted(&pattern, k)) {
+                    bail!("--pax-option: Pattern '{value}' cannot be used");
+                }
+                patterns.push(pattern);
+            }
+            "exthdr.name" | "globexthdr.name" | "invalid" | "linkdata" | "times" => {}
+            _ => bail!(
+                "--pax-option {keyword}={value}: overriding a keyword's value is not supported \
+                 (fastuntar reads the archive's values; delete={keyword} ignores them)"
+            ),
+        }
+    }
+    Ok(patterns)
 }
 
 /// DIR from the `-C`s, as GNU tar changes directory for each (a relative one from the one

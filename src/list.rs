@@ -62,6 +62,7 @@ impl Reading {
         let mut reader = Reader::new(input);
         reader.ignore_zeros(cfg.ignore_zeros);
         reader.block_numbers(cfg.block_number);
+        reader.pax_delete(cfg.pax_delete.clone());
         // Kept when extracting with --xattrs or --acls, and for -tv's mark with either.
         let marks = cfg.list && cfg.verbose > 0;
         let asked = cfg.xattrs.is_some() || cfg.acls;

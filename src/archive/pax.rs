@@ -120,6 +120,8 @@ pub(super) struct Parser {
     xattrs: bool,
     /// Whether a `GNU.dumpdir` record is kept (`-G`).
     dumpdir: bool,
+    /// `--pax-option delete=PATTERN`: records whose keyword matches are skipped.
+    deleted: std::sync::Arc<[std::ffi::CString]>,
     /// Bytes of the data area not yet fed.
     left: u64,
     state: State,
@@ -144,6 +146,7 @@ impl Parser {
             global,
             xattrs: xattrs && !global,
             dumpdir: false,
+            deleted: std::sync::Arc::new([]),
             left: size,
             state: State::Start,
             rec_len: 0,
@@ -156,6 +159,12 @@ impl Parser {
             value_left: 0,
             ext: Extended::default(),
         }
+    }
+
+    /// Skips the records whose keyword matches one of `patterns` (fnmatch, GNU tar's
+    /// `xheader_keyword_deleted_p`).
+    pub(super) fn delete(&mut self, patterns: &std::sync::Arc<[std::ffi::CString]>) {
+        self.deleted = patterns.clone();
     }
 
     /// Keeps the `GNU.dumpdir` record of an `x` header (`Extended::dumpdir`).
@@ -299,7 +308,7 @@ impl Parser {
     }
 
     fn value_kind_for_key(&self) -> Value {
-        if self.key_too_long {
+        if self.key_too_long || (!self.deleted.is_empty() && deleted(&self.deleted, &self.key)) {
             return Value::Skip;
         }
         match self.key.as_slice() {
@@ -412,6 +421,15 @@ impl Parser {
             _ => Err(bad("truncated record")),
         }
     }
+}
+
+/// Whether `key` matches one of `patterns` (fnmatch without flags).
+pub fn deleted(patterns: &[std::ffi::CString], key: &[u8]) -> bool {
+    let Ok(key) = std::ffi::CString::new(key) else { return false };
+    patterns.iter().any(|p| {
+        // Safety: two NUL-terminated strings that live across the call.
+        unsafe { libc::fnmatch(p.as_ptr(), key.as_ptr(), 0) == 0 }
+    })
 }
 
 fn bad(what: &str) -> String {

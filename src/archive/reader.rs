@@ -53,6 +53,8 @@ pub struct Reader<R: Skip> {
     xattrs: bool,
     /// `-G`: read the name lists of an incremental archive's directories (`Member::dumpdir`).
     dumpdirs: bool,
+    /// `--pax-option delete=PATTERN`: the PAX keywords not read.
+    pax_deleted: std::sync::Arc<[std::ffi::CString]>,
     /// The volume label of a POSIX-format archive (`GNU.volume.label` in a `g` header) and
     /// that header's mtime field.
     volume_label: Option<(Vec<u8>, i64)>,
@@ -281,6 +283,7 @@ impl<R: Skip> Reader<R> {
             ignore_zeros: false,
             xattrs: false,
             dumpdirs: false,
+            pax_deleted: std::sync::Arc::new([]),
             volume_label: None,
             first_label: None,
             global: Overrides::default(),
@@ -331,6 +334,12 @@ impl<R: Skip> Reader<R> {
     /// is skipped and the member is a plain directory.
     pub fn dumpdirs(&mut self, on: bool) {
         self.dumpdirs = on;
+    }
+
+    /// `--pax-option delete=PATTERN`: PAX records (`x` and `g`) whose keyword matches one of
+    /// `patterns` (fnmatch) are read as if they were not there.
+    pub fn pax_delete(&mut self, patterns: Vec<std::ffi::CString>) {
+        self.pax_deleted = patterns.into();
     }
 
     /// The label `-V` checks, once the first member has been read: see `first_label`.
@@ -721,6 +730,7 @@ impl<R: Skip> Reader<R> {
         let size = self.extension_size(h, off)?;
         let global = flag == TypeFlag::PaxGlobal;
         let mut parser = pax::Parser::new(size, global, self.xattrs);
+        parser.delete(&self.pax_deleted);
         parser.keep_dumpdir(self.dumpdirs);
         self.stream(size, off, |chunk| parser.feed(chunk))?;
         let parsed = parser.finish().map_err(|e| self.msg(None, off, &e))?;
