@@ -2051,6 +2051,48 @@ fn dest_xfs_loop() {
     mixed_on_loop_fs("dest_xfs_loop", "mkfs.xfs", "xfsprogs", 300 << 20);
 }
 
+/// ext4 without a journal (`mkfs.ext4 -O ^has_journal`, as this VM's root filesystem): the
+/// mixed archive under every configuration gives GNU tar's tree; by default one writer thread
+/// (write/journal.rs; `-v` says so), with `--direct-io` too, and the tree is GNU tar's again. On
+/// the same filesystem made with a journal nothing is said.
+#[test]
+fn dest_ext4_without_a_journal() {
+    let test = "dest_ext4_without_a_journal";
+    let args = ["-q", "-F", "-O", "^has_journal"];
+    let Some(fs) = or_skip(test, loop_fs(test, "mkfs.ext4", "e2fsprogs", &args, 256 << 20)) else {
+        return;
+    };
+    let td = scratch(test);
+    let Some(archive) = or_skip(test, mixed_archive(td.path())) else { return };
+    against_gnu_tar(test, &fs.mnt, &archive, &configs(), None);
+    let gnu = fs.mnt.join("gnu");
+    fresh_dir(&gnu, None);
+    let g = run(gnu_tar(&archive, &gnu), None);
+    assert_eq!(g.code, Some(0), "{}", g.stderr);
+    for extra in [&["-v"][..], &["-v", "--direct-io"]] {
+        let ours = fs.mnt.join("ours");
+        fresh_dir(&ours, None);
+        let out = run(fastuntar(archive.to_str().unwrap(), &ours, extra), None);
+        assert_eq!(out.code, Some(0), "{extra:?}: {}", out.stderr);
+        let said = format!("{}: ext4 without a journal: one writer thread", ours.display());
+        assert!(out.stderr.contains(&said), "{extra:?}: {}", out.stderr);
+        if let Some(n) = compare_trees(&gnu, &ours).unwrap_or_else(|e| panic!("{extra:?}: {e}")) {
+            note(test, &format!("{extra:?}: {n}"));
+        }
+        empty_dir(&ours);
+    }
+    let Some(journaled) =
+        or_skip(test, loop_fs(test, "mkfs.ext4", "e2fsprogs", &["-q", "-F"], 256 << 20))
+    else {
+        return;
+    };
+    let ours = journaled.mnt.join("ours");
+    fresh_dir(&ours, None);
+    let out = run(fastuntar(archive.to_str().unwrap(), &ours, &["-v"]), None);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(!out.stderr.contains("without a journal"), "{}", out.stderr);
+}
+
 /// btrfs on a loop device: the mixed archive under every configuration gives GNU tar's tree.
 /// With data checksums (the default) the kernel turns O_DIRECT writes into buffered ones
 /// (btrfs_direct_write falls back when the inode needs checksums, so a buffer changed in flight

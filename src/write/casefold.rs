@@ -35,7 +35,7 @@ pub fn caseless(dir: &Path) -> Option<String> {
 
 /// The type of the filesystem mounted from device `major:minor`, from /proc/self/mountinfo
 /// (field 3 is `major:minor`; the type follows the ` - ` separator).
-fn mount_type(major: u32, minor: u32) -> Option<String> {
+pub(super) fn mount_type(major: u32, minor: u32) -> Option<String> {
     let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     let dev = format!("{major}:{minor}");
     info.lines().find_map(|line| {

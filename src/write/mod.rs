@@ -6,6 +6,7 @@ pub mod backup;
 pub mod casefold;
 pub mod dest;
 pub mod direct;
+pub mod journal;
 pub mod multi;
 pub mod portable;
 pub mod purge;
@@ -231,13 +232,27 @@ pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> R
             cfg.dest.display()
         ));
     }
+    // On ext4 without a journal, one writer thread (journal.rs), unless chosen.
+    let journal_less = match cfg.writer_threads_given {
+        true => None,
+        false => journal::journal_less(&cfg.dest),
+    };
+    if let Some(fstype) = &journal_less
+        && cfg.verbose > 0
+    {
+        crate::report::warn(format!(
+            "{}: {fstype} without a journal: one writer thread",
+            cfg.dest.display()
+        ));
+    }
     // `--keep-directory-symlink` gives one file two names (`lib/x`, `usr/lib/x`), which the
     // writers' ordering by name cannot see: one file after the other, as there.
     let serial = caseless.is_some() || cfg.keep_directory_symlink;
     // `-U` and `--recursive-unlink` remove directories that other writers' caches may hold:
     // always one writer.
     let unlinks = cfg.recursive_unlink || cfg.old_files == crate::config::OldFiles::UnlinkFirst;
-    let n = if unlinks || (serial && !cfg.writer_threads_given) { 1 } else { n };
+    let one = serial || journal_less.is_some();
+    let n = if unlinks || (one && !cfg.writer_threads_given) { 1 } else { n };
     let fds = FdBudget::from_rlimit(n);
     if fds.writers < n && cfg.writer_threads_given {
         crate::report::warn(format!(
@@ -272,6 +287,7 @@ pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> R
     let mut uring_ok = match cfg.io {
         IoBackend::Uring => true,
         IoBackend::Portable => false,
+        IoBackend::Auto if journal_less.is_some() => cfg.direct_io.is_some(),
         IoBackend::Auto => !serial && (n < AUTO_PORTABLE_FROM || cfg.direct_io.is_some()),
     };
     let mut workers: Vec<Box<dyn Writer>> = Vec::with_capacity(n);
