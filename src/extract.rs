@@ -47,6 +47,8 @@ pub struct Summary {
     pub decoding: decode::DecodeSummary,
     /// Bytes of the two buffer pools: file data, decoded frames (0 when one thread decoded).
     pub memory: (u64, u64),
+    /// Writer threads, and how many of them write through io_uring.
+    pub writers: (usize, usize),
 }
 
 pub fn run(cfg: &Config) -> Result<Summary> {
@@ -66,6 +68,7 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     let memory = (pool.count() as u64 * pools.buf_size as u64, threads.pool_bytes());
     let files = FileCount::new(cfg.limits.max_files);
     let writers = write::create_n(cfg, &pool, files.clone(), cfg.writer_threads)?;
+    let writer_counts = (writers.workers.len(), writers.uring);
     // Checkpoints, when asked for, are the progress display: no bar to draw over them.
     let progress =
         Progress::start(!cfg.quiet && cfg.checkpoint.is_none(), input.size, input.consumed.clone());
@@ -76,7 +79,8 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     progress.finish();
     let elapsed = start.elapsed();
     let sync = if cfg.sync { Some(sync_dest(&cfg.dest)?) } else { None };
-    Ok(Summary { stats, members, elapsed, sync, decoding: counters.summary(), memory })
+    let decoding = counters.summary();
+    Ok(Summary { stats, members, elapsed, sync, decoding, memory, writers: writer_counts })
 }
 
 /// The decoded tar stream.

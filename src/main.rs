@@ -177,7 +177,7 @@ fn json(s: &Summary, code: ExitCode) -> String {
             "\"dirs\":{},\"links\":{},\"bytes\":{},\"elapsed_s\":{:.6},\"mb_per_s\":{:.3},",
             "\"sync_s\":{},\"decode_threads\":{},\"frames\":{},\"frames_ahead\":{},",
             "\"frames_in_place\":{},\"pool_bytes\":{},\"frame_pool_bytes\":{},",
-            "\"skipped\":{},\"exit_code\":{}}}"
+            "\"writer_threads\":{},\"uring_writers\":{},\"skipped\":{},\"exit_code\":{}}}"
         ),
         s.members,
         st.files,
@@ -195,6 +195,8 @@ fn json(s: &Summary, code: ExitCode) -> String {
         null_or(s.decoding.frames_in_place),
         s.memory.0,
         s.memory.1,
+        s.writers.0,
+        s.writers.1,
         report::skipped_count(),
         code as i32
     )

@@ -759,6 +759,8 @@ fn json_summary() {
         "frames_in_place",
         "pool_bytes",
         "frame_pool_bytes",
+        "writer_threads",
+        "uring_writers",
         "skipped",
         "exit_code",
     ];
@@ -796,6 +798,11 @@ fn json_summary() {
         assert!(num(&j, "mb_per_s", &out) >= 0.0, "mb_per_s: {ctx}");
         assert_eq!(num(&j, "exit_code", &out), 0.0, "{ctx}");
         assert_eq!(num(&j, "skipped", &out), 0.0, "{ctx}");
+        let (writers, uring) = (num(&j, "writer_threads", &out), num(&j, "uring_writers", &out));
+        assert!(writers >= 1.0 && (0.0..=writers).contains(&uring), "writers: {ctx}");
+        if label == "portable direct" {
+            assert_eq!(uring, 0.0, "--io portable: {ctx}");
+        }
         if sync {
             assert!(num(&j, "sync_s", &out) >= 0.0, "sync_s: {ctx}");
         } else {

@@ -195,6 +195,8 @@ pub fn create(cfg: &Config, pool: &Pool, files: Arc<FileCount>) -> Result<Box<dy
 /// Writers for `--writer-threads N` (N > 1), and the dispatcher's own `Dest`.
 pub struct Writers {
     pub workers: Vec<Box<dyn Writer>>,
+    /// How many of `workers` write through io_uring (the rest are portable), for `--json`.
+    pub uring: usize,
     /// For the dispatcher (directories, links, deferred metadata); None when N = 1.
     pub dest: Option<dest::Dest>,
 }
@@ -237,14 +239,8 @@ pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> R
         true => None,
         false => journal::journal_less(&cfg.dest),
     };
-    if let Some(fstype) = &journal_less
-        && cfg.verbose > 0
-    {
-        crate::report::warn(format!(
-            "{}: {fstype} without a journal: one writer thread",
-            cfg.dest.display()
-        ));
-    }
+    // Said by --json's writer counts only: -v lists names, as GNU tar's does, and many
+    // virtual machines' disks have no journal.
     // `--keep-directory-symlink` gives one file two names (`lib/x`, `usr/lib/x`), which the
     // writers' ordering by name cannot see: one file after the other, as there.
     let serial = caseless.is_some() || cfg.keep_directory_symlink;
@@ -291,6 +287,7 @@ pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> R
         IoBackend::Auto => !serial && (n < AUTO_PORTABLE_FROM || cfg.direct_io.is_some()),
     };
     let mut workers: Vec<Box<dyn Writer>> = Vec::with_capacity(n);
+    let mut uring = 0;
     for dest in all {
         if uring_ok {
             match uring::setup().and_then(probe_opcodes).and_then(probe_workers) {
@@ -298,6 +295,7 @@ pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> R
                     let here = n >= uring::OPEN_BUFFERED_HERE_FROM;
                     let w = uring::Uring::new(ring, pool, dest, policy, files_each, here);
                     workers.push(Box::new(w));
+                    uring += 1;
                     continue;
                 }
                 Err(e) => {
@@ -315,7 +313,7 @@ pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> R
         }
         workers.push(Box::new(Portable::new(dest, policy)));
     }
-    Ok(Writers { workers, dest: dispatcher })
+    Ok(Writers { workers, uring, dest: dispatcher })
 }
 
 /// The ring's operations that the writer uses: OPENAT, WRITE and CLOSE came with Linux 5.6, and
