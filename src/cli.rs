@@ -70,10 +70,10 @@ fn checkpoints(matches: &clap::ArgMatches, args: &Args) -> Vec<crate::checkpoint
 
 /// `--quote-chars` and `--no-quote-chars` in command-line order (GNU tar sets and clears the
 /// characters as it reads them).
-fn quote_chars(matches: &clap::ArgMatches, args: &Args) -> Vec<(bool, String)> {
+fn quote_chars(matches: &clap::ArgMatches, args: &Args) -> Vec<(bool, OsString)> {
     let on = places(matches, "quote_chars").into_iter().zip(&args.quote_chars);
     let off = places(matches, "no_quote_chars").into_iter().zip(&args.no_quote_chars);
-    let mut all: Vec<(usize, (bool, String))> = on.map(|(p, v)| (p, (true, v.clone()))).collect();
+    let mut all: Vec<(usize, (bool, OsString))> = on.map(|(p, v)| (p, (true, v.clone()))).collect();
     all.extend(off.map(|(p, v)| (p, (false, v.clone()))));
     all.sort_by_key(|(place, _)| *place);
     all.into_iter().map(|(_, a)| a).collect()
@@ -923,10 +923,10 @@ pub struct Args {
     #[arg(long = "usage")]
     pub usage: bool,
 
-    /// GNU tar's --pax-option: `delete=PATTERN` reads the archive as if the PAX keywords
-    /// matching PATTERN (fnmatch: `delete=mtime`, `delete=SCHILY.*`) were not there; the
-    /// keywords for making archives (`exthdr.name`, `globexthdr.name`, `invalid`, `linkdata`,
-    /// `times`) are accepted and change nothing. Comma-separated, or given again.
+    /// GNU tar's --pax-option: `delete=PATTERN` reads the archive as if the keywords of its
+    /// members' PAX headers matching PATTERN (fnmatch: `delete=mtime`, `delete=SCHILY.*`) were
+    /// not there; the keywords for making archives (`exthdr.name`, `globexthdr.name`,
+    /// `exthdr.mtime`, `globexthdr.mtime`) are accepted. Comma-separated, or given again.
     #[arg(long = "pax-option", value_name = "LIST", action = ArgAction::Append)]
     pub pax_option: Vec<String>,
 
@@ -939,15 +939,15 @@ pub struct Args {
 
     /// Also quote (backslash-escape) the characters of STRING in listings.
     #[arg(long = "quote-chars", value_name = "STRING", action = ArgAction::Append)]
-    pub quote_chars: Vec<String>,
+    pub quote_chars: Vec<OsString>,
 
     /// Do not quote the characters of STRING that --quote-chars added.
     #[arg(long = "no-quote-chars", value_name = "STRING", action = ArgAction::Append)]
-    pub no_quote_chars: Vec<String>,
+    pub no_quote_chars: Vec<OsString>,
 
     /// --quote-chars and --no-quote-chars in command-line order (`true`: quote).
     #[arg(skip)]
-    pub quote_chars_ordered: Vec<(bool, String)>,
+    pub quote_chars_ordered: Vec<(bool, OsString)>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

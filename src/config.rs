@@ -554,33 +554,52 @@ const PROTECTED_PAX_KEYWORDS: &[&str] = &[
     "GNU.volume.offset",
 ];
 
-/// `--pax-option LIST`s as GNU tar reads them when extracting (xheader.c
-/// `xheader_set_option`): comma-separated `KEYWORD=VALUE`s (or `KEYWORD:=VALUE`). `delete`
-/// gives a pattern of keywords to skip (not one matching a protected keyword); the keywords
-/// for making archives are accepted; overriding a keyword's value (`uname=bob`), which GNU tar
-/// applies in its own way, is refused.
+/// `--pax-option LIST`s as GNU tar 1.34 reads them (xheader.c `xheader_set_option` and
+/// `xheader_set_keyword_equal`): comma-separated `KEYWORD=VALUE`s or `KEYWORD:=VALUE`s, the
+/// keyword taken as written up to the `=` (less the `:`), the value from its first non-blank.
+/// `delete` gives a pattern of keywords to skip in `x` headers (one matching a protected
+/// keyword is refused); `exthdr.name`, `globexthdr.name`, `exthdr.mtime`, `globexthdr.mtime`
+/// are for making archives. Any other keyword is an override, which GNU tar applies to what it
+/// reads: refused for the keywords that would change what is extracted (`uname=bob`), and
+/// for a protected keyword as GNU tar refuses it; accepted for the others, which change
+/// nothing there either.
 fn pax_delete(options: &[String]) -> Result<Vec<std::ffi::CString>> {
+    /// The keywords an override of would change what GNU tar extracts or lists.
+    const APPLIED: &[&str] =
+        &["path", "linkpath", "size", "mtime", "atime", "ctime", "uid", "gid", "uname", "gname"];
     let mut patterns = Vec::new();
     for token in options.iter().flat_map(|o| o.split(',')).filter(|t| !t.is_empty()) {
         let Some((keyword, value)) = token.split_once('=') else {
             bail!("--pax-option: Keyword {token} is unknown or not yet implemented");
         };
-        let keyword = keyword.trim_end_matches(':').trim();
-        let value = value.trim();
+        let keyword = keyword.strip_suffix(':').unwrap_or(keyword);
+        let value = value.trim_start_matches(|c: char| c.is_ascii_whitespace());
+        let protected = |pattern: &std::ffi::CStr| {
+            PROTECTED_PAX_KEYWORDS.iter().any(|k| crate::archive::pax_deleted(pattern, k))
+        };
         match keyword {
             "delete" => {
                 let pattern = std::ffi::CString::new(value)
                     .map_err(|_| anyhow::anyhow!("--pax-option: a NUL in {value:?}"))?;
-                if PROTECTED_PAX_KEYWORDS.iter().any(|k| crate::archive::pax_deleted(&pattern, k)) {
+                if protected(&pattern) {
                     bail!("--pax-option: Pattern '{value}' cannot be used");
                 }
                 patterns.push(pattern);
             }
-            "exthdr.name" | "globexthdr.name" | "invalid" | "linkdata" | "times" => {}
-            _ => bail!(
-                "--pax-option {keyword}={value}: overriding a keyword's value is not supported \
-                 (fastuntar reads the archive's values; delete={keyword} ignores them)"
-            ),
+            "exthdr.name" | "globexthdr.name" | "exthdr.mtime" | "globexthdr.mtime" => {}
+            k if PROTECTED_PAX_KEYWORDS.contains(&k) => {
+                bail!("--pax-option: Keyword {k} cannot be overridden")
+            }
+            k if APPLIED.contains(&k)
+                || k.starts_with("SCHILY.")
+                || k.starts_with("LIBARCHIVE.") =>
+            {
+                bail!(
+                    "--pax-option {k}={value}: overriding a keyword's value is not supported \
+                     (fastuntar reads the archive's values; delete={k} ignores them)"
+                )
+            }
+            _ => {}
         }
     }
     Ok(patterns)

@@ -9,6 +9,7 @@ use fastuntar::extract::Summary;
 use fastuntar::{checkpoint, cli, config, extract, list, report, resources, to_stdout, totals};
 
 fn main() {
+    list::init_locale();
     ignore_sigxfsz();
     resources::fit_address_space();
     let argv = cli::traditional(std::env::args_os().collect())

@@ -15,6 +15,8 @@
 
 use anyhow::{Result, bail};
 
+use crate::report::printable_char;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Style {
     Literal,
@@ -126,11 +128,11 @@ fn utf8_char(rest: &[u8]) -> (usize, bool) {
         return (1, c_printable(c));
     }
     match std::str::from_utf8(&rest[..rest.len().min(4)]) {
-        Ok(s) => s.chars().next().map_or((0, false), |ch| (ch.len_utf8(), !ch.is_control())),
+        Ok(s) => s.chars().next().map_or((0, false), |ch| (ch.len_utf8(), printable_char(ch))),
         Err(e) if e.valid_up_to() > 0 => {
             let s = std::str::from_utf8(&rest[..e.valid_up_to()]).expect("valid up to there");
             let ch = s.chars().next().expect("at least one character");
-            (ch.len_utf8(), !ch.is_control())
+            (ch.len_utf8(), printable_char(ch))
         }
         // Cut short by the end of the name.
         Err(e) if e.error_len().is_none() && rest.len() < 4 => (rest.len(), false),

@@ -317,7 +317,7 @@ pub fn quote(bytes: &[u8], utf8: bool) -> String {
         if utf8
             && b >= 0x80
             && let Some(ch) = first_utf8_char(rest)
-            && !ch.is_control()
+            && printable_char(ch)
         {
             out.push(ch);
             rest = &rest[ch.len_utf8()..];
@@ -338,6 +338,30 @@ pub fn quote(bytes: &[u8], utf8: bool) -> String {
         rest = &rest[1..];
     }
     out
+}
+
+/// `list::init_locale` found a UTF-8 locale: the C library's `iswprint` says which
+/// characters are printable (glibc: not unassigned code points, U+2028, noncharacters...).
+static LIBC_PRINTABLE: AtomicBool = AtomicBool::new(false);
+
+unsafe extern "C" {
+    /// <wctype.h>; the libc crate does not declare it.
+    fn iswprint(wc: u32) -> libc::c_int;
+}
+
+pub(crate) fn use_libc_printable(on: bool) {
+    LIBC_PRINTABLE.store(on, Ordering::Relaxed);
+}
+
+/// Whether a character of a UTF-8 name prints as it is (else its bytes are escaped).
+pub(crate) fn printable_char(ch: char) -> bool {
+    if LIBC_PRINTABLE.load(Ordering::Relaxed) {
+        // Safety: iswprint takes any wint_t (an unsigned int in glibc and musl) and reads the
+        // locale, which was set before threads started.
+        unsafe { iswprint(ch as u32) != 0 }
+    } else {
+        !ch.is_control()
+    }
 }
 
 fn first_utf8_char(b: &[u8]) -> Option<char> {

@@ -2516,6 +2516,14 @@ fn quoting_styles_like_gnu_tar() {
         b"del\x7f",
         b"ok@",
         "a\u{2019}b".as_bytes(),
+        // What glibc's iswprint calls unprintable though Rust's is_control does not: U+2028,
+        // an unassigned code point, a noncharacter, U+10FFFF; and U+00AD, U+0085.
+        "l\u{2028}s".as_bytes(),
+        "u\u{378}".as_bytes(),
+        "n\u{fffe}".as_bytes(),
+        "m\u{10ffff}".as_bytes(),
+        "h\u{ad}".as_bytes(),
+        "c\u{85}".as_bytes(),
     ];
     for name in names {
         fs::write(root.join(OsStr::from_bytes(name)), "x").unwrap();
@@ -2538,7 +2546,9 @@ fn quoting_styles_like_gnu_tar() {
         "clocale",
     ];
     let mut cases: Vec<(Vec<String>, &str)> = Vec::new();
-    for locale in ["C", "C.UTF-8"] {
+    // en_US.UTF-8 is not installed on every machine: GNU tar then falls back to "C", and so
+    // must we (both read the locale through setlocale).
+    for locale in ["C", "C.UTF-8", "en_US.UTF-8"] {
         for style in styles {
             let style = format!("--quoting-style={style}");
             cases.push((vec!["-tf".into(), a.into(), style.clone()], locale));
@@ -2601,7 +2611,21 @@ fn pax_option_like_gnu_tar() {
     fs::write(root.join("d/b"), "b\n").unwrap();
     util::tree::set_mtime(&root.join("d/b"), 1_577_836_800, 500_000_000);
     let archive = gnu_archive(&td, "p.tar", &["--format=posix"], &root, &["d"]);
+    // A global header's records stay: delete=mtime falls back to its mtime, not the ustar
+    // field's (GNU tar deletes from `x` headers only).
+    let mut t = util::rawtar::Tar::new();
+    let records = [("mtime", "1234567890"), ("uname", "alice")];
+    let data: Vec<u8> = records.iter().flat_map(|(k, v)| util::rawtar::pax_record(k, v)).collect();
+    t.entry(&util::rawtar::Header::new("pax_global_header", b'g'), &data);
+    t.pax(&[("mtime", "1500000000.5"), ("uname", "bob")]);
+    t.file("b", b"b\n");
+    let global = td.write("g.tar", t.finish());
     let mut failures = Vec::new();
+    for option in
+        ["delete=mtime", "delete=uname", "delete =mtime", "delete= mtime", "exthdr.mtime=0"]
+    {
+        failures.extend(compare(&td, &global, &["--pax-option", option, "--full-time"], &[]));
+    }
     for option in [
         "delete=mtime",
         "delete=path",
@@ -2620,10 +2644,33 @@ fn pax_option_like_gnu_tar() {
         ("delete=*", "Pattern '*' cannot be used"),
         ("times", "Keyword times is unknown or not yet implemented"),
         ("uname=bob", "overriding a keyword's value is not supported"),
+        ("GNU.dumpdir=x", "Keyword GNU.dumpdir cannot be overridden"),
     ] {
         let out = fastuntar().arg("-tf").arg(&archive).args(["--pax-option", option]).run();
         out.expect_code(2);
         assert!(out.stdout.is_empty() && out.stderr_lines().len() == 1, "{}", out.describe());
         assert!(out.stderr_str().contains(said), "{}", out.describe());
+    }
+}
+
+/// `-tv` names a type flag it does not know as GNU tar does: escaped (`'\001'`, `'\377'`) in
+/// the locale's quotation marks, a quote mark inside them escaped (`'\''`).
+#[test]
+fn unknown_type_flags_listed_like_gnu_tar() {
+    if !have_tool("unknown_type_flags_listed_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("unknown_flags");
+    let mut t = util::rawtar::Tar::new();
+    for (i, flag) in [0x01u8, b'\'', b'"', 0xff, 0x85, b'Z'].into_iter().enumerate() {
+        t.entry(&util::rawtar::Header::new(format!("m{i}"), flag), b"");
+    }
+    let archive = td.write("u.tar", t.finish());
+    for locale in ["C", "C.UTF-8"] {
+        let list = |mut cmd: Cmd| {
+            cmd.env("LC_ALL", locale).env("TZ", "UTC").arg("-tvf").arg(&archive).run()
+        };
+        let (gnu, ours) = (list(Cmd::new("tar")), list(fastuntar()));
+        assert_eq!(ours.stdout_str(), gnu.stdout_str(), "{locale}\n{}", ours.describe());
     }
 }

@@ -336,8 +336,8 @@ impl<R: Skip> Reader<R> {
         self.dumpdirs = on;
     }
 
-    /// `--pax-option delete=PATTERN`: PAX records (`x` and `g`) whose keyword matches one of
-    /// `patterns` (fnmatch) are read as if they were not there.
+    /// `--pax-option delete=PATTERN`: records of `x` headers whose keyword matches one of
+    /// `patterns` (fnmatch) are read as if they were not there (a `g` header's are kept).
     pub fn pax_delete(&mut self, patterns: Vec<std::ffi::CString>) {
         self.pax_deleted = patterns.into();
     }
@@ -730,7 +730,10 @@ impl<R: Skip> Reader<R> {
         let size = self.extension_size(h, off)?;
         let global = flag == TypeFlag::PaxGlobal;
         let mut parser = pax::Parser::new(size, global, self.xattrs);
-        parser.delete(&self.pax_deleted);
+        // GNU tar deletes keywords from `x` headers only (xheader.c's decx, not decg).
+        if !global {
+            parser.delete(&self.pax_deleted);
+        }
         parser.keep_dumpdir(self.dumpdirs);
         self.stream(size, off, |chunk| parser.feed(chunk))?;
         let parsed = parser.finish().map_err(|e| self.msg(None, off, &e))?;
