@@ -21,7 +21,10 @@
 //! this parser does not know for sure (an unterminated `[`, `[=` `=]`, `[.` `.]`) make the
 //! pattern fall back to glibc's fnmatch per start, as GNU tar does.
 //!
-//! Matching is byte-wise (the C locale): fastuntar does not set a locale.
+//! Matching is byte-wise, as in the C locale, except where GNU tar's would not be: in a UTF-8
+//! locale (main sets LC_CTYPE from the environment, as GNU tar does) a `?` or a bracket
+//! expression matches a whole character, so a non-ASCII name is matched by glibc's fnmatch
+//! against such a pattern (within a budget of bytes scanned per name: `PER_CHAR_BUDGET`).
 
 use std::ffi::CString;
 
@@ -132,8 +135,10 @@ impl Flagged {
 pub(crate) enum Pattern {
     /// No wildcards: the string itself (backslashes removed).
     Literal(Vec<u8>),
-    /// Runs of one-byte matchers separated by `*` (so `runs.len()` is the number of `*` + 1).
-    Glob(Vec<Vec<Atom>>),
+    /// Runs of one-byte matchers separated by `*` (so `runs.len()` is the number of `*` + 1),
+    /// and, when a `?` or a bracket expression is among them, the pattern for glibc's fnmatch:
+    /// in a UTF-8 locale those match a whole character of a non-ASCII name (see `matches`).
+    Glob(Vec<Vec<Atom>>, Option<CString>),
     /// Left to glibc's fnmatch (see the module doc).
     Fnmatch(CString),
 }
@@ -317,7 +322,8 @@ impl Pattern {
             runs.last_mut().expect("never empty").push(atom);
             i += 1;
         }
-        Pattern::Glob(runs)
+        let per_char = runs.iter().flatten().any(|a| matches!(a, Atom::Any | Atom::Set(_)));
+        Pattern::Glob(runs, per_char.then(|| CString::new(p).expect("no NUL byte")))
     }
 
     /// Whether the pattern matches `name` or a leading directory of it, at its start and,
@@ -326,20 +332,44 @@ impl Pattern {
         match self {
             Pattern::Literal(lit) => starts(name, true, anchored)
                 .any(|s| name[s..].starts_with(lit) && is_end(name, s + lit.len())),
-            Pattern::Glob(runs) => glob_matches(runs, name, anchored),
-            Pattern::Fnmatch(p) => {
-                let Ok(name) = CString::new(name) else { return false };
-                let bytes = name.as_bytes_with_nul();
-                starts(name.as_bytes(), false, anchored).any(|s| {
-                    let tail = bytes[s..].as_ptr().cast();
-                    // Safety: both are NUL-terminated (a suffix of a CString's bytes with its
-                    // NUL) and outlive the call.
-                    let r = unsafe { libc::fnmatch(p.as_ptr(), tail, FNM_LEADING_DIR) };
-                    r == 0
-                })
+            // In a UTF-8 locale glibc's `?` and brackets take a whole character: for a
+            // non-ASCII name, fnmatch decides, as for GNU tar. Within a budget: fnmatch per
+            // start costs the name's length per `/` (module doc), which a hostile archive
+            // could make quadratic.
+            Pattern::Glob(_, Some(p))
+                if !name.is_ascii()
+                    && crate::list::utf8_locale()
+                    && per_start_cost(name, anchored) <= PER_CHAR_BUDGET =>
+            {
+                fnmatch_at_starts(p, name, anchored)
             }
+            Pattern::Glob(runs, _) => glob_matches(runs, name, anchored),
+            Pattern::Fnmatch(p) => fnmatch_at_starts(p, name, anchored),
         }
     }
+}
+
+/// The most bytes fnmatch may scan for one name in a UTF-8 locale (starts x length): a 4096-
+/// byte name (PATH_MAX) with 15 `/`, or a 255-byte one with 255. Beyond it the name is matched
+/// byte by byte, as in the C locale.
+const PER_CHAR_BUDGET: usize = 1 << 16;
+
+/// What fnmatch at every start of `name` may scan: its length once per start.
+fn per_start_cost(name: &[u8], anchored: bool) -> usize {
+    let starts = if anchored { 1 } else { 1 + name.iter().filter(|&&b| b == b'/').count() };
+    starts.saturating_mul(name.len())
+}
+
+/// glibc's fnmatch with FNM_LEADING_DIR at each start of `name` (see `starts`).
+fn fnmatch_at_starts(p: &CString, name: &[u8], anchored: bool) -> bool {
+    let Ok(name) = CString::new(name) else { return false };
+    let bytes = name.as_bytes_with_nul();
+    starts(name.as_bytes(), false, anchored).any(|s| {
+        let tail = bytes[s..].as_ptr().cast();
+        // Safety: both are NUL-terminated (a suffix of a CString's bytes with its NUL) and
+        // outlive the call.
+        unsafe { libc::fnmatch(p.as_ptr(), tail, FNM_LEADING_DIR) == 0 }
+    })
 }
 
 /// Where a match may start: 0, and unless `anchored` after each `/` (for wildcard patterns,
@@ -553,10 +583,12 @@ mod tests {
             let compiled = Pattern::compile(&pattern);
             match &compiled {
                 Pattern::Literal(_) => kinds[0] += 1,
-                Pattern::Glob(runs) if runs.iter().flatten().any(|a| matches!(a, Atom::Set(_))) => {
+                Pattern::Glob(runs, _)
+                    if runs.iter().flatten().any(|a| matches!(a, Atom::Set(_))) =>
+                {
                     kinds[1] += 1
                 }
-                Pattern::Glob(_) => {}
+                Pattern::Glob(..) => {}
                 Pattern::Fnmatch(_) => kinds[2] += 1,
             }
             for _ in 0..8 {

@@ -2674,3 +2674,48 @@ fn unknown_type_flags_listed_like_gnu_tar() {
         assert_eq!(ours.stdout_str(), gnu.stdout_str(), "{locale}\n{}", ours.describe());
     }
 }
+
+/// In a UTF-8 locale GNU tar's `?` and bracket expressions match a whole character of a
+/// non-ASCII name (glibc's fnmatch after setlocale), in `--wildcards` MEMBERs and `--exclude`
+/// patterns alike; in the C locale a byte. Both locales, against GNU tar.
+#[test]
+fn wildcards_match_characters_in_a_utf8_locale() {
+    if !have_tool("wildcards_match_characters_in_a_utf8_locale", "tar") {
+        return;
+    }
+    let td = TestDir::new("utf8_wildcards");
+    let root = td.join("tree");
+    for name in ["café", "cafe", "naïve", "d/ü/x", "plain"] {
+        let p = root.join(name);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(&p, "x").unwrap();
+    }
+    let archive = gnu_archive(&td, "u.tar", &[], &root, &["café", "cafe", "naïve", "d", "plain"]);
+    let mut failures = Vec::new();
+    for pattern in ["caf?", "na?ve", "caf[é]", "caf[!e]", "*é", "d/?", "d/[[:alpha:]]/x", "?lain"]
+    {
+        for locale in ["C", "C.UTF-8"] {
+            for (flags, ops) in [
+                (vec!["--wildcards"], vec![pattern]),
+                (vec!["--exclude", pattern], vec![]),
+                (vec!["--no-wildcards-match-slash", "--exclude", pattern], vec![]),
+            ] {
+                let list = |mut cmd: Cmd| {
+                    cmd.env("LC_ALL", locale).args(&flags).arg("-tf").arg(&archive).args(&ops);
+                    cmd.run()
+                };
+                let (gnu, ours) = (list(Cmd::new("tar")), list(fastuntar()));
+                if (gnu.code, gnu.stdout_str()) != (ours.code, ours.stdout_str()) {
+                    failures.push(format!(
+                        "{locale} {flags:?} {ops:?}: GNU {:?} {:?}, ours {:?} {:?}",
+                        gnu.code,
+                        gnu.stdout_str(),
+                        ours.code,
+                        ours.stdout_str()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "wildcards differ from GNU tar:\n  {}", failures.join("\n  "));
+}
