@@ -6,12 +6,11 @@
 //! filesystem (which has no journal), a tarball of /usr/share (43,204 files) extracted again
 //! right after deleting the last extraction (docs/PERFORMANCE.md, 3 rounds): GNU tar
 //! 1.19-1.21 s, two writer threads 1.41-1.72 s (25 % of all samples in `recently_deleted`),
-//! one portable writer 1.13-1.17 s; on a fresh
-//! journal-less ext4 one portable writer is as fast (1.30 against 1.26-1.29 s) or faster
-//! (smallfiles.tar.zst: 1.95-2.01 against 2.13 s). So there the default is one writer thread,
-//! without io_uring for buffered files (its opens run on io-wq workers, in parallel again);
-//! `--direct-io` keeps the ring (snapshot.tar.zst: one io_uring writer 3.08-3.29 s, two
-//! 3.17-3.22 s, one portable 3.53-3.61 s).
+//! one portable writer 1.13-1.17 s. On a fresh journal-less ext4 one portable writer is as
+//! fast (1.30 against 1.26-1.29 s) or faster (smallfiles.tar.zst: 1.95-2.01 against 2.13 s).
+//! So there the default is one writer thread, without io_uring for buffered files (its opens
+//! run on io-wq workers, in parallel again); `--direct-io` keeps the ring (snapshot.tar.zst:
+//! one io_uring writer 3.08-3.29 s, two 3.17-3.22 s, one portable 3.53-3.61 s).
 
 use std::path::Path;
 
