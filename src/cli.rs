@@ -60,23 +60,40 @@ fn places(matches: &clap::ArgMatches, id: &str) -> Vec<usize> {
 /// in the order given, a `--checkpoint=.N` among them (its dot action).
 fn checkpoints(matches: &clap::ArgMatches, args: &Args) -> Vec<crate::checkpoint::Arg> {
     use crate::checkpoint::Arg;
-    let every = places(matches, "checkpoint").into_iter().zip(&args.checkpoint);
-    let actions = places(matches, "checkpoint_action").into_iter().zip(&args.checkpoint_action);
-    let mut all: Vec<(usize, Arg)> = every.map(|(p, v)| (p, Arg::Every(v.clone()))).collect();
-    all.extend(actions.map(|(p, v)| (p, Arg::Action(v.clone()))));
-    all.sort_by_key(|(place, _)| *place);
-    all.into_iter().map(|(_, a)| a).collect()
+    by_place(
+        matches,
+        [
+            ("checkpoint", args.checkpoint.iter().cloned().map(Arg::Every).collect()),
+            (
+                "checkpoint_action",
+                args.checkpoint_action.iter().cloned().map(Arg::Action).collect(),
+            ),
+        ],
+    )
 }
 
 /// `--quote-chars` and `--no-quote-chars` in command-line order (GNU tar sets and clears the
 /// characters as it reads them).
 fn quote_chars(matches: &clap::ArgMatches, args: &Args) -> Vec<(bool, OsString)> {
-    let on = places(matches, "quote_chars").into_iter().zip(&args.quote_chars);
-    let off = places(matches, "no_quote_chars").into_iter().zip(&args.no_quote_chars);
-    let mut all: Vec<(usize, (bool, OsString))> = on.map(|(p, v)| (p, (true, v.clone()))).collect();
-    all.extend(off.map(|(p, v)| (p, (false, v.clone()))));
+    let tagged = |on: bool, v: &[OsString]| v.iter().map(|s| (on, s.clone())).collect();
+    by_place(
+        matches,
+        [
+            ("quote_chars", tagged(true, &args.quote_chars)),
+            ("no_quote_chars", tagged(false, &args.no_quote_chars)),
+        ],
+    )
+}
+
+/// The values of several arguments (each id with its values, in the order clap kept them),
+/// merged in the order they stand on the command line.
+fn by_place<T, const N: usize>(matches: &clap::ArgMatches, lists: [(&str, Vec<T>); N]) -> Vec<T> {
+    let mut all: Vec<(usize, T)> = lists
+        .into_iter()
+        .flat_map(|(id, values)| places(matches, id).into_iter().zip(values))
+        .collect();
     all.sort_by_key(|(place, _)| *place);
-    all.into_iter().map(|(_, a)| a).collect()
+    all.into_iter().map(|(_, v)| v).collect()
 }
 
 /// The options of `Ordered`, sorted by their place on the command line.

@@ -284,7 +284,7 @@ impl Config {
         crate::report::apply_warning_keywords(&args.warning)?;
         let transforms =
             crate::transform::Transforms::parse(&args.transform).context("--transform")?.into();
-        let Selection { members, exclude, recursion } =
+        let Selection { members, exclude, recursion, read_stdin } =
             operands::resolve(&args.ordered, args.file.is_none(), archive.is_none())?;
         let occurrence = match args.occurrence {
             None => 0,
@@ -339,11 +339,7 @@ impl Config {
             .transpose()?;
         let max_window_log = window_log(parse_size(&args.max_window).context("--max-window")?)?;
         let (writer_threads, writer_threads_given) = writer_threads(args.writer_threads)?;
-        let stdin_taken = archive.is_none()
-            || args.ordered.iter().any(|o| match o {
-                Ordered::FilesFrom(p) | Ordered::ExcludeFrom(p) => p.as_os_str() == "-",
-                _ => false,
-            });
+        let stdin_taken = archive.is_none() || read_stdin;
         Ok(Config {
             archive,
             filter,
@@ -574,14 +570,11 @@ fn pax_delete(options: &[String]) -> Result<Vec<std::ffi::CString>> {
         };
         let keyword = keyword.strip_suffix(':').unwrap_or(keyword);
         let value = value.trim_start_matches(|c: char| c.is_ascii_whitespace());
-        let protected = |pattern: &std::ffi::CStr| {
-            PROTECTED_PAX_KEYWORDS.iter().any(|k| crate::archive::pax_deleted(pattern, k))
-        };
         match keyword {
             "delete" => {
                 let pattern = std::ffi::CString::new(value)
                     .map_err(|_| anyhow::anyhow!("--pax-option: a NUL in {value:?}"))?;
-                if protected(&pattern) {
+                if PROTECTED_PAX_KEYWORDS.iter().any(|k| crate::archive::pax_deleted(&pattern, k)) {
                     bail!("--pax-option: Pattern '{value}' cannot be used");
                 }
                 patterns.push(pattern);

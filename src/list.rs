@@ -111,17 +111,11 @@ impl Reading {
     /// an end marker of one zero block.
     pub fn say_ends(&mut self, say: &mut dyn FnMut(&str) -> io::Result<()>) -> io::Result<()> {
         let ends = self.reader.take_ends();
-        let said = (|| {
-            for (first, n) in ends.zero_runs {
-                for block in first..first + n {
-                    say(&format!("block {block}: ** Block of NULs **"))?;
-                }
-            }
-            if let Some(block) = ends.eof_at {
-                say(&format!("block {block}: ** End of File **"))?;
-            }
-            Ok(())
-        })();
+        let nuls = ends.zero_runs.iter().flat_map(|&(first, n)| first..first + n);
+        let mut lines = nuls
+            .map(|block| format!("block {block}: ** Block of NULs **"))
+            .chain(ends.eof_at.map(|block| format!("block {block}: ** End of File **")));
+        let said = lines.try_for_each(|line| say(&line));
         if let Some(at) = ends.lone_zero_at {
             let what = format!("A lone zero block at {at}");
             crate::report::warn_of(crate::report::Warning::AloneZeroBlock, what);

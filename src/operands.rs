@@ -102,6 +102,8 @@ pub struct Selection {
     /// `--recursion`/`--no-recursion` as the command line leaves it (GNU tar's global
     /// `recursion_option`, which `--occurrence` counts by).
     pub recursion: bool,
+    /// A `-T -` or `-X -` list was read from standard input.
+    pub read_stdin: bool,
 }
 
 /// Reads `ordered` (cli.rs) in order. `skip_first_operand`: the first operand is the archive
@@ -111,7 +113,8 @@ pub fn resolve(
     skip_first_operand: bool,
     stdin_taken: bool,
 ) -> Result<Selection> {
-    let mut sel = Selection { members: Vec::new(), exclude: Vec::new(), recursion: true };
+    let mut sel =
+        Selection { members: Vec::new(), exclude: Vec::new(), recursion: true, read_stdin: false };
     // None: the default, literal MEMBERs and wildcard exclude patterns.
     let mut wildcards: Option<bool> = None;
     let (mut null, mut unquote_names, mut verbatim) = (false, true, false);
@@ -142,6 +145,7 @@ pub fn resolve(
             Ordered::FilesFrom(path) => {
                 let what = || format!("--files-from {}", path.display());
                 let text = read(path, stdin_taken).with_context(what)?;
+                sel.read_stdin |= path.as_os_str() == "-";
                 // Without --null, a NUL ends the name and makes NUL the separator from there
                 // on, as in GNU tar (names.c read_name_from_file, which warns so).
                 let (lines, rest) = if null {
@@ -185,6 +189,7 @@ pub fn resolve(
             Ordered::ExcludeFrom(path) => {
                 let what = || format!("--exclude-from {}", path.display());
                 let text = read(path, stdin_taken).with_context(what)?;
+                sel.read_stdin |= path.as_os_str() == "-";
                 for line in text.split(|&b| b == b'\n') {
                     let line = &line[..line.iter().position(|&b| b == 0).unwrap_or(line.len())];
                     let end = line.iter().rposition(|b| !is_c_space(*b)).map_or(0, |e| e + 1);

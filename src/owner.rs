@@ -145,7 +145,6 @@ mod tests {
     fn member(uid_name: &[u8], gid_name: &[u8]) -> Member {
         Member {
             name: b"f".to_vec(),
-            link_name: Vec::new(),
             kind: crate::archive::Kind::File,
             mode: 0o644,
             uid: 500,
@@ -154,19 +153,9 @@ mod tests {
             gname: gid_name.to_vec(),
             uid_name: uid_name.to_vec(),
             gid_name: gid_name.to_vec(),
-            dev_major: 0,
-            dev_minor: 0,
-            mtime: Default::default(),
-            size: 0,
-            declared_size: 0,
-            sparse: None,
-            offset: 0,
-            block: 0,
-            xattrs: Vec::new(),
-            stored_name: None,
             format: crate::archive::Format::Gnu,
             type_flag: b'0',
-            dumpdir: None,
+            ..Member::volume_header(Vec::new(), Default::default())
         }
     }
 

@@ -197,22 +197,26 @@ pub fn list_line(line: impl AsRef<[u8]>, beside_data: bool) -> io::Result<()> {
 
 /// `list_line` without a newline (`-w`'s questions).
 pub fn list_bytes(bytes: &[u8], beside_data: bool) -> io::Result<()> {
+    to_listing(bytes, beside_data, false)
+}
+
+/// A checkpoint's dot, where the listing goes. Unlike a name, a dot that finds its reader
+/// gone (`| head -c1`) or stderr unwritable is not an error: nothing is lost that anyone reads.
+pub fn list_dot(beside_data: bool) {
+    let _ = to_listing(b".", beside_data, true);
+}
+
+/// Writes to the listing: `--index-file`'s FILE, else stdout, or stderr `beside_data`.
+/// `loss_ok`: a closed stdout pipe or a failed stderr write is not kept for the end.
+fn to_listing(bytes: &[u8], beside_data: bool, loss_ok: bool) -> io::Result<()> {
     match INDEX_FILE.get() {
         Some((file, name)) => write_out(bytes, Some((file, name)), false),
         None if beside_data => io::stderr().lock().write_all(bytes).inspect_err(|_| {
-            DIAGNOSTIC_LOST.store(true, Ordering::Relaxed);
+            if !loss_ok {
+                DIAGNOSTIC_LOST.store(true, Ordering::Relaxed);
+            }
         }),
-        None => write_out(bytes, None, false),
-    }
-}
-
-/// A checkpoint's dot, where the listing goes. Unlike a name, a dot that finds stdout's
-/// reader gone (`| head -c1`) is not an error: nothing is lost that anyone reads.
-pub fn list_dot(beside_data: bool) {
-    match INDEX_FILE.get() {
-        Some((file, name)) => drop(write_out(b".", Some((file, name)), false)),
-        None if beside_data => drop(io::stderr().lock().write_all(b".")),
-        None => drop(write_out(b".", None, true)),
+        None => write_out(bytes, None, loss_ok),
     }
 }
 
@@ -294,10 +298,10 @@ pub fn locale_quoted(bytes: &[u8], utf8: bool) -> String {
 /// in the C locale, `‘a\’b’` in a UTF-8 one).
 pub fn in_locale_quotes(text: &str, utf8: bool) -> String {
     let (open, close) = if utf8 { ("\u{2018}", "\u{2019}") } else { ("'", "'") };
-    if text.contains(close) {
-        let text = text.replace(close, &format!("\\{close}"));
-        return format!("{open}{text}{close}");
-    }
+    let text = match text.contains(close) {
+        true => std::borrow::Cow::Owned(text.replace(close, &format!("\\{close}"))),
+        false => std::borrow::Cow::Borrowed(text),
+    };
     format!("{open}{text}{close}")
 }
 

@@ -13,7 +13,7 @@ pub use reader::Reader;
 
 /// Whether a PAX keyword matches a `--pax-option delete=` pattern.
 pub fn pax_deleted(pattern: &std::ffi::CStr, keyword: &str) -> bool {
-    pax::deleted(std::slice::from_ref(&pattern.to_owned()), keyword.as_bytes())
+    pax::keyword_matches(pattern, keyword.as_bytes())
 }
 pub use xattr::{
     MAX_TOTAL as MAX_XATTR_TOTAL, MAX_VALUE as MAX_XATTR_VALUE, Xattr, held as xattr_bytes,

@@ -424,12 +424,16 @@ impl Parser {
 }
 
 /// Whether `key` matches one of `patterns` (fnmatch without flags).
-pub fn deleted(patterns: &[std::ffi::CString], key: &[u8]) -> bool {
+fn deleted(patterns: &[std::ffi::CString], key: &[u8]) -> bool {
+    patterns.iter().any(|p| keyword_matches(p, key))
+}
+
+/// Whether the PAX keyword `key` matches `pattern` (fnmatch without flags, as GNU tar's
+/// `--pax-option delete=`).
+pub(super) fn keyword_matches(pattern: &std::ffi::CStr, key: &[u8]) -> bool {
     let Ok(key) = std::ffi::CString::new(key) else { return false };
-    patterns.iter().any(|p| {
-        // Safety: two NUL-terminated strings that live across the call.
-        unsafe { libc::fnmatch(p.as_ptr(), key.as_ptr(), 0) == 0 }
-    })
+    // Safety: two NUL-terminated strings that live across the call.
+    unsafe { libc::fnmatch(pattern.as_ptr(), key.as_ptr(), 0) == 0 }
 }
 
 fn bad(what: &str) -> String {

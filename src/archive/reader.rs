@@ -118,6 +118,17 @@ enum Fill {
     Partial(usize),
 }
 
+impl Fill {
+    /// How many bytes of the block the read filled.
+    fn len(&self) -> usize {
+        match self {
+            Fill::Full => BLOCK,
+            Fill::Eof => 0,
+            Fill::Partial(n) => *n,
+        }
+    }
+}
+
 /// Extension headers read so far for the member that follows them.
 #[derive(Default)]
 struct Pending {
@@ -634,15 +645,11 @@ impl<R: Skip> Reader<R> {
                 };
                 Err(self.msg(None, 0, &what))
             }
-            Fill::Eof if !dangling => {
-                if self.block_numbers {
-                    self.ends.eof_at = Some(off / BLOCK as u64);
-                }
-                Ok(false)
-            }
-            // A truncated end-of-archive block: GNU tar ends quietly too (its short read
-            // drops the block: -R says the input ended there).
-            Fill::Partial(n) if !dangling && blk[..n].iter().all(|&b| b == 0) => {
+            // The end of the input, or a truncated end-of-archive block: GNU tar ends quietly
+            // too (its short read drops the block: -R says the input ended there).
+            Fill::Eof | Fill::Partial(_)
+                if !dangling && blk[..fill.len()].iter().all(|&b| b == 0) =>
+            {
                 if self.block_numbers {
                     self.ends.eof_at = Some(off / BLOCK as u64);
                 }

@@ -23,14 +23,20 @@ const FS_CASEFOLD_FL: libc::c_long = 0x4000_0000;
 /// where it will be made) compare names without case: the filesystem's type, or `casefold`.
 /// None when nothing says so, or when it cannot be told.
 pub fn caseless(dir: &Path) -> Option<String> {
-    let dir = dir.ancestors().find(|d| d.as_os_str().is_empty() || d.is_dir())?;
-    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
-    let dev = std::os::unix::fs::MetadataExt::dev(&std::fs::metadata(dir).ok()?);
-    let fstype = mount_type(libc::major(dev), libc::minor(dev));
-    if let Some(t) = fstype.filter(|t| CASELESS.contains(&t.as_str())) {
+    let (dir, major, minor) = device_of(dir)?;
+    if let Some(t) = mount_type(major, minor).filter(|t| CASELESS.contains(&t.as_str())) {
         return Some(t);
     }
     casefolded(dir).then(|| "casefold".to_string())
+}
+
+/// DIR, or when it does not exist yet the nearest directory above it that does (where it will
+/// be made), and the `major:minor` of the filesystem it is on.
+pub(super) fn device_of(dir: &Path) -> Option<(&Path, u32, u32)> {
+    let dir = dir.ancestors().find(|d| d.as_os_str().is_empty() || d.is_dir())?;
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    let dev = std::os::unix::fs::MetadataExt::dev(&std::fs::metadata(dir).ok()?);
+    Some((dir, libc::major(dev), libc::minor(dev)))
 }
 
 /// The type of the filesystem mounted from device `major:minor`, from /proc/self/mountinfo

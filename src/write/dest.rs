@@ -370,7 +370,6 @@ impl Dest {
         e
     }
 
-    /// -k or --skip-old-files: what exists stays as it is (a directory's metadata too).
     /// `-v` (`write/purge.rs` names what it removes).
     pub(super) fn verbose(&self) -> bool {
         self.verbose
@@ -381,6 +380,7 @@ impl Dest {
         self.one_file_system
     }
 
+    /// -k or --skip-old-files: what exists stays as it is (a directory's metadata too).
     pub fn keeps_old(&self) -> bool {
         self.old_files != OldFiles::Replace
     }

@@ -21,10 +21,7 @@ use std::path::Path;
 /// the kernel lists under /proc/fs/jbd2 as `DEVICE-INODE` (`vda-8`, `loop0-8`; a journal on
 /// another device is listed under that device's name) are looked through.
 pub fn journal_less(dir: &Path) -> Option<String> {
-    let dir = dir.ancestors().find(|d| d.as_os_str().is_empty() || d.is_dir())?;
-    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
-    let dev = std::os::unix::fs::MetadataExt::dev(&std::fs::metadata(dir).ok()?);
-    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let (_, major, minor) = super::casefold::device_of(dir)?;
     let fstype = super::casefold::mount_type(major, minor)?;
     if !matches!(fstype.as_str(), "ext2" | "ext3" | "ext4") {
         return None;
