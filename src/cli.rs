@@ -8,7 +8,13 @@ use clap::{ArgAction, Parser, ValueEnum};
 /// Parses the command line (after `traditional`), exiting as clap does on an error.
 pub fn parse(argv: Vec<OsString>) -> Args {
     use clap::{CommandFactory, FromArgMatches};
-    let matches = Args::command().get_matches_from(argv);
+    let matches = Args::command().try_get_matches_from(argv).unwrap_or_else(|e| {
+        if !e.use_stderr() {
+            e.exit();
+        }
+        let _ = e.print();
+        std::process::exit(usage_status(&e));
+    });
     let mut args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     // GNU tar: --xattrs, --xattrs-include and --xattrs-exclude turn restoring on, --no-xattrs
     // off; the last one given wins.
@@ -20,6 +26,36 @@ pub fn parse(argv: Vec<OsString>) -> Args {
     args.checkpoints = checkpoints(&matches, &args);
     args.quote_chars_ordered = quote_chars(&matches, &args);
     args
+}
+
+/// GNU tar's exit status for a command line it cannot read: 64 (argp's EX_USAGE) for an
+/// unknown or ambiguous option or one missing its value, as argp refuses them before tar sees
+/// anything; 2 for a value tar itself refuses (`-H bogus`) or options that do not go together.
+pub fn usage_status(e: &clap::Error) -> i32 {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let missing_value = e.kind() == ErrorKind::InvalidValue
+        && matches!(e.get(ContextKind::InvalidValue), Some(ContextValue::String(v)) if v.is_empty());
+    if e.kind() == ErrorKind::UnknownArgument || missing_value { 64 } else { 2 }
+}
+
+/// A command line (or TAR_OPTIONS) refused before anything is read, with its exit status.
+#[derive(Debug)]
+pub struct UsageError {
+    pub message: String,
+    pub status: i32,
+}
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<String> for UsageError {
+    /// A refusal of fastuntar's own: exit 2.
+    fn from(message: String) -> UsageError {
+        UsageError { message, status: 2 }
+    }
 }
 
 /// An option whose place on the command line matters: GNU tar reads its options in order
@@ -135,8 +171,10 @@ fn ordered(matches: &clap::ArgMatches, args: &Args) -> Vec<Ordered> {
 #[command(
     name = "fastuntar",
     version,
-    // `-V` is GNU tar's --label; --version stays (below).
+    // `-V` is GNU tar's --label; --version stays (below). `-h` is GNU tar's --dereference;
+    // help is --help and -? (below), as in GNU tar.
     disable_version_flag = true,
+    disable_help_flag = true,
     about = "Extract tar archives (plain, zstd, gzip, bzip2, xz, lz4) as fast as the disk allows, and safely.",
     after_help = "Examples:\n  \
         fastuntar -x snapshot.tar.zst -C /ledger --direct-io --snapshot   restore a ledger snapshot\n  \
@@ -613,14 +651,57 @@ pub struct Args {
     #[arg(
         long = "check-device",
         aliases = [ "no-check-device", "check-links",
-            "dereference", "hard-dereference", "exclude-caches", "exclude-caches-all",
+            "hard-dereference", "exclude-caches", "exclude-caches-all",
             "exclude-caches-under", "exclude-vcs-ignores", "ignore-failed-read", "old-archive",
             "portability", "posix", "remove-files", "restrict",
         ],
+        // GNU tar's -l is --check-links.
+        short_alias = 'l',
         action = ArgAction::Count,
         hide = true
     )]
     pub creation_switches: u8,
+
+    /// -h: as GNU tar when extracting, a symlink to a directory where a directory member lands
+    /// stays, what is under it is extracted through it (inside DIR only, as with
+    /// --keep-directory-symlink), and the directory it leads to gets the member's mode and
+    /// time. One writer thread by default.
+    #[arg(short = 'h', long = "dereference")]
+    pub dereference: bool,
+
+    /// -H FORMAT: the archive format, for creating one (v7, oldgnu, ustar, gnu, posix, pax).
+    /// When reading, as in GNU tar, a known FORMAT changes nothing (each header says its own)
+    /// and an unknown one is refused.
+    #[arg(
+        short = 'H',
+        long = "format",
+        value_name = "FORMAT",
+        value_parser = ["v7", "oldgnu", "ustar", "gnu", "posix", "pax"]
+    )]
+    pub format: Option<String>,
+
+    /// Print help (-h is --dereference, as in GNU tar).
+    #[arg(short = '?', long = "help", action = ArgAction::Help)]
+    pub help: Option<bool>,
+
+    /// GNU tar's -W (--verify, for writing): refused with one line, as GNU tar refuses it
+    /// with -x.
+    #[arg(short = 'W', long = "verify", hide = true)]
+    pub verify: bool,
+
+    /// GNU tar's multi-volume options (-M, -L, -F): refused with one line saying so.
+    #[arg(short = 'M', long = "multi-volume", hide = true)]
+    pub multi_volume: bool,
+    #[arg(short = 'L', long = "tape-length", value_name = "N", hide = true)]
+    pub tape_length: Option<String>,
+    #[arg(
+        short = 'F',
+        long = "info-script",
+        alias = "new-volume-script",
+        value_name = "COMMAND",
+        hide = true
+    )]
+    pub info_script: Option<String>,
 
     /// GNU tar's `--mtime=DATE` (for creating), ignored as above (the date is not read).
     #[arg(long = "mtime", value_name = "DATE", hide = true)]
@@ -646,7 +727,7 @@ pub struct Args {
     #[arg(
         long = "owner",
         aliases = [
-            "group", "mode", "owner-map", "group-map", "format", "sort",
+            "group", "mode", "owner-map", "group-map", "sort",
             "hole-detection", "sparse-version", "exclude-tag", "exclude-tag-all",
             "exclude-tag-under", "exclude-ignore", "exclude-ignore-recursive", "rsh-command",
             "rmt-command",
@@ -980,10 +1061,10 @@ pub enum IoBackend {
 }
 
 /// Letters of tar's traditional bundled options (`tar xzvf A -C DIR`) that fastuntar knows.
-const BUNDLE_LETTERS: &[u8] = b"xtfCvkpoazjJIZTXOmiqsBbPSnNUGgVc";
+const BUNDLE_LETTERS: &[u8] = b"xtfCvkpoazjJIZTXOmiqsBbPSnNUGgVchHlMLF";
 
 /// Letters among them that take a value: in a bundle, the arguments after it, in order.
-const BUNDLE_VALUES: &[u8] = b"fCITXbNgV";
+const BUNDLE_VALUES: &[u8] = b"fCITXbNgVHLF";
 
 /// Rewrites tar's traditional form, a first argument of option letters without a dash
 /// (`fastuntar xzvf A.tgz -C out`, `tar xfC A.tar out`), into dashed options, as GNU tar reads
@@ -1011,7 +1092,7 @@ pub fn traditional(args: Vec<OsString>) -> Result<Vec<OsString>, String> {
     if let Some(&op) = bytes.iter().find(|b| b"cruAd".contains(b)) {
         return Ok(vec![args[0].clone(), format!("-{}", op as char).into()]);
     }
-    // A bundle with a letter fastuntar does not know (`xhf`, `xUf`): said, not taken for the
+    // A bundle with a letter fastuntar does not know (`xWf`): said, not taken for the
     // name of an archive that does not exist.
     if let Some(&b) = bytes.iter().find(|b| !BUNDLE_LETTERS.contains(b)) {
         return Err(format!("option '{}' in '{first}' is not supported", b as char));
@@ -1042,7 +1123,7 @@ pub fn traditional(args: Vec<OsString>) -> Result<Vec<OsString>, String> {
 pub fn with_env_options(
     args: Vec<OsString>,
     env: Option<&std::ffi::OsStr>,
-) -> Result<Vec<OsString>, String> {
+) -> Result<Vec<OsString>, UsageError> {
     use clap::CommandFactory;
     use std::os::unix::ffi::OsStrExt;
     let Some(env) = env else { return Ok(args) };
@@ -1060,7 +1141,8 @@ pub fn with_env_options(
                 return Err(format!(
                     "non-option arguments in TAR_OPTIONS: '{}'",
                     first.unwrap_or_default()
-                ));
+                )
+                .into());
             }
         }
         Err(e) if !e.use_stderr() => e.exit(),
@@ -1075,10 +1157,11 @@ pub fn with_env_options(
         Err(e) => {
             let text = e.to_string();
             let first = text.lines().next().unwrap_or("");
-            return Err(format!(
+            let message = format!(
                 "error parsing TAR_OPTIONS: {}",
                 first.strip_prefix("error: ").unwrap_or(first)
-            ));
+            );
+            return Err(UsageError { message, status: usage_status(&e) });
         }
     }
     let mut out = vec![program];
@@ -1175,7 +1258,12 @@ mod tests {
 
     #[test]
     fn a_bundle_with_an_unknown_letter_is_refused() {
-        assert!(rewrite(&["t", "xhf", "a.tar"]).unwrap_err().contains("option 'h' in 'xhf'"));
+        assert!(rewrite(&["t", "xWf", "a.tar"]).unwrap_err().contains("option 'W' in 'xWf'"));
+        // GNU tar's -h (--dereference) and -H FORMAT are letters of a bundle too.
+        assert_eq!(
+            rewrite(&["t", "xhHf", "posix", "a"]).unwrap(),
+            ["t", "-x", "-h", "-H", "posix", "-f", "a"]
+        );
         assert_eq!(rewrite(&["t", "xPf", "a"]).unwrap(), ["t", "-x", "-P", "-f", "a"]);
         // Without an f, unknown letters leave it an archive name.
         assert_eq!(rewrite(&["t", "data"]).unwrap(), ["t", "data"]);
@@ -1213,13 +1301,17 @@ mod tests {
         assert_eq!(out, ["t", "-v", "--strip-components=1", "-x", "-f", "a"]);
         assert_eq!(with_env_options(args.clone(), None).unwrap(), args);
         assert_eq!(with_env_options(args.clone(), Some("  ".as_ref())).unwrap(), args);
+        // An unknown option: GNU tar's argp status, 64; one tar itself refuses: 2.
         let err = with_env_options(args.clone(), Some("--bogus".as_ref())).unwrap_err();
-        assert!(err.starts_with("error parsing TAR_OPTIONS: "), "{err}");
-        assert!(err.contains("--bogus"), "{err}");
+        assert!(err.message.starts_with("error parsing TAR_OPTIONS: "), "{err}");
+        assert!(err.message.contains("--bogus"), "{err}");
+        assert_eq!(err.status, 64);
+        let err = with_env_options(args.clone(), Some("-H bogus".as_ref())).unwrap_err();
+        assert_eq!(err.status, 2, "{err}");
         let err = with_env_options(args.clone(), Some("-v name".as_ref())).unwrap_err();
-        assert_eq!(err, "non-option arguments in TAR_OPTIONS: 'name'");
+        assert_eq!(err.message, "non-option arguments in TAR_OPTIONS: 'name'");
         let err = with_env_options(args.clone(), Some("'-v".as_ref())).unwrap_err();
-        assert_eq!(err, "cannot split TAR_OPTIONS: missing closing quote");
+        assert_eq!(err.message, "cannot split TAR_OPTIONS: missing closing quote");
         // Judged together with the command line: --clamp-mtime needs --mtime, given there.
         let mut with_mtime = args.clone();
         with_mtime.push("--mtime=@0".into());

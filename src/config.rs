@@ -90,8 +90,11 @@ pub struct Config {
     pub newer: Option<Timestamp>,
     /// `--show-omitted-dirs`: each directory member not wanted is named ("Omitting").
     pub show_omitted_dirs: bool,
-    /// `--keep-directory-symlink` (write/dest.rs, write/tree.rs).
+    /// `--keep-directory-symlink`, or `-h` (write/dest.rs, write/tree.rs).
     pub keep_directory_symlink: bool,
+    /// `-h`, `--dereference`: a directory member kept as a symlink to a directory gives the
+    /// directory it leads to its mode and time (GNU tar's `deref_stat` in `extract_dir`).
+    pub dereference: bool,
     /// `--recursive-unlink`: an existing directory in a member's way goes with its contents.
     pub recursive_unlink: bool,
     /// `--backup`, `--suffix` (write/backup.rs); None: what a member replaces is removed.
@@ -237,6 +240,17 @@ impl Config {
                  to create, change or compare them"
             );
         }
+        if args.verify {
+            bail!("-W (--verify) is not supported: fastuntar does not write archives");
+        }
+        let volumes = [
+            (args.multi_volume, "-M (--multi-volume)"),
+            (args.tape_length.is_some(), "-L (--tape-length)"),
+            (args.info_script.is_some(), "-F (--info-script)"),
+        ];
+        if let Some((_, op)) = volumes.iter().find(|(given, _)| *given) {
+            bail!("{op} is not supported: fastuntar reads single-volume archives");
+        }
         if args.absolute_names {
             bail!(
                 "-P (--absolute-names) is not supported: members are always extracted inside \
@@ -357,7 +371,8 @@ impl Config {
             occurrence,
             newer,
             show_omitted_dirs: args.show_omitted_dirs,
-            keep_directory_symlink: args.keep_directory_symlink,
+            keep_directory_symlink: args.keep_directory_symlink || args.dereference,
+            dereference: args.dereference,
             recursive_unlink: args.recursive_unlink,
             backup: crate::write::backup::Backup::new(
                 args.backup.as_deref(),

@@ -13,12 +13,13 @@ fn main() {
     ignore_sigxfsz();
     resources::fit_address_space();
     let argv = cli::traditional(std::env::args_os().collect())
+        .map_err(cli::UsageError::from)
         .and_then(|argv| cli::with_env_options(argv, std::env::var_os("TAR_OPTIONS").as_deref()));
     let args = match argv {
         Ok(argv) => cli::parse(argv),
         Err(e) => {
             report::diagnostic(&format!("fastuntar: {e}"));
-            std::process::exit(ExitCode::Fatal as i32);
+            std::process::exit(e.status);
         }
     };
     if let Some(shell) = args.completions {

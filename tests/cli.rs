@@ -1101,7 +1101,9 @@ fn completions_man_help_version() {
         "--sync",
         "--json",
         "-q, --quiet",
-        "-h, --help",
+        "-?, --help",
+        "-h, --dereference",
+        "-H, --format",
         "--version",
         "-V, --label",
         "-K, --starting-file",
@@ -1476,8 +1478,9 @@ fn repeated_and_shortened_options_like_gnu_tar() {
                 assert_eq!(ours.code, Some(0), "{ctx}");
                 assert_same(&snapshot(&g), "GNU tar", &snapshot(&d), "fastuntar", &cmp(td), &ctx);
             } else {
-                // Both refuse the command line before extracting anything.
-                assert_eq!(ours.code, Some(2), "{ctx}");
+                // Both refuse the command line before extracting anything, with the same
+                // status (64: an option argp does not know, or an ambiguous one).
+                assert_eq!(ours.code, gnu.code, "{ctx}");
                 assert!(fs::read_dir(&d).unwrap().next().is_none(), "{ctx}");
                 assert!(fs::read_dir(&g).unwrap().next().is_none(), "{ctx}");
             }
@@ -1577,7 +1580,7 @@ fn tar_options_and_creation_options_like_gnu_tar() {
                 assert_eq!(ours.stdout_str(), gnu.stdout_str(), "{ctx}");
                 assert_same(&snapshot(&g), "GNU tar", &snapshot(&d), "fastuntar", &cmp(td), &ctx);
             } else {
-                assert_eq!(ours.code, Some(2), "{ctx}");
+                assert_eq!(ours.code, gnu.code, "{ctx}");
                 assert!(fs::read_dir(&d).unwrap().next().is_none(), "{ctx}");
                 assert!(fs::read_dir(&g).unwrap().next().is_none(), "{ctx}");
                 if gnu.stderr_str().contains("TAR_OPTIONS") {

@@ -217,6 +217,8 @@ pub struct Dest {
     deferred_xattrs: usize,
     /// `--recursive-unlink` (`DestOptions`).
     recursive_unlink: bool,
+    /// `-h` (`DestOptions`).
+    dereference: bool,
     /// `--backup` (`DestOptions`).
     backup: Option<Arc<Backup>>,
     /// The effective uid and gid new files get (outside set-group-ID directories).
@@ -259,6 +261,8 @@ pub struct DestOptions {
     /// `--keep-directory-symlink`: a symlink to a directory stays, and paths through it are
     /// followed (inside DIR only, tree.rs).
     pub keep_dir_symlinks: bool,
+    /// `-h`: a directory member kept as a symlink gives its directory its metadata.
+    pub dereference: bool,
     /// `--recursive-unlink`: a directory in a member's way is removed with its contents.
     pub recursive_unlink: bool,
     /// `--backup`: what a member replaces is renamed out of its way (backup.rs).
@@ -304,6 +308,7 @@ impl Dest {
         }
         Ok(Dest {
             recursive_unlink: opts.recursive_unlink,
+            dereference: opts.dereference,
             backup: opts.backup,
             tree,
             old_files: opts.old_files,
@@ -557,15 +562,21 @@ impl Dest {
                 if e.raw_os_error() != Some(libc::EEXIST) {
                     return Err(e);
                 }
-                if !is_dir_nofollow(slot.dirfd(), &slot.name)? {
+                let dir_link =
+                    || self.tree.follows() && is_symlink_nofollow(slot.dirfd(), &slot.name);
+                if !is_dir_nofollow(slot.dirfd(), &slot.name)?
+                    && dir_link()
+                    && self.dir(p.components(), false).is_ok()
+                {
                     // `--keep-directory-symlink`: a symlink that leads to a directory (inside
-                    // DIR) stays, and the member changes nothing, as in GNU tar.
-                    if self.tree.follows()
-                        && is_symlink_nofollow(slot.dirfd(), &slot.name)
-                        && self.dir(p.components(), false).is_ok()
-                    {
+                    // DIR) stays, and the member changes nothing, as in GNU tar. `-h`: it
+                    // stays, and the directory it leads to is the member's (GNU tar's
+                    // `deref_stat`), its metadata deferred below.
+                    if !self.dereference {
                         return Ok(());
                     }
+                    existed = true;
+                } else if !is_dir_nofollow(slot.dirfd(), &slot.name)? {
                     // Something else is in the way: replace it (never with -k, nor with
                     // --keep-newer-files when it is as new as the member or newer).
                     if let Some(kept) = self.keeps_existing() {
@@ -1359,6 +1370,7 @@ mod tests {
             dir_fds: 8,
             files: FileCount::new(None),
             keep_dir_symlinks: false,
+            dereference: false,
             recursive_unlink: false,
             backup: None,
             one_file_system: false,

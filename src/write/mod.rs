@@ -267,6 +267,7 @@ pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> R
         dir_fds: (fds.dirs / dests).max(1),
         files: files.clone(),
         keep_dir_symlinks: cfg.keep_directory_symlink,
+        dereference: cfg.dereference,
         recursive_unlink: cfg.recursive_unlink,
         backup: cfg.backup.clone(),
         one_file_system: cfg.one_file_system,

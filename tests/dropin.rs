@@ -1,0 +1,281 @@
+//! fastuntar in place of `tar -x` in a script (issue 28): the same archive, arguments and
+//! environment (`TAR_OPTIONS`) given to GNU tar 1.34 and to fastuntar, each into a fresh
+//! destination prepared the same way, and the extracted trees, exit statuses and stdout
+//! compared. Stderr is compared only where README says nothing about its wording.
+
+mod util;
+
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+
+use util::snapshot::{Compare, diff, snapshot};
+use util::{Cmd, Output, TestDir, fastuntar, have_tool};
+
+/// One run of each program: `args` with `{dest}` replaced by its destination and `{archive}`
+/// by the archive, in the test directory, with `TAR_OPTIONS` set to `tar_options` (empty:
+/// none).
+struct Case<'a> {
+    args: &'a [&'a str],
+    tar_options: &'a str,
+    /// Fills a destination before the run (called for each).
+    prepare: &'a dyn Fn(&Path),
+    /// Compare the mtimes of files (not with -m, where they are the extraction's).
+    file_times: bool,
+}
+
+impl<'a> Case<'a> {
+    fn new(args: &'a [&'a str]) -> Case<'a> {
+        Case { args, tar_options: "", prepare: &|_| {}, file_times: true }
+    }
+}
+
+/// What the two runs gave.
+struct Both {
+    gnu: Output,
+    ours: Output,
+    gnu_dest: PathBuf,
+    ours_dest: PathBuf,
+}
+
+fn run_both(td: &TestDir, archive: &Path, case: &Case) -> Both {
+    let run = |mut cmd: Cmd, dest: &Path| {
+        (case.prepare)(dest);
+        for a in case.args {
+            let a = a
+                .replace("{dest}", dest.to_str().unwrap())
+                .replace("{archive}", archive.to_str().unwrap());
+            cmd.arg(a);
+        }
+        cmd.current_dir(td.path()).env("TAR_OPTIONS", case.tar_options).run()
+    };
+    let (gnu_dest, ours_dest) = (td.fresh("gnu"), td.fresh("ours"));
+    let gnu = run(Cmd::new("tar"), &gnu_dest);
+    let ours = run(fastuntar(), &ours_dest);
+    Both { gnu, ours, gnu_dest, ours_dest }
+}
+
+/// The differences between GNU tar's run and fastuntar's (exit status, stdout, tree), one
+/// line each, labelled with the arguments.
+fn differences(td: &TestDir, archive: &Path, case: &Case) -> Vec<String> {
+    let b = run_both(td, archive, case);
+    let label = format!("TAR_OPTIONS={:?} {:?}", case.tar_options, case.args);
+    let mut out = Vec::new();
+    if b.gnu.code != b.ours.code {
+        out.push(format!(
+            "{label}: exit {:?}, GNU tar {:?}\n{}\n--- GNU tar's stderr ---\n{}",
+            b.ours.code,
+            b.gnu.code,
+            b.ours.describe(),
+            b.gnu.stderr_str()
+        ));
+    }
+    let shown = |o: &Output, dest: &Path| o.stdout_str().replace(dest.to_str().unwrap(), "{dest}");
+    if shown(&b.gnu, &b.gnu_dest) != shown(&b.ours, &b.ours_dest) {
+        out.push(format!(
+            "{label}: stdout differs\n--- GNU tar ---\n{}--- fastuntar ---\n{}",
+            b.gnu.stdout_str(),
+            b.ours.stdout_str()
+        ));
+    }
+    let cmp = Compare::extraction(td.started);
+    let mut d = diff(&snapshot(&b.gnu_dest), "GNU tar", &snapshot(&b.ours_dest), "fastuntar", &cmp);
+    d.retain(|line| case.file_times || !line.contains(": mtime "));
+    if !d.is_empty() {
+        out.push(format!("{label}: trees differ:\n    {}", d.join("\n    ")));
+    }
+    out
+}
+
+fn assert_same(td: &TestDir, archive: &Path, cases: &[Case]) {
+    let all: Vec<String> = cases.iter().flat_map(|c| differences(td, archive, c)).collect();
+    assert!(all.is_empty(), "fastuntar differs from GNU tar:\n{}", all.join("\n\n"));
+}
+
+/// GNU tar's archive `name` of `members` of `root`, made with `flags`.
+fn gnu_archive(td: &TestDir, name: &str, flags: &[&str], root: &Path, members: &[&str]) -> PathBuf {
+    let archive = td.join(name);
+    let out = Cmd::new("tar")
+        .args(flags)
+        .arg("-C")
+        .arg(root)
+        .arg("-cf")
+        .arg(&archive)
+        .args(members)
+        .env("TAR_OPTIONS", "")
+        .run();
+    assert!(out.success(), "{}", out.describe());
+    archive
+}
+
+/// `tree/d/f`, `tree/d/e/g`, `tree/top`, with fixed modes and times; returns `tree`.
+fn small_tree(td: &TestDir) -> PathBuf {
+    let root = td.join("tree");
+    fs::create_dir_all(root.join("d/e")).unwrap();
+    fs::write(root.join("d/f"), "f\n").unwrap();
+    fs::write(root.join("d/e/g"), "g\n").unwrap();
+    fs::write(root.join("top"), "top\n").unwrap();
+    for (i, rel) in ["d/e/g", "d/f", "top", "d/e", "d"].iter().enumerate() {
+        util::tree::set_mtime(&root.join(rel), 1_500_000_000 + i as i64 * 1000, 0);
+    }
+    fs::set_permissions(root.join("d"), fs::Permissions::from_mode(0o750)).unwrap();
+    root
+}
+
+use std::os::unix::fs::PermissionsExt;
+
+/// Issue 28, 1: `-H FORMAT` (and `TAR_OPTIONS="-H posix"`) is accepted when reading, as GNU tar
+/// accepts it; an unknown FORMAT is refused as there.
+#[test]
+fn format_option_is_accepted_like_gnu_tar() {
+    if !have_tool("format_option_is_accepted_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("format_option");
+    let root = small_tree(&td);
+    let archive = gnu_archive(&td, "a.tar", &["--format=posix"], &root, &["d", "top"]);
+    let mut cases: Vec<Case> = Vec::new();
+    let formats = ["v7", "oldgnu", "ustar", "gnu", "posix", "pax", "bogus", "star", "POSIX"];
+    let args: Vec<[String; 6]> = formats
+        .iter()
+        .map(|f| {
+            ["-x".into(), "-H".into(), f.to_string(), "-f".into(), "{archive}".into(), "-C".into()]
+        })
+        .collect();
+    let args: Vec<Vec<&str>> =
+        args.iter().map(|a| a.iter().map(String::as_str).chain(["{dest}"]).collect()).collect();
+    cases.extend(args.iter().map(|a| Case::new(a)));
+    let more: &[&[&str]] = &[
+        &["-xHposix", "-f", "{archive}", "-C", "{dest}"],
+        &["--format=gnu", "-xf", "{archive}", "-C", "{dest}"],
+        &["-tH", "pax", "-f", "{archive}"],
+        &["-tvHbogus", "-f", "{archive}"],
+    ];
+    cases.extend(more.iter().map(|a| Case::new(a)));
+    for opts in ["-H posix", "-Hpax", "--format=posix", "-H bogus"] {
+        cases.push(Case { tar_options: opts, ..Case::new(&["-xf", "{archive}", "-C", "{dest}"]) });
+        cases.push(Case { tar_options: opts, ..Case::new(&["-tf", "{archive}"]) });
+    }
+    assert_same(&td, &archive, &cases);
+}
+
+/// Issue 28, 2: `-h` is `--dereference`, and when extracting does what GNU tar 1.34 does with
+/// it: a symlink to a directory where a directory member lands stays, what is under the member
+/// is extracted through it, and the directory it leads to gets the member's mode and time
+/// (checked against tar: `--keep-directory-symlink` leaves that directory's metadata as it
+/// is). The issue's own command (`--overwrite -xhf`) among them. Help is `--help` and `-?`.
+#[test]
+fn dereference_keeps_a_directory_symlink_like_gnu_tar() {
+    if !have_tool("dereference_keeps_a_directory_symlink_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("dereference");
+    let root = small_tree(&td);
+    let archive = gnu_archive(&td, "a.tar", &[], &root, &["d", "top"]);
+    // DEST/real is a directory (with a time of its own), DEST/d a symlink to it.
+    let prepare = |dest: &Path| {
+        fs::create_dir(dest.join("real")).unwrap();
+        fs::write(dest.join("real/old"), "old\n").unwrap();
+        util::tree::set_mtime(&dest.join("real/old"), 1_000_000_000, 0);
+        util::tree::set_mtime(&dest.join("real"), 1_000_000_000, 0);
+        symlink("real", dest.join("d")).unwrap();
+        util::tree::set_mtime(&dest.join("d"), 1_000_000_000, 0);
+    };
+    let with = |args| Case { prepare: &prepare, ..Case::new(args) };
+    assert_same(
+        &td,
+        &archive,
+        &[
+            with(&["-xhf", "{archive}", "-C", "{dest}"]),
+            with(&["--overwrite", "-xhf", "{archive}", "-C", "{dest}"]),
+            with(&["-x", "--dereference", "-f", "{archive}", "-C", "{dest}"]),
+            with(&["xhf", "{archive}", "-C", "{dest}"]),
+            with(&["-k", "-h", "-xf", "{archive}", "-C", "{dest}"]),
+            with(&["-xf", "{archive}", "-C", "{dest}"]),
+            with(&["-x", "--keep-directory-symlink", "-f", "{archive}", "-C", "{dest}"]),
+            Case { tar_options: "-h", ..with(&["-xf", "{archive}", "-C", "{dest}"]) },
+        ],
+    );
+    // Help: exit 0 and a usage text on stdout, as GNU tar; -h is not help.
+    for help in ["--help", "-?"] {
+        let out = fastuntar().arg(help).run();
+        out.expect_code(0);
+        assert!(out.stdout_str().contains("Usage:"), "{}", out.describe());
+    }
+}
+
+/// Issue 28, 2: every short option letter GNU tar 1.34 has (and the letters it does not), given
+/// to `-x` with a value where it takes one, does what it does in GNU tar: the same exit status,
+/// stdout and tree. None may end in exit 0 with nothing done where GNU tar extracts, or the
+/// other way round. The deliberate differences are README's: `-P` (refused), the multi-volume
+/// options `-M`, `-L`, `-F` (refused), `-z`/`-j`/`-J` (the data decides the format), `-K`
+/// with `-C`, and fastuntar's own `-q`. GNU tar's argp exits 64 for a letter it does not know.
+#[test]
+fn every_short_option_letter_acts_as_in_gnu_tar() {
+    if !have_tool("every_short_option_letter_acts_as_in_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("short_letters");
+    let root = small_tree(&td);
+    let archive = gnu_archive(&td, "a.tar", &[], &root, &["d", "top"]);
+    td.write("names", "d\n");
+    td.write("excluded", "top\n");
+    // The value each letter that takes one gets (GNU tar's `tar --help`).
+    let value = |l: char| match l {
+        'b' => Some("20"),
+        'C' => Some("{dest}"),
+        'F' => Some("true"),
+        'g' => Some("/dev/null"),
+        'H' => Some("posix"),
+        'I' => Some("gzip"),
+        'K' => Some("d/f"),
+        'L' => Some("1024"),
+        'N' => Some("2000-01-01"),
+        'T' => Some("names"),
+        'V' => Some("label*"),
+        'X' => Some("excluded"),
+        _ => None,
+    };
+    // The exit status and a file that must be there (None: nothing may be).
+    let deliberate = |l: char| match l {
+        'P' | 'M' | 'L' | 'F' => Some((2, None)),
+        'q' | 'z' | 'j' | 'J' => Some((0, Some("top"))),
+        // `-K` with `-C`: GNU tar extracts into its working directory, fastuntar into DIR.
+        'K' => Some((0, Some("d/f"))),
+        _ => None,
+    };
+    let letters = ('a'..='z').chain('A'..='Z').chain('0'..='9').chain(['?']);
+    let mut failures = Vec::new();
+    for l in letters {
+        let flag = format!("-{l}");
+        // -C first: GNU tar extracts -T's and -K's names into the directory current where
+        // they stand (a difference README lists).
+        let mut args = vec!["-C", "{dest}", "-x", flag.as_str()];
+        args.extend(value(l));
+        if l != 'f' {
+            args.push("-f");
+        }
+        args.push("{archive}");
+        // -m: the files' times are the extraction's.
+        let case = Case { file_times: l != 'm', ..Case::new(&args) };
+        if let Some((code, made)) = deliberate(l) {
+            let b = run_both(&td, &archive, &case);
+            let extracted = fs::read_dir(&b.ours_dest).unwrap().count() > 0;
+            let made = made.is_none_or(|m| b.ours_dest.join(m).exists());
+            if b.ours.code != Some(code) || extracted != (code == 0) || !made {
+                failures.push(format!("{flag}: expected exit {code}\n{}", b.ours.describe()));
+            }
+            continue;
+        }
+        if l == '?' {
+            // Help: exit 0, nothing extracted (the texts differ).
+            let b = run_both(&td, &archive, &case);
+            if b.gnu.code != b.ours.code || fs::read_dir(&b.ours_dest).unwrap().count() != 0 {
+                failures.push(format!("-?: {}", b.ours.describe()));
+            }
+            continue;
+        }
+        failures.extend(differences(&td, &archive, &case));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
