@@ -182,7 +182,8 @@ fn ordered(matches: &clap::ArgMatches, args: &Args) -> Vec<Ordered> {
         zstd -dc a.tar.zst | fastuntar -x - -C out                       read standard input\n  \
         fastuntar -tvf archive.tar.zst                                    list like tar -tvf\n  \
         fastuntar -xOf logs.tar.gz | grep ERROR                           the files' data on stdout\n\n\
-        Exit status: 0 success; 1 finished but some members were skipped (each reported); 2 fatal error.\n\n\
+        Exit status, as GNU tar: 0 success; 2 a member could not be extracted (each reported; the \
+        run goes on) or a fatal error; 64 an unknown option.\n\n\
         Open files: fastuntar raises its soft open-file limit (ulimit -n) to the hard limit at start-up \
         and keeps its directory cache and files in flight within it; it works down to 64.",
     // As GNU tar (argp): a long option may be shortened to any prefix that names one option

@@ -645,7 +645,11 @@ fn attributes(
             };
             match converted {
                 Ok((name, value)) => kept.push(Xattr { name, value: Some(value) }),
-                Err(e) => report::skipped(name, format!("cannot restore its ACL: {e}")),
+                // GNU tar warns (acl_from_text, acl_set_file_at) and exits 0.
+                Err(e) => report::warn_of(
+                    report::Warning::XattrWrite,
+                    format!("{name}: cannot restore its ACL: {e}"),
+                ),
             }
         }
     }

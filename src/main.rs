@@ -91,7 +91,8 @@ fn print_totals<T>(cfg: &config::Config, outcome: &anyhow::Result<T>) {
 fn code_of<T>(outcome: &anyhow::Result<T>) -> ExitCode {
     match outcome {
         Ok(_) if report::failed_count() > 0 => ExitCode::Fatal,
-        Ok(_) if report::skipped_count() > 0 => ExitCode::Skipped,
+        // GNU tar: a member that could not be extracted makes the run exit 2.
+        Ok(_) if report::skipped_count() > 0 => ExitCode::Fatal,
         Ok(_) => ExitCode::Success,
         Err(e) => {
             report::diagnostic(&format!("fastuntar: {e:#}"));

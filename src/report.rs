@@ -29,7 +29,9 @@ static STDOUT_FAILED: Mutex<Option<String>> = Mutex::new(None);
 /// FILE's name as messages show it.
 static INDEX_FILE: OnceLock<(File, String)> = OnceLock::new();
 
-/// A member was skipped or only partly restored; the run will exit 1.
+/// A member was skipped or only partly restored; the run goes on and will exit 2, as GNU tar
+/// exits for a member it could not extract ("Exiting with failure status due to previous
+/// errors").
 pub fn skipped(member: &str, msg: impl std::fmt::Display) {
     SKIPPED.fetch_add(1, Ordering::Relaxed);
     diagnostic(&format!("fastuntar: {member}: {msg}"));
@@ -63,6 +65,9 @@ pub enum Warning {
     ContiguousCast,
     /// "A lone zero block at N": the end marker is one zero block, not two.
     AloneZeroBlock,
+    /// `--xattrs`, `--acls`: an attribute or ACL that could not be set (GNU tar warns and
+    /// exits 0).
+    XattrWrite,
 }
 
 /// Every keyword GNU tar 1.34 takes for `--warning` (`tar --warning=help`), and the class of
@@ -89,7 +94,7 @@ pub const WARNING_KEYWORDS: &[(&str, Option<Warning>)] = &[
     ("xdev", None),
     ("decompress-program", None),
     ("existing-file", Some(Warning::ExistingFile)),
-    ("xattr-write", None),
+    ("xattr-write", Some(Warning::XattrWrite)),
     ("record-size", None),
     ("failed-read", None),
 ];

@@ -279,3 +279,54 @@ fn every_short_option_letter_acts_as_in_gnu_tar() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// Issue 28, 3: a member that cannot be extracted makes the run exit 2, as in GNU tar (1 is
+/// `--compare`'s "some files differ"): `-k` and an existing file (said: "File exists"), a
+/// directory member where `-k` keeps a file (its mkdir fails, and the members under it), a
+/// member whose parent the archive made a file, a name with `..`. The rest is extracted, as there.
+#[test]
+fn a_failed_member_exits_2_like_gnu_tar() {
+    if !have_tool("a_failed_member_exits_2_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("failed_member");
+    let root = small_tree(&td);
+    let archive = gnu_archive(&td, "a.tar", &[], &root, &["d", "top"]);
+    let mine = |dest: &Path, name: &str| {
+        fs::write(dest.join(name), "mine\n").unwrap();
+        util::tree::set_mtime(&dest.join(name), 1_000_000_000, 0);
+    };
+    let top_there = |dest: &Path| mine(dest, "top");
+    let d_a_file = |dest: &Path| mine(dest, "d");
+    let cases = [
+        Case { prepare: &top_there, ..Case::new(&["-xkf", "{archive}", "-C", "{dest}"]) },
+        Case { prepare: &top_there, ..Case::new(&["-xvkf", "{archive}", "-C", "{dest}"]) },
+        Case { prepare: &d_a_file, ..Case::new(&["-xkf", "{archive}", "-C", "{dest}"]) },
+        Case { prepare: &d_a_file, ..Case::new(&["-xvkf", "{archive}", "-C", "{dest}"]) },
+    ];
+    assert_same(&td, &archive, &cases);
+    let b = run_both(&td, &archive, &cases[0]);
+    assert!(
+        b.ours.stderr_str().contains("top") && b.ours.stderr_str().contains("File exists"),
+        "-k says the file exists\n{}",
+        b.ours.describe()
+    );
+    // `x` is a file, then `x/y` wants it a directory: "Cannot open: Not a directory".
+    let mut t = util::rawtar::Tar::new();
+    t.file("x", b"x\n").file("x/y", b"y\n").file("z", b"z\n");
+    let through_file = td.write("through-file.tar", t.finish());
+    // A `..` in a name: GNU tar 1.34 refuses it too ("Member name contains '..'").
+    let mut t = util::rawtar::Tar::new();
+    t.file("../x", b"x\n").file("a/../z", b"z\n").file("ok", b"ok\n");
+    let dot_dot = td.write("dot-dot.tar", t.finish());
+    for archive in [through_file, dot_dot] {
+        assert_same(
+            &td,
+            &archive,
+            &[
+                Case::new(&["-xf", "{archive}", "-C", "{dest}"]),
+                Case::new(&["-xvf", "{archive}", "-C", "{dest}"]),
+            ],
+        );
+    }
+}

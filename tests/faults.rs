@@ -610,7 +610,7 @@ fn dest_not_writable_unprivileged() {
 
 /// A writable DIR with a 0555 directory inside it (an earlier extraction's, someone else's),
 /// as an unprivileged user: the members beneath it are reported (EACCES) and everything else
-/// is extracted, as GNU tar does (exit 2; fastuntar exit 1, members skipped). Before
+/// is extracted, as GNU tar does (exit 2). Before
 /// 2026-11-24 the first EACCES ended the run, with whatever was in flight.
 #[test]
 fn read_only_directory_inside_dir() {
@@ -666,9 +666,8 @@ fn read_only_directory_inside_dir() {
 // A member whose parent is a regular file
 
 /// `DIR/a` is a file and the archive has `a/b`, `a/d/` and `c`: fastuntar skips `a/b` and
-/// `a/d/` with a warning each (exit 1), leaves `a` alone and extracts `c`. GNU tar fails the
-/// same members ("Cannot open: Not a directory", exit 2); the exit codes are compared loosely
-/// (both non-zero) since fastuntar's 1 means "members skipped".
+/// `a/d/` with a warning each (exit 2), leaves `a` alone and extracts `c`. GNU tar fails the
+/// same members ("Cannot open: Not a directory", exit 2).
 #[test]
 fn parent_is_a_file() {
     let td = scratch("parentfile");
@@ -694,7 +693,7 @@ fn parent_is_a_file() {
     match &gnu {
         Some((code, stderr, a)) => {
             eprintln!("GNU tar: exit {code:?}, a = {a:?}, stderr:\n{stderr}");
-            assert_ne!(*code, Some(0), "GNU tar is expected to fail a/b");
+            assert_eq!(*code, Some(2), "GNU tar is expected to fail a/b");
         }
         None => skip("parent_is_a_file (GNU tar comparison)", "tar not found"),
     }
@@ -702,7 +701,7 @@ fn parent_is_a_file() {
         let dest = td.path().join("dest");
         setup(&dest);
         let out = run(fastuntar(archive.to_str().unwrap(), &dest, args), None);
-        out.expect(1, "parent is a file")?;
+        out.expect(2, "parent is a file")?;
         for m in ["a/b", "a/d/"] {
             let line =
                 out.line_about(m).ok_or_else(|| format!("no warning for {m}:\n{}", out.stderr))?;
@@ -719,7 +718,7 @@ fn parent_is_a_file() {
 }
 
 /// `DIR/a` is a symlink to the directory `DIR/real` and the archive has `a/b`, `a/d/` and
-/// `c`: fastuntar never writes through a symlink, so it skips `a/b` and `a/d/` (exit 1), and
+/// `c`: fastuntar never writes through a symlink, so it skips `a/b` and `a/d/` (exit 2), and
 /// each warning names the symlink: "'a' is a symlink; fastuntar does not extract through
 /// one", not a bare "Not a directory", which left the user guessing (GNU tar follows `a`).
 /// `real` stays empty, `c` is extracted.
@@ -734,7 +733,7 @@ fn parent_is_a_symlink() {
         fs::create_dir_all(dest.join("real")).unwrap();
         std::os::unix::fs::symlink("real", dest.join("a")).unwrap();
         let out = run(fastuntar(archive.to_str().unwrap(), &dest, args), None);
-        out.expect(1, "parent is a symlink")?;
+        out.expect(2, "parent is a symlink")?;
         for m in ["a/b", "a/d/"] {
             let line =
                 out.line_about(m).ok_or_else(|| format!("no warning for {m}:\n{}", out.stderr))?;
@@ -2147,7 +2146,7 @@ fn complained_of(out: &Out, prog: &str) -> Vec<String> {
     names
 }
 
-/// A run of ours that GNU tar's refused some members in: exit 1 (members skipped), the same
+/// A run of ours that GNU tar's refused some members in: exit 2 as GNU tar's, the same
 /// members reported as GNU tar's `refused`, and GNU tar's tree otherwise. `ours` is emptied.
 fn members_refused_as_gnu_tar(
     test: &str,
@@ -2157,7 +2156,7 @@ fn members_refused_as_gnu_tar(
     gnu: &Path,
     ours: &Path,
 ) -> Result<(), String> {
-    out.expect(1, "extract")?;
+    out.expect(2, "extract")?;
     if complained_of(out, "fastuntar") != refused {
         return Err(format!("reported {:?}, GNU tar {refused:?}", complained_of(out, "fastuntar")));
     }
@@ -2196,7 +2195,7 @@ impl Drop for LoopDev {
 /// exFAT through FUSE (exfat-fuse), what a USB stick is formatted with: no symlinks and no hard
 /// links (the daemon answers ENOSYS), no modes, no times that stick. GNU tar reports every
 /// symlink and hard link it cannot make and extracts the rest (exit 2); fastuntar under every
-/// configuration reports the same members (exit 1: members skipped) and gives the same tree.
+/// configuration reports the same members (exit 2) and gives the same tree.
 /// Before 2026-11-24 ENOSYS was taken for a fatal error: the run stopped at the first symlink.
 /// Names that differ only in case (one file on exFAT) give GNU tar's tree with the default
 /// flags; before, two writers let an earlier member's data stand, and the io_uring writer
@@ -2308,7 +2307,7 @@ fn dest_fuse_exfat() {
 /// directory) with an archive of `./` and of a directory that is there already, owned by root:
 /// their modes and times cannot be set (EPERM). GNU tar says so ("Cannot utime", "Cannot
 /// change mode") and extracts everything else (exit 2); fastuntar under every configuration
-/// reports the same two directories, extracts everything else (exit 1) and gives GNU tar's
+/// reports the same two directories, extracts everything else (exit 2) and gives GNU tar's
 /// tree. Before 2026-11-24 the first such directory ended the run: what was still deferred
 /// (`z/`, made 0700 to be filled) never got its mode, and later members were not extracted.
 #[test]

@@ -933,7 +933,7 @@ fn keep_newer_files_like_gnu_tar() {
 
 /// --no-overwrite-dir as a user who is not root: their own 0555 directory is lent u+wx to be
 /// filled and gets 0555 back, also when a member inside it fails (a root-owned directory there
-/// refuses a file: GNU tar 1.34 exits 2, we skip the member and exit 1), as with GNU tar. Until
+/// refuses a file: GNU tar 1.34 and fastuntar exit 2), as with GNU tar. Until
 /// the review the failed run left 0755.
 #[test]
 fn no_overwrite_dir_gives_a_lent_mode_back() {
@@ -977,12 +977,10 @@ fn no_overwrite_dir_gives_a_lent_mode_back() {
             results.push((prog, extra, out.code, mode, out.stderr_str()));
         }
         // Locked, d/e/x is one member that cannot be made: GNU tar's "Cannot open" is exit 2,
-        // ours a skipped member, exit 1 (README: DIR is writable, so the rest goes on).
-        let ours = if locked { Some(1) } else { Some(0) };
-        let gnu = if locked { Some(2) } else { Some(0) };
+        // and ours (the rest goes on).
+        let want = if locked { Some(2) } else { Some(0) };
         for r in &results {
             assert_eq!(r.3, 0o555, "locked {locked}: {results:?}");
-            let want = if r.0 == "tar" { gnu } else { ours };
             assert_eq!(r.2, want, "locked {locked}: exit codes {results:?}");
         }
     }
@@ -1927,8 +1925,7 @@ fn complained_of(out: &Output, prog: &str) -> Vec<String> {
 /// stand in the members' way: `d/` (a directory member) over a non-empty `d`, `e` (a file)
 /// over a non-empty directory, `f` (a file) over an empty one, `em/` over an empty one, `l`
 /// (a symlink) over a non-empty one. The trees are GNU tar's; where GNU tar says "Cannot
-/// unlink: Directory not empty" (exit 2) fastuntar reports the same members (exit 1: members
-/// skipped). `--recursive-unlink` removes the trees in the way without following the symlink
+/// unlink: Directory not empty" (exit 2) fastuntar reports the same members (exit 2). `--recursive-unlink` removes the trees in the way without following the symlink
 /// inside one to a directory outside DIR, whose file stays.
 #[test]
 fn unlink_first_like_gnu_tar() {
@@ -1977,8 +1974,7 @@ fn unlink_first_like_gnu_tar() {
         if !diff.is_empty() {
             failures.push(format!("{flags:?}: trees differ:\n    {}", diff.join("\n    ")));
         }
-        let codes = (gnu.code, ours.code);
-        if codes != (Some(2), Some(1)) && gnu.code != ours.code {
+        if gnu.code != ours.code {
             failures.push(format!("{flags:?}: exit {:?}, GNU tar {:?}", ours.code, gnu.code));
         }
         if complained_of(&gnu, "tar") != complained_of(&ours, "fastuntar") {

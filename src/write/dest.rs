@@ -922,8 +922,8 @@ fn fset_xattrs(fd: RawFd, member: &str, xattrs: &[Xattr]) {
 /// the last value stands, as in GNU tar). What the kernel or the filesystem refuses (ENOTSUP
 /// where the filesystem has no attributes or not that namespace, EPERM for trusted.* without
 /// CAP_SYS_ADMIN or user.* on a symlink, ENOSPC when they do not fit the inode, ...) makes one
-/// line for the member, naming the first refusal, and exit status 1. GNU tar 1.34 prints one
-/// warning per attribute and exits 0.
+/// warning for the member, naming the first refusal (`--warning=no-xattr-write` silences it);
+/// the exit status stays, as in GNU tar 1.34, which warns once per attribute.
 pub fn set_xattrs(member: &str, xattrs: &[Xattr], set: impl Fn(&CStr, &[u8]) -> io::Result<()>) {
     let mut first: Option<(String, String)> = None;
     let mut more = 0;
@@ -948,9 +948,9 @@ pub fn set_xattrs(member: &str, xattrs: &[Xattr], set: impl Fn(&CStr, &[u8]) -> 
     }
     if let Some((name, e)) = first {
         let more = if more > 0 { format!(" (and {more} more not set)") } else { String::new() };
-        crate::report::skipped(
-            member,
-            format!("cannot set extended attribute '{name}': {e}{more}"),
+        crate::report::warn_of(
+            crate::report::Warning::XattrWrite,
+            format!("{member}: cannot set extended attribute '{name}': {e}{more}"),
         );
     }
 }
