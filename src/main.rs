@@ -1,6 +1,6 @@
 //! fastuntar: parse the command line, run the extraction, turn the outcome into an exit code.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 
 use clap::CommandFactory;
 
@@ -70,13 +70,38 @@ fn main() {
     print_totals(&cfg, &outcome);
     let code = code_of(&outcome);
     if let Ok(summary) = &outcome {
-        if cfg.json {
-            let _ = report::print_line(&json(summary, code));
-        } else if !cfg.quiet {
-            report::info(&format!("fastuntar: {}", line(summary)));
+        let tty = std::io::stderr().is_terminal();
+        match summary_to(cfg.json, cfg.quiet, cfg.verbose > 0 || cfg.totals, tty) {
+            SummaryTo::Json => {
+                let _ = report::print_line(&json(summary, code));
+            }
+            SummaryTo::Stderr => report::info(&format!("fastuntar: {}", line(summary))),
+            SummaryTo::Nowhere => {}
         }
     }
     exit(code);
+}
+
+/// Where the end-of-run summary goes.
+#[derive(Debug, PartialEq, Eq)]
+enum SummaryTo {
+    /// `--json`: one object on stdout.
+    Json,
+    /// The human line on stderr.
+    Stderr,
+    Nowhere,
+}
+
+/// Success is quiet, as GNU tar's (scripts and harnesses compare stderr): the summary line is
+/// said on a terminal, or when asked (`-v`, `--totals`: `asked`), never with `-q`; `--json`
+/// always prints its object.
+fn summary_to(json: bool, quiet: bool, asked: bool, stderr_tty: bool) -> SummaryTo {
+    match () {
+        _ if json => SummaryTo::Json,
+        _ if quiet => SummaryTo::Nowhere,
+        _ if asked || stderr_tty => SummaryTo::Stderr,
+        _ => SummaryTo::Nowhere,
+    }
 }
 
 /// `--totals`, after a run that read its archive to the end (GNU tar prints nothing after a
@@ -207,4 +232,20 @@ fn json(s: &Summary, code: ExitCode) -> String {
 
 fn null_or(n: Option<u64>) -> String {
     n.map_or("null".to_string(), |n| n.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{SummaryTo, summary_to};
+
+    #[test]
+    fn success_is_quiet_unless_asked_or_on_a_terminal() {
+        // (json, quiet, asked, tty)
+        assert_eq!(summary_to(false, false, false, false), SummaryTo::Nowhere);
+        assert_eq!(summary_to(false, false, false, true), SummaryTo::Stderr);
+        assert_eq!(summary_to(false, false, true, false), SummaryTo::Stderr);
+        assert_eq!(summary_to(false, true, true, true), SummaryTo::Nowhere);
+        assert_eq!(summary_to(true, false, false, false), SummaryTo::Json);
+        assert_eq!(summary_to(true, true, false, false), SummaryTo::Json);
+    }
 }

@@ -835,12 +835,31 @@ fn summary_line_and_quiet() {
         (&["--direct-io", "--direct-io-threshold", "0"][..], SUMMARY_FILES),
         (&["--io", "portable"][..], 0),
     ] {
+        // Success is quiet off a terminal, as GNU tar's (issue 28).
         let d = td.fresh("dest");
         let out = fastuntar().args(args).arg("-xf").arg(&archive).arg("-C").arg(&d).run();
         let ctx = format!("{args:?}\n{}", out.describe());
         assert_eq!(out.code, Some(0), "{ctx}");
+        assert!(out.stderr.is_empty() && out.stdout.is_empty(), "not quiet: {ctx}");
+
+        // Asked for: -v (the names on stdout), --totals (after GNU tar's line).
+        for asked in ["-v", "--totals"] {
+            let d = td.fresh("dest");
+            let out =
+                fastuntar().args(args).args([asked, "-xf"]).arg(&archive).arg("-C").arg(&d).run();
+            let ctx = format!("{asked} {args:?}\n{}", out.describe());
+            assert_eq!(out.code, Some(0), "{ctx}");
+            let lines = out.stderr_lines();
+            let alone = if asked == "-v" { 1 } else { 2 };
+            assert_eq!(lines.len(), alone, "the summary line (after the totals): {ctx}");
+            assert!(asked == "-v" || lines[0].starts_with("Total bytes read: "), "{ctx}");
+            assert_eq!(out.stdout.is_empty(), asked != "-v", "{ctx}");
+            assert!(is_summary(lines.last().unwrap()), "{ctx}");
+        }
+        let d = td.fresh("dest");
+        let out = fastuntar().args(args).args(["-v", "-xf"]).arg(&archive).arg("-C").arg(&d).run();
+        let ctx = format!("-v {args:?}\n{}", out.describe());
         let lines = out.stderr_lines();
-        assert_eq!(lines.len(), 1, "stderr should be the summary line alone: {ctx}");
         let last = lines.last().unwrap();
         assert!(is_summary(last), "not a summary line: {ctx}");
         assert!(out.stderr_str().ends_with('\n'), "{ctx}");
@@ -851,7 +870,6 @@ fn summary_line_and_quiet() {
             bytes as f64 / 1e6
         );
         assert!(last.starts_with(&want), "expected `{want}...`: {ctx}");
-        assert!(out.stdout.is_empty(), "stdout should be empty: {ctx}");
 
         let d = td.fresh("dest");
         let out = fastuntar().args(args).arg("-q").arg("-xf").arg(&archive).arg("-C").arg(&d).run();
@@ -868,7 +886,7 @@ fn sync_reports_its_time() {
     let td = TestDir::new("sync");
     let (archive, _) = summary_archive(&td);
     let d = td.fresh("dest");
-    let out = fastuntar().args(["--sync", "-xf"]).arg(&archive).arg("-C").arg(&d).run();
+    let out = fastuntar().args(["--sync", "-vxf"]).arg(&archive).arg("-C").arg(&d).run();
     assert_eq!(out.code, Some(0), "{}", out.describe());
     let lines = out.stderr_lines();
     let summary = lines.iter().find(|l| is_summary(l));
@@ -1022,9 +1040,15 @@ fn progress_on_a_terminal_only() {
     }
     fs::remove_dir_all(&d).unwrap();
 
-    // 3. Not a terminal (stderr piped): the summary line only.
+    // 3. Not a terminal (stderr piped): nothing, as GNU tar (the summary when asked, -v).
     let d = fresh();
     let out = fastuntar().args(["--memory", "8M", "-xf"]).arg(&archive).arg("-C").arg(&d).run();
+    if out.code != Some(0) || !out.stderr.is_empty() {
+        failures.push(format!("output without a terminal:\n{}", out.describe()));
+    }
+    fs::remove_dir_all(&d).unwrap();
+    let d = fresh();
+    let out = fastuntar().args(["--memory", "8M", "-vxf"]).arg(&archive).arg("-C").arg(&d).run();
     let err = out.stderr_str();
     if out.code != Some(0)
         || out.stderr_lines().len() != 1

@@ -330,3 +330,29 @@ fn a_failed_member_exits_2_like_gnu_tar() {
         );
     }
 }
+
+/// Issue 28, 4: success is quiet, as GNU tar's: off a terminal nothing on stderr (nor stdout)
+/// after a clean extraction, whatever the options that ask for nothing (`TAR_OPTIONS` too); the
+/// summary when asked (`-v`, `--totals`: cli::summary_line_and_quiet).
+#[test]
+fn success_is_quiet_like_gnu_tar() {
+    if !have_tool("success_is_quiet_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("quiet_success");
+    let root = small_tree(&td);
+    let archive = gnu_archive(&td, "a.tar", &[], &root, &["d", "top"]);
+    let cases = [
+        Case::new(&["-xf", "{archive}", "-C", "{dest}"]),
+        Case::new(&["xpf", "{archive}", "-C", "{dest}"]),
+        Case::new(&["-x", "--strip-components=1", "-f", "{archive}", "-C", "{dest}"]),
+        Case::new(&["-x", "-f", "{archive}", "-C", "{dest}", "d/f"]),
+        Case { tar_options: "-p", ..Case::new(&["-xf", "{archive}", "-C", "{dest}"]) },
+    ];
+    assert_same(&td, &archive, &cases);
+    for case in &cases {
+        let b = run_both(&td, &archive, case);
+        assert!(b.gnu.stderr.is_empty(), "{}", b.gnu.describe());
+        assert!(b.ours.stderr.is_empty(), "success must be quiet\n{}", b.ours.describe());
+    }
+}
