@@ -633,3 +633,53 @@ fn acls_like_gnu_tar() {
     );
     assert_eq!(fs::read(out.join("unknown")).unwrap(), b"data\n");
 }
+
+/// Issue 28, 8: attribute names in `SCHILY.xattr.` keys are %-decoded as GNU tar's
+/// `xattr_decode_keyword` decodes them: `%3D` is `=`, `%25` is `%`, nothing else. GNU tar
+/// writes `user.=NAME%3D=` as `SCHILY.xattr.user.%3DNAME%253D%3D`; before, fastuntar restored
+/// the encoded name. Both a name GNU tar wrote (from a file that has it) and hand-made keys
+/// (`%3d`, `%41` stay) give GNU tar's attributes.
+#[test]
+fn xattr_names_are_percent_decoded_like_gnu_tar() {
+    let test = "xattr_names_are_percent_decoded_like_gnu_tar";
+    if !have_tool(test, "tar") {
+        return;
+    }
+    let t = TestDir::new(test);
+    let src = t.join("src");
+    fs::create_dir(&src).unwrap();
+    fs::write(src.join("f"), "f\n").unwrap();
+    set(&src.join("f"), "user.=NAME%3D=", b"v1");
+    set(&src.join("f"), "user.%", b"v2");
+    let written = t.join("written.tar");
+    let out = Cmd::new("tar")
+        .args(["--xattrs", "--format=posix", "-C"])
+        .arg(&src)
+        .arg("-cf")
+        .arg(&written)
+        .arg("f")
+        .run();
+    assert!(out.success(), "{}", out.describe());
+    assert!(util::read(&written).windows(27).any(|w| w == b"SCHILY.xattr.user.%3DNAME%2"));
+    let mut records = Vec::new();
+    for key in ["user.%3DNAME%253D%3D", "user.%3d", "user.%41%2", "user.%25%"] {
+        records.extend(pax_record(&format!("SCHILY.xattr.{key}"), key.as_bytes()));
+    }
+    let mut bytes = header("PaxHeaders/g", b'x', records.len());
+    bytes.extend(&records);
+    bytes.resize(bytes.len().next_multiple_of(512), 0);
+    bytes.extend(header("g", b'0', 2));
+    bytes.extend(b"g\n");
+    bytes.resize(bytes.len().next_multiple_of(512) + 1024, 0);
+    let made = t.write("made.tar", bytes);
+    for (archive, file) in [(&written, "f"), (&made, "g")] {
+        let (g, o) = (t.fresh("gnu"), t.fresh("ours"));
+        gnu_tar([Path::new("--xattrs"), Path::new("-xf"), archive, Path::new("-C"), &g])
+            .expect_code(0);
+        let want = attrs_of(&g.join(file));
+        assert!(want.iter().any(|(n, _)| n.contains(&b'=')), "GNU tar decoded {want:?}");
+        let ours = fastuntar().args(["--xattrs", "-xf"]).arg(archive).arg("-C").arg(&o).run();
+        ours.expect_code(0);
+        assert_eq!(attrs_of(&o.join(file)), want, "{}", ours.describe());
+    }
+}

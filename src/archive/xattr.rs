@@ -64,7 +64,7 @@ impl Xattrs {
     /// A whole record: `key` as `is_key` accepted it.
     pub(super) fn record(&mut self, key: &[u8], value: Vec<u8>) {
         let (name, value, libarchive) = if let Some(name) = key.strip_prefix(SCHILY) {
-            (name.to_vec(), value, false)
+            (schily_decode(name), value, false)
         } else if crate::acl::is_record(key) {
             (key.to_vec(), value, false)
         } else {
@@ -82,7 +82,7 @@ impl Xattrs {
     /// A record whose value was too large to be kept.
     pub(super) fn too_large(&mut self, key: &[u8]) {
         let name = match key.strip_prefix(SCHILY) {
-            Some(name) => Some(name.to_vec()),
+            Some(name) => Some(schily_decode(name)),
             None if crate::acl::is_record(key) => Some(key.to_vec()),
             None => percent_decode(key.strip_prefix(LIBARCHIVE).unwrap_or(key)),
         };
@@ -123,6 +123,27 @@ impl Xattrs {
     pub(super) fn into_list(self) -> Vec<Xattr> {
         self.list.into_iter().map(|(x, _)| x).collect()
     }
+}
+
+/// The attribute a `SCHILY.xattr.NAME` key names, as GNU tar's `xattr_decode_keyword`: `%3D`
+/// is `=` (which a PAX key cannot hold) and `%25` is `%`; nothing else is decoded (`%3d`,
+/// `%41` stay as they are). GNU tar writes `user.=NAME%3D=` as `user.%3DNAME%253D%3D`.
+fn schily_decode(s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut i = 0;
+    while i < s.len() {
+        match &s[i..] {
+            [b'%', b'3', b'D', ..] => out.push(b'='),
+            [b'%', b'2', b'5', ..] => out.push(b'%'),
+            _ => {
+                out.push(s[i]);
+                i += 1;
+                continue;
+            }
+        }
+        i += 3;
+    }
+    out
 }
 
 /// libarchive's %-encoding of names (`%XX` for bytes it escapes); None when malformed.
@@ -188,6 +209,9 @@ mod tests {
         assert_eq!(percent_decode(b"user.a%3Db%25").unwrap(), b"user.a=b%");
         assert_eq!(percent_decode(b"user.%3"), None);
         assert_eq!(percent_decode(b"user.%zz"), None);
+        assert_eq!(schily_decode(b"user.%3DNAME%253D%3D"), b"user.=NAME%3D=");
+        assert_eq!(schily_decode(b"user.%3d%41%2%"), b"user.%3d%41%2%");
+        assert_eq!(schily_decode(b"user.%25%"), b"user.%%");
     }
 
     #[test]
