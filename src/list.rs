@@ -244,7 +244,15 @@ impl Lines {
         if let Some(past) = self.block_past {
             out.extend_from_slice(format!("block {}: ", m.block + past).as_bytes());
         }
-        out.extend(self.line(m, m.listed_name(cfg.show_transformed), cfg));
+        if cfg.show_transformed {
+            // As extracted: `--strip-components` and `--one-top-level` too, as GNU tar shows.
+            use std::os::unix::ffi::OsStrExt;
+            let top = cfg.one_top_level.as_deref().map(|t| t.as_os_str().as_bytes());
+            let shown = crate::safety::shown_name(&m.name, cfg.strip_components, top);
+            out.extend(self.line(m, &shown, cfg));
+        } else {
+            out.extend(self.line(m, m.listed_name(false), cfg));
+        }
         out
     }
 

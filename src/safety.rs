@@ -105,9 +105,100 @@ impl Sanitizer {
     }
 }
 
+/// The name `-t` and `-v` show with `--show-transformed-names`: `name` (already
+/// `--transform`ed) as GNU tar 1.34 makes it for extracting, by its own string rules, not
+/// `Sanitizer`'s: trailing `/`s set aside (one put back at the end), leading `/`s removed
+/// (`safer_name_suffix`), `--strip-components` (`stripped_prefix_len`: nothing left when the
+/// name has too few components), then `--one-top-level`'s `top` in front unless the name,
+/// past `.` components, is `top` or under it (`enforce_one_top_level`, which then drops `.`
+/// components and doubled `/`s). GNU tar also skips a leading `.` of a name's first component
+/// (`.X/f` counts as under `X`); fastuntar extracts `.X/f` to `X/.X/f` (README) and shows
+/// that. Without either option the name is as given.
+pub fn shown_name(name: &[u8], strip: usize, top: Option<&[u8]>) -> Vec<u8> {
+    if strip == 0 && top.is_none() {
+        return name.to_vec();
+    }
+    let end = name.iter().rposition(|&b| b != b'/').map_or(0, |e| e + 1);
+    let slash = end < name.len();
+    let mut rest = &name[..end];
+    while let Some(r) = rest.strip_prefix(b"/") {
+        rest = r;
+    }
+    if strip > 0 {
+        rest = stripped(rest, strip);
+    }
+    let mut out = match top {
+        None => rest.to_vec(),
+        Some(top) => {
+            let parts = |s: &'_ [u8]| -> Vec<Vec<u8>> {
+                let plain = s.split(|&b| b == b'/').filter(|c| !c.is_empty() && *c != b".");
+                plain.map(<[u8]>::to_vec).collect()
+            };
+            let (at, top_parts) = (parts(rest), parts(top));
+            let under = at.len() >= top_parts.len() && at[..top_parts.len()] == top_parts[..];
+            match () {
+                _ if at.is_empty() => top.to_vec(),
+                _ if under => rest.to_vec(),
+                _ => [vec![top.to_vec()], at].concat().join(&b'/'),
+            }
+        }
+    };
+    if slash {
+        out.push(b'/');
+    }
+    out
+}
+
+/// `name` less its first `n` components, as GNU tar's `stripped_prefix_len` counts them (runs
+/// of `/` are one separator); empty when it has no more than `n`.
+fn stripped(name: &[u8], n: usize) -> &[u8] {
+    let mut left = n;
+    let mut i = name.iter().position(|&b| b != b'/').unwrap_or(name.len());
+    while i < name.len() {
+        let slash = name[i] == b'/';
+        i += 1;
+        if slash {
+            left -= 1;
+            if left == 0 {
+                return &name[i..];
+            }
+            while name.get(i) == Some(&b'/') {
+                i += 1;
+            }
+        }
+    }
+    &[]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The names GNU tar 1.34 lists with `-t --show-transformed-names` (checked against it).
+    #[test]
+    fn shown_names_are_gnu_tars() {
+        let names =
+            ["b/", "b/f", "c", "./x/", "./x/y", "x/y/z/", "a/q", "a/", "./", ".a/k", "//abs/g"];
+        let shown = |strip, top: Option<&str>| -> Vec<String> {
+            let top = top.map(str::as_bytes);
+            let show = |n: &&str| String::from_utf8(shown_name(n.as_bytes(), strip, top)).unwrap();
+            names.iter().map(show).collect()
+        };
+        assert_eq!(
+            shown(0, Some("a")),
+            [
+                // `.a/k`: GNU tar shows and extracts `.a/k`; fastuntar extracts `a/.a/k`.
+                "a/b/", "a/b/f", "a/c", "a/x/", "a/x/y", "a/x/y/z/", "a/q", "a/", "a/", "a/.a/k",
+                "a/abs/g"
+            ]
+        );
+        assert_eq!(shown(1, None), ["/", "f", "", "x/", "x/y", "y/z/", "q", "/", "/", "k", "g"]);
+        assert_eq!(
+            shown(1, Some("a")),
+            ["a/", "a/f", "a", "a/x/", "a/x/y", "a/y/z/", "a/q", "a/", "a/", "a/k", "a/g"]
+        );
+        assert_eq!(shown(0, None), names);
+    }
 
     fn judge(strip: usize, raw: &str) -> Option<String> {
         judge_top(strip, None, raw)

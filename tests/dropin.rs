@@ -356,3 +356,59 @@ fn success_is_quiet_like_gnu_tar() {
         assert!(b.ours.stderr.is_empty(), "success must be quiet\n{}", b.ours.describe());
     }
 }
+
+/// Issue 28, 10: `--show-transformed-names` shows the names as extracted, `--one-top-level`'s
+/// directory (and `--strip-components`) included, in `-t`, `-tv` and `-xv`, as GNU tar; the
+/// files land in the same places.
+#[test]
+fn show_transformed_names_include_one_top_level_like_gnu_tar() {
+    if !have_tool("show_transformed_names_include_one_top_level_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("shown_top");
+    let mut t = util::rawtar::Tar::new();
+    t.dir("b/").file("b/f", b"f\n").file("c", b"c\n").dir("./x/").file("./x/y", b"y\n");
+    // (`.a/k` is a difference README lists: GNU tar takes it to be under `a`.)
+    t.dir("a/").file("a/q", b"q\n");
+    let archive = td.write("names.tar", t.finish());
+    let mut cases = Vec::new();
+    let lists: &[&[&str]] = &[
+        &["-t", "--show-transformed-names", "--one-top-level=a", "-f", "{archive}"],
+        &["-tv", "--show-transformed-names", "--one-top-level=a", "-f", "{archive}"],
+        &["-t", "--show-transformed-names", "--one-top-level=top", "-f", "{archive}"],
+        &["-t", "--show-transformed-names", "--strip-components=1", "-f", "{archive}"],
+        &["-t", "--show-stored-names", "--one-top-level=a", "-f", "{archive}"],
+        &["-t", "--one-top-level=a", "-f", "{archive}"],
+        &[
+            "-xv",
+            "--show-transformed-names",
+            "--one-top-level=a",
+            "-f",
+            "{archive}",
+            "-C",
+            "{dest}",
+        ],
+        &[
+            "-xv",
+            "--show-transformed-names",
+            "--one-top-level=top",
+            "-f",
+            "{archive}",
+            "-C",
+            "{dest}",
+        ],
+        &["-xv", "--one-top-level=top", "-f", "{archive}", "-C", "{dest}"],
+        &[
+            "-xv",
+            "--show-transformed-names",
+            "--transform=s/c/C/",
+            "--one-top-level=top",
+            "-f",
+            "{archive}",
+            "-C",
+            "{dest}",
+        ],
+    ];
+    cases.extend(lists.iter().map(|a| Case::new(a)));
+    assert_same(&td, &archive, &cases);
+}
