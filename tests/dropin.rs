@@ -412,3 +412,80 @@ fn show_transformed_names_include_one_top_level_like_gnu_tar() {
     cases.extend(lists.iter().map(|a| Case::new(a)));
     assert_same(&td, &archive, &cases);
 }
+
+/// True when every one of `tools` is installed. Off CI a missing one skips the test (a SKIP
+/// line); in CI (`CI=true`, where scripts/test.sh installs them) it is a failure.
+fn oracles(test: &str, tools: &[&str]) -> bool {
+    let missing: Vec<&&str> = tools.iter().filter(|t| !util::which_quiet(t)).collect();
+    assert!(
+        missing.is_empty() || std::env::var("CI").as_deref() != Ok("true"),
+        "{test}: {missing:?} not installed (scripts/test.sh installs them)"
+    );
+    util::have_tools(test, tools)
+}
+
+/// Issue 28, 6: lzip and lzop archives are found by their magic, as GNU tar finds them, and
+/// read through `lzip -d` / `lzop -d` (no `--lzip` needed); from standard input refused as
+/// GNU tar refuses them ("Use --lzip option"), and with the program missing a one-line error
+/// naming it, exit 2, nothing extracted.
+#[test]
+fn lzip_and_lzop_found_by_magic_like_gnu_tar() {
+    let test = "lzip_and_lzop_found_by_magic_like_gnu_tar";
+    if !oracles(test, &["tar", "lzip", "lzop"]) {
+        return;
+    }
+    let td = TestDir::new("lzip_lzop");
+    let root = small_tree(&td);
+    let plain = gnu_archive(&td, "k.tar", &[], &root, &["d", "top"]);
+    let lz = td.join("k.tar.lz");
+    let lzo = td.join("k.tar.lzo");
+    util::sh(&format!(
+        "lzip -c {0} > {1} && lzop -c {0} > {2}",
+        plain.display(),
+        lz.display(),
+        lzo.display()
+    ));
+    // Under a name that says nothing: the data decides.
+    let lz_bin = td.join("k.bin");
+    fs::copy(&lz, &lz_bin).unwrap();
+    for archive in [&lz, &lzo, &lz_bin] {
+        assert_same(
+            &td,
+            archive,
+            &[
+                Case::new(&["-xf", "{archive}", "-C", "{dest}"]),
+                Case::new(&["-xvf", "{archive}", "-C", "{dest}"]),
+                Case::new(&["xf", "{archive}", "-C", "{dest}"]),
+                Case::new(&["-tvf", "{archive}"]),
+                Case::new(&["-xOf", "{archive}"]),
+            ],
+        );
+    }
+    for (archive, flag) in [(&lz, "--lzip"), (&lzo, "--lzop")] {
+        // Standard input: refused by both, nothing extracted; with the flag, extracted.
+        for with_flag in [false, true] {
+            let run = |mut cmd: Cmd| {
+                let dest = td.fresh("stdin");
+                cmd.args(with_flag.then_some(flag)).arg("-xf").arg("-").arg("-C").arg(&dest);
+                let out = cmd.stdin(util::Input::File(archive.to_path_buf())).run();
+                (out, dest.join("top").exists())
+            };
+            let ((gnu, g), (ours, o)) = (run(Cmd::new("tar")), run(fastuntar()));
+            assert_eq!((ours.code, o), (gnu.code, g), "{flag} {with_flag}\n{}", ours.describe());
+        }
+    }
+    // The program missing: GNU tar's "Cannot exec", exit 2; ours one line naming it.
+    let empty = td.fresh("no-programs");
+    let tar = util::which_path("tar");
+    for (archive, program) in [(&lz, "lzip"), (&lzo, "lzop")] {
+        let run = |mut cmd: Cmd| {
+            let dest = td.fresh("missing");
+            let out = cmd.env("PATH", &empty).arg("-xf").arg(archive).arg("-C").arg(&dest).run();
+            (out, fs::read_dir(&dest).unwrap().count())
+        };
+        let ((gnu, g), (ours, o)) = (run(Cmd::new(&tar)), run(fastuntar()));
+        assert_eq!((ours.code, o), (gnu.code, g), "{}", ours.describe());
+        let lines = ours.stderr_lines();
+        assert!(lines.len() == 1 && lines[0].contains(program), "{}", ours.describe());
+    }
+}

@@ -17,7 +17,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 
 use archive_file::{ArchiveFile, Direct};
 use filter::Filter;
@@ -43,6 +43,16 @@ const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 /// LZ4 frame magic, little-endian 0x184D2204.
 const LZ4_MAGIC: [u8; 4] = [0x04, 0x22, 0x4d, 0x18];
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+/// Formats fastuntar does not decode itself but, as GNU tar, hands to their program when an
+/// archive file starts with their magic (GNU tar's `magic` table): the magic and the program
+/// (run with `-d`).
+const EXTERNAL: [(&[u8], &str); 2] = [(b"LZIP", "lzip"), (b"\x89LZO\x00\r\n\x1a\n", "lzop")];
+
+/// The program that decodes a stream starting with `head`, for formats read through one
+/// (`EXTERNAL`); None for the others.
+pub fn external_program(head: &[u8]) -> Option<&'static str> {
+    EXTERNAL.iter().find(|(magic, _)| head.starts_with(magic)).map(|(_, program)| *program)
+}
 
 /// Most bytes looked at to detect the format: enough to step over a few skippable frames. The
 /// decision is made as soon as the bytes that have arrived settle it (a magic number is at most
@@ -104,8 +114,9 @@ fn decide(head: &[u8], eof: bool) -> Option<Format> {
                 || skippable(b)
                 || b == [GZIP_MAGIC[0]]
                 || b"BZh".starts_with(b));
-        let proper_prefix =
-            proper_prefix || (b.len() < xz::MAGIC.len() && xz::MAGIC.starts_with(b));
+        let proper_prefix = proper_prefix
+            || (b.len() < xz::MAGIC.len() && xz::MAGIC.starts_with(b))
+            || EXTERNAL.iter().any(|(magic, _)| b.len() < magic.len() && magic.starts_with(b));
         if proper_prefix && !eof {
             return None;
         }
@@ -383,6 +394,29 @@ pub fn open(
     max_window_log: u32,
     drop_behind: bool,
 ) -> Result<Input> {
+    let input = open_as(path, filter, max_window_log, drop_behind)?;
+    if filter.is_some() {
+        return Ok(input);
+    }
+    let Some(program) = external_program(input.source.buffered()) else { return Ok(input) };
+    // lzip, lzop: as GNU tar, the archive file is read through `PROGRAM -d`; standard input,
+    // already partly read, is refused as there ("Use --lzip option").
+    let Some(p) = path else {
+        bail!("the archive on standard input is {program}-compressed: give --{program}");
+    };
+    drop(input);
+    let words = [program.to_string(), "-d".to_string()];
+    open_as(path, Some(&words), max_window_log, drop_behind)
+        .with_context(|| format!("{}: {program}-compressed", p.display()))
+}
+
+/// `open` with the program `filter` as given (none: the data is read as it is).
+fn open_as(
+    path: Option<&Path>,
+    filter: Option<&[String]>,
+    max_window_log: u32,
+    drop_behind: bool,
+) -> Result<Input> {
     let mut direct = None;
     let (raw, size): (Box<dyn Read + Send>, Option<u64>) = match (filter, path) {
         (Some(words), _) => (Box::new(Filter::spawn(words, path)?), None),
@@ -494,6 +528,14 @@ mod tests {
 
     #[test]
     fn detects_by_magic() {
+        assert_eq!(external_program(b"LZIP\x01\xce"), Some("lzip"));
+        assert_eq!(external_program(b"\x89LZO\x00\r\n\x1a\n\x10"), Some("lzop"));
+        assert_eq!(external_program(b"\x89LZO\x00\r\n"), None);
+        assert_eq!(external_program(b"LZI"), None);
+        // A proper prefix of their magic waits for more, as the others'.
+        assert_eq!(decide(b"LZ", false), None);
+        assert_eq!(decide(b"\x89LZO", false), None);
+        assert_eq!(decide(b"LZIP", false), Some(Format::Plain));
         assert_eq!(detect(&[0x28, 0xb5, 0x2f, 0xfd, 0]), Format::Zstd);
         assert_eq!(detect(&[0x04, 0x22, 0x4d, 0x18, 0]), Format::Lz4);
         assert_eq!(detect(&[0x1f, 0x8b, 8]), Format::Gzip);

@@ -122,6 +122,11 @@ pub fn which_quiet(tool: &str) -> bool {
     which(tool).is_some()
 }
 
+/// Where `tool` is on PATH; panics when it is not (check with `have_tool` first).
+pub fn which_path(tool: &str) -> PathBuf {
+    which(tool).unwrap_or_else(|| panic!("{tool} is not on PATH"))
+}
+
 fn which(tool: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path).map(|d| d.join(tool)).find(|p| p.is_file())
