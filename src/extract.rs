@@ -500,7 +500,11 @@ fn produce(
             confirm: &mut confirm,
             out: &mut *out,
         };
-        match stage.member(member) {
+        let says_renaming = cfg.verbose > 0 && cfg.backup.is_some();
+        match stage.member(member).and_then(|()| match says_renaming {
+            true => stage.landed(),
+            false => Ok(()),
+        }) {
             Ok(()) => {}
             Err(MemberError::Gone(WriterGone)) => return Ok(members),
             Err(MemberError::Fatal(e)) => {
@@ -809,6 +813,17 @@ impl<R: Skip> Stage<'_, '_, R> {
         self.out.flush().map_err(MemberError::from)?;
         // An Err: the writer stopped without applying it (its error ends the run).
         let _ = applied.recv();
+        Ok(())
+    }
+
+    /// `-v --backup`: waits until the member just sent has landed, so that the writer's
+    /// `Renaming` line for it is said before the next member's name (GNU tar's order).
+    fn landed(&mut self) -> Result<(), MemberError> {
+        let (done, landed) = std::sync::mpsc::sync_channel(1);
+        self.send(Op::Barrier(done))?;
+        self.out.flush().map_err(MemberError::from)?;
+        // An Err: the writer stopped (its error ends the run).
+        let _ = landed.recv();
         Ok(())
     }
 

@@ -159,6 +159,10 @@ pub enum Op {
         /// the directory, as in GNU tar (the dispatcher of several writers applies it at once).
         done: Option<std::sync::mpsc::SyncSender<()>>,
     },
+    /// `-v --backup`: told once everything sent before it has landed. The decoder waits for
+    /// it after each member, so the writer's `Renaming` line comes right after the member's
+    /// name and before the next one's, as in GNU tar, with any number of writers.
+    Barrier(std::sync::mpsc::SyncSender<()>),
 }
 
 /// A directory's names as an incremental archive (`tar -g`) lists them, checked and made
@@ -205,7 +209,7 @@ impl Op {
             Op::File { entry, .. } | Op::Symlink { entry, .. } | Op::Hardlink { entry, .. } => {
                 Some(entry)
             }
-            Op::Data { .. } | Op::End => None,
+            Op::Data { .. } | Op::End | Op::Barrier(_) => None,
         }
     }
 

@@ -528,6 +528,12 @@ impl Sink for Dispatch {
                 Some((w, offset)) => self.queue(w, op, offset),
                 None => Ok(()),
             },
+            Op::Barrier(done) => {
+                let all = self.all();
+                self.wait(all, u64::MAX)?;
+                let _ = done.send(());
+                Ok(())
+            }
             Op::File { ref entry, .. } => {
                 self.check_failed()?;
                 // The op is ours, not the dispatcher's: its path is borrowed, not copied (a

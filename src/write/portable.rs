@@ -134,6 +134,11 @@ impl Writer for Portable {
             Op::File { entry, size, sparse } => self.open_file(entry, size, sparse),
             Op::Data { offset, buf } => self.write(offset, buf.data()),
             Op::End => self.close_file(),
+            // Every op before it was applied in order, on this thread.
+            Op::Barrier(done) => {
+                let _ = done.send(());
+                Ok(())
+            }
             // File ops are matched above, so nothing comes back.
             op => apply_namespace_op(&mut self.dest, &mut self.stats, op).map(drop),
         }

@@ -608,6 +608,12 @@ impl Writer for Uring {
             Op::File { entry, size, sparse } => self.open_file(entry, size, sparse),
             Op::Data { offset, buf } => self.data(offset, buf),
             Op::End => self.end(),
+            Op::Barrier(done) => {
+                self.drain()?;
+                // The decoder may have stopped waiting (it failed): nothing to tell then.
+                let _ = done.send(());
+                Ok(())
+            }
             op => {
                 let (entry, target) = match &op {
                     Op::Hardlink { entry, target } => (entry.clone(), Some(target.clone())),
