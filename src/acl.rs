@@ -45,10 +45,35 @@ pub fn to_xattr(
     owners: &mut Owners,
 ) -> Result<(Vec<u8>, Vec<u8>), String> {
     let name = if key == DEFAULT_KEY { DEFAULT_XATTR } else { ACCESS_XATTR };
+    if key == DEFAULT_KEY && text.iter().all(u8::is_ascii_whitespace) {
+        // GNU tar writes `SCHILY.acl.default=` for a directory with an access ACL and no
+        // default one: none, as when there is no record.
+        return Ok(no_default());
+    }
     let mut lookup = |name: &str, user: bool| {
         if user { owners.user(name.as_bytes()) } else { owners.group(name.as_bytes()) }
     };
     Ok((name.to_vec(), encode(&parse(text, &mut lookup)?)))
+}
+
+/// The access ACL of a member that has none, as GNU tar sets it (`perms2acl`): `user::`,
+/// `group::` and `other::` from `mode`'s permission bits, which replaces what the file
+/// inherited from its directory's default ACL (the kernel then keeps no ACL, only the mode).
+pub fn from_mode(mode: u32) -> (Vec<u8>, Vec<u8>) {
+    let bits = |shift: u32| ((mode >> shift) & 7) as u16;
+    let entries = [
+        (USER_OBJ, bits(6), UNDEFINED_ID),
+        (GROUP_OBJ, bits(3), UNDEFINED_ID),
+        (OTHER, bits(0), UNDEFINED_ID),
+    ];
+    (ACCESS_XATTR.to_vec(), encode(&entries))
+}
+
+/// A directory member without a default ACL: the attribute with an empty value, which the
+/// kernel takes as "remove it" (setxattr with size 0), dropping what the directory inherited
+/// (GNU tar's `acl_delete_def_file_at`).
+pub fn no_default() -> (Vec<u8>, Vec<u8>) {
+    (DEFAULT_XATTR.to_vec(), Vec::new())
 }
 
 /// One entry: tag, permission bits (r 4, w 2, x 1), id.
@@ -194,6 +219,19 @@ mod tests {
         assert_eq!(
             to_xattr(DEFAULT_KEY, b"u::rwx,g::rwx,o::rwx", owners).unwrap().0,
             DEFAULT_XATTR
+        );
+        // GNU tar's empty default ACL: removed.
+        assert_eq!(to_xattr(DEFAULT_KEY, b"", owners).unwrap(), no_default());
+        assert!(to_xattr(ACCESS_KEY, b"", owners).is_err());
+        let (name, value) = from_mode(0o4751);
+        assert_eq!(name, ACCESS_XATTR);
+        assert_eq!(
+            value,
+            encode(&[
+                (USER_OBJ, 7, UNDEFINED_ID),
+                (GROUP_OBJ, 5, UNDEFINED_ID),
+                (OTHER, 1, UNDEFINED_ID)
+            ])
         );
     }
 

@@ -618,45 +618,62 @@ pub(crate) fn judge(
 /// its ACLs as `system.posix_acl_*` attributes (acl.rs), set on files and directories (a
 /// default ACL on directories only), as GNU tar does. An ACL that cannot be read (an unknown
 /// user or group; names are looked up through `owners`, cached for the run) is reported and
-/// the member extracted without it. None when there are none (no allocation for a member
-/// without attributes).
+/// the member extracted without it. With `--acls` a file or directory without ACL records
+/// gets GNU tar's reset (an access ACL from its mode; a directory, no default ACL). None when
+/// there are none (no allocation for a member without attributes).
 fn attributes(
     cfg: &Config,
     m: &mut Member,
     name: &str,
     owners: &mut Owners,
 ) -> Option<Arc<[Xattr]>> {
-    if m.xattrs.is_empty() {
+    let resets = cfg.acls && matches!(m.kind, Kind::File | Kind::Dir);
+    if m.xattrs.is_empty() && !resets {
         return None;
     }
     let (acls, plain): (Vec<Xattr>, Vec<Xattr>) =
         std::mem::take(&mut m.xattrs).into_iter().partition(|x| crate::acl::is_record(&x.name));
-    if !cfg.acls || acls.is_empty() {
+    if !resets {
         return cfg.xattrs.as_ref().and_then(|filter| filter.select(plain));
     }
     let mut kept: Vec<Xattr> = match &cfg.xattrs {
         Some(filter) => filter.select(plain).map(|x| x.to_vec()).unwrap_or_default(),
         None => Vec::new(),
     };
-    if matches!(m.kind, Kind::File | Kind::Dir) {
-        for x in acls {
-            if x.name == crate::acl::DEFAULT_KEY && m.kind != Kind::Dir {
-                continue;
-            }
-            let converted = match x.value {
-                Some(text) => crate::acl::to_xattr(&x.name, &text, owners),
-                None => Err("too large to be kept".to_string()),
-            };
-            match converted {
-                Ok((name, value)) => kept.push(Xattr { name, value: Some(value) }),
-                // GNU tar warns (acl_from_text, acl_set_file_at) and exits 0.
-                Err(e) => report::warn_of(
-                    report::Warning::XattrWrite,
-                    format!("{name}: cannot restore its ACL: {e}"),
-                ),
-            }
+    // GNU tar's `xattrs_acls_set`: a member without an access ACL (an empty record is none)
+    // gets one from its mode, a directory without a default ACL loses the one it inherited.
+    let empty = |x: &Xattr| x.value.as_ref().is_some_and(|v| v.is_empty());
+    let (mut access, mut default) = (false, false);
+    for x in acls {
+        if x.name == crate::acl::ACCESS_KEY && empty(&x) {
+            continue;
+        }
+        if x.name == crate::acl::DEFAULT_KEY && m.kind != Kind::Dir {
+            continue;
+        }
+        access |= x.name == crate::acl::ACCESS_KEY;
+        default |= x.name == crate::acl::DEFAULT_KEY;
+        let converted = match x.value {
+            Some(text) => crate::acl::to_xattr(&x.name, &text, owners),
+            None => Err("too large to be kept".to_string()),
+        };
+        match converted {
+            Ok((name, value)) => kept.push(Xattr { name, value: Some(value) }),
+            // GNU tar warns (acl_from_text, acl_set_file_at) and exits 0.
+            Err(e) => report::warn_of(
+                report::Warning::XattrWrite,
+                format!("{name}: cannot restore its ACL: {e}"),
+            ),
         }
     }
+    let mut reset = Vec::new();
+    if !access {
+        reset.push(crate::acl::from_mode(m.mode));
+    }
+    if m.kind == Kind::Dir && !default {
+        reset.push(crate::acl::no_default());
+    }
+    kept.extend(reset.into_iter().map(|(name, value)| Xattr { name, value: Some(value) }));
     (!kept.is_empty()).then(|| kept.into())
 }
 

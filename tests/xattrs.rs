@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use util::{
@@ -681,5 +682,70 @@ fn xattr_names_are_percent_decoded_like_gnu_tar() {
         let ours = fastuntar().args(["--xattrs", "-xf"]).arg(archive).arg("-C").arg(&o).run();
         ours.expect_code(0);
         assert_eq!(attrs_of(&o.join(file)), want, "{}", ours.describe());
+    }
+}
+
+/// Issue 28, 9: `--acls` resets ACLs as GNU tar's `xattrs_acls_set` does, extracting into a
+/// directory with a default ACL (which new files and directories inherit): a member without
+/// an access ACL gets one from its mode (the inherited named entries go), a directory member
+/// without a default ACL loses the inherited one, and the empty `SCHILY.acl.default=` GNU tar
+/// writes for a directory with an access ACL and no default ACL is taken (it was refused:
+/// "an ACL needs user::, group:: and other:: entries"). The ACLs and modes are GNU tar's,
+/// under both backends and 1 and 3 writer threads.
+#[test]
+fn acls_reset_like_gnu_tar() {
+    let test = "acls_reset_like_gnu_tar";
+    if !util::have_tools(test, &["tar", "setfacl"]) {
+        return;
+    }
+    let t = TestDir::new(test);
+    let src = t.join("src");
+    for d in ["plain-dir", "acl-dir", "both-dir"] {
+        fs::create_dir_all(src.join(d)).unwrap();
+    }
+    for f in ["plain", "acl-file", "plain-dir/f", "acl-dir/f"] {
+        fs::write(src.join(f), f).unwrap();
+    }
+    setfacl(&["-m", "u:nobody:r"], &src.join("acl-file"));
+    setfacl(&["-m", "u:nobody:rwx"], &src.join("acl-dir"));
+    setfacl(&["-m", "u:nobody:rx"], &src.join("both-dir"));
+    setfacl(&["-d", "-m", "u:nobody:r"], &src.join("both-dir"));
+    let archive = t.join("reset.tar");
+    let members = ["plain", "acl-file", "plain-dir", "plain-dir/f", "acl-dir", "both-dir"];
+    Cmd::new("tar")
+        .args(["--acls", "--format=posix", "--no-recursion", "-cf"])
+        .arg(&archive)
+        .arg("-C")
+        .arg(&src)
+        .args(members)
+        .arg("acl-dir/f")
+        .run()
+        .expect_code(0);
+    assert!(
+        util::read(&archive).windows(20).any(|w| w == b"SCHILY.acl.default=\n"),
+        "GNU tar wrote no empty default ACL"
+    );
+    // DIR has a default ACL: everything made in it inherits `user:daemon:rwx`.
+    let inheriting = |prefix: &str| {
+        let d = t.fresh(prefix);
+        setfacl(&["-d", "-m", "u:daemon:rwx"], &d);
+        d
+    };
+    let g = inheriting("gnu");
+    gnu_tar([Path::new("--acls"), Path::new("-xf"), &archive, Path::new("-C"), &g]).expect_code(0);
+    let (want, _) = acls(&g);
+    assert!(!want.is_empty(), "GNU tar restored no ACL");
+    let mode = |root: &Path, f: &str| fs::symlink_metadata(root.join(f)).unwrap().mode() & 0o7777;
+    for cfg in util::writer_rows(&["portable", "uring"]) {
+        for threads in ["1", "3"] {
+            let out = inheriting("ours");
+            let got = run(cfg, threads, &["--acls"], &archive, &out);
+            got.expect_code(0);
+            let what = format!("{} threads {threads}\n{}", cfg.name, got.describe());
+            assert_eq!(acls(&out).0, want, "{what}");
+            for f in members.iter().chain(&["acl-dir/f"]) {
+                assert_eq!(mode(&out, f), mode(&g, f), "{f}: {what}");
+            }
+        }
     }
 }
