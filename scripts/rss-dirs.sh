@@ -3,7 +3,11 @@
 # empty file (default N = 1,000,000), the shape that once grew fastuntar's memory with the
 # member count (directory metadata kept to the end).
 #
-#   scripts/rss-dirs.sh [N] [--bin PATH] [--dest DIR]
+#   scripts/rss-dirs.sh [N] [--bin PATH] [--dest DIR] [--flags 'FLAGS'] [--no-gnu]
+#
+# --flags adds FLAGS to both tools' command lines (--delay-directory-restore: every
+# directory's metadata waits for the end); --no-gnu runs fastuntar alone (GNU tar's delayed
+# list costs time quadratic in the directories), and then the trees are not compared.
 #
 # The archive is streamed from scripts/gen-archives.py's writer into each tool's standard
 # input (nothing stored); DEST defaults to a fresh tmpfs mounted for the run when root (~2 GB
@@ -14,10 +18,14 @@ set -euo pipefail
 N=1000000
 BIN=""
 DEST=""
+FLAGS=""
+GNU=1
 while (($#)); do
     case $1 in
     --bin) BIN=$2; shift 2 ;;
     --dest) DEST=$2; shift 2 ;;
+    --flags) FLAGS=$2; shift 2 ;;
+    --no-gnu) GNU=""; shift ;;
     [0-9]*) N=$1; shift ;;
     *) echo "rss-dirs.sh: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -65,8 +73,11 @@ run() { # label dir cmd...
     printf '%-10s %9s KB %10.1f %8s\n' "$label" "$(tail -1 "$DEST/$label.rss")" \
         "$(echo "$t1 - $t0" | bc)" "$rc"
 }
-run fastuntar "$DEST/fu" "$BIN" -x - -q
-run gnutar "$DEST/gnu" tar -xf -
+# shellcheck disable=SC2086 # FLAGS is split into words on purpose
+run fastuntar "$DEST/fu" "$BIN" -x - -q $FLAGS
+[[ -n $GNU ]] || exit 0
+# shellcheck disable=SC2086
+run gnutar "$DEST/gnu" tar -xf - $FLAGS
 # Modes and mtimes of every member as GNU tar left them (the implied d* directories, not in
 # the archive, have the time of the run).
 a=$(cd "$DEST/fu" && find . -mindepth 2 -printf '%y %m %T@ %p\n' | sort | md5sum)

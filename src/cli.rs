@@ -805,9 +805,7 @@ pub struct Args {
     /// Accepted and without effect when reading, as in GNU tar: -s/--same-order,
     /// -B/--read-full-records, -b/--blocking-factor N, --record-size N, --force-local (the
     /// record size counts only for --totals), -S/--sparse (sparse members are always made
-    /// sparse), -n/--seek, --no-seek, --no-auto-compress (the data decides the format), and
-    /// --delay-directory-restore / --no-delay-directory-restore (a directory always gets its
-    /// mode and time after everything under it was extracted).
+    /// sparse), -n/--seek, --no-seek, --no-auto-compress (the data decides the format).
     #[arg(
         short = 's',
         long = "same-order",
@@ -820,12 +818,22 @@ pub struct Args {
             "seek",
             "no-seek",
             "no-auto-compress",
-            "delay-directory-restore",
-            "no-delay-directory-restore",
         ],
         action = ArgAction::Count
     )]
     pub no_effect: u8,
+
+    /// Give directories their mode and time at the end of the run, as GNU tar's option: a
+    /// member under a directory the archive made read-only earlier still extracts, and a
+    /// directory whose members come after others (`a a/b a/c a/b/f`) keeps its archived
+    /// time. By default a directory gets them once the archive has left it, as in GNU tar; a
+    /// directory of an incremental archive (`tar -g`) turns this on, as there.
+    #[arg(long = "delay-directory-restore", overrides_with = "no_delay_directory_restore")]
+    pub delay_directory_restore: bool,
+
+    /// A directory gets its mode and time once the archive has left it (the default).
+    #[arg(long = "no-delay-directory-restore", overrides_with = "delay_directory_restore")]
+    pub no_delay_directory_restore: bool,
 
     #[arg(short = 'b', long = "blocking-factor", value_name = "N", hide = true)]
     pub blocking: Option<String>,

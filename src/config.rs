@@ -92,6 +92,9 @@ pub struct Config {
     pub show_omitted_dirs: bool,
     /// `--keep-directory-symlink`, or `-h` (write/dest.rs, write/tree.rs).
     pub keep_directory_symlink: bool,
+    /// `--delay-directory-restore` (the last of it and `--no-delay-directory-restore`):
+    /// directory metadata is applied at the end of the run (write/delayed.rs).
+    pub delay_directory_restore: bool,
     /// `-h`, `--dereference`: a directory member kept as a symlink to a directory gives the
     /// directory it leads to its mode and time (GNU tar's `deref_stat` in `extract_dir`).
     pub dereference: bool,
@@ -373,6 +376,7 @@ impl Config {
             show_omitted_dirs: args.show_omitted_dirs,
             keep_directory_symlink: args.keep_directory_symlink || args.dereference,
             dereference: args.dereference,
+            delay_directory_restore: args.delay_directory_restore,
             recursive_unlink: args.recursive_unlink,
             backup: crate::write::backup::Backup::new(
                 args.backup.as_deref(),

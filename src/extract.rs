@@ -908,8 +908,18 @@ impl<R: Skip> Stage<'_, '_, R> {
         {
             check_time(cfg, &m, &path, t);
         }
-        let entry =
-            Entry { name, path, mode, mtime, archived_mtime, owner, offset: m.offset, xattrs };
+        let delay_restore = m.is_dumpdir;
+        let entry = Entry {
+            name,
+            path,
+            mode,
+            mtime,
+            archived_mtime,
+            owner,
+            offset: m.offset,
+            xattrs,
+            delay_restore,
+        };
         match m.kind {
             Kind::Dir => {
                 if cfg.incremental

@@ -101,6 +101,9 @@ pub struct Entry {
     /// Extended attributes to restore (`--xattrs`, after `--xattrs-include/-exclude`); None
     /// when there are none, so a member without them allocates nothing.
     pub xattrs: Option<Arc<[Xattr]>>,
+    /// A directory member of an incremental archive (GNU tar's `is_dumpdir`): from it on,
+    /// directory metadata waits for the end of the run, as `--delay-directory-restore`.
+    pub delay_restore: bool,
 }
 
 impl Entry {

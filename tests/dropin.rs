@@ -22,11 +22,13 @@ struct Case<'a> {
     prepare: &'a dyn Fn(&Path),
     /// Compare the mtimes of files (not with -m, where they are the extraction's).
     file_times: bool,
+    /// Added to fastuntar's arguments only (`--writer-threads`, `--io`: GNU tar has none).
+    ours_only: &'a [&'a str],
 }
 
 impl<'a> Case<'a> {
     fn new(args: &'a [&'a str]) -> Case<'a> {
-        Case { args, tar_options: "", prepare: &|_| {}, file_times: true }
+        Case { args, tar_options: "", prepare: &|_| {}, file_times: true, ours_only: &[] }
     }
 }
 
@@ -39,9 +41,9 @@ struct Both {
 }
 
 fn run_both(td: &TestDir, archive: &Path, case: &Case) -> Both {
-    let run = |mut cmd: Cmd, dest: &Path| {
+    let run = |mut cmd: Cmd, dest: &Path, extra: &[&str]| {
         (case.prepare)(dest);
-        for a in case.args {
+        for a in case.args.iter().chain(extra) {
             let a = a
                 .replace("{dest}", dest.to_str().unwrap())
                 .replace("{archive}", archive.to_str().unwrap());
@@ -50,8 +52,8 @@ fn run_both(td: &TestDir, archive: &Path, case: &Case) -> Both {
         cmd.current_dir(td.path()).env("TAR_OPTIONS", case.tar_options).run()
     };
     let (gnu_dest, ours_dest) = (td.fresh("gnu"), td.fresh("ours"));
-    let gnu = run(Cmd::new("tar"), &gnu_dest);
-    let ours = run(fastuntar(), &ours_dest);
+    let gnu = run(Cmd::new("tar"), &gnu_dest, &[]);
+    let ours = run(fastuntar(), &ours_dest, case.ours_only);
     Both { gnu, ours, gnu_dest, ours_dest }
 }
 
@@ -59,7 +61,7 @@ fn run_both(td: &TestDir, archive: &Path, case: &Case) -> Both {
 /// line each, labelled with the arguments.
 fn differences(td: &TestDir, archive: &Path, case: &Case) -> Vec<String> {
     let b = run_both(td, archive, case);
-    let label = format!("TAR_OPTIONS={:?} {:?}", case.tar_options, case.args);
+    let label = format!("TAR_OPTIONS={:?} {:?} {:?}", case.tar_options, case.args, case.ours_only);
     let mut out = Vec::new();
     if b.gnu.code != b.ours.code {
         out.push(format!(
@@ -492,7 +494,8 @@ fn lzip_and_lzop_found_by_magic_like_gnu_tar() {
 
 /// Issue 28, 7: `-v --backup` says `Renaming 'X' to 'X~'` right after X's name and before the
 /// next member's, as GNU tar, whatever the writer count (the writer renames; the decoder waits
-/// for each member to land before naming the next). Also numbered backups and `-vv`.
+/// for each member to land before naming the next): 1, 2, 3 and 4 writers, both backends.
+/// Also numbered backups and `-vv`.
 #[test]
 fn backup_renaming_follows_its_member_like_gnu_tar() {
     if !have_tool("backup_renaming_follows_its_member_like_gnu_tar", "tar") {
@@ -514,51 +517,172 @@ fn backup_renaming_follows_its_member_like_gnu_tar() {
             util::tree::set_mtime(&dest.join(n), 1_000_000_000, 0);
         }
     };
-    let mut cases = Vec::new();
     let runs: &[&[&str]] = &[
         &["-xv", "--backup", "-f", "{archive}", "-C", "{dest}"],
         &["-xv", "--backup=numbered", "-f", "{archive}", "-C", "{dest}"],
         &["-xvv", "--backup", "-f", "{archive}", "-C", "{dest}"],
         &["-xv", "--suffix=.old", "-f", "{archive}", "-C", "{dest}"],
     ];
-    for threads in ["1", "2", "4"] {
-        for io in ["portable", "uring"] {
-            for run in runs {
-                let mut args: Vec<&str> = run.to_vec();
-                args.extend(["--writer-threads", threads, "--io", io]);
-                cases.push(args);
-            }
+    let mut cases = Vec::new();
+    for shape in WRITER_SHAPES.iter().chain(&[&["--writer-threads", "2"][..]]) {
+        for args in runs {
+            cases.push(Case { prepare: &prepare, ours_only: shape, ..Case::new(args) });
         }
     }
-    // GNU tar has no --writer-threads or --io: its runs drop them.
+    assert_same(&td, &archive, &cases);
+}
+
+/// fastuntar's writer shapes a case runs under (GNU tar has none of these flags).
+const WRITER_SHAPES: &[&[&str]] = &[
+    &["--io", "portable", "--writer-threads", "1"],
+    &["--io", "uring", "--writer-threads", "1"],
+    &["--io", "portable", "--writer-threads", "3"],
+    &["--io", "uring", "--writer-threads", "4"],
+];
+
+/// Issue 28, 5: `--delay-directory-restore` as GNU tar 1.34: with it every directory gets its
+/// mode and time at the end (`a a/b a/c a/b/f`: `a/b` keeps its archived time; without it the
+/// file made in `a/b` after the archive left it gives it the extraction's), the last of it and
+/// `--no-delay-directory-restore` decides, `TAR_OPTIONS` too; and GNU tar's automatic case: a
+/// directory of an incremental archive (`tar -g`, GNU and POSIX formats) turns it on even
+/// without `-G` and after `--no-delay-directory-restore`. Under both backends and 1, 3 and 4
+/// writer threads.
+#[test]
+fn delay_directory_restore_like_gnu_tar() {
+    if !have_tool("delay_directory_restore_like_gnu_tar", "tar") {
+        return;
+    }
+    let td = TestDir::new("delay_restore");
+    let root = td.join("tree");
+    for d in ["a/b", "a/c", "x/y/z"] {
+        fs::create_dir_all(root.join(d)).unwrap();
+    }
+    fs::write(root.join("a/b/f"), "f\n").unwrap();
+    fs::write(root.join("x/y/z/g"), "g\n").unwrap();
+    fs::write(root.join("x/h"), "h\n").unwrap();
+    for (i, d) in
+        ["a/b/f", "x/y/z/g", "x/h", "a/b", "a/c", "a", "x/y/z", "x/y", "x"].iter().enumerate()
+    {
+        util::tree::set_mtime(&root.join(d), 1_000_000_000 + i as i64 * 1000, 0);
+    }
+    fs::set_permissions(root.join("a/b"), fs::Permissions::from_mode(0o750)).unwrap();
+    let reordered = gnu_archive(
+        &td,
+        "reordered.tar",
+        &["--no-recursion"],
+        &root,
+        &["a", "a/b", "a/c", "a/b/f"],
+    );
+    let cases: &[(&str, &[&str])] = &[
+        ("", &["-xf", "{archive}", "-C", "{dest}"]),
+        ("", &["--delay-directory-restore", "-xf", "{archive}", "-C", "{dest}"]),
+        (
+            "",
+            &[
+                "--delay-directory-restore",
+                "--no-delay-directory-restore",
+                "-xf",
+                "{archive}",
+                "-C",
+                "{dest}",
+            ],
+        ),
+        ("--delay-directory-restore", &["-xf", "{archive}", "-C", "{dest}"]),
+        (
+            "--delay-directory-restore",
+            &["--no-delay-directory-restore", "-xf", "{archive}", "-C", "{dest}"],
+        ),
+    ];
+    let incremental: Vec<PathBuf> = ["gnu", "posix"]
+        .iter()
+        .map(|format| {
+            let snar = td.join(format!("{format}.snar"));
+            let flags =
+                [format!("--format={format}"), format!("--listed-incremental={}", snar.display())];
+            let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+            gnu_archive(&td, &format!("level0-{format}.tar"), &flags, &root, &["a", "x"])
+        })
+        .collect();
+    let with_incremental: &[(&str, &[&str])] = &[
+        ("", &["-xf", "{archive}", "-C", "{dest}"]),
+        ("", &["--no-delay-directory-restore", "-xf", "{archive}", "-C", "{dest}"]),
+        ("", &["-xG", "-f", "{archive}", "-C", "{dest}"]),
+    ];
+    let all = cases
+        .iter()
+        .map(|c| (&reordered, c))
+        .chain(incremental.iter().flat_map(|a| with_incremental.iter().map(move |c| (a, c))));
     let mut failures = Vec::new();
-    for args in &cases {
-        let gnu_args: Vec<&str> = args[..args.len() - 4].to_vec();
-        let b = run_both(&td, &archive, &Case { prepare: &prepare, ..Case::new(&gnu_args) });
-        let dest = td.fresh("ours-threads");
-        let ours = {
-            prepare(&dest);
-            let mut cmd = fastuntar();
-            for a in args {
-                cmd.arg(
-                    a.replace("{dest}", dest.to_str().unwrap())
-                        .replace("{archive}", archive.to_str().unwrap()),
-                );
-            }
-            cmd.current_dir(td.path()).env("TAR_OPTIONS", "").run()
-        };
-        if ours.stdout != b.gnu.stdout || ours.code != b.gnu.code {
-            failures.push(format!(
-                "{args:?}\n--- GNU tar ---\n{}--- fastuntar ---\n{}",
-                b.gnu.stdout_str(),
-                ours.describe()
-            ));
-        }
-        let cmp = Compare::extraction(td.started);
-        let d = diff(&snapshot(&b.gnu_dest), "GNU tar", &snapshot(&dest), "fastuntar", &cmp);
-        if !d.is_empty() {
-            failures.push(format!("{args:?}: trees differ:\n    {}", d.join("\n    ")));
+    for (archive, (env, args)) in all {
+        for shape in WRITER_SHAPES {
+            let case = Case { tar_options: env, ours_only: shape, ..Case::new(args) };
+            failures.extend(differences(&td, archive, &case));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// Issue 28, 5: a member under a directory the archive made read-only earlier (`ro/`, 0555,
+/// then another member, then `ro/f`), as a user who is not root: without the option both GNU
+/// tar and fastuntar fail `ro/f` (the directory got its mode when the archive left it), with
+/// `--delay-directory-restore` both extract it and `ro` ends 0555.
+#[test]
+fn delay_directory_restore_fills_a_read_only_directory_like_gnu_tar() {
+    let test = "delay_directory_restore_fills_a_read_only_directory_like_gnu_tar";
+    if !util::have_root(test, "runs both as uid 65534") || !have_tool(test, "tar") {
+        return;
+    }
+    let td = TestDir::new("delay_read_only");
+    fs::set_permissions(td.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let mut t = util::rawtar::Tar::new();
+    t.header(&util::rawtar::Header::dir("ro/").mode(0o555).mtime(1_000_000_000));
+    t.file("other", b"other\n").file("ro/f", b"f\n");
+    let archive = td.write("ro.tar", t.finish());
+    fs::set_permissions(&archive, fs::Permissions::from_mode(0o644)).unwrap();
+    for delay in [false, true] {
+        let run = |mut cmd: Cmd| {
+            let dest = td.fresh("dest");
+            std::os::unix::fs::chown(&dest, Some(65534), Some(65534)).unwrap();
+            cmd.user(65534, 65534).args(delay.then_some("--delay-directory-restore"));
+            let out = cmd.arg("-xf").arg(&archive).arg("-C").arg(&dest).run();
+            (out, dest)
+        };
+        let ((gnu, g), (ours, o)) = (run(Cmd::new("tar")), run(fastuntar()));
+        assert_eq!(ours.code, gnu.code, "delay {delay}\n{}\n{}", ours.describe(), gnu.describe());
+        assert_eq!(o.join("ro/f").exists(), delay, "delay {delay}\n{}", ours.describe());
+        let cmp = Compare::extraction(td.started);
+        let d = diff(&snapshot(&g), "GNU tar", &snapshot(&o), "fastuntar", &cmp);
+        assert!(d.is_empty(), "delay {delay}: trees differ:\n    {}", d.join("\n    "));
+    }
+}
+
+/// Issue 28, 5: the directories waiting for the end are not kept in memory past a bound: with
+/// 25,000 directories (~1.3 MB of records: past the 1 MiB kept in memory, the rest in a
+/// temporary file) every directory gets GNU tar's mode and time.
+#[test]
+fn delay_directory_restore_spills_many_directories() {
+    if !have_tool("delay_directory_restore_spills_many_directories", "tar") {
+        return;
+    }
+    let td = TestDir::new("delay_many");
+    let mut t = util::rawtar::Tar::new();
+    for i in 0..25_000u64 {
+        let d = format!("d{:03}/{:03}/", i / 1000, i % 1000);
+        t.header(&util::rawtar::Header::dir(d.as_str()).mode(0o750).mtime(1_000_000_000 + i));
+        t.file(format!("{d}f"), b"");
+    }
+    let archive = td.write("many.tar", t.finish());
+    let b = run_both(
+        &td,
+        &archive,
+        &Case::new(&["--delay-directory-restore", "-xf", "{archive}", "-C", "{dest}"]),
+    );
+    assert_eq!(b.ours.code, b.gnu.code, "{}", b.ours.describe());
+    let cmp = Compare::extraction(td.started);
+    let d = diff(&snapshot(&b.gnu_dest), "GNU tar", &snapshot(&b.ours_dest), "fastuntar", &cmp);
+    assert!(
+        d.is_empty(),
+        "trees differ:\n    {}",
+        d.iter().take(20).cloned().collect::<Vec<_>>().join("\n    ")
+    );
 }

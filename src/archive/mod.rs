@@ -140,6 +140,10 @@ pub struct Member {
     /// ('Y' in the archive, 'N' not, 'D' a directory, 'R'/'T' a rename, 'X' a temporary
     /// directory) and a name, then an empty one.
     pub dumpdir: Option<Vec<u8>>,
+    /// A directory of an incremental archive: a GNU-format `D` member, or one with a
+    /// `GNU.dumpdir` record, whether or not its list was kept (GNU tar's `is_dumpdir`, which
+    /// turns delayed directory restore on).
+    pub is_dumpdir: bool,
 }
 
 impl Member {
@@ -170,6 +174,7 @@ impl Member {
             format: Format::Pax,
             type_flag: b'V',
             dumpdir: None,
+            is_dumpdir: false,
         }
     }
 

@@ -80,6 +80,9 @@ pub(super) struct Extended {
     /// `GNU.dumpdir`: a POSIX-format incremental archive's list of the directory's names
     /// (`x` headers only, and only when asked for: `Parser::keep_dumpdir`).
     pub(super) dumpdir: Option<Vec<u8>>,
+    /// A `GNU.dumpdir` record was there (kept or not): the member is an incremental archive's
+    /// directory (GNU tar's `is_dumpdir`).
+    pub(super) is_dumpdir: bool,
     /// `GNU.volume.label`: a POSIX-format archive's volume label (`tar -V LABEL -c`), which
     /// GNU tar writes in a `g` header.
     pub(super) volume_label: Option<Vec<u8>>,
@@ -291,6 +294,9 @@ impl Parser {
         self.value_left = self.rec_len - self.rec_used - 1;
         self.value.clear();
         self.value_kind = self.value_kind_for_key();
+        if !self.global && self.key == b"GNU.dumpdir" {
+            self.ext.is_dumpdir = true;
+        }
         if let Value::Keep(cap) = self.value_kind
             && self.value_left > cap as u64
         {

@@ -818,6 +818,8 @@ impl<R: Skip> Reader<R> {
             .ok_or_else(|| err(self, "internal error: extension header as member"))?;
         let readable = matches!(kind, Kind::File | Kind::Other(_));
         let pax_dumpdir = std::mem::take(&mut local.dumpdir);
+        let is_dumpdir = kind == Kind::Dir
+            && (local.is_dumpdir || (h.type_flag() == TypeFlag::DumpDir && format == Format::Gnu));
         let mut layout = self.data_layout(&h, kind, local, fields.size, &display, off)?;
         let mut pad = pad;
         // GNU tar takes a `D` member's data for a list only in a GNU-format header; in a ustar
@@ -892,6 +894,7 @@ impl<R: Skip> Reader<R> {
             format,
             type_flag: h.type_byte(),
             dumpdir,
+            is_dumpdir,
         })
     }
 

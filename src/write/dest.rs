@@ -16,7 +16,7 @@
 use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context, Result, anyhow};
 
 use super::backup::Backup;
+use super::delayed::{Delayed, Record};
 use super::restart;
 use super::tree::{Create, NodeId, Removals, Tree, note_dir_mode, open_dir_beneath, setgid_dirs};
 use crate::admit::FileCount;
@@ -195,6 +196,26 @@ struct DeferredDir {
     borrowed: bool,
 }
 
+impl From<Record> for DeferredDir {
+    /// A delayed directory read back: no node (its path is walked), closed at the end.
+    fn from(r: Record) -> DeferredDir {
+        let path = SafePath(std::path::PathBuf::from(std::ffi::OsString::from_vec(r.path)));
+        DeferredDir {
+            node: super::tree::NONE,
+            path,
+            mode: r.mode,
+            mtime: r.mtime,
+            owner: r.owner,
+            xattrs: r.xattrs,
+            name: r.name,
+            dev: r.dev,
+            ino: r.ino,
+            closed_at: u64::MAX,
+            borrowed: r.borrowed,
+        }
+    }
+}
+
 pub struct Dest {
     tree: Tree,
     old_files: OldFiles,
@@ -219,6 +240,15 @@ pub struct Dest {
     recursive_unlink: bool,
     /// `-h` (`DestOptions`).
     dereference: bool,
+    /// `--delay-directory-restore`, or a directory member of an incremental archive met
+    /// (`Entry::delay_restore`): directories the archive leaves wait for the end of the run
+    /// in `delayed` (write/delayed.rs), not in `closing`.
+    delay: bool,
+    delayed: Delayed,
+    /// A record that could not be kept (its file failed), said by the next `settle`.
+    delay_failed: Option<io::Error>,
+    /// `leave_all` was called: the run has ended, `settle` applies `delayed` last.
+    left: bool,
     /// `--backup` (`DestOptions`).
     backup: Option<Arc<Backup>>,
     /// The effective uid and gid new files get (outside set-group-ID directories).
@@ -263,6 +293,8 @@ pub struct DestOptions {
     pub keep_dir_symlinks: bool,
     /// `-h`: a directory member kept as a symlink gives its directory its metadata.
     pub dereference: bool,
+    /// `--delay-directory-restore`: directory metadata waits for the end of the run.
+    pub delay_restore: bool,
     /// `--recursive-unlink`: a directory in a member's way is removed with its contents.
     pub recursive_unlink: bool,
     /// `--backup`: what a member replaces is renamed out of its way (backup.rs).
@@ -306,9 +338,15 @@ impl Dest {
         if opts.keep_dir_symlinks {
             tree.follow_symlinks();
         }
+        // DIR stays open as long as the tree, which the Dest owns with `delayed`.
+        let delayed = Delayed::new(tree.root_fd().as_raw_fd());
         Ok(Dest {
             recursive_unlink: opts.recursive_unlink,
             dereference: opts.dereference,
+            delay: opts.delay_restore,
+            delayed,
+            delay_failed: None,
+            left: false,
             backup: opts.backup,
             tree,
             old_files: opts.old_files,
@@ -549,6 +587,9 @@ impl Dest {
     /// Creates (or keeps, if a directory is already there) the directory member and defers its
     /// metadata until the archive has left it.
     pub fn mkdir(&mut self, entry: &Entry) -> io::Result<()> {
+        // GNU tar's `prepare_to_extract`: a dumpdir member turns delayed restore on for the
+        // rest of the run (after this member's `enter`, as there).
+        self.delay |= entry.delay_restore;
         let p = &entry.path;
         // DIR itself is always there.
         let mut existed = p.is_root();
@@ -707,11 +748,51 @@ impl Dest {
                 break;
             }
             let mut d = self.open.pop().expect("top exists");
+            if self.delay {
+                self.delay_dir(d);
+                continue;
+            }
             d.closed_at = offset;
             self.tree.set_marked(d.node, true);
             self.closing.push(d);
         }
         self.in_closing(path)
+    }
+
+    /// `--delay-directory-restore`: the directory waits for the end of the run as a record,
+    /// its node no longer pinned (memory stays bounded: write/delayed.rs).
+    fn delay_dir(&mut self, d: DeferredDir) {
+        self.tree.unpin(d.node);
+        self.deferred_xattrs -= d.xattrs.as_deref().map_or(0, xattr_bytes);
+        let record = Record {
+            path: d.path.as_path().as_os_str().as_bytes().to_vec(),
+            mode: d.mode,
+            mtime: d.mtime,
+            owner: d.owner,
+            dev: d.dev,
+            ino: d.ino,
+            borrowed: d.borrowed,
+            name: d.name,
+            xattrs: d.xattrs,
+        };
+        if let Err(e) = self.delayed.push(&record)
+            && self.delay_failed.is_none()
+        {
+            self.delay_failed = Some(e);
+        }
+    }
+
+    /// The delayed directories, last first (GNU tar's `extract_finish`), each stamped as a
+    /// closing one is.
+    fn apply_delayed(&mut self) -> Result<()> {
+        let mut delayed = std::mem::take(&mut self.delayed);
+        let applied = delayed.drain_newest_first(|r| {
+            let d = DeferredDir::from(r);
+            self.deferred_xattrs += d.xattrs.as_deref().map_or(0, xattr_bytes);
+            self.apply_dir(&d)
+        });
+        self.delayed = delayed;
+        applied
     }
 
     /// Whether `path` is at or beneath a directory waiting to be stamped (`closing`).
@@ -731,7 +812,12 @@ impl Dest {
 
     /// The archive has ended (or failed): every deferred directory is done.
     pub fn leave_all(&mut self) {
+        self.left = true;
         while let Some(d) = self.open.pop() {
+            if self.delay {
+                self.delay_dir(d);
+                continue;
+            }
             self.tree.set_marked(d.node, true);
             self.closing.push(d);
         }
@@ -765,12 +851,20 @@ impl Dest {
             self.tree.unpin(d.node);
             applied?;
         }
+        if let Some(e) = self.delay_failed.take() {
+            return Err(anyhow!("{e}"));
+        }
+        if self.left && self.closing.is_empty() && !self.delayed.is_empty() {
+            self.apply_delayed()?;
+        }
         Ok(())
     }
 
     /// The directory `d` names, if it is still the one deferred (same dev/ino).
     fn deferred_fd(&mut self, d: &DeferredDir) -> Option<Arc<OwnedFd>> {
-        let fd = match self.tree.cached_fd(d.node) {
+        // A delayed directory's node is gone (`super::tree::NONE`): its path is walked.
+        let cached = (d.node != super::tree::NONE).then(|| self.tree.cached_fd(d.node)).flatten();
+        let fd = match cached {
             Some(fd) => fd,
             None => self.dir(d.path.components(), false).ok()?.1,
         };
@@ -817,8 +911,15 @@ impl Drop for Dest {
     /// a failed run is garbage too), but a directory of the user's that `--no-overwrite-dir`
     /// lent u+wx gets its own mode back: it existed before the run.
     fn drop(&mut self) {
-        let borrowed: Vec<DeferredDir> =
+        let mut borrowed: Vec<DeferredDir> =
             self.open.drain(..).chain(self.closing.drain(..)).filter(|d| d.borrowed).collect();
+        let mut delayed = std::mem::take(&mut self.delayed);
+        let _ = delayed.drain_newest_first(|r| {
+            if r.borrowed {
+                borrowed.push(DeferredDir::from(r));
+            }
+            Ok(())
+        });
         for d in &borrowed {
             if let Some(fd) = self.deferred_fd(d) {
                 // Safety: fd is an open directory.
@@ -1371,6 +1472,7 @@ mod tests {
             files: FileCount::new(None),
             keep_dir_symlinks: false,
             dereference: false,
+            delay_restore: false,
             recursive_unlink: false,
             backup: None,
             one_file_system: false,
@@ -1389,6 +1491,7 @@ mod tests {
             owner: None,
             offset: 0,
             xattrs: None,
+            delay_restore: false,
         }
     }
 

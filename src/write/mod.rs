@@ -4,6 +4,7 @@
 
 pub mod backup;
 pub mod casefold;
+pub mod delayed;
 pub mod dest;
 pub mod direct;
 pub mod journal;
@@ -268,6 +269,7 @@ pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> R
         files: files.clone(),
         keep_dir_symlinks: cfg.keep_directory_symlink,
         dereference: cfg.dereference,
+        delay_restore: cfg.delay_directory_restore,
         recursive_unlink: cfg.recursive_unlink,
         backup: cfg.backup.clone(),
         one_file_system: cfg.one_file_system,

@@ -104,7 +104,7 @@ pub type NodeId = u32;
 pub const ROOT: NodeId = 0;
 
 /// End of a hash chain.
-const NONE: NodeId = NodeId::MAX;
+pub(super) const NONE: NodeId = NodeId::MAX;
 
 struct Node {
     parent: NodeId,

@@ -1,0 +1,319 @@
+//! `--delay-directory-restore`, and GNU tar's automatic case (a directory member of an
+//! incremental archive turns it on): directory metadata is applied at the end of the run, not
+//! when the archive leaves the directory. GNU tar 1.34 then skips
+//! `apply_nonancestor_delayed_set_stat` before each member and applies its whole list in
+//! `extract_finish`, last directory first. So a member under a directory the archive made
+//! read-only earlier still extracts, and a directory whose files come after other members
+//! (`a a/b a/c a/b/f`) still gets its archived time.
+//!
+//! Any number of directories may wait, and memory stays bounded: each waits as a record
+//! (path, mode, mtime, owner, inode, attributes), in memory up to `IN_MEMORY` bytes and past
+//! that appended to a temporary file no one can see (O_TMPFILE, in DIR or else the temporary
+//! directory), and the records are read back last first, as GNU tar's list runs (a
+//! directory's children before it, so a parent made unsearchable does not stop them being
+//! stamped).
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{FromRawFd, RawFd};
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+
+use crate::archive::Xattr;
+use crate::plan::Timestamp;
+
+/// Bytes of records kept in memory before they go to the file (a record is ~50 bytes and a
+/// path: a million directories of `d0123/456` are ~55 MB of records). 1 MiB, ~20,000 such
+/// directories, is small beside the 64 MiB pool, and each spill is one 1 MiB write; the peak
+/// RSS of a million directories with the option is within 1 MiB of the run without it
+/// (scripts/rss-dirs.sh, docs/PERFORMANCE.md).
+const IN_MEMORY: usize = 1 << 20;
+
+/// Bytes read back from the file at a time (a record longer than this is read whole).
+const READ_BACK: usize = 1 << 20;
+
+/// One directory waiting for its metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// The sanitised path, relative to DIR.
+    pub path: Vec<u8>,
+    pub mode: u32,
+    pub mtime: Option<Timestamp>,
+    pub owner: Option<(u32, u32)>,
+    pub dev: u64,
+    pub ino: u64,
+    /// `--no-overwrite-dir` as a user: the directory was lent u+wx (dest.rs).
+    pub borrowed: bool,
+    /// The member name, for messages about its attributes (empty without them).
+    pub name: String,
+    pub xattrs: Option<Arc<[Xattr]>>,
+}
+
+/// The waiting records: newest last, in `memory` after those in `file`.
+#[derive(Default)]
+pub struct Delayed {
+    memory: Vec<u8>,
+    file: Option<File>,
+    /// Bytes of records in `file`.
+    spilled: u64,
+    /// Where the file is made: DIR's descriptor (the file lives on DIR's filesystem).
+    dir: Option<RawFd>,
+    count: u64,
+}
+
+impl Delayed {
+    /// Records will spill into an O_TMPFILE in the directory `dir` (DIR), or the temporary
+    /// directory where DIR's filesystem has none.
+    pub fn new(dir: RawFd) -> Delayed {
+        Delayed { dir: Some(dir), ..Delayed::default() }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    pub fn push(&mut self, r: &Record) -> io::Result<()> {
+        encode(r, &mut self.memory);
+        self.count += 1;
+        if self.memory.len() >= IN_MEMORY {
+            let file = match &self.file {
+                Some(f) => f,
+                None => self.file.insert(spill_file(self.dir)?),
+            };
+            file.write_all_at(&self.memory, self.spilled)?;
+            self.spilled += self.memory.len() as u64;
+            self.memory.clear();
+        }
+        Ok(())
+    }
+
+    /// Every record, last pushed first, each handed to `f`; the store is empty after.
+    pub fn drain_newest_first(
+        &mut self,
+        mut f: impl FnMut(Record) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        let memory = std::mem::take(&mut self.memory);
+        let mut end = memory.len();
+        while end > 0 {
+            let (r, start) = decode_last(&memory[..end])?;
+            self.count -= 1;
+            f(r)?;
+            end = start;
+        }
+        let (file, mut pos) = (self.file.take(), std::mem::take(&mut self.spilled));
+        let Some(file) = file else { return Ok(()) };
+        // A window of the file ending at `pos`, whose last complete records are decoded.
+        let mut window: Vec<u8> = Vec::new();
+        let mut window_start = pos;
+        while pos > 0 {
+            let have = (pos - window_start) as usize;
+            let need = if have >= 4 {
+                let len = u32::from_le_bytes(window[have - 4..have].try_into().expect("4"));
+                len as usize + 4
+            } else {
+                4
+            };
+            if have < need {
+                let want = need.max(READ_BACK) as u64;
+                let start = pos.saturating_sub(want);
+                let mut fresh = vec![0; (pos - start) as usize];
+                file.read_exact_at(&mut fresh, start)?;
+                window = fresh;
+                window_start = start;
+                continue;
+            }
+            let (r, start) = decode_last(&window[..have])?;
+            self.count -= 1;
+            f(r)?;
+            window.truncate(start);
+            pos = window_start + start as u64;
+        }
+        Ok(())
+    }
+}
+
+/// An unlinked temporary file: O_TMPFILE in `dir`, else in the temporary directory.
+fn spill_file(dir: Option<RawFd>) -> io::Result<File> {
+    let flags = libc::O_TMPFILE | libc::O_RDWR | libc::O_CLOEXEC;
+    let open = |dirfd: RawFd, path: &std::ffi::CStr| {
+        // Safety: a valid directory fd (or AT_FDCWD) and C string; the result is checked.
+        let fd = unsafe { libc::openat(dirfd, path.as_ptr(), flags, 0o600) };
+        // Safety: a fresh descriptor nothing else owns.
+        (fd >= 0).then(|| unsafe { File::from_raw_fd(fd) })
+    };
+    if let Some(f) = dir.and_then(|d| open(d, c".")) {
+        return Ok(f);
+    }
+    let tmp = std::env::temp_dir();
+    let path = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(tmp.as_os_str()))
+        .map_err(io::Error::other)?;
+    open(libc::AT_FDCWD, &path).ok_or_else(|| {
+        let e = io::Error::last_os_error();
+        io::Error::new(
+            e.kind(),
+            format!(
+                "cannot make a file for delayed directories (in DIR or {}): {e}",
+                tmp.display()
+            ),
+        )
+    })
+}
+
+fn put(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+    out.extend_from_slice(bytes);
+}
+
+/// Appends `r`, then its length (so records are read back from the end).
+fn encode(r: &Record, out: &mut Vec<u8>) {
+    let start = out.len();
+    put(out, &r.path);
+    out.extend_from_slice(&r.mode.to_le_bytes());
+    let flags = u8::from(r.mtime.is_some())
+        | u8::from(r.owner.is_some()) << 1
+        | u8::from(r.borrowed) << 2
+        | u8::from(r.xattrs.is_some()) << 3;
+    out.push(flags);
+    if let Some(t) = r.mtime {
+        out.extend_from_slice(&t.secs.to_le_bytes());
+        out.extend_from_slice(&t.nanos.to_le_bytes());
+    }
+    if let Some((uid, gid)) = r.owner {
+        out.extend_from_slice(&uid.to_le_bytes());
+        out.extend_from_slice(&gid.to_le_bytes());
+    }
+    out.extend_from_slice(&r.dev.to_le_bytes());
+    out.extend_from_slice(&r.ino.to_le_bytes());
+    put(out, r.name.as_bytes());
+    if let Some(xs) = &r.xattrs {
+        out.extend_from_slice(&(xs.len() as u32).to_le_bytes());
+        for x in xs.iter() {
+            put(out, &x.name);
+            match &x.value {
+                Some(v) => {
+                    out.push(1);
+                    put(out, v);
+                }
+                None => out.push(0),
+            }
+        }
+    }
+    let len = (out.len() - start) as u32;
+    out.extend_from_slice(&len.to_le_bytes());
+}
+
+/// The last record of `bytes` and where it starts.
+fn decode_last(bytes: &[u8]) -> io::Result<(Record, usize)> {
+    let bad = || io::Error::new(io::ErrorKind::InvalidData, "delayed directory record");
+    let n = bytes.len();
+    let len =
+        u32::from_le_bytes(bytes.get(n.wrapping_sub(4)..n).ok_or_else(bad)?.try_into().expect("4"));
+    let start = n.checked_sub(4 + len as usize).ok_or_else(bad)?;
+    let mut cur = Cursor { b: &bytes[start..n - 4] };
+    let path = cur.bytes().ok_or_else(bad)?.to_vec();
+    let mode = cur.u32().ok_or_else(bad)?;
+    let flags = cur.take(1).ok_or_else(bad)?[0];
+    let mtime = match flags & 1 != 0 {
+        true => Some(Timestamp {
+            secs: cur.u64().ok_or_else(bad)? as i64,
+            nanos: cur.u32().ok_or_else(bad)?,
+        }),
+        false => None,
+    };
+    let owner = match flags & 2 != 0 {
+        true => Some((cur.u32().ok_or_else(bad)?, cur.u32().ok_or_else(bad)?)),
+        false => None,
+    };
+    let dev = cur.u64().ok_or_else(bad)?;
+    let ino = cur.u64().ok_or_else(bad)?;
+    let name = String::from_utf8_lossy(cur.bytes().ok_or_else(bad)?).into_owned();
+    let xattrs = match flags & 8 != 0 {
+        true => {
+            let count = cur.u32().ok_or_else(bad)?;
+            let mut xs = Vec::with_capacity(count.min(4096) as usize);
+            for _ in 0..count {
+                let name = cur.bytes().ok_or_else(bad)?.to_vec();
+                let value = match cur.take(1).ok_or_else(bad)?[0] {
+                    0 => None,
+                    _ => Some(cur.bytes().ok_or_else(bad)?.to_vec()),
+                };
+                xs.push(Xattr { name, value });
+            }
+            Some(xs.into())
+        }
+        false => None,
+    };
+    let borrowed = flags & 4 != 0;
+    Ok((Record { path, mode, mtime, owner, dev, ino, borrowed, name, xattrs }, start))
+}
+
+struct Cursor<'a> {
+    b: &'a [u8],
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let (head, rest) = (self.b.get(..n)?, self.b.get(n..)?);
+        self.b = rest;
+        Some(head)
+    }
+    fn u32(&mut self) -> Option<u32> {
+        self.take(4).map(|b| u32::from_le_bytes(b.try_into().expect("4")))
+    }
+    fn u64(&mut self) -> Option<u64> {
+        self.take(8).map(|b| u64::from_le_bytes(b.try_into().expect("8")))
+    }
+    fn bytes(&mut self) -> Option<&'a [u8]> {
+        let n = self.u32()? as usize;
+        self.take(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(i: u64) -> Record {
+        Record {
+            path: format!("d{i}/sub").into_bytes(),
+            mode: 0o750,
+            mtime: (!i.is_multiple_of(3)).then_some(Timestamp { secs: -(i as i64), nanos: 7 }),
+            owner: (i.is_multiple_of(2)).then_some((i as u32, 5)),
+            dev: 1,
+            ino: i,
+            borrowed: i.is_multiple_of(5),
+            name: if i.is_multiple_of(4) { format!("d{i}/sub/") } else { String::new() },
+            xattrs: (i.is_multiple_of(4)).then(|| {
+                vec![
+                    Xattr { name: b"user.a".to_vec(), value: Some(vec![0; (i % 700) as usize]) },
+                    Xattr { name: b"user.big".to_vec(), value: None },
+                ]
+                .into()
+            }),
+        }
+    }
+
+    /// Records come back whole and newest first, from memory and from the spilled file,
+    /// across read-back windows, with memory bounded by IN_MEMORY.
+    #[test]
+    fn records_come_back_newest_first() {
+        let dir = std::env::temp_dir();
+        let dirfd = File::open(&dir).unwrap();
+        let mut d = Delayed::new(std::os::fd::AsRawFd::as_raw_fd(&dirfd));
+        let n = 30_000;
+        for i in 0..n {
+            d.push(&record(i)).unwrap();
+            assert!(d.memory.len() < IN_MEMORY, "memory is bounded");
+        }
+        assert!(d.spilled > 0, "spilled to the file");
+        let mut want = n;
+        d.drain_newest_first(|r| {
+            want -= 1;
+            assert_eq!(r, record(want));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(want, 0);
+        assert!(d.is_empty());
+    }
+}
