@@ -439,12 +439,13 @@ pub struct Args {
     )]
     pub directory: Vec<PathBuf>,
 
-    /// Print each member name as it is extracted.
+    /// Print each member name as it is extracted, and the end-of-run summary on standard
+    /// error (said without -v only on a terminal).
     #[arg(short = 'v', long = "verbose", action = ArgAction::Count)]
     pub verbose: u8,
 
-    /// Refuse to replace existing files (report them, go on, and exit 1). An existing
-    /// directory is kept as it is, its metadata too.
+    /// Refuse to replace existing files (report them, "File exists", go on, and exit 2, as
+    /// GNU tar). An existing directory is kept as it is, its metadata too.
     #[arg(short = 'k', long = "keep-old-files", conflicts_with = "skip_old_files")]
     pub keep_old_files: bool,
 
@@ -478,7 +479,7 @@ pub struct Args {
     /// Remove what is at a member's path before extracting it, as GNU tar's -U: the same as
     /// the default for files, links and FIFOs (fastuntar never writes into an existing file);
     /// a directory member removes an existing empty directory and makes it anew, and leaves a
-    /// non-empty one as it is, metadata too (reported: "Directory not empty", exit 1).
+    /// non-empty one as it is, metadata too (reported: "Directory not empty", exit 2).
     #[arg(
         short = 'U',
         long = "unlink-first",
@@ -525,8 +526,8 @@ pub struct Args {
 
     /// At the end, print "Total bytes read: N (SIZE, RATE/s)" on standard error, as GNU tar:
     /// N is the archive's bytes as tar reads them (its decompressed stream, in whole records
-    /// of --blocking-factor, up to the one holding the end marker). --totals=SIGNAL is
-    /// refused.
+    /// of --blocking-factor, up to the one holding the end marker), then the summary line.
+    /// --totals=SIGNAL is refused.
     #[arg(
         long = "totals",
         value_name = "SIGNAL",
