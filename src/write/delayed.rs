@@ -24,9 +24,9 @@ use crate::plan::Timestamp;
 
 /// Bytes of records kept in memory before they go to the file (a record is ~50 bytes and a
 /// path: a million directories of `d0123/456` are ~55 MB of records). 1 MiB, ~20,000 such
-/// directories, is small beside the 64 MiB pool, and each spill is one 1 MiB write; the peak
-/// RSS of a million directories with the option is within 1 MiB of the run without it
-/// (scripts/rss-dirs.sh, docs/PERFORMANCE.md).
+/// directories, is small beside the 64 MiB pool, and each spill is one 1 MiB write: a million
+/// directories peaked at 13.5 MB with the option, 10.9 MB without (scripts/rss-dirs.sh,
+/// docs/PERFORMANCE.md).
 const IN_MEMORY: usize = 1 << 20;
 
 /// Bytes read back from the file at a time (a record longer than this is read whole).
