@@ -664,14 +664,14 @@ pub struct Args {
     )]
     pub creation_switches: u8,
 
-    /// -h: as GNU tar when extracting, a symlink to a directory where a directory member lands
+    /// As GNU tar's -h when extracting: a symlink to a directory where a directory member lands
     /// stays, what is under it is extracted through it (inside DIR only, as with
     /// --keep-directory-symlink), and the directory it leads to gets the member's mode and
     /// time. One writer thread by default.
     #[arg(short = 'h', long = "dereference")]
     pub dereference: bool,
 
-    /// -H FORMAT: the archive format, for creating one (v7, oldgnu, ustar, gnu, posix, pax).
+    /// The archive format, for creating one (v7, oldgnu, ustar, gnu, posix, pax).
     /// When reading, as in GNU tar, a known FORMAT changes nothing (each header says its own)
     /// and an unknown one is refused.
     #[arg(
