@@ -839,15 +839,30 @@ pub struct Args {
     )]
     pub uncompress: bool,
 
-    /// Open files of at least --direct-io-threshold bytes with O_DIRECT.
-    #[arg(long = "direct-io")]
-    pub direct_io: bool,
+    /// Write files of at least --direct-io-threshold bytes with O_DIRECT: `always` (also
+    /// `--direct-io` alone), `never` (also `--no-direct-io`), or `auto` (the default): direct
+    /// where it was measured to be faster, that is on ext4, XFS and btrfs without data
+    /// checksums when the archive is at least 256 MiB or of unknown size (a pipe); buffered on
+    /// tmpfs, ramfs, FUSE, btrfs with checksums and other filesystems. `-v` and `--json` say
+    /// what was chosen.
+    #[arg(
+        long = "direct-io",
+        value_name = "WHEN",
+        value_enum,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "always",
+        overrides_with = "no_direct_io"
+    )]
+    pub direct_io: Option<DirectIo>,
 
-    /// Smallest file written with O_DIRECT when --direct-io is on (e.g. 64K, 1M).
-    // 64K measured best (extract+sync, both bench archives, 2026-11-21): snapshot 3.62/3.15 s
-    // against 4.28/3.44 s at 4K and 3.70/3.19 s at 1M; small files 4.21 s against 4.94 / 4.45 s.
-    #[arg(long = "direct-io-threshold", value_name = "SIZE", default_value = "64K")]
-    pub direct_io_threshold: String,
+    /// Write every file through the page cache (`--direct-io=never`).
+    #[arg(long = "no-direct-io", overrides_with = "direct_io")]
+    pub no_direct_io: bool,
+
+    /// Smallest file written with O_DIRECT (default 64K).
+    #[arg(long = "direct-io-threshold", value_name = "SIZE")]
+    pub direct_io_threshold: Option<String>,
 
     /// Memory for buffers: file data in flight and, when a zstd archive meets more than one
     /// decoder thread, decoded frames waiting to be read (default: 64M of file data, plus 32M
@@ -965,6 +980,17 @@ pub struct Args {
     /// --quote-chars and --no-quote-chars in command-line order (`true`: quote).
     #[arg(skip)]
     pub quote_chars_ordered: Vec<(bool, OsString)>,
+}
+
+/// When files are written with O_DIRECT (write/direct_policy.rs).
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DirectIo {
+    /// Where it was measured to be faster (the filesystem, the archive's and the file's size).
+    Auto,
+    /// Every file of at least --direct-io-threshold bytes, wherever O_DIRECT is accepted.
+    Always,
+    /// No file.
+    Never,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -981,6 +981,9 @@ fn direct_io_refused_ramfs() {
         }
         check_files(&dest, &members)
     });
+    if let Some(mixed) = or_skip(test, mixed_archive(td.path())) {
+        auto_policy(test, mnt, &mixed, "ramfs", "in_memory_fs");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1457,6 +1460,65 @@ fn against_gnu_tar(
         Ok(())
     });
     empty_dir(&gnu);
+}
+
+/// The default direct-IO policy (`auto`, issue 31) on the filesystem under `base`: the mixed
+/// archive read from a pipe (of unknown size, so counted as a large archive) and from its file
+/// (a small one), each with `--json` and no direct-IO option. The `direct_io` object names the
+/// filesystem as `fs` and gives `reason` for the piped run (`large_archive`: files of 64 KiB and
+/// more direct, which are `private` and `big`; any other: every file buffered) and
+/// `small_archive` for the file where the filesystem would take direct IO; `files_direct`
+/// agrees; and both trees are GNU tar's.
+fn auto_policy(test: &str, base: &Path, archive: &Path, fs_name: &str, reason: &str) {
+    let gnu = base.join("auto-gnu");
+    fresh_dir(&gnu, None);
+    let g = run(gnu_tar(archive, &gnu), None);
+    assert_eq!(g.code, Some(0), "{test}: GNU tar: {}", g.stderr);
+    let data = fs::read(archive).unwrap();
+    let direct = reason == "large_archive";
+    let from_file = if direct { "small_archive" } else { reason };
+    for (piped, want_reason) in [(true, reason), (false, from_file)] {
+        let ours = base.join("auto-ours");
+        fresh_dir(&ours, None);
+        let (source, stdin) = match piped {
+            true => ("-", Some(data.clone())),
+            false => (archive.to_str().unwrap(), None),
+        };
+        let json = json_with_stdin(fastuntar(source, &ours, &["--json"]), stdin);
+        let ctx =
+            format!("{test}: auto, {}: {json}", if piped { "piped" } else { "from the file" });
+        let large = if piped && direct { "direct" } else { "buffered" };
+        let head = format!("\"direct_io\":{{\"mode\":\"auto\",\"filesystem\":\"{fs_name}\",");
+        let tail =
+            format!("\"small\":\"buffered\",\"large\":\"{large}\",\"reason\":\"{want_reason}\"}}");
+        assert!(json.contains(&head) && json.contains(&tail), "{ctx}");
+        let files_direct = if large == "direct" { 2 } else { 0 };
+        assert!(json.contains(&format!("\"files_direct\":{files_direct},")), "{ctx}");
+        match compare_trees(&gnu, &ours) {
+            Ok(Some(n)) => note(test, &format!("auto: {n}")),
+            Ok(None) => {}
+            Err(e) => panic!("{ctx}\n{e}"),
+        }
+        empty_dir(&ours);
+    }
+    empty_dir(&gnu);
+}
+
+/// The stdout of a run that must succeed, fed `stdin` when given.
+fn json_with_stdin(mut cmd: Command, stdin: Option<Vec<u8>>) -> String {
+    let Some(data) = stdin else { return json_run(cmd) };
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut pipe = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || pipe.write_all(&data));
+    let out = child.wait_with_output().expect("wait");
+    let _ = feeder.join();
+    assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// What statx(STATX_DIOALIGN) says (memory, offset alignment) for `p`; None when the
@@ -1975,6 +2037,9 @@ fn direct_io_on_tmpfs() {
             }
             check_files(&dest, &members)
         });
+        if let Some(mixed) = or_skip(test, mixed_archive(td.path())) {
+            auto_policy(test, mnt, &mixed, "tmpfs", "in_memory_fs");
+        }
     });
 }
 
@@ -2012,6 +2077,7 @@ fn dest_fuse_bindfs() {
     };
     note_dio_align(test, &mnt);
     against_gnu_tar(test, &mnt, &archive, &configs(), None);
+    auto_policy(test, &mnt, &archive, "fuse", "fuse");
     if !can_switch_user(test) {
         return;
     }
@@ -2048,7 +2114,10 @@ fn mixed_on_loop_fs(test: &str, mkfs: &str, package: &str, size: u64) -> Option<
 /// stands in.
 #[test]
 fn dest_xfs_loop() {
-    mixed_on_loop_fs("dest_xfs_loop", "mkfs.xfs", "xfsprogs", 300 << 20);
+    let test = "dest_xfs_loop";
+    if let Some(m) = mixed_on_loop_fs(test, "mkfs.xfs", "xfsprogs", 300 << 20) {
+        auto_policy(test, &m.fs.mnt, &m.archive, "xfs", "large_archive");
+    }
 }
 
 /// ext4 without a journal (`mkfs.ext4 -O ^has_journal`, as this VM's root filesystem): the
@@ -2065,6 +2134,7 @@ fn dest_ext4_without_a_journal() {
     let td = scratch(test);
     let Some(archive) = or_skip(test, mixed_archive(td.path())) else { return };
     against_gnu_tar(test, &fs.mnt, &archive, &configs(), None);
+    auto_policy(test, &fs.mnt, &archive, "ext4", "large_archive");
     let gnu = fs.mnt.join("gnu");
     fresh_dir(&gnu, None);
     let g = run(gnu_tar(&archive, &gnu), None);
@@ -2097,6 +2167,8 @@ fn dest_ext4_without_a_journal() {
     let want = format!("\"writer_threads\":{cpus},");
     let forced = std::env::var_os("FASTUNTAR_WRITER_THREADS").is_some();
     assert!(forced || out.contains(&want), "{out}");
+    empty_dir(&ours);
+    auto_policy(test, &journaled.mnt, &archive, "ext4", "large_archive");
 }
 
 /// The `--json` line of a run that must succeed.
@@ -2121,6 +2193,7 @@ fn dest_btrfs_loop() {
     else {
         return;
     };
+    auto_policy(test, &fs.mnt, &archive, "btrfs", "btrfs_checksums");
     let nocow = fs.mnt.join("nocow");
     fresh_dir(&nocow, None);
     match Command::new("chattr").arg("+C").arg(&nocow).output() {
@@ -2128,6 +2201,7 @@ fn dest_btrfs_loop() {
         other => return skip(&format!("{test} (nodatasum)"), &format!("chattr +C: {other:?}")),
     }
     against_gnu_tar(test, &nocow, &archive, &every_file_direct(), None);
+    auto_policy(test, &nocow, &archive, "btrfs", "large_archive");
 }
 
 /// The members GNU tar or fastuntar complained about, one per stderr line `PROG: NAME: ...`
