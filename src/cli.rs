@@ -841,10 +841,10 @@ pub struct Args {
 
     /// Write files of at least --direct-io-threshold bytes with O_DIRECT: `always` (also
     /// `--direct-io` alone), `never` (also `--no-direct-io`), or `auto` (the default): direct
-    /// where it was measured to be faster, that is on ext4, XFS and btrfs without data
-    /// checksums when the archive is at least 256 MiB or of unknown size (a pipe); buffered on
-    /// tmpfs, ramfs, FUSE, btrfs with checksums and other filesystems. `-v` and `--json` say
-    /// what was chosen.
+    /// where it was measured to be faster, that is on ext4, XFS, btrfs without data checksums
+    /// and FUSE when the archive is at least 1 GiB or of unknown size (a pipe); buffered on
+    /// tmpfs, ramfs, btrfs with checksums and other filesystems. `-v` and `--json` say what was
+    /// chosen.
     #[arg(
         long = "direct-io",
         value_name = "WHEN",

@@ -844,11 +844,7 @@ fn json_summary() {
         };
         let (mode, reasons, large) = match direct {
             true => ("always", &["asked"][..], "direct"),
-            false => (
-                "auto",
-                &["small_archive", "in_memory_fs", "fuse", "unmeasured_fs"][..],
-                "buffered",
-            ),
+            false => ("auto", &["small_archive", "in_memory_fs", "unmeasured_fs"][..], "buffered"),
         };
         assert_eq!(text("mode"), mode, "{ctx}");
         assert!(reasons.contains(&text("reason").as_str()), "{ctx}");
@@ -937,7 +933,7 @@ fn direct_io_modes() {
                 false
             }
             _ if !piped => {
-                let buffered_here = ["small_archive", "in_memory_fs", "fuse", "unmeasured_fs"];
+                let buffered_here = ["small_archive", "in_memory_fs", "unmeasured_fs"];
                 assert!(buffered_here.contains(&reason.as_str()), "{ctx}");
                 false
             }

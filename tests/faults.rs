@@ -2077,7 +2077,7 @@ fn dest_fuse_bindfs() {
     };
     note_dio_align(test, &mnt);
     against_gnu_tar(test, &mnt, &archive, &configs(), None);
-    auto_policy(test, &mnt, &archive, "fuse", "fuse");
+    auto_policy(test, &mnt, &archive, "fuse", "large_archive");
     if !can_switch_user(test) {
         return;
     }

@@ -5,26 +5,28 @@
 //! `decide` is the decision, a pure function of those facts; `Destination::probe` finds the
 //! facts (one fstatfs of DIR, and a statx and an ioctl on an unnamed O_TMPFILE file in it).
 //!
-//! Why auto writes large files direct on ext4, XFS and btrfs without checksums: buffered data
+//! Why auto writes large files direct on ext4, XFS, btrfs without checksums and FUSE: buffered
+//! data
 //! reaches the disk through the kernel's writeback (one flusher per disk; on this VM ~450 MB/s
 //! to the virtio disk and ~260 MB/s through a RAM-backed loop device), direct writes go at the
 //! device's rate (1.0-1.7 GB/s). Extract + sync of the 4 GB Agave-shaped archive: 1.7-2.3 s
-//! buffered against 1.15-1.4 s direct (issue 31). Where it stays buffered:
+//! buffered against 1.15-1.4 s direct (issue 31). Through FUSE (bindfs over ext4, libfuse 2)
+//! a buffered write reaches the daemon in small requests, a direct one in large ones: a 190 MB
+//! tree took 5.48 s buffered against 0.81 s direct (medians of 3). Where it stays buffered:
 //! - files under the threshold: a small file is mostly its unaligned tail, and its fallocate and
 //!   fcntl cost more than the copy they save (`AUTO_THRESHOLD`);
 //! - tmpfs and ramfs: the "disk" is the page cache (tmpfs takes O_DIRECT since Linux 6.6 and
 //!   copies into the same pages; ramfs refuses it);
 //! - btrfs with data checksums (the default): btrfs turns an O_DIRECT write into a buffered
-//!   one and then waits for its writeback, so it is slower than buffered;
-//! - FUSE: the request goes to a daemon that writes with its own calls (bindfs and exfat-fuse
-//!   write buffered underneath), so O_DIRECT only takes the page cache away in between;
+//!   one and then waits for its writeback, so it is slower than buffered (a 1.1 GB tree on the
+//!   virtio disk: 2.95 s against 1.91 s);
 //! - filesystems not measured (NFS, overlayfs, f2fs, ...): as GNU tar, buffered;
 //! - a filesystem that says no to O_DIRECT for a new file (STATX_DIOALIGN 0: ext4 with
 //!   `data=journal`), or needs more alignment than the buffer pool gives;
-//! - a small archive (`AUTO_MIN_ARCHIVE`): its tree lands within a second either way, and
-//!   buffered it stays in the page cache for whatever reads it next (the trade-off Agave met:
-//!   their index build, which reads the files back, took 42.8 s after a buffered untar and
-//!   51.0 s after a direct one).
+//! - an archive under 1 GiB (`AUTO_MIN_ARCHIVE`): written buffered, its tree stays in the page
+//!   cache for whatever reads it next, and below that size reading it back from the cache gains
+//!   more than direct extraction does (the trade-off Agave met: their index build, which reads
+//!   the files back, took 42.8 s after a buffered untar and 51.0 s after a direct one).
 //!
 //! An archive of unknown size (a pipe, `-I PROG`) counts as large: that is how large restores
 //! arrive (`zstd -dc | fastuntar`, `curl | fastuntar`), and small files stay buffered anyway.
@@ -42,10 +44,17 @@ use crate::cli::DirectIo;
 // snapshot 3.62/3.15 s against 4.28/3.44 s at 4K and 3.70/3.19 s at 1M.
 pub const DEFAULT_THRESHOLD: u64 = 64 << 10;
 
-/// `auto` writes every file buffered when the archive is smaller than this (its size on disk,
-/// compressed or not).
-// TODO(measure): placeholder until the read-back measurement is in.
-pub const AUTO_MIN_ARCHIVE: u64 = 256 << 20;
+/// `auto` writes every file buffered when the archive is smaller than this (its size as it
+/// arrives, compressed or not).
+// Extract + sync, then `sha256sum` of every file with the caches kept (docs/PERFORMANCE.md,
+// "Direct IO by default"; snapshot-shaped archives, medians of 3, load 4-8), buffered against
+// direct, on the RAM-backed ext4 / the virtio disk:
+//   97 MB archive (190 MB tree):  1.29 / 1.17 s against 1.38 / 1.83 s
+//   552 MB archive (1.1 GB tree): 6.71 / 4.69 s against 13.00 / 7.03 s
+//   2.0 GB archive (4.0 GB tree): 23.30 / 25.17 s against 16.76 / 21.11 s
+// Extraction alone gains from 552 MB on (2.05 → 1.38 s, 1.28 → 0.94 s), but the read back of a
+// tree that stayed in the page cache gains more below 1 GiB; above it direct wins both.
+pub const AUTO_MIN_ARCHIVE: u64 = 1 << 30;
 
 /// Filesystem magic numbers (statfs(2) f_type) that the policy tells apart. RAMFS_MAGIC is not
 /// in the libc crate.
@@ -128,7 +137,8 @@ pub enum Why {
     Asked,
     /// `--no-direct-io`.
     Declined,
-    /// auto: a filesystem where direct writes of large files win, and a large archive.
+    /// auto: a filesystem where direct writes of large files win (ext4, XFS, btrfs without
+    /// checksums, FUSE), and a large archive.
     Wins,
     /// auto: an archive smaller than AUTO_MIN_ARCHIVE.
     SmallArchive,
@@ -136,8 +146,6 @@ pub enum Why {
     InMemory,
     /// auto: btrfs with data checksums.
     Checksums,
-    /// auto: FUSE.
-    Fuse,
     /// auto: a filesystem not measured.
     Unmeasured,
     /// The filesystem does not do O_DIRECT for a new file.
@@ -156,7 +164,6 @@ impl Why {
             Why::SmallArchive => "small_archive",
             Why::InMemory => "in_memory_fs",
             Why::Checksums => "btrfs_checksums",
-            Why::Fuse => "fuse",
             Why::Unmeasured => "unmeasured_fs",
             Why::Unsupported => "no_o_direct",
             Why::Alignment(_) => "alignment",
@@ -213,7 +220,6 @@ impl Plan {
             Why::SmallArchive => format!(": an archive under {}", size(AUTO_MIN_ARCHIVE)),
             Why::InMemory => format!(": {} keeps files in memory", self.fs.name()),
             Why::Checksums => ": btrfs with data checksums writes O_DIRECT buffered".to_string(),
-            Why::Fuse => ": a FUSE daemon writes with its own calls".to_string(),
             Why::Unmeasured => format!(": not measured on this filesystem ({})", self.fs.name()),
             Why::Unsupported => ": the filesystem does not support O_DIRECT".to_string(),
             Why::Alignment(a) => format!(": the filesystem needs {a}-byte alignment"),
@@ -266,10 +272,9 @@ pub fn decide(
         (DirectIo::Never, _) => return buffered(Why::Declined),
         (DirectIo::Always, _) => {}
         (_, Fs::Tmpfs | Fs::Ramfs) => return buffered(Why::InMemory),
-        (_, Fs::Fuse) => return buffered(Why::Fuse),
         (_, Fs::Btrfs) if !dest.new_file.nocow => return buffered(Why::Checksums),
         (_, Fs::Other(_)) => return buffered(Why::Unmeasured),
-        (_, Fs::Ext4 | Fs::Xfs | Fs::Btrfs) => {}
+        (_, Fs::Ext4 | Fs::Xfs | Fs::Btrfs | Fs::Fuse) => {}
     }
     let align = match dest.new_file.align {
         None => return buffered(Why::Unsupported),
@@ -317,14 +322,16 @@ mod tests {
             (Auto, Fs::Ext4, Some(512), false, Some(AUTO_MIN_ARCHIVE), Some(t), Why::Wins),
             // a small archive stays buffered
             (Auto, Fs::Ext4, Some(512), false, small, None, Why::SmallArchive),
+            (Auto, Fs::Ext4, Some(512), false, Some(560 << 20), None, Why::SmallArchive),
             (Auto, Fs::Xfs, Some(512), false, Some(0), None, Why::SmallArchive),
             // btrfs: direct only where new files have no checksums
             (Auto, Fs::Btrfs, Some(4096), false, large, None, Why::Checksums),
             (Auto, Fs::Btrfs, Some(4096), true, large, Some(t), Why::Wins),
-            // memory, FUSE, the unmeasured: buffered whatever the archive
+            // memory, the unmeasured: buffered whatever the archive
             (Auto, Fs::Tmpfs, Some(4096), false, large, None, Why::InMemory),
             (Auto, Fs::Ramfs, None, false, large, None, Why::InMemory),
-            (Auto, Fs::Fuse, Some(4096), false, large, None, Why::Fuse),
+            (Auto, Fs::Fuse, Some(4096), false, large, Some(t), Why::Wins),
+            (Auto, Fs::Fuse, Some(4096), false, small, None, Why::SmallArchive),
             (Auto, Fs::Other(0x6969), Some(4096), false, large, None, Why::Unmeasured),
             (Auto, Fs::Other(0), Some(4096), false, None, None, Why::Unmeasured),
             // no O_DIRECT for a new file (ext4 data=journal), or more alignment than the pool

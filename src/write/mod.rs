@@ -303,7 +303,9 @@ pub fn create_n(
         if uring_ok {
             match uring::setup().and_then(probe_opcodes).and_then(probe_workers) {
                 Ok(ring) => {
-                    let here = n >= uring::OPEN_BUFFERED_HERE_FROM;
+                    // Without a journal, files are created one after the other (journal.rs),
+                    // also when the ring is here for direct writes.
+                    let here = n >= uring::OPEN_BUFFERED_HERE_FROM || journal_less.is_some();
                     let w = uring::Uring::new(ring, pool, dest, policy, files_each, here);
                     workers.push(Box::new(w));
                     uring += 1;
