@@ -1504,7 +1504,8 @@ fn auto_policy(test: &str, base: &Path, archive: &Path, fs_name: &str, reason: &
     empty_dir(&gnu);
 }
 
-/// The stdout of a run that must succeed, fed `stdin` when given.
+/// The stdout of a run that must succeed, fed `stdin` when given; killed (and the test failed)
+/// after TIMEOUT.
 fn json_with_stdin(mut cmd: Command, stdin: Option<Vec<u8>>) -> String {
     let Some(data) = stdin else { return json_run(cmd) };
     let mut child = cmd
@@ -1515,10 +1516,31 @@ fn json_with_stdin(mut cmd: Command, stdin: Option<Vec<u8>>) -> String {
         .expect("spawn");
     let mut pipe = child.stdin.take().unwrap();
     let feeder = std::thread::spawn(move || pipe.write_all(&data));
-    let out = child.wait_with_output().expect("wait");
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = Vec::new();
+            let _ = r.read_to_end(&mut s);
+            String::from_utf8_lossy(&s).into_owned()
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if start.elapsed() > TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{cmd:?} hung: killed after {TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
     let _ = feeder.join();
-    assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    let (out, err) = (out.join().unwrap(), err.join().unwrap());
+    assert!(status.success(), "{cmd:?}: {err}");
+    out
 }
 
 /// What statx(STATX_DIOALIGN) says (memory, offset alignment) for `p`; None when the
