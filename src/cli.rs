@@ -139,7 +139,7 @@ fn ordered(matches: &clap::ArgMatches, args: &Args) -> Vec<Ordered> {
     disable_version_flag = true,
     about = "Extract tar archives (plain, zstd, gzip, bzip2, xz, lz4) as fast as the disk allows, and safely.",
     after_help = "Examples:\n  \
-        fastuntar -x snapshot.tar.zst -C /ledger --direct-io --snapshot   restore a ledger snapshot\n  \
+        fastuntar -x snapshot.tar.zst -C /ledger --snapshot               restore a ledger snapshot\n  \
         fastuntar -xvf backup.tar.gz -C restore/                          like tar -xvf\n  \
         zstd -dc a.tar.zst | fastuntar -x - -C out                       read standard input\n  \
         fastuntar -tvf archive.tar.zst                                    list like tar -tvf\n  \

@@ -11,8 +11,8 @@
 //! to the virtio disk and ~260 MB/s through a RAM-backed loop device), direct writes go at the
 //! device's rate (1.0-1.7 GB/s). Extract + sync of the 4 GB Agave-shaped archive: 1.7-2.3 s
 //! buffered against 1.15-1.4 s direct (issue 31). Through FUSE (bindfs over ext4, libfuse 2)
-//! a buffered write reaches the daemon in small requests, a direct one in large ones: a 190 MB
-//! tree took 5.48 s buffered against 0.81 s direct (medians of 3). Where it stays buffered:
+//! a 190 MB tree took 5.48 s buffered against 0.81 s direct (medians of 3; not traced, likely
+//! the small requests libfuse 2 gets for buffered writes). Where it stays buffered:
 //! - files under the threshold: a small file is mostly its unaligned tail, and its fallocate and
 //!   fcntl cost more than the copy they save (`AUTO_THRESHOLD`);
 //! - tmpfs and ramfs: the "disk" is the page cache (tmpfs takes O_DIRECT since Linux 6.6 and
