@@ -180,6 +180,8 @@ pub struct Plan {
     /// The O_DIRECT alignment used (the pool's when no file goes direct).
     pub align: usize,
     pub fs: Fs,
+    /// What the filesystem said it needs (None: no O_DIRECT for a new file), for `--json`.
+    pub fs_align: Option<usize>,
     pub why: Why,
 }
 
@@ -240,7 +242,7 @@ impl Plan {
         format!(
             "{{\"mode\":\"{mode}\",\"filesystem\":\"{}\",\"alignment\":{},\"threshold\":{threshold},\"small\":\"{small}\",\"large\":\"{large}\",\"reason\":\"{}\"}}",
             self.fs.name(),
-            self.align,
+            self.fs_align.map_or("null".to_string(), |a| a.to_string()),
             self.why.key()
         )
     }
@@ -266,7 +268,9 @@ pub fn decide(
     archive: Option<u64>,
     pool_align: usize,
 ) -> Plan {
-    let buffered = |why| Plan { asked, threshold: None, align: pool_align, fs: dest.fs, why };
+    let fs_align = dest.new_file.align;
+    let buffered =
+        |why| Plan { asked, threshold: None, align: pool_align, fs: dest.fs, fs_align, why };
     let auto = asked == DirectIo::Auto;
     match (asked, dest.fs) {
         (DirectIo::Never, _) => return buffered(Why::Declined),
@@ -287,7 +291,7 @@ pub fn decide(
         return buffered(Why::SmallArchive);
     }
     let why = if auto { Why::Wins } else { Why::Asked };
-    Plan { asked, threshold: Some(threshold), align, fs: dest.fs, why }
+    Plan { asked, threshold: Some(threshold), align, fs: dest.fs, fs_align, why }
 }
 
 #[cfg(test)]
@@ -357,6 +361,8 @@ mod tests {
             // The alignment used is the filesystem's where files go direct.
             let want_align = if threshold.is_some() { align.unwrap() } else { POOL };
             assert_eq!(plan.align, want_align, "{row}");
+            // --json says what the filesystem needs, whatever was decided.
+            assert_eq!(plan.fs_align, align, "{row}");
         }
     }
 
@@ -407,6 +413,11 @@ mod tests {
         assert!(
             p.json().contains("\"threshold\":null,\"small\":\"buffered\",\"large\":\"buffered\"")
         );
+        // The filesystem's alignment is said also where every file goes buffered.
+        let p = decide(DirectIo::Auto, 64 << 10, &ext4, Some(1 << 20), POOL);
+        assert!(p.json().contains("\"alignment\":512,\"threshold\":null,"), "{}", p.json());
+        let p = decide(DirectIo::Auto, 64 << 10, &dest(Fs::Ext4, None, false), None, POOL);
+        assert!(p.json().contains("\"alignment\":null,\"threshold\":null,"), "{}", p.json());
         let p = decide(DirectIo::Always, 0, &ext4, None, POOL);
         assert_eq!(p.describe(), "direct IO --direct-io: every file direct");
         assert!(
