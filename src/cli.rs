@@ -995,9 +995,9 @@ pub enum DirectIo {
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IoBackend {
-    /// io_uring with one writer thread or with --direct-io; plain system calls when several
-    /// writer threads write every file buffered (io_uring measured no faster there, and
-    /// slower for small files).
+    /// io_uring with one writer thread or when large files go direct (--direct-io, or the
+    /// default policy); plain system calls when several writer threads write every file
+    /// buffered (io_uring measured no faster there, and slower for small files).
     Auto,
     /// io_uring (falls back to portable, with a warning, where the kernel refuses it).
     Uring,

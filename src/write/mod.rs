@@ -208,7 +208,8 @@ pub struct Writers {
 /// io_uring, 7.58 s portable) and costs CPU per small file: 100,000 small files to the
 /// RAM-backed ext4 with 2 writers, `scripts/bench.sh --only smallfiles` medians of 3,
 /// 5.11 s with io_uring (61 us of CPU per file) against 4.57 s portable (50 us). With
-/// --direct-io the ring's asynchronous direct writes are what make large files fast.
+/// files written direct (direct_policy.rs) the ring's asynchronous direct writes are what make
+/// large files fast.
 const AUTO_PORTABLE_FROM: usize = 2;
 
 /// `n` writers, each with its own `Dest` and its share of the fd budget, plus (for n > 1) a
