@@ -874,21 +874,28 @@ fn openat2_refused_by_seccomp() {
 /// (syscall 437 on every architecture: it came after the tables were unified) with EPERM and
 /// allows everything else.
 fn refuse_openat2(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt;
     const OPENAT2: u32 = 437;
     const LD_NR: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS, offset 0: seccomp_data.nr
     const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
     const RET: u16 = 0x06; // BPF_RET | BPF_K
     const RET_ERRNO: u32 = 0x0005_0000;
     const RET_ALLOW: u32 = 0x7fff_0000;
-    let filter = [
-        libc::sock_filter { code: LD_NR, jt: 0, jf: 0, k: 0 },
-        libc::sock_filter { code: JEQ, jt: 0, jf: 1, k: OPENAT2 },
-        libc::sock_filter { code: RET, jt: 0, jf: 0, k: RET_ERRNO | libc::EPERM as u32 },
-        libc::sock_filter { code: RET, jt: 0, jf: 0, k: RET_ALLOW },
-    ];
+    with_seccomp(
+        cmd,
+        vec![
+            libc::sock_filter { code: LD_NR, jt: 0, jf: 0, k: 0 },
+            libc::sock_filter { code: JEQ, jt: 0, jf: 1, k: OPENAT2 },
+            libc::sock_filter { code: RET, jt: 0, jf: 0, k: RET_ERRNO | libc::EPERM as u32 },
+            libc::sock_filter { code: RET, jt: 0, jf: 0, k: RET_ALLOW },
+        ],
+    );
+}
+
+/// Installs the seccomp `filter` in `cmd`'s process before it runs the binary.
+fn with_seccomp(cmd: &mut Command, filter: Vec<libc::sock_filter>) {
+    use std::os::unix::process::CommandExt;
     // Safety: the closure runs in the forked child before exec and only calls prctl, which is
-    // async-signal-safe, on the filter it owns (copied into the closure).
+    // async-signal-safe, on the filter it owns (moved into the closure).
     unsafe {
         cmd.pre_exec(move || {
             let prog =
@@ -1022,7 +1029,6 @@ fn direct_io_refused_at_open() {
 
 /// A seccomp filter on `cmd`: openat(2) with O_DIRECT in its flags fails with EINVAL.
 fn refuse_o_direct(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt;
     const OPENAT: u32 = 257; // x86_64
     const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
     const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
@@ -1031,28 +1037,17 @@ fn refuse_o_direct(cmd: &mut Command) {
     const RET_ERRNO: u32 = 0x0005_0000;
     const RET_ALLOW: u32 = 0x7fff_0000;
     // seccomp_data: nr at 0, args[2] (openat's flags) at 32, low word first (little-endian).
-    let filter = [
-        libc::sock_filter { code: LD_W_ABS, jt: 0, jf: 0, k: 0 },
-        libc::sock_filter { code: JEQ, jt: 0, jf: 3, k: OPENAT },
-        libc::sock_filter { code: LD_W_ABS, jt: 0, jf: 0, k: 32 },
-        libc::sock_filter { code: JSET, jt: 0, jf: 1, k: libc::O_DIRECT as u32 },
-        libc::sock_filter { code: RET, jt: 0, jf: 0, k: RET_ERRNO | libc::EINVAL as u32 },
-        libc::sock_filter { code: RET, jt: 0, jf: 0, k: RET_ALLOW },
-    ];
-    // Safety: the closure runs in the forked child before exec and only calls prctl, which is
-    // async-signal-safe, on the filter it owns (copied into the closure).
-    unsafe {
-        cmd.pre_exec(move || {
-            let prog =
-                libc::sock_fprog { len: filter.len() as u16, filter: filter.as_ptr().cast_mut() };
-            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
-                || libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    with_seccomp(
+        cmd,
+        vec![
+            libc::sock_filter { code: LD_W_ABS, jt: 0, jf: 0, k: 0 },
+            libc::sock_filter { code: JEQ, jt: 0, jf: 3, k: OPENAT },
+            libc::sock_filter { code: LD_W_ABS, jt: 0, jf: 0, k: 32 },
+            libc::sock_filter { code: JSET, jt: 0, jf: 1, k: libc::O_DIRECT as u32 },
+            libc::sock_filter { code: RET, jt: 0, jf: 0, k: RET_ERRNO | libc::EINVAL as u32 },
+            libc::sock_filter { code: RET, jt: 0, jf: 0, k: RET_ALLOW },
+        ],
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
