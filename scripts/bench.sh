@@ -4,7 +4,7 @@
 #   scripts/bench.sh [--rounds N] [--scale F] [--workdir DIR] [--only KEY[,KEY...]]
 #                    [--fs disk|diskext4|ramext4[,...]] [--threads N[,N...]] [--bin PATH] [--no-build]
 #                    [--no-dd] [--timeout SEC] [--quiet-wait SEC] [--keep-trees]
-#                    [--keep-page-reporting]
+#                    [--keep-page-reporting] [--read-back] [--contestants KEY[,KEY...]]
 #
 # KEY: snapshot, smallfiles, agave (= agave, agave-1frame and agave-lz4: the multi-frame
 # agave.tar.zst, the single-frame agave-1frame.tar.zst and agave.tar.lz4), or one of those
@@ -31,6 +31,14 @@
 # 2-3x longer and 2 writer threads 3x longer than 1 (perf: find_get_block_common,
 # recently_deleted, find_inode_bit). Needs free space for every tree (~1.1 GB per smallfiles
 # run).
+# --read-back: after each extraction (and its sync, and the untimed page-cache count), time
+# reading every file back: `find DEST -type f -print0 | xargs -0 sha256sum`, caches NOT dropped
+# in between, as the program that reads the tree next would. Buffered extractors leave the
+# tree in the page cache, direct IO does not (the trade-off Agave met: their index build after
+# a direct untar took 51.0 s instead of 42.8 s). The tables then add "read back" and
+# "extract+sync+read back" columns.
+# --contestants KEY[,KEY...]: only these rows (fu_default, fu_nodirect, fu_direct, fu_portable,
+# fu_w1, fu_list_tN, fu_direct_tN, gnutar, bsdtar, zstd, lz4), where the archive has them.
 # --keep-page-reporting: leave the VM's free page reporting as it is. By default (root, and a
 # kernel with virtio-balloon free page reporting, /sys/module/page_reporting) it is switched
 # off for the run (page_reporting_order 11, above the largest free block; restored on exit) and
@@ -72,6 +80,8 @@ BUILD=1
 DD=1
 KEEP_TREES=0
 KEEP_REPORTING=0
+READ_BACK=0
+ONLY_ROWS=""
 RUN_SEQ=0
 TIMEOUT=1800
 QUIET_WAIT=60
@@ -90,6 +100,8 @@ while (($#)); do
     --no-dd) DD=0; shift ;;
     --keep-trees) KEEP_TREES=1; shift ;;
     --keep-page-reporting) KEEP_REPORTING=1; shift ;;
+    --read-back) READ_BACK=1; shift ;;
+    --contestants) ONLY_ROWS=${2:?--contestants needs a value}; shift 2 ;;
     --timeout) TIMEOUT=${2:?--timeout needs a value}; shift 2 ;;
     --quiet-wait) QUIET_WAIT=${2:?--quiet-wait needs a value}; shift 2 ;;
     -h | --help) usage; exit 0 ;;
@@ -359,9 +371,13 @@ fi
 if [[ -z $FU_REASON && ! -x $BIN ]]; then FU_REASON="binary missing: $BIN"; fi
 HAVE_THREADS=0
 THREADS_REASON=""
+NODIRECT_REASON=""
 if [[ -z $FU_REASON ]]; then
     say "fastuntar: $BIN ($("$BIN" --version 2>&1 | head -n1 || true)), built $(date -u -r "$BIN" +%Y-%m-%dT%H:%M:%SZ), sha256 $(sha256sum "$BIN" | cut -c1-16)" |
         tee -a "$RESULTS/machine.txt"
+    if ! "$BIN" --help 2>&1 | grep -q -- '--no-direct-io'; then
+        NODIRECT_REASON="fastuntar --help has no --no-direct-io (before issue 31 the default was buffered: see the default row)"
+    fi
     if "$BIN" --help 2>&1 | grep -q -- '--threads'; then
         HAVE_THREADS=1
     else
@@ -406,21 +422,34 @@ declare -A AFILE=([snapshot]=snapshot.tar.zst [smallfiles]=smallfiles.tar.zst [a
 declare -A TREE=([snapshot]=snapshot [smallfiles]=smallfiles [agave]=agave [agave-1frame]=agave [agave-lz4]=agave)
 declare -A COMP=([snapshot]=zstd [smallfiles]=zstd [agave]=zstd [agave-1frame]=zstd [agave-lz4]=lz4)
 declare -A LABEL=(
-    [fu_direct]="fastuntar --direct-io" [fu_buffered]="fastuntar buffered"
+    [fu_direct]="fastuntar --direct-io" [fu_default]="fastuntar (default flags)"
+    [fu_nodirect]="fastuntar --no-direct-io"
     [fu_portable]="fastuntar portable" [fu_w1]="fastuntar --writer-threads 1"
     [gnutar]="GNU tar" [bsdtar]="bsdtar"
     [zstd]="zstd -dc (floor)" [lz4]="lz4 -dc (floor)"
 )
 declare -A CONTS=()
-CONTS[snapshot]="fu_direct fu_buffered fu_portable gnutar bsdtar zstd"
+# fu_default: no options (since issue 31 direct IO where it wins, `auto`); fu_nodirect: every
+# file buffered (the default before issue 31).
+CONTS[snapshot]="fu_direct fu_default fu_nodirect fu_portable gnutar bsdtar zstd"
 # fu_w1: one writer thread (the writer before issue 12), for the small-files scaling figure.
-CONTS[smallfiles]="fu_direct fu_buffered fu_portable fu_w1 gnutar bsdtar zstd"
+CONTS[smallfiles]="fu_direct fu_default fu_nodirect fu_portable fu_w1 gnutar bsdtar zstd"
 sweep=""
 for t in "${THREADS[@]}"; do sweep+=" fu_list_t$t"; done
 for t in "${THREADS[@]}"; do sweep+=" fu_direct_t$t"; done
-CONTS[agave]="${sweep# } gnutar bsdtar zstd"
+CONTS[agave]="${sweep# } fu_direct fu_default fu_nodirect gnutar bsdtar zstd"
 CONTS[agave-1frame]=${CONTS[agave]}
-CONTS[agave-lz4]="fu_direct gnutar lz4"
+CONTS[agave-lz4]="fu_direct fu_default gnutar lz4"
+if [[ -n $ONLY_ROWS ]]; then
+    IFS=, read -r -a rows_list <<<"$ONLY_ROWS"
+    for key in "${!CONTS[@]}"; do
+        kept=""
+        for c in ${CONTS[$key]}; do
+            for w in "${rows_list[@]}"; do [[ $c == "$w" ]] && kept+=" $c"; done
+        done
+        CONTS[$key]=${kept# }
+    done
+fi
 for t in "${THREADS[@]}"; do
     if ((HAVE_THREADS)) || [[ -n $FU_REASON ]]; then
         LABEL[fu_list_t$t]="fastuntar -t --threads $t"
@@ -549,7 +578,8 @@ set_cmd() {
     if [[ ${COMP[$2]} == lz4 ]]; then gnu_filter=lz4; fi
     case $1 in
     fu_direct) CMD=("$BIN" -x "$3" -C "$4" --direct-io) ;;
-    fu_buffered) CMD=("$BIN" -x "$3" -C "$4") ;;
+    fu_default) CMD=("$BIN" -x "$3" -C "$4") ;;
+    fu_nodirect) CMD=("$BIN" -x "$3" -C "$4" --no-direct-io) ;;
     fu_portable) CMD=("$BIN" -x "$3" -C "$4" --io portable) ;;
     fu_w1) CMD=("$BIN" -x "$3" -C "$4" --writer-threads 1) ;;
     fu_list_t*)
@@ -577,6 +607,8 @@ skip_reason() {
             echo "binary missing"
         elif [[ $1 == fu_list_t* || $1 == fu_direct_t* ]] && ((!HAVE_THREADS)) && [[ ${1##*_t} != 1 ]]; then
             echo "$THREADS_REASON"
+        elif [[ $1 == fu_nodirect ]]; then
+            echo "$NODIRECT_REASON"
         fi
         ;;
     bsdtar) echo "$BSD_REASON" ;;
@@ -663,8 +695,8 @@ run_one() { # key archive contestant round
         # fastuntar is expected to exist: its absence is a failure; a missing bsdtar or an
         # option fastuntar does not have yet is a skip.
         status=skipped
-        [[ $c == fu_* && $reason != "$THREADS_REASON" ]] && status="failed (not built)"
-        printf '%s\t%s\t%s\t%s\t%s\t\t\t\t\t\t\t\t\n' "$FS" "$key" "$c" "$r" "$status" >>"$TSV"
+        [[ $c == fu_* && $reason != "$THREADS_REASON" && $reason != "$NODIRECT_REASON" ]] && status="failed (not built)"
+        printf '%s\t%s\t%s\t%s\t%s\t\t\t\t\t\t\t\t\t\n' "$FS" "$key" "$c" "$r" "$status" >>"$TSV"
         printf 'skip\t%s\t%s\t%s\n' "$key" "$c" "$reason" >>"$META"
         printf '  %-40s %s (%s)\n' "${LABEL[$c]}" "$status" "$reason"
         return
@@ -672,7 +704,7 @@ run_one() { # key archive contestant round
     prepare_dest "$key"
     set_cmd "$c" "$key" "$a" "$DEST"
     if ! command -v "${CMD[0]}" >/dev/null; then
-        printf '%s\t%s\t%s\t%s\tmissing\t\t\t\t\t\t\t\t\n' "$FS" "$key" "$c" "$r" >>"$TSV"
+        printf '%s\t%s\t%s\t%s\tmissing\t\t\t\t\t\t\t\t\t\n' "$FS" "$key" "$c" "$r" >>"$TSV"
         printf '  %-40s missing (%s not found)\n' "${LABEL[$c]}" "${CMD[0]}"
         release_dest
         return
@@ -723,12 +755,20 @@ run_one() { # key archive contestant round
         resa=$(resident_bytes "$a")
         no_tree "$c" || resf=$(resident_bytes "$DEST")
     fi
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$FS" "$key" "$c" "$r" "$status" $((t2 - t0)) \
-        $((t1 - t0)) "$rss" $((c1 - c0)) $((other * 10000)) "$resf" "$resa" $(((ucmd + scmd) * 10000)) >>"$TSV"
-    printf '  %-40s %-10s extract+sync %8s s  extract %8s s  cpu %s+%s s  rss %5s MB  Cached %+6d MB  resident files/archive %s/%s MB  other-procs cpu %s s\n' \
+    # --read-back: every file read back right after, caches not dropped (see the header).
+    local rb=""
+    if [[ $status == ok ]] && ((READ_BACK)) && ! no_tree "$c"; then
+        now_us; t3=$NOW_US
+        find "$DEST" -type f -print0 | xargs -0 -r sha256sum >/dev/null
+        now_us; rb=$((NOW_US - t3))
+    fi
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$FS" "$key" "$c" "$r" "$status" $((t2 - t0)) \
+        $((t1 - t0)) "$rss" $((c1 - c0)) $((other * 10000)) "$resf" "$resa" $(((ucmd + scmd) * 10000)) "$rb" >>"$TSV"
+    printf '  %-40s %-10s extract+sync %8s s  extract %8s s  cpu %s+%s s  rss %5s MB  Cached %+6d MB  resident files/archive %s/%s MB  other-procs cpu %s s%s\n' \
         "${LABEL[$c]}" "$status" "$(fmt_s $((t2 - t0)))" "$(fmt_s $((t1 - t0)))" \
         "$(fmt_s $((ucmd * 10000)))" "$(fmt_s $((scmd * 10000)))" \
-        "$((${rss:-0} / 1024))" $(((c1 - c0) / 1024)) "$(mb "$resf")" "$(mb "$resa")" "$(fmt_s $((other * 10000)))"
+        "$((${rss:-0} / 1024))" $(((c1 - c0) / 1024)) "$(mb "$resf")" "$(mb "$resa")" "$(fmt_s $((other * 10000)))" \
+        "$([[ -n $rb ]] && echo "  read back $(fmt_s "$rb") s")"
     if [[ $status != ok ]]; then
         say "    exit code $rc; stderr tail ($log.err):"
         tail -n 8 "$log.err" | sed 's/^/      /'
@@ -807,8 +847,9 @@ for line in open(meta):
         nodrop = True
 runs = {}
 for line in open(tsv):
-    fs, key, c, r, status, tot, cmd, rss, cache, other, resf, resa, cpu = line.rstrip("\n").split("\t")
-    runs.setdefault((fs, key, c), []).append((status, tot, cmd, rss, cache, other, resf, resa, cpu))
+    fs, key, c, r, status, tot, cmd, rss, cache, other, resf, resa, cpu, rb = line.rstrip("\n").split("\t")
+    runs.setdefault((fs, key, c), []).append((status, tot, cmd, rss, cache, other, resf, resa, cpu, rb))
+read_back = any(x[9] for v in runs.values() for x in v)
 FSNAME = {"disk": "disk", "ramext4": "ramext4 (ext4 on a tmpfs-backed loop device)",
           "diskext4": "diskext4 (a fresh journaled ext4 per run on the virtio disk, via a direct-IO loop device)"}
 out_txt, out_md = [], []
@@ -825,7 +866,8 @@ for fs in fss:
         head = ["contestant", "median extract+sync (s)", "min", "max", "median extract only (s)",
                 "median CPU user+sys (s)"] + (["CPU per file (us)"] if per_file else []) + [
                 "peak RSS (MB)", "page-cache growth (MB, % of bytes)",
-                "left resident: files / archive (MB)", "vs GNU tar", f"vs {floor} floor"]
+                "left resident: files / archive (MB)", "vs GNU tar", f"vs {floor} floor"] + (
+                ["median read back (s)", "median extract+sync+read back (s)"] if read_back else [])
         med = {}
         rows = []
         for c in order:
@@ -864,6 +906,10 @@ for fs in fss:
                 f"{med['gnutar'] / m:.2f}x" if "gnutar" in med else "-",
                 f"{m / med[floor]:.2f}x" if floor in med else "-",
             ]
+            if read_back:
+                rb = [int(x[9]) / 1e6 for x in ok if x[9]]
+                both = [int(x[1]) / 1e6 + int(x[9]) / 1e6 for x in ok if x[9]]
+                row += [f"{st.median(rb):.2f}" if rb else "-", f"{st.median(both):.2f}" if both else "-"]
             rows.append(row)
         nrounds = max((len(v) for (f, k, _), v in runs.items() if f == fs and k == key), default=0)
         title = (f"[{FSNAME[fs]}] {info['file']}: {info['files']} files, {info['file_bytes'] / 1e6:.0f} MB of file data, "
@@ -897,7 +943,9 @@ legend = ("vs GNU tar = GNU tar's median / this median (>1 is faster than GNU ta
           "command minus before it, system-wide: it includes the archive read through the cache "
           "(see the floor row), the programs' own binaries, and anything other processes did "
           "meanwhile. 'Left resident' is measured per file with fincore after the sync (medians): "
-          "extracted files / the archive itself.")
+          "extracted files / the archive itself." + (
+          " Read back (--read-back) = `find DEST -type f -print0 | xargs -0 sha256sum` right after the sync, "
+          "caches not dropped in between." if read_back else ""))
 out_txt += [legend, f"command: {cmdline}"]
 out_md += [legend, "", f"Command: `{cmdline.strip()}`"]
 open(f"{results}/summary.txt", "w").write("\n".join(out_txt) + "\n")

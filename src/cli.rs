@@ -177,7 +177,7 @@ fn ordered(matches: &clap::ArgMatches, args: &Args) -> Vec<Ordered> {
     disable_help_flag = true,
     about = "Extract tar archives (plain, zstd, gzip, bzip2, xz, lz4) as fast as the disk allows, and safely.",
     after_help = "Examples:\n  \
-        fastuntar -x snapshot.tar.zst -C /ledger --direct-io --snapshot   restore a ledger snapshot\n  \
+        fastuntar -x snapshot.tar.zst -C /ledger --snapshot               restore a ledger snapshot\n  \
         fastuntar -xvf backup.tar.gz -C restore/                          like tar -xvf\n  \
         zstd -dc a.tar.zst | fastuntar -x - -C out                       read standard input\n  \
         fastuntar -tvf archive.tar.zst                                    list like tar -tvf\n  \
@@ -930,15 +930,30 @@ pub struct Args {
     )]
     pub uncompress: bool,
 
-    /// Open files of at least --direct-io-threshold bytes with O_DIRECT.
-    #[arg(long = "direct-io")]
-    pub direct_io: bool,
+    /// Write files of at least --direct-io-threshold bytes with O_DIRECT: `always` (also
+    /// `--direct-io` alone), `never` (also `--no-direct-io`), or `auto` (the default): direct
+    /// where it was measured to be faster, that is on ext4, XFS, btrfs without data checksums
+    /// and FUSE when the archive is at least 1 GiB or of unknown size (a pipe); buffered on
+    /// tmpfs, ramfs, btrfs with checksums and other filesystems. `-v` and `--json` say what was
+    /// chosen.
+    #[arg(
+        long = "direct-io",
+        value_name = "WHEN",
+        value_enum,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "always",
+        overrides_with = "no_direct_io"
+    )]
+    pub direct_io: Option<DirectIo>,
 
-    /// Smallest file written with O_DIRECT when --direct-io is on (e.g. 64K, 1M).
-    // 64K measured best (extract+sync, both bench archives, 2026-11-21): snapshot 3.62/3.15 s
-    // against 4.28/3.44 s at 4K and 3.70/3.19 s at 1M; small files 4.21 s against 4.94 / 4.45 s.
-    #[arg(long = "direct-io-threshold", value_name = "SIZE", default_value = "64K")]
-    pub direct_io_threshold: String,
+    /// Write every file through the page cache (`--direct-io=never`).
+    #[arg(long = "no-direct-io", overrides_with = "direct_io")]
+    pub no_direct_io: bool,
+
+    /// Smallest file written with O_DIRECT (default 64K).
+    #[arg(long = "direct-io-threshold", value_name = "SIZE")]
+    pub direct_io_threshold: Option<String>,
 
     /// Memory for buffers: file data in flight and, when a zstd archive meets more than one
     /// decoder thread, decoded frames waiting to be read (default: 64M of file data, plus 32M
@@ -1058,11 +1073,22 @@ pub struct Args {
     pub quote_chars_ordered: Vec<(bool, OsString)>,
 }
 
+/// When files are written with O_DIRECT (write/direct_policy.rs).
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DirectIo {
+    /// Where it was measured to be faster (the filesystem, the archive's and the file's size).
+    Auto,
+    /// Every file of at least --direct-io-threshold bytes, wherever O_DIRECT is accepted.
+    Always,
+    /// No file.
+    Never,
+}
+
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IoBackend {
-    /// io_uring with one writer thread or with --direct-io; plain system calls when several
-    /// writer threads write every file buffered (io_uring measured no faster there, and
-    /// slower for small files).
+    /// io_uring with one writer thread or when large files go direct (--direct-io, or the
+    /// default policy); plain system calls when several writer threads write every file
+    /// buffered (io_uring measured no faster there, and slower for small files).
     Auto,
     /// io_uring (falls back to portable, with a warning, where the kernel refuses it).
     Uring,

@@ -149,8 +149,10 @@ pub struct Config {
     /// Modes exactly as archived, set-id bits included: `-p`, or root without
     /// `--no-same-permissions`.
     pub preserve_permissions: bool,
-    /// Some(threshold) when --direct-io is on.
-    pub direct_io: Option<u64>,
+    /// `--direct-io[=WHEN]`, `--no-direct-io` (auto when neither is given).
+    pub direct_io: crate::cli::DirectIo,
+    /// `--direct-io-threshold`: the smallest file written direct.
+    pub direct_io_threshold: u64,
     /// `--memory` in bytes; None for the default (see `Config::pools`).
     pub memory: Option<u64>,
     pub io: IoBackend,
@@ -331,7 +333,10 @@ impl Config {
         if let Some(m) = memory {
             pool_shape(m)?;
         }
-        let threshold = parse_size(&args.direct_io_threshold).context("--direct-io-threshold")?;
+        let direct_io_threshold = match &args.direct_io_threshold {
+            Some(t) => parse_size(t).context("--direct-io-threshold")?,
+            None => crate::write::direct_policy::DEFAULT_THRESHOLD,
+        };
         let opt_size = |s: &Option<String>, flag: &str| -> Result<Option<u64>> {
             s.as_deref().map(parse_size).transpose().with_context(|| flag.to_string())
         };
@@ -421,7 +426,13 @@ impl Config {
             // Safety: geteuid has no preconditions.
             preserve_permissions: args.preserve_permissions
                 || (!args.no_same_permissions && unsafe { libc::geteuid() } == 0),
-            direct_io: args.direct_io.then_some(threshold),
+            // clap keeps the last of --direct-io[=WHEN] and --no-direct-io (`overrides_with`).
+            direct_io: match (args.direct_io, args.no_direct_io) {
+                (_, true) => crate::cli::DirectIo::Never,
+                (Some(when), false) => when,
+                (None, false) => crate::cli::DirectIo::Auto,
+            },
+            direct_io_threshold,
             memory,
             io: args.io,
             quiet: args.quiet,

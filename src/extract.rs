@@ -49,12 +49,16 @@ pub struct Summary {
     pub memory: (u64, u64),
     /// Writer threads, and how many of them write through io_uring.
     pub writers: (usize, usize),
+    /// Which files were to be written direct, and why.
+    pub direct: write::direct_policy::Plan,
 }
 
 pub fn run(cfg: &Config) -> Result<Summary> {
     let start = Instant::now();
     let _umask = UmaskGuard::current();
-    let drop_behind = cfg.direct_io.is_some();
+    // `--direct-io` drops the archive's pages behind the reader from the start; auto from
+    // when it has decided to write direct (below).
+    let drop_behind = cfg.direct_io == crate::cli::DirectIo::Always;
     let input = decode::open(
         cfg.archive.as_deref(),
         cfg.filter.as_deref(),
@@ -67,8 +71,12 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     let threads = input.threads(cfg.threads, pools, cfg.memory.is_some())?;
     let memory = (pool.count() as u64 * pools.buf_size as u64, threads.pool_bytes());
     let files = FileCount::new(cfg.limits.max_files);
-    let writers = write::create_n(cfg, &pool, files.clone(), cfg.writer_threads)?;
+    let writers = write::create_n(cfg, &pool, files.clone(), cfg.writer_threads, input.size)?;
     let writer_counts = (writers.workers.len(), writers.uring);
+    let direct = writers.direct;
+    if direct.threshold.is_some() {
+        input.drop_behind();
+    }
     // Checkpoints, when asked for, are the progress display: no bar to draw over them.
     let progress =
         Progress::start(!cfg.quiet && cfg.checkpoint.is_none(), input.size, input.consumed.clone());
@@ -80,7 +88,7 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     let elapsed = start.elapsed();
     let sync = if cfg.sync { Some(sync_dest(&cfg.dest)?) } else { None };
     let decoding = counters.summary();
-    Ok(Summary { stats, members, elapsed, sync, decoding, memory, writers: writer_counts })
+    Ok(Summary { stats, members, elapsed, sync, decoding, memory, writers: writer_counts, direct })
 }
 
 /// The decoded tar stream.

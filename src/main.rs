@@ -75,7 +75,9 @@ fn main() {
             SummaryTo::Json => {
                 let _ = report::print_line(&json(summary, code));
             }
-            SummaryTo::Stderr => report::info(&format!("fastuntar: {}", line(summary))),
+            SummaryTo::Stderr => {
+                report::info(&format!("fastuntar: {}", line(summary, cfg.verbose > 0)))
+            }
             SummaryTo::Nowhere => {}
         }
     }
@@ -166,8 +168,9 @@ fn rate_mb_s(bytes: u64, secs: f64) -> f64 {
     bytes as f64 / 1e6 / secs.max(1e-9)
 }
 
-/// The human summary: members, bytes, direct/buffered files, elapsed, MB/s (and sync time).
-fn line(s: &Summary) -> String {
+/// The human summary: members, bytes, direct/buffered files, elapsed, MB/s (and sync time);
+/// with -v also which files were to go direct and why (stdout is -v's listing, GNU tar's).
+fn line(s: &Summary, verbose: bool) -> String {
     let secs = s.elapsed.as_secs_f64();
     let st = &s.stats;
     let mut out = format!(
@@ -191,6 +194,9 @@ fn line(s: &Summary) -> String {
     if skipped > 0 {
         out += &format!("; {skipped} skipped");
     }
+    if verbose {
+        out += &format!("; {}", s.direct.describe());
+    }
     out
 }
 
@@ -205,7 +211,8 @@ fn json(s: &Summary, code: ExitCode) -> String {
             "\"dirs\":{},\"links\":{},\"bytes\":{},\"elapsed_s\":{:.6},\"mb_per_s\":{:.3},",
             "\"sync_s\":{},\"decode_threads\":{},\"frames\":{},\"frames_ahead\":{},",
             "\"frames_in_place\":{},\"pool_bytes\":{},\"frame_pool_bytes\":{},",
-            "\"writer_threads\":{},\"uring_writers\":{},\"skipped\":{},\"exit_code\":{}}}"
+            "\"writer_threads\":{},\"uring_writers\":{},\"direct_io\":{},",
+            "\"skipped\":{},\"exit_code\":{}}}"
         ),
         s.members,
         st.files,
@@ -225,6 +232,7 @@ fn json(s: &Summary, code: ExitCode) -> String {
         s.memory.1,
         s.writers.0,
         s.writers.1,
+        s.direct.json(),
         report::skipped_count(),
         code as i32
     )

@@ -596,94 +596,114 @@ fn exclude_on_a_one_mebibyte_name() {
 
 // --- The summary: human line and --json ---------------------------------------------------------
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 enum JsonValue {
     Number(f64),
     Null,
+    /// Plain ASCII without escapes (what --json writes: filesystem names, modes, reasons).
+    Str(String),
+    /// An object of the same (`direct_io`).
+    Object(BTreeMap<String, JsonValue>),
 }
 
-/// Parses one flat JSON object whose values are numbers or null (what --json prints).
+/// Parses one JSON object whose values are numbers, null, escape-free strings or objects of
+/// the same (what --json prints).
 fn parse_flat_json(s: &str) -> Result<BTreeMap<String, JsonValue>, String> {
     let b = s.trim().as_bytes();
     let mut i = 0;
-    let ws = |i: &mut usize| {
-        while *i < b.len() && b[*i].is_ascii_whitespace() {
-            *i += 1;
-        }
-    };
-    let expect = |i: &mut usize, c: u8| -> Result<(), String> {
-        if b.get(*i) == Some(&c) {
-            *i += 1;
-            Ok(())
-        } else {
-            Err(format!("expected '{}' at byte {i} of {s:?}", c as char))
-        }
-    };
-    let mut map = BTreeMap::new();
-    expect(&mut i, b'{')?;
-    ws(&mut i);
-    if b.get(i) == Some(&b'}') {
-        i += 1;
-    } else {
-        loop {
-            ws(&mut i);
-            expect(&mut i, b'"')?;
-            let start = i;
-            while i < b.len() && b[i] != b'"' {
-                if b[i] == b'\\' || b[i] < 0x20 {
-                    return Err(format!("unexpected byte in a key at {i} of {s:?}"));
-                }
-                i += 1;
-            }
-            let key = String::from_utf8(b[start..i].to_vec()).map_err(|e| e.to_string())?;
-            expect(&mut i, b'"')?;
-            ws(&mut i);
-            expect(&mut i, b':')?;
-            ws(&mut i);
-            let value = if b[i..].starts_with(b"null") {
-                i += 4;
-                JsonValue::Null
-            } else {
-                let start = i;
-                while i < b.len() && matches!(b[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
-                {
-                    i += 1;
-                }
-                let text = std::str::from_utf8(&b[start..i]).unwrap();
-                // JSON numbers: no leading '+', no leading zeros, digits around the '.'.
-                let valid = !text.is_empty()
-                    && !text.starts_with('+')
-                    && !text.starts_with('.')
-                    && !text.ends_with('.')
-                    && !text.contains(".e")
-                    && !(text.trim_start_matches('-').starts_with('0')
-                        && text.trim_start_matches('-').len() > 1
-                        && !text.trim_start_matches('-')[1..].starts_with(['.', 'e', 'E']));
-                let n: f64 = text.parse().map_err(|_| format!("bad number {text:?} in {s:?}"))?;
-                if !valid || !n.is_finite() {
-                    return Err(format!("not a JSON number: {text:?} in {s:?}"));
-                }
-                JsonValue::Number(n)
-            };
-            if map.insert(key.clone(), value).is_some() {
-                return Err(format!("duplicate key {key:?} in {s:?}"));
-            }
-            ws(&mut i);
-            match b.get(i) {
-                Some(b',') => i += 1,
-                Some(b'}') => {
-                    i += 1;
-                    break;
-                }
-                _ => return Err(format!("expected ',' or '}}' at byte {i} of {s:?}")),
-            }
-        }
-    }
-    ws(&mut i);
+    let map = parse_object(b, &mut i, s)?;
+    ws(b, &mut i);
     if i != b.len() {
         return Err(format!("trailing bytes after the object in {s:?}"));
     }
     Ok(map)
+}
+
+fn ws(b: &[u8], i: &mut usize) {
+    while *i < b.len() && b[*i].is_ascii_whitespace() {
+        *i += 1;
+    }
+}
+
+fn expect(b: &[u8], i: &mut usize, c: u8, s: &str) -> Result<(), String> {
+    if b.get(*i) == Some(&c) {
+        *i += 1;
+        Ok(())
+    } else {
+        Err(format!("expected '{}' at byte {i} of {s:?}", c as char))
+    }
+}
+
+/// A string without escapes or control characters, from its opening quote.
+fn parse_string(b: &[u8], i: &mut usize, s: &str) -> Result<String, String> {
+    expect(b, i, b'"', s)?;
+    let start = *i;
+    while *i < b.len() && b[*i] != b'"' {
+        if b[*i] == b'\\' || b[*i] < 0x20 {
+            return Err(format!("unexpected byte in a string at {i} of {s:?}"));
+        }
+        *i += 1;
+    }
+    let text = String::from_utf8(b[start..*i].to_vec()).map_err(|e| e.to_string())?;
+    expect(b, i, b'"', s)?;
+    Ok(text)
+}
+
+fn parse_object(b: &[u8], i: &mut usize, s: &str) -> Result<BTreeMap<String, JsonValue>, String> {
+    let mut map = BTreeMap::new();
+    expect(b, i, b'{', s)?;
+    ws(b, i);
+    if b.get(*i) == Some(&b'}') {
+        *i += 1;
+        return Ok(map);
+    }
+    loop {
+        ws(b, i);
+        let key = parse_string(b, i, s)?;
+        ws(b, i);
+        expect(b, i, b':', s)?;
+        ws(b, i);
+        let value = if b[*i..].starts_with(b"null") {
+            *i += 4;
+            JsonValue::Null
+        } else if b.get(*i) == Some(&b'"') {
+            JsonValue::Str(parse_string(b, i, s)?)
+        } else if b.get(*i) == Some(&b'{') {
+            JsonValue::Object(parse_object(b, i, s)?)
+        } else {
+            let start = *i;
+            while *i < b.len() && matches!(b[*i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
+                *i += 1;
+            }
+            let text = std::str::from_utf8(&b[start..*i]).unwrap();
+            // JSON numbers: no leading '+', no leading zeros, digits around the '.'.
+            let valid = !text.is_empty()
+                && !text.starts_with('+')
+                && !text.starts_with('.')
+                && !text.ends_with('.')
+                && !text.contains(".e")
+                && !(text.trim_start_matches('-').starts_with('0')
+                    && text.trim_start_matches('-').len() > 1
+                    && !text.trim_start_matches('-')[1..].starts_with(['.', 'e', 'E']));
+            let n: f64 = text.parse().map_err(|_| format!("bad number {text:?} in {s:?}"))?;
+            if !valid || !n.is_finite() {
+                return Err(format!("not a JSON number: {text:?} in {s:?}"));
+            }
+            JsonValue::Number(n)
+        };
+        if map.insert(key.clone(), value).is_some() {
+            return Err(format!("duplicate key {key:?} in {s:?}"));
+        }
+        ws(b, i);
+        match b.get(*i) {
+            Some(b',') => *i += 1,
+            Some(b'}') => {
+                *i += 1;
+                return Ok(map);
+            }
+            _ => return Err(format!("expected ',' or '}}' at byte {i} of {s:?}")),
+        }
+    }
 }
 
 #[test]
@@ -692,7 +712,18 @@ fn json_parser_self_check() {
     assert_eq!(m["a"], JsonValue::Number(1.0));
     assert_eq!(m["c"], JsonValue::Null);
     assert_eq!(m["d"], JsonValue::Number(-300.0));
-    for bad in [r#"{"a":01}"#, r#"{"a":1,}"#, r#"{"a":"x"}"#, r#"{"a":1} x"#, r#"{"a":1,"a":2}"#] {
+    let m = parse_flat_json(r#"{"a":{"b":"x","c":1},"d":"y"}"#).unwrap();
+    let JsonValue::Object(inner) = &m["a"] else { panic!("{m:?}") };
+    assert_eq!(inner["b"], JsonValue::Str("x".into()));
+    assert_eq!(m["d"], JsonValue::Str("y".into()));
+    for bad in [
+        r#"{"a":01}"#,
+        r#"{"a":1,}"#,
+        r#"{"a":"x\"y"}"#,
+        r#"{"a":1} x"#,
+        r#"{"a":1,"a":2}"#,
+        r#"{"a":{"b":1}"#,
+    ] {
         assert!(parse_flat_json(bad).is_err(), "{bad} parsed");
     }
 }
@@ -761,6 +792,7 @@ fn json_summary() {
         "frame_pool_bytes",
         "writer_threads",
         "uring_writers",
+        "direct_io",
         "skipped",
         "exit_code",
     ];
@@ -803,6 +835,27 @@ fn json_summary() {
         if label == "portable direct" {
             assert_eq!(uring, 0.0, "--io portable: {ctx}");
         }
+        // The direct-IO plan: asked for (threshold 0: every file), or auto, which leaves a
+        // small archive buffered wherever it is extracted.
+        let JsonValue::Object(plan) = &j["direct_io"] else { panic!("direct_io: {ctx}") };
+        let text = |k: &str| match plan.get(k) {
+            Some(JsonValue::Str(v)) => v.clone(),
+            other => panic!("direct_io.{k} is {other:?}: {ctx}"),
+        };
+        let (mode, reasons, large) = match direct {
+            true => ("always", &["asked"][..], "direct"),
+            false => ("auto", &["small_archive", "in_memory_fs", "unmeasured_fs"][..], "buffered"),
+        };
+        assert_eq!(text("mode"), mode, "{ctx}");
+        assert!(reasons.contains(&text("reason").as_str()), "{ctx}");
+        assert_eq!((text("small"), text("large")), (large.to_string(), large.to_string()), "{ctx}");
+        assert!(!text("filesystem").is_empty(), "{ctx}");
+        // What the filesystem needs (null where it refuses O_DIRECT for a new file).
+        let align = plan.get("alignment");
+        let aligned = matches!(align, Some(JsonValue::Number(a)) if *a >= 512.0);
+        assert!(aligned || align == Some(&JsonValue::Null), "{ctx}");
+        let threshold = if direct { JsonValue::Number(0.0) } else { JsonValue::Null };
+        assert_eq!(plan.get("threshold"), Some(&threshold), "{ctx}");
         if sync {
             assert!(num(&j, "sync_s", &out) >= 0.0, "sync_s: {ctx}");
         } else {
@@ -823,6 +876,110 @@ fn json_summary() {
     assert_eq!(num(&j, "exit_code", &out), 2.0, "{}", out.describe());
     assert_eq!(num(&j, "skipped", &out), 1.0, "{}", out.describe());
     assert_eq!(num(&j, "files", &out), 1.0, "{}", out.describe());
+}
+
+/// `--direct-io[=auto|always|never]` and `--no-direct-io` (the last one given wins), and what
+/// `--json` and `-v` say of the plan (issue 31). Auto leaves the small archive from its file
+/// buffered; through a pipe (an archive of unknown size counts as large) it writes the files of
+/// 64 KiB and more direct where the filesystem of the test directory is one that gains
+/// (ext4, XFS), else buffered with the filesystem's reason. `-v`'s listing on stdout is GNU
+/// tar's, unchanged; the plan is said at the end of the summary line on stderr.
+#[test]
+fn direct_io_modes() {
+    let _g = shared();
+    let td = TestDir::new("direct_io_modes");
+    let (archive, _) = summary_archive(&td);
+    let tar = std::fs::read(&archive).unwrap();
+    // (flags, piped, mode, threshold) → the object's mode, and whether any file went direct.
+    let cases: &[(&[&str], bool, &str)] = &[
+        (&[], false, "auto"),
+        (&[], true, "auto"),
+        (&["--direct-io=auto"], true, "auto"),
+        (&["--direct-io"], false, "always"),
+        (&["--direct-io=always"], false, "always"),
+        (&["--direct-io=never"], true, "never"),
+        (&["--no-direct-io"], true, "never"),
+        (&["--direct-io", "--no-direct-io"], false, "never"),
+        (&["--no-direct-io", "--direct-io"], false, "always"),
+        (&["--direct-io=never", "--direct-io=auto"], true, "auto"),
+        (&["--direct-io", "--direct-io-threshold", "1M"], false, "always"),
+    ];
+    for &(flags, piped, mode) in cases {
+        let d = td.fresh("dest");
+        let mut c = fastuntar();
+        c.args(["--json", "-x", "-C"]).arg(&d).args(flags);
+        if piped {
+            c.args(["-f", "-"]).stdin(Input::Bytes(tar.clone()));
+        } else {
+            c.arg("-f").arg(&archive);
+        }
+        let out = c.run();
+        let ctx = format!("{flags:?} piped {piped}\n{}", out.describe());
+        assert_eq!(out.code, Some(0), "{ctx}");
+        let j = json_of(&out);
+        let JsonValue::Object(plan) = &j["direct_io"] else { panic!("direct_io: {ctx}") };
+        let text = |k: &str| match plan.get(k) {
+            Some(JsonValue::Str(v)) => v.clone(),
+            other => panic!("direct_io.{k} is {other:?}: {ctx}"),
+        };
+        assert_eq!(text("mode"), mode, "{ctx}");
+        let reason = text("reason");
+        let direct = match mode {
+            "always" => {
+                assert_eq!(reason, "asked", "{ctx}");
+                true
+            }
+            "never" => {
+                assert_eq!(reason, "declined", "{ctx}");
+                false
+            }
+            _ if !piped => {
+                let buffered_here = ["small_archive", "in_memory_fs", "unmeasured_fs"];
+                assert!(buffered_here.contains(&reason.as_str()), "{ctx}");
+                false
+            }
+            _ => reason == "large_archive",
+        };
+        assert_eq!(text("large"), if direct { "direct" } else { "buffered" }, "{ctx}");
+        assert_eq!(text("small"), "buffered", "{ctx}");
+        // Of the five files (0, 1, 4096, 70,000 and 1 MiB + 5 bytes), the two of 64 KiB and
+        // more go direct, or with a 1 MiB threshold the last alone.
+        let want = match (direct, flags.contains(&"1M")) {
+            (false, _) => 0.0,
+            (true, false) => 2.0,
+            (true, true) => 1.0,
+        };
+        assert_eq!(num(&j, "files_direct", &out), want, "{ctx}");
+    }
+    let d = td.fresh("dest");
+    let out = fastuntar()
+        .args(["-x", "--direct-io=sometimes", "-f"])
+        .arg(&archive)
+        .arg("-C")
+        .arg(&d)
+        .run();
+    assert_eq!(out.code, Some(2), "{}", out.describe());
+    assert!(out.stderr_str().contains("auto, always, never"), "{}", out.describe());
+    // -v: the listing alone on stdout, the plan at the end of the summary line.
+    let d = td.fresh("dest");
+    let out = fastuntar().args(["-xv", "-f"]).arg(&archive).arg("-C").arg(&d).run();
+    assert_eq!(out.code, Some(0), "{}", out.describe());
+    assert_eq!(
+        out.stdout_str(),
+        "d/\nd/f0\nd/f1\nd/f2\nd/f3\nd/f4\nd/link\nd/hard\n",
+        "{}",
+        out.describe()
+    );
+    let summary: Vec<String> = out.stderr_lines().into_iter().filter(|l| is_summary(l)).collect();
+    assert!(
+        summary.len() == 1 && summary[0].contains("; direct IO auto: every file buffered"),
+        "{}",
+        out.describe()
+    );
+    // Without -v the summary line does not say it.
+    let d = td.fresh("dest");
+    let out = fastuntar().args(["-x", "-f"]).arg(&archive).arg("-C").arg(&d).run();
+    assert!(!out.stderr_str().contains("direct IO"), "{}", out.describe());
 }
 
 #[test]

@@ -873,21 +873,28 @@ fn openat2_refused_by_seccomp() {
 /// (syscall 437 on every architecture: it came after the tables were unified) with EPERM and
 /// allows everything else.
 fn refuse_openat2(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt;
     const OPENAT2: u32 = 437;
     const LD_NR: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS, offset 0: seccomp_data.nr
     const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
     const RET: u16 = 0x06; // BPF_RET | BPF_K
     const RET_ERRNO: u32 = 0x0005_0000;
     const RET_ALLOW: u32 = 0x7fff_0000;
-    let filter = [
-        libc::sock_filter { code: LD_NR, jt: 0, jf: 0, k: 0 },
-        libc::sock_filter { code: JEQ, jt: 0, jf: 1, k: OPENAT2 },
-        libc::sock_filter { code: RET, jt: 0, jf: 0, k: RET_ERRNO | libc::EPERM as u32 },
-        libc::sock_filter { code: RET, jt: 0, jf: 0, k: RET_ALLOW },
-    ];
+    with_seccomp(
+        cmd,
+        vec![
+            libc::sock_filter { code: LD_NR, jt: 0, jf: 0, k: 0 },
+            libc::sock_filter { code: JEQ, jt: 0, jf: 1, k: OPENAT2 },
+            libc::sock_filter { code: RET, jt: 0, jf: 0, k: RET_ERRNO | libc::EPERM as u32 },
+            libc::sock_filter { code: RET, jt: 0, jf: 0, k: RET_ALLOW },
+        ],
+    );
+}
+
+/// Installs the seccomp `filter` in `cmd`'s process before it runs the binary.
+fn with_seccomp(cmd: &mut Command, filter: Vec<libc::sock_filter>) {
+    use std::os::unix::process::CommandExt;
     // Safety: the closure runs in the forked child before exec and only calls prctl, which is
-    // async-signal-safe, on the filter it owns (copied into the closure).
+    // async-signal-safe, on the filter it owns (moved into the closure).
     unsafe {
         cmd.pre_exec(move || {
             let prog =
@@ -980,6 +987,66 @@ fn direct_io_refused_ramfs() {
         }
         check_files(&dest, &members)
     });
+    if let Some(mixed) = or_skip(test, mixed_archive(td.path())) {
+        auto_policy(test, mnt, &mixed, "ramfs", "in_memory_fs");
+    }
+}
+
+/// O_DIRECT refused at the open of a file, on a filesystem whose probe said yes (as a FUSE
+/// daemon or a stacked filesystem may): a seccomp filter answers EINVAL to every openat with
+/// O_DIRECT (the portable writer's opens; the probe's O_TMPFILE file has no O_DIRECT). By
+/// default (auto: ext4 and an archive from a pipe, so files of 64 KiB and more planned direct)
+/// the writer goes on buffered without a word: exit 0, nothing on stderr, `files_direct` 0.
+/// `--direct-io` says it once. The files are right either way.
+#[test]
+fn direct_io_refused_at_open() {
+    let test = "direct_io_refused_at_open";
+    let fs = match loop_fs(test, "mkfs.ext4", "e2fsprogs", &["-q", "-F"], 64 << 20) {
+        Ok(fs) => fs,
+        Err(e) => return skip(test, &e),
+    };
+    let files = DirectFiles::new(41, (2 << 20) + 5);
+    let members = files.members();
+    let tar = tar_of(&members);
+    for (flags, warnings) in [(&["--json"][..], 0), (&["--json", "--direct-io"][..], 1)] {
+        let dest = fs.mnt.join("dest");
+        fresh_dir(&dest, None);
+        let mut cmd = fastuntar("-", &dest, &[&["--io", "portable"][..], flags].concat());
+        refuse_o_direct(&mut cmd);
+        let (ok, out, err) = output_with_stdin(cmd, tar.clone());
+        let ctx = format!("{flags:?}: {out}\n{err}");
+        assert!(ok, "{ctx}");
+        let said: Vec<&str> = err.lines().filter(|l| l.contains("O_DIRECT")).collect();
+        assert_eq!((said.len(), err.lines().count()), (warnings, warnings), "{ctx}");
+        assert!(out.contains("\"files_direct\":0,"), "{ctx}");
+        let mode = if warnings == 0 { "auto" } else { "always" };
+        assert!(out.contains(&format!("\"mode\":\"{mode}\"")), "{ctx}");
+        assert!(out.contains("\"large\":\"direct\""), "planned direct: {ctx}");
+        check_files(&dest, &members).unwrap_or_else(|e| panic!("{ctx}\n{e}"));
+    }
+}
+
+/// A seccomp filter on `cmd`: openat(2) with O_DIRECT in its flags fails with EINVAL.
+fn refuse_o_direct(cmd: &mut Command) {
+    const OPENAT: u32 = 257; // x86_64
+    const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+    const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+    const JSET: u16 = 0x45; // BPF_JMP | BPF_JSET | BPF_K
+    const RET: u16 = 0x06; // BPF_RET | BPF_K
+    const RET_ERRNO: u32 = 0x0005_0000;
+    const RET_ALLOW: u32 = 0x7fff_0000;
+    // seccomp_data: nr at 0, args[2] (openat's flags) at 32, low word first (little-endian).
+    with_seccomp(
+        cmd,
+        vec![
+            libc::sock_filter { code: LD_W_ABS, jt: 0, jf: 0, k: 0 },
+            libc::sock_filter { code: JEQ, jt: 0, jf: 3, k: OPENAT },
+            libc::sock_filter { code: LD_W_ABS, jt: 0, jf: 0, k: 32 },
+            libc::sock_filter { code: JSET, jt: 0, jf: 1, k: libc::O_DIRECT as u32 },
+            libc::sock_filter { code: RET, jt: 0, jf: 0, k: RET_ERRNO | libc::EINVAL as u32 },
+            libc::sock_filter { code: RET, jt: 0, jf: 0, k: RET_ALLOW },
+        ],
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1456,6 +1523,93 @@ fn against_gnu_tar(
         Ok(())
     });
     empty_dir(&gnu);
+}
+
+/// The default direct-IO policy (`auto`, issue 31) on the filesystem under `base`: the mixed
+/// archive read from a pipe (of unknown size, so counted as a large archive) and from its file
+/// (a small one), each with `--json` and no direct-IO option. The `direct_io` object names the
+/// filesystem as `fs` and gives `reason` for the piped run (`large_archive`: files of 64 KiB and
+/// more direct, which are `private` and `big`; any other: every file buffered) and
+/// `small_archive` for the file where the filesystem would take direct IO; `files_direct`
+/// agrees; and both trees are GNU tar's.
+fn auto_policy(test: &str, base: &Path, archive: &Path, fs_name: &str, reason: &str) {
+    let gnu = base.join("auto-gnu");
+    fresh_dir(&gnu, None);
+    let g = run(gnu_tar(archive, &gnu), None);
+    assert_eq!(g.code, Some(0), "{test}: GNU tar: {}", g.stderr);
+    let data = fs::read(archive).unwrap();
+    let direct = reason == "large_archive";
+    let from_file = if direct { "small_archive" } else { reason };
+    for (piped, want_reason) in [(true, reason), (false, from_file)] {
+        let ours = base.join("auto-ours");
+        fresh_dir(&ours, None);
+        let (source, stdin) = match piped {
+            true => ("-", Some(data.clone())),
+            false => (archive.to_str().unwrap(), None),
+        };
+        let json = json_with_stdin(fastuntar(source, &ours, &["--json"]), stdin);
+        let ctx =
+            format!("{test}: auto, {}: {json}", if piped { "piped" } else { "from the file" });
+        let large = if piped && direct { "direct" } else { "buffered" };
+        let head = format!("\"direct_io\":{{\"mode\":\"auto\",\"filesystem\":\"{fs_name}\",");
+        let tail =
+            format!("\"small\":\"buffered\",\"large\":\"{large}\",\"reason\":\"{want_reason}\"}}");
+        assert!(json.contains(&head) && json.contains(&tail), "{ctx}");
+        let files_direct = if large == "direct" { 2 } else { 0 };
+        assert!(json.contains(&format!("\"files_direct\":{files_direct},")), "{ctx}");
+        match compare_trees(&gnu, &ours) {
+            Ok(Some(n)) => note(test, &format!("auto: {n}")),
+            Ok(None) => {}
+            Err(e) => panic!("{ctx}\n{e}"),
+        }
+        empty_dir(&ours);
+    }
+    empty_dir(&gnu);
+}
+
+/// The stdout of a run that must succeed, fed `stdin` when given.
+fn json_with_stdin(cmd: Command, stdin: Option<Vec<u8>>) -> String {
+    let Some(data) = stdin else { return json_run(cmd) };
+    let (ok, out, err) = output_with_stdin(cmd, data);
+    assert!(ok, "{err}");
+    out
+}
+
+/// Runs `cmd` fed `data` on stdin: (exit 0, stdout, stderr). Killed (and the test failed)
+/// after TIMEOUT.
+fn output_with_stdin(mut cmd: Command, data: Vec<u8>) -> (bool, String, String) {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut pipe = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || pipe.write_all(&data));
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = Vec::new();
+            let _ = r.read_to_end(&mut s);
+            String::from_utf8_lossy(&s).into_owned()
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if start.elapsed() > TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{cmd:?} hung: killed after {TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let _ = feeder.join();
+    let (out, err) = (out.join().unwrap(), err.join().unwrap());
+    (status.success(), out, err)
 }
 
 /// What statx(STATX_DIOALIGN) says (memory, offset alignment) for `p`; None when the
@@ -1974,6 +2128,9 @@ fn direct_io_on_tmpfs() {
             }
             check_files(&dest, &members)
         });
+        if let Some(mixed) = or_skip(test, mixed_archive(td.path())) {
+            auto_policy(test, mnt, &mixed, "tmpfs", "in_memory_fs");
+        }
     });
 }
 
@@ -2011,6 +2168,7 @@ fn dest_fuse_bindfs() {
     };
     note_dio_align(test, &mnt);
     against_gnu_tar(test, &mnt, &archive, &configs(), None);
+    auto_policy(test, &mnt, &archive, "fuse", "large_archive");
     if !can_switch_user(test) {
         return;
     }
@@ -2047,7 +2205,10 @@ fn mixed_on_loop_fs(test: &str, mkfs: &str, package: &str, size: u64) -> Option<
 /// stands in.
 #[test]
 fn dest_xfs_loop() {
-    mixed_on_loop_fs("dest_xfs_loop", "mkfs.xfs", "xfsprogs", 300 << 20);
+    let test = "dest_xfs_loop";
+    if let Some(m) = mixed_on_loop_fs(test, "mkfs.xfs", "xfsprogs", 300 << 20) {
+        auto_policy(test, &m.fs.mnt, &m.archive, "xfs", "large_archive");
+    }
 }
 
 /// ext4 without a journal (`mkfs.ext4 -O ^has_journal`, as this VM's root filesystem): the
@@ -2064,6 +2225,7 @@ fn dest_ext4_without_a_journal() {
     let td = scratch(test);
     let Some(archive) = or_skip(test, mixed_archive(td.path())) else { return };
     against_gnu_tar(test, &fs.mnt, &archive, &configs(), None);
+    auto_policy(test, &fs.mnt, &archive, "ext4", "large_archive");
     let gnu = fs.mnt.join("gnu");
     fresh_dir(&gnu, None);
     let g = run(gnu_tar(&archive, &gnu), None);
@@ -2096,6 +2258,8 @@ fn dest_ext4_without_a_journal() {
     let want = format!("\"writer_threads\":{cpus},");
     let forced = std::env::var_os("FASTUNTAR_WRITER_THREADS").is_some();
     assert!(forced || out.contains(&want), "{out}");
+    empty_dir(&ours);
+    auto_policy(test, &journaled.mnt, &archive, "ext4", "large_archive");
 }
 
 /// The `--json` line of a run that must succeed.
@@ -2120,6 +2284,7 @@ fn dest_btrfs_loop() {
     else {
         return;
     };
+    auto_policy(test, &fs.mnt, &archive, "btrfs", "btrfs_checksums");
     let nocow = fs.mnt.join("nocow");
     fresh_dir(&nocow, None);
     match Command::new("chattr").arg("+C").arg(&nocow).output() {
@@ -2127,6 +2292,7 @@ fn dest_btrfs_loop() {
         other => return skip(&format!("{test} (nodatasum)"), &format!("chattr +C: {other:?}")),
     }
     against_gnu_tar(test, &nocow, &archive, &every_file_direct(), None);
+    auto_policy(test, &nocow, &archive, "btrfs", "large_archive");
 }
 
 /// The members GNU tar or fastuntar complained about, one per stderr line `PROG: NAME: ...`

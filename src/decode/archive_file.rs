@@ -22,7 +22,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 /// Buffer address, length and file offset alignment of a direct read. 4096 covers every
 /// O_DIRECT alignment we can meet (512 on this machine's virtio disk, 4096 on 4Kn devices).
@@ -37,8 +37,10 @@ const SYS_CACHESTAT: libc::c_long = 451;
 
 /// How the decoder wants the file read, decided after format detection: whoever owns the
 /// decoder says `direct` or `buffered`; the ArchiveFile acts on it at its next read.
+/// The same handle also turns on dropping consumed pages (`drop_behind`) once the writer has
+/// decided to write direct.
 #[derive(Default)]
-pub struct Direct(AtomicU8);
+pub struct Direct(AtomicU8, AtomicBool);
 
 const UNDECIDED: u8 = 0;
 const DIRECT: u8 = 1;
@@ -57,6 +59,15 @@ impl Direct {
 
     fn get(&self) -> u8 {
         self.0.load(Ordering::Relaxed)
+    }
+
+    /// Consumed pages are dropped from the page cache from now on.
+    pub fn drop_behind(&self) {
+        self.1.store(true, Ordering::Relaxed);
+    }
+
+    fn drops_behind(&self) -> bool {
+        self.1.load(Ordering::Relaxed)
     }
 }
 
@@ -203,7 +214,8 @@ impl Read for ArchiveFile {
             None => self.file.read_at(buf, self.pos)?,
         };
         self.pos += n as u64;
-        if self.drop_behind && self.pos - self.dropped >= DROP_BEHIND_STEP {
+        let drop_behind = self.drop_behind || self.direct.drops_behind();
+        if drop_behind && self.pos - self.dropped >= DROP_BEHIND_STEP {
             // Safety: the fd is open; fadvise takes no pointers. Failure only costs cache.
             unsafe {
                 libc::posix_fadvise(

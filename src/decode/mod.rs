@@ -298,6 +298,14 @@ impl Decoded {
 }
 
 impl Input {
+    /// Drops consumed archive pages from the page cache from here on (a regular file only):
+    /// for when the writer decided, after the archive was opened, to write direct.
+    pub fn drop_behind(&self) {
+        if let Some(d) = &self.direct {
+            d.drop_behind();
+        }
+    }
+
     /// Decoder workers `decode` would start with `threads` threads: all but the reader for
     /// zstd, whose frames may decode in parallel, and for xz, whose blocks may; none for other
     /// formats. Their frames get a pool of their own (`Config::pools`); for xz, liblzma's

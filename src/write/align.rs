@@ -1,10 +1,11 @@
-//! The O_DIRECT alignment of the destination filesystem.
+//! What the destination filesystem does with O_DIRECT: its alignment, and whether new files
+//! there skip data checksums (btrfs).
 //!
 //! statx(STATX_DIOALIGN) (Linux ≥ 6.1) says what the filesystem needs; before that, the
 //! logical block size of the backing block device is the rule (open(2), "O_DIRECT"); failing
 //! both, 4096, which every Linux filesystem accepts.
 
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 /// STATX_DIOALIGN from <linux/stat.h> (not exported by every libc version we build against).
 const STATX_DIOALIGN: u32 = 0x2000;
@@ -12,22 +13,43 @@ const STATX_DIOALIGN: u32 = 0x2000;
 /// Used when neither statx nor sysfs can tell: the conservative value from open(2).
 const FALLBACK_ALIGN: usize = 4096;
 
-/// Offset/length and memory alignment for O_DIRECT on the filesystem of `dirfd`, or None when
-/// the filesystem says it does not support direct IO at all.
-///
-/// Filesystems answer STATX_DIOALIGN for regular files only (ext4, XFS and btrfs leave it out
-/// for a directory), so the question is put to an unnamed O_TMPFILE file in DIR, which
-/// vanishes when closed; where O_TMPFILE is refused, DIR itself is asked.
-pub fn dio_alignment(dirfd: RawFd) -> Option<usize> {
+/// FS_NOCOW_FL, <linux/fs.h>: btrfs's NODATACOW, which implies NODATASUM.
+const FS_NOCOW_FL: libc::c_long = 0x0080_0000;
+
+/// What a new file in DIR would get.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NewFile {
+    /// Offset/length and memory alignment for O_DIRECT, or None when the filesystem says it
+    /// does not support direct IO for such a file (ext4 with `data=journal`, for one).
+    pub align: Option<usize>,
+    /// It would be created NOCOW (`chattr +C` on DIR, or btrfs mounted `nodatacow`), so
+    /// without data checksums.
+    pub nocow: bool,
+}
+
+/// Asks about a new file in the directory `dirfd`. Filesystems answer STATX_DIOALIGN for
+/// regular files only (ext4, XFS and btrfs leave it out for a directory), and a new file
+/// inherits DIR's NOCOW flag, so the questions are put to an unnamed O_TMPFILE file in DIR,
+/// which vanishes when closed; where O_TMPFILE is refused, DIR itself is asked.
+pub fn new_file(dirfd: RawFd) -> NewFile {
     // Safety: dirfd is open and "." a valid C string; the new fd, if any, is owned below.
     let tmp =
         unsafe { libc::openat(dirfd, c".".as_ptr(), libc::O_TMPFILE | libc::O_WRONLY, 0o600) };
     if tmp >= 0 {
         // Safety: openat returned a new fd that nothing else owns.
-        let tmp = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(tmp) };
-        return alignment_of(std::os::fd::AsRawFd::as_raw_fd(&tmp));
+        let tmp = unsafe { OwnedFd::from_raw_fd(tmp) };
+        let fd = tmp.as_raw_fd();
+        return NewFile { align: alignment_of(fd), nocow: nocow(fd) };
     }
-    alignment_of(dirfd)
+    NewFile { align: alignment_of(dirfd), nocow: nocow(dirfd) }
+}
+
+fn nocow(fd: RawFd) -> bool {
+    let mut flags: libc::c_long = 0;
+    // Safety: FS_IOC_GETFLAGS writes one long through the pointer, which is valid; the fd is
+    // open for the call. Filesystems without the ioctl (or an O_PATH fd) answer an error.
+    let r = unsafe { libc::ioctl(fd, libc::FS_IOC_GETFLAGS, &mut flags) };
+    r == 0 && flags & FS_NOCOW_FL != 0
 }
 
 fn alignment_of(fd: RawFd) -> Option<usize> {

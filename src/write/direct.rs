@@ -4,13 +4,15 @@
 use std::io;
 use std::os::fd::RawFd;
 
-/// The per-file direct-IO decision, shared by both backends.
+/// The per-file direct-IO decision, shared by both backends (made by direct_policy.rs).
 #[derive(Clone, Copy, Debug)]
 pub struct DirectPolicy {
     /// Some(threshold): files of at least this many bytes are opened with O_DIRECT.
     pub threshold: Option<u64>,
     /// The destination's O_DIRECT alignment (offset, length and memory).
     pub align: usize,
+    /// What the user asked for: a refusal of O_DIRECT is warned about after `--direct-io`.
+    pub asked: crate::cli::DirectIo,
 }
 
 /// Page size: the last chunk of a direct file is split at a page boundary, not just at the
@@ -21,6 +23,16 @@ const PAGE: usize = 4096;
 impl DirectPolicy {
     pub fn wants(&self, size: u64, sparse: bool) -> bool {
         !sparse && self.threshold.is_some_and(|t| size >= t)
+    }
+
+    /// The destination refused O_DIRECT at an open: every file from now on is written
+    /// buffered, and after `--direct-io` the user is told (once per run). Auto chose direct IO
+    /// itself and says nothing.
+    pub fn refused(&mut self) {
+        if self.threshold.is_some() && self.asked == crate::cli::DirectIo::Always {
+            super::direct_refused();
+        }
+        self.threshold = None;
     }
 
     /// How many leading bytes of a chunk of `len` bytes go direct; the rest is the tail.

@@ -7,6 +7,7 @@ pub mod casefold;
 pub mod delayed;
 pub mod dest;
 pub mod direct;
+pub mod direct_policy;
 pub mod journal;
 pub mod multi;
 pub mod portable;
@@ -148,7 +149,6 @@ use crate::cli::IoBackend;
 use crate::config::Config;
 use crate::pool::{BUF_ALIGN, Pool};
 use crate::resources::FdBudget;
-use direct::DirectPolicy;
 use portable::Portable;
 
 /// Calls `call`, a system call returning a negative value on failure, again while it fails
@@ -189,7 +189,7 @@ pub fn direct_refused() {
 /// Builds the writer the configuration asks for. `files` is the `--max-files` count that
 /// implied directories are counted against.
 pub fn create(cfg: &Config, pool: &Pool, files: Arc<FileCount>) -> Result<Box<dyn Writer>> {
-    let mut w = create_n(cfg, pool, files, 1)?;
+    let mut w = create_n(cfg, pool, files, 1, None)?;
     Ok(w.workers.pop().expect("one writer"))
 }
 
@@ -200,6 +200,8 @@ pub struct Writers {
     pub uring: usize,
     /// For the dispatcher (directories, links, deferred metadata); None when N = 1.
     pub dest: Option<dest::Dest>,
+    /// Which files are written direct, and why (`-v`, `--json`).
+    pub direct: direct_policy::Plan,
 }
 
 /// `--io auto` uses the portable writer from this many writer threads on when no file is
@@ -207,12 +209,20 @@ pub struct Writers {
 /// io_uring, 7.58 s portable) and costs CPU per small file: 100,000 small files to the
 /// RAM-backed ext4 with 2 writers, `scripts/bench.sh --only smallfiles` medians of 3,
 /// 5.11 s with io_uring (61 us of CPU per file) against 4.57 s portable (50 us). With
-/// --direct-io the ring's asynchronous direct writes are what make large files fast.
+/// files written direct (direct_policy.rs) the ring's asynchronous direct writes are what make
+/// large files fast.
 const AUTO_PORTABLE_FROM: usize = 2;
 
 /// `n` writers, each with its own `Dest` and its share of the fd budget, plus (for n > 1) a
-/// `Dest` for the dispatcher.
-pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> Result<Writers> {
+/// `Dest` for the dispatcher. `archive`: the archive's size when known (a file's, or a URL's
+/// Content-Length), for the direct-IO policy.
+pub fn create_n(
+    cfg: &Config,
+    pool: &Pool,
+    files: Arc<FileCount>,
+    n: usize,
+    archive: Option<u64>,
+) -> Result<Writers> {
     // Modes are applied exactly with -p and as root (GNU tar's --preserve-permissions default
     // for root, undone by --no-same-permissions; config.rs); otherwise the archive's modes
     // minus the umask, like tar without -p.
@@ -280,14 +290,16 @@ pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> R
     // From here on modes are applied explicitly.
     // Safety: umask has no memory effects.
     unsafe { libc::umask(0) };
-    let policy = direct_policy(cfg, &all[0], pool);
+    let plan = direct_plan(cfg, &all[0], pool, archive);
+    let policy = plan.policy();
+    let direct = policy.threshold.is_some();
     let dispatcher = if n > 1 { all.pop() } else { None };
     let files_each = (fds.files / n).max(1);
     let mut uring_ok = match cfg.io {
         IoBackend::Uring => true,
         IoBackend::Portable => false,
-        IoBackend::Auto if journal_less.is_some() => cfg.direct_io.is_some(),
-        IoBackend::Auto => !serial && (n < AUTO_PORTABLE_FROM || cfg.direct_io.is_some()),
+        IoBackend::Auto if journal_less.is_some() => direct,
+        IoBackend::Auto => !serial && (n < AUTO_PORTABLE_FROM || direct),
     };
     let mut workers: Vec<Box<dyn Writer>> = Vec::with_capacity(n);
     let mut uring = 0;
@@ -295,7 +307,9 @@ pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> R
         if uring_ok {
             match uring::setup().and_then(probe_opcodes).and_then(probe_workers) {
                 Ok(ring) => {
-                    let here = n >= uring::OPEN_BUFFERED_HERE_FROM;
+                    // Without a journal, files are created one after the other (journal.rs),
+                    // also when the ring is here for direct writes.
+                    let here = n >= uring::OPEN_BUFFERED_HERE_FROM || journal_less.is_some();
                     let w = uring::Uring::new(ring, pool, dest, policy, files_each, here);
                     workers.push(Box::new(w));
                     uring += 1;
@@ -316,7 +330,7 @@ pub fn create_n(cfg: &Config, pool: &Pool, files: Arc<FileCount>, n: usize) -> R
         }
         workers.push(Box::new(Portable::new(dest, policy)));
     }
-    Ok(Writers { workers, uring, dest: dispatcher })
+    Ok(Writers { workers, uring, dest: dispatcher, direct: plan })
 }
 
 /// The ring's operations that the writer uses: OPENAT, WRITE and CLOSE came with Linux 5.6, and
@@ -373,25 +387,22 @@ fn probe_workers(mut ring: io_uring::IoUring) -> std::io::Result<io_uring::IoUri
     Ok(ring)
 }
 
-fn direct_policy(cfg: &Config, dest: &dest::Dest, pool: &Pool) -> DirectPolicy {
-    let Some(threshold) = cfg.direct_io else {
-        return DirectPolicy { threshold: None, align: BUF_ALIGN };
-    };
-    match align::dio_alignment(dest.root_fd()) {
-        Some(a) if a <= BUF_ALIGN && pool.buf_size().is_multiple_of(a) => {
-            DirectPolicy { threshold: Some(threshold), align: a }
-        }
-        Some(a) => {
-            crate::report::warn(format!(
-                "the destination needs {a}-byte alignment for O_DIRECT, more than the pool gives; writing buffered"
-            ));
-            DirectPolicy { threshold: None, align: BUF_ALIGN }
-        }
-        None => {
-            crate::report::warn(
-                "the destination filesystem does not support O_DIRECT; writing buffered",
-            );
-            DirectPolicy { threshold: None, align: BUF_ALIGN }
-        }
+/// Probes DIR and decides which files go direct (direct_policy.rs); warns when `--direct-io`
+/// cannot be had.
+fn direct_plan(
+    cfg: &Config,
+    dest: &dest::Dest,
+    pool: &Pool,
+    archive: Option<u64>,
+) -> direct_policy::Plan {
+    let probed = direct_policy::Destination::probe(dest.root_fd());
+    // O_DIRECT needs the data's address and length aligned: every pool buffer starts on a
+    // BUF_ALIGN boundary and is buf_size long.
+    let pool_align = BUF_ALIGN.min(1 << pool.buf_size().trailing_zeros());
+    let plan =
+        direct_policy::decide(cfg.direct_io, cfg.direct_io_threshold, &probed, archive, pool_align);
+    if let Some(w) = plan.warning() {
+        crate::report::warn(w);
     }
+    plan
 }

@@ -42,8 +42,7 @@ impl Portable {
         let mut direct = self.policy.wants(size, sparse);
         let fd = match self.dest.create_file(&entry, if direct { libc::O_DIRECT } else { 0 }) {
             Err(e) if direct && e.raw_os_error() == Some(libc::EINVAL) => {
-                super::direct_refused();
-                self.policy.threshold = None;
+                self.policy.refused();
                 direct = false;
                 self.dest.create_file(&entry, 0)
             }

@@ -545,10 +545,7 @@ impl Uring {
         let f = &mut self.files[file];
         if err == libc::EINVAL && f.direct {
             // Files opened before the first refusal come back here too: warn once.
-            if self.policy.threshold.is_some() {
-                super::direct_refused();
-            }
-            self.policy.threshold = None;
+            self.policy.refused();
             f.direct = false;
             f.went_direct = false;
             return self.submit_open(file);
