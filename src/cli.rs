@@ -923,6 +923,35 @@ pub struct Args {
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
 
+    /// For an archive read from a URL: connections fetching its pieces in parallel, when the
+    /// server answers ranges and gives a length and an ETag or Last-Modified (default 8, at
+    /// most 16; otherwise one).
+    #[arg(long = "connections", value_name = "N")]
+    pub connections: Option<usize>,
+
+    /// For a URL: a connection that brings no byte for SECONDS is retried (default 30).
+    #[arg(long = "stall-timeout", value_name = "SECONDS")]
+    pub stall_timeout: Option<u64>,
+
+    /// For a URL: failures in a row, without a byte between them, before a connection gives up
+    /// (default 64, about an hour of waits: at once, then 1, 2, 4 ... 60 s).
+    #[arg(long = "retries", value_name = "N")]
+    pub retries: Option<u32>,
+
+    /// For an https URL: also trust the CA certificates (PEM) in FILE, besides the system's.
+    #[arg(long = "cacert", value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+
+    /// For a URL: keep a copy of the downloaded archive in FILE (written as FILE.incomplete,
+    /// renamed to FILE once the run ended well and the copy is complete).
+    #[arg(long = "keep-archive", value_name = "FILE")]
+    pub keep_archive: Option<PathBuf>,
+
+    /// For a URL: the SHA-256 the downloaded bytes must have (sha256:HEX); a mismatch is found
+    /// at the end, when the tree has been extracted, and exits 2.
+    #[arg(long = "checksum", value_name = "sha256:HEX")]
+    pub checksum: Option<String>,
+
     /// Print shell completions for SHELL (bash, zsh, fish, elvish, powershell) and exit.
     #[arg(long = "completions", value_name = "SHELL", hide = true)]
     pub completions: Option<clap_complete::Shell>,

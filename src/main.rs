@@ -157,6 +157,20 @@ fn line(s: &Summary) -> String {
         let threads = s.decoding.threads;
         out += &format!("; {frames} zstd frames on {threads} threads");
     }
+    if let Some(d) = &s.download {
+        out += &format!(
+            "; downloaded {:.1} MB on {} connection{}",
+            d.bytes as f64 / 1e6,
+            d.connections,
+            if d.connections == 1 { "" } else { "s" }
+        );
+        if d.retries > 0 {
+            out += &format!(", {} retries", d.retries);
+        }
+        if d.refetched > 0 {
+            out += &format!(", {:.1} MB re-fetched", d.refetched as f64 / 1e6);
+        }
+    }
     if let Some(sync) = s.sync {
         out += &format!("; sync {:.2} s", sync.as_secs_f64());
     }
@@ -167,8 +181,23 @@ fn line(s: &Summary) -> String {
     out
 }
 
-/// The same as one JSON object (numbers only, so no escaping is needed).
+/// The same as one JSON object (numbers, and a URL's final address escaped by `json_string`).
 fn json(s: &Summary, code: ExitCode) -> String {
+    let download = match &s.download {
+        None => String::new(),
+        Some(d) => format!(
+            concat!(
+                "\"url\":{},\"url_length\":{},\"download_bytes\":{},\"connections\":{},",
+                "\"retries\":{},\"refetched_bytes\":{},"
+            ),
+            json_string(&d.url),
+            null_or(d.length),
+            d.bytes,
+            d.connections,
+            d.retries,
+            d.refetched
+        ),
+    };
     let st = &s.stats;
     let secs = s.elapsed.as_secs_f64();
     let sync = s.sync.map_or("null".to_string(), |d| format!("{:.6}", d.as_secs_f64()));
@@ -178,7 +207,7 @@ fn json(s: &Summary, code: ExitCode) -> String {
             "\"dirs\":{},\"links\":{},\"bytes\":{},\"elapsed_s\":{:.6},\"mb_per_s\":{:.3},",
             "\"sync_s\":{},\"decode_threads\":{},\"frames\":{},\"frames_ahead\":{},",
             "\"frames_in_place\":{},\"pool_bytes\":{},\"frame_pool_bytes\":{},",
-            "\"writer_threads\":{},\"uring_writers\":{},\"skipped\":{},\"exit_code\":{}}}"
+            "\"writer_threads\":{},\"uring_writers\":{},{}\"skipped\":{},\"exit_code\":{}}}"
         ),
         s.members,
         st.files,
@@ -198,9 +227,28 @@ fn json(s: &Summary, code: ExitCode) -> String {
         s.memory.1,
         s.writers.0,
         s.writers.1,
+        download,
         report::skipped_count(),
         code as i32
     )
+}
+
+/// A JSON string of `text`: quotes, backslashes and control characters escaped (RFC 8259 §7).
+fn json_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                out.push_str(&format!("\\u{:04x}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 fn null_or(n: Option<u64>) -> String {
