@@ -3,11 +3,16 @@
 # the ways a node operator restores from it, into a fresh RAM-backed ext4 for every run.
 #
 #   scripts/bench-url.sh [--rounds N] [--scale F] [--rate RATE] [--workdir DIR] [--bin PATH]
-#                        [--port PORT] [--rows LIST]
+#                        [--port PORT] [--rows LIST] [--mirrors paced,nginx]
 #   (also reached as `scripts/bench.sh --only url [same options]`)
 #
-# The mirror is nginx (apt's nginx-light), serving WORKDIR/archives with `limit_rate RATE` per
-# connection (default 50m, as mirrors cap each connection) and sendfile. The archive is the
+# Two mirrors serve WORKDIR/archives, each capping at RATE (default 50m: 50 MB/s):
+#   paced  scripts/pacing-server.py: every TCP connection capped by SO_MAX_PACING_RATE, as a
+#          mirror's or CDN's shaping caps a connection, whatever requests it carries;
+#   nginx  apt's nginx-light with `limit_rate RATE` and sendfile: the cap is per *request*, and
+#          each request may start with a second's worth of it at once (a client asking for
+#          many small ranges is barely capped: see pacing-server.py).
+# The archive is the
 # Agave-shaped multi-frame agave.tar.zst of scripts/gen-archives.py at --scale (default 0.44:
 # 595 MB compressed, 1.76 GB of tar in 2,643 files). Rows, in interleaved rounds (default 3),
 # each preceded by `sync; echo 3 > drop_caches` and timed to the end of a `sync`:
@@ -32,6 +37,7 @@ WORKDIR=/var/tmp/fastuntar-bench
 BIN=""
 PORT=18629
 ROWS="url url1 curl-fu curl-tar aria2-fu aria2 local"
+MIRRORS="paced nginx"
 while (($#)); do
     case $1 in
     --rounds) ROUNDS=$2; shift 2 ;;
@@ -41,6 +47,7 @@ while (($#)); do
     --bin) BIN=$2; shift 2 ;;
     --port) PORT=$2; shift 2 ;;
     --rows) ROWS=${2//,/ }; shift 2 ;;
+    --mirrors) MIRRORS=${2//,/ }; shift 2 ;;
     --only) shift 2 ;; # from bench.sh
     -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "bench-url.sh: unknown option $1" >&2; exit 2 ;;
@@ -66,7 +73,8 @@ ARCHIVE=$ARCHDIR/agave.tar.zst
 SIZE=$(stat -c %s "$ARCHIVE")
 TAR_SIZE=$(awk -F'"tar_bytes": ' 'NF > 1 { split($2, a, /[,}]/); print a[1]; exit }' "$ARCHIVE.json" 2>/dev/null || true)
 [[ -n $TAR_SIZE ]] || TAR_SIZE=$((SIZE * 3))
-URL=http://127.0.0.1:$PORT/agave.tar.zst
+PACED_PORT=$((PORT + 1))
+declare -A URL_OF=([nginx]=http://127.0.0.1:$PORT/agave.tar.zst [paced]=http://127.0.0.1:$PACED_PORT/agave.tar.zst)
 RESULTS=$WORKDIR/results-url/$(date +%Y%m%d-%H%M%S)
 mkdir -p "$RESULTS"
 
@@ -92,6 +100,9 @@ http {
 EOF
 nginx -p "$NGX" -c "$NGX/nginx.conf" &
 NGX_PID=$!
+RATE_BYTES=$(numfmt --from=si "${RATE^^}")
+python3 "$REPO/scripts/pacing-server.py" "$ARCHDIR" "$PACED_PORT" "$RATE_BYTES" &
+PACED_PID=$!
 IMG=/dev/shm/fastuntar-bench-url-$$.img
 MNT=$WORKDIR/url-mnt-$$
 LOOP=""
@@ -102,8 +113,8 @@ down() {
 }
 cleanup() {
     down
-    kill "$NGX_PID" 2>/dev/null || true
-    wait "$NGX_PID" 2>/dev/null || true
+    kill "$NGX_PID" "$PACED_PID" 2>/dev/null || true
+    wait "$NGX_PID" "$PACED_PID" 2>/dev/null || true
     rm -rf -- "$NGX" "$MNT"
 }
 trap cleanup EXIT
@@ -117,11 +128,14 @@ up() {
     mount "$LOOP" "$MNT"
     mkdir "$MNT/dest"
 }
-for _ in 1 2 3 4 5 6 7 8 9 10; do curl -sf -o /dev/null -r 0-0 "$URL" && break; sleep 0.3; done
+for m in $MIRRORS; do
+    for _ in 1 2 3 4 5 6 7 8 9 10; do curl -sf -o /dev/null -r 0-0 "${URL_OF[$m]}" && break; sleep 0.3; done
+done
 
+# The command of row $2 from mirror $1.
 cmd_of() {
-    local d=$MNT/dest t="/usr/bin/time -o $RESULTS/rss -f %M"
-    case $1 in
+    local d=$MNT/dest t="/usr/bin/time -o $RESULTS/rss -f %M" URL=${URL_OF[$1]:-}
+    case $2 in
     url) echo "$t $BIN -x $URL -C $d -q" ;;
     url1) echo "$t $BIN -x $URL -C $d -q --connections 1" ;;
     curl-fu) echo "curl -sf $URL | $t $BIN -x -C $d -q" ;;
@@ -134,26 +148,34 @@ cmd_of() {
 
 {
     echo "machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -r)"
-    echo "archive: $ARCHIVE ($SIZE bytes), served by nginx $(nginx -v 2>&1 | sed 's/.*\///') limit_rate $RATE per connection"
+    echo "archive: $ARCHIVE ($SIZE bytes); mirrors: $MIRRORS at $RATE (paced: pacing-server.py, a cap per connection; nginx $(nginx -v 2>&1 | sed 's/.*\///'): limit_rate, a cap per request)"
     echo "fastuntar: $BIN ($("$BIN" --version 2>/dev/null | head -n1))"
 } | tee "$RESULTS/setup.txt"
 printf 'round\trow\tseconds\trss_kb\tload\n' >"$RESULTS/raw.tsv"
+# Every row of every mirror, then the local extraction once, per round.
+RUNS=()
+for m in $MIRRORS; do
+    for row in $ROWS; do [[ $row == local ]] || RUNS+=("$m:$row"); done
+done
+[[ " $ROWS " == *" local "* ]] && RUNS+=("-:local")
 for r in $(seq 1 "$ROUNDS"); do
-    for row in $ROWS; do
+    for run in "${RUNS[@]}"; do
+        mirror=${run%%:*} row=${run#*:}
+        [[ $mirror == - ]] && name=$row || name=$run
         up
         sync
         echo 3 >/proc/sys/vm/drop_caches
         load=$(cut -d' ' -f1 /proc/loadavg)
         : >"$RESULTS/rss"
         t0=$EPOCHREALTIME
-        if ! bash -c "set -o pipefail; $(cmd_of "$row")" >"$RESULTS/$row.$r.log" 2>&1; then
-            echo "round $r $row: FAILED (see $RESULTS/$row.$r.log)" >&2
+        if ! bash -c "set -o pipefail; $(cmd_of "$mirror" "$row")" >"$RESULTS/$name.$r.log" 2>&1; then
+            echo "round $r $name: FAILED (see $RESULTS/$name.$r.log)" >&2
         fi
         sync
         t1=$EPOCHREALTIME
         secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
         rss=$(tail -n1 "$RESULTS/rss" 2>/dev/null || true)
-        printf '%s\t%s\t%s\t%s\t%s\n' "$r" "$row" "$secs" "${rss:-}" "$load" | tee -a "$RESULTS/raw.tsv"
+        printf '%s\t%s\t%s\t%s\t%s\n' "$r" "$name" "$secs" "${rss:-}" "$load" | tee -a "$RESULTS/raw.tsv"
     done
 done
 down
@@ -174,8 +196,11 @@ END {
         med[r] = median(t[r])
         printf "| %s | %.2f |%s | %s |%s |\n", r, med[r], t[r], (r in m) ? sprintf("%.0f", median(m[r]) / 1024) : "", l[r]
     }
-    if (("url" in med) && ("aria2" in med) && ("local" in med)) {
-        base = med["aria2"] > med["local"] ? med["aria2"] : med["local"]
-        printf "\nurl / max(aria2, local) = %.2f (target 1.15)\n", med["url"] / base
+    for (r in med) {
+        if (r !~ /:url$/) continue
+        mi = r; sub(/:url$/, "", mi)
+        if (!((mi ":aria2") in med) || !("local" in med)) continue
+        base = med[mi ":aria2"] > med["local"] ? med[mi ":aria2"] : med["local"]
+        printf "\n%s: url / max(aria2, local) = %.2f (target 1.15)\n", mi, med[r] / base
     }
 }' "$RESULTS/raw.tsv" | tee "$RESULTS/summary.md"

@@ -187,12 +187,13 @@ fn json(s: &Summary, code: ExitCode) -> String {
         None => String::new(),
         Some(d) => format!(
             concat!(
-                "\"url\":{},\"url_length\":{},\"download_bytes\":{},\"connections\":{},",
-                "\"retries\":{},\"refetched_bytes\":{},"
+                "\"url\":{},\"url_length\":{},\"download_bytes\":{},\"download_mb_per_s\":{:.3},",
+                "\"connections\":{},\"retries\":{},\"refetched_bytes\":{},"
             ),
             json_string(&d.url),
             null_or(d.length),
             d.bytes,
+            rate_mb_s(d.bytes, s.elapsed.as_secs_f64()),
             d.connections,
             d.retries,
             d.refetched
@@ -253,4 +254,13 @@ fn json_string(text: &str) -> String {
 
 fn null_or(n: Option<u64>) -> String {
     n.map_or("null".to_string(), |n| n.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn json_strings_are_escaped() {
+        assert_eq!(super::json_string("https://h/a?b=\"c\"\\"), r#""https://h/a?b=\"c\"\\""#);
+        assert_eq!(super::json_string("a\nb\u{1}"), r#""a\u000ab\u0001""#);
+    }
 }

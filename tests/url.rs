@@ -92,12 +92,6 @@ fn extract(td: &TestDir, mut cmd: Cmd, url: &str, extra: &[&str]) -> (Output, st
     (out, dest)
 }
 
-fn json_number(stdout: &str, key: &str) -> Option<u64> {
-    let at = stdout.find(&format!("\"{key}\":"))? + key.len() + 3;
-    let digits: String = stdout[at..].chars().take_while(char::is_ascii_digit).collect();
-    digits.parse().ok()
-}
-
 /// A failure in one line naming the URL, exit 2, and nothing left in the test directory but
 /// what the test made (DEST may hold what was extracted before the failure).
 fn fails_in_one_line(out: &Output, url: &str, words: &str, ctx: &str) {
@@ -129,8 +123,8 @@ fn plain_and_cut_downloads_under_every_engine() {
         let (out, dest) = extract(&td, run.cmd(), &url, PIECES);
         out.expect_code(0);
         o.same(&dest, &format!("{ctx} plain"));
-        assert_eq!(json_number(&out.stdout_str(), "retries"), Some(0), "{ctx}");
-        assert_eq!(json_number(&out.stdout_str(), "connections"), Some(4), "{ctx}");
+        assert_eq!(util::json_number(&out.stdout_str(), "retries"), Some(0), "{ctx}");
+        assert_eq!(util::json_number(&out.stdout_str(), "connections"), Some(4), "{ctx}");
         drop(server);
 
         // Cuts: inside three zstd frame headers, or three tar headers, spread over the archive.
@@ -148,7 +142,7 @@ fn plain_and_cut_downloads_under_every_engine() {
         let (out, dest) = extract(&td, run.cmd(), &url_of(&server), PIECES);
         out.expect_code(0);
         o.same(&dest, &format!("{ctx} cut at {cuts:?}"));
-        let retries = json_number(&out.stdout_str(), "retries").unwrap();
+        let retries = util::json_number(&out.stdout_str(), "retries").unwrap();
         assert_eq!(retries, cuts.len() as u64, "{ctx}: one retry per cut\n{}", out.describe());
     });
 }
@@ -228,12 +222,12 @@ fn faults_survived_like_gnu_tar() {
             );
             match name {
                 "no Range support" => {
-                    assert_eq!(json_number(&json, "connections"), Some(1), "{name}: {json}");
+                    assert_eq!(util::json_number(&json, "connections"), Some(1), "{name}: {json}");
                     assert_eq!(archive_requests.len(), 1, "{name}");
                 }
                 "no Range support, cut" => {
-                    assert_eq!(json_number(&json, "retries"), Some(1), "{name}: {json}");
-                    let again = json_number(&json, "refetched_bytes").unwrap();
+                    assert_eq!(util::json_number(&json, "retries"), Some(1), "{name}: {json}");
+                    let again = util::json_number(&json, "refetched_bytes").unwrap();
                     assert!(again > 0 && again <= middle, "{name}: {json}");
                 }
                 "redirect chain" => {
@@ -243,7 +237,7 @@ fn faults_survived_like_gnu_tar() {
                     assert!(said.contains("redirected to") && said.contains(ARCHIVE), "{said}");
                 }
                 _ => {
-                    assert!(json_number(&json, "retries").unwrap() >= 1, "{name}: {json}");
+                    assert!(util::json_number(&json, "retries").unwrap() >= 1, "{name}: {json}");
                 }
             }
             if name != "no Range support" && name != "no Range support, cut" {
@@ -263,7 +257,7 @@ fn faults_survived_like_gnu_tar() {
 
 /// Faults that must stop the run with one line naming the URL and exit 2: an ETag that changes
 /// mid-download, a wrong Content-Range, a length larger than the bytes, a redirect loop, an
-/// https-to-http redirect, 404, a refused connection, a host that does not resolve, a server
+/// https-to-http redirect, 404, 403, a refused connection, a host that does not resolve, a server
 /// without ranges or validator that drops the connection.
 #[test]
 fn faults_that_stop_the_run() {
@@ -294,6 +288,7 @@ fn faults_that_stop_the_run() {
         ),
         ("redirect loop", Faults::default(), "/loop/a".into(), "redirect loop"),
         ("404", Faults::default(), "/missing.tar".into(), "404 Not Found"),
+        ("403", Faults::default(), "/forbidden".into(), "403 Forbidden"),
         (
             "refused",
             Faults::default(),

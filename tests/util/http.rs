@@ -14,7 +14,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// The archive's path; others: `/r/N` redirects N times, `/loop/a` and `/loop/b` redirect to
-/// each other, `/down` redirects from https to http (`Faults::downgrade_to`), anything else 404.
+/// each other, `/down` redirects from https to http (`Faults::downgrade_to`), `/forbidden` is 403,
+/// anything else 404.
 pub const ARCHIVE: &str = "/archive";
 
 /// The faults a server injects. Offsets are bytes of the archive.
@@ -234,6 +235,10 @@ fn respond(s: &mut impl Write, st: &State, req: &Seen) -> io::Result<bool> {
         "/loop/a" => return redirect(s, "/loop/b"),
         "/loop/b" => return redirect(s, "/loop/a"),
         "/down" => return redirect(s, f.downgrade_to.as_deref().unwrap_or("http://127.0.0.1:1/")),
+        "/forbidden" => {
+            write!(s, "HTTP/1.1 403 Forbidden\r\nContent-Length: 9\r\n\r\nforbidden")?;
+            return Ok(true);
+        }
         ARCHIVE => {}
         _ => {
             write!(s, "HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nnot found")?;
