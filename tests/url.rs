@@ -435,12 +435,24 @@ fn keep_archive_checksum_list_and_stdout() {
     assert!(data.stdout == gnu.stdout, "-O URL");
 }
 
-/// The proxy variables as curl reads them: a proxy that refuses is used (and named by the
-/// failure), unless NO_PROXY names the host.
+/// The proxy variables as curl reads them: an https URL goes through `https_proxy` (a CONNECT
+/// tunnel, TLS checked end to end), an http URL through `http_proxy` (one that refuses is
+/// named by the failure), unless NO_PROXY names the host.
 #[test]
 fn proxy_variables_as_curl() {
     let test = "proxy_variables_as_curl";
     let td = TestDir::new(test);
+    let (ca, config) = http::tls_for(&["localhost"]);
+    let ca_file = td.write("ca.pem", ca);
+    let tls = Server::with_tls(tree_tar(), Faults::default(), Some(config));
+    let proxy = http::Proxy::start();
+    let mut c = util::fastuntar();
+    c.env("https_proxy", format!("http://{}", proxy.addr)).env("NO_PROXY", "example.com");
+    let (out, _) = extract(&td, c, &tls.url(ARCHIVE), &["--cacert", ca_file.to_str().unwrap()]);
+    out.expect_code(0);
+    let tunnels = proxy.tunnels.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(tunnels >= 1, "the download went through the proxy");
+
     let server = Server::start(tree_tar(), Faults::default());
     let url = server.url(ARCHIVE);
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
@@ -453,6 +465,37 @@ fn proxy_variables_as_curl() {
     c.env("http_proxy", &proxy).env("NO_PROXY", "example.com,127.0.0.1");
     let (out, _) = extract(&td, c, &url, &[]);
     out.expect_code(0);
+}
+
+/// The reorder window stays within --memory: a URL extraction of 24 MB on 8 connections, with
+/// the decoder slower than the loopback, peaks within a few MiB of the same extraction from a
+/// file under the same --memory (the window is part of it, and the pieces wait for room).
+#[test]
+fn the_window_stays_within_memory() {
+    let test = "the_window_stays_within_memory";
+    let td = TestDir::new(test);
+    let mut t = Tar::new();
+    let mut rng = Rng::new(7);
+    for i in 0..24 {
+        t.file(format!("f{i}"), &rng.bytes(1 << 20));
+    }
+    let zst = ZSTD_64K.encode(&t.finish());
+    let file = td.write("a.tar.zst", &zst);
+    let server = Server::start(zst, Faults::default());
+    let flags = ["--memory", "8M", "--connections", "8", "--threads", "1", "-q"];
+    let rss = |src: &[&str]| {
+        let dest = td.fresh("dest");
+        let out = util::fastuntar().measure_rss().args(src).args(flags).arg("-C").arg(&dest).run();
+        out.expect_code(0);
+        out.peak_rss_kib.expect("peak RSS (/usr/bin/time)")
+    };
+    let from_url = rss(&["-x", "-f", &server.url(ARCHIVE)]);
+    let from_file = rss(&["-x", "-f", file.to_str().unwrap()]);
+    util::note(&format!("peak RSS from the URL {from_url} KiB, from the file {from_file} KiB"));
+    assert!(
+        from_url <= from_file + 8 * 1024,
+        "from the URL {from_url} KiB, from the file {from_file} KiB"
+    );
 }
 
 /// The source's first-class operation for resuming (issue 30): open the URL from byte X

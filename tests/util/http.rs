@@ -362,3 +362,52 @@ pub fn tls_for(names: &[&str]) -> (String, Arc<rustls::ServerConfig>) {
         .unwrap();
     (ca.pem(), Arc::new(config))
 }
+
+/// A forward proxy on 127.0.0.1 that tunnels `CONNECT host:port` (what a client sends for an
+/// https URL through `https_proxy`), and counts the tunnels it made.
+pub struct Proxy {
+    pub addr: SocketAddr,
+    pub tunnels: Arc<AtomicUsize>,
+}
+
+impl Proxy {
+    pub fn start() -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+        let addr = listener.local_addr().unwrap();
+        let tunnels = Arc::new(AtomicUsize::new(0));
+        let count = tunnels.clone();
+        // Detached: it ends with the test process; each tunnel ends when either side closes.
+        std::thread::spawn(move || {
+            for conn in listener.incoming().take(MAX_CONNECTIONS) {
+                let Ok(mut client) = conn else { continue };
+                let count = count.clone();
+                std::thread::spawn(move || {
+                    let mut buf = Vec::new();
+                    let Some(req) = read_request(&mut client, &mut buf) else { return };
+                    if req.method != "CONNECT" {
+                        let _ = client.write_all(b"HTTP/1.1 405 Method Not Allowed\r\n\r\n");
+                        return;
+                    }
+                    let Ok(server) = TcpStream::connect(req.path.replace("localhost", "127.0.0.1"))
+                    else {
+                        let _ = client.write_all(b"HTTP/1.1 502 Bad Gateway\r\n\r\n");
+                        return;
+                    };
+                    count.fetch_add(1, Ordering::Relaxed);
+                    let _ = client.write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n");
+                    let (mut c2, mut s2) =
+                        (client.try_clone().unwrap(), server.try_clone().unwrap());
+                    let up = std::thread::spawn(move || {
+                        let _ = io::copy(&mut c2, &mut s2);
+                        let _ = s2.shutdown(Shutdown::Write);
+                    });
+                    let (mut s, mut c) = (server, client);
+                    let _ = io::copy(&mut s, &mut c);
+                    let _ = c.shutdown(Shutdown::Write);
+                    let _ = up.join();
+                });
+            }
+        });
+        Proxy { addr, tunnels }
+    }
+}
