@@ -482,6 +482,12 @@ fn top_level(dir: &std::path::Path, archive: Option<&std::path::Path>) -> Result
                  --one-top-level=DIR"
             )
         };
+        // A URL's name is its path's last segment: the query string (a presigned URL's
+        // signature, which may hold '/') and the fragment are not part of it.
+        let url_path = archive
+            .filter(|a| crate::decode::url::is_url(a.as_os_str()))
+            .map(|a| PathBuf::from(a.to_string_lossy().split(['?', '#']).next().unwrap_or("")));
+        let archive = url_path.as_deref().or(archive);
         let base = archive.and_then(|a| a.file_name()).ok_or_else(cannot)?.as_bytes();
         let dot = base.iter().rposition(|&b| b == b'.').ok_or_else(cannot)?;
         let suffix = &base[dot + 1..];
@@ -977,6 +983,13 @@ mod tests {
 
     /// A URL's reorder window comes out of the same budget: from the default file data, or
     /// from an explicit --memory, never on top of it.
+    #[test]
+    fn one_top_level_of_a_url() {
+        let url = "https://h/p/snapshot-1-abc.tar.zst?X-Amz-Credential=AK%2F2026/us/s3&Sig=x/y";
+        let got = top_level(std::path::Path::new(""), Some(std::path::Path::new(url))).unwrap();
+        assert_eq!(got, Some(PathBuf::from("snapshot-1-abc")));
+    }
+
     #[test]
     fn the_url_window_is_part_of_the_budget() {
         let mib = |p: Pools| (p.files * p.buf_size) as u64 >> 20;
