@@ -125,6 +125,15 @@ fn plain_and_cut_downloads_under_every_engine() {
         o.same(&dest, &format!("{ctx} plain"));
         assert_eq!(util::json_number(&out.stdout_str(), "retries"), Some(0), "{ctx}");
         assert_eq!(util::json_number(&out.stdout_str(), "connections"), Some(4), "{ctx}");
+        // Pieces reuse their connections (keep-alive): ten or so requests on 4 connections,
+        // and one more for the first answer.
+        let requests = server.archive_requests();
+        assert!(requests >= 8, "{ctx}: {requests} requests");
+        assert!(
+            server.accepted() <= 5,
+            "{ctx}: {} connections for {requests} requests",
+            server.accepted()
+        );
         drop(server);
 
         // Cuts: inside three zstd frame headers, or three tar headers, spread over the archive.

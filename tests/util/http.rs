@@ -61,6 +61,8 @@ struct State {
     faults: Mutex<Faults>,
     seen: Mutex<Vec<Seen>>,
     archive_requests: AtomicUsize,
+    /// TCP connections accepted.
+    accepted: AtomicUsize,
     tls: Option<Arc<rustls::ServerConfig>>,
 }
 
@@ -97,6 +99,7 @@ impl Server {
             faults: Mutex::new(faults),
             seen: Mutex::new(Vec::new()),
             archive_requests: AtomicUsize::new(0),
+            accepted: AtomicUsize::new(0),
             tls,
         });
         let stop = Arc::new(AtomicBool::new(false));
@@ -107,6 +110,7 @@ impl Server {
                     return;
                 }
                 let Ok(conn) = conn else { continue };
+                st.accepted.fetch_add(1, Ordering::Relaxed);
                 let st = st.clone();
                 std::thread::spawn(move || serve(conn, &st));
             }
@@ -125,6 +129,11 @@ impl Server {
 
     pub fn seen(&self) -> Vec<Seen> {
         self.state.seen.lock().unwrap().clone()
+    }
+
+    /// TCP connections accepted so far.
+    pub fn accepted(&self) -> usize {
+        self.state.accepted.load(Ordering::Relaxed)
     }
 
     pub fn archive_requests(&self) -> usize {
