@@ -115,7 +115,7 @@ fn download_summary(d: Option<&decode::url::Download>) -> Option<DownloadSummary
     let s = &d.stats;
     let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
     Some(DownloadSummary {
-        url: d.identity().url.clone(),
+        url: decode::url::shown(&d.identity().url),
         length: d.identity().length,
         bytes: load(&s.downloaded),
         connections: s.threads.load(std::sync::atomic::Ordering::Relaxed),

@@ -148,7 +148,7 @@ pub fn incomplete_name(keep: &Path) -> PathBuf {
 /// Opens `plan.url` at `start`: the first ranged GET (never HEAD: a presigned URL refuses it)
 /// gives the length and the validator, then the connection threads start.
 pub fn open(plan: &Plan, start: Start) -> Result<Download> {
-    let given = plan.url.clone();
+    let given = shown(&plan.url);
     let url = Url::parse(&plan.url).map_err(|e| anyhow!("{given}: not a valid URL ({e})"))?;
     if !matches!(url.scheme(), "http" | "https") {
         bail!("{given}: only http:// and https:// URLs are read");
@@ -206,7 +206,10 @@ pub fn open(plan: &Plan, start: Start) -> Result<Download> {
     let validator = answer.validator.clone();
     let identity = Identity { url: answer.url.to_string(), validator: validator.clone(), length };
     if plan.verbose && answer.url.as_str() != url.as_str() {
-        crate::report::info(&format!("fastuntar: {given}: redirected to {}", answer.url));
+        crate::report::info(&format!(
+            "fastuntar: {given}: redirected to {}",
+            shown(answer.url.as_str())
+        ));
     }
     let resume = ranges::resume(
         ranged && validator.if_range().is_some(),
@@ -272,7 +275,7 @@ fn first_answer(
     plan: &Plan,
     stats: &NetStats,
 ) -> Result<Answer> {
-    let given = &plan.url;
+    let given = shown(&plan.url);
     let mut failures = 0;
     loop {
         let (failure, text, asked) = match client.get(url, Some((from, end)), if_range) {
@@ -386,6 +389,18 @@ pub fn parse_checksum(text: &str) -> Result<[u8; 32]> {
     Ok(out)
 }
 
+/// `url` as messages and the summary show it: a password in it (`https://user:PASS@host/`)
+/// replaced by `***`, so it does not end up in logs; the rest as given.
+pub fn shown(url: &str) -> String {
+    match Url::parse(url) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
+            u.to_string()
+        }
+        _ => url.to_string(),
+    }
+}
+
 /// Whether an archive operand is a URL: it starts with `http://` or `https://` (any case).
 pub fn is_url(operand: &std::ffi::OsStr) -> bool {
     let b = operand.as_encoded_bytes();
@@ -408,5 +423,7 @@ mod tests {
         assert!(is_url("https://h/x".as_ref()) && is_url("HTTP://h".as_ref()));
         assert!(!is_url("http:/h".as_ref()) && !is_url("./https://x".as_ref()));
         assert_eq!(incomplete_name(Path::new("/a/b.tar")), Path::new("/a/b.tar.incomplete"));
+        assert_eq!(shown("https://u:secret@h/x?s=1"), "https://u:***@h/x?s=1");
+        assert_eq!(shown("https://h/x?X-Amz-Signature=a%2Fb"), "https://h/x?X-Amz-Signature=a%2Fb");
     }
 }
