@@ -17,7 +17,7 @@
 # 595 MB compressed, 1.76 GB of tar in 2,643 files). Rows, in interleaved rounds (default 3),
 # each preceded by `sync; echo 3 > drop_caches` and timed to the end of a `sync`:
 #   url          fastuntar -x URL                      (default flags: 8 connections)
-#   url1         fastuntar -x URL --connections 1
+#   url1         fastuntar -x URL --connections 1 (any urlN: --connections N, for a sweep)
 #   curl-fu      curl URL | fastuntar -x
 #   curl-tar     curl URL | tar -I zstd -x              (GNU tar, zstd -d as its child)
 #   aria2-fu     aria2c -x8 -s8 URL (into the same ext4), then fastuntar -x FILE
@@ -137,7 +137,7 @@ cmd_of() {
     local d=$MNT/dest t="/usr/bin/time -o $RESULTS/rss -f %M" URL=${URL_OF[$1]:-}
     case $2 in
     url) echo "$t $BIN -x $URL -C $d -q" ;;
-    url1) echo "$t $BIN -x $URL -C $d -q --connections 1" ;;
+    url[0-9]*) echo "$t $BIN -x $URL -C $d -q --connections ${2#url}" ;;
     curl-fu) echo "curl -sf $URL | $t $BIN -x -C $d -q" ;;
     curl-tar) echo "curl -sf $URL | $t tar -I zstd -x -C $d" ;;
     aria2-fu) echo "aria2c -q -x8 -s8 -k1M --file-allocation=none -d $MNT -o a.tar.zst $URL && $t $BIN -x -f $MNT/a.tar.zst -C $d -q" ;;
