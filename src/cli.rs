@@ -339,7 +339,14 @@ pub struct Args {
     /// what is under it are extracted; with them, also the later members they select. NAME is
     /// a literal (no --wildcards, --ignore-case, --no-anchored, no unquoting); given twice,
     /// the last counts. Never matched: "Not found in archive", exit 2.
-    #[arg(short = 'K', long = "starting-file", value_name = "NAME", allow_hyphen_values = true)]
+    // `--sta`: GNU tar's abbreviation, which --stall-timeout would make ambiguous here.
+    #[arg(
+        short = 'K',
+        long = "starting-file",
+        value_name = "NAME",
+        allow_hyphen_values = true,
+        aliases = ["sta"]
+    )]
     pub starting_file: Vec<std::ffi::OsString>,
 
     /// With MEMBER operands: extract (or list) only the Nth occurrence in the archive of each
