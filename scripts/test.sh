@@ -5,7 +5,7 @@
 #
 # 1. Installs the CLI tools the tests compare against (GNU tar, zstd, lz4, gzip, bzip2,
 #    sha256sum, bsdtar, setfacl) and the ones tests/faults.rs uses (mkfs.ext4/xfs/btrfs/exfat, bindfs, exfat-fuse, setpriv,
-#    strace) when one is missing and we are root with apt-get; otherwise the tests that
+#    strace; unshare for tests/url.rs, whose HTTP and TLS servers are its own) when one is missing and we are root with apt-get; otherwise the tests that
 #    need a missing tool print `SKIP <test>: <tool> not installed` and pass.
 # 2. cargo fmt --check, cargo clippy --all-targets -D warnings.
 # 3. cargo test --release (release, so the large-file cases are fast).
@@ -21,7 +21,7 @@ declare -A package=([tar]=tar [zstd]=zstd [lz4]=lz4 [gzip]=gzip [bzip2]=bzip2
 missing=()
 package+=([mkfs.ext4]=e2fsprogs [mkfs.xfs]=xfsprogs [mkfs.btrfs]=btrfs-progs [bindfs]=bindfs
   [mkfs.exfat]=exfatprogs [mount.exfat-fuse]=exfat-fuse
-  [setpriv]=util-linux [strace]=strace [setfacl]=acl [bsdtar]=libarchive-tools)
+  [setpriv]=util-linux [unshare]=util-linux [strace]=strace [setfacl]=acl [bsdtar]=libarchive-tools)
 for tool in "${!package[@]}"; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("${package[$tool]}")
 done
