@@ -279,7 +279,7 @@ fn faults_survived_like_gnu_tar() {
 
 /// Faults that must stop the run with one line naming the URL and exit 2: an ETag that changes
 /// mid-download, a wrong Content-Range, a length larger than the bytes, a redirect loop, an
-/// https-to-http redirect, 404, 403, a refused connection, a host that does not resolve, a server
+/// https-to-http redirect, 404, 403, endless headers, a refused connection, a host that does not resolve, a server
 /// without ranges or validator that drops the connection.
 #[test]
 fn faults_that_stop_the_run() {
@@ -311,6 +311,7 @@ fn faults_that_stop_the_run() {
         ("redirect loop", Faults::default(), "/loop/a".into(), "redirect loop"),
         ("404", Faults::default(), "/missing.tar".into(), "404 Not Found"),
         ("403", Faults::default(), "/forbidden".into(), "403 Forbidden"),
+        ("endless headers", Faults::default(), "/endless-headers".into(), "header"),
         (
             "refused",
             Faults::default(),

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 /// The archive's path; others: `/r/N` redirects N times, `/loop/a` and `/loop/b` redirect to
 /// each other, `/down` redirects from https to http (`Faults::downgrade_to`), `/forbidden` is 403,
+/// `/endless-headers` sends 4 MiB of headers,
 /// anything else 404.
 pub const ARCHIVE: &str = "/archive";
 
@@ -244,6 +245,14 @@ fn respond(s: &mut impl Write, st: &State, req: &Seen) -> io::Result<bool> {
         "/loop/a" => return redirect(s, "/loop/b"),
         "/loop/b" => return redirect(s, "/loop/a"),
         "/down" => return redirect(s, f.downgrade_to.as_deref().unwrap_or("http://127.0.0.1:1/")),
+        "/endless-headers" => {
+            // A header section that never ends (at most 4 MiB from here).
+            write!(s, "HTTP/1.1 200 OK\r\n")?;
+            for i in 0..(4 << 20) / 64 {
+                write!(s, "X-Pad-{i:08}: {}\r\n", "a".repeat(40))?;
+            }
+            return Ok(false);
+        }
         "/forbidden" => {
             write!(s, "HTTP/1.1 403 Forbidden\r\nContent-Length: 9\r\n\r\nforbidden")?;
             return Ok(true);
