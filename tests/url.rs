@@ -373,6 +373,16 @@ fn faults_that_stop_the_run() {
         "nothing but DESTs: {entries:?}"
     );
     assert!(failed.is_empty(), "failed: {failed:?}");
+
+    // Slowloris: headers a byte at a time never reach the stall timeout per read, but the
+    // headers as a whole must come within it; each attempt is a stall, and --retries ends it.
+    let server = Server::start(zst, Faults::default());
+    let url = server.url("/slow-headers");
+    let started = std::time::Instant::now();
+    let flags = ["--stall-timeout", "1", "--retries", "1"];
+    let (out, _) = extract(&td, util::fastuntar(), &url, &flags);
+    fails_in_one_line(&out, &url, "gave up after 1 retries", "slow headers");
+    assert!(started.elapsed() < Duration::from_secs(8), "{:?}", started.elapsed());
 }
 
 /// TLS with a CA made now: trusted with --cacert, refused without it, and a certificate for

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 /// The archive's path; others: `/r/N` redirects N times, `/loop/a` and `/loop/b` redirect to
 /// each other, `/down` redirects from https to http (`Faults::downgrade_to`), `/forbidden` is 403,
-/// `/endless-headers` sends 4 MiB of headers,
+/// `/endless-headers` sends 4 MiB of headers, `/slow-headers` a byte every 200 ms,
 /// anything else 404.
 pub const ARCHIVE: &str = "/archive";
 
@@ -250,6 +250,15 @@ fn respond(s: &mut impl Write, st: &State, req: &Seen) -> io::Result<bool> {
             write!(s, "HTTP/1.1 200 OK\r\n")?;
             for i in 0..(4 << 20) / 64 {
                 write!(s, "X-Pad-{i:08}: {}\r\n", "a".repeat(40))?;
+            }
+            return Ok(false);
+        }
+        "/slow-headers" => {
+            // Slowloris: a header byte every 200 ms, for at most 10 s.
+            for b in b"HTTP/1.1 200 OK\r\nX-Slow: ".iter().chain([b'a'; 50].iter()) {
+                s.write_all(&[*b])?;
+                s.flush()?;
+                std::thread::sleep(Duration::from_millis(200));
             }
             return Ok(false);
         }
