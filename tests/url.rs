@@ -278,9 +278,9 @@ fn faults_survived_like_gnu_tar() {
 }
 
 /// Faults that must stop the run with one line naming the URL and exit 2: an ETag that changes
-/// mid-download, a wrong Content-Range, a length larger than the bytes, a redirect loop, an
-/// https-to-http redirect, 404, 403, endless headers, a refused connection, a host that does not resolve, a server
-/// without ranges or validator that drops the connection.
+/// mid-download, a wrong Content-Range, a length larger or smaller than the bytes, a redirect
+/// loop, 404, 403, endless headers, slow headers (slowloris), a refused connection, a host that
+/// does not resolve, a server without ranges or validator that drops the connection.
 #[test]
 fn faults_that_stop_the_run() {
     let test = "faults_that_stop_the_run";
