@@ -543,6 +543,30 @@ fn the_window_stays_within_memory() {
     );
 }
 
+/// 16 connections under `ulimit -n 20`: the connections are cut to what the open-file limit
+/// leaves room for beside the writer (here one), and the tree is GNU tar's; under 64 as many as
+/// the archive has pieces (13).
+#[test]
+fn connections_fit_the_open_file_limit() {
+    let test = "connections_fit_the_open_file_limit";
+    if !have_tools(test, &["tar"]) {
+        return;
+    }
+    let td = TestDir::new(test);
+    let tar = tree_tar();
+    let o = oracle(&td, &tar);
+    let server = Server::start(tar, Faults::default());
+    for (limit, want) in [(20, 1), (64, 13)] {
+        let mut c = util::fastuntar();
+        c.rlimit(libc::RLIMIT_NOFILE, limit, limit);
+        let flags = ["--connections", "16", "--memory", "16M"];
+        let (out, dest) = extract(&td, c, &server.url(ARCHIVE), &flags);
+        out.expect_code(0);
+        o.same(&dest, &format!("ulimit -n {limit}"));
+        assert_eq!(util::json_number(&out.stdout_str(), "connections"), Some(want), "{limit}");
+    }
+}
+
 /// The source's first-class operation for resuming (issue 30): open the URL from byte X
 /// expecting the version recorded, and get the archive's bytes from X; a changed version is
 /// refused before anything is read.

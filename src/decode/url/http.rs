@@ -99,7 +99,7 @@ impl Client {
             .user_agent(concat!("fastuntar/", env!("CARGO_PKG_VERSION")))
             .max_response_header_size(MAX_HEADER_BYTES)
             .max_idle_connections_per_host(self.settings.connections.max(1))
-            .max_idle_connections(self.settings.connections.max(1) * 2)
+            .max_idle_connections(self.settings.connections.max(1))
             .timeout_resolve(stall)
             .timeout_connect(stall)
             .timeout_send_request(stall)

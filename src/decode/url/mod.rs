@@ -153,6 +153,9 @@ pub fn open(plan: &Plan, start: Start) -> Result<Download> {
     if !matches!(url.scheme(), "http" | "https") {
         bail!("{given}: only http:// and https:// URLs are read");
     }
+    // A socket each: no more than the open-file limit leaves room for (`ulimit -n`).
+    let connections = crate::resources::connections_fit(plan.connections);
+    let plan = &Plan { connections, ..plan.clone() };
     let client = Client::new(Settings {
         stall: plan.stall,
         cacert: plan.cacert.clone(),
@@ -262,6 +265,8 @@ pub fn open(plan: &Plan, start: Start) -> Result<Download> {
         }
     }
     stats.threads.store(started, Ordering::Relaxed);
+    // Their sockets open as they start; the writers' descriptor budget is made before that.
+    crate::resources::promise_fds(started);
     Ok(Download { shared, guard, identity, stats, keep, checksum: plan.checksum })
 }
 
