@@ -9,7 +9,7 @@
 #    need a missing tool print `SKIP <test>: <tool> not installed` and pass.
 # 2. cargo fmt --check, cargo clippy --all-targets -D warnings.
 # 3. cargo test --release (release, so the large-file cases are fast).
-# 4. The differential, hostile, corrupt, fault and incremental suites again with the binary
+# 4. The differential, hostile, corrupt, fault, incremental and URL suites again with the binary
 #    under a stock machine's limits: `ulimit -n 64` and `ulimit -l 64` (FASTUNTAR_TEST_STOCK_LIMITS).
 # 5. The suites that write again with one writer thread, or two where one is the default
 #    (FASTUNTAR_WRITER_THREADS).
@@ -55,9 +55,9 @@ trap 'rm -f "$log"' EXIT
 set +e
 cargo test --release --no-fail-fast --all-targets 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
-echo "test.sh: differential, hostile, corrupt, faults, incremental under ulimit -n 64 -l 64"
+echo "test.sh: differential, hostile, corrupt, faults, incremental, url under ulimit -n 64 -l 64"
 FASTUNTAR_TEST_STOCK_LIMITS=1 cargo test --release --no-fail-fast --test differential \
-  --test hostile --test corrupt --test faults --test incremental 2>&1 | tee -a "$log"
+  --test hostile --test corrupt --test faults --test incremental --test url 2>&1 | tee -a "$log"
 stock=${PIPESTATUS[0]}
 ((status == 0)) && status=$stock
 # The default is a writer thread per CPU: every suite that writes runs again with the other
