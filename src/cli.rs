@@ -189,7 +189,8 @@ pub struct Args {
     #[arg(long = "no-ignore-command-error", overrides_with = "ignore_command_error")]
     pub no_ignore_command_error: bool,
 
-    /// The archive to read ('-' for standard input).
+    /// The archive to read ('-' for standard input; an http:// or https:// URL is downloaded
+    /// and extracted as it arrives).
     #[arg(short = 'f', long = "file", value_name = "ARCHIVE")]
     pub file: Option<PathBuf>,
 
