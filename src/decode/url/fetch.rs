@@ -12,11 +12,11 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 use url::Url;
 
+use super::NetStats;
 use super::http::{Answer, Client, Failed};
 use super::ranges::{self, BLOCK, Resume};
 use super::retry::{self, Failure};
 use super::validator::{self, ContentRange, Validator};
-use super::{Identity, NetStats};
 
 /// What one connection thread is given.
 pub struct Job {
@@ -24,12 +24,10 @@ pub struct Job {
     pub end: Option<u64>,
 }
 
-/// The download shared by its connection threads and its reader.
-pub struct Shared {
-    pub client: Client,
-    /// The address as given (for messages) and the one requests go to (after redirects).
+/// What a download is, decided when it was opened (`super::open`).
+pub struct Fixed {
+    /// The address as given, for messages (a password hidden: `super::shown`).
     pub given: String,
-    pub url: Mutex<Url>,
     pub validator: Validator,
     pub length: Option<u64>,
     /// The first byte fetched (0 unless resuming at an offset).
@@ -41,8 +39,17 @@ pub struct Shared {
     pub pieces: bool,
     /// How a dropped whole response continues.
     pub resume: Resume,
-    pub stats: Arc<NetStats>,
     pub quiet: bool,
+}
+
+/// The download shared by its connection threads and its reader; its `Fixed` part is read
+/// through it (`sh.piece`).
+pub struct Shared {
+    fixed: Fixed,
+    pub client: Client,
+    /// The address requests go to (after redirects).
+    pub url: Mutex<Url>,
+    pub stats: Arc<NetStats>,
     state: Mutex<State>,
     /// The reader waits here for the head piece's next block (one waiter: `reader_waiting`).
     data: Condvar,
@@ -89,49 +96,33 @@ pub struct Sink {
     eof: bool,
 }
 
+impl std::ops::Deref for Shared {
+    type Target = Fixed;
+    fn deref(&self) -> &Fixed {
+        &self.fixed
+    }
+}
+
 impl Shared {
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
+        fixed: Fixed,
         client: Client,
-        given: String,
         first: Answer,
-        identity: &Identity,
-        from: u64,
-        piece: u64,
-        window: u64,
-        retries: u32,
-        pieces: bool,
-        resume: Resume,
         stats: Arc<NetStats>,
-        quiet: bool,
         sink: (Option<Sha256>, Option<std::fs::File>),
     ) -> Shared {
-        let url = first.url.clone();
+        let url = Mutex::new(first.url.clone());
         let state = State { first: Some(first), ..State::default() };
+        let sink = Sink { cur: None, at: fixed.from, hasher: sink.0, keep: sink.1, eof: false };
         Shared {
+            fixed,
             client,
-            given,
-            url: Mutex::new(url),
-            validator: identity.validator.clone(),
-            length: identity.length,
-            from,
-            piece,
-            window,
-            retries,
-            pieces,
-            resume,
+            url,
             stats,
-            quiet,
             state: Mutex::new(state),
             data: Condvar::new(),
             room: Condvar::new(),
-            sink: Mutex::new(Sink {
-                cur: None,
-                at: from,
-                hasher: sink.0,
-                keep: sink.1,
-                eof: false,
-            }),
+            sink: Mutex::new(sink),
         }
     }
 

@@ -31,7 +31,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use sha2::{Digest, Sha256};
 use url::Url;
 
-use fetch::Shared;
+use fetch::{Fixed, Shared};
 use http::{Answer, Client, Settings};
 use ranges::Mode;
 use retry::Failure;
@@ -227,21 +227,19 @@ pub fn open(plan: &Plan, start: Start) -> Result<Download> {
         None => None,
     };
     let hasher = plan.checksum.map(|_| Sha256::new());
-    let shared = Arc::new(Shared::new(
-        client,
-        given.clone(),
-        answer,
-        &identity,
+    let fixed = Fixed {
+        given: given.clone(),
+        validator: identity.validator.clone(),
+        length,
         from,
         piece,
-        plan.window,
-        plan.retries,
-        matches!(mode, Mode::Pieces(_)),
+        window: plan.window,
+        retries: plan.retries,
+        pieces: matches!(mode, Mode::Pieces(_)),
         resume,
-        stats.clone(),
-        plan.quiet,
-        (hasher, keep_file),
-    ));
+        quiet: plan.quiet,
+    };
+    let shared = Arc::new(Shared::new(fixed, client, answer, stats.clone(), (hasher, keep_file)));
     let guard = Arc::new(Guard(shared.clone()));
     let (threads, first_job) = match mode {
         Mode::Pieces(n) => (n, None),
