@@ -9,6 +9,9 @@
 # KEY: snapshot, smallfiles, agave (= agave, agave-1frame and agave-lz4: the multi-frame
 # agave.tar.zst, the single-frame agave-1frame.tar.zst and agave.tar.lz4), or one of those
 # three alone (agave-frames: the multi-frame agave.tar.zst alone); default: all.
+# `--only url` runs the time-to-ready table of a restore from a URL instead
+# (scripts/bench-url.sh: nginx with a per-connection cap on 127.0.0.1, fastuntar -x URL,
+# curl | fastuntar, curl | tar, aria2c then extract, a local extraction; its own options).
 # --fs disk (default) extracts into WORKDIR on its disk; --fs ramext4 into a fresh ext4 made
 # for every run on a loop device backed by a file in /dev/shm (2.5x the tar size, at least
 # 2 GiB; torn down after the run and on exit or Ctrl-C), so that the disk is out of the way and
@@ -66,6 +69,9 @@
 # See docs/PERFORMANCE.md.
 set -euo pipefail
 export LC_ALL=C # EPOCHREALTIME must use '.' as its decimal separator
+for a in "$@"; do
+    [[ $a == url || $a == --only=url ]] && exec "$(dirname "$0")/bench-url.sh" "$@"
+done
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 

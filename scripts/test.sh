@@ -5,11 +5,11 @@
 #
 # 1. Installs the CLI tools the tests compare against (GNU tar, zstd, lz4, gzip, bzip2,
 #    sha256sum, bsdtar, setfacl, lzip, lzop) and the ones tests/faults.rs uses (mkfs.ext4/xfs/btrfs/exfat, bindfs, exfat-fuse, setpriv,
-#    strace) when one is missing and we are root with apt-get; otherwise the tests that
+#    strace; unshare for tests/url.rs, whose HTTP and TLS servers are its own) when one is missing and we are root with apt-get; otherwise the tests that
 #    need a missing tool print `SKIP <test>: <tool> not installed` and pass.
 # 2. cargo fmt --check, cargo clippy --all-targets -D warnings.
 # 3. cargo test --release (release, so the large-file cases are fast).
-# 4. The differential, hostile, corrupt, fault and incremental suites again with the binary
+# 4. The differential, hostile, corrupt, fault, incremental and URL suites again with the binary
 #    under a stock machine's limits: `ulimit -n 64` and `ulimit -l 64` (FASTUNTAR_TEST_STOCK_LIMITS).
 # 5. The suites that write again with one writer thread, or two where one is the default
 #    (FASTUNTAR_WRITER_THREADS).
@@ -21,7 +21,7 @@ declare -A package=([tar]=tar [zstd]=zstd [lz4]=lz4 [gzip]=gzip [bzip2]=bzip2
 missing=()
 package+=([mkfs.ext4]=e2fsprogs [mkfs.xfs]=xfsprogs [mkfs.btrfs]=btrfs-progs [bindfs]=bindfs
   [mkfs.exfat]=exfatprogs [mount.exfat-fuse]=exfat-fuse
-  [setpriv]=util-linux [strace]=strace [setfacl]=acl [bsdtar]=libarchive-tools
+  [setpriv]=util-linux [unshare]=util-linux [strace]=strace [setfacl]=acl [bsdtar]=libarchive-tools
   [lzip]=lzip [lzop]=lzop)
 for tool in "${!package[@]}"; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("${package[$tool]}")
@@ -56,9 +56,9 @@ trap 'rm -f "$log"' EXIT
 set +e
 cargo test --release --no-fail-fast --all-targets 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
-echo "test.sh: differential, hostile, corrupt, faults, incremental under ulimit -n 64 -l 64"
+echo "test.sh: differential, hostile, corrupt, faults, incremental, url under ulimit -n 64 -l 64"
 FASTUNTAR_TEST_STOCK_LIMITS=1 cargo test --release --no-fail-fast --test differential \
-  --test hostile --test corrupt --test faults --test incremental 2>&1 | tee -a "$log"
+  --test hostile --test corrupt --test faults --test incremental --test url 2>&1 | tee -a "$log"
 stock=${PIPESTATUS[0]}
 ((status == 0)) && status=$stock
 # The default is a writer thread per CPU: every suite that writes runs again with the other

@@ -228,7 +228,8 @@ pub struct Args {
     #[arg(long = "no-ignore-command-error", overrides_with = "ignore_command_error")]
     pub no_ignore_command_error: bool,
 
-    /// The archive to read ('-' for standard input).
+    /// The archive to read ('-' for standard input; an http:// or https:// URL is downloaded
+    /// and extracted as it arrives).
     #[arg(short = 'f', long = "file", value_name = "ARCHIVE")]
     pub file: Option<PathBuf>,
 
@@ -378,7 +379,14 @@ pub struct Args {
     /// what is under it are extracted; with them, also the later members they select. NAME is
     /// a literal (no --wildcards, --ignore-case, --no-anchored, no unquoting); given twice,
     /// the last counts. Never matched: "Not found in archive", exit 2.
-    #[arg(short = 'K', long = "starting-file", value_name = "NAME", allow_hyphen_values = true)]
+    // `--sta`: GNU tar's abbreviation, which --stall-timeout would make ambiguous here.
+    #[arg(
+        short = 'K',
+        long = "starting-file",
+        value_name = "NAME",
+        allow_hyphen_values = true,
+        aliases = ["sta"]
+    )]
     pub starting_file: Vec<std::ffi::OsString>,
 
     /// With MEMBER operands: extract (or list) only the Nth occurrence in the archive of each
@@ -1028,6 +1036,35 @@ pub struct Args {
     /// Print nothing but errors (no progress, no summary).
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+
+    /// For an archive read from a URL: connections fetching its pieces in parallel, when the
+    /// server answers ranges and gives a length and an ETag or Last-Modified (default 8, at
+    /// most 16; otherwise one).
+    #[arg(long = "connections", value_name = "N")]
+    pub connections: Option<usize>,
+
+    /// For a URL: a connection that brings no byte for SECONDS is retried (default 30).
+    #[arg(long = "stall-timeout", value_name = "SECONDS")]
+    pub stall_timeout: Option<u64>,
+
+    /// For a URL: failures in a row, without a byte between them, before a connection gives up
+    /// (default 64, about an hour of waits: at once, then 1, 2, 4 ... 60 s).
+    #[arg(long = "retries", value_name = "N")]
+    pub retries: Option<u32>,
+
+    /// For an https URL: also trust the CA certificates (PEM) in FILE, besides the system's.
+    #[arg(long = "cacert", value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+
+    /// For a URL: keep a copy of the downloaded archive in FILE (written as FILE.incomplete,
+    /// renamed to FILE once the run ended well and the copy is complete).
+    #[arg(long = "keep-archive", value_name = "FILE")]
+    pub keep_archive: Option<PathBuf>,
+
+    /// For a URL: the SHA-256 the downloaded bytes must have (sha256:HEX); a mismatch is found
+    /// at the end, when the tree has been extracted, and exits 2.
+    #[arg(long = "checksum", value_name = "sha256:HEX")]
+    pub checksum: Option<String>,
 
     /// Print shell completions for SHELL (bash, zsh, fish, elvish, powershell) and exit.
     #[arg(long = "completions", value_name = "SHELL", hide = true)]

@@ -172,6 +172,8 @@ pub struct Config {
     pub writer_threads_given: bool,
     /// `--writeback-every`: bytes written between syncfs calls while extracting (None: off).
     pub writeback: Option<u64>,
+    /// The archive is read from this URL (decode/url/), with these settings.
+    pub url: Option<crate::decode::url::Plan>,
 }
 
 /// What to do with a member whose path exists already.
@@ -362,6 +364,7 @@ impl Config {
         let max_window_log = window_log(parse_size(&args.max_window).context("--max-window")?)?;
         let (writer_threads, writer_threads_given) = writer_threads(args.writer_threads)?;
         let stdin_taken = archive.is_none() || read_stdin;
+        let url = url_plan(&args, archive.as_deref(), filter.is_some(), memory)?;
         Ok(Config {
             archive,
             filter,
@@ -450,6 +453,7 @@ impl Config {
             writer_threads_given,
             writeback: Some(parse_size(&args.writeback_every).context("--writeback-every")?)
                 .filter(|&n| n > 0),
+            url,
         })
     }
 
@@ -462,7 +466,8 @@ impl Config {
             Some(_) => u64::MAX,
             None => usable / AUTO_MEMORY_FRACTION,
         };
-        divide(memory, workers, self.reads_only(), cap)
+        let window = self.url.as_ref().map_or(0, |u| u.window);
+        divide(memory, workers, self.reads_only(), cap, window)
     }
 
     /// Whether the run only reads the archive (`-t`, `-O`): no file-data pool, no writers,
@@ -507,6 +512,12 @@ fn top_level(dir: &std::path::Path, archive: Option<&std::path::Path>) -> Result
                  --one-top-level=DIR"
             )
         };
+        // A URL's name is its path's last segment: the query string (a presigned URL's
+        // signature, which may hold '/') and the fragment are not part of it.
+        let url_path = archive
+            .filter(|a| crate::decode::url::is_url(a.as_os_str()))
+            .map(|a| PathBuf::from(a.to_string_lossy().split(['?', '#']).next().unwrap_or("")));
+        let archive = url_path.as_deref().or(archive);
         let base = archive.and_then(|a| a.file_name()).ok_or_else(cannot)?.as_bytes();
         let dot = base.iter().rposition(|&b| b == b'.').ok_or_else(cannot)?;
         let suffix = &base[dot + 1..];
@@ -727,17 +738,27 @@ pub struct Pools {
 /// frames get everything (by default at least DEFAULT_MEMORY). An extraction budget too small
 /// for both pools (under 32 KiB) gets no frame pool, and one thread decodes: more threads than
 /// the memory allows means fewer frames in flight, never more memory.
-fn divide(memory: Option<u64>, workers: usize, listing: bool, cap: u64) -> Result<Pools> {
+///
+/// `window` (a URL's reorder window, `url_window`) is taken from the budget first: from the
+/// file data's DEFAULT_MEMORY by default, from `memory` when given.
+fn divide(
+    memory: Option<u64>,
+    workers: usize,
+    listing: bool,
+    cap: u64,
+    window: u64,
+) -> Result<Pools> {
     let w = workers as u64;
     let one_frame = FRAME_BYTES + CHUNK_SIZE as u64;
     let want = w.saturating_mul(FRAME_BYTES).saturating_add(CHUNK_SIZE as u64);
-    let memory = memory.map(|m| m.min(1 << 40));
+    let memory = memory.map(|m| m.min(1 << 40).saturating_sub(window));
+    let default_files = DEFAULT_MEMORY - window.min(DEFAULT_MEMORY / 2);
     let (files, frames) = match memory {
-        _ if workers == 0 => (memory.unwrap_or(DEFAULT_MEMORY), 0),
+        _ if workers == 0 => (memory.unwrap_or(default_files), 0),
         None if listing => (0, want.max(DEFAULT_MEMORY).min(cap.max(DEFAULT_MEMORY))),
         None => {
             let room = cap.saturating_sub(DEFAULT_MEMORY).max(one_frame.min(cap));
-            (DEFAULT_MEMORY, want.min(room))
+            (default_files, want.min(room))
         }
         Some(m) if listing => (0, m),
         Some(m) => {
@@ -766,6 +787,69 @@ fn divide(memory: Option<u64>, workers: usize, listing: bool, cap: u64) -> Resul
     }
     let (buf_size, files) = pool_shape(files + frames)?;
     Ok(Pools { buf_size, files, frames: 0 })
+}
+
+/// A URL's reorder window by default (`url_window`): 16 MiB of the 64 MiB of file data, so a
+/// restore from a URL stays within the default budget (peak RSS under 100 MiB). On 127.0.0.1
+/// with 8 connections at 50 MB/s each it keeps them all busy (docs/PERFORMANCE.md).
+pub const URL_WINDOW: u64 = 16 << 20;
+
+/// The reorder window of a download for `memory` (`--memory`, None for the default): a
+/// quarter of an explicit budget, between 1 MiB and 64 MiB, in whole 256 KiB blocks.
+pub fn url_window(memory: Option<u64>) -> u64 {
+    use crate::decode::url::ranges::BLOCK;
+    match memory {
+        None => URL_WINDOW,
+        Some(m) => (m / 4).clamp(1 << 20, 64 << 20) / BLOCK * BLOCK,
+    }
+}
+
+/// The download settings when the archive is a URL (`decode::url::is_url`); the URL-only
+/// flags are refused for a file, the tuning ones (`--connections`, `--stall-timeout`,
+/// `--retries`, `--cacert`) are let be, as TAR_OPTIONS may set them for every run.
+fn url_plan(
+    args: &Args,
+    archive: Option<&std::path::Path>,
+    filter: bool,
+    memory: Option<u64>,
+) -> Result<Option<crate::decode::url::Plan>> {
+    use crate::decode::url;
+    let Some(a) = archive.filter(|a| url::is_url(a.as_os_str())) else {
+        if args.keep_archive.is_some() || args.checksum.is_some() {
+            bail!("--keep-archive and --checksum apply to an archive read from an http(s):// URL");
+        }
+        return Ok(None);
+    };
+    if filter {
+        bail!("-I/--use-compress-program cannot read a URL: fastuntar decodes its formats itself");
+    }
+    let connections = match args.connections {
+        Some(0) => bail!("--connections: must be at least 1"),
+        Some(n) if n > url::MAX_CONNECTIONS => {
+            bail!("--connections: at most {}", url::MAX_CONNECTIONS)
+        }
+        Some(n) => n,
+        None => url::DEFAULT_CONNECTIONS,
+    };
+    let stall = match args.stall_timeout {
+        Some(0) => bail!("--stall-timeout: must be at least 1 second"),
+        Some(s) => std::time::Duration::from_secs(s),
+        None => url::DEFAULT_STALL,
+    };
+    let checksum =
+        args.checksum.as_deref().map(url::parse_checksum).transpose().context("--checksum")?;
+    Ok(Some(url::Plan {
+        url: a.to_string_lossy().into_owned(),
+        connections,
+        stall,
+        retries: args.retries.unwrap_or(url::retry::DEFAULT_RETRIES),
+        cacert: args.cacert.clone(),
+        keep: args.keep_archive.clone(),
+        checksum,
+        window: url_window(memory.or_else(|| tight_memory(usable_memory()))),
+        verbose: args.verbose > 0,
+        quiet: args.quiet,
+    }))
 }
 
 /// Where the process may use less than this many times DEFAULT_MEMORY (a container or a
@@ -927,6 +1011,28 @@ pub fn parse_size(s: &str) -> Result<u64> {
 mod tests {
     use super::*;
 
+    /// A URL's reorder window comes out of the same budget: from the default file data, or
+    /// from an explicit --memory, never on top of it.
+    #[test]
+    fn one_top_level_of_a_url() {
+        let url = "https://h/p/snapshot-1-abc.tar.zst?X-Amz-Credential=AK%2F2026/us/s3&Sig=x/y";
+        let got = top_level(std::path::Path::new(""), Some(std::path::Path::new(url))).unwrap();
+        assert_eq!(got, Some(PathBuf::from("snapshot-1-abc")));
+    }
+
+    #[test]
+    fn the_url_window_is_part_of_the_budget() {
+        let mib = |p: Pools| (p.files * p.buf_size) as u64 >> 20;
+        let big = 1 << 40;
+        assert_eq!(url_window(None), 16 << 20);
+        assert_eq!(mib(divide(None, 0, false, big, url_window(None)).unwrap()), 48);
+        let m = 64 << 20;
+        assert_eq!(mib(divide(Some(m), 0, false, big, url_window(Some(m))).unwrap()), 48);
+        assert_eq!(url_window(Some(4 << 20)), 1 << 20);
+        assert_eq!(url_window(Some(1 << 32)), 64 << 20);
+        assert_eq!(url_window(Some(10 << 20)) % (256 << 10), 0);
+    }
+
     #[test]
     fn incremental_levels_as_gnu_tar_reads_them() {
         for (text, level) in [
@@ -982,29 +1088,29 @@ mod tests {
     fn default_memory_grows_with_workers() {
         let big = 1 << 40;
         // One thread decodes: 64 MiB of file data, as always.
-        assert_eq!(mib(divide(None, 0, false, big).unwrap()), (64, 0));
+        assert_eq!(mib(divide(None, 0, false, big, 0).unwrap()), (64, 0));
         // One worker: one frame and the reader's extra buffer besides.
-        assert_eq!(mib(divide(None, 1, false, big).unwrap()), (64, 33));
+        assert_eq!(mib(divide(None, 1, false, big, 0).unwrap()), (64, 33));
         // Three workers: a frame each.
-        assert_eq!(mib(divide(None, 3, false, big).unwrap()), (64, 97));
+        assert_eq!(mib(divide(None, 3, false, big, 0).unwrap()), (64, 97));
         // 31 workers: ~1 GiB, unless a fraction of the machine's memory is less.
-        assert_eq!(mib(divide(None, 31, false, big).unwrap()), (64, 993));
-        assert_eq!(mib(divide(None, 31, false, 256 * MIB).unwrap()), (64, 192));
+        assert_eq!(mib(divide(None, 31, false, big, 0).unwrap()), (64, 993));
+        assert_eq!(mib(divide(None, 31, false, 256 * MIB, 0).unwrap()), (64, 192));
         // One worker's where an eighth of the memory holds it, whatever the rest; less where
         // it does not (`ulimit -v 196608`: 24 MiB, frames streamed, not decoded in place).
-        assert_eq!(mib(divide(None, 31, false, 64 * MIB).unwrap()), (64, 33));
-        assert_eq!(mib(divide(None, 31, false, 24 * MIB).unwrap()), (64, 24));
+        assert_eq!(mib(divide(None, 31, false, 64 * MIB, 0).unwrap()), (64, 33));
+        assert_eq!(mib(divide(None, 31, false, 24 * MIB, 0).unwrap()), (64, 24));
         // Listing: the frames only, at least 64 MiB.
-        assert_eq!(mib(divide(None, 1, true, big).unwrap()), (0, 64));
-        assert_eq!(mib(divide(None, 3, true, big).unwrap()), (0, 97));
-        assert_eq!(mib(divide(None, 3, true, 8 * MIB).unwrap()), (0, 64));
-        assert_eq!(divide(None, 0, true, big).unwrap().frames, 0);
+        assert_eq!(mib(divide(None, 1, true, big, 0).unwrap()), (0, 64));
+        assert_eq!(mib(divide(None, 3, true, big, 0).unwrap()), (0, 97));
+        assert_eq!(mib(divide(None, 3, true, 8 * MIB, 0).unwrap()), (0, 64));
+        assert_eq!(divide(None, 0, true, big, 0).unwrap().frames, 0);
         // Where less than 256 MiB may be used, a quarter of it, at least 4 MiB.
         assert_eq!(tight_memory(24 << 30), None);
         assert_eq!(tight_memory(256 * MIB), None);
         assert_eq!(tight_memory(64 * MIB), Some(16 * MIB));
         assert_eq!(tight_memory(8 * MIB), Some(4 * MIB));
-        assert_eq!(mib(divide(tight_memory(64 * MIB), 1, false, 0).unwrap()), (8, 8));
+        assert_eq!(mib(divide(tight_memory(64 * MIB), 1, false, 0, 0).unwrap()), (8, 8));
     }
 
     #[test]
@@ -1012,7 +1118,7 @@ mod tests {
         for m in [24 << 10, 64 << 10, MIB, 16 * MIB, 64 * MIB, 100 * MIB, 1 << 30] {
             for workers in [0, 1, 3, 63] {
                 for listing in [false, true] {
-                    let p = divide(Some(m), workers, listing, 0).unwrap();
+                    let p = divide(Some(m), workers, listing, 0, 0).unwrap();
                     let (f, d) = bytes(p);
                     assert!(f + d <= m, "{m} {workers} {listing}: {p:?}");
                     assert!(p.buf_size.is_multiple_of(BUF_ALIGN) && p.buf_size > 0);
@@ -1026,18 +1132,18 @@ mod tests {
             }
         }
         // 64M with one worker keeps one whole frame ahead, as the shared pool did.
-        assert_eq!(mib(divide(Some(64 * MIB), 1, false, 0).unwrap()), (31, 33));
+        assert_eq!(mib(divide(Some(64 * MIB), 1, false, 0, 0).unwrap()), (31, 33));
         // 1G with 3 workers: a frame each, the rest for file data; with 63 workers the frames
         // get all but 64 MiB.
-        assert_eq!(mib(divide(Some(1 << 30), 3, false, 0).unwrap()), (927, 97));
-        assert_eq!(mib(divide(Some(1 << 30), 63, false, 0).unwrap()), (64, 960));
+        assert_eq!(mib(divide(Some(1 << 30), 3, false, 0, 0).unwrap()), (927, 97));
+        assert_eq!(mib(divide(Some(1 << 30), 63, false, 0, 0).unwrap()), (64, 960));
         // 100M with 3 workers: 64 MiB of file data, the rest (not a frame each) for frames.
-        assert_eq!(mib(divide(Some(100 * MIB), 3, false, 0).unwrap()), (64, 36));
+        assert_eq!(mib(divide(Some(100 * MIB), 3, false, 0, 0).unwrap()), (64, 36));
         // Too little for two pools: one thread decodes, in all of it.
-        let p = divide(Some(28 << 10), 3, false, 0).unwrap();
+        let p = divide(Some(28 << 10), 3, false, 0, 0).unwrap();
         assert_eq!((p.buf_size, p.files, p.frames), (4096, 7, 0));
         // The least that has both: 4 buffers of file data, 4 of frames.
-        let p = divide(Some(32 << 10), 3, false, 0).unwrap();
+        let p = divide(Some(32 << 10), 3, false, 0, 0).unwrap();
         assert_eq!((p.buf_size, p.files, p.frames), (4096, 4, 4));
     }
 

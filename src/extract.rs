@@ -51,6 +51,8 @@ pub struct Summary {
     pub writers: (usize, usize),
     /// Which files were to be written direct, and why.
     pub direct: write::direct_policy::Plan,
+    /// The download, when the archive was a URL.
+    pub download: Option<DownloadSummary>,
 }
 
 pub fn run(cfg: &Config) -> Result<Summary> {
@@ -59,12 +61,7 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     // `--direct-io` drops the archive's pages behind the reader from the start; auto from
     // when it has decided to write direct (below).
     let drop_behind = cfg.direct_io == crate::cli::DirectIo::Always;
-    let input = decode::open(
-        cfg.archive.as_deref(),
-        cfg.filter.as_deref(),
-        cfg.max_window_log,
-        drop_behind,
-    )?;
+    let input = crate::list::open_input(cfg, drop_behind)?;
     let pools = cfg.pools(input.workers(cfg.threads))?;
     let count = pool_count(pools, input.size, input.format);
     let pool = crate::pool::allocate(pools.buf_size, count)?;
@@ -78,23 +75,69 @@ pub fn run(cfg: &Config) -> Result<Summary> {
         input.drop_behind();
     }
     // Checkpoints, when asked for, are the progress display: no bar to draw over them.
-    let progress =
-        Progress::start(!cfg.quiet && cfg.checkpoint.is_none(), input.size, input.consumed.clone());
+    let net = input.download.as_ref().map(|d| d.stats.clone());
+    let progress = Progress::start(
+        !cfg.quiet && cfg.checkpoint.is_none(),
+        input.size,
+        input.consumed.clone(),
+        net,
+    );
     let decoded = input.decode(threads)?;
     let counters = decoded.counters();
-    let stream = Stream { reader: decoded.reader, trailer: decoded.trailer };
+    let stream_download = decoded.download.clone();
+    let download = decoded.download;
+    let stream = Stream { reader: decoded.reader, trailer: decoded.trailer, download };
     let (members, stats) = pipeline(cfg, stream, &pool, writers, files)?;
     progress.finish();
     let elapsed = start.elapsed();
     let sync = if cfg.sync { Some(sync_dest(&cfg.dest)?) } else { None };
     let decoding = counters.summary();
-    Ok(Summary { stats, members, elapsed, sync, decoding, memory, writers: writer_counts, direct })
+    let download = download_summary(stream_download.as_deref());
+    Ok(Summary {
+        stats,
+        members,
+        elapsed,
+        sync,
+        decoding,
+        memory,
+        writers: writer_counts,
+        direct,
+        download,
+    })
+}
+
+/// What a download did, for the summary.
+#[derive(Clone, Debug)]
+pub struct DownloadSummary {
+    /// The address the archive came from, after redirects.
+    pub url: String,
+    pub length: Option<u64>,
+    pub bytes: u64,
+    /// Connection threads that fetched it.
+    pub connections: usize,
+    pub retries: u64,
+    pub refetched: u64,
+}
+
+fn download_summary(d: Option<&decode::url::Download>) -> Option<DownloadSummary> {
+    let d = d?;
+    let s = &d.stats;
+    let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+    Some(DownloadSummary {
+        url: decode::url::shown(&d.identity().url),
+        length: d.identity().length,
+        bytes: load(&s.downloaded),
+        connections: s.threads.load(std::sync::atomic::Ordering::Relaxed),
+        retries: load(&s.retries),
+        refetched: load(&s.refetched),
+    })
 }
 
 /// The decoded tar stream.
 struct Stream {
     reader: Box<dyn Skip + Send>,
     trailer: Option<decode::Trailer>,
+    download: Option<Arc<decode::url::Download>>,
 }
 
 /// Buffers worth having for an archive of `size` bytes: a small archive cannot fill a 64 MiB
@@ -465,8 +508,9 @@ fn produce(
     out: &mut dyn Sink,
     files: Arc<FileCount>,
 ) -> Result<u64> {
-    let Stream { reader: input, trailer } = input;
+    let Stream { reader: input, trailer, download } = input;
     let mut archive = Reading::new(cfg, input, trailer, Wanted::new(cfg)?);
+    archive.download = download;
     let mut sanitizer = Sanitizer::new(cfg.strip_components, cfg.one_top_level.as_deref());
     let mut admission = Admission::new(cfg.snapshot, cfg.limits.clone(), files);
     let utf8 = crate::list::utf8_locale();

@@ -35,19 +35,37 @@ pub struct Reading {
     show_omitted_dirs: bool,
     /// `-V PATTERN`, until the first member has been checked against it.
     label: Option<String>,
+    /// The download the archive comes from (a URL): `finish` completes it.
+    pub download: Option<Arc<decode::url::Download>>,
 }
 
 /// Opens the archive and starts its decoder for a stage that only reads it.
 pub fn open(cfg: &Config) -> Result<Reading> {
-    let input =
-        decode::open(cfg.archive.as_deref(), cfg.filter.as_deref(), cfg.max_window_log, false)?;
+    let input = open_input(cfg, false)?;
     let wanted = Wanted::new(cfg)?;
     // Decoded frames wait in a pool of all of --memory, nothing else needing it (it is only
     // touched where frames are decoded ahead, so a single-frame archive costs no memory).
     let pools = cfg.pools(input.workers(cfg.threads))?;
     let threads = input.threads(cfg.threads, pools, cfg.memory.is_some())?;
     let decoded = input.decode(threads)?;
-    Ok(Reading::new(cfg, decoded.reader, decoded.trailer, wanted))
+    let download = decoded.download.clone();
+    let mut reading = Reading::new(cfg, decoded.reader, decoded.trailer, wanted);
+    reading.download = download;
+    Ok(reading)
+}
+
+/// The archive of `cfg` opened and its format found: a URL's download (`decode::open_url`),
+/// or a file, standard input or a `-I` program's output (`decode::open`).
+pub fn open_input(cfg: &Config, drop_behind: bool) -> Result<decode::Input> {
+    match &cfg.url {
+        Some(plan) => decode::open_url(plan, cfg.max_window_log),
+        None => decode::open(
+            cfg.archive.as_deref(),
+            cfg.filter.as_deref(),
+            cfg.max_window_log,
+            drop_behind,
+        ),
+    }
 }
 
 impl Reading {
@@ -82,6 +100,7 @@ impl Reading {
             transforms,
             show_omitted_dirs,
             label,
+            download: None,
         }
     }
 
@@ -168,6 +187,11 @@ impl Reading {
             && !self.ended_early
         {
             crate::extract::verify_trailer(self.reader, &trailer)?;
+        }
+        if let Some(d) = &self.download
+            && !self.ended_early
+        {
+            d.finish()?;
         }
         self.wanted.report_not_found(utf8);
         Ok(())

@@ -187,6 +187,20 @@ fn line(s: &Summary, verbose: bool) -> String {
         let threads = s.decoding.threads;
         out += &format!("; {frames} zstd frames on {threads} threads");
     }
+    if let Some(d) = &s.download {
+        out += &format!(
+            "; downloaded {:.1} MB on {} connection{}",
+            d.bytes as f64 / 1e6,
+            d.connections,
+            if d.connections == 1 { "" } else { "s" }
+        );
+        if d.retries > 0 {
+            out += &format!(", {} retries", d.retries);
+        }
+        if d.refetched > 0 {
+            out += &format!(", {:.1} MB re-fetched", d.refetched as f64 / 1e6);
+        }
+    }
     if let Some(sync) = s.sync {
         out += &format!("; sync {:.2} s", sync.as_secs_f64());
     }
@@ -200,8 +214,24 @@ fn line(s: &Summary, verbose: bool) -> String {
     out
 }
 
-/// The same as one JSON object (numbers only, so no escaping is needed).
+/// The same as one JSON object (numbers, and a URL's final address escaped by `json_string`).
 fn json(s: &Summary, code: ExitCode) -> String {
+    let download = match &s.download {
+        None => String::new(),
+        Some(d) => format!(
+            concat!(
+                "\"url\":{},\"url_length\":{},\"download_bytes\":{},\"download_mb_per_s\":{:.3},",
+                "\"connections\":{},\"retries\":{},\"refetched_bytes\":{},"
+            ),
+            json_string(&d.url),
+            null_or(d.length),
+            d.bytes,
+            rate_mb_s(d.bytes, s.elapsed.as_secs_f64()),
+            d.connections,
+            d.retries,
+            d.refetched
+        ),
+    };
     let st = &s.stats;
     let secs = s.elapsed.as_secs_f64();
     let sync = s.sync.map_or("null".to_string(), |d| format!("{:.6}", d.as_secs_f64()));
@@ -212,7 +242,7 @@ fn json(s: &Summary, code: ExitCode) -> String {
             "\"sync_s\":{},\"decode_threads\":{},\"frames\":{},\"frames_ahead\":{},",
             "\"frames_in_place\":{},\"pool_bytes\":{},\"frame_pool_bytes\":{},",
             "\"writer_threads\":{},\"uring_writers\":{},\"direct_io\":{},",
-            "\"skipped\":{},\"exit_code\":{}}}"
+            "{}\"skipped\":{},\"exit_code\":{}}}"
         ),
         s.members,
         st.files,
@@ -233,9 +263,28 @@ fn json(s: &Summary, code: ExitCode) -> String {
         s.writers.0,
         s.writers.1,
         s.direct.json(),
+        download,
         report::skipped_count(),
         code as i32
     )
+}
+
+/// A JSON string of `text`: quotes, backslashes and control characters escaped (RFC 8259 §7).
+fn json_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                out.push_str(&format!("\\u{:04x}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 fn null_or(n: Option<u64>) -> String {
@@ -255,5 +304,11 @@ mod tests {
         assert_eq!(summary_to(false, true, true, true), SummaryTo::Nowhere);
         assert_eq!(summary_to(true, false, false, false), SummaryTo::Json);
         assert_eq!(summary_to(true, true, false, false), SummaryTo::Json);
+    }
+
+    #[test]
+    fn json_strings_are_escaped() {
+        assert_eq!(super::json_string("https://h/a?b=\"c\"\\"), r#""https://h/a?b=\"c\"\\""#);
+        assert_eq!(super::json_string("a\nb\u{1}"), r#""a\u000ab\u0001""#);
     }
 }

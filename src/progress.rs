@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use indicatif::{HumanBytes, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::decode::url::NetStats;
+
 /// indicatif's own redraw limit; the issue asks for ~10 redraws a second at most.
 const REDRAW_HZ: u8 = 10;
 
@@ -27,6 +29,25 @@ pub fn bytes_written(n: u64) {
     WRITTEN.fetch_add(n, Ordering::Relaxed);
 }
 
+/// A download's part of the bar: rate, connections in use, retries, bytes re-fetched.
+fn download_line(n: &NetStats, secs: f64) -> String {
+    let got = n.downloaded.load(Ordering::Relaxed);
+    let mut s = format!(
+        "downloaded {}/s on {} conn  ",
+        HumanBytes((got as f64 / secs) as u64),
+        n.connections.load(Ordering::Relaxed)
+    );
+    let retries = n.retries.load(Ordering::Relaxed);
+    if retries > 0 {
+        s += &format!("{retries} retries  ");
+    }
+    let again = n.refetched.load(Ordering::Relaxed);
+    if again > 0 {
+        s += &format!("{} re-fetched  ", HumanBytes(again));
+    }
+    s
+}
+
 pub struct Progress {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
@@ -34,10 +55,20 @@ pub struct Progress {
 
 impl Progress {
     /// Starts drawing on stderr if `enabled` and stderr is a terminal; otherwise does nothing.
-    pub fn start(enabled: bool, total: Option<u64>, consumed: Arc<AtomicU64>) -> Progress {
+    /// `net`: a URL's download, whose rate, connections in use, retries and bytes
+    /// re-fetched are shown too (and its retries counted here instead of a line each).
+    pub fn start(
+        enabled: bool,
+        total: Option<u64>,
+        consumed: Arc<AtomicU64>,
+        net: Option<Arc<NetStats>>,
+    ) -> Progress {
         let stop = Arc::new(AtomicBool::new(false));
         if !enabled || !std::io::stderr().is_terminal() {
             return Progress { stop, thread: None };
+        }
+        if let Some(n) = &net {
+            n.bar.store(true, Ordering::Relaxed);
         }
         let bar = match total {
             Some(n) => ProgressBar::with_draw_target(
@@ -69,8 +100,9 @@ impl Progress {
                 let members = MEMBERS.load(Ordering::Relaxed);
                 let written = WRITTEN.load(Ordering::Relaxed);
                 bar.set_position(consumed.load(Ordering::Relaxed));
+                let download = net.as_deref().map_or(String::new(), |n| download_line(n, secs));
                 bar.set_message(format!(
-                    "{} written ({}/s)  {members} members ({:.0}/s)",
+                    "{download}{} written ({}/s)  {members} members ({:.0}/s)",
                     HumanBytes(written),
                     HumanBytes((written as f64 / secs) as u64),
                     members as f64 / secs

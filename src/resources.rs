@@ -69,6 +69,32 @@ pub fn fit_address_space() {
     }
 }
 
+/// Descriptors an input will open after the writers' budget is made (a URL's connections,
+/// `promise_fds`), counted as open by `FdBudget::from_rlimit`.
+static PROMISED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Keeps `n` descriptors out of the writers' budget: the input will open them later.
+pub fn promise_fds(n: usize) {
+    PROMISED.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// How many of `asked` connections (a socket each) the open-file limit allows (raised to the
+/// hard limit first, as for the writers): see `fit_connections`.
+pub fn connections_fit(asked: usize) -> usize {
+    let limit = raise_nofile().unwrap_or(1024);
+    fit_connections(asked, limit, open_fds().unwrap_or(RESERVED_FDS))
+}
+
+/// Of the descriptors left after those open, RESERVED_FDS and one writer's fixed ones and
+/// its one file and one directory, connections get at most half, and at least one: under
+/// `ulimit -n 20` 16 connections failed to open DIR (EMFILE); 8 fit under `ulimit -n 64`.
+fn fit_connections(asked: usize, limit: u64, open_now: usize) -> usize {
+    let avail = usize::try_from(limit)
+        .unwrap_or(usize::MAX)
+        .saturating_sub(open_now.saturating_add(RESERVED_FDS + FDS_PER_WRITER + 2));
+    (avail / 2).clamp(1, asked.max(1))
+}
+
 /// How the writer may spend its file descriptors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FdBudget {
@@ -93,7 +119,8 @@ impl FdBudget {
     /// (`write/tree.rs`).
     pub fn from_rlimit(writers: usize) -> FdBudget {
         let limit = raise_nofile().unwrap_or(1024);
-        FdBudget::divide(limit, open_fds().unwrap_or(RESERVED_FDS), writers)
+        let promised = PROMISED.load(std::sync::atomic::Ordering::Relaxed);
+        FdBudget::divide(limit, open_fds().unwrap_or(RESERVED_FDS) + promised, writers)
     }
 
     fn divide(limit: u64, open_now: usize, wanted: usize) -> FdBudget {
@@ -143,6 +170,17 @@ fn open_fds() -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn connections_leave_room_for_a_writer() {
+        assert_eq!(fit_connections(8, 1024, 5), 8);
+        assert_eq!(fit_connections(8, 64, 5), 8);
+        assert_eq!(fit_connections(16, 64, 5), 16);
+        assert_eq!(fit_connections(16, 40, 5), 10);
+        assert_eq!(fit_connections(16, 20, 5), 1);
+        assert_eq!(fit_connections(8, 0, 5), 1);
+        assert_eq!(fit_connections(0, 1024, 5), 1);
+    }
 
     #[test]
     fn budgets() {

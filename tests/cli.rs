@@ -1618,6 +1618,20 @@ fn touch_archive(td: &TestDir) -> PathBuf {
     td.write("touch.tar", t.finish())
 }
 
+/// `--sta` is still GNU tar's abbreviation of --starting-file, beside --stall-timeout (listed:
+/// GNU tar 1.34 extracts -K's members outside -C).
+#[test]
+fn sta_still_abbreviates_starting_file() {
+    with_gnu_tar("sta_still_abbreviates_starting_file", "sta", |td| {
+        let archive = touch_archive(td);
+        let gnu = Cmd::new("tar").arg("-tf").arg(&archive).arg("--sta=top/link").run();
+        let ours = util::fastuntar().arg("-tf").arg(&archive).arg("--sta=top/link").run();
+        ours.expect_code(0);
+        assert_eq!(ours.stdout_str(), gnu.stdout_str());
+        assert!(ours.stdout_str().starts_with("top/link\n"), "{}", ours.describe());
+    });
+}
+
 /// Command lines as scripts and wrappers write them for GNU tar: an option given twice (the
 /// last value wins), long options shortened to a prefix that names one option, `--get` for
 /// `--extract`, `--no-selinux`. Each extracts what GNU tar extracts (compared tree by tree);

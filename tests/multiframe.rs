@@ -63,22 +63,16 @@ fn agave_zst(tar: &[u8]) -> Vec<u8> {
 /// checked, with a note.
 fn check_default_memory(json: &str, ctx: &str) {
     const MIB: u64 = 1 << 20;
-    let files = json_number(json, "pool_bytes").expect("pool_bytes");
-    let frames = json_number(json, "frame_pool_bytes").expect("frame_pool_bytes");
+    let files = util::json_number(json, "pool_bytes").expect("pool_bytes");
+    let frames = util::json_number(json, "frame_pool_bytes").expect("frame_pool_bytes");
     assert_eq!(files, 64 * MIB, "{ctx} file data pool: {json}");
     assert!((33 * MIB..=97 * MIB).contains(&frames), "{ctx} frame pool: {json}");
     if frames < 97 * MIB {
         util::note(&format!("{ctx}: a frame pool of {} MiB (little memory?)", frames / MIB));
         return;
     }
-    let in_place = json_number(json, "frames_in_place").unwrap_or(0);
+    let in_place = util::json_number(json, "frames_in_place").unwrap_or(0);
     assert!(in_place >= 1, "{ctx} no frame decoded in place: {json}");
-}
-
-fn json_number(stdout: &str, key: &str) -> Option<u64> {
-    let at = stdout.find(&format!("\"{key}\":"))? + key.len() + 3;
-    let digits: String = stdout[at..].chars().take_while(char::is_ascii_digit).collect();
-    digits.parse().ok()
 }
 
 #[test]
@@ -126,7 +120,7 @@ fn agave_frames_extract_and_list_like_gnu_tar() {
                     &ctx,
                 );
                 let json = out.stdout_str();
-                let threads = json_number(&json, "decode_threads").expect("decode_threads");
+                let threads = util::json_number(&json, "decode_threads").expect("decode_threads");
                 if decoder.args == ["--threads", "1"] {
                     assert_eq!(threads, 1, "{ctx} {json}");
                 }
@@ -138,13 +132,13 @@ fn agave_frames_extract_and_list_like_gnu_tar() {
                         "{ctx} one streaming decoder: {json}"
                     );
                 } else {
-                    assert_eq!(json_number(&json, "frames"), Some(frames), "{ctx} {json}");
+                    assert_eq!(util::json_number(&json, "frames"), Some(frames), "{ctx} {json}");
                     if decoder.args == ["--threads", "4"] {
                         assert_eq!(threads, 4, "{ctx} {json}");
                         // 3 workers: with every 4th frame the reader's, the rest were ahead.
-                        let ahead = json_number(&json, "frames_ahead").unwrap_or(0);
+                        let ahead = util::json_number(&json, "frames_ahead").unwrap_or(0);
                         assert!(ahead >= frames - frames.div_ceil(4), "{ctx} {json}");
-                        let in_place = json_number(&json, "frames_in_place").unwrap_or(0);
+                        let in_place = util::json_number(&json, "frames_in_place").unwrap_or(0);
                         assert!(in_place <= ahead, "{ctx} {json}");
                         check_default_memory(&json, &ctx);
                     }

@@ -9,6 +9,7 @@ mod lz4;
 mod members;
 pub mod parallel;
 mod source;
+pub mod url;
 mod xz;
 
 use std::fs::File;
@@ -207,6 +208,8 @@ pub struct Input {
     /// Read through an external program (filter.rs): what follows the end marker is read
     /// too, whatever the format, so the program's exit status is checked.
     filtered: bool,
+    /// Read from a URL (url/): its counters, and its end to check once the run went well.
+    pub download: Option<Arc<url::Download>>,
 }
 
 /// How many threads may decode, and where decoded frames wait (multi-frame zstd) or how much
@@ -256,6 +259,8 @@ pub struct Decoded {
     pub threads: usize,
     /// zstd frames decoded so far, when the frame-parallel decoder counts them.
     pub stats: Option<Arc<DecodeStats>>,
+    /// The download the archive comes from, when it is a URL.
+    pub download: Option<Arc<url::Download>>,
 }
 
 /// The decoder's side of the run's summary.
@@ -333,10 +338,11 @@ impl Input {
     /// frame-parallel one (`parallel.rs`), which reads a single-frame stream as the streaming
     /// decoder does.
     pub fn decode(self, threads: Threads) -> Result<Decoded> {
-        let Input { format, source, trailer, max_window_log, direct, filtered, .. } = self;
+        let Input { format, source, trailer, max_window_log, direct, filtered, download, .. } =
+            self;
         let trailer = (format != Format::Plain || filtered).then_some(trailer);
         let mut decoded =
-            Decoded { reader: Box::new(io::empty()), trailer, threads: 1, stats: None };
+            Decoded { reader: Box::new(io::empty()), trailer, threads: 1, stats: None, download };
         // `Threads::new` gives a pool only with more than one thread. The frame-parallel
         // decoder needs at least its splitter thread: where none can start (`ulimit -u` or
         // pids.max at its limit), the streaming decoder reads the frames one after another.
@@ -446,13 +452,44 @@ fn open_as(
             }
         }
     };
+    let filtered = filter.is_some();
+    sourced(raw, size, max_window_log, direct, filtered, None)
+}
+
+/// Opens the archive at `plan.url` (url/): the first answer gives its length, then its bytes
+/// are read as they arrive, on `plan.connections` connections, and the format is found from
+/// its magic number as for a file.
+pub fn open_url(plan: &url::Plan, max_window_log: u32) -> Result<Input> {
+    let download = Arc::new(url::open(plan, url::Start::default())?);
+    let size = download.identity().length;
+    let raw: Box<dyn Read + Send> = Box::new(download.reader());
+    sourced(raw, size, max_window_log, None, false, Some(download))
+}
+
+fn sourced(
+    raw: Box<dyn Read + Send>,
+    size: Option<u64>,
+    max_window_log: u32,
+    direct: Option<Arc<Direct>>,
+    filtered: bool,
+    download: Option<Arc<url::Download>>,
+) -> Result<Input> {
     let consumed = Arc::new(AtomicU64::new(0));
     let counted = Counted { inner: raw, count: consumed.clone() };
     let mut source = Source::with_capacity(INPUT_BUF, counted);
     let trailer = Trailer(source.budget());
     let format = sniff(&mut source).context("cannot read the archive")?;
-    let filtered = filter.is_some();
-    Ok(Input { format, size, consumed, source, trailer, max_window_log, direct, filtered })
+    Ok(Input {
+        format,
+        size,
+        consumed,
+        source,
+        trailer,
+        max_window_log,
+        direct,
+        filtered,
+        download,
+    })
 }
 
 /// Reads until the format is known: from the first read on, whatever has arrived is looked

@@ -29,6 +29,13 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_fastuntar");
 /// A run that takes longer than this is a hang, and a failure.
 pub const TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The number at `key` in a `--json` summary line.
+pub fn json_number(stdout: &str, key: &str) -> Option<u64> {
+    let at = stdout.find(&format!("\"{key}\":"))? + key.len() + 3;
+    let digits: String = stdout[at..].chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
 /// One row of a dimension of the engine table (`engine.rs`, which combines the dimensions):
 /// the name failures give it, and the flags it passes.
 #[derive(Debug, Clone, Copy)]

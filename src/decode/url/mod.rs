@@ -1,0 +1,432 @@
+//! An archive read from an `http://` or `https://` address: a `Read` that yields the archive's
+//! bytes in order as they arrive, for the decoders as any other input (docs/DESIGN.md "Reading
+//! from a URL").
+//!
+//! - `http.rs`: one GET through ureq (rustls, the system's trust store and `--cacert`, the
+//!   proxy of the environment, redirects), every timeout at `--stall-timeout`.
+//! - `fetch.rs`: the connection threads and the reorder window.
+//! - Decisions, pure and tested on their own: `ranges.rs` (pieces, how many connections, how
+//!   a dropped response continues), `retry.rs` (what is retried, the backoff, Retry-After),
+//!   `validator.rs` (ETag/Last-Modified, If-Range, Content-Range checks), `redirect.rs`,
+//!   `proxy.rs`.
+//!
+//! `open` is "this URL from byte X, expecting this version": a restore that resumes at an
+//! offset opens the download there with the `Identity` the first run recorded.
+
+mod fetch;
+mod http;
+pub mod proxy;
+pub mod ranges;
+pub mod redirect;
+pub mod retry;
+pub mod validator;
+
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use sha2::{Digest, Sha256};
+use url::Url;
+
+use fetch::{Fixed, Shared};
+use http::{Answer, Client, Settings};
+use ranges::Mode;
+use retry::Failure;
+pub use validator::Validator;
+
+/// Connections by default (`--connections`). Mirrors cap each connection (nginx's
+/// `limit_rate`, CDNs' per-connection shaping); on 127.0.0.1 at 50 MB/s per connection, 8
+/// download a 591 MB archive in 1.5 s, faster than it extracts here (docs/PERFORMANCE.md
+/// "Restore from a URL"); aria2's users pick 8 to 16.
+pub const DEFAULT_CONNECTIONS: usize = 8;
+
+/// The most connections `--connections` may ask for (aria2's cap as well).
+pub const MAX_CONNECTIONS: usize = 16;
+
+/// `--stall-timeout` by default: no byte for this long and the attempt is retried.
+pub const DEFAULT_STALL: Duration = Duration::from_secs(30);
+
+/// With `--keep-archive` or `--checksum`, what follows the point where the decoder stopped
+/// reading (the tar end marker, a compressed stream's end) is downloaded as well, so the copy
+/// and the checksum cover the whole file, but at most this much: a real archive ends within a
+/// record (10 KiB, 1 MiB with `-b 2048`) of its end marker, and a server announcing terabytes
+/// more is not believed.
+const DRAIN_MAX: u64 = 64 << 20;
+
+/// The resolved options of a download (config.rs makes it from the flags).
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The address as given (a presigned URL keeps its query string as it is).
+    pub url: String,
+    pub connections: usize,
+    pub stall: Duration,
+    pub retries: u32,
+    pub cacert: Option<PathBuf>,
+    pub keep: Option<PathBuf>,
+    pub checksum: Option<[u8; 32]>,
+    /// Bytes the reorder window may hold (taken from `--memory`).
+    pub window: u64,
+    /// `-v`: say where redirects led.
+    pub verbose: bool,
+    /// `-q`: no retry lines.
+    pub quiet: bool,
+}
+
+/// What identifies the archive a download reads: the address after redirects, the validator
+/// and the length the first answer gave. A resumed download expects them again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Identity {
+    pub url: String,
+    pub validator: Validator,
+    pub length: Option<u64>,
+}
+
+/// Where a download starts: at byte `from`, of the version `expect` describes (None: any).
+#[derive(Clone, Debug, Default)]
+pub struct Start {
+    pub from: u64,
+    pub expect: Option<Identity>,
+}
+
+/// Counters for the progress bar and the summary.
+#[derive(Debug, Default)]
+pub struct NetStats {
+    /// Bytes received that count (not those passed over after a restart).
+    pub downloaded: AtomicU64,
+    /// Connections with a request open now.
+    pub connections: AtomicUsize,
+    /// Connection threads started.
+    pub threads: AtomicUsize,
+    pub retries: AtomicU64,
+    /// Bytes received again and passed over (a server without ranges, restarted from 0).
+    pub refetched: AtomicU64,
+    /// A progress bar counts the retries: no line for each.
+    pub bar: AtomicBool,
+}
+
+/// An open download: its reader for the decoders, and `finish` for the end of the run.
+pub struct Download {
+    shared: Arc<Shared>,
+    guard: Arc<Guard>,
+    identity: Identity,
+    pub stats: Arc<NetStats>,
+    keep: Option<(PathBuf, PathBuf)>,
+    checksum: Option<[u8; 32]>,
+}
+
+/// Stops the connection threads once neither the reader nor the Download is left.
+struct Guard(Arc<Shared>);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
+/// The archive's bytes in order.
+pub struct Reader {
+    shared: Arc<Shared>,
+    _guard: Arc<Guard>,
+}
+
+impl Read for Reader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.shared.read(buf)
+    }
+}
+
+/// The name `--keep-archive FILE` has until the run ends well.
+pub fn incomplete_name(keep: &Path) -> PathBuf {
+    let mut name = keep.as_os_str().to_owned();
+    name.push(".incomplete");
+    PathBuf::from(name)
+}
+
+/// Opens `plan.url` at `start`: the first ranged GET (never HEAD: a presigned URL refuses it)
+/// gives the length and the validator, then the connection threads start.
+pub fn open(plan: &Plan, start: Start) -> Result<Download> {
+    let given = shown(&plan.url);
+    let url = Url::parse(&plan.url).map_err(|e| anyhow!("{given}: not a valid URL ({e})"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        bail!("{given}: only http:// and https:// URLs are read");
+    }
+    // A socket each: no more than the open-file limit leaves room for (`ulimit -n`).
+    let connections = crate::resources::connections_fit(plan.connections);
+    let plan = &Plan { connections, ..plan.clone() };
+    let client = Client::new(Settings {
+        stall: plan.stall,
+        cacert: plan.cacert.clone(),
+        connections: plan.connections,
+    })?;
+    let from = start.from;
+    let piece = ranges::piece_size(plan.window, plan.connections);
+    let if_range = start.expect.as_ref().and_then(|i| i.validator.if_range());
+    let stats = Arc::new(NetStats::default());
+    let mut end = (plan.connections > 1).then(|| from + piece - 1);
+    let (answer, ranged, length, mode) = loop {
+        let a = first_answer(&client, &url, (from, end), if_range, plan, &stats)?;
+        let (ranged, length) = match a.status {
+            206 if validator::range_is(a.content_range, from, end, None) => {
+                (true, a.content_range.and_then(|c| c.1))
+            }
+            206 => bail!(
+                "{given}: asked for bytes {from}-{}, the server answered Content-Range {}",
+                end.map_or(String::new(), |e| e.to_string()),
+                fetch::describe(a.content_range)
+            ),
+            200 if from == 0 => (false, a.content_length),
+            200 => bail!(
+                "{given}: asked for the archive from byte {from}, the server sent the whole \
+                 file (200): it changed, or it no longer answers ranges"
+            ),
+            416 if from == 0 && a.content_range.and_then(|c| c.1) == Some(0) => (true, Some(0)),
+            s => bail!("{given}: {}", fetch::status_text(s)),
+        };
+        if let Some(expect) = &start.expect {
+            if let Some(why) = expect.validator.changed(&a.validator) {
+                bail!("{given}: the archive changed on the server: {why}");
+            }
+            if expect.length != length {
+                bail!("{given}: the archive changed on the server: its length is not the same");
+            }
+        }
+        let count = length.map_or(0, |l| l.saturating_sub(from).div_ceil(piece));
+        let if_range = a.validator.if_range().is_some();
+        let mode = ranges::mode(plan.connections, ranged, length, if_range, count);
+        // Pieces were asked for, but they cannot be used: the whole file in one answer instead
+        // (nothing was consumed yet).
+        let partial =
+            a.status == 206 && a.content_range.and_then(|c| c.0).map(|r| r.1 + 1) != length;
+        if mode == Mode::Whole && end.is_some() && partial {
+            end = None;
+            continue;
+        }
+        break (a, ranged, length, mode);
+    };
+    let validator = answer.validator.clone();
+    let identity = Identity { url: answer.url.to_string(), validator: validator.clone(), length };
+    if plan.verbose && answer.url.as_str() != url.as_str() {
+        crate::report::info(&format!(
+            "fastuntar: {given}: redirected to {}",
+            shown(answer.url.as_str())
+        ));
+    }
+    let resume = ranges::resume(
+        ranged && validator.if_range().is_some(),
+        validator.etag.is_some() || validator.last_modified.is_some(),
+    );
+    let keep = plan.keep.as_ref().map(|k| (k.clone(), incomplete_name(k)));
+    let keep_file = match &keep {
+        Some((_, part)) => Some(
+            std::fs::File::create(part)
+                .with_context(|| format!("--keep-archive {}: cannot create", part.display()))?,
+        ),
+        None => None,
+    };
+    let hasher = plan.checksum.map(|_| Sha256::new());
+    let fixed = Fixed {
+        given: given.clone(),
+        validator: identity.validator.clone(),
+        length,
+        from,
+        piece,
+        window: plan.window,
+        retries: plan.retries,
+        pieces: matches!(mode, Mode::Pieces(_)),
+        resume,
+        quiet: plan.quiet,
+    };
+    let shared = Arc::new(Shared::new(fixed, client, answer, stats.clone(), (hasher, keep_file)));
+    let guard = Arc::new(Guard(shared.clone()));
+    let (threads, first_job) = match mode {
+        Mode::Pieces(n) => (n, None),
+        Mode::Whole => (1, Some(shared.whole())),
+    };
+    let first_job = Mutex::new(first_job);
+    let mut started = 0;
+    for i in 0..threads {
+        let sh = shared.clone();
+        let job = first_job.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let spawned = std::thread::Builder::new()
+            .name(format!("fastuntar-net{i}"))
+            .spawn(move || fetch::connection(sh, job));
+        match spawned {
+            Ok(_) => started += 1,
+            // Fewer connections where threads cannot be had (ulimit -u); none is an error.
+            Err(e) if started == 0 => {
+                return Err(e).context(format!("{given}: cannot start a connection thread"));
+            }
+            Err(_) => break,
+        }
+    }
+    stats.threads.store(started, Ordering::Relaxed);
+    // Their sockets open as they start; the writers' descriptor budget is made before that.
+    crate::resources::promise_fds(started);
+    Ok(Download { shared, guard, identity, stats, keep, checksum: plan.checksum })
+}
+
+/// The first answer, with retries for what may pass (a 503 while a mirror starts, a stall);
+/// DNS, a refused connection, TLS and a 4xx end the run at once with one line.
+fn first_answer(
+    client: &Client,
+    url: &Url,
+    (from, end): (u64, Option<u64>),
+    if_range: Option<&str>,
+    plan: &Plan,
+    stats: &NetStats,
+) -> Result<Answer> {
+    let given = shown(&plan.url);
+    let mut failures = 0;
+    loop {
+        let (failure, text, asked) = match client.get(url, Some((from, end)), if_range) {
+            Ok(a) if (200..300).contains(&a.status) || a.status == 416 => return Ok(a),
+            Ok(a) => (Failure::Status(a.status), fetch::status_text(a.status), a.retry_after),
+            Err(f) => (f.failure, f.text, None),
+        };
+        failures += 1;
+        if !retry::transient(failure, true) {
+            bail!("{given}: {text}");
+        }
+        if failures > plan.retries {
+            bail!("{given}: {text}; gave up after {} retries", plan.retries);
+        }
+        let wait = retry::wait(failures, asked);
+        stats.retries.fetch_add(1, Ordering::Relaxed);
+        if !plan.quiet {
+            let when = match wait.as_secs() {
+                0 => String::new(),
+                s => format!(" in {s} s"),
+            };
+            crate::report::info(&format!(
+                "fastuntar: {given}: {text}; retry {failures} of {}{when}",
+                plan.retries
+            ));
+        }
+        std::thread::sleep(wait);
+    }
+}
+
+impl Download {
+    pub fn reader(&self) -> Reader {
+        Reader { shared: self.shared.clone(), _guard: self.guard.clone() }
+    }
+
+    pub fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    /// At the end of a run that went well: with `--keep-archive` or `--checksum`, downloads
+    /// what the decoder did not need (within DRAIN_MAX), checks the length and the checksum,
+    /// and gives the kept copy its name.
+    pub fn finish(&self) -> Result<()> {
+        let given = &self.shared.given;
+        if self.keep.is_none() && self.checksum.is_none() {
+            return Ok(());
+        }
+        let mut buf = vec![0u8; 1 << 20];
+        let mut drained = 0u64;
+        loop {
+            let n = self.shared.read(&mut buf).with_context(|| given.clone())?;
+            if n == 0 {
+                break;
+            }
+            drained += n as u64;
+            if drained > DRAIN_MAX {
+                bail!(
+                    "{given}: more than {} MiB follow the end of the archive; not downloaded",
+                    DRAIN_MAX >> 20
+                );
+            }
+        }
+        let mut sink = self.shared.sink();
+        if let Some(len) = self.identity.length
+            && sink.at != len
+        {
+            bail!("{given}: the download ended at byte {} of {len}", sink.at);
+        }
+        if let (Some(want), Some(h)) = (self.checksum, sink.hasher.take()) {
+            let got: [u8; 32] = h.finalize().into();
+            if got != want {
+                if let Some((_, part)) = &self.keep {
+                    sink.keep = None;
+                    let _ = std::fs::remove_file(part);
+                }
+                bail!(
+                    "{given}: sha256 mismatch: the downloaded bytes are {}, --checksum says {} \
+                     (what was extracted from them stays in place)",
+                    hex(&got),
+                    hex(&want)
+                );
+            }
+        }
+        if let (Some((path, part)), Some(f)) = (&self.keep, sink.keep.take()) {
+            f.sync_all().with_context(|| format!("--keep-archive {}", part.display()))?;
+            drop(f);
+            std::fs::rename(part, path).with_context(|| {
+                format!("--keep-archive: cannot rename {} to {}", part.display(), path.display())
+            })?;
+        }
+        Ok(())
+    }
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `--checksum sha256:HEX`: the 32 bytes, or why not.
+pub fn parse_checksum(text: &str) -> Result<[u8; 32]> {
+    let Some(h) = text.strip_prefix("sha256:") else {
+        bail!("'{text}': the form is sha256:HEX (64 hexadecimal digits)");
+    };
+    if h.len() != 64 || !h.bytes().all(|c| c.is_ascii_hexdigit()) {
+        bail!("'{text}': the form is sha256:HEX (64 hexadecimal digits)");
+    }
+    let mut out = [0u8; 32];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(&h[2 * i..2 * i + 2], 16).expect("checked above");
+    }
+    Ok(out)
+}
+
+/// `url` as messages and the summary show it: a password in it (`https://user:PASS@host/`)
+/// replaced by `***`, so it does not end up in logs; the rest as given.
+pub fn shown(url: &str) -> String {
+    match Url::parse(url) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
+            u.to_string()
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// Whether an archive operand is a URL: it starts with `http://` or `https://` (any case).
+pub fn is_url(operand: &std::ffi::OsStr) -> bool {
+    let b = operand.as_encoded_bytes();
+    let starts = |p: &[u8]| b.len() >= p.len() && b[..p.len()].eq_ignore_ascii_case(p);
+    starts(b"http://") || starts(b"https://")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checksums_and_urls() {
+        let h = "sha256:".to_string() + &"0f".repeat(32);
+        assert_eq!(parse_checksum(&h).unwrap(), [0x0f; 32]);
+        assert!(parse_checksum("sha256:abc").is_err());
+        assert!(parse_checksum(&("md5:".to_string() + &"0f".repeat(32))).is_err());
+        assert!(parse_checksum(&("sha256:".to_string() + &"g0".repeat(32))).is_err());
+        assert_eq!(hex(&[0, 0xab]), "00ab");
+        assert!(is_url("https://h/x".as_ref()) && is_url("HTTP://h".as_ref()));
+        assert!(!is_url("http:/h".as_ref()) && !is_url("./https://x".as_ref()));
+        assert_eq!(incomplete_name(Path::new("/a/b.tar")), Path::new("/a/b.tar.incomplete"));
+        assert_eq!(shown("https://u:secret@h/x?s=1"), "https://u:***@h/x?s=1");
+        assert_eq!(shown("https://h/x?X-Amz-Signature=a%2Fb"), "https://h/x?X-Amz-Signature=a%2Fb");
+    }
+}

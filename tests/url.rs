@@ -1,0 +1,606 @@
+//! Restoring from a URL (issue 29): `fastuntar -x http://…` against a real HTTP server on
+//! 127.0.0.1 that this suite starts (`util/http.rs`), with faults injected byte-exactly. Every
+//! case that should succeed is compared with GNU tar's extraction of the same archive from a
+//! file; every case that should fail must fail with one line naming the URL, exit 2, and
+//! nothing written outside DEST.
+
+#[path = "util/http.rs"]
+#[allow(dead_code)]
+mod http;
+mod util;
+
+use std::time::{Duration, SystemTime};
+
+use http::{ARCHIVE, Faults, Server};
+use util::engine::{Encoding, Set, ZSTD_64K, for_each_run};
+use util::rawtar::Tar;
+use util::snapshot::{Compare, Snapshot, assert_same, snapshot};
+use util::{Cmd, Output, Rng, TestDir, have_tools};
+
+/// Flags every download here uses: 4 connections and a budget that makes 256 KiB pieces, so a
+/// 2.5 MB archive is fetched in ten pieces, out of order, through the reorder window.
+const PIECES: &[&str] = &["--connections", "4", "--memory", "8M"];
+
+/// A tree of 40 files (1 byte to 300 KiB, ~2.5 MB) in two directories, as a tar stream.
+fn tree_tar() -> Vec<u8> {
+    let mut t = Tar::new();
+    let mut rng = Rng::new(29);
+    t.dir("d/");
+    t.dir("d/e/");
+    for i in 0..40u64 {
+        let size = match i % 5 {
+            0 => 1,
+            1 => 4096,
+            2 => 300 << 10,
+            3 => 77_777,
+            _ => 512 * 3 + 7,
+        };
+        // Random bytes: zstd cannot shrink them, so the compressed archive has pieces too.
+        let data = rng.bytes(size);
+        let dir = if i % 2 == 0 { "d" } else { "d/e" };
+        t.file(format!("{dir}/f{i}"), &data);
+    }
+    t.finish()
+}
+
+/// Offsets of the member headers in a tar stream.
+fn header_offsets(tar: &[u8]) -> Vec<u64> {
+    let mut v = Vec::new();
+    let mut at = 0usize;
+    while at + 512 <= tar.len() && tar[at] != 0 {
+        v.push(at as u64);
+        let size = std::str::from_utf8(&tar[at + 124..at + 135]).unwrap().trim_matches('\0');
+        let size = u64::from_str_radix(size.trim(), 8).unwrap() as usize;
+        at += 512 + size.div_ceil(512) * 512;
+    }
+    v
+}
+
+/// GNU tar's tree of `tar` (from a file), and the time before it, for the comparisons.
+struct Oracle {
+    want: Snapshot,
+    started: SystemTime,
+}
+
+fn oracle(td: &TestDir, tar: &[u8]) -> Oracle {
+    let started = SystemTime::now() - Duration::from_secs(1);
+    let file = td.write("oracle.tar", tar);
+    let gnu = td.fresh("gnu");
+    let g = Cmd::new("tar").arg("-xf").arg(&file).arg("-C").arg(&gnu).run();
+    assert!(g.success(), "GNU tar failed\n{}", g.describe());
+    Oracle { want: snapshot(&gnu), started }
+}
+
+impl Oracle {
+    fn same(&self, dest: &std::path::Path, ctx: &str) {
+        let ours = snapshot(dest);
+        assert_same(
+            &self.want,
+            "GNU tar",
+            &ours,
+            "fastuntar",
+            &Compare::extraction(self.started),
+            ctx,
+        );
+    }
+}
+
+/// Extracts `url` into a fresh DEST with `cmd`'s flags and `extra`; the output and DEST.
+fn extract(td: &TestDir, mut cmd: Cmd, url: &str, extra: &[&str]) -> (Output, std::path::PathBuf) {
+    let dest = td.fresh("dest");
+    let out = cmd.args(["-x", "--json", "-f", url, "-C"]).arg(&dest).args(extra).run();
+    (out, dest)
+}
+
+/// A failure in one line naming the URL, exit 2, and nothing left in the test directory but
+/// what the test made (DEST may hold what was extracted before the failure).
+fn fails_in_one_line(out: &Output, url: &str, words: &str, ctx: &str) {
+    out.expect_code(2);
+    let lines: Vec<String> =
+        out.diagnostics().into_iter().filter(|l| !l.contains("; retry ")).collect();
+    assert_eq!(lines.len(), 1, "{ctx}: one line\n{}", out.describe());
+    assert!(lines[0].contains(url), "{ctx}: the line names the URL\n{}", out.describe());
+    assert!(lines[0].contains(words), "{ctx}: the line says {words:?}\n{}", out.describe());
+}
+
+/// The plain download and downloads cut at many offsets (inside zstd frame headers and tar
+/// headers, in the middle of pieces), under every engine row: writers × decoder threads, for
+/// a plain tar and for 64 KiB zstd frames. Each is GNU tar's tree.
+#[test]
+fn plain_and_cut_downloads_under_every_engine() {
+    let test = "plain_and_cut_downloads_under_every_engine";
+    if !have_tools(test, &["tar"]) {
+        return;
+    }
+    let td = TestDir::new(test);
+    let tar = tree_tar();
+    let o = oracle(&td, &tar);
+    for_each_run(test, Set::All, &[Encoding::Plain, ZSTD_64K], |run| {
+        let archive = run.encoding.encode(&tar);
+        let ctx = run.name();
+        let server = Server::start(archive.clone(), Faults::default());
+        let url = server.url(ARCHIVE);
+        let (out, dest) = extract(&td, run.cmd(), &url, PIECES);
+        out.expect_code(0);
+        o.same(&dest, &format!("{ctx} plain"));
+        assert_eq!(util::json_number(&out.stdout_str(), "retries"), Some(0), "{ctx}");
+        assert_eq!(util::json_number(&out.stdout_str(), "connections"), Some(4), "{ctx}");
+        // Pieces reuse their connections (keep-alive): ten or so requests on 4 connections,
+        // and one more for the first answer.
+        let requests = server.archive_requests();
+        assert!(requests >= 8, "{ctx}: {requests} requests");
+        assert!(
+            server.accepted() <= 5,
+            "{ctx}: {} connections for {requests} requests",
+            server.accepted()
+        );
+        drop(server);
+
+        // Cuts: inside three zstd frame headers, or three tar headers, spread over the archive.
+        let cuts: Vec<u64> = match run.encoding {
+            Encoding::Plain => {
+                header_offsets(&tar).into_iter().step_by(13).map(|h| h + 100).collect()
+            }
+            _ => {
+                run.encoding.frame_offsets(&tar).iter().step_by(9).map(|&f| f as u64 + 2).collect()
+            }
+        };
+        assert!(cuts.len() >= 3, "{ctx}: cuts {cuts:?}");
+        let faults = Faults { cut_at: cuts.clone(), ..Faults::default() };
+        let server = Server::start(archive, faults);
+        let (out, dest) = extract(&td, run.cmd(), &url_of(&server), PIECES);
+        out.expect_code(0);
+        o.same(&dest, &format!("{ctx} cut at {cuts:?}"));
+        let retries = util::json_number(&out.stdout_str(), "retries").unwrap();
+        assert_eq!(retries, cuts.len() as u64, "{ctx}: one retry per cut\n{}", out.describe());
+    });
+}
+
+fn url_of(s: &Server) -> String {
+    s.url(ARCHIVE)
+}
+
+/// Faults a download survives, each compared with GNU tar: a stall, 503 then success, 429 with
+/// Retry-After, no Range support (one connection), no Range support and a cut (restarted from
+/// byte 0 after the validator was found unchanged, the first bytes passed over), a redirect
+/// chain to a presigned-style address, HEAD refused. The requests after the first carry
+/// If-Range, and every request asks for the identity encoding.
+#[test]
+fn faults_survived_like_gnu_tar() {
+    let test = "faults_survived_like_gnu_tar";
+    if !have_tools(test, &["tar"]) {
+        return;
+    }
+    let td = TestDir::new(test);
+    let tar = tree_tar();
+    let zst = ZSTD_64K.encode(&tar);
+    let o = oracle(&td, &tar);
+    let middle = zst.len() as u64 / 2;
+    let cases: Vec<(&str, Faults, Vec<&str>, &str)> = vec![
+        (
+            "stall",
+            Faults { stall_at: Some((middle, Duration::from_secs(4))), ..Faults::default() },
+            vec!["--stall-timeout", "1"],
+            ARCHIVE,
+        ),
+        (
+            "503 then success",
+            Faults { statuses: vec![(503, None)], ..Faults::default() },
+            vec![],
+            ARCHIVE,
+        ),
+        (
+            "429 with Retry-After",
+            Faults { statuses: vec![(0, None), (429, Some("1"))], ..Faults::default() },
+            vec![],
+            ARCHIVE,
+        ),
+        ("no Range support", Faults { no_range: true, ..Faults::default() }, vec![], ARCHIVE),
+        (
+            "ranges but no validator",
+            Faults { no_validator: true, ..Faults::default() },
+            vec![],
+            ARCHIVE,
+        ),
+        (
+            "no Range support, cut",
+            Faults { no_range: true, cut_at: vec![middle], ..Faults::default() },
+            vec![],
+            ARCHIVE,
+        ),
+        (
+            "redirect chain",
+            Faults::default(),
+            vec!["-v"],
+            "/r/3?X-Amz-Signature=a%2Fb&X-Amz-Expires=60",
+        ),
+    ];
+    let mut failed = Vec::new();
+    for (name, faults, extra, path) in cases {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // The requests answered with a status before the first answer.
+            let lead = faults.statuses.iter().take_while(|s| s.0 != 0).count();
+            let server = Server::start(zst.clone(), faults);
+            let mut flags = PIECES.to_vec();
+            flags.extend(extra.iter());
+            let url = server.url(path);
+            let (out, dest) = extract(&td, util::fastuntar(), &url, &flags);
+            out.expect_code(0);
+            o.same(&dest, name);
+            let json = out.stdout_str();
+            let seen = server.seen();
+            assert!(seen.iter().all(|s| s.method == "GET"), "{name}: only GETs, no HEAD");
+            let archive_requests: Vec<_> = seen.iter().filter(|s| s.path == ARCHIVE).collect();
+            assert!(
+                seen.iter().all(|s| s.accept_encoding.as_deref() == Some("identity")),
+                "{name}: Accept-Encoding: identity"
+            );
+            match name {
+                "ranges but no validator" => {
+                    // No If-Range possible: one connection, one whole answer after the first
+                    // (a bounded range that could not be continued safely).
+                    assert_eq!(util::json_number(&json, "connections"), Some(1), "{name}: {json}");
+                    assert_eq!(archive_requests.len(), 2, "{name}");
+                    assert_eq!(archive_requests[1].range.as_deref(), Some("bytes=0-"), "{name}");
+                }
+                "no Range support" => {
+                    assert_eq!(util::json_number(&json, "connections"), Some(1), "{name}: {json}");
+                    assert_eq!(archive_requests.len(), 1, "{name}");
+                }
+                "no Range support, cut" => {
+                    assert_eq!(util::json_number(&json, "retries"), Some(1), "{name}: {json}");
+                    let again = util::json_number(&json, "refetched_bytes").unwrap();
+                    assert!(again > 0 && again <= middle, "{name}: {json}");
+                }
+                "redirect chain" => {
+                    assert!(json.contains(&format!("\"url\":\"{}", server.url(ARCHIVE))), "{json}");
+                    assert!(json.contains("X-Amz-Signature=a%2Fb&X-Amz-Expires=60\""), "{json}");
+                    let said = out.stderr_str();
+                    assert!(said.contains("redirected to") && said.contains(ARCHIVE), "{said}");
+                }
+                _ => {
+                    assert!(util::json_number(&json, "retries").unwrap() >= 1, "{name}: {json}");
+                }
+            }
+            if !name.starts_with("no Range support") && name != "ranges but no validator" {
+                // Every ranged request after the first carries If-Range with the ETag.
+                let later = archive_requests.iter().skip(lead + 1).filter(|s| s.range.is_some());
+                for s in later {
+                    assert_eq!(s.if_range.as_deref(), Some("\"v1\""), "{name}: {s:?}");
+                }
+            }
+        }));
+        if r.is_err() {
+            failed.push(name);
+        }
+    }
+    assert!(failed.is_empty(), "failed: {failed:?}");
+}
+
+/// Faults that must stop the run with one line naming the URL and exit 2: an ETag that changes
+/// mid-download, a wrong Content-Range, a length larger or smaller than the bytes, a redirect
+/// loop, 404, 403, endless headers, slow headers (slowloris), a refused connection, a host that
+/// does not resolve, a server without ranges or validator that drops the connection.
+#[test]
+fn faults_that_stop_the_run() {
+    let test = "faults_that_stop_the_run";
+    let td = TestDir::new(test);
+    let tar = tree_tar();
+    let zst = ZSTD_64K.encode(&tar);
+    let middle = zst.len() as u64 / 2;
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let cases: Vec<(&str, Faults, String, &str)> = vec![
+        (
+            "changed ETag",
+            Faults { change_etag_after: Some(2), ..Faults::default() },
+            ARCHIVE.into(),
+            "changed",
+        ),
+        (
+            "wrong Content-Range",
+            Faults { wrong_range_after: Some(2), ..Faults::default() },
+            ARCHIVE.into(),
+            "Content-Range",
+        ),
+        (
+            "length over the bytes",
+            Faults { announce_extra: 1000, ..Faults::default() },
+            ARCHIVE.into(),
+            "shorter than",
+        ),
+        ("redirect loop", Faults::default(), "/loop/a".into(), "redirect loop"),
+        ("404", Faults::default(), "/missing.tar".into(), "404 Not Found"),
+        ("403", Faults::default(), "/forbidden".into(), "403 Forbidden"),
+        ("endless headers", Faults::default(), "/endless-headers".into(), "header"),
+        (
+            "refused",
+            Faults::default(),
+            format!("http://127.0.0.1:{closed}/a.tar"),
+            "cannot connect",
+        ),
+        (
+            "DNS",
+            Faults::default(),
+            "http://fastuntar-test.invalid/a.tar".into(),
+            "does not resolve",
+        ),
+        (
+            "no ranges, no validator, cut",
+            Faults {
+                no_range: true,
+                no_validator: true,
+                cut_at: vec![middle],
+                ..Faults::default()
+            },
+            ARCHIVE.into(),
+            "cannot continue",
+        ),
+    ];
+    let mut failed = Vec::new();
+    for (name, faults, path, words) in cases {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let server = Server::start(zst.clone(), faults);
+            let url = if path.starts_with("http") { path.clone() } else { server.url(&path) };
+            let cmd = if name == "DNS" {
+                // In a network namespace of its own (no interface up), so the lookup fails
+                // here and no query leaves the machine for the system's resolver.
+                let mut c = Cmd::new("unshare");
+                c.arg("-n").arg(util::fastuntar_path());
+                c
+            } else {
+                util::fastuntar()
+            };
+            if name == "DNS" && !util::have_root(test, "unshare -n for the DNS case") {
+                return;
+            }
+            let (out, _dest) = extract(&td, cmd, &url, PIECES);
+            if words.is_empty() {
+                // The archive ends early: the decoder says where, by archive offset.
+                out.expect_code(2);
+                assert_eq!(out.diagnostics().len(), 1, "{name}\n{}", out.describe());
+            } else {
+                fails_in_one_line(&out, &url, words, name);
+            }
+        }));
+        if r.is_err() {
+            failed.push(name);
+        }
+    }
+    let entries: Vec<_> =
+        std::fs::read_dir(td.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(
+        entries.iter().all(|e| e.to_string_lossy().starts_with("dest")),
+        "nothing but DESTs: {entries:?}"
+    );
+    assert!(failed.is_empty(), "failed: {failed:?}");
+
+    // Slowloris: headers a byte at a time never reach the stall timeout per read, but the
+    // headers as a whole must come within it; each attempt is a stall, and --retries ends it.
+    let server = Server::start(zst, Faults::default());
+    let url = server.url("/slow-headers");
+    let started = std::time::Instant::now();
+    let flags = ["--stall-timeout", "1", "--retries", "1"];
+    let (out, _) = extract(&td, util::fastuntar(), &url, &flags);
+    fails_in_one_line(&out, &url, "gave up after 1 retries", "slow headers");
+    assert!(started.elapsed() < Duration::from_secs(8), "{:?}", started.elapsed());
+}
+
+/// TLS with a CA made now: trusted with --cacert, refused without it, and a certificate for
+/// another host refused even with its CA; an https URL that redirects to http refused.
+#[test]
+fn tls_with_a_private_ca() {
+    let test = "tls_with_a_private_ca";
+    if !have_tools(test, &["tar"]) {
+        return;
+    }
+    let td = TestDir::new(test);
+    let tar = tree_tar();
+    let o = oracle(&td, &tar);
+    let (ca, config) = http::tls_for(&["localhost"]);
+    let ca_file = td.write("ca.pem", ca);
+    let plain = Server::start(tar.clone(), Faults::default());
+    let faults = Faults { downgrade_to: Some(plain.url(ARCHIVE)), ..Faults::default() };
+    let server = Server::with_tls(tar.clone(), faults, Some(config));
+    let url = server.url(ARCHIVE);
+
+    let (out, dest) =
+        extract(&td, util::fastuntar(), &url, &["--cacert", ca_file.to_str().unwrap()]);
+    out.expect_code(0);
+    o.same(&dest, "--cacert");
+
+    let (out, _) = extract(&td, util::fastuntar(), &url, &[]);
+    fails_in_one_line(&out, &url, "certificate", "without --cacert");
+
+    let down = server.url("/down");
+    let (out, _) = extract(&td, util::fastuntar(), &down, &["--cacert", ca_file.to_str().unwrap()]);
+    fails_in_one_line(&out, &down, "from https to http", "downgrade");
+
+    let (ca2, config2) = http::tls_for(&["wrong.example"]);
+    let ca2_file = td.write("ca2.pem", ca2);
+    let wrong = Server::with_tls(tar, Faults::default(), Some(config2));
+    let url = wrong.url(ARCHIVE);
+    let (out, _) = extract(&td, util::fastuntar(), &url, &["--cacert", ca2_file.to_str().unwrap()]);
+    fails_in_one_line(&out, &url, "certificate", "wrong host");
+}
+
+/// --keep-archive: the copy is the archive when the run ends well, and is left only as
+/// FILE.incomplete when it does not. --checksum: the right sum passes, a wrong one exits 2
+/// after the tree was extracted. -t and -O read a URL as a file.
+#[test]
+fn keep_archive_checksum_list_and_stdout() {
+    let test = "keep_archive_checksum_list_and_stdout";
+    if !have_tools(test, &["tar", "sha256sum"]) {
+        return;
+    }
+    let td = TestDir::new(test);
+    let tar = tree_tar();
+    let zst = ZSTD_64K.encode(&tar);
+    let o = oracle(&td, &tar);
+    let file = td.write("a.tar.zst", &zst);
+    let sum = Cmd::new("sha256sum").arg(&file).run().stdout_str();
+    let sum = format!("sha256:{}", &sum[..64]);
+    let server = Server::start(zst.clone(), Faults { cut_at: vec![1000], ..Faults::default() });
+    let url = server.url(ARCHIVE);
+    let kept = td.join("kept.tar.zst");
+    let k = kept.to_str().unwrap();
+    let (out, dest) = extract(
+        &td,
+        util::fastuntar(),
+        &url,
+        &[&["--keep-archive", k, "--checksum", &sum], PIECES].concat(),
+    );
+    out.expect_code(0);
+    o.same(&dest, "--keep-archive --checksum");
+    assert_eq!(util::read(&kept), zst, "the kept copy is the archive");
+    assert!(!td.join("kept.tar.zst.incomplete").exists());
+
+    let bad = format!("sha256:{}", "0".repeat(64));
+    let (out, dest) = extract(&td, util::fastuntar(), &url, &["--checksum", &bad]);
+    fails_in_one_line(&out, &url, "sha256 mismatch", "wrong checksum");
+    o.same(&dest, "the tree stands after a checksum mismatch");
+
+    let changing =
+        Server::start(zst.clone(), Faults { change_etag_after: Some(2), ..Faults::default() });
+    let kept2 = td.join("kept2.tar.zst");
+    let k2 = kept2.to_str().unwrap();
+    let url2 = changing.url(ARCHIVE);
+    let (out, _) =
+        extract(&td, util::fastuntar(), &url2, &[&["--keep-archive", k2], PIECES].concat());
+    fails_in_one_line(&out, &url2, "changed", "--keep-archive and a failure");
+    assert!(!kept2.exists(), "no FILE after a failed run");
+    assert!(td.join("kept2.tar.zst.incomplete").exists(), "FILE.incomplete after a failed run");
+
+    let listed = util::fastuntar().args(["-t", "-f", &url]).args(PIECES).run();
+    listed.expect_code(0);
+    let gnu = Cmd::new("tar").arg("-tf").arg(td.join("oracle.tar")).run();
+    assert_eq!(listed.stdout_str(), gnu.stdout_str(), "-t URL");
+    let data = util::fastuntar().args(["-xO", "-f", &url]).args(PIECES).run();
+    data.expect_code(0);
+    let gnu = Cmd::new("tar").arg("-xOf").arg(td.join("oracle.tar")).run();
+    assert!(data.stdout == gnu.stdout, "-O URL");
+}
+
+/// The proxy variables as curl reads them: an https URL goes through `https_proxy` (a CONNECT
+/// tunnel, TLS checked end to end), an http URL through `http_proxy` (one that refuses is
+/// named by the failure), unless NO_PROXY names the host.
+#[test]
+fn proxy_variables_as_curl() {
+    let test = "proxy_variables_as_curl";
+    let td = TestDir::new(test);
+    let (ca, config) = http::tls_for(&["localhost"]);
+    let ca_file = td.write("ca.pem", ca);
+    let tls = Server::with_tls(tree_tar(), Faults::default(), Some(config));
+    let proxy = http::Proxy::start();
+    let mut c = util::fastuntar();
+    c.env("https_proxy", format!("http://{}", proxy.addr)).env("NO_PROXY", "example.com");
+    let (out, _) = extract(&td, c, &tls.url(ARCHIVE), &["--cacert", ca_file.to_str().unwrap()]);
+    out.expect_code(0);
+    let tunnels = proxy.tunnels.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(tunnels >= 1, "the download went through the proxy");
+
+    let server = Server::start(tree_tar(), Faults::default());
+    let url = server.url(ARCHIVE);
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let proxy = format!("http://127.0.0.1:{closed}");
+    let mut c = util::fastuntar();
+    c.env("http_proxy", &proxy).env("NO_PROXY", "");
+    let (out, _) = extract(&td, c, &url, &[]);
+    fails_in_one_line(&out, &url, "cannot connect", "through the proxy");
+    let mut c = util::fastuntar();
+    c.env("http_proxy", &proxy).env("NO_PROXY", "example.com,127.0.0.1");
+    let (out, _) = extract(&td, c, &url, &[]);
+    out.expect_code(0);
+}
+
+/// The reorder window stays within --memory: a URL extraction of 24 MB on 8 connections, with
+/// the decoder slower than the loopback, peaks within a few MiB of the same extraction from a
+/// file under the same --memory (the window is part of it, and the pieces wait for room).
+#[test]
+fn the_window_stays_within_memory() {
+    let test = "the_window_stays_within_memory";
+    let td = TestDir::new(test);
+    let mut t = Tar::new();
+    let mut rng = Rng::new(7);
+    for i in 0..24 {
+        t.file(format!("f{i}"), &rng.bytes(1 << 20));
+    }
+    let zst = ZSTD_64K.encode(&t.finish());
+    let file = td.write("a.tar.zst", &zst);
+    let server = Server::start(zst, Faults::default());
+    let flags = ["--memory", "8M", "--connections", "8", "--threads", "1", "-q"];
+    let rss = |src: &[&str]| {
+        let dest = td.fresh("dest");
+        let out = util::fastuntar().measure_rss().args(src).args(flags).arg("-C").arg(&dest).run();
+        out.expect_code(0);
+        out.peak_rss_kib.expect("peak RSS (/usr/bin/time)")
+    };
+    let from_url = rss(&["-x", "-f", &server.url(ARCHIVE)]);
+    let from_file = rss(&["-x", "-f", file.to_str().unwrap()]);
+    util::note(&format!("peak RSS from the URL {from_url} KiB, from the file {from_file} KiB"));
+    assert!(
+        from_url <= from_file + 8 * 1024,
+        "from the URL {from_url} KiB, from the file {from_file} KiB"
+    );
+}
+
+/// 16 connections under `ulimit -n 20`: the connections are cut to what the open-file limit
+/// leaves room for beside the writer (here one), and the tree is GNU tar's; under 64 as many as
+/// the archive has pieces (13).
+#[test]
+fn connections_fit_the_open_file_limit() {
+    let test = "connections_fit_the_open_file_limit";
+    if !have_tools(test, &["tar"]) {
+        return;
+    }
+    let td = TestDir::new(test);
+    let tar = tree_tar();
+    let o = oracle(&td, &tar);
+    let server = Server::start(tar, Faults::default());
+    for (limit, want) in [(20, 1), (64, 13)] {
+        let mut c = util::fastuntar();
+        c.rlimit(libc::RLIMIT_NOFILE, limit, limit);
+        let flags = ["--connections", "16", "--memory", "16M"];
+        let (out, dest) = extract(&td, c, &server.url(ARCHIVE), &flags);
+        out.expect_code(0);
+        o.same(&dest, &format!("ulimit -n {limit}"));
+        assert_eq!(util::json_number(&out.stdout_str(), "connections"), Some(want), "{limit}");
+    }
+}
+
+/// The source's first-class operation for resuming (issue 30): open the URL from byte X
+/// expecting the version recorded, and get the archive's bytes from X; a changed version is
+/// refused before anything is read.
+#[test]
+fn open_at_an_offset_with_a_validator() {
+    use fastuntar::decode::url::{self, Identity, Plan, Start, Validator};
+    use std::io::Read;
+    let archive: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+    let server =
+        Server::start(archive.clone(), Faults { cut_at: vec![2_000_000], ..Faults::default() });
+    let plan = Plan {
+        url: server.url(ARCHIVE),
+        connections: 4,
+        stall: Duration::from_secs(5),
+        retries: 3,
+        cacert: None,
+        keep: None,
+        checksum: None,
+        window: 2 << 20,
+        verbose: false,
+        quiet: true,
+    };
+    let first = url::open(&plan, Start::default()).unwrap();
+    let identity = first.identity().clone();
+    drop(first);
+    let from = 1_234_567;
+    let d = url::open(&plan, Start { from, expect: Some(identity.clone()) }).unwrap();
+    let mut got = Vec::new();
+    d.reader().read_to_end(&mut got).unwrap();
+    assert!(got == archive[from as usize..], "the bytes from {from}");
+    let other = Identity {
+        validator: Validator { etag: Some("\"v9\"".into()), last_modified: None },
+        ..identity
+    };
+    let e = url::open(&plan, Start { from, expect: Some(other) }).err().expect("a changed version");
+    assert!(e.to_string().contains("changed"), "{e}");
+}
