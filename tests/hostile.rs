@@ -184,8 +184,8 @@ fn hostile_in(
         fs::write(&archive, run.encoding.encode(&build(&s))).unwrap();
         prep(&s);
         let before = snapshot(&s.sentinel);
-        let mut cmd = run.cmd();
-        cmd.arg("-x").arg(&archive).arg("-C").arg(&s.dest).args(args);
+        let mut cmd = run.cmd_on(&archive);
+        cmd.arg("-x").arg("-C").arg(&s.dest).args(args);
         if rss {
             cmd.measure_rss();
         }

@@ -41,7 +41,7 @@ use std::time::Duration;
 use zstd::zstd_safe::{DCtx, DParameter, InBuffer, OutBuffer, ResetDirective, get_error_name};
 
 use super::archive_file::AlignedBuf;
-use super::frames::{Event, Walker};
+use super::frames::{Carried, Event, Walker};
 use crate::archive::Skip;
 use crate::pool::{Pool, PoolBuf, Run};
 
@@ -101,15 +101,19 @@ pub struct Options {
 }
 
 /// A run of a frame's compressed bytes.
-struct Piece {
-    data: Arc<InputBuf>,
-    start: usize,
-    end: usize,
+enum Piece {
+    /// Bytes `start..end` of one read.
+    Read { data: Arc<InputBuf>, start: usize, end: usize },
+    /// The start of the frame's header, which came in earlier reads than its end.
+    Carried(Carried),
 }
 
 impl Piece {
     fn bytes(&self) -> &[u8] {
-        &self.data.bytes[self.start..self.end]
+        match self {
+            Piece::Read { data, start, end } => &data.bytes[*start..*end],
+            Piece::Carried(c) => c.bytes(),
+        }
     }
 }
 
@@ -502,7 +506,6 @@ fn truncated(shared: &Shared, index: u64, offset: u64) -> String {
 /// each frame's bytes to it.
 fn split(mut input: Box<dyn Read + Send>, max_window: u64, shared: &Arc<Shared>) {
     let mut walker = Walker::new(max_window);
-    let mut events = Vec::new();
     // The frame whose bytes are being sent: its index and input channel.
     let mut current: Option<Sender<Piece>> = None;
     let mut index = 0;
@@ -571,18 +574,24 @@ fn split(mut input: Box<dyn Read + Send>, max_window: u64, shared: &Arc<Shared>)
                 "zstd frame {index}: the compressed input ends inside its header, at byte {at}"
             )));
         }
-        let base = walker.offset();
-        events.clear();
-        let walked = walker.feed(&data.bytes, &mut events);
-        // Route the piece's bytes: each frame gets the runs between its start and end.
-        let mut at = 0usize;
-        for e in &events {
-            match *e {
-                Event::Start { offset, header } => {
-                    let start = (offset - base) as usize;
-                    at = start;
+        // Route the piece's bytes: each frame gets the runs between its start and end; the
+        // bytes between frames (skippable frames) go nowhere.
+        let mut at = 0;
+        let mut routed = 0;
+        let send = |tx: &Sender<Piece>, start: usize, end: usize| {
+            if end > start {
+                let _ = tx.send(Piece::Read { data: data.clone(), start, end });
+            }
+        };
+        let walked = loop {
+            match walker.next(&data.bytes, &mut at) {
+                Ok(None) => break Ok(()),
+                Ok(Some(Event::Start { offset, at: start, header, carried })) => {
                     let (in_tx, in_rx) = channel();
                     let (out_tx, out_rx) = channel();
+                    if !carried.bytes().is_empty() {
+                        let _ = in_tx.send(Piece::Carried(carried));
+                    }
                     let (window, content) = (header.window, header.content_size);
                     let job = Job { index, offset, window, content, input: in_rx, output: out_tx };
                     let mut st = shared.lock();
@@ -591,31 +600,36 @@ fn split(mut input: Box<dyn Read + Send>, max_window: u64, shared: &Arc<Shared>)
                     shared.changed.notify_all();
                     current = Some(in_tx);
                     index += 1;
+                    routed = start;
                 }
-                Event::End { offset } => {
-                    let end = (offset - base) as usize;
-                    if let Some(tx) = current.take()
-                        && end > at
-                    {
-                        let _ = tx.send(Piece { data: data.clone(), start: at, end });
+                Ok(Some(Event::End { at: end, .. })) => {
+                    if let Some(tx) = current.take() {
+                        send(&tx, routed, end);
                     }
-                    at = end;
+                    routed = end;
+                }
+                Err(e) => break Err(e),
+            }
+        };
+        match walked {
+            Ok(()) => {
+                if let Some(tx) = &current {
+                    send(tx, routed, n);
                 }
             }
-        }
-        if let Some(tx) = &current {
-            let end = match &walked {
-                Ok(()) => n,
-                Err(e) => (e.offset.max(base) - base) as usize,
-            };
-            if end > at {
-                let _ = tx.send(Piece { data: data.clone(), start: at, end });
+            Err(e) => {
+                // The frame the walk was in gets its bytes up to the structure that failed
+                // (none when that began in an earlier read), or the one whose header it was
+                // reading gets nothing; either reports this failure in its turn.
+                let frame = match current.take() {
+                    Some(tx) => {
+                        send(&tx, routed, e.at.max(routed));
+                        index - 1
+                    }
+                    None => index,
+                };
+                return finish(Some(frame_error(frame, e.offset, &e.what)));
             }
-        }
-        if let Err(e) = walked {
-            // The frame the walk was in, or the one whose header it was reading.
-            let frame = if current.take().is_some() { index - 1 } else { index };
-            return finish(Some(frame_error(frame, e.offset, &e.what)));
         }
     }
 }
@@ -961,6 +975,32 @@ mod tests {
             .collect()
     }
 
+    /// Returns `data` in reads that end at each of `cuts` (and wherever the caller's buffer
+    /// ends), as a pipe returns what its writer wrote.
+    struct Reads {
+        data: Vec<u8>,
+        cuts: Vec<usize>,
+        at: usize,
+    }
+
+    impl Reads {
+        fn new(data: Vec<u8>, mut cuts: Vec<usize>) -> Reads {
+            cuts.sort_unstable();
+            Reads { data, cuts, at: 0 }
+        }
+    }
+
+    impl Read for Reads {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let stop = self.cuts.iter().copied().find(|&c| c > self.at);
+            let end = stop.unwrap_or(self.data.len()).min(self.data.len()).min(self.at + buf.len());
+            let n = end - self.at;
+            buf[..n].copy_from_slice(&self.data[self.at..end]);
+            self.at = end;
+            Ok(n)
+        }
+    }
+
     /// One part of `content` per size, seeded by its index.
     fn parts(sizes: impl Iterator<Item = usize>) -> Vec<Vec<u8>> {
         sizes.enumerate().map(|(i, n)| content(n, i as u64)).collect()
@@ -1075,6 +1115,45 @@ mod tests {
         assert_eq!(decode(Vec::new(), 2, 8, 4096).unwrap(), b"");
     }
 
+    /// Frame headers cut by the reads anywhere: reads of every size from 1 to 32 bytes over
+    /// each frame's and each skippable frame's start, workers or not. Until frames.rs gave the
+    /// bytes of a header that began in an earlier read, such a frame's decoder got a stream
+    /// without its magic ("Unknown frame descriptor") or without its data.
+    #[test]
+    fn headers_cut_by_the_reads_anywhere() {
+        let parts = parts((0..9).map(|i| 3_000 + i * 7_777));
+        let want: Vec<u8> = parts.concat();
+        let data = frames(&parts);
+        let mut starts = frame_starts(&data);
+        // The skippable frames `frames` puts after every third frame.
+        let skippable: Vec<usize> = starts.iter().map(|s| s.saturating_sub(10)).collect();
+        starts.extend(skippable.into_iter().filter(|&s| data[s] == 0x50));
+        assert!(starts.len() > 10);
+        for read in 1..=32 {
+            let cuts: Vec<usize> = starts
+                .iter()
+                .flat_map(|&s| (s.saturating_sub(20)..s + 24).step_by(read))
+                .filter(|&c| c > 0 && c < data.len())
+                .collect();
+            for workers in [0, 1, 3] {
+                let pool = Pool::new(64 << 10, 8);
+                let opts = Options {
+                    workers,
+                    max_window_log: 27,
+                    ahead_cap: ahead_cap(8),
+                    input_budget: 2 << 20,
+                    piece: PIECE_STREAM,
+                };
+                let input = Box::new(Reads::new(data.clone(), cuts.clone()));
+                let stats = Arc::new(DecodeStats::default());
+                let mut d = ParallelZstd::new(input, opts, pool, stats).unwrap();
+                let mut got = Vec::new();
+                let r = d.read_to_end(&mut got);
+                assert!(r.is_ok() && got == want, "reads of {read}, {workers} workers: {r:?}");
+            }
+        }
+    }
+
     #[test]
     fn a_corrupt_frame_fails_in_its_turn() {
         let parts = parts(std::iter::repeat_n(200_000, 8));
@@ -1148,22 +1227,6 @@ mod tests {
     /// given back. Left counted, two of them stopped the one worker of a 4-buffer pool for good.
     #[test]
     fn no_buffer_is_left_counted() {
-        /// Reads `data` in pieces that end 2 bytes before each frame's end.
-        struct Cut {
-            data: Vec<u8>,
-            ends: Vec<usize>,
-            at: usize,
-        }
-        impl Read for Cut {
-            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-                let stop = self.ends.iter().map(|e| e - 2).find(|&e| e > self.at);
-                let end = stop.unwrap_or(self.data.len()).min(self.at + buf.len());
-                let n = end - self.at;
-                buf[..n].copy_from_slice(&self.data[self.at..end]);
-                self.at = end;
-                Ok(n)
-            }
-        }
         let parts = parts(std::iter::repeat_n(2 << 16, 40));
         let want: Vec<u8> = parts.concat();
         // Every frame with a checksum and no size, so the worker streams them.
@@ -1177,6 +1240,8 @@ mod tests {
         let mut ends = frame_starts(&data);
         ends.remove(0);
         ends.push(data.len());
+        // Reads that end 2 bytes before each frame's end.
+        let cuts = ends.iter().map(|e| e - 2).collect();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let pool = Pool::new(64 << 10, 4);
@@ -1187,7 +1252,7 @@ mod tests {
                 input_budget: 2 << 20,
                 piece: PIECE_STREAM,
             };
-            let input = Box::new(Cut { data, ends, at: 0 });
+            let input = Box::new(Reads::new(data, cuts));
             let stats = Arc::new(DecodeStats::default());
             let mut d = ParallelZstd::new(input, opts, pool, stats).unwrap();
             let mut got = Vec::new();

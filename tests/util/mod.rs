@@ -213,10 +213,35 @@ impl TestDir {
 pub enum Input {
     Null,
     Bytes(Vec<u8>),
-    /// Bytes written in pieces with pauses between them (a slow pipe): the pieces are the
-    /// chunks given, each followed by a short sleep.
-    Trickle(Vec<Vec<u8>>),
+    /// Bytes written in pieces with a pause after each (a slow pipe, whose reader's reads then
+    /// end where the pieces do).
+    Chunks {
+        chunks: Vec<Vec<u8>>,
+        pause: Duration,
+    },
     File(PathBuf),
+}
+
+impl Input {
+    /// `chunks` with 150 ms after each: reads end there even on a loaded machine.
+    pub fn trickle(chunks: Vec<Vec<u8>>) -> Input {
+        Input::Chunks { chunks, pause: Duration::from_millis(150) }
+    }
+
+    /// `data` cut before each of `cuts` (offsets, in any order), with `pause` after each piece.
+    pub fn cut(data: &[u8], cuts: &[usize], pause: Duration) -> Input {
+        let mut cuts: Vec<usize> =
+            cuts.iter().copied().filter(|&c| c > 0 && c < data.len()).collect();
+        cuts.sort_unstable();
+        cuts.dedup();
+        let mut chunks = Vec::with_capacity(cuts.len() + 1);
+        let mut from = 0;
+        for c in cuts.into_iter().chain([data.len()]) {
+            chunks.push(data[from..c].to_vec());
+            from = c;
+        }
+        Input::Chunks { chunks, pause }
+    }
 }
 
 /// What a finished command did.
@@ -455,7 +480,11 @@ impl Cmd {
         match &self.input {
             Input::File(p) => s.push_str(&format!(" < {}", p.display())),
             Input::Bytes(b) => s.push_str(&format!(" < ({} bytes)", b.len())),
-            Input::Trickle(c) => s.push_str(&format!(" < ({} chunks, slowly)", c.len())),
+            Input::Chunks { chunks, pause } => s.push_str(&format!(
+                " < ({} bytes in {} chunks, {pause:?} after each)",
+                chunks.iter().map(Vec::len).sum::<usize>(),
+                chunks.len()
+            )),
             Input::Null => {}
         }
         s
@@ -514,7 +543,7 @@ impl Cmd {
                 let f = fs::File::open(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
                 c.stdin(Stdio::from(f));
             }
-            Input::Bytes(_) | Input::Trickle(_) => {
+            Input::Bytes(_) | Input::Chunks { .. } => {
                 c.stdin(Stdio::piped());
             }
         }
@@ -526,12 +555,12 @@ impl Cmd {
                 Input::Bytes(b) => {
                     let _ = w.write_all(&b);
                 }
-                Input::Trickle(chunks) => {
+                Input::Chunks { chunks, pause } => {
                     for ch in chunks {
                         if w.write_all(&ch).and_then(|_| w.flush()).is_err() {
                             break;
                         }
-                        thread::sleep(Duration::from_millis(150));
+                        thread::sleep(pause);
                     }
                 }
                 _ => {}
