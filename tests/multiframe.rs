@@ -474,3 +474,101 @@ fn reads_cut_anywhere_give_the_same_tree() {
     }
     assert!(failed.is_empty(), "{test} failed under {failed:?} (messages above)");
 }
+
+// --- Tiny frames (issue 27) --------------------------------------------------------------------
+
+/// `tar` in zstd frames of `n` bytes of tar each, written by hand: a single-segment header (6
+/// bytes, the size in one byte) and one raw block. 7 bytes a frame makes 16.
+fn tiny_frames(tar: &[u8], n: usize) -> Vec<u8> {
+    let mut z = Vec::with_capacity(tar.len() / n * (n + 9) + 16);
+    for c in tar.chunks(n) {
+        z.extend_from_slice(&[0x28, 0xb5, 0x2f, 0xfd, 0x20, c.len() as u8]);
+        z.extend_from_slice(&[(c.len() << 3) as u8 | 1, 0, 0]);
+        z.extend_from_slice(c);
+    }
+    z
+}
+
+/// The memory the frame-parallel decoder may take with `threads` threads by default, as
+/// docs/SECURITY.md states it ("Decoder threads"): the frame pool (32 MiB per worker and one
+/// buffer), the compressed input read ahead (8 MiB per thread, at most 64 MiB), the windows
+/// (one `--max-window`, 128 MiB, and 8 MiB per worker); the jobs waiting for the reader hold
+/// their input within the read-ahead. Besides: the file data pool (64 MiB) and the program.
+fn documented_bound_kib(threads: u64) -> u64 {
+    let workers = threads - 1;
+    let mib = (32 * workers + 1) + (8 * threads).min(64) + (128 + 8 * workers) + 64 + 16;
+    mib << 10
+}
+
+/// Issue 27, finding 2: 1.2 million frames of 7 bytes (8 MiB of tar in 19 MB) took 329 MB and
+/// 6.6 s with `--threads 2`, 1.46 GB and 11.8 s with 4, where `--threads 1` took 8 MB and
+/// 0.32 s: a job with two channels per frame queued, for every frame read ahead. Now runs of
+/// small frames share a job and few jobs wait; with 2, 4 and 8 threads the peak RSS is within
+/// the documented bound and close to `--threads 1`'s, and the CPU time within 3 times its.
+/// CPU time (user and system, the best of two runs) rather than wall time, so that a loaded
+/// machine does not decide, of a listing: creating 2,048 files took most of an extraction's
+/// time, and more or less of it with the filesystem's state (ext4's search for a free inode
+/// after the last run's files were removed).
+#[test]
+fn tiny_frames_cost_what_one_thread_costs() {
+    let test = "tiny_frames_cost_what_one_thread_costs";
+    if !have_tools(test, &["time"]) {
+        return;
+    }
+    let td = TestDir::new(test);
+    let mut rng = Rng::new(7);
+    let mut t = Tar::new();
+    for i in 0..2048 {
+        let mut data = rng.bytes(2048);
+        data.resize(4096 - 512, i as u8);
+        t.file(format!("f{i}"), &data);
+    }
+    let tar = t.finish();
+    let zst = td.write("tiny.tar.zst", tiny_frames(&tar, 7));
+    assert!(tar.len() >= 8 << 20 && tar.len().div_ceil(7) >= 1_198_000);
+    let run = |threads: u64| {
+        let best = (0..2)
+            .map(|_| {
+                let out = util::fastuntar()
+                    .args(["--threads", &threads.to_string(), "-tf"])
+                    .arg(&zst)
+                    .measure_rss()
+                    .run();
+                out.expect_code(0);
+                assert_eq!(out.stdout_str().lines().count(), 2048, "{}", out.describe());
+                let (Some(rss), Some(cpu)) = (out.peak_rss_kib, out.cpu_seconds) else {
+                    panic!("no RSS or CPU time from /usr/bin/time\n{}", out.describe());
+                };
+                (rss, cpu, out.describe())
+            })
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .unwrap();
+        util::note(&format!(
+            "{test}: --threads {threads}: {} MiB, {:.2} s CPU",
+            best.0 >> 10,
+            best.1
+        ));
+        best
+    };
+    let (rss1, cpu1, _) = run(1);
+    assert!(rss1 < 64 << 10, "--threads 1: {} MiB", rss1 >> 10);
+    for threads in [2, 4, 8] {
+        let (rss, cpu, out) = run(threads);
+        assert!(
+            rss <= documented_bound_kib(threads),
+            "--threads {threads}: {} MiB, over the documented {} MiB\n{out}",
+            rss >> 10,
+            documented_bound_kib(threads) >> 10
+        );
+        assert!(
+            rss <= rss1 + (threads << 13),
+            "--threads {threads}: {} MiB, more than --threads 1's {} MiB and 8 MiB a thread\n{out}",
+            rss >> 10,
+            rss1 >> 10
+        );
+        assert!(
+            cpu <= 3.0 * cpu1.max(0.05),
+            "--threads {threads}: {cpu:.2} s of CPU, over 3 times --threads 1's {cpu1:.2} s\n{out}"
+        );
+    }
+}

@@ -259,6 +259,8 @@ pub struct Output {
     /// The program's peak resident set in KiB, when asked for (`Cmd::measure_rss`) and
     /// /usr/bin/time is installed.
     pub peak_rss_kib: Option<u64>,
+    /// The CPU seconds it used (user and system), measured with the peak RSS.
+    pub cpu_seconds: Option<f64>,
 }
 
 impl Output {
@@ -400,9 +402,10 @@ impl Cmd {
         }
     }
 
-    /// Measures the program's peak RSS with `/usr/bin/time -f %M` (ru_maxrss of a child that
-    /// time forks: a child forked from this test process would count the test's own memory,
-    /// which it shares until exec). Without /usr/bin/time, `peak_rss_kib` stays None.
+    /// Measures the program's peak RSS and CPU time with `/usr/bin/time -f '%M %U %S'`
+    /// (ru_maxrss of a child that time forks: a child forked from this test process would
+    /// count the test's own memory, which it shares until exec). Without /usr/bin/time,
+    /// `peak_rss_kib` and `cpu_seconds` stay None.
     pub fn measure_rss(&mut self) -> &mut Self {
         self.measure_rss = true;
         self
@@ -500,7 +503,7 @@ impl Cmd {
         let mut c = match &rss_file {
             Some(f) => {
                 let mut c = Command::new(time);
-                c.args(["-f", "%M", "-o"]).arg(f.path()).arg(&self.program);
+                c.args(["-f", "%M %U %S", "-o"]).arg(f.path()).arg(&self.program);
                 c
             }
             None => Command::new(&self.program),
@@ -581,6 +584,13 @@ impl Cmd {
             thread::sleep(Duration::from_millis(2));
         };
         let elapsed = start.elapsed();
+        // "Command exited with non-zero status N" may come before time's line.
+        let timed = rss_file
+            .and_then(|f| fs::read_to_string(f.path()).ok())
+            .and_then(|text| text.lines().last().map(str::to_owned))
+            .map(|line| line.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+            .unwrap_or_default();
+        let field = |i: usize| timed.get(i).and_then(|v| v.parse::<f64>().ok());
         if let Some(f) = feeder {
             let _ = f.join();
         }
@@ -592,11 +602,8 @@ impl Cmd {
             stderr: err.join().unwrap(),
             timed_out,
             elapsed,
-            peak_rss_kib: rss_file.and_then(|f| {
-                // "Command exited with non-zero status N" may come first.
-                let text = fs::read_to_string(f.path()).ok()?;
-                text.lines().last()?.trim().parse().ok()
-            }),
+            peak_rss_kib: field(0).map(|k| k as u64),
+            cpu_seconds: field(1).zip(field(2)).map(|(user, sys)| user + sys),
         };
         if self.strict {
             assert!(
