@@ -469,3 +469,53 @@ fn a_list_of_millions_of_names_costs_its_size() {
         ),
     }
 }
+
+/// Entries under `dir` (not counting it), without following symlinks.
+fn entries_under(dir: &Path) -> usize {
+    let mut n = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap().flatten() {
+            n += 1;
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    n
+}
+
+/// Issue 27, finding 3: the temporary directories of swaps ('X', then 'R' and 'T' of the empty
+/// name) count against `--max-files` like every directory the writer makes. Directories `o/`
+/// and `d/`, then `d/` with a list of 2,000 of them, each renamed to `o/nN`, made 2,002
+/// directories under `--max-files 10` and exited 0 (the temporary directory was a bare
+/// mkdirat that the count never saw). Now the run stops there, exit 2, with the limit named.
+#[test]
+fn temporary_directories_count_against_max_files() {
+    let td = TestDir::new("temporary_directories_count_against_max_files");
+    let mut list = Vec::new();
+    for i in 0..2000 {
+        list.extend_from_slice(format!("Xd\0R\0To/n{i}\0").as_bytes());
+    }
+    list.push(0);
+    let mut t = util::rawtar::Tar::new();
+    t.dir("o/").dir("d/");
+    let h = util::rawtar::Header::new("d/", b'D');
+    t.entry(&util::rawtar::Header { magic: util::rawtar::Magic::Gnu, ..h }, &list);
+    let archive = td.write("swaps.tar", t.finish());
+    for row in ROWS {
+        let dest = td.fresh("dest");
+        let out = fastuntar()
+            .args(*row)
+            .args(["-xG", "--max-files", "10", "-f"])
+            .arg(&archive)
+            .arg("-C")
+            .arg(&dest)
+            .run();
+        let label = format!("{row:?}: {}", out.describe());
+        assert_eq!(out.code, Some(2), "{label}");
+        assert!(out.stderr_str().contains("--max-files"), "{label}");
+        let made = entries_under(&dest);
+        assert!(made <= 10, "{made} directories under --max-files 10; {label}");
+    }
+}

@@ -117,7 +117,8 @@ pub fn apply_namespace_op(dest: &mut dest::Dest, stats: &mut Stats, op: Op) -> R
             (dest.mknod(&entry, node), what, entry, None)
         }
         Op::Purge { entry, list, done } => {
-            dest.purge(&entry, &list);
+            // Err: the run stops; the decoder's wait for `done` ends with it.
+            dest.purge(&entry, &list)?;
             if let Some(done) = done {
                 // The decoder may have stopped waiting (it failed): nothing to tell then.
                 let _ = done.send(());
