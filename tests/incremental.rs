@@ -470,21 +470,6 @@ fn a_list_of_millions_of_names_costs_its_size() {
     }
 }
 
-/// Entries under `dir` (not counting it), without following symlinks.
-fn entries_under(dir: &Path) -> usize {
-    let mut n = 0;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).unwrap().flatten() {
-            n += 1;
-            if e.file_type().unwrap().is_dir() {
-                stack.push(e.path());
-            }
-        }
-    }
-    n
-}
-
 /// Issue 27, finding 3: the temporary directories of swaps ('X', then 'R' and 'T' of the empty
 /// name) count against `--max-files` like every directory the writer makes. Directories `o/`
 /// and `d/`, then `d/` with a list of 2,000 of them, each renamed to `o/nN`, made 2,002
@@ -515,7 +500,7 @@ fn temporary_directories_count_against_max_files() {
         let label = format!("{row:?}: {}", out.describe());
         assert_eq!(out.code, Some(2), "{label}");
         assert!(out.stderr_str().contains("--max-files"), "{label}");
-        let made = entries_under(&dest);
+        let made = util::entries_under(&dest);
         assert!(made <= 10, "{made} directories under --max-files 10; {label}");
     }
 }

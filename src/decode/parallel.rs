@@ -333,6 +333,26 @@ impl JobInput {
         self.frame.error(kind, what)
     }
 
+    /// One call of zstd's decompress_stream on what is left of the piece, into `output`: what
+    /// zstd took is consumed, its error is the frame's, a frame it finished is checked
+    /// (`frame_ended`). Returns zstd's hint (0: a frame ended) and the bytes it took.
+    fn decompress(
+        &mut self,
+        dctx: &mut DCtx<'_>,
+        output: &mut OutBuffer<'_, [u8]>,
+    ) -> io::Result<(usize, usize)> {
+        let (r, used) = {
+            let mut input = InBuffer::around(self.rest());
+            (dctx.decompress_stream(output, &mut input), input.pos())
+        };
+        self.consume(used);
+        match r {
+            Err(code) => Err(self.error(io::ErrorKind::InvalidData, get_error_name(code))),
+            Ok(0) => self.frame_ended().map(|()| (0, used)),
+            Ok(hint) => Ok((hint, used)),
+        }
+    }
+
     /// zstd has finished the current frame: nothing of its input may be left, unless the
     /// next frame begins right there in the same piece.
     fn frame_ended(&mut self) -> io::Result<()> {
@@ -531,54 +551,15 @@ impl ParallelZstd {
     /// Decodes the current inline job into `buf`; 0 at its end.
     fn read_inline(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let Current::Inline(job) = &mut self.current else { unreachable!() };
-        let input = &mut job.input;
-        loop {
-            if input.frame_done {
-                match input.next(&self.shared) {
-                    Ok(Next::More) => {}
-                    Ok(Next::End) => {
-                        self.stats.frames.fetch_add(input.frames, Ordering::Relaxed);
-                        self.stats.jobs.fetch_add(1, Ordering::Relaxed);
-                        self.current = Current::None;
-                        return Ok(0);
-                    }
-                    Ok(Next::Cancelled) => {
-                        let e = input.error(io::ErrorKind::Interrupted, "the decoder stopped");
-                        return Err(self.fail(e));
-                    }
-                    Err(e) => return Err(self.fail(e)),
-                }
+        match decode_inline(&mut self.dctx, &mut job.input, &self.shared, buf) {
+            Ok(Some(n)) => Ok(n),
+            Ok(None) => {
+                self.stats.frames.fetch_add(job.input.frames, Ordering::Relaxed);
+                self.stats.jobs.fetch_add(1, Ordering::Relaxed);
+                self.current = Current::None;
+                Ok(0)
             }
-            let mut inb = InBuffer::around(input.rest());
-            let mut output = OutBuffer::around(buf);
-            let r = self.dctx.decompress_stream(&mut output, &mut inb);
-            let written = output.pos();
-            input.consume(inb.pos());
-            match r {
-                Err(code) => {
-                    let e = input.error(io::ErrorKind::InvalidData, get_error_name(code));
-                    return Err(self.fail(e));
-                }
-                Ok(0) => {
-                    if let Err(e) = input.frame_ended() {
-                        return Err(self.fail(e));
-                    }
-                    if written > 0 {
-                        return Ok(written);
-                    }
-                }
-                Ok(_) if written > 0 => return Ok(written),
-                // Nothing came out and the input is used up: the next piece.
-                Ok(_) if input.rest().is_empty() => match input.next(&self.shared) {
-                    Ok(Next::Cancelled) => {
-                        let e = input.error(io::ErrorKind::Interrupted, "the decoder stopped");
-                        return Err(self.fail(e));
-                    }
-                    Ok(_) => {}
-                    Err(e) => return Err(self.fail(e)),
-                },
-                Ok(_) => {}
-            }
+            Err(e) => Err(self.fail(e)),
         }
     }
 
@@ -687,6 +668,35 @@ impl Drop for ParallelZstd {
         drop(queue);
         for w in self.workers.drain(..) {
             let _ = w.join();
+        }
+    }
+}
+
+/// Decodes a job on the reader's thread, straight into the caller's `buf`: Some(bytes
+/// written, at least 1), None at the job's end.
+fn decode_inline(
+    dctx: &mut DCtx<'_>,
+    input: &mut JobInput,
+    shared: &Shared,
+    buf: &mut [u8],
+) -> io::Result<Option<usize>> {
+    let stopped = |input: &JobInput| input.error(io::ErrorKind::Interrupted, "the decoder stopped");
+    loop {
+        if input.frame_done {
+            match input.next(shared)? {
+                Next::More => {}
+                Next::End => return Ok(None),
+                Next::Cancelled => return Err(stopped(input)),
+            }
+        }
+        let mut output = OutBuffer::around(&mut *buf);
+        let (hint, _) = input.decompress(dctx, &mut output)?;
+        if output.pos() > 0 {
+            return Ok(Some(output.pos()));
+        }
+        // Nothing came out and the input is used up: the next piece.
+        if hint > 0 && input.rest().is_empty() && matches!(input.next(shared)?, Next::Cancelled) {
+            return Err(stopped(input));
         }
     }
 }
@@ -1145,27 +1155,22 @@ fn decode_whole(
                 Next::Cancelled => return Ok(false),
             }
         }
-        let mut inb = InBuffer::around(input.rest());
         let mut output = OutBuffer::around_pos(&mut *out, pos);
-        let r = dctx.decompress_stream(&mut output, &mut inb);
-        let progress = output.pos() > pos || inb.pos() > 0;
+        let (hint, used) = input.decompress(dctx, &mut output)?;
+        let progress = output.pos() > pos || used > 0;
         pos = output.pos();
-        input.consume(inb.pos());
-        match r {
-            Err(code) => return Err(input.error(io::ErrorKind::InvalidData, get_error_name(code))),
-            Ok(0) => input.frame_ended()?,
-            Ok(_) if input.rest().is_empty() => {
-                if let Next::Cancelled = input.next(shared)? {
-                    return Ok(false);
-                }
+        if hint == 0 {
+            continue;
+        }
+        if input.rest().is_empty() {
+            if let Next::Cancelled = input.next(shared)? {
+                return Ok(false);
             }
+        } else if !progress {
             // The output holds the whole job, so the decoder always moves on; a frame that
             // does not would be one larger than its header says, which zstd refuses.
-            Ok(_) if !progress => {
-                let why = "the frame is larger than its header says";
-                return Err(input.error(io::ErrorKind::InvalidData, why));
-            }
-            Ok(_) => {}
+            let why = "the frame is larger than its header says";
+            return Err(input.error(io::ErrorKind::InvalidData, why));
         }
     }
     for b in run.into_bufs(pos) {
@@ -1233,21 +1238,16 @@ fn stream_into(
         let b = out.as_mut().expect("an output buffer");
         let len = b.len();
         let mut output = OutBuffer::around_pos(b.full_mut(), len);
-        let mut inb = InBuffer::around(input.rest());
-        let r = dctx.decompress_stream(&mut output, &mut inb);
+        let (hint, _) = input.decompress(dctx, &mut output)?;
         let pos = output.pos();
         b.set_len(pos);
-        input.consume(inb.pos());
-        match r {
-            Err(code) => return Err(input.error(io::ErrorKind::InvalidData, get_error_name(code))),
-            Ok(0) => input.frame_ended()?,
-            // More input needed, unless the output filled up (then there may be more).
-            Ok(_) if input.rest().is_empty() && pos < b.capacity() => {
-                if let Next::Cancelled = input.next(shared)? {
-                    return Ok(false);
-                }
-            }
-            Ok(_) => {}
+        // More input needed, unless the output filled up (then there may be more).
+        if hint > 0
+            && input.rest().is_empty()
+            && pos < b.capacity()
+            && let Next::Cancelled = input.next(shared)?
+        {
+            return Ok(false);
         }
     }
     if let Some(last) = out.take_if(|b| !b.is_empty())
@@ -1349,6 +1349,35 @@ mod tests {
         }
     }
 
+    /// A decoder of `input` with `workers` workers and a frame pool of `buffers` 64 KiB
+    /// buffers (`ahead_cap` all but one), reading 2 MiB ahead, and its counters.
+    fn decoder(
+        input: impl Read + Send + 'static,
+        workers: usize,
+        buffers: usize,
+    ) -> (ParallelZstd, Arc<DecodeStats>) {
+        let opts = Options {
+            workers,
+            max_window_log: 27,
+            ahead_cap: ahead_cap(buffers),
+            input_budget: 2 << 20,
+            piece: PIECE_STREAM,
+        };
+        decoder_with(input, opts, buffers)
+    }
+
+    /// `decoder` with these options.
+    fn decoder_with(
+        input: impl Read + Send + 'static,
+        opts: Options,
+        buffers: usize,
+    ) -> (ParallelZstd, Arc<DecodeStats>) {
+        let stats = Arc::new(DecodeStats::default());
+        let pool = Pool::new(64 << 10, buffers);
+        let d = ParallelZstd::new(Box::new(input), opts, pool, stats.clone()).unwrap();
+        (d, stats)
+    }
+
     /// One part of `content` per size, seeded by its index.
     fn parts(sizes: impl Iterator<Item = usize>) -> Vec<Vec<u8>> {
         sizes.enumerate().map(|(i, n)| content(n, i as u64)).collect()
@@ -1374,17 +1403,7 @@ mod tests {
         workers: usize,
         buffers: usize,
     ) -> (Vec<u8>, Arc<DecodeStats>) {
-        let opts = Options {
-            workers,
-            max_window_log: 27,
-            ahead_cap: ahead_cap(buffers),
-            input_budget: 2 << 20,
-            piece: PIECE_STREAM,
-        };
-        let stats = Arc::new(DecodeStats::default());
-        let input = Box::new(io::Cursor::new(data));
-        let pool = Pool::new(64 << 10, buffers);
-        let mut d = ParallelZstd::new(input, opts, pool, stats.clone()).unwrap();
+        let (mut d, stats) = decoder(io::Cursor::new(data), workers, buffers);
         let mut got = vec![0];
         d.read_exact(&mut got).unwrap();
         std::thread::sleep(Duration::from_millis(300));
@@ -1406,17 +1425,7 @@ mod tests {
         read: usize,
         skip: usize,
     ) -> io::Result<(Vec<u8>, Vec<bool>, Arc<DecodeStats>)> {
-        let pool = Pool::new(64 << 10, buffers);
-        let opts = Options {
-            workers,
-            max_window_log: 27,
-            ahead_cap: ahead_cap(buffers),
-            input_budget: 2 << 20,
-            piece: PIECE_STREAM,
-        };
-        let stats = Arc::new(DecodeStats::default());
-        let input = Box::new(io::Cursor::new(data));
-        let mut d = ParallelZstd::new(input, opts, pool, stats.clone()).unwrap();
+        let (mut d, stats) = decoder(io::Cursor::new(data), workers, buffers);
         let (mut out, mut was_read) = (Vec::new(), Vec::new());
         let mut buf = vec![0; read.max(skip)];
         loop {
@@ -1510,17 +1519,7 @@ mod tests {
                 .filter(|&c| c > 0 && c < data.len())
                 .collect();
             for workers in [0, 1, 3] {
-                let pool = Pool::new(64 << 10, 8);
-                let opts = Options {
-                    workers,
-                    max_window_log: 27,
-                    ahead_cap: ahead_cap(8),
-                    input_budget: 2 << 20,
-                    piece: PIECE_STREAM,
-                };
-                let input = Box::new(Reads::new(data.clone(), cuts.clone()));
-                let stats = Arc::new(DecodeStats::default());
-                let mut d = ParallelZstd::new(input, opts, pool, stats).unwrap();
+                let (mut d, _) = decoder(Reads::new(data.clone(), cuts.clone()), workers, 8);
                 let mut got = Vec::new();
                 let r = d.read_to_end(&mut got);
                 assert!(r.is_ok() && got == want, "reads of {read}, {workers} workers: {r:?}");
@@ -1562,16 +1561,7 @@ mod tests {
             }
             // Reads that cut every frame: a frame begun in an earlier read is a job of its own.
             let cuts = (0..data.len()).step_by(13).collect();
-            let input = Box::new(Reads::new(data.clone(), cuts));
-            let opts = Options {
-                workers: 2,
-                max_window_log: 27,
-                ahead_cap: ahead_cap(8),
-                input_budget: 2 << 20,
-                piece: PIECE_STREAM,
-            };
-            let stats = Arc::new(DecodeStats::default());
-            let mut d = ParallelZstd::new(input, opts, Pool::new(64 << 10, 8), stats).unwrap();
+            let (mut d, _) = decoder(Reads::new(data.clone(), cuts), 2, 8);
             let mut got = Vec::new();
             d.read_to_end(&mut got).unwrap();
             assert!(got == want, "{shape}, reads of 13");
@@ -1634,16 +1624,16 @@ mod tests {
         let data = frames(&parts);
         for cut in [None, Some(11)] {
             let cuts = cut.map_or(Vec::new(), |c| (0..data.len()).step_by(c).collect());
-            let input = Box::new(Reads::new(data.clone(), cuts));
+            // As much read ahead as 64 reads (each reserves a whole piece, however few bytes
+            // it returns): the bound on jobs is what holds them.
             let opts = Options {
                 workers: 3,
                 max_window_log: 27,
                 ahead_cap: ahead_cap(8),
-                input_budget: 8 << 20,
+                input_budget: 64 << 20,
                 piece: PIECE_STREAM,
             };
-            let stats = Arc::new(DecodeStats::default());
-            let mut d = ParallelZstd::new(input, opts, Pool::new(64 << 10, 8), stats).unwrap();
+            let (mut d, _) = decoder_with(Reads::new(data.clone(), cuts), opts, 8);
             let mut first = [0u8; 1];
             d.read_exact(&mut first).unwrap();
             std::thread::sleep(Duration::from_millis(300));
@@ -1668,7 +1658,6 @@ mod tests {
             *b ^= 0x5a;
         }
         for workers in [0, 1, 3] {
-            let pool = Pool::new(64 << 10, 16);
             let opts = Options {
                 workers,
                 max_window_log: 27,
@@ -1676,10 +1665,7 @@ mod tests {
                 input_budget: 4 << 20,
                 piece: PIECE_STREAM,
             };
-            let stats = Arc::new(DecodeStats::default());
-            let mut d =
-                ParallelZstd::new(Box::new(io::Cursor::new(data.clone())), opts, pool, stats)
-                    .unwrap();
+            let (mut d, _) = decoder_with(io::Cursor::new(data.clone()), opts, 16);
             let mut got = Vec::new();
             let err = loop {
                 let mut buf = vec![0; 8192];
@@ -1746,17 +1732,7 @@ mod tests {
         let cuts = ends.iter().map(|e| e - 2).collect();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let pool = Pool::new(64 << 10, 4);
-            let opts = Options {
-                workers: 1,
-                max_window_log: 27,
-                ahead_cap: ahead_cap(4),
-                input_budget: 2 << 20,
-                piece: PIECE_STREAM,
-            };
-            let input = Box::new(Reads::new(data, cuts));
-            let stats = Arc::new(DecodeStats::default());
-            let mut d = ParallelZstd::new(input, opts, pool, stats).unwrap();
+            let (mut d, _) = decoder(Reads::new(data, cuts), 1, 4);
             let mut got = Vec::new();
             d.read_to_end(&mut got).unwrap();
             let unread = d.shared.lock().unread;

@@ -658,6 +658,21 @@ pub fn read(p: impl AsRef<Path>) -> Vec<u8> {
     fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
+/// Entries under `dir` (not counting it), without following symlinks.
+pub fn entries_under(dir: &Path) -> usize {
+    let mut n = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap().flatten() {
+            n += 1;
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    n
+}
+
 /// Sum of allocated bytes (st_blocks * 512) and of apparent sizes under `dir` (not following
 /// symlinks).
 pub fn disk_usage(dir: &Path) -> (u64, u64) {
