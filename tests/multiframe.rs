@@ -413,7 +413,7 @@ fn a_pipe_read_ending_inside_a_frame_header() {
     let want = reference(&td, &zst);
     for k in [1, 3, 5, 9] {
         let dest = td.fresh("ours");
-        let input = Input::cut(&z, &[starts[1] + k], std::time::Duration::from_millis(300));
+        let input = Input::cut(&z, &[starts[1] + k], std::time::Duration::from_millis(100));
         let out = util::fastuntar()
             .args(["--threads", "4", "-x", "-", "-C"])
             .arg(&dest)
@@ -456,7 +456,7 @@ fn reads_cut_anywhere_give_the_same_tree() {
             let ctx = format!("seed {seed}, {}", decoder.name);
             let r = std::panic::catch_unwind(|| {
                 let dest = td.fresh("ours");
-                let input = Input::cut(&z, &cuts, std::time::Duration::from_millis(3));
+                let input = Input::cut(&z, &cuts, std::time::Duration::from_millis(1));
                 let out = util::fastuntar()
                     .args(decoder.args)
                     .args(["-x", "-", "-C"])

@@ -51,15 +51,16 @@ pub const DECODERS: &[DecoderConfig] = &[
 const PIPED_WRITER: &str = "portable";
 
 /// Most places a piped run's reads are made to end at (`piped_reads`): each costs the pause.
-const PIPED_CUTS: usize = 40;
+const PIPED_CUTS: usize = 16;
 
 /// How long the piped row's writer waits after each piece, so the reader's read ends there.
-const PIPED_PAUSE: Duration = Duration::from_millis(2);
+const PIPED_PAUSE: Duration = Duration::from_millis(1);
 
 /// `archive` as the piped decoder row feeds it: its first 1-3 bytes alone (format detection
 /// must wait for a magic number), then pieces that end inside the headers of zstd and
 /// skippable frames (wherever their magic numbers are, a different depth into each, 1 to 17
 /// bytes), at most PIPED_CUTS of them spread over the archive, with PIPED_PAUSE after each.
+/// Cost (hostile, corrupt and differential, 2026-11-27): 237 runs, 4.3 s of CPU in all.
 pub fn piped_reads(archive: &[u8]) -> Input {
     let starts: Vec<usize> = (0..archive.len().saturating_sub(3))
         .filter(|&i| {

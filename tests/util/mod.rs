@@ -213,8 +213,8 @@ impl TestDir {
 pub enum Input {
     Null,
     Bytes(Vec<u8>),
-    /// Bytes written in pieces with a pause after each (a slow pipe, whose reader's reads then
-    /// end where the pieces do).
+    /// Bytes written in pieces with a pause after each but the last (a slow pipe, whose
+    /// reader's reads then end where the pieces do).
     Chunks {
         chunks: Vec<Vec<u8>>,
         pause: Duration,
@@ -559,11 +559,14 @@ impl Cmd {
                     let _ = w.write_all(&b);
                 }
                 Input::Chunks { chunks, pause } => {
-                    for ch in chunks {
+                    let last = chunks.len().saturating_sub(1);
+                    for (i, ch) in chunks.into_iter().enumerate() {
                         if w.write_all(&ch).and_then(|_| w.flush()).is_err() {
                             break;
                         }
-                        thread::sleep(pause);
+                        if i < last {
+                            thread::sleep(pause);
+                        }
                     }
                 }
                 _ => {}
