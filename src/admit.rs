@@ -66,6 +66,35 @@ impl FileCount {
     pub fn give_back(&self) {
         self.used.fetch_sub(1, Ordering::Relaxed);
     }
+
+    /// `take` for a directory the writer makes (implied, or `-G`'s temporary one): the refusal
+    /// as an io error that says what it is (`TooManyFiles`), and nothing counted then.
+    pub fn take_dir(&self) -> std::io::Result<()> {
+        self.take().map_err(|refused| {
+            self.give_back();
+            std::io::Error::other(TooManyFiles(format!("{refused:#}")))
+        })
+    }
+}
+
+/// A directory the writer was to make refused by `--max-files` (its message): the run stops
+/// there, wherever the directory was needed.
+#[derive(Debug)]
+pub struct TooManyFiles(pub String);
+
+impl std::fmt::Display for TooManyFiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TooManyFiles {}
+
+impl TooManyFiles {
+    /// Whether `e` is such a refusal.
+    pub fn is(e: &std::io::Error) -> bool {
+        e.get_ref().is_some_and(|x| x.is::<TooManyFiles>())
+    }
 }
 
 pub struct Admission {

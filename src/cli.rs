@@ -369,7 +369,8 @@ pub struct Args {
     pub block_number: bool,
 
     /// Write the listing (-t, -v names, `Renaming`/`Deleting` lines, checkpoint dots) to FILE
-    /// instead of stdout, as GNU tar's --index-file: FILE is created (or emptied) first.
+    /// instead of stdout, as GNU tar's --index-file: FILE is created (or emptied) first; a
+    /// symlink as FILE is refused (but /dev/stdout, /dev/stderr, /dev/fd/N).
     #[arg(long = "index-file", value_name = "FILE")]
     pub index_file: Option<PathBuf>,
 

@@ -512,6 +512,7 @@ fn produce(
     let mut archive = Reading::new(cfg, input, trailer, Wanted::new(cfg)?);
     archive.download = download;
     let mut sanitizer = Sanitizer::new(cfg.strip_components, cfg.one_top_level.as_deref());
+    let mut renames = crate::incremental::RenameBudget::default();
     let mut admission = Admission::new(cfg.snapshot, cfg.limits.clone(), files);
     let utf8 = crate::list::utf8_locale();
     // Safety: geteuid/getegid have no preconditions.
@@ -544,6 +545,7 @@ fn produce(
             ids,
             reader: &mut archive.reader,
             sanitizer: &mut sanitizer,
+            renames: &mut renames,
             admission: &mut admission,
             owners: &mut owners,
             pool,
@@ -853,6 +855,8 @@ struct Stage<'a, 'b, R: Skip> {
     ids: (u32, u32),
     reader: &'a mut Reader<R>,
     sanitizer: &'a mut Sanitizer,
+    /// `-G`: what the lists' renames may still walk (incremental.rs).
+    renames: &'a mut crate::incremental::RenameBudget,
     admission: &'a mut Admission,
     /// Owner names mapped to local ids, cached for the run.
     owners: &'a mut Owners,
@@ -875,7 +879,7 @@ impl<R: Skip> Stage<'_, '_, R> {
     /// its `Dir` op, waited for, so that `-v`'s "Deleting" lines come before the names of the
     /// members after it (with one writer thread the op is applied on that thread).
     fn purge(&mut self, entry: &Entry, raw: Vec<u8>) -> Result<(), MemberError> {
-        let list = crate::incremental::plan(raw, self.sanitizer);
+        let list = crate::incremental::plan(raw, self.sanitizer, self.renames);
         let (done, applied) = std::sync::mpsc::sync_channel(1);
         let op = Op::Purge { entry: entry.clone(), list: Box::new(list), done: Some(done) };
         self.send(op)?;

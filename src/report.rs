@@ -256,12 +256,40 @@ fn write_out(bytes: &[u8], to: Option<(&File, &String)>, pipe_gone_ok: bool) -> 
 }
 
 /// `--index-file FILE`: creates (or empties) FILE for the listing, as GNU tar does before it
-/// reads the archive.
+/// reads the archive. A symlink as FILE's last component is not followed (O_NOFOLLOW) but
+/// refused in one line, unless it is one of the system's names for this process's own
+/// descriptors (`index_file_may_be_a_symlink`): FILE may be in a directory an archive has
+/// written, and GNU tar, following a `DIR/INDEX -> ../outside` an earlier archive made, empties
+/// and writes the file outside.
 pub fn open_index_file(path: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
     let name = printable(path.as_os_str().as_encoded_bytes());
-    let file = File::create(path).map_err(|e| anyhow::anyhow!("{name}: Cannot open: {e}"))?;
+    let follow = index_file_may_be_a_symlink(path);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    if !follow {
+        options.custom_flags(libc::O_NOFOLLOW);
+    }
+    let file = options.open(path).map_err(|e| {
+        let last_is_symlink = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink());
+        match e.raw_os_error() == Some(libc::ELOOP) && last_is_symlink && !follow {
+            true => anyhow::anyhow!("{name}: Cannot open: a symlink (--index-file follows none)"),
+            false => anyhow::anyhow!("{name}: Cannot open: {e}"),
+        }
+    })?;
     let _ = INDEX_FILE.set((file, name));
     Ok(())
+}
+
+/// Whether `--index-file`'s FILE may be followed when it is a symlink: only the system's names
+/// for this process's descriptors, symlinks by design (`/dev/stdout`, `/dev/stderr`,
+/// `/dev/fd/N`, `/proc/self/fd/N`), which no archive can make.
+fn index_file_may_be_a_symlink(path: &Path) -> bool {
+    let p = path.as_os_str().as_encoded_bytes();
+    let fd = |rest: &[u8]| !rest.is_empty() && rest.iter().all(u8::is_ascii_digit);
+    matches!(p, b"/dev/stdout" | b"/dev/stderr")
+        || p.strip_prefix(b"/dev/fd/").is_some_and(fd)
+        || p.strip_prefix(b"/proc/self/fd/").is_some_and(fd)
 }
 
 /// Where the `-t` listing goes: `--index-file`'s FILE, else stdout.
@@ -386,6 +414,16 @@ fn first_utf8_char(b: &[u8]) -> Option<char> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn index_file_symlinks_followed_only_for_the_own_descriptors() {
+        for p in ["/dev/stdout", "/dev/stderr", "/dev/fd/1", "/proc/self/fd/12"] {
+            assert!(index_file_may_be_a_symlink(Path::new(p)), "{p}");
+        }
+        for p in ["idx", "dest/INDEX", "/dev/fd/", "/dev/fd/1/x", "/dev/./stdout", "/tmp/stdout"] {
+            assert!(!index_file_may_be_a_symlink(Path::new(p)), "{p}");
+        }
+    }
 
     #[test]
     fn quoting() {

@@ -259,7 +259,7 @@ fn run_corpus(test: &str, select: impl Fn(&str) -> bool) {
                 e => td.write(format!("input{}", e.suffix()), e.encode(&bytes)),
             };
             let out_dir = td.fresh("ours");
-            let out = run.cmd().arg("-x").arg(&input).arg("-C").arg(&out_dir).run();
+            let out = run.cmd_on(&input).arg("-x").arg("-C").arg(&out_dir).run();
             let ctx = format!("{name} [{}]", run.name());
             let code = out.code.unwrap_or(-1);
             let result: Result<(), String> = (|| {
@@ -452,7 +452,7 @@ fn compare_with_reference(
     for_each_run(test, Set::Sweep, encodings, |run| {
         let input = &inputs[encodings.iter().position(|e| *e == run.encoding).unwrap()];
         let d = td.fresh("ours");
-        let out = run.cmd().arg("-x").arg(input).arg("-C").arg(&d).args(extra).run();
+        let out = run.cmd_on(input).arg("-x").arg("-C").arg(&d).args(extra).run();
         out.expect_code(0);
         assert_same(
             &want,
@@ -712,7 +712,7 @@ fn stdin_trickle() {
             &g,
             archive,
             &["-x", "-", "-C", "{d}"],
-            Some(Input::Trickle(chunks)),
+            Some(Input::trickle(chunks)),
             false,
         );
     }

@@ -185,8 +185,8 @@ fn hostile_in(
         fs::write(&archive, run.encoding.encode(&build(&s))).unwrap();
         prep(&s);
         let before = snapshot(&s.sentinel);
-        let mut cmd = run.cmd();
-        cmd.arg("-x").arg(&archive).arg("-C").arg(&s.dest).args(args);
+        let mut cmd = run.cmd_on(&archive);
+        cmd.arg("-x").arg("-C").arg(&s.dest).args(args);
         if rss {
             cmd.measure_rss();
         }
@@ -1098,7 +1098,7 @@ hostile_cases! {
         check: |s, out| {
             assert_eq!(out.code, Some(2), "{}", out.describe());
             assert!(out.stderr_str().contains("--max-files"), "{}", out.describe());
-            let created = walk_count(&s.dest);
+            let created = util::entries_under(&s.dest);
             assert!(created <= 3, "{created} files and directories under --max-files 3");
         },
         ..Case::DEFAULT
@@ -1111,21 +1111,6 @@ fn assert_rss_below(out: &Output, kib: u64) {
         Some(rss) => assert!(rss < kib, "peak RSS {} MiB\n{}", rss >> 10, out.describe()),
         None => util::note("SKIP peak RSS check: /usr/bin/time not installed"),
     }
-}
-
-/// Entries under `dir` (not counting it), without following symlinks.
-fn walk_count(dir: &Path) -> usize {
-    let mut n = 0;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).unwrap().flatten() {
-            n += 1;
-            if e.file_type().unwrap().is_dir() {
-                stack.push(e.path());
-            }
-        }
-    }
-    n
 }
 
 /// A GNU-format dumpdir member `name` (an incremental archive's directory) listing `list`.

@@ -9,7 +9,11 @@
 //!
 //! `Walker` is fed the compressed stream in pieces of any size and reports where each frame
 //! starts and ends, so frames can be handed to different threads. It never looks inside a
-//! block, so it costs a few instructions per 128 KiB block.
+//! block, so it costs a few instructions per 128 KiB block. Positions are given within the
+//! piece being walked, and a frame header that began in an earlier piece comes with the bytes
+//! of it that piece held (`Event::Start::carried`): whoever routes the pieces' bytes to frames
+//! needs no arithmetic on stream offsets, and a header cut anywhere by the reads still reaches
+//! its frame's decoder whole.
 
 use std::fmt;
 
@@ -38,7 +42,7 @@ pub struct FrameHeader {
 enum State {
     /// Between frames: the next 4 bytes are a magic number (or the stream ends).
     Magic,
-    /// Inside a frame header of `len` bytes (known once the descriptor is in).
+    /// Inside a frame header (its length is known once the descriptor is in).
     Header,
     BlockHeader,
     /// Inside a block's content.
@@ -49,24 +53,52 @@ enum State {
     Checksum {
         left: u64,
     },
+    /// Inside a skippable frame's 8-byte header (magic, then size).
+    SkipHeader,
     /// Inside a skippable frame's content.
     Skip {
         left: u64,
     },
 }
 
-/// Something the walk found, at an absolute offset in the compressed stream.
+/// The first bytes of a frame header that arrived in earlier pieces than the one where the
+/// header ends: at most MAX_HEADER - 1.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Carried {
+    bytes: [u8; MAX_HEADER],
+    len: u8,
+}
+
+impl Carried {
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+impl fmt::Debug for Carried {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Carried({:x?})", self.bytes())
+    }
+}
+
+/// Something the walk found in the piece being walked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
-    /// A frame starts at `offset` (its magic number).
-    Start { offset: u64, header: FrameHeader },
-    /// The frame that started last ends just before `offset`.
-    End { offset: u64 },
+    /// A frame starts at `offset` of the stream (its magic number); its header is complete.
+    /// Its bytes in this piece begin at `at`; when its header began in an earlier piece, `at`
+    /// is 0 and `carried` holds the header's bytes from the earlier pieces (else it is empty).
+    Start { offset: u64, at: usize, header: FrameHeader, carried: Carried },
+    /// The frame that started last ends just before `at` in this piece (`offset` in the
+    /// stream).
+    End { offset: u64, at: usize },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WalkError {
+    /// Where the structure that failed begins in the stream,
     pub offset: u64,
+    /// and in the piece being walked (0 when it began in an earlier one).
+    pub at: usize,
     pub what: String,
 }
 
@@ -114,16 +146,8 @@ impl Walker {
         matches!(self.state, State::Magic) && self.carry_len == 0
     }
 
-    /// True inside a zstd frame, past its magic number (not in a skippable frame).
-    pub fn in_frame(&self) -> bool {
-        matches!(
-            self.state,
-            State::Header | State::BlockHeader | State::Body { .. } | State::Checksum { .. }
-        )
-    }
-
     fn fail<T>(&self, what: impl Into<String>) -> Result<T, WalkError> {
-        Err(WalkError { offset: self.started, what: what.into() })
+        Err(WalkError { offset: self.started, at: 0, what: what.into() })
     }
 
     /// Takes up to `need` bytes into `carry`; true once it holds `need`.
@@ -136,56 +160,99 @@ impl Walker {
         self.carry_len == need
     }
 
-    /// Walks `data`, the next piece of the stream, pushing what it finds onto `events`.
-    pub fn feed(&mut self, data: &[u8], events: &mut Vec<Event>) -> Result<(), WalkError> {
-        let mut at = 0;
-        while at < data.len() {
+    /// Takes up to `left` bytes of content (a block's, a checksum, a skippable frame's);
+    /// returns what is left of it.
+    fn pass(&mut self, data: &[u8], at: &mut usize, left: u64) -> u64 {
+        let take = left.min((data.len() - *at) as u64);
+        *at += take as usize;
+        self.offset += take;
+        left - take
+    }
+
+    /// Walks `data`, the next piece of the stream, from `*at` up to and including the next
+    /// event, and leaves `*at` just after it; None once the piece is used up. Call it again
+    /// with the same piece and `*at` until then: the walker counts every byte it is given.
+    pub fn next(&mut self, data: &[u8], at: &mut usize) -> Result<Option<Event>, WalkError> {
+        // The stream offset of `data[0]`.
+        let base = self.offset - *at as u64;
+        self.walk(data, at, base).map_err(|mut e| {
+            e.at = e.offset.checked_sub(base).map_or(0, |k| k as usize);
+            e
+        })
+    }
+
+    fn walk(&mut self, data: &[u8], at: &mut usize, base: u64) -> Result<Option<Event>, WalkError> {
+        loop {
+            // Ends that need no more bytes.
+            match self.state {
+                State::Body { left: 0, last: false } => self.state = State::BlockHeader,
+                State::Body { left: 0, last: true } if self.checksum_pending => {
+                    self.state = State::Checksum { left: 4 };
+                }
+                State::Body { left: 0, last: true } | State::Checksum { left: 0 } => {
+                    self.state = State::Magic;
+                    return Ok(Some(Event::End { offset: self.offset, at: *at }));
+                }
+                State::Skip { left: 0 } => self.state = State::Magic,
+                _ => {}
+            }
+            if *at == data.len() {
+                return Ok(None);
+            }
             match self.state {
                 State::Magic => {
                     if self.carry_len == 0 {
                         self.started = self.offset;
                     }
-                    if !self.gather(data, &mut at, 4) {
-                        break;
+                    if !self.gather(data, at, 4) {
+                        return Ok(None);
                     }
                     let magic = u32::from_le_bytes(self.carry[..4].try_into().expect("4 bytes"));
                     if magic == MAGIC {
                         self.state = State::Header;
                     } else if magic & 0xFFFF_FFF0 == 0x184D_2A50 {
-                        // A skippable frame: its size comes next.
-                        if !self.gather_skippable(data, &mut at) {
-                            self.state = State::Skip { left: u64::MAX };
-                            break;
-                        }
+                        self.state = State::SkipHeader;
                     } else {
                         return self.fail("not a zstd frame (unknown magic number)");
                     }
                 }
-                State::Skip { left: u64::MAX } => {
-                    if !self.gather_skippable(data, &mut at) {
-                        break;
+                State::SkipHeader => {
+                    if !self.gather(data, at, 8) {
+                        return Ok(None);
                     }
+                    let size = u32::from_le_bytes(self.carry[4..8].try_into().expect("4 bytes"));
+                    self.carry_len = 0;
+                    self.state = State::Skip { left: u64::from(size) };
                 }
                 State::Header => {
                     // The descriptor (byte 5) says how long the rest is.
-                    if self.carry_len < 5 && !self.gather(data, &mut at, 5) {
-                        break;
+                    if self.carry_len < 5 && !self.gather(data, at, 5) {
+                        return Ok(None);
                     }
                     let len = header_len(self.carry[4]);
-                    if !self.gather(data, &mut at, len) {
-                        break;
+                    if !self.gather(data, at, len) {
+                        return Ok(None);
                     }
                     let header = self.parse_header(len)?;
-                    events.push(Event::Start { offset: self.started, header });
+                    // The header began `len` bytes back: in this piece, or partly in earlier
+                    // ones, whose share of it is in `carry`.
+                    let (at_start, carried) = match self.started.checked_sub(base) {
+                        Some(k) => (k as usize, 0),
+                        None => (0, (base - self.started) as usize),
+                    };
+                    let mut c = Carried { bytes: [0; MAX_HEADER], len: carried as u8 };
+                    c.bytes[..carried].copy_from_slice(&self.carry[..carried]);
                     self.carry_len = 0;
                     self.state = State::BlockHeader;
+                    let offset = self.started;
+                    return Ok(Some(Event::Start { offset, at: at_start, header, carried: c }));
                 }
                 State::BlockHeader => {
                     if self.carry_len == 0 {
                         self.started = self.offset;
                     }
-                    if !self.gather(data, &mut at, 3) {
-                        break;
+                    if !self.gather(data, at, 3) {
+                        return Ok(None);
                     }
                     let h = u32::from(self.carry[0])
                         | u32::from(self.carry[1]) << 8
@@ -204,59 +271,26 @@ impl Walker {
                     self.state = State::Body { left, last };
                 }
                 State::Body { left, last } => {
-                    let take = left.min((data.len() - at) as u64);
-                    at += take as usize;
-                    self.offset += take;
-                    let left = left - take;
-                    if left > 0 {
-                        self.state = State::Body { left, last };
-                    } else if !last {
-                        self.state = State::BlockHeader;
-                    } else if self.checksum_pending {
-                        self.state = State::Checksum { left: 4 };
-                    } else {
-                        self.end_frame(events);
-                    }
+                    self.state = State::Body { left: self.pass(data, at, left), last };
                 }
                 State::Checksum { left } => {
-                    let take = left.min((data.len() - at) as u64);
-                    at += take as usize;
-                    self.offset += take;
-                    if left == take {
-                        self.end_frame(events);
-                    } else {
-                        self.state = State::Checksum { left: left - take };
-                    }
+                    self.state = State::Checksum { left: self.pass(data, at, left) };
                 }
                 State::Skip { left } => {
-                    let take = left.min((data.len() - at) as u64);
-                    at += take as usize;
-                    self.offset += take;
-                    if left == take {
-                        self.state = State::Magic;
-                    } else {
-                        self.state = State::Skip { left: left - take };
-                    }
+                    self.state = State::Skip { left: self.pass(data, at, left) };
                 }
             }
         }
-        Ok(())
     }
 
-    /// Gathers a skippable frame's 8-byte header; true once the walk is inside its content.
-    fn gather_skippable(&mut self, data: &[u8], at: &mut usize) -> bool {
-        if !self.gather(data, at, 8) {
-            return false;
+    /// Walks all of `data`, pushing what it finds onto `events`.
+    #[cfg(test)]
+    pub fn feed(&mut self, data: &[u8], events: &mut Vec<Event>) -> Result<(), WalkError> {
+        let mut at = 0;
+        while let Some(e) = self.next(data, &mut at)? {
+            events.push(e);
         }
-        let size = u32::from_le_bytes(self.carry[4..8].try_into().expect("4 bytes"));
-        self.carry_len = 0;
-        self.state = if size == 0 { State::Magic } else { State::Skip { left: u64::from(size) } };
-        true
-    }
-
-    fn end_frame(&mut self, events: &mut Vec<Event>) {
-        events.push(Event::End { offset: self.offset });
-        self.state = State::Magic;
+        Ok(())
     }
 
     fn parse_header(&mut self, len: usize) -> Result<FrameHeader, WalkError> {
@@ -371,7 +405,7 @@ mod tests {
         for e in events {
             match e {
                 Event::Start { offset, .. } => start = Some(offset),
-                Event::End { offset } => frames.push((start.take().unwrap(), offset)),
+                Event::End { offset, .. } => frames.push((start.take().unwrap(), offset)),
             }
         }
         Ok(frames)
@@ -382,6 +416,68 @@ mod tests {
         let (data, bounds) = sample();
         for piece in [1, 2, 3, 7, 511, 4096, 1 << 20] {
             assert_eq!(walk(&data, piece).unwrap(), bounds, "pieces of {piece}");
+        }
+    }
+
+    /// Each frame's bytes, as a router rebuilds them from the events of `data` read in pieces
+    /// cut at `cuts`: the carried start of its header, then its runs of each piece.
+    fn frames_from_events(data: &[u8], cuts: &[usize]) -> Vec<(u64, Vec<u8>)> {
+        let mut w = Walker::new(1 << 31);
+        let mut frames: Vec<(u64, Vec<u8>)> = Vec::new();
+        let mut open = false;
+        let mut from = 0;
+        for pair in cuts.windows(2) {
+            let piece = &data[pair[0]..pair[1]];
+            let mut at = 0;
+            let mut routed = 0;
+            while let Some(e) = w.next(piece, &mut at).unwrap() {
+                match e {
+                    Event::Start { offset, at: start, carried, .. } => {
+                        assert!(!open);
+                        assert!(carried.bytes().is_empty() || start == 0, "{e:?}");
+                        frames.push((offset, carried.bytes().to_vec()));
+                        open = true;
+                        routed = start;
+                    }
+                    Event::End { offset, at: end } => {
+                        assert!(open && end >= routed, "{e:?}");
+                        assert_eq!(offset, (pair[0] + end) as u64);
+                        frames.last_mut().unwrap().1.extend_from_slice(&piece[routed..end]);
+                        open = false;
+                    }
+                }
+                assert_eq!(w.offset(), (pair[0] + at) as u64);
+            }
+            if open {
+                frames.last_mut().unwrap().1.extend_from_slice(&piece[routed..]);
+            }
+            from = pair[1];
+        }
+        assert_eq!(from, data.len());
+        assert!(w.between_frames() && !open);
+        frames
+    }
+
+    /// Wherever the reads end, inside a frame header, a block header, a checksum or a
+    /// skippable frame, each frame's bytes are found whole, and nothing else.
+    #[test]
+    fn every_frame_whole_wherever_the_reads_end() {
+        let (data, bounds) = sample();
+        let want: Vec<(u64, Vec<u8>)> =
+            bounds.iter().map(|&(s, e)| (s, data[s as usize..e as usize].to_vec())).collect();
+        // Reads of every small size, and cuts at every byte near each frame's start.
+        for piece in 1..=32 {
+            let cuts: Vec<usize> = (0..data.len()).step_by(piece).chain([data.len()]).collect();
+            assert!(frames_from_events(&data, &cuts) == want, "reads of {piece}");
+        }
+        for &(start, _) in &bounds {
+            // From inside the skippable frame before one of them to past the block header.
+            for k in 0..=36 {
+                let cut = (start as usize + k).saturating_sub(14).min(data.len());
+                let mut cuts = vec![0, cut, (cut + 5).min(data.len()), data.len()];
+                cuts.dedup();
+                assert!(frames_from_events(&data, &cuts) == want, "cut at {cut}");
+            }
         }
     }
 

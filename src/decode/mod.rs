@@ -571,6 +571,55 @@ mod tests {
         assert_eq!((t.count, t.pool_bytes()), (4, 4 << 20));
     }
 
+    /// A multi-frame archive file whose frame headers (and skippable frames' headers) straddle
+    /// the reads the frame-parallel decoder makes of it: the end of the Source's first buffer
+    /// (what format detection read, INPUT_BUF) and of the first PIECE_FILE read after it.
+    /// Until frames.rs carried a header's first bytes over, a frame starting at byte
+    /// 1,048,574 failed with "the compressed input ends inside the frame".
+    #[test]
+    fn frame_headers_straddling_the_file_reads() {
+        let part = |i: usize| -> Vec<u8> { (0..20_000).map(|j| (j * 7 + i) as u8).collect() };
+        let frame = |data: &[u8]| zstd::bulk::compress(data, 3).unwrap();
+        // A skippable frame that ends at `to`.
+        let pad = |out: &mut Vec<u8>, to: usize| {
+            let size = to - out.len() - 8;
+            out.extend_from_slice(&[0x50, 0x2a, 0x4d, 0x18]);
+            out.extend_from_slice(&(size as u32).to_le_bytes());
+            out.resize(to, 0);
+        };
+        let reads = [INPUT_BUF, INPUT_BUF + parallel::PIECE_FILE];
+        for k in [1, 2, 3, 4, 5, 6, 9, 13, 17] {
+            for skippable in [false, true] {
+                // A frame, or a skippable frame, starts k bytes before each read ends.
+                let mut out = frame(&part(0));
+                let mut want = part(0);
+                for (i, &end) in reads.iter().enumerate() {
+                    pad(&mut out, end - k);
+                    if skippable {
+                        pad(&mut out, end + 100);
+                    }
+                    out.extend(frame(&part(i + 1)));
+                    want.extend(part(i + 1));
+                }
+                check(&out, &want, &format!("k {k}, skippable {skippable}"));
+            }
+        }
+        fn check(out: &[u8], want: &[u8], ctx: &str) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("a.tar.zst");
+            std::fs::write(&path, out).unwrap();
+            for threads in [2, 4] {
+                let input = open(Some(&path), None, 27, false).unwrap();
+                let pools = Pools { buf_size: 1 << 20, files: 4, frames: 8 };
+                let decoded = input.decode(Threads::new(threads, pools, true).unwrap()).unwrap();
+                assert!(decoded.threads > 1);
+                let mut got = Vec::new();
+                let r = { decoded.reader }.read_to_end(&mut got);
+                assert!(r.is_ok() && got == want, "{ctx}, {threads} threads: {r:?}");
+            }
+        }
+    }
+
     #[test]
     fn detects_by_magic() {
         assert_eq!(external_program(b"LZIP\x01\xce"), Some("lzip"));

@@ -4,27 +4,32 @@
 //! frames can be decoded at once on different cores. Three parties share the work:
 //!
 //! - the **splitter** thread reads the compressed input in pieces, finds frame boundaries with
-//!   `frames::Walker` (frame and block headers only, nothing is decompressed) and queues each
-//!   frame as a job whose compressed bytes follow on the job's own channel;
-//! - **workers** claim queued frames *ahead of* the one being read and decode them into pool
-//!   buffers, which wait, in order, on the frame's output channel: in place into adjacent
-//!   buffers when the frame's header gives its size (`run_for`), else buffer by buffer;
-//! - the **reader** (the `Read` impl, on the caller's thread) consumes frames in order: a frame
-//!   a worker decoded is copied out of its buffers (or passed over in place, `Skip`, where the
-//!   tar parser skips data); a frame nobody has claimed when the reader
-//!   reaches it is decoded by the reader itself straight into the caller's buffer, as the
-//!   sequential decoder does. With N decoders (N-1 workers and the reader) every N-th frame
-//!   (0, N, 2N, ...) is left to the reader, so it decodes its share while the workers decode
-//!   the frames after it: when workers took whatever was next, the reader only ever copied
-//!   (101 of the 119 frames of a 4 GB archive went to the one worker on 2 CPUs). Frame 0 of a
-//!   single-frame archive, and frames whose window is over WORKER_MAX_WINDOW, are the reader's
-//!   too.
+//!   `frames::Walker` (frame and block headers only, nothing is decompressed) and hands frames
+//!   out as **jobs**: a job is one frame, or a run of small frames found in the same read
+//!   (`Filling`), whose compressed bytes follow on the job's own channel (the pieces of one
+//!   read in one message), each frame's first piece marked with the frame;
+//! - **workers** claim queued jobs *ahead of* the one being read and decode them into pool
+//!   buffers, which wait, in order, on the job's output channel: in place into adjacent
+//!   buffers when the frames' headers give their size (`run_for`), else buffer by buffer;
+//! - the **reader** (the `Read` impl, on the caller's thread) consumes jobs in order: a job a
+//!   worker decoded is copied out of its buffers (or passed over in place, `Skip`, where the
+//!   tar parser skips data); a job nobody has claimed when the reader reaches it is decoded
+//!   by the reader itself straight into the caller's buffer, as the sequential decoder does.
+//!   With N decoders (N-1 workers and the reader) every N-th job (0, N, 2N, ...) is left to
+//!   the reader, so it decodes its share while the workers decode the jobs after it: when
+//!   workers took whatever was next, the reader only ever copied (101 of the 119 frames of a
+//!   4 GB archive went to the one worker on 2 CPUs). Job 0 of a single-frame archive, and
+//!   jobs with a window over WORKER_MAX_WINDOW, are the reader's too.
+//!
+//! All three meet a job's bytes through `JobInput`, which checks that zstd ends each frame
+//! where the walker found its end.
 //!
 //! Memory: decoded output waiting for the reader lives in the buffers of a pool of its own
-//! (file data has another); frames ahead of the reader may hold at most `ahead_cap` of them,
-//! so more threads than the budget allows means fewer frames decoded ahead, never more
-//! memory. Compressed input read ahead is bounded by `input_budget` bytes. A worker decoding the
-//! frame the reader is waiting for is never held back by the cap.
+//! (file data has another); jobs ahead of the reader may hold at most `ahead_cap` of them, so
+//! more threads than the budget allows means fewer jobs decoded ahead, never more memory.
+//! Compressed input read ahead is bounded by `input_budget` bytes, and the jobs waiting for
+//! the reader by JOBS_PER_DECODER per decoder thread, each at most BATCH_FRAMES frames. A
+//! worker decoding the job the reader is waiting for is never held back by the cap.
 //!
 //! Errors keep their place: a corrupt or truncated frame is reported when the reader reaches
 //! it, as "zstd frame N (byte X of the archive): ...", so everything before it is delivered and
@@ -41,7 +46,7 @@ use std::time::Duration;
 use zstd::zstd_safe::{DCtx, DParameter, InBuffer, OutBuffer, ResetDirective, get_error_name};
 
 use super::archive_file::AlignedBuf;
-use super::frames::{Event, Walker};
+use super::frames::{Carried, Event, FrameHeader, Walker};
 use crate::archive::Skip;
 use crate::pool::{Pool, PoolBuf, Run};
 
@@ -59,14 +64,35 @@ pub const PIECE_STREAM: usize = 1 << 20;
 /// How often a worker blocked on input or on the pool looks whether the run was cancelled.
 const CANCEL_POLL: Duration = Duration::from_millis(50);
 
-/// Largest window a worker decodes; frames declaring more are left to the reader's one
-/// decoder, so decoder memory is at most one `--max-window` plus this much per worker, at any
-/// thread count. 8 MiB is what `zstd -19` uses without `--long`; Agave's level-1 and level-3
-/// frames of 32 MiB declare 512 KiB and 2 MiB.
+/// Largest window a worker decodes; jobs with a frame declaring more are left to the reader's
+/// one decoder, so decoder memory is at most one `--max-window` plus this much per worker, at
+/// any thread count. 8 MiB is what `zstd -19` uses without `--long`; Agave's level-1 and
+/// level-3 frames of 32 MiB declare 512 KiB and 2 MiB.
 pub const WORKER_MAX_WINDOW: u64 = 8 << 20;
 
-/// Buffers the frame the reader is on may hold beyond `ahead_cap`: one, so it always gets a
-/// buffer when frames ahead hold the whole cap (the reader consumes its frame's in order).
+/// A frame found in the same read as the job before it joins that job while the job holds
+/// less than this much compressed input (and declares less than BATCH_DECODED of output), so
+/// that tiny frames do not cost a job each: a job costs two channels, a queue entry, a pool
+/// buffer and a hand-over between threads, ~5 µs, and 1.2 million frames of 7 bytes each
+/// took 6.6 s and 329 MB with `--threads 2` where `--threads 1` took 0.32 s (issue 27).
+/// Frames this large decode for ~100 µs or more, so a job of its own costs them nothing.
+pub const BATCH_BYTES: usize = 32 << 10;
+
+/// The decoded size past which a job takes no more frames, when headers declare it: its frames
+/// are worth a thread of their own already.
+pub const BATCH_DECODED: u64 = 1 << 20;
+
+/// Most frames in one job: a frame costs its decoder ~0.1-0.3 µs besides its bytes, so 1,024
+/// of them are ~0.2 ms of work, well above a job's cost, and a job's frames stay few.
+pub const BATCH_FRAMES: u64 = 1024;
+
+/// Jobs that may wait for the reader (queued, claimed or decoded ahead), per decoder thread:
+/// enough that each worker finds work past the reader's job, few enough that the jobs' own
+/// memory (their channels, ~3 KiB) stays small whatever the input's frames are like.
+pub const JOBS_PER_DECODER: usize = 4;
+
+/// Buffers the job the reader is on may hold beyond `ahead_cap`: one, so it always gets a
+/// buffer when jobs ahead hold the whole cap (the reader consumes its job's in order).
 pub const HEAD_EXTRA: usize = 1;
 
 /// `ahead_cap` for a frame pool of `count` buffers: all but the reader's HEAD_EXTRA. The pool
@@ -85,13 +111,15 @@ pub struct DecodeStats {
     pub frames_ahead: AtomicU64,
     /// Of those, frames decoded in place into adjacent buffers (`run_for`).
     pub frames_in_place: AtomicU64,
+    /// The jobs those frames were decoded in (one per frame, but for runs of small ones).
+    pub jobs: AtomicU64,
 }
 
 pub struct Options {
     /// Worker threads (0: the reader decodes every frame itself).
     pub workers: usize,
     pub max_window_log: u32,
-    /// Pool buffers decoded frames may hold unread (the frame the reader is on may hold
+    /// Pool buffers decoded jobs may hold unread (the job the reader is on may hold
     /// HEAD_EXTRA more, so the pool has at least `ahead_cap + HEAD_EXTRA`).
     pub ahead_cap: usize,
     /// Compressed bytes read ahead, at most.
@@ -100,16 +128,44 @@ pub struct Options {
     pub piece: usize,
 }
 
-/// A run of a frame's compressed bytes.
+/// A frame's place in the stream, for messages: its number and where its magic number is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FrameAt {
+    index: u64,
+    offset: u64,
+}
+
+impl FrameAt {
+    fn error(&self, kind: io::ErrorKind, what: &str) -> io::Error {
+        io::Error::new(kind, frame_error(self.index, self.offset, what))
+    }
+}
+
+/// A run of compressed bytes of a job: of one frame, or of frames of the job found one right
+/// after the other in one read, sent as one run.
 struct Piece {
-    data: Arc<InputBuf>,
-    start: usize,
-    end: usize,
+    /// The frame that begins at its first byte, when one does (its first piece).
+    starts: Option<FrameAt>,
+    /// Frames that begin further on in it, each where the one before ends.
+    then: u32,
+    /// Where its first byte is in the stream (so where those frames begin is known too).
+    offset: u64,
+    bytes: Bytes,
+}
+
+enum Bytes {
+    /// Bytes `start..end` of one read.
+    Read { data: Arc<InputBuf>, start: usize, end: usize },
+    /// The start of the frame's header, which came in earlier reads than its end.
+    Carried(Carried),
 }
 
 impl Piece {
     fn bytes(&self) -> &[u8] {
-        &self.data.bytes[self.start..self.end]
+        match &self.bytes {
+            Bytes::Read { data, start, end } => &data.bytes[*start..*end],
+            Bytes::Carried(c) => c.bytes(),
+        }
     }
 }
 
@@ -129,32 +185,35 @@ impl Drop for InputBuf {
     }
 }
 
-/// What a worker sends the reader for a frame.
+/// What a worker sends the reader for a job.
 enum Out {
     Data(PoolBuf),
-    /// The frame is complete; `in_place` when it was decoded in one piece.
+    /// The job is complete; `in_place` when it was decoded in one piece.
     End {
         in_place: bool,
     },
-    Err(String),
+    Err(io::Error),
 }
 
-/// A frame waiting to be decoded.
+/// Consecutive frames decoded by one thread, in order: one frame, or a run of small ones.
 struct Job {
-    index: u64,
-    offset: u64,
-    /// The window its header declares (bytes).
+    /// Its place among the jobs: the reader takes them in this order, and every
+    /// `decoders`-th is the reader's to decode (see `work`).
+    seq: u64,
+    /// The largest window its frames declare (bytes).
     window: u64,
-    /// The decoded size its header declares, when it does.
+    /// The decoded size of all its frames, when each header declares its own.
     content: Option<u64>,
-    input: Receiver<Piece>,
+    input: JobInput,
     output: Sender<Out>,
 }
 
-/// A frame in stream order, as the reader will take it.
+/// A job in stream order, as the reader will take it.
 struct Entry {
-    index: u64,
-    offset: u64,
+    seq: u64,
+    /// Its first frame (for a message), and how many it has (for the counters).
+    first: FrameAt,
+    frames: u64,
     /// Some until a worker or the reader claims it.
     job: Option<Job>,
     output: Receiver<Out>,
@@ -162,12 +221,12 @@ struct Entry {
 
 #[derive(Default)]
 struct State {
-    /// Frames found and not yet taken by the reader, in order.
+    /// Jobs queued and not yet taken by the reader, in order.
     queue: VecDeque<Entry>,
     /// The splitter is done: the input ended (or failed, with this message).
     done: bool,
     failed: Option<String>,
-    /// Index of the frame the reader is on.
+    /// `seq` of the job the reader is on.
     head: u64,
     /// Decoded buffers not yet read.
     unread: usize,
@@ -179,8 +238,8 @@ struct State {
     spare: Vec<AlignedBuf>,
     /// The reader is gone or a frame failed: stop.
     cancel: bool,
-    /// Threads decoding: the workers that started and the reader. Every `decoders`-th frame
-    /// (index 0, N, 2N, ...) is the reader's (see `work`).
+    /// Threads decoding: the workers that started and the reader. Every `decoders`-th job
+    /// (seq 0, N, 2N, ...) is the reader's (see `work`).
     decoders: u64,
 }
 
@@ -213,6 +272,161 @@ impl Shared {
     }
 }
 
+/// A job's compressed input as its decoder takes it: piece by piece, knowing the frame each
+/// piece belongs to, so that zstd's end of each frame is checked against the walker's. The
+/// decoder calls `next` when zstd has used up the piece and wants more (or has finished a
+/// frame), `consume` for what zstd took, and `frame_ended` when zstd says a frame is complete.
+struct JobInput {
+    rx: Receiver<Vec<Piece>>,
+    /// The pieces of the last message, then the one being decoded.
+    pieces: std::vec::IntoIter<Piece>,
+    piece: Option<Piece>,
+    at: usize,
+    /// The frame being decoded: the last whose first piece came (the job's first, before).
+    frame: FrameAt,
+    /// Frames still to begin in the current piece, and where that piece is in the stream.
+    then: u32,
+    offset: u64,
+    /// zstd has finished `frame` (or none has begun): the next piece must begin a frame.
+    frame_done: bool,
+    /// Frames zstd has finished, of the job's `frames`.
+    done: u64,
+    frames: u64,
+}
+
+/// What `JobInput::next` found.
+enum Next {
+    /// Another piece: of the frame zstd is in, or the first of the next frame.
+    More,
+    /// The job's frames are all complete.
+    End,
+    /// The run was cancelled.
+    Cancelled,
+}
+
+impl JobInput {
+    fn new(rx: Receiver<Vec<Piece>>, first: FrameAt) -> JobInput {
+        JobInput {
+            rx,
+            pieces: Vec::new().into_iter(),
+            piece: None,
+            at: 0,
+            frame: first,
+            then: 0,
+            offset: 0,
+            frame_done: true,
+            done: 0,
+            frames: 0,
+        }
+    }
+
+    /// What is left of the current piece.
+    fn rest(&self) -> &[u8] {
+        self.piece.as_ref().map_or(&[], |p| &p.bytes()[self.at..])
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.at += n;
+    }
+
+    fn error(&self, kind: io::ErrorKind, what: &str) -> io::Error {
+        self.frame.error(kind, what)
+    }
+
+    /// One call of zstd's decompress_stream on what is left of the piece, into `output`: what
+    /// zstd took is consumed, its error is the frame's, a frame it finished is checked
+    /// (`frame_ended`). Returns zstd's hint (0: a frame ended) and the bytes it took.
+    fn decompress(
+        &mut self,
+        dctx: &mut DCtx<'_>,
+        output: &mut OutBuffer<'_, [u8]>,
+    ) -> io::Result<(usize, usize)> {
+        let (r, used) = {
+            let mut input = InBuffer::around(self.rest());
+            (dctx.decompress_stream(output, &mut input), input.pos())
+        };
+        self.consume(used);
+        match r {
+            Err(code) => Err(self.error(io::ErrorKind::InvalidData, get_error_name(code))),
+            Ok(0) => self.frame_ended().map(|()| (0, used)),
+            Ok(hint) => Ok((hint, used)),
+        }
+    }
+
+    /// zstd has finished the current frame: nothing of its input may be left, unless the
+    /// next frame begins right there in the same piece.
+    fn frame_ended(&mut self) -> io::Result<()> {
+        self.done += 1;
+        self.frame_done = true;
+        if self.rest().is_empty() {
+            return Ok(());
+        }
+        if self.then == 0 {
+            return Err(self.error(io::ErrorKind::InvalidData, "data after the frame's end"));
+        }
+        self.then -= 1;
+        let offset = self.offset + self.at as u64;
+        self.frame = FrameAt { index: self.frame.index + 1, offset };
+        self.frame_done = false;
+        Ok(())
+    }
+
+    /// Waits for the next piece. Where it belongs must agree with zstd: the first piece of a
+    /// frame only once zstd finished the one before, more of a frame only while zstd is in it.
+    fn next(&mut self, shared: &Shared) -> io::Result<Next> {
+        if self.then > 0 {
+            // zstd read on past where the walker found the frame's end.
+            let why = "the frame is longer than its block headers say";
+            return Err(self.error(io::ErrorKind::InvalidData, why));
+        }
+        loop {
+            if let Some(p) = self.pieces.next() {
+                return self.take(p);
+            }
+            // A message already there is taken without a timed wait (its clock reads were a
+            // tenth of the CPU time of an archive of 7-byte frames).
+            match self.rx.try_recv().or_else(|_| self.rx.recv_timeout(CANCEL_POLL)) {
+                Ok(pieces) => self.pieces = pieces.into_iter(),
+                Err(RecvTimeoutError::Timeout) if shared.cancelled() => return Ok(Next::Cancelled),
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected)
+                    if self.frame_done && self.done == self.frames =>
+                {
+                    return Ok(Next::End);
+                }
+                // The splitter saw the frame (or the input) end before the decoder did.
+                Err(RecvTimeoutError::Disconnected) => {
+                    let why = truncated(shared, self.frame);
+                    return Err(io::Error::new(io::ErrorKind::UnexpectedEof, why));
+                }
+            }
+        }
+    }
+
+    /// Takes `p` as the piece to decode, if it belongs where zstd is.
+    fn take(&mut self, p: Piece) -> io::Result<Next> {
+        match (p.starts, self.frame_done) {
+            (Some(frame), true) => {
+                self.frame = frame;
+                self.frame_done = false;
+            }
+            (None, false) => {}
+            // The walker found the frame's end where zstd wants more of it.
+            (Some(_), false) => {
+                let why = "the compressed input ends inside the frame";
+                return Err(self.error(io::ErrorKind::UnexpectedEof, why));
+            }
+            (None, true) => {
+                return Err(self.error(io::ErrorKind::InvalidData, "data after the frame's end"));
+            }
+        }
+        (self.then, self.offset) = (p.then, p.offset);
+        self.piece = Some(p);
+        self.at = 0;
+        Ok(Next::More)
+    }
+}
+
 /// The decoded stream (see the module doc).
 pub struct ParallelZstd {
     shared: Arc<Shared>,
@@ -225,13 +439,13 @@ pub struct ParallelZstd {
 }
 
 enum Current {
-    /// Between frames.
+    /// Between jobs.
     None,
-    /// Decoding `job` here.
-    Inline { job: Job, piece: Option<Piece>, at: usize },
+    /// Decoding this job here.
+    Inline(Job),
     /// Copying out what a worker decoded.
-    Worker { index: u64, offset: u64, rx: Receiver<Out>, buf: Option<PoolBuf>, at: usize },
-    /// No more frames.
+    Worker { first: FrameAt, frames: u64, rx: Receiver<Out>, buf: Option<PoolBuf>, at: usize },
+    /// No more jobs.
     Eof,
 }
 
@@ -255,7 +469,7 @@ impl ParallelZstd {
         let s = shared.clone();
         std::thread::Builder::new()
             .name("zstd-split".into())
-            .spawn(move || split(input, max_window, &s))?;
+            .spawn(move || Splitter::new(&s).run(input, max_window))?;
         let mut dctx = DCtx::try_create().ok_or_else(|| {
             shared.cancel();
             io::Error::new(io::ErrorKind::OutOfMemory, "cannot allocate a zstd decoder")
@@ -289,28 +503,29 @@ impl ParallelZstd {
         self.workers.len() + 1
     }
 
-    fn fail(&mut self, kind: io::ErrorKind, msg: String) -> io::Error {
+    fn fail(&mut self, e: io::Error) -> io::Error {
         self.shared.cancel();
-        self.error = Some((kind, msg.clone()));
-        io::Error::new(kind, msg)
+        self.error = Some((e.kind(), e.to_string()));
+        e
     }
 
-    /// Moves to the next frame: claims it if nobody has, else follows its worker.
-    fn next_frame(&mut self) -> io::Result<()> {
+    /// Moves to the next job: claims it if nobody has, else follows its worker.
+    fn next_job(&mut self) -> io::Result<()> {
         let mut st = self.shared.lock();
         loop {
             if let Some(e) = st.queue.pop_front() {
-                st.head = e.index;
+                st.head = e.seq;
                 drop(st);
+                // Workers look past the new head, and the splitter may queue another job.
                 self.shared.changed.notify_all();
                 self.current = match e.job {
                     Some(job) => {
                         let _ = self.dctx.reset(ResetDirective::SessionOnly);
-                        Current::Inline { job, piece: None, at: 0 }
+                        Current::Inline(job)
                     }
                     None => Current::Worker {
-                        index: e.index,
-                        offset: e.offset,
+                        first: e.first,
+                        frames: e.frames,
                         rx: e.output,
                         buf: None,
                         at: 0,
@@ -322,7 +537,7 @@ impl ParallelZstd {
                 let failed = st.failed.clone();
                 drop(st);
                 return match failed {
-                    Some(msg) => Err(self.fail(io::ErrorKind::InvalidData, msg)),
+                    Some(msg) => Err(self.fail(io::Error::new(io::ErrorKind::InvalidData, msg))),
                     None => {
                         self.current = Current::Eof;
                         Ok(())
@@ -333,54 +548,25 @@ impl ParallelZstd {
         }
     }
 
-    /// Decodes the current inline frame into `buf`; 0 at its end.
+    /// Decodes the current inline job into `buf`; 0 at its end.
     fn read_inline(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let Current::Inline { job, piece, at } = &mut self.current else { unreachable!() };
-        loop {
-            let rest: &[u8] = piece.as_ref().map_or(&[], |p| &p.bytes()[*at..]);
-            let mut input = InBuffer::around(rest);
-            let mut output = OutBuffer::around(buf);
-            let r = self.dctx.decompress_stream(&mut output, &mut input);
-            let (used, written) = (input.pos(), output.pos());
-            *at += used;
-            match r {
-                Err(code) => {
-                    let msg = frame_error(job.index, job.offset, get_error_name(code));
-                    return Err(self.fail(io::ErrorKind::InvalidData, msg));
-                }
-                Ok(0) => {
-                    // The frame is complete: nothing of its input may be left.
-                    if used < rest.len() || job.input.try_recv().is_ok() {
-                        let msg = frame_error(job.index, job.offset, "data after the frame's end");
-                        return Err(self.fail(io::ErrorKind::InvalidData, msg));
-                    }
-                    self.stats.frames.fetch_add(1, Ordering::Relaxed);
-                    self.current = Current::None;
-                    return Ok(written);
-                }
-                Ok(_) if written > 0 => return Ok(written),
-                Ok(_) if used < rest.len() => {}
-                Ok(_) => match job.input.recv() {
-                    // Nothing came out and the input is used up: the next piece.
-                    Ok(p) => {
-                        *piece = Some(p);
-                        *at = 0;
-                    }
-                    // The splitter saw the frame (or the input) end before the decoder did.
-                    Err(_) => {
-                        let (i, o) = (job.index, job.offset);
-                        let why = truncated(&self.shared, i, o);
-                        return Err(self.fail(io::ErrorKind::UnexpectedEof, why));
-                    }
-                },
+        let Current::Inline(job) = &mut self.current else { unreachable!() };
+        match decode_inline(&mut self.dctx, &mut job.input, &self.shared, buf) {
+            Ok(Some(n)) => Ok(n),
+            Ok(None) => {
+                self.stats.frames.fetch_add(job.input.frames, Ordering::Relaxed);
+                self.stats.jobs.fetch_add(1, Ordering::Relaxed);
+                self.current = Current::None;
+                Ok(0)
             }
+            Err(e) => Err(self.fail(e)),
         }
     }
 
     /// Takes up to `want` bytes of what a worker decoded, copying them into `buf` when there
-    /// is one (else they are passed over); 0 at the frame's end.
+    /// is one (else they are passed over); 0 at the job's end.
     fn take_worker(&mut self, buf: Option<&mut [u8]>, want: usize) -> io::Result<usize> {
-        let Current::Worker { index, offset, rx, buf: chunk, at } = &mut self.current else {
+        let Current::Worker { first, frames, rx, buf: chunk, at } = &mut self.current else {
             unreachable!()
         };
         loop {
@@ -403,18 +589,19 @@ impl ParallelZstd {
                     *at = 0;
                 }
                 Ok(Out::End { in_place }) => {
-                    self.stats.frames.fetch_add(1, Ordering::Relaxed);
-                    self.stats.frames_ahead.fetch_add(1, Ordering::Relaxed);
+                    self.stats.frames.fetch_add(*frames, Ordering::Relaxed);
+                    self.stats.jobs.fetch_add(1, Ordering::Relaxed);
+                    self.stats.frames_ahead.fetch_add(*frames, Ordering::Relaxed);
                     if in_place {
-                        self.stats.frames_in_place.fetch_add(1, Ordering::Relaxed);
+                        self.stats.frames_in_place.fetch_add(*frames, Ordering::Relaxed);
                     }
                     self.current = Current::None;
                     return Ok(0);
                 }
-                Ok(Out::Err(msg)) => return Err(self.fail(io::ErrorKind::InvalidData, msg)),
+                Ok(Out::Err(e)) => return Err(self.fail(e)),
                 Err(_) => {
-                    let msg = frame_error(*index, *offset, "the decoder stopped");
-                    return Err(self.fail(io::ErrorKind::Other, msg));
+                    let e = first.error(io::ErrorKind::Other, "the decoder stopped");
+                    return Err(self.fail(e));
                 }
             }
         }
@@ -432,7 +619,7 @@ impl Read for ParallelZstd {
         loop {
             let n = match self.current {
                 Current::None => {
-                    self.next_frame()?;
+                    self.next_job()?;
                     continue;
                 }
                 Current::Eof => return Ok(0),
@@ -449,8 +636,8 @@ impl Read for ParallelZstd {
     }
 }
 
-/// A worker's frame is in pool buffers already: passing over it is moving a cursor. A frame
-/// the reader decodes itself is not (it decodes into the caller's buffer).
+/// A worker's job is in pool buffers already: passing over it is moving a cursor. A job the
+/// reader decodes itself is not (it decodes into the caller's buffer).
 impl Skip for ParallelZstd {
     fn skip_in_place(&mut self, n: u64) -> io::Result<u64> {
         if let Some((kind, msg)) = &self.error {
@@ -459,9 +646,9 @@ impl Skip for ParallelZstd {
         let want = n.min(usize::MAX as u64) as usize;
         loop {
             match self.current {
-                Current::None if want > 0 => self.next_frame()?,
+                Current::None if want > 0 => self.next_job()?,
                 Current::Worker { .. } if want > 0 => match self.take_worker(None, want)? {
-                    // The frame ended: on to the next.
+                    // The job ended: on to the next.
                     0 => {}
                     k => return Ok(k as u64),
                 },
@@ -474,7 +661,7 @@ impl Skip for ParallelZstd {
 impl Drop for ParallelZstd {
     fn drop(&mut self) {
         self.shared.cancel();
-        // Decoded buffers waiting in frames' channels go back to the pool before the workers
+        // Decoded buffers waiting in jobs' channels go back to the pool before the workers
         // are joined: one of them may be waiting for a buffer.
         self.current = Current::None;
         let queue = std::mem::take(&mut self.shared.lock().queue);
@@ -485,148 +672,355 @@ impl Drop for ParallelZstd {
     }
 }
 
+/// Decodes a job on the reader's thread, straight into the caller's `buf`: Some(bytes
+/// written, at least 1), None at the job's end.
+fn decode_inline(
+    dctx: &mut DCtx<'_>,
+    input: &mut JobInput,
+    shared: &Shared,
+    buf: &mut [u8],
+) -> io::Result<Option<usize>> {
+    let stopped = |input: &JobInput| input.error(io::ErrorKind::Interrupted, "the decoder stopped");
+    loop {
+        if input.frame_done {
+            match input.next(shared)? {
+                Next::More => {}
+                Next::End => return Ok(None),
+                Next::Cancelled => return Err(stopped(input)),
+            }
+        }
+        let mut output = OutBuffer::around(&mut *buf);
+        let (hint, _) = input.decompress(dctx, &mut output)?;
+        if output.pos() > 0 {
+            return Ok(Some(output.pos()));
+        }
+        // Nothing came out and the input is used up: the next piece.
+        if hint > 0 && input.rest().is_empty() && matches!(input.next(shared)?, Next::Cancelled) {
+            return Err(stopped(input));
+        }
+    }
+}
+
 fn frame_error(index: u64, offset: u64, what: &str) -> String {
     format!("zstd frame {index} (byte {offset} of the archive): {what}")
 }
 
-/// Why frame `index` got no more input: the splitter's own failure when it stopped (it could
-/// not read or allocate; set before it drops the frame's channel), else the archive ends there.
-fn truncated(shared: &Shared, index: u64, offset: u64) -> String {
+/// Why `frame` got no more input: the splitter's own failure when it stopped (it could not
+/// read or allocate; set before it drops the job's channel), else the archive ends there.
+fn truncated(shared: &Shared, frame: FrameAt) -> String {
     match &shared.lock().failed {
         Some(why) => why.clone(),
-        None => frame_error(index, offset, "the compressed input ends inside the frame"),
+        None => {
+            frame_error(frame.index, frame.offset, "the compressed input ends inside the frame")
+        }
     }
 }
 
-/// The splitter: reads the input, walks frame boundaries, queues a job per frame and sends
-/// each frame's bytes to it.
-fn split(mut input: Box<dyn Read + Send>, max_window: u64, shared: &Arc<Shared>) {
-    let mut walker = Walker::new(max_window);
-    let mut events = Vec::new();
-    // The frame whose bytes are being sent: its index and input channel.
-    let mut current: Option<Sender<Piece>> = None;
-    let mut index = 0;
-    let piece = shared.opts.piece;
-    let budget = shared.opts.input_budget.max(piece);
-    let finish = |failed: Option<String>| {
-        let mut st = shared.lock();
+/// The job the splitter is sending bytes to.
+struct Filling {
+    input: Sender<Vec<Piece>>,
+    /// Pieces not yet sent: all of one read's for this job go in one message.
+    pending: Vec<Piece>,
+    /// The job and its entry's output end, until it is queued (then its decoder has it).
+    unqueued: Option<(Job, Receiver<Out>, FrameAt)>,
+    /// Compressed bytes sent to it.
+    bytes: usize,
+    /// Its last frame has not ended yet.
+    open: bool,
+    /// The frame whose first piece is to be sent next.
+    starts: Option<FrameAt>,
+}
+
+impl Filling {
+    /// Whether a frame starting now may join this job: a run of frames found in one read (a
+    /// job is queued at the end of the read it began in), still small.
+    fn takes_more(&self) -> bool {
+        self.unqueued.as_ref().is_some_and(|(job, ..)| {
+            self.bytes < BATCH_BYTES
+                && job.input.frames < BATCH_FRAMES
+                && job.content.is_none_or(|c| c < BATCH_DECODED)
+        })
+    }
+
+    /// Sends `bytes`, which are at `offset` in the stream, to the open frame.
+    fn send(&mut self, bytes: Bytes, offset: u64) {
+        let piece = Piece { starts: self.starts.take(), then: 0, offset, bytes };
+        self.bytes += piece.bytes().len();
+        self.pending.push(piece);
+    }
+
+    /// Sends bytes `start..end` of `data` to the open frame; a frame beginning right where the
+    /// last piece ends, in the same read, goes with it (1.2 million 7-byte frames cost a piece
+    /// each otherwise). `base` is where the read is in the stream.
+    fn send_read(&mut self, data: &Arc<InputBuf>, start: usize, end: usize, base: u64) {
+        if let Some(Piece { then, bytes: Bytes::Read { data: last, end: e, .. }, .. }) =
+            self.pending.last_mut()
+            && self.starts.is_some()
+            && Arc::ptr_eq(last, data)
+            && *e == start
+        {
+            *e = end;
+            *then += 1;
+            self.starts = None;
+            self.bytes += end - start;
+            return;
+        }
+        self.send(Bytes::Read { data: data.clone(), start, end }, base + start as u64);
+    }
+
+    /// Sends the pieces not yet sent.
+    fn flush(&mut self) {
+        if !self.pending.is_empty() {
+            // A decoder that is gone (cancelled, or failed on an earlier piece) needs no more.
+            let _ = self.input.send(std::mem::take(&mut self.pending));
+        }
+    }
+}
+
+impl Drop for Filling {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
+/// The splitter: reads the input, walks frame boundaries, and hands frames out as jobs.
+struct Splitter<'a> {
+    shared: &'a Arc<Shared>,
+    filling: Option<Filling>,
+    /// Frames found so far, and jobs made.
+    frames: u64,
+    jobs: u64,
+}
+
+impl<'a> Splitter<'a> {
+    fn new(shared: &'a Arc<Shared>) -> Splitter<'a> {
+        Splitter { shared, filling: None, frames: 0, jobs: 0 }
+    }
+
+    /// The input ended, or failed with this message. Only then does the input of the job
+    /// being filled end (the splitter is dropped after this): its decoder reports the failure.
+    fn finish(&self, failed: Option<String>) {
+        let mut st = self.shared.lock();
         st.done = true;
         st.failed = failed;
         drop(st);
-        shared.changed.notify_all();
-    };
-    loop {
-        let spare = {
-            let mut st = shared.lock();
-            while st.input_used + piece > budget && !st.cancel {
-                st = shared.wait(st);
-            }
-            if st.cancel {
-                return;
-            }
-            st.input_used += piece;
-            st.spare.pop()
-        };
-        // Aligned, so that a regular file not in the page cache is read with O_DIRECT
-        // (archive_file.rs). Where the address space is limited (`ulimit -v`) a new piece may
-        // not be had: one line then, not an abort (a 4 MiB piece aborted the run under
-        // `ulimit -v 196608` with --threads 8). Reading ahead less instead, with the pieces in
-        // flight only, hung in a test: frames ahead may hold them while the frame the reader
-        // waits for needs more.
-        let Some(mut bytes) = spare.or_else(|| AlignedBuf::try_new(piece)) else {
-            let at = walker.offset();
-            return finish(Some(format!(
-                "cannot allocate {} MiB to read the archive into at byte {at}: out of memory \
-                 (ulimit -v?); fewer --threads need less",
-                piece >> 20
-            )));
-        };
-        bytes.set_len(piece);
-        let n = loop {
-            match input.read(&mut bytes) {
-                Ok(n) => break Ok(n),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => break Err(e),
-            }
-        };
-        bytes.set_len(n.as_ref().copied().unwrap_or(0));
-        // Capacity stays `piece`: the budget counts what was reserved.
-        let data = Arc::new(InputBuf { bytes, shared: shared.clone() });
-        let n = match n {
-            Ok(n) => n,
-            Err(e) => {
-                let at = walker.offset();
-                return finish(Some(format!("cannot read the archive at byte {at}: {e}")));
-            }
-        };
-        if n == 0 {
-            // The end of the input: between frames it is the end of the stream; inside a frame
-            // the frame's decoder reports the truncation when its channel closes.
-            if current.is_some() || walker.between_frames() {
-                drop(current.take());
-                return finish(None);
-            }
-            let at = walker.offset();
-            return finish(Some(format!(
-                "zstd frame {index}: the compressed input ends inside its header, at byte {at}"
-            )));
-        }
-        let base = walker.offset();
-        events.clear();
-        let walked = walker.feed(&data.bytes, &mut events);
-        // Route the piece's bytes: each frame gets the runs between its start and end.
-        let mut at = 0usize;
-        for e in &events {
-            match *e {
-                Event::Start { offset, header } => {
-                    let start = (offset - base) as usize;
-                    at = start;
-                    let (in_tx, in_rx) = channel();
-                    let (out_tx, out_rx) = channel();
-                    let (window, content) = (header.window, header.content_size);
-                    let job = Job { index, offset, window, content, input: in_rx, output: out_tx };
-                    let mut st = shared.lock();
-                    st.queue.push_back(Entry { index, offset, job: Some(job), output: out_rx });
-                    drop(st);
-                    shared.changed.notify_all();
-                    current = Some(in_tx);
-                    index += 1;
+        self.shared.changed.notify_all();
+    }
+
+    fn run(mut self, mut input: Box<dyn Read + Send>, max_window: u64) {
+        let mut walker = Walker::new(max_window);
+        let shared = self.shared;
+        let piece = shared.opts.piece;
+        let budget = shared.opts.input_budget.max(piece);
+        loop {
+            let spare = {
+                let mut st = shared.lock();
+                while st.input_used + piece > budget && !st.cancel {
+                    st = shared.wait(st);
                 }
-                Event::End { offset } => {
-                    let end = (offset - base) as usize;
-                    if let Some(tx) = current.take()
-                        && end > at
-                    {
-                        let _ = tx.send(Piece { data: data.clone(), start: at, end });
-                    }
-                    at = end;
+                if st.cancel {
+                    return;
                 }
-            }
-        }
-        if let Some(tx) = &current {
-            let end = match &walked {
-                Ok(()) => n,
-                Err(e) => (e.offset.max(base) - base) as usize,
+                st.input_used += piece;
+                st.spare.pop()
             };
-            if end > at {
-                let _ = tx.send(Piece { data: data.clone(), start: at, end });
+            // Aligned, so that a regular file not in the page cache is read with O_DIRECT
+            // (archive_file.rs). Where the address space is limited (`ulimit -v`) a new piece
+            // may not be had: one line then, not an abort (a 4 MiB piece aborted the run under
+            // `ulimit -v 196608` with --threads 8). Reading ahead less instead, with the
+            // pieces in flight only, hung in a test: jobs ahead may hold them while the job
+            // the reader waits for needs more.
+            let Some(mut bytes) = spare.or_else(|| AlignedBuf::try_new(piece)) else {
+                let at = walker.offset();
+                return self.finish(Some(format!(
+                    "cannot allocate {} MiB to read the archive into at byte {at}: out of \
+                     memory (ulimit -v?); fewer --threads need less",
+                    piece >> 20
+                )));
+            };
+            bytes.set_len(piece);
+            let n = loop {
+                match input.read(&mut bytes) {
+                    Ok(n) => break Ok(n),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => break Err(e),
+                }
+            };
+            bytes.set_len(n.as_ref().copied().unwrap_or(0));
+            // Capacity stays `piece`: the budget counts what was reserved.
+            let data = Arc::new(InputBuf { bytes, shared: shared.clone() });
+            let n = match n {
+                Ok(n) => n,
+                Err(e) => {
+                    let at = walker.offset();
+                    return self.finish(Some(format!("cannot read the archive at byte {at}: {e}")));
+                }
+            };
+            if n == 0 {
+                // The end of the input: between frames it is the end of the stream; inside a
+                // frame its decoder reports the truncation when its channel closes.
+                if self.filling.take().is_some() || walker.between_frames() {
+                    return self.finish(None);
+                }
+                let (index, at) = (self.frames, walker.offset());
+                return self.finish(Some(format!(
+                    "zstd frame {index}: the compressed input ends inside its header, at byte {at}"
+                )));
+            }
+            if let Err(failed) = self.route(&mut walker, &data) {
+                return self.finish(failed);
             }
         }
-        if let Err(e) = walked {
-            // The frame the walk was in, or the one whose header it was reading.
-            let frame = if current.take().is_some() { index - 1 } else { index };
-            return finish(Some(frame_error(frame, e.offset, &e.what)));
+    }
+
+    /// Sends the bytes of one read to the frames they belong to (the bytes between frames,
+    /// skippable frames, go nowhere), then queues the job that began in it. Err(Some(why))
+    /// when the walk fails, Err(None) when the run was cancelled.
+    fn route(&mut self, walker: &mut Walker, data: &Arc<InputBuf>) -> Result<(), Option<String>> {
+        let base = walker.offset();
+        let mut at = 0;
+        // Bytes before this were sent, or are not a frame's.
+        let mut routed = 0;
+        loop {
+            match walker.next(&data.bytes, &mut at) {
+                Ok(None) => break,
+                Ok(Some(Event::Start { offset, at: start, header, carried })) => {
+                    routed = start;
+                    if !self.start_frame(offset, &header, carried) {
+                        return Err(None);
+                    }
+                }
+                Ok(Some(Event::End { at: end, .. })) => {
+                    self.send(data, routed, end, base);
+                    routed = end;
+                    self.end_frame();
+                }
+                Err(e) => {
+                    // The frame the walk was in gets its bytes up to the structure that
+                    // failed (none when that began in an earlier read) and reports this
+                    // failure in its turn, or the one whose header it was reading does. Its
+                    // job is queued, and its input ends once the failure is known (`run`).
+                    let open = self.filling.as_ref().is_some_and(|f| f.open);
+                    if open {
+                        self.send(data, routed, e.at, base);
+                    }
+                    let index = self.frames - u64::from(open);
+                    self.queue();
+                    return Err(Some(frame_error(index, e.offset, &e.what)));
+                }
+            }
         }
+        if self.filling.as_ref().is_some_and(|f| f.open) {
+            self.send(data, routed, data.bytes.len(), base);
+        }
+        // A job is queued at the end of the read it began in, so a frame never waits for a
+        // later read to be decoded; one still open goes on getting the next reads' bytes.
+        if !self.queue() {
+            return Err(None);
+        }
+        if self.filling.as_ref().is_some_and(|f| !f.open) {
+            self.filling = None;
+        }
+        Ok(())
+    }
+
+    /// Sends bytes `start..end` of `data`, which begins at `base` in the stream, to the open
+    /// frame.
+    fn send(&mut self, data: &Arc<InputBuf>, start: usize, end: usize, base: u64) {
+        if let Some(f) = &mut self.filling
+            && f.open
+            && end > start
+        {
+            f.send_read(data, start, end, base);
+        }
+    }
+
+    /// A frame begins: it joins the job being filled if that takes more (`takes_more`), else
+    /// it begins a job of its own. False when the run was cancelled.
+    fn start_frame(&mut self, offset: u64, header: &FrameHeader, carried: Carried) -> bool {
+        let frame = FrameAt { index: self.frames, offset };
+        self.frames += 1;
+        if self.filling.as_ref().is_some_and(|f| !f.takes_more()) && !self.close() {
+            return false;
+        }
+        let f = self.filling.get_or_insert_with(|| {
+            let (in_tx, in_rx) = channel();
+            let (out_tx, out_rx) = channel();
+            let job = Job {
+                seq: self.jobs,
+                window: 0,
+                content: Some(0),
+                input: JobInput::new(in_rx, frame),
+                output: out_tx,
+            };
+            self.jobs += 1;
+            Filling {
+                input: in_tx,
+                pending: Vec::new(),
+                unqueued: Some((job, out_rx, frame)),
+                bytes: 0,
+                open: false,
+                starts: None,
+            }
+        });
+        let (job, ..) = f.unqueued.as_mut().expect("a job that takes more is unqueued");
+        job.input.frames += 1;
+        job.window = job.window.max(header.window);
+        job.content = job.content.zip(header.content_size).and_then(|(a, b)| a.checked_add(b));
+        f.open = true;
+        f.starts = Some(frame);
+        if !carried.bytes().is_empty() {
+            f.send(Bytes::Carried(carried), offset);
+        }
+        true
+    }
+
+    /// The frame being sent ends; a queued job is complete then.
+    fn end_frame(&mut self) {
+        if let Some(f) = &mut self.filling {
+            f.open = false;
+            if f.unqueued.is_none() {
+                self.filling = None;
+            }
+        }
+    }
+
+    /// Queues the job being filled if it is not yet, and sends it nothing more. False when
+    /// the run was cancelled.
+    fn close(&mut self) -> bool {
+        let queued = self.filling.as_ref().is_none_or(|f| f.unqueued.is_none()) || self.queue();
+        self.filling = None;
+        queued
+    }
+
+    /// Queues the job being filled, once fewer than JOBS_PER_DECODER per decoder wait for the
+    /// reader. False when the run was cancelled.
+    fn queue(&mut self) -> bool {
+        let Some(f) = &mut self.filling else { return true };
+        f.flush();
+        let Some((job, output, first)) = f.unqueued.take() else { return true };
+        let mut st = self.shared.lock();
+        while st.queue.len() >= st.decoders as usize * JOBS_PER_DECODER && !st.cancel {
+            st = self.shared.wait(st);
+        }
+        if st.cancel {
+            return false;
+        }
+        let (seq, frames) = (job.seq, job.input.frames);
+        st.queue.push_back(Entry { seq, first, frames, job: Some(job), output });
+        drop(st);
+        self.shared.changed.notify_all();
+        true
     }
 }
 
-/// A worker: claims frames ahead of the reader and decodes them into pool buffers.
+/// A worker: claims jobs ahead of the reader and decodes them into pool buffers.
 fn work(shared: &Arc<Shared>, pool: &Pool) {
-    // Without a decoder (no memory: `ulimit -v`) this worker does nothing; frames nobody
+    // Without a decoder (no memory: `ulimit -v`) this worker does nothing; jobs nobody
     // claims are the reader's when it reaches them.
     let Some(mut dctx) = DCtx::try_create() else { return };
     loop {
-        let job = {
+        let mut job = {
             let mut st = shared.lock();
             loop {
                 if st.cancel {
@@ -636,7 +1030,7 @@ fn work(shared: &Arc<Shared>, pool: &Pool) {
                 if let Some(job) = st
                     .queue
                     .iter_mut()
-                    .filter(|e| e.index > head && e.index % decoders != 0)
+                    .filter(|e| e.seq > head && e.seq % decoders != 0)
                     .find_map(|e| e.job.take_if(|j| j.window <= WORKER_MAX_WINDOW))
                 {
                     break job;
@@ -648,27 +1042,27 @@ fn work(shared: &Arc<Shared>, pool: &Pool) {
             }
         };
         // Parameters too: StableOutBuffer cannot be turned off in the middle of a frame, so a
-        // frame that failed in place left it on, and the next frame streamed would fail.
+        // job that failed in place left it on, and the next job streamed would fail.
         let _ = dctx.reset(ResetDirective::SessionAndParameters);
         let _ = dctx.set_parameter(DParameter::WindowLogMax(shared.opts.max_window_log));
-        let msg = match decode_job(&mut dctx, &job, shared, pool) {
+        let msg = match decode_job(&mut dctx, &mut job, shared, pool) {
             Ok(Some(in_place)) => Out::End { in_place },
             Ok(None) => return,
-            Err(msg) => Out::Err(msg),
+            Err(e) => Out::Err(e),
         };
         let _ = job.output.send(msg);
     }
 }
 
-/// Decodes one frame: in one piece into adjacent pool buffers when its header says how big it
+/// Decodes one job: in one piece into adjacent pool buffers when its headers say how big it
 /// is and they can be had, else buffer by buffer as they fill. Ok(Some(in place)) when it is
 /// complete, Ok(None) when cancelled.
 fn decode_job(
     dctx: &mut DCtx<'_>,
-    job: &Job,
+    job: &mut Job,
     shared: &Arc<Shared>,
     pool: &Pool,
-) -> Result<Option<bool>, String> {
+) -> io::Result<Option<bool>> {
     let done = |complete: bool, in_place| complete.then_some(in_place);
     match run_for(job, shared, pool) {
         Whole::Run(run) => {
@@ -685,7 +1079,7 @@ fn decode_job(
     }
 }
 
-/// Where a frame decodes.
+/// Where a job decodes.
 enum Whole {
     /// In one piece into these buffers, counted in `unread` already.
     Run(Run),
@@ -694,13 +1088,13 @@ enum Whole {
     Cancelled,
 }
 
-/// Adjacent buffers for all of frame `job`, when its header gives its size and the frame fits
-/// in this worker's share of `ahead_cap` (all of it with one worker: 32 of the default 64 MiB
-/// pool hold one of Agave's frames): waits for that many to be unread-free, unless the reader
-/// reaches the frame first (then it streams: the reader gets the frame's first buffer as soon
-/// as it is decoded, not after the whole frame). A frame larger than the share streams at once
-/// (a worker waiting for the whole cap kept the other workers idle until the reader reached
-/// their frames), and so does a frame when the pool has no such run free.
+/// Adjacent buffers for all of `job`, when its headers give its size and the job fits in this
+/// worker's share of `ahead_cap` (all of it with one worker: 32 of the default 64 MiB pool
+/// hold one of Agave's frames): waits for that many to be unread-free, unless the reader
+/// reaches the job first (then it streams: the reader gets the first buffer as soon as it is
+/// decoded, not after the whole job). A job larger than the share streams at once (a worker
+/// waiting for the whole cap kept the other workers idle until the reader reached their
+/// frames), and so does a job when the pool has no such run free.
 ///
 /// Decoding into one slice is what lets zstd write its output in place (`StableOutBuffer`):
 /// streamed, it decodes into its own window and copies out, and that copy into pool memory
@@ -721,7 +1115,7 @@ fn run_for(job: &Job, shared: &Arc<Shared>, pool: &Pool) -> Whole {
         if st.cancel {
             return Whole::Cancelled;
         }
-        if job.index <= st.head {
+        if job.seq <= st.head {
             return Whole::Stream;
         }
         if st.unread + k <= shared.opts.ahead_cap {
@@ -738,59 +1132,46 @@ fn run_for(job: &Job, shared: &Arc<Shared>, pool: &Pool) -> Whole {
     }
 }
 
-/// Decodes frame `job` into `run` in place, then sends the run's buffers.
+/// Decodes `job` into `run` in place, then sends the run's buffers. Ok(false) when cancelled.
 fn decode_whole(
     dctx: &mut DCtx<'_>,
-    job: &Job,
+    job: &mut Job,
     mut run: Run,
     shared: &Arc<Shared>,
-) -> Result<bool, String> {
-    let fail = |what: &str| frame_error(job.index, job.offset, what);
-    dctx.set_parameter(DParameter::StableOutBuffer(true)).map_err(|c| fail(get_error_name(c)))?;
+) -> io::Result<bool> {
+    let input = &mut job.input;
+    if let Err(c) = dctx.set_parameter(DParameter::StableOutBuffer(true)) {
+        return Err(input.error(io::ErrorKind::Other, get_error_name(c)));
+    }
+    // One output for all the job's frames: at a frame's end zstd takes whatever output buffer
+    // the next frame begins with, and this one goes on where that frame ended.
     let out = run.full_mut();
     let mut pos = 0;
-    let mut finished = false;
-    let result = loop {
-        let piece = match job.input.recv_timeout(CANCEL_POLL) {
-            Ok(p) => p,
-            Err(RecvTimeoutError::Timeout) if shared.cancelled() => break Ok(false),
-            Err(RecvTimeoutError::Timeout) => continue,
-            Err(RecvTimeoutError::Disconnected) if finished => break Ok(true),
-            Err(RecvTimeoutError::Disconnected) => {
-                break Err(truncated(shared, job.index, job.offset));
+    loop {
+        if input.frame_done {
+            match input.next(shared)? {
+                Next::More => {}
+                Next::End => break,
+                Next::Cancelled => return Ok(false),
             }
-        };
-        if finished {
-            break Err(fail("data after the frame's end"));
         }
-        let bytes = piece.bytes();
-        let mut input = InBuffer::around(bytes);
-        let step = loop {
-            let mut output = OutBuffer::around_pos(&mut *out, pos);
-            let used = input.pos();
-            let r = dctx.decompress_stream(&mut output, &mut input);
-            let progress = output.pos() > pos || input.pos() > used;
-            pos = output.pos();
-            match r {
-                Err(code) => break Err(fail(get_error_name(code))),
-                Ok(0) if input.pos() < bytes.len() => {
-                    break Err(fail("data after the frame's end"));
-                }
-                Ok(0) => break Ok(true),
-                Ok(_) if input.pos() == bytes.len() => break Ok(false),
-                // The output holds the whole frame, so the decoder always moves on; a frame
-                // that does not would be one larger than its header says, which zstd refuses.
-                Ok(_) if !progress => break Err(fail("the frame is larger than its header says")),
-                Ok(_) => {}
+        let mut output = OutBuffer::around_pos(&mut *out, pos);
+        let (hint, used) = input.decompress(dctx, &mut output)?;
+        let progress = output.pos() > pos || used > 0;
+        pos = output.pos();
+        if hint == 0 {
+            continue;
+        }
+        if input.rest().is_empty() {
+            if let Next::Cancelled = input.next(shared)? {
+                return Ok(false);
             }
-        };
-        match step {
-            Ok(done) => finished = done,
-            Err(e) => break Err(e),
+        } else if !progress {
+            // The output holds the whole job, so the decoder always moves on; a frame that
+            // does not would be one larger than its header says, which zstd refuses.
+            let why = "the frame is larger than its header says";
+            return Err(input.error(io::ErrorKind::InvalidData, why));
         }
-    };
-    if result != Ok(true) {
-        return result;
     }
     for b in run.into_bufs(pos) {
         if job.output.send(Out::Data(b)).is_err() {
@@ -800,19 +1181,19 @@ fn decode_whole(
     Ok(true)
 }
 
-/// Decodes one frame, sending buffers as they fill. Ok(false) when cancelled.
+/// Decodes one job, sending buffers as they fill. Ok(false) when cancelled.
 fn decode_stream(
     dctx: &mut DCtx<'_>,
-    job: &Job,
+    job: &mut Job,
     shared: &Arc<Shared>,
     pool: &Pool,
-) -> Result<bool, String> {
+) -> io::Result<bool> {
     let mut out = None;
     let result = stream_into(dctx, job, shared, pool, &mut out);
     if out.take().is_some() {
         // Counted in `unread` by `output_buffer` and never sent (an error, or an empty last
-        // buffer when the frame's output ended exactly at a buffer's end): left counted, a
-        // few of them stopped every worker for good.
+        // buffer when the job's output ended exactly at a buffer's end): left counted, a few
+        // of them stopped every worker for good.
         release(shared, 1);
     }
     result
@@ -828,84 +1209,65 @@ fn release(shared: &Shared, n: usize) {
 /// it was not sent.
 fn stream_into(
     dctx: &mut DCtx<'_>,
-    job: &Job,
+    job: &mut Job,
     shared: &Arc<Shared>,
     pool: &Pool,
     out: &mut Option<PoolBuf>,
-) -> Result<bool, String> {
-    let mut finished = false;
+) -> io::Result<bool> {
+    let input = &mut job.input;
     loop {
-        let piece = match job.input.recv_timeout(CANCEL_POLL) {
-            Ok(p) => p,
-            Err(RecvTimeoutError::Timeout) if shared.cancelled() => return Ok(false),
-            Err(RecvTimeoutError::Timeout) => continue,
-            Err(RecvTimeoutError::Disconnected) => break,
-        };
-        let bytes = piece.bytes();
-        if finished {
-            return Err(frame_error(job.index, job.offset, "data after the frame's end"));
+        if input.frame_done {
+            match input.next(shared)? {
+                Next::More => {}
+                Next::End => break,
+                Next::Cancelled => return Ok(false),
+            }
         }
-        let mut input = InBuffer::around(bytes);
-        loop {
-            // A full buffer goes to the reader; decoding continues into a fresh one.
-            if out.as_ref().is_none_or(|b| b.len() == b.capacity()) {
-                if let Some(full) = out.take()
-                    && job.output.send(Out::Data(full)).is_err()
-                {
-                    return Ok(false);
-                }
-                match output_buffer(job.index, shared, pool) {
-                    Some(b) => *out = Some(b),
-                    None => return Ok(false),
-                }
+        // A full buffer goes to the reader; decoding continues into a fresh one.
+        if out.as_ref().is_none_or(|b| b.len() == b.capacity()) {
+            if let Some(full) = out.take()
+                && job.output.send(Out::Data(full)).is_err()
+            {
+                return Ok(false);
             }
-            let b = out.as_mut().expect("an output buffer");
-            let len = b.len();
-            let mut output = OutBuffer::around_pos(b.full_mut(), len);
-            let r = dctx.decompress_stream(&mut output, &mut input);
-            let pos = output.pos();
-            b.set_len(pos);
-            match r {
-                Err(code) => return Err(frame_error(job.index, job.offset, get_error_name(code))),
-                Ok(0) => {
-                    finished = true;
-                    if input.pos() < bytes.len() {
-                        return Err(frame_error(
-                            job.index,
-                            job.offset,
-                            "data after the frame's end",
-                        ));
-                    }
-                    break;
-                }
-                // More input needed, unless the output filled up (then there may be more).
-                Ok(_) if input.pos() == bytes.len() && pos < b.capacity() => break,
-                Ok(_) => {}
+            match output_buffer(job.seq, shared, pool) {
+                Some(b) => *out = Some(b),
+                None => return Ok(false),
             }
+        }
+        let b = out.as_mut().expect("an output buffer");
+        let len = b.len();
+        let mut output = OutBuffer::around_pos(b.full_mut(), len);
+        let (hint, _) = input.decompress(dctx, &mut output)?;
+        let pos = output.pos();
+        b.set_len(pos);
+        // More input needed, unless the output filled up (then there may be more).
+        if hint > 0
+            && input.rest().is_empty()
+            && pos < b.capacity()
+            && let Next::Cancelled = input.next(shared)?
+        {
+            return Ok(false);
         }
     }
-    if out.as_ref().is_some_and(|b| !b.is_empty())
-        && let Some(last) = out.take()
+    if let Some(last) = out.take_if(|b| !b.is_empty())
         && job.output.send(Out::Data(last)).is_err()
     {
         return Ok(false);
     }
-    if !finished {
-        return Err(truncated(shared, job.index, job.offset));
-    }
     Ok(true)
 }
 
-/// An output buffer for frame `index`: frames wait while `ahead_cap` buffers are unread, the
-/// reader's own frame while HEAD_EXTRA more are (it drains as the reader copies, so it always
+/// An output buffer for job `seq`: jobs wait while `ahead_cap` buffers are unread, the
+/// reader's own job while HEAD_EXTRA more are (it drains as the reader copies, so it always
 /// gets one in the end). None when cancelled.
-fn output_buffer(index: u64, shared: &Arc<Shared>, pool: &Pool) -> Option<PoolBuf> {
+fn output_buffer(seq: u64, shared: &Arc<Shared>, pool: &Pool) -> Option<PoolBuf> {
     let mut st = shared.lock();
     loop {
         if st.cancel {
             return None;
         }
-        let cap = shared.opts.ahead_cap + if index <= st.head { HEAD_EXTRA } else { 0 };
+        let cap = shared.opts.ahead_cap + if seq <= st.head { HEAD_EXTRA } else { 0 };
         if st.unread < cap {
             break;
         }
@@ -961,6 +1323,61 @@ mod tests {
             .collect()
     }
 
+    /// Returns `data` in reads that end at each of `cuts` (and wherever the caller's buffer
+    /// ends), as a pipe returns what its writer wrote.
+    struct Reads {
+        data: Vec<u8>,
+        cuts: Vec<usize>,
+        at: usize,
+    }
+
+    impl Reads {
+        fn new(data: Vec<u8>, mut cuts: Vec<usize>) -> Reads {
+            cuts.sort_unstable();
+            Reads { data, cuts, at: 0 }
+        }
+    }
+
+    impl Read for Reads {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let stop = self.cuts.iter().copied().find(|&c| c > self.at);
+            let end = stop.unwrap_or(self.data.len()).min(self.data.len()).min(self.at + buf.len());
+            let n = end - self.at;
+            buf[..n].copy_from_slice(&self.data[self.at..end]);
+            self.at = end;
+            Ok(n)
+        }
+    }
+
+    /// A decoder of `input` with `workers` workers and a frame pool of `buffers` 64 KiB
+    /// buffers (`ahead_cap` all but one), reading 2 MiB ahead, and its counters.
+    fn decoder(
+        input: impl Read + Send + 'static,
+        workers: usize,
+        buffers: usize,
+    ) -> (ParallelZstd, Arc<DecodeStats>) {
+        let opts = Options {
+            workers,
+            max_window_log: 27,
+            ahead_cap: ahead_cap(buffers),
+            input_budget: 2 << 20,
+            piece: PIECE_STREAM,
+        };
+        decoder_with(input, opts, buffers)
+    }
+
+    /// `decoder` with these options.
+    fn decoder_with(
+        input: impl Read + Send + 'static,
+        opts: Options,
+        buffers: usize,
+    ) -> (ParallelZstd, Arc<DecodeStats>) {
+        let stats = Arc::new(DecodeStats::default());
+        let pool = Pool::new(64 << 10, buffers);
+        let d = ParallelZstd::new(Box::new(input), opts, pool, stats.clone()).unwrap();
+        (d, stats)
+    }
+
     /// One part of `content` per size, seeded by its index.
     fn parts(sizes: impl Iterator<Item = usize>) -> Vec<Vec<u8>> {
         sizes.enumerate().map(|(i, n)| content(n, i as u64)).collect()
@@ -978,6 +1395,22 @@ mod tests {
             .collect()
     }
 
+    /// Decodes `data` with `workers` workers and a pool of `buffers`, the reader pausing after
+    /// its first byte, so that the workers decode ahead whatever the machine's load (a reader
+    /// that reaches every frame first, on a busy machine, leaves them nothing).
+    fn decode_after_a_pause(
+        data: Vec<u8>,
+        workers: usize,
+        buffers: usize,
+    ) -> (Vec<u8>, Arc<DecodeStats>) {
+        let (mut d, stats) = decoder(io::Cursor::new(data), workers, buffers);
+        let mut got = vec![0];
+        d.read_exact(&mut got).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        d.read_to_end(&mut got).unwrap();
+        (got, stats)
+    }
+
     fn decode(data: Vec<u8>, workers: usize, buffers: usize, read: usize) -> io::Result<Vec<u8>> {
         decode_skipping(data, workers, buffers, read, 0).map(|(out, _, _)| out)
     }
@@ -992,17 +1425,7 @@ mod tests {
         read: usize,
         skip: usize,
     ) -> io::Result<(Vec<u8>, Vec<bool>, Arc<DecodeStats>)> {
-        let pool = Pool::new(64 << 10, buffers);
-        let opts = Options {
-            workers,
-            max_window_log: 27,
-            ahead_cap: ahead_cap(buffers),
-            input_budget: 2 << 20,
-            piece: PIECE_STREAM,
-        };
-        let stats = Arc::new(DecodeStats::default());
-        let input = Box::new(io::Cursor::new(data));
-        let mut d = ParallelZstd::new(input, opts, pool, stats.clone()).unwrap();
+        let (mut d, stats) = decoder(io::Cursor::new(data), workers, buffers);
         let (mut out, mut was_read) = (Vec::new(), Vec::new());
         let mut buf = vec![0; read.max(skip)];
         loop {
@@ -1036,7 +1459,7 @@ mod tests {
         let data = frames(&parts);
         // 64 buffers of 64 KiB: every odd frame (at most 10 buffers) fits in `ahead_cap`.
         for workers in [1, 3] {
-            let (got, _, stats) = decode_skipping(data.clone(), workers, 64, 4096, 0).unwrap();
+            let (got, stats) = decode_after_a_pause(data.clone(), workers, 64);
             assert!(got == want, "workers {workers}");
             let in_place = stats.frames_in_place.load(Ordering::Relaxed);
             let ahead = stats.frames_ahead.load(Ordering::Relaxed);
@@ -1075,6 +1498,154 @@ mod tests {
         assert_eq!(decode(Vec::new(), 2, 8, 4096).unwrap(), b"");
     }
 
+    /// Frame headers cut by the reads anywhere: reads of every size from 1 to 32 bytes over
+    /// each frame's and each skippable frame's start, workers or not. Until frames.rs gave the
+    /// bytes of a header that began in an earlier read, such a frame's decoder got a stream
+    /// without its magic ("Unknown frame descriptor") or without its data.
+    #[test]
+    fn headers_cut_by_the_reads_anywhere() {
+        let parts = parts((0..9).map(|i| 3_000 + i * 7_777));
+        let want: Vec<u8> = parts.concat();
+        let data = frames(&parts);
+        let mut starts = frame_starts(&data);
+        // The skippable frames `frames` puts after every third frame.
+        let skippable: Vec<usize> = starts.iter().map(|s| s.saturating_sub(10)).collect();
+        starts.extend(skippable.into_iter().filter(|&s| data[s] == 0x50));
+        assert!(starts.len() > 10);
+        for read in 1..=32 {
+            let cuts: Vec<usize> = starts
+                .iter()
+                .flat_map(|&s| (s.saturating_sub(20)..s + 24).step_by(read))
+                .filter(|&c| c > 0 && c < data.len())
+                .collect();
+            for workers in [0, 1, 3] {
+                let (mut d, _) = decoder(Reads::new(data.clone(), cuts.clone()), workers, 8);
+                let mut got = Vec::new();
+                let r = d.read_to_end(&mut got);
+                assert!(r.is_ok() && got == want, "reads of {read}, {workers} workers: {r:?}");
+            }
+        }
+    }
+
+    /// Frames of `parts`, each with its size in the header and a checksum: a run of them
+    /// decodes in place in one job.
+    fn sized_frames<P: AsRef<[u8]>>(parts: &[P]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for p in parts.iter().map(AsRef::as_ref) {
+            let mut e = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
+            e.include_checksum(true).unwrap();
+            e.set_pledged_src_size(Some(p.len() as u64)).unwrap();
+            std::io::Write::write_all(&mut e, p).unwrap();
+            out.extend_from_slice(&e.finish().unwrap());
+        }
+        out
+    }
+
+    /// Small frames share jobs (runs of them found in one read, BATCH_BYTES at most), decoded
+    /// in order by the reader and the workers, in place when every header gives its size, and
+    /// however the reads cut them.
+    #[test]
+    fn small_frames_share_jobs() {
+        let parts = parts((0..3000).map(|i| i % 300));
+        let want: Vec<u8> = parts.concat();
+        for (data, shape) in [(frames(&parts), "mixed"), (sized_frames(&parts), "sized")] {
+            for (workers, buffers, read) in [(0, 8, 4096), (1, 8, 100), (3, 64, 7), (3, 2, 65_536)]
+            {
+                let ctx = format!("{shape}, {workers} workers, {buffers} buffers, reads of {read}");
+                let (got, _, stats) =
+                    decode_skipping(data.clone(), workers, buffers, read, 0).unwrap();
+                assert!(got == want, "{ctx}");
+                let count = |c: &AtomicU64| c.load(Ordering::Relaxed);
+                assert_eq!(count(&stats.frames), 3000, "{ctx}");
+                assert!(count(&stats.jobs) * 50 < 3000, "{ctx}: {} jobs", count(&stats.jobs));
+            }
+            // Reads that cut every frame: a frame begun in an earlier read is a job of its own.
+            let cuts = (0..data.len()).step_by(13).collect();
+            let (mut d, _) = decoder(Reads::new(data.clone(), cuts), 2, 8);
+            let mut got = Vec::new();
+            d.read_to_end(&mut got).unwrap();
+            assert!(got == want, "{shape}, reads of 13");
+        }
+        // Workers that decode ahead do it in place.
+        let (got, stats) = decode_after_a_pause(sized_frames(&parts), 3, 64);
+        assert!(got == want);
+        assert!(stats.frames_in_place.load(Ordering::Relaxed) > 100, "{stats:?}");
+    }
+
+    /// A damaged frame in a job of many is the one reported, in its turn, with its own number
+    /// and place: its checksum, its declared size, its block headers.
+    #[test]
+    fn a_bad_frame_among_small_ones_is_named() {
+        let parts = parts((0..400).map(|i| 200 + i % 50));
+        let data = sized_frames(&parts);
+        let starts = frame_starts(&data);
+        let bad = 237;
+        let (at, len) = (starts[bad], starts[bad + 1] - starts[bad]);
+        let mut damaged = Vec::new();
+        // The checksum (its last 4 bytes); a size 1 more than it is (the frames are
+        // single-segment, with a 1-byte size after the descriptor); its block's header made a
+        // raw block of 100 bytes, so the walker finds the frame's end elsewhere.
+        let mut d = data.clone();
+        d[at + len - 2] ^= 0x40;
+        damaged.push(d);
+        let mut d = data.clone();
+        assert_eq!(d[at + 4] & 0xe0, 0x20, "single segment, 1-byte size");
+        d[at + 5] = d[at + 5].wrapping_add(1);
+        damaged.push(d);
+        let mut d = data.clone();
+        let block = at + 6;
+        d[block..block + 3].copy_from_slice(&[(100 << 3) as u8 | 1, 100 >> 5, 0]);
+        damaged.push(d);
+        // A reserved block type: the walker's own words, not a truncation its decoder saw
+        // first.
+        let mut d = data.clone();
+        d[block] |= 0b110;
+        damaged.push(d);
+        for (i, d) in damaged.into_iter().enumerate() {
+            for workers in [0, 1, 3] {
+                let err = decode(d.clone(), workers, 64, 4096).unwrap_err().to_string();
+                // The walker names the block it could not walk.
+                let byte = if i == 3 { block } else { starts[bad] };
+                let want = format!("zstd frame {bad} (byte {byte} of the archive)");
+                assert!(err.starts_with(&want), "damage {i}, {workers} workers: {err}");
+                if i == 3 {
+                    assert!(err.contains("reserved block type"), "{workers} workers: {err}");
+                }
+            }
+        }
+    }
+
+    /// However many frames the input holds and however the reads cut them, at most
+    /// JOBS_PER_DECODER jobs per decoder wait for a reader that does not read. Each job waited
+    /// in the queue before, with two channels: 1.2 million 7-byte frames took 1.46 GB.
+    #[test]
+    fn jobs_waiting_for_the_reader_are_bounded() {
+        let parts = parts((0..20_000).map(|_| 7));
+        let data = frames(&parts);
+        for cut in [None, Some(11)] {
+            let cuts = cut.map_or(Vec::new(), |c| (0..data.len()).step_by(c).collect());
+            // As much read ahead as 64 reads (each reserves a whole piece, however few bytes
+            // it returns): the bound on jobs is what holds them.
+            let opts = Options {
+                workers: 3,
+                max_window_log: 27,
+                ahead_cap: ahead_cap(8),
+                input_budget: 64 << 20,
+                piece: PIECE_STREAM,
+            };
+            let (mut d, _) = decoder_with(Reads::new(data.clone(), cuts), opts, 8);
+            let mut first = [0u8; 1];
+            d.read_exact(&mut first).unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+            let waiting = d.shared.lock().queue.len();
+            assert!(waiting <= 4 * JOBS_PER_DECODER, "reads cut at {cut:?}: {waiting} jobs wait");
+            assert!(waiting >= 2, "reads cut at {cut:?}: the test waited too little");
+            let mut rest = Vec::new();
+            d.read_to_end(&mut rest).unwrap();
+            assert_eq!(rest.len() + 1, 7 * 20_000);
+        }
+    }
+
     #[test]
     fn a_corrupt_frame_fails_in_its_turn() {
         let parts = parts(std::iter::repeat_n(200_000, 8));
@@ -1087,7 +1658,6 @@ mod tests {
             *b ^= 0x5a;
         }
         for workers in [0, 1, 3] {
-            let pool = Pool::new(64 << 10, 16);
             let opts = Options {
                 workers,
                 max_window_log: 27,
@@ -1095,10 +1665,7 @@ mod tests {
                 input_budget: 4 << 20,
                 piece: PIECE_STREAM,
             };
-            let stats = Arc::new(DecodeStats::default());
-            let mut d =
-                ParallelZstd::new(Box::new(io::Cursor::new(data.clone())), opts, pool, stats)
-                    .unwrap();
+            let (mut d, _) = decoder_with(io::Cursor::new(data.clone()), opts, 16);
             let mut got = Vec::new();
             let err = loop {
                 let mut buf = vec![0; 8192];
@@ -1148,22 +1715,6 @@ mod tests {
     /// given back. Left counted, two of them stopped the one worker of a 4-buffer pool for good.
     #[test]
     fn no_buffer_is_left_counted() {
-        /// Reads `data` in pieces that end 2 bytes before each frame's end.
-        struct Cut {
-            data: Vec<u8>,
-            ends: Vec<usize>,
-            at: usize,
-        }
-        impl Read for Cut {
-            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-                let stop = self.ends.iter().map(|e| e - 2).find(|&e| e > self.at);
-                let end = stop.unwrap_or(self.data.len()).min(self.at + buf.len());
-                let n = end - self.at;
-                buf[..n].copy_from_slice(&self.data[self.at..end]);
-                self.at = end;
-                Ok(n)
-            }
-        }
         let parts = parts(std::iter::repeat_n(2 << 16, 40));
         let want: Vec<u8> = parts.concat();
         // Every frame with a checksum and no size, so the worker streams them.
@@ -1177,19 +1728,11 @@ mod tests {
         let mut ends = frame_starts(&data);
         ends.remove(0);
         ends.push(data.len());
+        // Reads that end 2 bytes before each frame's end.
+        let cuts = ends.iter().map(|e| e - 2).collect();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let pool = Pool::new(64 << 10, 4);
-            let opts = Options {
-                workers: 1,
-                max_window_log: 27,
-                ahead_cap: ahead_cap(4),
-                input_budget: 2 << 20,
-                piece: PIECE_STREAM,
-            };
-            let input = Box::new(Cut { data, ends, at: 0 });
-            let stats = Arc::new(DecodeStats::default());
-            let mut d = ParallelZstd::new(input, opts, pool, stats).unwrap();
+            let (mut d, _) = decoder(Reads::new(data, cuts), 1, 4);
             let mut got = Vec::new();
             d.read_to_end(&mut got).unwrap();
             let unread = d.shared.lock().unread;

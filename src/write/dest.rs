@@ -229,7 +229,7 @@ pub struct Dest {
     /// as GNU tar makes them.
     implied_dir_mode: u32,
     /// `--max-files`, which implied directories count against too.
-    files: Arc<FileCount>,
+    pub(super) files: Arc<FileCount>,
     /// Directory members above the latest member, outermost first.
     open: Vec<DeferredDir>,
     /// Directory members the archive has left, waiting for files in flight beneath them.

@@ -13,7 +13,9 @@
 //! ('D'). Removal is recursive (GNU tar's `remove_any_file` with RECURSIVE_REMOVE_OPTION),
 //! through directory fds opened beneath DIR, so nothing outside it is touched. With -v each
 //! removal is named on stdout (`fastuntar: Deleting 'src/f'`), with `--one-file-system`
-//! nothing on another filesystem than DIR's is removed.
+//! nothing on another filesystem than DIR's is removed. The directories a purge makes (the
+//! temporary one of a swap, a rename's missing parents) count against `--max-files`, whose
+//! refusal stops the run as anywhere else.
 
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -21,16 +23,19 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 
+use anyhow::Result;
+
 use super::dest::{Dest, Removed, cstr_io, empty_tree, fstat, fstatat_nofollow, names_in};
 use super::restart;
+use crate::admit::TooManyFiles;
 use crate::plan::{Dumpdir, Entry, Move, SafePath};
 use crate::report;
 
 impl Dest {
     /// Carries out `list`'s renames and removals in the directory member `entry` names (its
-    /// `Dir` op comes next). Problems are reported here; only the directory's own member
-    /// line, never the run, is affected.
-    pub fn purge(&mut self, entry: &Entry, list: &Dumpdir) {
+    /// `Dir` op comes next). Problems are reported here, and stop only this directory's
+    /// purge; Err only when `--max-files` refuses a directory it would make (the run stops).
+    pub fn purge(&mut self, entry: &Entry, list: &Dumpdir) -> Result<()> {
         // What it holds now, before the renames (GNU tar's `savedir`). Not there: nothing to
         // purge. Not a directory, or not to be opened (a symlink, which GNU tar's opendir does
         // not follow either): reported, exit 2, as GNU tar's "Cannot open".
@@ -38,25 +43,25 @@ impl Dest {
             self.dir(entry.path.components(), false).and_then(|(_, dir)| names_in(dir.as_raw_fd()));
         let names = match listed {
             Ok(names) => names,
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
             Err(e) => {
                 let why = match self.type_at(&entry.path) == Some(libc::S_IFLNK) {
                     true => format!("'{}' is a symlink; not followed", entry.path.display()),
                     false => self.explain(&entry.path, e).to_string(),
                 };
                 report::failed(&entry.name, format!("cannot purge: {why}"));
-                return;
+                return Ok(());
             }
         };
         if let Some(why) = &list.malformed {
             report::failed(&entry.name, why);
-            return;
+            return Ok(());
         }
-        if !self.moves(entry, &list.moves) {
-            return;
+        if !self.moves(entry, &list.moves)? {
+            return Ok(());
         }
         // Looked up again: a rename may have moved what the path named.
-        let Ok((_, dir)) = self.dir(entry.path.components(), false) else { return };
+        let Ok((_, dir)) = self.dir(entry.path.components(), false) else { return Ok(()) };
         let root_dev = match self.one_file_system() {
             true => fstat(self.root_fd()).ok().map(|st| st.st_dev),
             false => None,
@@ -115,16 +120,25 @@ impl Dest {
                 self.tree().detach(child.components().map(|c| c.as_os_str().as_bytes()));
             }
         }
+        Ok(())
     }
 
-    /// The renames, in order; false (reported) at the first that fails, as GNU tar stops.
-    fn moves(&mut self, entry: &Entry, moves: &[Move]) -> bool {
+    /// The renames, in order; false (reported) at the first that fails, as GNU tar stops; Err
+    /// when `--max-files` refuses a directory one would make.
+    fn moves(&mut self, entry: &Entry, moves: &[Move]) -> Result<bool> {
         let mut temp: Option<SafePath> = None;
+        let fatal = |e: &io::Error| -> Result<()> {
+            match TooManyFiles::is(e) {
+                true => Err(anyhow::anyhow!("{}: {e}", entry.name)),
+                false => Ok(()),
+            }
+        };
         for m in moves {
             match m {
                 Move::TempDir(parent) => match self.temp_dir(parent) {
                     Ok(t) => temp = Some(t),
                     Err(e) => {
+                        fatal(&e)?;
                         let template = format!("{}/tar.XXXXXX", parent.display());
                         report::failed(
                             &entry.name,
@@ -132,7 +146,7 @@ impl Dest {
                                 "Cannot create temporary directory using template '{template}': {e}"
                             ),
                         );
-                        return false;
+                        return Ok(false);
                     }
                 },
                 Move::Rename { from, to } => {
@@ -142,9 +156,10 @@ impl Dest {
                         // The check on the decoder side lets no empty name through without
                         // an 'X' before it.
                         report::failed(&entry.name, "Malformed dumpdir: no temporary directory");
-                        return false;
+                        return Ok(false);
                     };
                     if let Err(e) = self.rename_dir(from, to) {
+                        fatal(&e)?;
                         report::failed(
                             &entry.name,
                             format!(
@@ -153,12 +168,12 @@ impl Dest {
                                 to.display()
                             ),
                         );
-                        return false;
+                        return Ok(false);
                     }
                 }
             }
         }
-        true
+        Ok(true)
     }
 
     /// Renames the directory `from` to `to` (both beneath DIR, never through a symlink),
@@ -179,9 +194,13 @@ impl Dest {
         Ok(())
     }
 
-    /// Makes `parent/tar.XXXXXX` (mode 0700, a name not taken) and returns its path.
+    /// Makes `parent/tar.XXXXXX` (mode 0700, a name not taken) and returns its path. It counts
+    /// against `--max-files` like any directory made (a list of 20,000 swaps once made 20,000
+    /// of them under `--max-files 10`).
     fn temp_dir(&mut self, parent: &SafePath) -> io::Result<SafePath> {
         let (_, dir) = self.dir(parent.components(), false)?;
+        let files = self.files.clone();
+        files.take_dir()?;
         for _ in 0..100 {
             let name = format!("tar.{}", random_suffix());
             let c = CString::new(name.as_bytes()).expect("no NUL");
@@ -191,9 +210,11 @@ impl Dest {
             }
             let e = io::Error::last_os_error();
             if e.raw_os_error() != Some(libc::EEXIST) {
+                files.give_back();
                 return Err(e);
             }
         }
+        files.give_back();
         Err(io::Error::from_raw_os_error(libc::EEXIST))
     }
 }

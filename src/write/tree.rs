@@ -507,10 +507,7 @@ impl Tree {
                 {
                     return Ok(made);
                 }
-                if let Err(refused) = files.take() {
-                    files.give_back();
-                    return Err(io::Error::other(format!("{refused:#}")));
-                }
+                files.take_dir()?;
                 // Safety: parent is an open directory fd, name a valid C string.
                 if restart(|| unsafe { libc::mkdirat(parent, name.as_ptr(), mode) }) < 0 {
                     let e = io::Error::last_os_error();

@@ -225,10 +225,35 @@ impl TestDir {
 pub enum Input {
     Null,
     Bytes(Vec<u8>),
-    /// Bytes written in pieces with pauses between them (a slow pipe): the pieces are the
-    /// chunks given, each followed by a short sleep.
-    Trickle(Vec<Vec<u8>>),
+    /// Bytes written in pieces with a pause after each but the last (a slow pipe, whose
+    /// reader's reads then end where the pieces do).
+    Chunks {
+        chunks: Vec<Vec<u8>>,
+        pause: Duration,
+    },
     File(PathBuf),
+}
+
+impl Input {
+    /// `chunks` with 150 ms after each: reads end there even on a loaded machine.
+    pub fn trickle(chunks: Vec<Vec<u8>>) -> Input {
+        Input::Chunks { chunks, pause: Duration::from_millis(150) }
+    }
+
+    /// `data` cut before each of `cuts` (offsets, in any order), with `pause` after each piece.
+    pub fn cut(data: &[u8], cuts: &[usize], pause: Duration) -> Input {
+        let mut cuts: Vec<usize> =
+            cuts.iter().copied().filter(|&c| c > 0 && c < data.len()).collect();
+        cuts.sort_unstable();
+        cuts.dedup();
+        let mut chunks = Vec::with_capacity(cuts.len() + 1);
+        let mut from = 0;
+        for c in cuts.into_iter().chain([data.len()]) {
+            chunks.push(data[from..c].to_vec());
+            from = c;
+        }
+        Input::Chunks { chunks, pause }
+    }
 }
 
 /// What a finished command did.
@@ -246,6 +271,8 @@ pub struct Output {
     /// The program's peak resident set in KiB, when asked for (`Cmd::measure_rss`) and
     /// /usr/bin/time is installed.
     pub peak_rss_kib: Option<u64>,
+    /// The CPU seconds it used (user and system), measured with the peak RSS.
+    pub cpu_seconds: Option<f64>,
 }
 
 impl Output {
@@ -387,9 +414,10 @@ impl Cmd {
         }
     }
 
-    /// Measures the program's peak RSS with `/usr/bin/time -f %M` (ru_maxrss of a child that
-    /// time forks: a child forked from this test process would count the test's own memory,
-    /// which it shares until exec). Without /usr/bin/time, `peak_rss_kib` stays None.
+    /// Measures the program's peak RSS and CPU time with `/usr/bin/time -f '%M %U %S'`
+    /// (ru_maxrss of a child that time forks: a child forked from this test process would
+    /// count the test's own memory, which it shares until exec). Without /usr/bin/time,
+    /// `peak_rss_kib` and `cpu_seconds` stay None.
     pub fn measure_rss(&mut self) -> &mut Self {
         self.measure_rss = true;
         self
@@ -467,7 +495,11 @@ impl Cmd {
         match &self.input {
             Input::File(p) => s.push_str(&format!(" < {}", p.display())),
             Input::Bytes(b) => s.push_str(&format!(" < ({} bytes)", b.len())),
-            Input::Trickle(c) => s.push_str(&format!(" < ({} chunks, slowly)", c.len())),
+            Input::Chunks { chunks, pause } => s.push_str(&format!(
+                " < ({} bytes in {} chunks, {pause:?} after each)",
+                chunks.iter().map(Vec::len).sum::<usize>(),
+                chunks.len()
+            )),
             Input::Null => {}
         }
         s
@@ -483,7 +515,7 @@ impl Cmd {
         let mut c = match &rss_file {
             Some(f) => {
                 let mut c = Command::new(time);
-                c.args(["-f", "%M", "-o"]).arg(f.path()).arg(&self.program);
+                c.args(["-f", "%M %U %S", "-o"]).arg(f.path()).arg(&self.program);
                 c
             }
             None => Command::new(&self.program),
@@ -526,7 +558,7 @@ impl Cmd {
                 let f = fs::File::open(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
                 c.stdin(Stdio::from(f));
             }
-            Input::Bytes(_) | Input::Trickle(_) => {
+            Input::Bytes(_) | Input::Chunks { .. } => {
                 c.stdin(Stdio::piped());
             }
         }
@@ -538,12 +570,15 @@ impl Cmd {
                 Input::Bytes(b) => {
                     let _ = w.write_all(&b);
                 }
-                Input::Trickle(chunks) => {
-                    for ch in chunks {
+                Input::Chunks { chunks, pause } => {
+                    let last = chunks.len().saturating_sub(1);
+                    for (i, ch) in chunks.into_iter().enumerate() {
                         if w.write_all(&ch).and_then(|_| w.flush()).is_err() {
                             break;
                         }
-                        thread::sleep(Duration::from_millis(150));
+                        if i < last {
+                            thread::sleep(pause);
+                        }
                     }
                 }
                 _ => {}
@@ -564,6 +599,13 @@ impl Cmd {
             thread::sleep(Duration::from_millis(2));
         };
         let elapsed = start.elapsed();
+        // "Command exited with non-zero status N" may come before time's line.
+        let timed = rss_file
+            .and_then(|f| fs::read_to_string(f.path()).ok())
+            .and_then(|text| text.lines().last().map(str::to_owned))
+            .map(|line| line.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+            .unwrap_or_default();
+        let field = |i: usize| timed.get(i).and_then(|v| v.parse::<f64>().ok());
         if let Some(f) = feeder {
             let _ = f.join();
         }
@@ -575,11 +617,8 @@ impl Cmd {
             stderr: err.join().unwrap(),
             timed_out,
             elapsed,
-            peak_rss_kib: rss_file.and_then(|f| {
-                // "Command exited with non-zero status N" may come first.
-                let text = fs::read_to_string(f.path()).ok()?;
-                text.lines().last()?.trim().parse().ok()
-            }),
+            peak_rss_kib: field(0).map(|k| k as u64),
+            cpu_seconds: field(1).zip(field(2)).map(|(user, sys)| user + sys),
         };
         if self.strict {
             assert!(
@@ -633,6 +672,21 @@ where
 pub fn read(p: impl AsRef<Path>) -> Vec<u8> {
     let p = p.as_ref();
     fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// Entries under `dir` (not counting it), without following symlinks.
+pub fn entries_under(dir: &Path) -> usize {
+    let mut n = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap().flatten() {
+            n += 1;
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    n
 }
 
 /// Sum of allocated bytes (st_blocks * 512) and of apparent sizes under `dir` (not following
