@@ -934,8 +934,9 @@ fn default_threads(listing: bool) -> usize {
     spare.clamp(1, MAX_THREADS)
 }
 
-/// Most writer threads by default. On 2 CPUs, 2 writers created the 100,000-file tree in about
-/// half the time of 1 and 3-4 were no faster (docs/PERFORMANCE.md); ext4's journal and the
+/// Most writer threads by default. On 2 CPUs, 2 writers created the 100,000-file tree in 0.75x
+/// (disk) to 0.81x (RAM-backed ext4) of one writer's time
+/// (docs/PERFORMANCE.md, "The model for larger machines"); ext4's journal and the
 /// directory locks are shared, so past 8 more threads mostly add contention.
 const DEFAULT_MAX_WRITERS: usize = 8;
 

@@ -40,7 +40,7 @@ use crate::cli::DirectIo;
 
 /// Smallest file written direct by `auto` (and by `--direct-io` unless
 /// `--direct-io-threshold` says otherwise).
-// 64 KiB measured best for `--direct-io` (docs/PERFORMANCE.md, "Where the time goes"): the
+// 64 KiB measured best for `--direct-io` (docs/perf-log.md, "Where the time goes"): the
 // snapshot 3.62/3.15 s against 4.28/3.44 s at 4K and 3.70/3.19 s at 1M.
 pub const DEFAULT_THRESHOLD: u64 = 64 << 10;
 

@@ -38,9 +38,10 @@ use retry::Failure;
 pub use validator::Validator;
 
 /// Connections by default (`--connections`). Mirrors cap each connection (nginx's
-/// `limit_rate`, CDNs' per-connection shaping); on 127.0.0.1 at 50 MB/s per connection, 8
-/// download a 591 MB archive in 1.5 s, faster than it extracts here (docs/PERFORMANCE.md
-/// "Restore from a URL"); aria2's users pick 8 to 16.
+/// `limit_rate`, CDNs' per-connection shaping); on 127.0.0.1 at 50 MB/s per connection a
+/// 596 MB archive restored in 6.24 s on 2, 3.18 s on 4, 2.19 s on 8 and 3.22 s on 16, against
+/// 2.32 s from a local file (docs/PERFORMANCE.md, "Restore from a URL"); aria2's users pick 8
+/// to 16.
 pub const DEFAULT_CONNECTIONS: usize = 8;
 
 /// The most connections `--connections` may ask for (aria2's cap as well).
