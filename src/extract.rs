@@ -1100,6 +1100,28 @@ impl<R: Skip> Stage<'_, '_, R> {
                     // for that buffer, and this thread for the decoder.
                     self.out.flush().map_err(MemberError::from)?;
                 }
+                lend::Take::Straddle(rest) => {
+                    let mut buf = self.buffer()?;
+                    let got = self.reader.read_data(&mut buf.full_mut()[..rest]);
+                    let got = got.map_err(incomplete)?;
+                    let Some((offset, _)) = got else { return Ok(handed) };
+                    // The reader has moved past its buffer: where the next bytes lie.
+                    let next = self.reader.data_ahead().map_err(incomplete)?;
+                    let len = match (next, rule) {
+                        (Some(next), lend::Rule::Direct { unit, .. }) => {
+                            let size = self.pool.buf_size();
+                            lend::straddle_len(rest, left, next.ahead, unit, size)
+                        }
+                        _ => rest,
+                    };
+                    if len > rest {
+                        let more = self.reader.read_data(&mut buf.full_mut()[rest..len]);
+                        more.map_err(incomplete)?;
+                    }
+                    crate::checkpoint::data_read(self.reader);
+                    buf.set_len(len);
+                    self.send(Op::Data { offset, buf })?;
+                }
                 lend::Take::Copy(n) => {
                     let mut buf = self.buffer()?;
                     let got = self.reader.read_data(&mut buf.full_mut()[..n]);

@@ -15,9 +15,9 @@
 //!   it then runs to the end of the buffer, less what is beyond the last whole unit. What is
 //!   left (less than a unit at a buffer's end, where a frame or a job ended off the unit) is
 //!   copied together with the next buffer's first bytes, one unit (a file buffer's worth
-//!   where the buffer is the last of a worker's frames: the next frame may be one the reader
-//!   decodes, and a read that ended a few KiB into it would hand on bytes zstd has not
-//!   checked yet; a damaged frame must fail the read first). Where the member's bytes
+//!   where the next bytes come from a frame the reader decodes itself: a read that ended a
+//!   few KiB into it would hand on bytes zstd has not checked yet; a damaged frame must fail
+//!   the read first; `straddle_len`). Where the member's bytes
 //!   are not aligned in memory at all (its data starts off the alignment relative to the
 //!   buffer, as a member of a tar stream cut into frames at odd offsets), they are copied up
 //!   to the buffer's end, and the next buffer is looked at again.
@@ -58,6 +58,25 @@ pub enum Take {
     Lend(usize),
     /// Copy this many into a file buffer.
     Copy(usize),
+    /// Copy the `n` bytes left in this buffer (under a unit) into a file buffer, then as many
+    /// more as `straddle_len` says once it is known where the next ones lie.
+    Straddle(usize),
+}
+
+/// How long a direct file's chunk is that begins with the `rest` bytes at a buffer's end
+/// (`Take::Straddle`), with `left` bytes of the member to go from its start, when the bytes
+/// after `rest` come from `next`: one unit where they lie in a worker's buffer; where the
+/// reader decodes them itself (its own frame), a file buffer's worth, as without lending, so
+/// that a chunk never ends a few KiB into a frame zstd has not checked yet (a damaged frame
+/// fails the read before anything of it is sent). The reader moves past its buffer before
+/// it looks at the next one: it never waits for a worker while it holds a buffer beyond the
+/// one `ahead_cap` leaves it (decode/parallel.rs HEAD_EXTRA).
+pub fn straddle_len(rest: usize, left: u64, next: Ahead, unit: usize, buf_size: usize) -> usize {
+    let want = match next {
+        Ahead::Lend(_) => unit,
+        Ahead::Read(_) => buf_size,
+    };
+    usize::try_from(left).map_or(want, |left| want.min(left)).max(rest)
 }
 
 /// The next chunk of a member whose next byte is at `offset` in the file, with `left` bytes
@@ -94,12 +113,8 @@ pub fn take(offset: u64, left: u64, ahead: Ahead, rule: Rule, buf_size: usize) -
         return Take::Lend(left as usize);
     }
     match at.len / unit * unit {
-        // The unit across the buffer's end. Where the buffer ends its frames, the bytes
-        // after it may be the first of a frame the reader decodes itself, not yet checked
-        // (its checksum, or an error further on): a file buffer's worth is read, as without
-        // lending, so that a damaged frame fails the read before anything of it is sent.
-        0 if at.last => Take::Copy(whole(buf_size)),
-        0 => Take::Copy(whole(unit)),
+        // The unit across the buffer's end (`straddle_len`).
+        0 => Take::Straddle(at.len),
         n => Take::Lend(n),
     }
 }
@@ -112,7 +127,7 @@ mod tests {
     const DIRECT: Rule = Rule::Direct { unit: 4096, align: 512 };
 
     fn at(addr: usize, len: usize) -> Ahead {
-        Ahead::Lend(Lendable { addr, len, last: false })
+        Ahead::Lend(Lendable { addr, len })
     }
 
     #[test]
@@ -139,13 +154,15 @@ mod tests {
             take(0, 3 * MIB as u64, at(4096 * 9 + 512, MIB - 512), DIRECT, MIB),
             Take::Lend(MIB - 4096)
         );
-        // The rest of the buffer is under a unit: one unit is copied across its end; a file
-        // buffer's worth where the buffer is its frames' last.
-        assert_eq!(take(4096, MIB as u64, at(1024, 3584), DIRECT, MIB), Take::Copy(4096));
-        let last = Ahead::Lend(Lendable { addr: 1024, len: 3584, last: true });
-        assert_eq!(take(4096, 3 * MIB as u64, last, DIRECT, MIB), Take::Copy(MIB));
-        assert_eq!(take(4096, 5000, last, DIRECT, MIB), Take::Copy(5000));
-        assert_eq!(take(4096, 3000, last, DIRECT, MIB), Take::Lend(3000));
+        // The rest of the buffer is under a unit: copied, and then a unit's worth across its
+        // end from a worker's buffer, a file buffer's worth from the reader's own frame.
+        assert_eq!(take(4096, MIB as u64, at(1024, 3584), DIRECT, MIB), Take::Straddle(3584));
+        let (worker, own) = (at(1 << 20, MIB), Ahead::Read(None));
+        assert_eq!(straddle_len(3584, MIB as u64, worker, 4096, MIB), 4096);
+        assert_eq!(straddle_len(3584, MIB as u64, own, 4096, MIB), MIB);
+        assert_eq!(straddle_len(3584, 4000, worker, 4096, MIB), 4000);
+        assert_eq!(straddle_len(3584, 9000, own, 4096, MIB), 9000);
+        assert_eq!(straddle_len(3584, 9000, Ahead::Read(Some(100)), 4096, MIB), 9000);
         // ... unless the member ends before: the rest is its last chunk, lent.
         assert_eq!(take(4096, 1000, at(1024, 3584), DIRECT, MIB), Take::Lend(1000));
         // The member's last chunk is lent whole, tail and all.
@@ -189,6 +206,13 @@ mod tests {
                     n
                 }
                 Take::Copy(n) => {
+                    copied += n;
+                    n
+                }
+                Take::Straddle(rest) => {
+                    assert!(rest < 4096 && rest == buf_end - pos);
+                    // The next buffer is a worker's here.
+                    let n = straddle_len(rest, left, at(0, MIB), 4096, MIB);
                     copied += n;
                     n
                 }

@@ -76,9 +76,6 @@ pub struct Lendable {
     pub addr: usize,
     /// Bytes from there to the end of the buffer's data, at least 1.
     pub len: usize,
-    /// The buffer is the last of its frames' (known when `len` is under a 4 KiB unit: the
-    /// bytes after it may come from frames not yet checked, see lend.rs).
-    pub last: bool,
 }
 
 impl Skip for &[u8] {}

@@ -470,24 +470,9 @@ struct FromWorker {
     rx: Receiver<Out>,
     buf: Option<PoolBuf>,
     at: usize,
-    /// The job's next message, received ahead (`ends_after_this`).
-    next: Option<Out>,
 }
 
 impl FromWorker {
-    /// Whether the job ends with the buffer the reader is on: its next message, waited for
-    /// (the worker sends it without waiting for the reader), is not more data. A worker that
-    /// stopped counts as an end: the read that follows meets its error.
-    fn ends_after_this(&mut self) -> bool {
-        if self.next.is_none() {
-            match self.rx.recv() {
-                Ok(out) => self.next = Some(out),
-                Err(_) => return true,
-            }
-        }
-        !matches!(self.next, Some(Out::Data(_)))
-    }
-
     /// The buffer the next bytes are in, and where in it; None at the job's end (its
     /// counters added to `stats`). Waits for the worker's next buffer when this one is used up.
     fn next_bytes(
@@ -503,7 +488,7 @@ impl FromWorker {
             if self.buf.take().is_some() {
                 release(shared, 1);
             }
-            match self.next.take().map_or_else(|| self.rx.recv(), Ok) {
+            match self.rx.recv() {
                 Ok(Out::Data(b)) => {
                     self.buf = Some(b);
                     self.at = 0;
@@ -613,7 +598,6 @@ impl ParallelZstd {
                         rx: e.output,
                         buf: None,
                         at: 0,
-                        next: None,
                     }),
                 };
                 return Ok(());
@@ -774,10 +758,7 @@ impl Skip for ParallelZstd {
                 Current::Worker(w) => match w.next_bytes(&self.shared, &self.stats) {
                     Ok(Some((c, at))) => {
                         let (addr, len) = (c.as_ptr() as usize + at, c.len() - at);
-                        // Under a unit left: whether the job goes on after this buffer (its
-                        // next message, which the reader would wait for next anyway).
-                        let last = len < crate::pool::BUF_ALIGN && w.ends_after_this();
-                        return Ok(Ahead::Lend(Lendable { addr, len, last }));
+                        return Ok(Ahead::Lend(Lendable { addr, len }));
                     }
                     Ok(None) => self.current = Current::None,
                     Err(e) => return Err(self.fail(e)),
