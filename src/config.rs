@@ -43,6 +43,15 @@ pub const FRAME_BYTES: u64 = 32 << 20;
 /// interleaved rounds, docs/PERFORMANCE.md).
 pub const FILE_DATA_MIN: u64 = DEFAULT_MEMORY - FRAME_BYTES - CHUNK_SIZE as u64;
 
+/// When extracting with decoder workers, the frames' pool gets one more frame, taken from file
+/// data: the tar stage hands the workers' buffers to the writer as file data (lend.rs), so a
+/// frame the writer still holds would otherwise keep the next frame from being decoded in
+/// place (a worker needs its run of adjacent buffers free: `--threads 2` of the 1.8 GB agave
+/// archive had 9 to 15 of its 26 worker frames in place with 64 + 33 MiB, all 26 with 32 +
+/// 65 MiB). File data then carries only the reader's own frames, the small files and the
+/// copied edges: 32 MiB. The total is what it was.
+pub const LENT_FRAME_BYTES: u64 = FRAME_BYTES;
+
 /// Fewest buffers of a frame pool: one frame buffer ahead and the reader's extra one
 /// (parallel.rs HEAD_EXTRA). Below this and MIN_BUFFERS for file data, one thread decodes.
 const MIN_FRAME_BUFFERS: usize = 2;
@@ -732,7 +741,8 @@ pub struct Pools {
 /// besides the reader. By default (`memory` None) file data gets DEFAULT_MEMORY and the frames
 /// FRAME_BYTES per worker and the reader's extra buffer, as far as `cap` (a fraction of the
 /// machine's memory) allows beyond DEFAULT_MEMORY, and at least the first worker's where `cap`
-/// holds that: 64 MiB with one decoder thread, 97 MiB with two, ~1.1 GiB with 32. An explicit
+/// holds that: 64 MiB with one decoder thread, 97 MiB with two, ~1.1 GiB with 32; when
+/// extracting, file data gives LENT_FRAME_BYTES of its share to the frames. An explicit
 /// `memory` is never exceeded: the frames get up to as much, leaving file data what
 /// FILE_DATA_MIN says. When listing (or with `-O`) there is no file data and the
 /// frames get everything (by default at least DEFAULT_MEMORY). An extraction budget too small
@@ -758,7 +768,14 @@ fn divide(
         None if listing => (0, want.max(DEFAULT_MEMORY).min(cap.max(DEFAULT_MEMORY))),
         None => {
             let room = cap.saturating_sub(DEFAULT_MEMORY).max(one_frame.min(cap));
-            (default_files, want.min(room))
+            let frames = want.min(room);
+            // The writer's frame (see LENT_FRAME_BYTES), from file data.
+            let lent =
+                match frames >= one_frame && default_files >= FILE_DATA_MIN + LENT_FRAME_BYTES {
+                    true => LENT_FRAME_BYTES,
+                    false => 0,
+                };
+            (default_files - lent, frames + lent)
         }
         Some(m) if listing => (0, m),
         Some(m) => {
@@ -1090,17 +1107,21 @@ mod tests {
         let big = 1 << 40;
         // One thread decodes: 64 MiB of file data, as always.
         assert_eq!(mib(divide(None, 0, false, big, 0).unwrap()), (64, 0));
-        // One worker: one frame and the reader's extra buffer besides.
-        assert_eq!(mib(divide(None, 1, false, big, 0).unwrap()), (64, 33));
+        // One worker: one frame and the reader's extra buffer besides, and the frame the
+        // writer holds, from file data.
+        assert_eq!(mib(divide(None, 1, false, big, 0).unwrap()), (32, 65));
         // Three workers: a frame each.
-        assert_eq!(mib(divide(None, 3, false, big, 0).unwrap()), (64, 97));
+        assert_eq!(mib(divide(None, 3, false, big, 0).unwrap()), (32, 129));
         // 31 workers: ~1 GiB, unless a fraction of the machine's memory is less.
-        assert_eq!(mib(divide(None, 31, false, big, 0).unwrap()), (64, 993));
-        assert_eq!(mib(divide(None, 31, false, 256 * MIB, 0).unwrap()), (64, 192));
+        assert_eq!(mib(divide(None, 31, false, big, 0).unwrap()), (32, 1025));
+        assert_eq!(mib(divide(None, 31, false, 256 * MIB, 0).unwrap()), (32, 224));
         // One worker's where an eighth of the memory holds it, whatever the rest; less where
-        // it does not (`ulimit -v 196608`: 24 MiB, frames streamed, not decoded in place).
-        assert_eq!(mib(divide(None, 31, false, 64 * MIB, 0).unwrap()), (64, 33));
+        // it does not (`ulimit -v 196608`: 24 MiB, frames streamed, not decoded in place, and
+        // file data keeps its share).
+        assert_eq!(mib(divide(None, 31, false, 64 * MIB, 0).unwrap()), (32, 65));
         assert_eq!(mib(divide(None, 31, false, 24 * MIB, 0).unwrap()), (64, 24));
+        // A URL's window leaves file data too little to give a frame.
+        assert_eq!(mib(divide(None, 1, false, big, URL_WINDOW).unwrap()), (48, 33));
         // Listing: the frames only, at least 64 MiB.
         assert_eq!(mib(divide(None, 1, true, big, 0).unwrap()), (0, 64));
         assert_eq!(mib(divide(None, 3, true, big, 0).unwrap()), (0, 97));

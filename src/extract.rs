@@ -15,6 +15,7 @@ use crate::archive::{Kind, Member, Reader, Skip, Xattr};
 use crate::config::{self, Config};
 use crate::confirm::Confirm;
 use crate::decode;
+use crate::lend;
 use crate::list::Reading;
 use crate::owner::Owners;
 use crate::plan::{Entry, Node, Op, SafePath, Sink, Stop};
@@ -23,6 +24,7 @@ use crate::progress::{self, Progress};
 use crate::report;
 use crate::safety::{Sanitizer, Verdict};
 use crate::select::Wanted;
+use crate::write::direct::DirectPolicy;
 use crate::write::{self, Stats};
 
 /// Batches queued between the threads (the pool bounds the data they hold): 16 batches of up
@@ -68,7 +70,9 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     let threads = input.threads(cfg.threads, pools, cfg.memory.is_some())?;
     let memory = (pool.count() as u64 * pools.buf_size as u64, threads.pool_bytes());
     let files = FileCount::new(cfg.limits.max_files);
-    let writers = write::create_n(cfg, &pool, files.clone(), cfg.writer_threads, input.size)?;
+    let frames = threads.frame_pool();
+    let writers =
+        write::create_n(cfg, &pool, frames, files.clone(), cfg.writer_threads, input.size)?;
     let writer_counts = (writers.workers.len(), writers.uring);
     let direct = writers.direct;
     if direct.threshold.is_some() {
@@ -246,11 +250,12 @@ fn pipeline(
     mut writers: write::Writers,
     files: Arc<FileCount>,
 ) -> Result<(u64, Stats)> {
+    let direct = writers.direct.policy();
     let Some(dest) = writers.dest.take() else {
         let mut writer = writers.workers.pop().expect("one writer");
-        return pipeline_one(cfg, input, pool, &mut *writer, files);
+        return pipeline_one(cfg, input, pool, &mut *writer, files, direct);
     };
-    pipeline_many(cfg, input, pool, writers.workers, dest, files)
+    pipeline_many(cfg, input, pool, writers.workers, dest, files, direct)
 }
 
 /// One writer, on this thread.
@@ -260,6 +265,7 @@ fn pipeline_one(
     pool: &Pool,
     writer: &mut dyn write::Writer,
     files: Arc<FileCount>,
+    direct: DirectPolicy,
 ) -> Result<(u64, Stats)> {
     let (tx, rx) = sync_channel::<Vec<Op>>(BATCH_QUEUE);
     // Behind a lock so that the input is still here when the decoder thread cannot start
@@ -275,7 +281,7 @@ fn pipeline_one(
             // The channel closes when the producer ends: the sender is moved in here.
             let tx = tx;
             let mut out = Batcher { tx: &tx, ops: Vec::with_capacity(BATCH_OPS), bytes: 0 };
-            produce(cfg, input, pool, &mut out, files)
+            produce(cfg, input, pool, &mut out, files, direct)
         });
         let producer = producer?;
         // Started only now: it is optional, and must not take the thread slot the decoder
@@ -300,7 +306,7 @@ fn pipeline_one(
         Ok(result) => result,
         Err(spawn) => {
             let input = input.into_inner().unwrap_or_else(|e| e.into_inner()).expect("not taken");
-            pipeline_inline(cfg, input, pool, writer, files_inline, &spawn)
+            pipeline_inline(cfg, input, pool, writer, files_inline, direct, &spawn)
         }
     }
 }
@@ -315,6 +321,7 @@ fn pipeline_inline(
     pool: &Pool,
     writer: &mut dyn write::Writer,
     files: Arc<FileCount>,
+    direct: DirectPolicy,
     spawn: &std::io::Error,
 ) -> Result<(u64, Stats)> {
     // EAGAIN: the process limit, or no address space left for a stack (ulimit -v).
@@ -322,7 +329,7 @@ fn pipeline_inline(
         "cannot start a thread ({spawn}: ulimit -u or pids.max, or ulimit -v): decoding and \
          writing on one thread"
     ));
-    let produced = produce(cfg, input, pool, &mut Inline { writer: &mut *writer }, files);
+    let produced = produce(cfg, input, pool, &mut Inline { writer: &mut *writer }, files, direct);
     let finished = writer.finish();
     match (produced, finished) {
         (Ok(members), Ok(stats)) => Ok((members, stats)),
@@ -357,6 +364,7 @@ fn pipeline_many(
     mut workers: Vec<Box<dyn write::Writer>>,
     dest: write::dest::Dest,
     files: Arc<FileCount>,
+    direct: DirectPolicy,
 ) -> Result<(u64, Stats)> {
     use write::multi::{Dispatch, QUEUE_BATCHES, Shared, run_worker};
     let shared = Arc::new(Shared::new(workers.len()));
@@ -400,7 +408,7 @@ fn pipeline_many(
         let producer = thread::Builder::new().spawn_scoped(s, move || {
             let input = input.lock().unwrap_or_else(|e| e.into_inner()).take().expect("input");
             let mut dispatch = cell.lock().unwrap_or_else(|e| e.into_inner());
-            let r = produce(cfg, input, pool, &mut *dispatch, files);
+            let r = produce(cfg, input, pool, &mut *dispatch, files, direct);
             dispatch.close();
             r
         });
@@ -429,7 +437,7 @@ fn pipeline_many(
     });
     let Some((produced, mut results)) = scoped else {
         let input = input.into_inner().unwrap_or_else(|e| e.into_inner()).expect("not consumed");
-        return pipeline_one(cfg, input, pool, &mut **first, files_for_one);
+        return pipeline_one(cfg, input, pool, &mut **first, files_for_one, direct);
     };
     // Every worker has landed its files: stamp the directories the archive left last.
     let mut dispatch = dispatch_cell.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -507,6 +515,7 @@ fn produce(
     pool: &Pool,
     out: &mut dyn Sink,
     files: Arc<FileCount>,
+    direct: DirectPolicy,
 ) -> Result<u64> {
     let Stream { reader: input, trailer, download } = input;
     let mut archive = Reading::new(cfg, input, trailer, Wanted::new(cfg)?);
@@ -549,6 +558,7 @@ fn produce(
             admission: &mut admission,
             owners: &mut owners,
             pool,
+            direct,
             lines: &mut lines,
             packer: &mut packer,
             confirm: &mut confirm,
@@ -861,6 +871,9 @@ struct Stage<'a, 'b, R: Skip> {
     /// Owner names mapped to local ids, cached for the run.
     owners: &'a mut Owners,
     pool: &'a Pool,
+    /// How the writers write each file: what a chunk handed on in the decoder's buffer must
+    /// be like (lend.rs).
+    direct: DirectPolicy,
     /// What -v prints (list.rs).
     lines: &'a mut crate::list::Lines,
     /// The rest of the buffer small files are being packed into.
@@ -1043,6 +1056,17 @@ impl<R: Skip> Stage<'_, '_, R> {
             }
             return self.send(Op::End);
         }
+        if m.sparse.is_none() {
+            let lent = self.data(&name, lend::Rule::for_file(&self.direct, m.size))?;
+            self.send(Op::End)?;
+            if lent {
+                // A direct file's last lent piece (its buffered tail) is held by the writer
+                // until the End: sent now, so that no decoder buffer waits on a batch this
+                // thread holds while it waits for the decoder.
+                self.out.flush().map_err(MemberError::from)?;
+            }
+            return Ok(());
+        }
         loop {
             let mut buf = self.buffer()?;
             let got = self.reader.read_data(buf.full_mut());
@@ -1053,5 +1077,61 @@ impl<R: Skip> Stage<'_, '_, R> {
             self.send(Op::Data { offset, buf })?;
         }
         self.send(Op::End)
+    }
+
+    /// A large member's data, chunk by chunk: handed on in the decoder's own buffer where it
+    /// lies there as the writer can write it (`lend::take` under `rule`), else read into a
+    /// file buffer. Whether any chunk was handed on.
+    fn data(&mut self, name: &str, rule: lend::Rule) -> Result<bool, MemberError> {
+        let incomplete = |e: anyhow::Error| anyhow!("{e:#}; {name} is left incomplete");
+        let mut handed = false;
+        loop {
+            let ahead = self.reader.data_ahead();
+            let Some(ahead) = ahead.map_err(incomplete)? else { return Ok(handed) };
+            let (offset, left) = (ahead.offset, ahead.left);
+            match lend::take(offset, left, ahead.ahead, rule, self.pool.buf_size()) {
+                lend::Take::Lend(n) => {
+                    let lent = self.reader.lend_data(n);
+                    crate::checkpoint::data_read(self.reader);
+                    let (offset, buf) = lent.map_err(incomplete)?;
+                    self.send(Op::Data { offset, buf })?;
+                    handed = true;
+                    // Sent at once: while a batch holds a decoder buffer, the decoder may wait
+                    // for that buffer, and this thread for the decoder.
+                    self.out.flush().map_err(MemberError::from)?;
+                }
+                lend::Take::Straddle(rest) => {
+                    let mut buf = self.buffer()?;
+                    let got = self.reader.read_data(&mut buf.full_mut()[..rest]);
+                    let got = got.map_err(incomplete)?;
+                    let Some((offset, _)) = got else { return Ok(handed) };
+                    // The reader has moved past its buffer: where the next bytes lie.
+                    let next = self.reader.data_ahead().map_err(incomplete)?;
+                    let len = match (next, rule) {
+                        (Some(next), lend::Rule::Direct { unit, .. }) => {
+                            let size = self.pool.buf_size();
+                            lend::straddle_len(rest, left, next.ahead, unit, size)
+                        }
+                        _ => rest,
+                    };
+                    if len > rest {
+                        let more = self.reader.read_data(&mut buf.full_mut()[rest..len]);
+                        more.map_err(incomplete)?;
+                    }
+                    crate::checkpoint::data_read(self.reader);
+                    buf.set_len(len);
+                    self.send(Op::Data { offset, buf })?;
+                }
+                lend::Take::Copy(n) => {
+                    let mut buf = self.buffer()?;
+                    let got = self.reader.read_data(&mut buf.full_mut()[..n]);
+                    crate::checkpoint::data_read(self.reader);
+                    let got = got.map_err(incomplete)?;
+                    let Some((offset, n)) = got else { return Ok(handed) };
+                    buf.set_len(n);
+                    self.send(Op::Data { offset, buf })?;
+                }
+            }
+        }
     }
 }

@@ -17,6 +17,7 @@ pub mod exclude;
 pub mod exit_codes;
 pub mod extract;
 pub mod incremental;
+pub mod lend;
 pub mod list;
 pub mod operands;
 pub mod owner;

@@ -240,7 +240,8 @@ fn json(s: &Summary, code: ExitCode) -> String {
             "{{\"members\":{},\"files\":{},\"files_direct\":{},\"files_buffered\":{},",
             "\"dirs\":{},\"links\":{},\"bytes\":{},\"elapsed_s\":{:.6},\"mb_per_s\":{:.3},",
             "\"sync_s\":{},\"decode_threads\":{},\"frames\":{},\"frames_ahead\":{},",
-            "\"frames_in_place\":{},\"pool_bytes\":{},\"frame_pool_bytes\":{},",
+            "\"frames_in_place\":{},\"frame_bytes_handed\":{},\"frame_bytes_copied\":{},",
+            "\"pool_bytes\":{},\"frame_pool_bytes\":{},",
             "\"writer_threads\":{},\"uring_writers\":{},\"direct_io\":{},",
             "{}\"skipped\":{},\"exit_code\":{}}}"
         ),
@@ -258,6 +259,8 @@ fn json(s: &Summary, code: ExitCode) -> String {
         null_or(s.decoding.frames),
         null_or(s.decoding.frames_ahead),
         null_or(s.decoding.frames_in_place),
+        null_or(s.decoding.frame_bytes_handed),
+        null_or(s.decoding.frame_bytes_copied),
         s.memory.0,
         s.memory.1,
         s.writers.0,

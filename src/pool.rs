@@ -60,6 +60,9 @@ struct Free {
     /// notify is a futex syscall even with nobody waiting; 100,000 small files made 100,000
     /// of them).
     waiting: usize,
+    /// Threads blocked in `wait_run`: each returned buffer wakes every waiter then, as a run
+    /// waiter needs many and one woken for a single buffer would leave it asleep.
+    run_waiting: usize,
 }
 
 /// Single buffers are taken from the top of the region and runs from the bottom, so that file
@@ -72,7 +75,7 @@ impl Free {
         for i in 0..count {
             bits[i / 64] |= 1 << (i % 64);
         }
-        Free { bits, waiting: 0 }
+        Free { bits, waiting: 0, run_waiting: 0 }
     }
 
     /// Takes the highest free buffer.
@@ -216,6 +219,41 @@ impl Pool {
         Some(Run { bufs: (first..first + k).map(|i| self.whole(i as u32)).collect() })
     }
 
+    /// `try_get_run`, or if no such run is free, the same once a buffer returns (or
+    /// `wake_run_waiters` is called, or `timeout` passes): for a worker whose frame's buffers
+    /// are still being written (their data was handed to the writer as it was decoded,
+    /// decode/parallel.rs), which looks again at why it waits each time this returns None.
+    pub fn wait_run(&self, k: usize, timeout: std::time::Duration) -> Option<Run> {
+        if k == 0 || k > self.inner.count {
+            return None;
+        }
+        let mut free = self.inner.free.lock().unwrap();
+        let first = match free.take_run(k) {
+            Some(first) => first,
+            None => {
+                free.run_waiting += 1;
+                free = self.inner.returned.wait_timeout(free, timeout).unwrap().0;
+                free.run_waiting -= 1;
+                free.take_run(k)?
+            }
+        };
+        drop(free);
+        Some(Run { bufs: (first..first + k).map(|i| self.whole(i as u32)).collect() })
+    }
+
+    /// Wakes the threads waiting in `wait_run`, to look again at why they wait.
+    pub fn wake_run_waiters(&self) {
+        if self.inner.free.lock().unwrap().run_waiting > 0 {
+            self.inner.returned.notify_all();
+        }
+    }
+
+    /// Whether `buf` is one of this pool's buffers (a registered region's index means nothing
+    /// for another pool's).
+    pub fn holds(&self, buf: &PoolBuf) -> bool {
+        Arc::ptr_eq(&self.inner, &buf.pool)
+    }
+
     /// The whole buffer `index`, just taken off the free list, as one piece.
     fn whole(&self, index: u32) -> PoolBuf {
         self.inner.refs[index as usize].store(1, Ordering::Relaxed);
@@ -279,6 +317,26 @@ impl PoolBuf {
         self.start += skip;
         self.cap -= skip;
         self.len = 0;
+        piece
+    }
+
+    /// Cuts the first `n` valid bytes (at most `len`) off as a piece of their own, sharing
+    /// this buffer's pool slot; this one keeps the valid bytes after them. Unlike `split_to`
+    /// the rest starts right after the piece, aligned or not: for handing decoded data on
+    /// in pieces that end where a file's data does (decode/parallel.rs, `lend`).
+    pub fn split_front(&mut self, n: usize) -> PoolBuf {
+        assert!(n <= self.len);
+        self.pool.refs[self.index as usize].fetch_add(1, Ordering::Relaxed);
+        let piece = PoolBuf {
+            pool: self.pool.clone(),
+            index: self.index,
+            start: self.start,
+            cap: n,
+            len: n,
+        };
+        self.start += n;
+        self.cap -= n;
+        self.len -= n;
         piece
     }
 
@@ -364,7 +422,9 @@ impl Drop for PoolBuf {
         }
         let mut free = self.pool.free.lock().unwrap();
         free.put(self.index);
-        if free.waiting > 0 {
+        if free.run_waiting > 0 {
+            self.pool.returned.notify_all();
+        } else if free.waiting > 0 {
             self.pool.returned.notify_one();
         }
     }
@@ -419,6 +479,58 @@ mod tests {
         assert!(pool.try_get_run(3).is_some());
         drop(by_index);
         assert!(pool.try_get_run(6).is_some());
+    }
+
+    #[test]
+    fn pieces_cut_off_the_front_share_the_buffer() {
+        let pool = Pool::new(8192, 2);
+        let other = Pool::new(8192, 1);
+        let mut b = pool.get();
+        b.full_mut()[..10].copy_from_slice(b"0123456789");
+        b.set_len(10);
+        let (front, next) = (b.split_front(3), b.split_front(4));
+        assert_eq!((front.data(), next.data(), b.data()), (&b"012"[..], &b"3456"[..], &b"789"[..]));
+        assert_eq!(next.as_ptr() as usize - front.as_ptr() as usize, 3);
+        assert_eq!((front.index(), next.index()), (b.index(), b.index()));
+        assert!(pool.holds(&next) && !other.holds(&next));
+        drop((b, front));
+        assert!(pool.try_get_run(2).is_none(), "the last piece holds the buffer");
+        drop(next);
+        assert!(pool.try_get_run(2).is_some());
+    }
+
+    #[test]
+    fn a_run_waiter_is_woken_as_buffers_return() {
+        let pool = Pool::new(8192, 3);
+        let held: Vec<PoolBuf> = (0..3).map(|_| pool.get()).collect();
+        let short = std::time::Duration::from_millis(10);
+        assert!(pool.wait_run(2, short).is_none(), "nothing returned: the timeout");
+        let p2 = pool.clone();
+        let waiter = std::thread::spawn(move || {
+            let start = std::time::Instant::now();
+            // Each return or wake ends one wait: the caller looks again.
+            while start.elapsed() < std::time::Duration::from_secs(30) {
+                if let Some(run) = p2.wait_run(3, std::time::Duration::from_secs(30)) {
+                    return Some(run.count());
+                }
+            }
+            None
+        });
+        for b in held {
+            std::thread::sleep(short);
+            drop(b);
+        }
+        assert_eq!(waiter.join().unwrap(), Some(3));
+        // A wake with nothing returned ends the wait without a run.
+        let all = pool.try_get_run(3).unwrap();
+        let p3 = pool.clone();
+        let waiter = std::thread::spawn(move || p3.wait_run(1, std::time::Duration::from_secs(30)));
+        while !waiter.is_finished() {
+            pool.wake_run_waiters();
+            std::thread::sleep(short);
+        }
+        assert!(waiter.join().unwrap().is_none());
+        drop(all);
     }
 
     #[test]

@@ -811,6 +811,8 @@ fn json_summary() {
         "frames",
         "frames_ahead",
         "frames_in_place",
+        "frame_bytes_handed",
+        "frame_bytes_copied",
         "pool_bytes",
         "frame_pool_bytes",
         "writer_threads",

@@ -9,7 +9,7 @@ mod reader;
 mod sparse;
 mod xattr;
 
-pub use reader::Reader;
+pub use reader::{DataAhead, Reader};
 
 /// Whether a PAX keyword matches a `--pax-option delete=` pattern.
 pub fn pax_deleted(pattern: &std::ffi::CStr, keyword: &str) -> bool {
@@ -29,12 +29,53 @@ pub trait Skip: std::io::Read {
     fn skip_in_place(&mut self, _n: u64) -> std::io::Result<u64> {
         Ok(0)
     }
+
+    /// Where the next bytes come from: a pool buffer that holds them decoded already (a frame
+    /// another thread decoded, decode/parallel.rs), so that `lend` can hand them on as file
+    /// data instead of their being copied into a file buffer; or the caller's read, which
+    /// decodes them into its buffer. Waits for them as a read would.
+    fn ahead(&mut self) -> std::io::Result<Ahead> {
+        Ok(Ahead::Read(None))
+    }
+
+    /// The next `n` bytes as a piece of the buffer that holds them, `n` at most the `len` the
+    /// last `ahead` gave (which must have been `Ahead::Lend`, with nothing read since).
+    fn lend(&mut self, _n: usize) -> std::io::Result<crate::pool::PoolBuf> {
+        Err(std::io::Error::other("this stream has no buffers to hand on"))
+    }
 }
 
 impl<S: Skip + ?Sized> Skip for Box<S> {
     fn skip_in_place(&mut self, n: u64) -> std::io::Result<u64> {
         (**self).skip_in_place(n)
     }
+
+    fn ahead(&mut self) -> std::io::Result<Ahead> {
+        (**self).ahead()
+    }
+
+    fn lend(&mut self, n: usize) -> std::io::Result<crate::pool::PoolBuf> {
+        (**self).lend(n)
+    }
+}
+
+/// Where the next decoded bytes come from (`Skip::ahead`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ahead {
+    /// A pool buffer holds them.
+    Lend(Lendable),
+    /// A read decodes them into the caller's buffer: the next `n` bytes when Some (after
+    /// them others may lie in a pool buffer), else as far as the stream can tell all of them.
+    Read(Option<u64>),
+}
+
+/// Where the next decoded bytes lie in the buffer that holds them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lendable {
+    /// The address of the next byte (O_DIRECT wants it aligned).
+    pub addr: usize,
+    /// Bytes from there to the end of the buffer's data, at least 1.
+    pub len: usize,
 }
 
 impl Skip for &[u8] {}

@@ -88,6 +88,17 @@ pub struct Ends {
     pub lone_zero_at: Option<u64>,
 }
 
+/// Where a member's data stands (`Reader::data_ahead`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DataAhead {
+    /// The offset in the extracted file of the next byte.
+    pub offset: u64,
+    /// Bytes of data left.
+    pub left: u64,
+    /// Where the stream has the next bytes (`Skip::ahead`).
+    pub ahead: super::Ahead,
+}
+
 /// Data-reading state of the current member.
 struct Current {
     /// Name for messages.
@@ -404,6 +415,67 @@ impl<R: Skip> Reader<R> {
         match self.read_data_inner(buf) {
             Ok(r) => Ok(r),
             Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    /// Where the current member's data stands, for taking it in chunks that are either
+    /// handed on as the stream holds them (`lend_data`) or read (`read_data`): None once its
+    /// data is read, and for members whose data is not one run (sparse ones, types without
+    /// data).
+    pub fn data_ahead(&mut self) -> Result<Option<DataAhead>> {
+        if let Some(e) = &self.error {
+            return Err(anyhow!("{e}"));
+        }
+        let Some(cur) = self.cur.as_ref() else { return Ok(None) };
+        if !cur.readable || cur.segments.is_some() || cur.data_left == 0 {
+            return Ok(None);
+        }
+        let (offset, left) = (cur.next, cur.data_left);
+        // A block read ahead (only ever after a member without data) is not the stream's.
+        let ahead = match self.peeked {
+            Some(_) => super::Ahead::Read(Some(BLOCK as u64)),
+            None => match self.inner.ahead() {
+                Ok(a) => a,
+                Err(e) => {
+                    let name = cur.name.clone();
+                    let e = self.msg(Some(&name), self.pos, &io_what(&e));
+                    return Err(self.fail(e));
+                }
+            },
+        };
+        Ok(Some(DataAhead { offset, left, ahead }))
+    }
+
+    /// The next `n` bytes of the current member's data as a piece of the stream's buffer,
+    /// with their offset in the file: `n` at most the `left` and the `Ahead::Lend` length
+    /// that `data_ahead` just gave.
+    pub fn lend_data(&mut self, n: usize) -> Result<(u64, crate::pool::PoolBuf)> {
+        if let Some(e) = &self.error {
+            return Err(anyhow!("{e}"));
+        }
+        let Some(cur) = self.cur.as_mut() else { bail!("no member's data to hand on") };
+        if n == 0 || n as u64 > cur.data_left || cur.segments.is_some() {
+            bail!("{}: {n} bytes cannot be handed on here", cur.name);
+        }
+        match self.inner.lend(n) {
+            Ok(buf) if buf.len() == n => {
+                let offset = cur.next;
+                cur.next += n as u64;
+                cur.data_left -= n as u64;
+                self.pos += n as u64;
+                Ok((offset, buf))
+            }
+            Ok(buf) => {
+                let what = format!("{n} bytes asked of the stream, {} handed on", buf.len());
+                let name = cur.name.clone();
+                let e = self.msg(Some(&name), self.pos, &what);
+                Err(self.fail(e))
+            }
+            Err(e) => {
+                let name = cur.name.clone();
+                let e = self.msg(Some(&name), self.pos, &io_what(&e));
+                Err(self.fail(e))
+            }
         }
     }
 

@@ -248,6 +248,11 @@ impl Threads {
     pub fn pool_bytes(&self) -> u64 {
         self.bytes
     }
+
+    /// The pool decoded frames wait in, when there is one.
+    pub fn frame_pool(&self) -> Option<&Pool> {
+        self.pool.as_ref()
+    }
 }
 
 /// The decoded tar stream.
@@ -274,6 +279,10 @@ pub struct DecodeSummary {
     pub frames_ahead: Option<u64>,
     /// Of those, the frames decoded in place (their size in the header, as Agave writes them).
     pub frames_in_place: Option<u64>,
+    /// Bytes of the frames a worker decoded that went to the writer in the worker's buffers
+    /// (lend.rs), and that were copied into file buffers (or out to a caller).
+    pub frame_bytes_handed: Option<u64>,
+    pub frame_bytes_copied: Option<u64>,
 }
 
 /// The decoder's counters, readable after its stream has been handed to the tar stage.
@@ -292,6 +301,8 @@ impl Counters {
             frames: read(|s| &s.frames),
             frames_ahead: read(|s| &s.frames_ahead),
             frames_in_place: read(|s| &s.frames_in_place),
+            frame_bytes_handed: read(|s| &s.lent),
+            frame_bytes_copied: read(|s| &s.copied),
         }
     }
 }

@@ -47,7 +47,7 @@ use zstd::zstd_safe::{DCtx, DParameter, InBuffer, OutBuffer, ResetDirective, get
 
 use super::archive_file::AlignedBuf;
 use super::frames::{Carried, Event, FrameHeader, Walker};
-use crate::archive::Skip;
+use crate::archive::{Ahead, Lendable, Skip};
 use crate::pool::{Pool, PoolBuf, Run};
 
 /// Compressed bytes read at a time by the splitter from a regular file, which it reads with
@@ -113,6 +113,10 @@ pub struct DecodeStats {
     pub frames_in_place: AtomicU64,
     /// The jobs those frames were decoded in (one per frame, but for runs of small ones).
     pub jobs: AtomicU64,
+    /// Bytes of frames a worker decoded that the reader handed on in the worker's buffers
+    /// (`Skip::lend`), and that it copied out into the caller's buffers.
+    pub lent: AtomicU64,
+    pub copied: AtomicU64,
 }
 
 pub struct Options {
@@ -204,6 +208,8 @@ struct Job {
     window: u64,
     /// The decoded size of all its frames, when each header declares its own.
     content: Option<u64>,
+    /// Bytes decoded so far, by the reader (when it decodes the job itself).
+    produced: u64,
     input: JobInput,
     output: Sender<Out>,
 }
@@ -241,6 +247,9 @@ struct State {
     /// Threads decoding: the workers that started and the reader. Every `decoders`-th job
     /// (seq 0, N, 2N, ...) is the reader's (see `work`).
     decoders: u64,
+    /// The reader has handed buffers on (`lend`): buffers may be out with the writer, and
+    /// come back on their own, so a worker waits for a run of them (`run_for`).
+    lending: bool,
 }
 
 struct Shared {
@@ -434,6 +443,10 @@ pub struct ParallelZstd {
     current: Current,
     dctx: DCtx<'static>,
     workers: Vec<JoinHandle<()>>,
+    /// The frame pool, to wake a worker waiting for a run when the reader moves on.
+    pool: Pool,
+    /// Buffers were handed on (`lend`).
+    lending: bool,
     /// The stream's sticky error.
     error: Option<(io::ErrorKind, String)>,
 }
@@ -443,10 +456,59 @@ enum Current {
     None,
     /// Decoding this job here.
     Inline(Job),
-    /// Copying out what a worker decoded.
-    Worker { first: FrameAt, frames: u64, rx: Receiver<Out>, buf: Option<PoolBuf>, at: usize },
+    /// Taking what a worker decoded.
+    Worker(FromWorker),
     /// No more jobs.
     Eof,
+}
+
+/// A job a worker decodes: its buffers as they come, and how far the reader is in the one
+/// it is on.
+struct FromWorker {
+    first: FrameAt,
+    frames: u64,
+    rx: Receiver<Out>,
+    buf: Option<PoolBuf>,
+    at: usize,
+}
+
+impl FromWorker {
+    /// The buffer the next bytes are in, and where in it; None at the job's end (its
+    /// counters added to `stats`). Waits for the worker's next buffer when this one is used up.
+    fn next_bytes(
+        &mut self,
+        shared: &Shared,
+        stats: &DecodeStats,
+    ) -> io::Result<Option<(&mut PoolBuf, usize)>> {
+        loop {
+            if self.buf.as_ref().is_some_and(|c| self.at < c.len()) {
+                let at = self.at;
+                return Ok(self.buf.as_mut().map(|c| (c, at)));
+            }
+            if self.buf.take().is_some() {
+                release(shared, 1);
+            }
+            match self.rx.recv() {
+                Ok(Out::Data(b)) => {
+                    self.buf = Some(b);
+                    self.at = 0;
+                }
+                Ok(Out::End { in_place }) => {
+                    stats.frames.fetch_add(self.frames, Ordering::Relaxed);
+                    stats.jobs.fetch_add(1, Ordering::Relaxed);
+                    stats.frames_ahead.fetch_add(self.frames, Ordering::Relaxed);
+                    if in_place {
+                        stats.frames_in_place.fetch_add(self.frames, Ordering::Relaxed);
+                    }
+                    return Ok(None);
+                }
+                Ok(Out::Err(e)) => return Err(e),
+                Err(_) => {
+                    return Err(self.first.error(io::ErrorKind::Other, "the decoder stopped"));
+                }
+            }
+        }
+    }
 }
 
 impl ParallelZstd {
@@ -481,6 +543,8 @@ impl ParallelZstd {
             current: Current::None,
             dctx,
             workers: Vec::new(),
+            pool: pool.clone(),
+            lending: false,
             error: None,
         };
         // A user at RLIMIT_NPROC may get fewer workers than asked for: the reader decodes
@@ -515,21 +579,26 @@ impl ParallelZstd {
         loop {
             if let Some(e) = st.queue.pop_front() {
                 st.head = e.seq;
+                let lending = st.lending;
                 drop(st);
-                // Workers look past the new head, and the splitter may queue another job.
+                // Workers look past the new head, and the splitter may queue another job; a
+                // worker waiting for a run of buffers for this job streams it instead.
                 self.shared.changed.notify_all();
+                if lending {
+                    self.pool.wake_run_waiters();
+                }
                 self.current = match e.job {
                     Some(job) => {
                         let _ = self.dctx.reset(ResetDirective::SessionOnly);
                         Current::Inline(job)
                     }
-                    None => Current::Worker {
+                    None => Current::Worker(FromWorker {
                         first: e.first,
                         frames: e.frames,
                         rx: e.output,
                         buf: None,
                         at: 0,
-                    },
+                    }),
                 };
                 return Ok(());
             }
@@ -552,10 +621,67 @@ impl ParallelZstd {
     fn read_inline(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let Current::Inline(job) = &mut self.current else { unreachable!() };
         match decode_inline(&mut self.dctx, &mut job.input, &self.shared, buf) {
-            Ok(Some(n)) => Ok(n),
+            Ok(Some(n)) => {
+                job.produced += n as u64;
+                if job.content == Some(job.produced) {
+                    // All its frames declare: they are checked (a checksum, what follows)
+                    // before their last bytes are given, as a read that went on would.
+                    self.finish_inline()?;
+                }
+                Ok(n)
+            }
             Ok(None) => {
-                self.stats.frames.fetch_add(job.input.frames, Ordering::Relaxed);
-                self.stats.jobs.fetch_add(1, Ordering::Relaxed);
+                self.end_inline();
+                Ok(0)
+            }
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    /// The inline job has given all its frames declare: its decoder takes what is left of
+    /// its input (a checksum) and says the job ended, so that the next job's bytes, which a
+    /// worker may have decoded, come from there.
+    fn finish_inline(&mut self) -> io::Result<()> {
+        let Current::Inline(job) = &mut self.current else { return Ok(()) };
+        let mut one = [0u8];
+        match decode_inline(&mut self.dctx, &mut job.input, &self.shared, &mut one) {
+            Ok(None) => {
+                self.end_inline();
+                Ok(())
+            }
+            Ok(Some(_)) => {
+                let why = "the frame is larger than its header says";
+                let e = job.input.error(io::ErrorKind::InvalidData, why);
+                Err(self.fail(e))
+            }
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    /// The inline job is complete: counted, and the next is looked for.
+    fn end_inline(&mut self) {
+        if let Current::Inline(job) = &self.current {
+            self.stats.frames.fetch_add(job.input.frames, Ordering::Relaxed);
+            self.stats.jobs.fetch_add(1, Ordering::Relaxed);
+        }
+        self.current = Current::None;
+    }
+
+    /// Takes up to `want` bytes of what a worker decoded, copying them into `buf` when there
+    /// is one (else they are passed over); 0 at the job's end.
+    fn take_worker(&mut self, buf: Option<&mut [u8]>, want: usize) -> io::Result<usize> {
+        let Current::Worker(w) = &mut self.current else { unreachable!() };
+        match w.next_bytes(&self.shared, &self.stats) {
+            Ok(Some((c, at))) => {
+                let n = (c.len() - at).min(want);
+                if let Some(buf) = buf {
+                    buf[..n].copy_from_slice(&c.data()[at..at + n]);
+                    self.stats.copied.fetch_add(n as u64, Ordering::Relaxed);
+                }
+                w.at += n;
+                Ok(n)
+            }
+            Ok(None) => {
                 self.current = Current::None;
                 Ok(0)
             }
@@ -563,56 +689,17 @@ impl ParallelZstd {
         }
     }
 
-    /// Takes up to `want` bytes of what a worker decoded, copying them into `buf` when there
-    /// is one (else they are passed over); 0 at the job's end.
-    fn take_worker(&mut self, buf: Option<&mut [u8]>, want: usize) -> io::Result<usize> {
-        let Current::Worker { first, frames, rx, buf: chunk, at } = &mut self.current else {
-            unreachable!()
-        };
-        loop {
-            if let Some(c) = chunk
-                && *at < c.len()
-            {
-                let n = (c.len() - *at).min(want);
-                if let Some(buf) = buf {
-                    buf[..n].copy_from_slice(&c.data()[*at..*at + n]);
-                }
-                *at += n;
-                return Ok(n);
-            }
-            if chunk.take().is_some() {
-                release(&self.shared, 1);
-            }
-            match rx.recv() {
-                Ok(Out::Data(b)) => {
-                    *chunk = Some(b);
-                    *at = 0;
-                }
-                Ok(Out::End { in_place }) => {
-                    self.stats.frames.fetch_add(*frames, Ordering::Relaxed);
-                    self.stats.jobs.fetch_add(1, Ordering::Relaxed);
-                    self.stats.frames_ahead.fetch_add(*frames, Ordering::Relaxed);
-                    if in_place {
-                        self.stats.frames_in_place.fetch_add(*frames, Ordering::Relaxed);
-                    }
-                    self.current = Current::None;
-                    return Ok(0);
-                }
-                Ok(Out::Err(e)) => return Err(self.fail(e)),
-                Err(_) => {
-                    let e = first.error(io::ErrorKind::Other, "the decoder stopped");
-                    return Err(self.fail(e));
-                }
-            }
+    fn sticky(&self) -> io::Result<()> {
+        match &self.error {
+            Some((kind, msg)) => Err(io::Error::new(*kind, msg.clone())),
+            None => Ok(()),
         }
     }
 }
 
 impl Read for ParallelZstd {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if let Some((kind, msg)) = &self.error {
-            return Err(io::Error::new(*kind, msg.clone()));
-        }
+        self.sticky()?;
         if buf.is_empty() {
             return Ok(0);
         }
@@ -624,7 +711,7 @@ impl Read for ParallelZstd {
                 }
                 Current::Eof => return Ok(0),
                 Current::Inline { .. } => self.read_inline(buf)?,
-                Current::Worker { .. } => {
+                Current::Worker(_) => {
                     let want = buf.len();
                     self.take_worker(Some(&mut *buf), want)?
                 }
@@ -636,18 +723,17 @@ impl Read for ParallelZstd {
     }
 }
 
-/// A worker's job is in pool buffers already: passing over it is moving a cursor. A job the
-/// reader decodes itself is not (it decodes into the caller's buffer).
+/// A worker's job is in pool buffers already: passing over it is moving a cursor, and handing
+/// it on as file data is cutting a piece of the buffer. A job the reader decodes itself is
+/// not (it decodes into the caller's buffer).
 impl Skip for ParallelZstd {
     fn skip_in_place(&mut self, n: u64) -> io::Result<u64> {
-        if let Some((kind, msg)) = &self.error {
-            return Err(io::Error::new(*kind, msg.clone()));
-        }
+        self.sticky()?;
         let want = n.min(usize::MAX as u64) as usize;
         loop {
             match self.current {
                 Current::None if want > 0 => self.next_job()?,
-                Current::Worker { .. } if want > 0 => match self.take_worker(None, want)? {
+                Current::Worker(_) if want > 0 => match self.take_worker(None, want)? {
                     // The job ended: on to the next.
                     0 => {}
                     k => return Ok(k as u64),
@@ -655,6 +741,51 @@ impl Skip for ParallelZstd {
                 _ => return Ok(0),
             }
         }
+    }
+
+    fn ahead(&mut self) -> io::Result<Ahead> {
+        self.sticky()?;
+        loop {
+            match &mut self.current {
+                Current::None => self.next_job()?,
+                Current::Eof => return Ok(Ahead::Read(None)),
+                Current::Inline(job) => match job.content.map(|c| c.saturating_sub(job.produced)) {
+                    // Its last bytes were read: the next job's may be a worker's (a member
+                    // whose data begins at a frame's start).
+                    Some(0) => self.finish_inline()?,
+                    left => return Ok(Ahead::Read(left)),
+                },
+                Current::Worker(w) => match w.next_bytes(&self.shared, &self.stats) {
+                    Ok(Some((c, at))) => {
+                        let (addr, len) = (c.as_ptr() as usize + at, c.len() - at);
+                        return Ok(Ahead::Lend(Lendable { addr, len }));
+                    }
+                    Ok(None) => self.current = Current::None,
+                    Err(e) => return Err(self.fail(e)),
+                },
+            }
+        }
+    }
+
+    fn lend(&mut self, n: usize) -> io::Result<PoolBuf> {
+        self.sticky()?;
+        let Current::Worker(FromWorker { buf: Some(c), at, .. }) = &mut self.current else {
+            return Err(io::Error::other("no decoded buffer to hand on"));
+        };
+        if n == 0 || n > c.len() - *at {
+            return Err(io::Error::other(format!("{n} bytes asked of {}", c.len() - *at)));
+        }
+        // What the reader passed over goes (the buffer stays in the pool until every piece
+        // of it is dropped), then the piece.
+        drop(c.split_front(*at));
+        *at = 0;
+        let piece = c.split_front(n);
+        if !self.lending {
+            self.lending = true;
+            self.shared.lock().lending = true;
+        }
+        self.stats.lent.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(piece)
     }
 }
 
@@ -950,6 +1081,7 @@ impl<'a> Splitter<'a> {
                 seq: self.jobs,
                 window: 0,
                 content: Some(0),
+                produced: 0,
                 input: JobInput::new(in_rx, frame),
                 output: out_tx,
             };
@@ -1118,17 +1250,30 @@ fn run_for(job: &Job, shared: &Arc<Shared>, pool: &Pool) -> Whole {
         if job.seq <= st.head {
             return Whole::Stream;
         }
-        if st.unread + k <= shared.opts.ahead_cap {
-            break;
+        if st.unread + k > shared.opts.ahead_cap {
+            st = shared.wait(st);
+            continue;
         }
-        st = shared.wait(st);
-    }
-    match pool.try_get_run(k) {
-        Some(run) => {
+        if let Some(run) = pool.try_get_run(k) {
             st.unread += k;
-            Whole::Run(run)
+            return Whole::Run(run);
         }
-        None => Whole::Stream,
+        if !st.lending {
+            return Whole::Stream;
+        }
+        // Buffers the reader handed on come back as the writer lands them: wait for them
+        // (woken as each returns, and when the reader moves on: then it may want this job
+        // at once, streamed) rather than stream the job and copy it out of zstd's window.
+        drop(st);
+        let run = pool.wait_run(k, CANCEL_POLL);
+        st = shared.lock();
+        if let Some(run) = run {
+            // Another worker may have taken buffers meanwhile: within the cap, or back.
+            if st.unread + k <= shared.opts.ahead_cap && !st.cancel && job.seq > st.head {
+                st.unread += k;
+                return Whole::Run(run);
+            }
+        }
     }
 }
 
@@ -1478,6 +1623,101 @@ mod tests {
         let (got, _, stats) = decode_skipping(data, 1, 4, 4096, 0).unwrap();
         assert!(got == want);
         assert_eq!(stats.frames_in_place.load(Ordering::Relaxed), 0);
+    }
+
+    /// Where the next bytes lie when a worker's buffer holds them (`Skip::ahead`).
+    fn lendable(d: &mut ParallelZstd) -> Option<Lendable> {
+        match d.ahead().unwrap() {
+            Ahead::Lend(at) => Some(at),
+            Ahead::Read(_) => None,
+        }
+    }
+
+    /// The tar stage's way with a worker's buffers (`lend`): pieces of every length handed
+    /// on, mixed with reads and skips, each piece held a while by another thread (a writer)
+    /// before it is dropped. Every byte comes where it belongs, read or lent; the frames' buffers
+    /// all come back to the pool once the pieces are dropped; and with a frame's worth of room
+    /// for the pieces held, workers go on decoding in place (they wait for a run rather than
+    /// stream, `run_for`).
+    #[test]
+    fn lent_pieces_hold_their_bytes_and_their_buffers_come_back() {
+        let parts = parts((0..12).map(|i| 200_000 + i * 41_000));
+        let want: Vec<u8> = parts.concat();
+        let data = frames(&parts);
+        for (workers, buffers) in [(1, 64), (3, 64), (1, 12), (3, 6)] {
+            let ctx = format!("{workers} workers, {buffers} buffers");
+            let (mut d, stats) = decoder(io::Cursor::new(data.clone()), workers, buffers);
+            let pool = d.pool.clone();
+            let (tx, rx) = std::sync::mpsc::channel::<PoolBuf>();
+            let writer = std::thread::spawn(move || {
+                for piece in rx {
+                    std::thread::sleep(Duration::from_micros(200));
+                    drop(piece);
+                }
+            });
+            let (mut pos, mut step, mut buf) = (1, 0usize, vec![0; 70_000]);
+            // Time for the workers to decode ahead whatever the machine's load (see
+            // `decode_after_a_pause`).
+            d.read_exact(&mut buf[..1]).unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+            while pos < want.len() {
+                step += 1;
+                match (step % 5, lendable(&mut d)) {
+                    (0..=2, Some(at)) => {
+                        let n = at.len.min([1, 511, 4096, 65_536, 100_000][step % 5 + step % 3]);
+                        let piece = d.lend(n).unwrap();
+                        assert_eq!(piece.as_ptr() as usize, at.addr, "{ctx}");
+                        assert!(piece.data() == &want[pos..pos + n], "{ctx}: at {pos}");
+                        pos += n;
+                        tx.send(piece).unwrap();
+                    }
+                    (3, _) => {
+                        let n = d.read(&mut buf[..(step * 7919) % 70_000 + 1]).unwrap();
+                        assert!(buf[..n] == want[pos..pos + n], "{ctx}: at {pos}");
+                        pos += n;
+                    }
+                    _ => {
+                        let n = d.skip_in_place(3000).unwrap() as usize;
+                        let n = match n {
+                            0 => d.read(&mut buf[..3000]).unwrap(),
+                            n => n,
+                        };
+                        pos += n;
+                    }
+                }
+            }
+            assert_eq!(d.read(&mut buf).unwrap(), 0, "{ctx}");
+            drop(tx);
+            writer.join().unwrap();
+            let count = |c: &AtomicU64| c.load(Ordering::Relaxed);
+            assert!(count(&stats.lent) > 0, "{ctx}: {stats:?}");
+            drop(d);
+            assert!(pool.try_get_run(buffers).is_some(), "{ctx}: a buffer was not given back");
+        }
+        // Everything a worker decoded handed on, the last 6 pieces held: the odd frames (those
+        // with a size) that a worker decoded are still decoded in place.
+        let (mut d, stats) = decoder(io::Cursor::new(data.clone()), 1, 24);
+        let (mut held, mut got, mut buf) = (VecDeque::new(), vec![0], vec![0; 100_000]);
+        d.read_exact(&mut got).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        loop {
+            let Some(at) = lendable(&mut d) else {
+                // The reader's own frame: read.
+                match d.read(&mut buf).unwrap() {
+                    0 => break,
+                    n => got.extend_from_slice(&buf[..n]),
+                }
+                continue;
+            };
+            let piece = d.lend(at.len).unwrap();
+            got.extend_from_slice(piece.data());
+            held.push_back(piece);
+            if held.len() > 6 {
+                held.pop_front();
+            }
+        }
+        assert!(got == want);
+        assert!(stats.frames_in_place.load(Ordering::Relaxed) > 0, "{stats:?}");
     }
 
     #[test]

@@ -37,8 +37,14 @@ impl DirectPolicy {
 
     /// How many leading bytes of a chunk of `len` bytes go direct; the rest is the tail.
     pub fn direct_part(&self, len: usize) -> usize {
-        let unit = self.align.max(PAGE);
+        let unit = self.unit();
         len / unit * unit
+    }
+
+    /// What every chunk of a direct file but its last is a whole number of (so each starts
+    /// at a multiple of it in the file): the alignment, at least a page.
+    pub fn unit(&self) -> usize {
+        self.align.max(PAGE)
     }
 }
 

@@ -190,7 +190,7 @@ pub fn direct_refused() {
 /// Builds the writer the configuration asks for. `files` is the `--max-files` count that
 /// implied directories are counted against.
 pub fn create(cfg: &Config, pool: &Pool, files: Arc<FileCount>) -> Result<Box<dyn Writer>> {
-    let mut w = create_n(cfg, pool, files, 1, None)?;
+    let mut w = create_n(cfg, pool, None, files, 1, None)?;
     Ok(w.workers.pop().expect("one writer"))
 }
 
@@ -216,10 +216,12 @@ const AUTO_PORTABLE_FROM: usize = 2;
 
 /// `n` writers, each with its own `Dest` and its share of the fd budget, plus (for n > 1) a
 /// `Dest` for the dispatcher. `archive`: the archive's size when known (a file's, or a URL's
-/// Content-Length), for the direct-IO policy.
+/// Content-Length), for the direct-IO policy. `frames`: the decoder's frame pool, whose
+/// buffers may come as file data (lend.rs).
 pub fn create_n(
     cfg: &Config,
     pool: &Pool,
+    frames: Option<&Pool>,
     files: Arc<FileCount>,
     n: usize,
     archive: Option<u64>,
@@ -322,7 +324,7 @@ pub fn create_n(
                     // Without a journal, files are created one after the other (journal.rs),
                     // also when the ring is here for direct writes.
                     let here = n >= uring::OPEN_BUFFERED_HERE_FROM || journal_less.is_some();
-                    let w = uring::Uring::new(ring, pool, dest, policy, files_each, here);
+                    let w = uring::Uring::new(ring, pool, frames, dest, policy, files_each, here);
                     workers.push(Box::new(w));
                     uring += 1;
                     continue;

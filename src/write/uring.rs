@@ -43,9 +43,10 @@ enum OpKind {
     Open,
     /// A write of `len` bytes at `ptr` to `offset`. `buf` owns the memory, or is None when the
     /// file's `tail` holds it (the last chunk of a direct file is written in two parts).
+    /// `index`: the registered buffer it lies in (WRITE_FIXED), None for a plain WRITE.
     Write {
         buf: Option<PoolBuf>,
-        index: u32,
+        index: Option<u16>,
         ptr: *const u8,
         len: usize,
         offset: u64,
@@ -94,9 +95,8 @@ struct FileState {
 
 pub struct Uring {
     ring: IoUring,
-    /// Kept so the registered region outlives the ring's use of it.
-    _pool: Pool,
-    registered: bool,
+    /// The registered buffers (kept so the regions outlive the ring's use of them).
+    table: Table,
     dest: Dest,
     policy: DirectPolicy,
     ops: Slab<Pending>,
@@ -130,6 +130,90 @@ unsafe impl Send for Uring {}
 /// Data still goes through the ring, and files written with O_DIRECT open there too.
 pub const OPEN_BUFFERED_HERE_FROM: usize = 2;
 
+/// The ring's table of registered buffers: the file data pool's in slots `0..n`, and, in the
+/// slots after them, the decoder's frame pool, whose buffers come as file data where the tar
+/// stage hands them on (lend.rs). Those slots are reserved empty when the ring is set up and
+/// filled when the first such buffer comes, so that the frame pool of an archive whose frames
+/// are never handed on (one frame, or a listing) is not pinned (registering pins, and so
+/// makes resident, every page). A direct write from a buffer that is not registered pins its
+/// pages itself, and io_uring runs it on an io-wq worker: `--threads 2 --direct-io` of the
+/// agave archive spent 2 % of its samples in `gup_fast_fallback` there.
+struct Table {
+    files: Pool,
+    /// Whether the file pool is registered (else every write is a plain WRITE).
+    registered: bool,
+    frames: Option<Pool>,
+    frame_slots: Slots,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Slots {
+    /// No slots for the frame pool: its buffers are written with plain WRITEs.
+    None,
+    Reserved,
+    Filled,
+}
+
+impl Table {
+    fn new(ring: &IoUring, files: &Pool, frames: Option<&Pool>) -> Table {
+        let iovecs = files.iovecs();
+        let mut table = Table {
+            files: files.clone(),
+            registered: false,
+            frames: frames.cloned(),
+            frame_slots: Slots::None,
+        };
+        if let Some(f) = frames {
+            // Empty entries (no address, no length) are slots to fill later (Linux 5.13).
+            let empty = libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 };
+            let mut all = iovecs.clone();
+            all.resize(iovecs.len() + f.count(), empty);
+            let tags = vec![0u64; all.len()];
+            // Safety: the iovecs describe the file pool's region, which lives as long as
+            // `table.files` (a clone of the pool's Arc) inside the Uring, i.e. longer than the
+            // ring; the empty entries describe no memory.
+            if all.len() <= usize::from(u16::MAX)
+                && unsafe { ring.submitter().register_buffers2(&all, &tags) }.is_ok()
+            {
+                table.registered = true;
+                table.frame_slots = Slots::Reserved;
+                return table;
+            }
+        }
+        // Safety: as above.
+        table.registered = unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
+        table
+    }
+
+    /// Fills the frame pool's slots when `buf` is its first buffer to come.
+    fn prepare(&mut self, ring: &IoUring, buf: &PoolBuf) {
+        if self.frame_slots != Slots::Reserved || self.files.holds(buf) {
+            return;
+        }
+        let Some(frames) = self.frames.as_ref().filter(|f| f.holds(buf)) else { return };
+        let at = self.files.count() as u32;
+        // Safety: the iovecs describe the frame pool's region, which lives as long as
+        // `self.frames` (a clone of the pool's Arc), i.e. longer than the ring (see `new`).
+        let filled =
+            unsafe { ring.submitter().register_buffers_update(at, &frames.iovecs(), None) };
+        // Refused (RLIMIT_MEMLOCK, for one): plain writes for the frame pool's buffers.
+        self.frame_slots = if filled.is_ok() { Slots::Filled } else { Slots::None };
+    }
+
+    /// The registered buffer `buf` lies in (WRITE_FIXED), None for a plain WRITE.
+    fn index(&self, buf: &PoolBuf) -> Option<u16> {
+        if !self.registered {
+            return None;
+        }
+        if self.files.holds(buf) {
+            return Some(buf.index() as u16);
+        }
+        self.frames.as_ref().filter(|f| f.holds(buf))?;
+        let slot = self.files.count() + buf.index() as usize;
+        (self.frame_slots == Slots::Filled).then_some(slot as u16)
+    }
+}
+
 /// Why the ring could not be set up (the caller falls back to the portable backend).
 pub fn setup() -> io::Result<IoUring> {
     if std::env::var_os("FASTUNTAR_TEST_NO_URING").is_some() {
@@ -143,18 +227,16 @@ impl Uring {
     pub fn new(
         ring: IoUring,
         pool: &Pool,
+        frames: Option<&Pool>,
         dest: Dest,
         policy: DirectPolicy,
         max_files: usize,
         open_buffered_here: bool,
     ) -> Uring {
-        // Safety: the iovecs describe the pool's region, which lives as long as `_pool` (a
-        // clone of the pool's Arc) inside this struct, i.e. longer than the ring.
-        let registered = unsafe { ring.submitter().register_buffers(&pool.iovecs()) }.is_ok();
+        let table = Table::new(&ring, pool, frames);
         Uring {
             ring,
-            _pool: pool.clone(),
-            registered,
+            table,
             dest,
             policy,
             ops: Slab::default(),
@@ -363,7 +445,8 @@ impl Uring {
 
     fn submit_data(&mut self, file: usize, offset: u64, buf: PoolBuf) -> Result<()> {
         let f = &mut self.files[file];
-        let (index, ptr, len) = (buf.index(), buf.as_ptr(), buf.len());
+        self.table.prepare(&self.ring, &buf);
+        let (index, ptr, len) = (self.table.index(&buf), buf.as_ptr(), buf.len());
         if f.direct {
             let fd = f.fd.as_ref().map_or(-1, |fd| fd.as_raw_fd());
             reserve(fd, f.size, &mut f.preallocated, offset + len as u64)
@@ -387,7 +470,7 @@ impl Uring {
         &mut self,
         file: usize,
         buf: Option<PoolBuf>,
-        index: u32,
+        index: Option<u16>,
         ptr: *const u8,
         len: usize,
         offset: u64,
@@ -395,10 +478,9 @@ impl Uring {
         let f = &mut self.files[file];
         let fd = types::Fd(f.fd.as_ref().map_or(-1, |fd| fd.as_raw_fd()));
         f.writes += 1;
-        let entry = if self.registered {
-            opcode::WriteFixed::new(fd, ptr, len as u32, index as u16).offset(offset).build()
-        } else {
-            opcode::Write::new(fd, ptr, len as u32).offset(offset).build()
+        let entry = match index {
+            Some(i) => opcode::WriteFixed::new(fd, ptr, len as u32, i).offset(offset).build(),
+            None => opcode::Write::new(fd, ptr, len as u32).offset(offset).build(),
         };
         let op =
             self.ops.insert(Pending { file, kind: OpKind::Write { buf, index, ptr, len, offset } });
@@ -416,7 +498,7 @@ impl Uring {
             && let Some((offset, start, buf)) = &f.tail
         {
             let (offset, start) = (*offset, *start);
-            let (index, len) = (buf.index(), buf.len() - start);
+            let (index, len) = (self.table.index(buf), buf.len() - start);
             // Safety: start <= buf.len(), so the pointer stays inside the buffer, which the
             // file keeps in `tail` until it is closed.
             let ptr = unsafe { buf.as_ptr().add(start) };
