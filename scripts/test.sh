@@ -57,8 +57,9 @@ set +e
 cargo test --release --no-fail-fast --all-targets 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 echo "test.sh: differential, hostile, corrupt, faults, incremental, url under ulimit -n 64 -l 64"
-FASTUNTAR_TEST_STOCK_LIMITS=1 cargo test --release --no-fail-fast --test differential \
-  --test hostile --test corrupt --test faults --test incremental --test url 2>&1 | tee -a "$log"
+FASTUNTAR_TEST_STOCK_LIMITS=1 cargo test --release --no-fail-fast --test tests -- \
+  suite::differential:: suite::hostile:: suite::corrupt:: suite::faults:: suite::incremental:: \
+  suite::url:: 2>&1 | tee -a "$log"
 stock=${PIPESTATUS[0]}
 ((status == 0)) && status=$stock
 # The default is a writer thread per CPU: every suite that writes runs again with the other
@@ -66,8 +67,9 @@ stock=${PIPESTATUS[0]}
 writers=1
 (($(nproc) < 2)) && writers=2
 echo "test.sh: differential, hostile, corrupt, faults, regressions, ordering with $writers writer thread(s)"
-FASTUNTAR_WRITER_THREADS=$writers cargo test --release --no-fail-fast --test differential \
-  --test hostile --test corrupt --test faults --test regressions --test ordering 2>&1 | tee -a "$log"
+FASTUNTAR_WRITER_THREADS=$writers cargo test --release --no-fail-fast --test tests -- \
+  suite::differential:: suite::hostile:: suite::corrupt:: suite::faults:: suite::regressions:: \
+  suite::ordering:: 2>&1 | tee -a "$log"
 one=${PIPESTATUS[0]}
 ((status == 0)) && status=$one
 set -e

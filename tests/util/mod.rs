@@ -8,6 +8,7 @@
 #![allow(dead_code)]
 
 pub mod engine;
+pub mod http;
 pub mod rawtar;
 pub mod snapshot;
 pub mod tree;

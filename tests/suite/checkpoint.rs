@@ -6,7 +6,7 @@
 //! and what `exec=` scripts see. stderr is compared after "fastuntar: " becomes "tar: ", with
 //! fastuntar's closing summary line left out and the rates (timing) masked.
 
-mod util;
+use crate::util;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! member (where one is known) and the archive offset, no panic, no hang, nothing written
 //! outside DIR.
 
-mod util;
+use crate::util;
 
 use std::fs;
 use std::path::{Path, PathBuf};

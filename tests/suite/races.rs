@@ -9,7 +9,7 @@
 //! would be. The victim, a root-owned file outside DIR, must keep its mode, owner, times and
 //! contents.
 
-mod util;
+use crate::util;
 
 use std::ffi::CString;
 use std::fs;

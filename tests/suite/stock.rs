@@ -9,7 +9,7 @@
 //! A tree that is missing is skipped with a printed reason; so is the unprivileged run when the
 //! tests do not run as root.
 
-mod util;
+use crate::util;
 
 use std::fs;
 use std::os::unix::fs::{PermissionsExt, chown};

@@ -27,7 +27,7 @@
 //! The peer corpus (`../shared/corpus/peer`) has GNU tar 1.34's verdict per archive in its
 //! README; where GNU tar fails fastuntar must fail too, unless `INTENDED` below says otherwise.
 
-mod util;
+use crate::util;
 
 use std::collections::BTreeMap;
 use std::fs;

@@ -23,7 +23,7 @@
 //! (warning, exit 2); a member replaces what is at its path by
 //! unlinking it first, never writing through a symlink or into a hard link's other names.
 
-mod util;
+use crate::util;
 
 use std::fs;
 use std::os::unix::ffi::OsStrExt;

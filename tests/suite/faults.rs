@@ -19,7 +19,7 @@
 //! case runs under all of them or under a subset named below with its reason. The rest of this
 //! file (its runner with a timeout, the mounts, the archives) is its own.
 
-mod util;
+use crate::util;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;

@@ -2,7 +2,7 @@
 //! it extracts to exactly the files `fixtures/sample.sha256` lists, with the archived modes
 //! and mtimes, under every writer configuration; and the script still makes it.
 
-mod util;
+use crate::util;
 
 use std::collections::BTreeSet;
 use std::fs;

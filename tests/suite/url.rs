@@ -4,10 +4,8 @@
 //! file; every case that should fail must fail with one line naming the URL, exit 2, and
 //! nothing written outside DEST.
 
-#[path = "util/http.rs"]
-#[allow(dead_code)]
-mod http;
-mod util;
+use crate::util;
+use crate::util::http;
 
 use std::time::{Duration, SystemTime};
 

@@ -12,7 +12,7 @@
 //!
 //! The hangs run under a timeout: a run that goes on past it is killed and fails its test.
 
-mod util;
+use crate::util;
 
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};

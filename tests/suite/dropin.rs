@@ -3,7 +3,7 @@
 //! destination prepared the same way, and the extracted trees, exit statuses and stdout
 //! compared. Stderr is compared only where README says nothing about its wording.
 
-mod util;
+use crate::util;
 
 use std::fs;
 use std::os::unix::fs::symlink;

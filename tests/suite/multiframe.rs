@@ -8,7 +8,7 @@
 //! these archives are the ones large enough for frames to be decoded ahead while the reader is
 //! on another, so `--json` must show them.
 
-mod util;
+use crate::util;
 
 use util::engine::{DECODERS, ZSTD_32M};
 use util::rawtar::{Header, Tar};

@@ -4,7 +4,7 @@
 //! a directory and back), say the same `-v` lines ("Deleting ..."), and list the same with
 //! `-t -vv`; under one writer (both backends) and several. Hostile lists stay inside DIR.
 
-mod util;
+use crate::util;
 
 use std::fs;
 use std::os::unix::ffi::OsStrExt;

@@ -14,7 +14,7 @@
 //! * A limit refusal is fatal and names the member and the flag; the member's file does not
 //!   exist afterwards, not even empty. `--snapshot` defaults: 5,000,000 members, 4 TiB.
 
-mod util;
+use crate::util;
 
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};

@@ -7,7 +7,7 @@
 //! compares the extracted trees (paths, types, contents, modes, mtimes), the exit codes and the
 //! names reported "Not found in archive", or the `-t` listings.
 
-mod util;
+use crate::util;
 
 use std::ffi::OsStr;
 use std::fs;

@@ -6,7 +6,7 @@
 //! Each case checks that GNU tar's tree has the attributes it is about before comparing, so a
 //! fastuntar that restores nothing cannot pass.
 
-mod util;
+use crate::util;
 
 use std::collections::BTreeMap;
 use std::ffi::CString;

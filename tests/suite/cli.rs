@@ -7,7 +7,7 @@
 //! GNU tar is the reference wherever it has an opinion. Every run goes through the test kit
 //! (`util::Cmd`), which sets `LC_ALL=C` for fastuntar and for GNU tar alike.
 
-mod util;
+use crate::util;
 
 use std::collections::BTreeMap;
 use std::fs;
