@@ -8,6 +8,7 @@
 //! (`util::Cmd`), which sets `LC_ALL=C` for fastuntar and for GNU tar alike.
 
 use crate::util;
+use crate::util::engine::{Matrix, THREADS_ONE_AND_MORE};
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -22,6 +23,21 @@ use util::{
     BIN, Cmd, Input, Output, Rng, TestDir, fastuntar, fastuntar_with, for_each_config, gnu_tar,
     have_tool, is_summary, note,
 };
+
+/// The rows this suite runs over (tests/util/engine.rs): every writer row for the cases that
+/// write (`for_each_config`); the options here act on names and metadata the writers carry out,
+/// so the decoder rows (plain tars), the stock limits (a handful of files) and a second
+/// writer-thread row change nothing except where the writers split the members (`THREADS`).
+const MATRIX: Matrix = Matrix::WRITERS;
+
+/// The cases whose outcome depends on how the writers split the members (-m, -k,
+/// --skip-old-files, owners): every writer row at one writer and at four (directories, links
+/// and FIFOs then come from the dispatcher, files from workers).
+const THREADS: Matrix = MATRIX.threads(THREADS_ONE_AND_MORE);
+
+/// `--snapshot -m`: the two backends at one and four writers (the snapshot layout's modes
+/// are the same decision in each).
+const BACKENDS: Matrix = THREADS.only(&["portable", "uring"]);
 
 // --- Test isolation -----------------------------------------------------------------------------
 
@@ -205,10 +221,7 @@ fn gnu_list(archive: &Path, verbose: bool) -> Output {
 fn list_checks_the_compressed_stream_to_its_end() {
     let _g = shared();
     let test = "list_checks_the_compressed_stream_to_its_end";
-    if !util::have_tools(test, &["tar", "zstd"]) {
-        return;
-    }
-    let td = TestDir::new(test);
+    let Some(td) = util::gnu::dir(test, &["zstd"]) else { return };
     let mut t = Tar::new();
     t.file("a", b"a\n");
     t.file("b", &Rng::new(1).bytes(10_000));
@@ -282,7 +295,7 @@ fn list_matches_gnu_tar_on_the_peer_corpus() {
     }
     let dir = corpus_dir();
     let Ok(rd) = fs::read_dir(&dir) else {
-        note(&format!("SKIP {test}: no corpus at {}", dir.display()));
+        util::skip(test, &format!("no corpus at {}", dir.display()));
         return;
     };
     let mut archives: Vec<PathBuf> = rd
@@ -1523,14 +1536,14 @@ fn keep_old_files_refuses_to_replace() {
     t.dir("top/sub/");
     t.file("top/sub/also-new", b"also new\n");
     let archive = td.write("k.tar", t.finish());
-    for_each_config("keep_old_files_refuses_to_replace", |cfg| {
+    for_each_config("keep_old_files_refuses_to_replace", &MATRIX, |cfg| {
         for flag in ["-k", "--keep-old-files"] {
             let d = td.fresh("dest");
             fs::create_dir(d.join("top")).unwrap();
             fs::write(d.join("top/existing"), b"old\n").unwrap();
             let out =
                 fastuntar_with(cfg).arg(flag).arg("-xf").arg(&archive).arg("-C").arg(&d).run();
-            let ctx = format!("{flag} [{}]\n{}", cfg.name, out.describe());
+            let ctx = format!("{flag} [{}]\n{}", cfg.name(), out.describe());
             // GNU tar: "top/existing: Cannot open: File exists", exit 2.
             assert_eq!(out.code, Some(2), "expected exit 2: {ctx}");
             let diags = out.diagnostics();
@@ -1616,10 +1629,6 @@ fn ownership_same_owner_and_default() {
 }
 
 // --- -m, --skip-old-files, owner names ----------------------------------------------------------
-
-/// Writer thread counts the cases below run at besides every writer row: one writer, and
-/// several (directories, links and FIFOs then come from the dispatcher, files from workers).
-const WRITER_THREADS: &[&str] = &["1", "3"];
 
 /// Seconds since the epoch, now.
 fn now_secs() -> i64 {
@@ -1848,28 +1857,21 @@ fn touch_keeps_the_time_of_extraction_like_gnu_tar() {
         // Without -m the times are the archive's: the window above means something.
         let old = snapshot(&gnu_extract(td, &archive, &["--no-same-owner"]));
         assert!(mtimes_within(&old, from, now_secs()).is_err(), "the archive's times are old");
-        for_each_config("touch_keeps_the_time_of_extraction_like_gnu_tar", |cfg| {
-            for threads in WRITER_THREADS {
-                for flag in ["-m", "--touch"] {
-                    let d = td.fresh("ours");
-                    let from = now_secs();
-                    let out = fastuntar_with(cfg)
-                        .args([flag, "--writer-threads", threads, "-xf"])
-                        .arg(&archive)
-                        .arg("-C")
-                        .arg(&d)
-                        .run();
-                    let ctx =
-                        format!("{flag} [{}, {threads} writers]\n{}", cfg.name, out.describe());
-                    assert_eq!(out.code, Some(0), "{ctx}");
-                    let ours = snapshot(&d);
-                    if let Err(e) = mtimes_within(&ours, from, now_secs()) {
-                        panic!("{e}\n{ctx}");
-                    }
-                    let cmp = Compare { root: false, ..cmp(td) };
-                    let (g, o) = (without_times(&gnu), without_times(&ours));
-                    assert_same(&g, "GNU tar -m", &o, "fastuntar -m", &cmp, &ctx);
+        for_each_config("touch_keeps_the_time_of_extraction_like_gnu_tar", &THREADS, |cfg| {
+            for flag in ["-m", "--touch"] {
+                let d = td.fresh("ours");
+                let from = now_secs();
+                let out =
+                    fastuntar_with(cfg).args([flag, "-xf"]).arg(&archive).arg("-C").arg(&d).run();
+                let ctx = format!("{flag} [{}]\n{}", cfg.name(), out.describe());
+                assert_eq!(out.code, Some(0), "{ctx}");
+                let ours = snapshot(&d);
+                if let Err(e) = mtimes_within(&ours, from, now_secs()) {
+                    panic!("{e}\n{ctx}");
                 }
+                let cmp = Compare { root: false, ..cmp(td) };
+                let (g, o) = (without_times(&gnu), without_times(&ours));
+                assert_same(&g, "GNU tar -m", &o, "fastuntar -m", &cmp, &ctx);
             }
         });
     });
@@ -1890,26 +1892,24 @@ fn touch_applies_in_snapshot_mode() {
     t.header(&old(Header::dir("accounts/")));
     t.entry(&old(Header::file("accounts/123.0")), &Rng::new(3).bytes(100_000));
     let archive = td.write("s.tar", t.finish());
-    for cfg in util::writer_rows(&["portable", "uring"]) {
-        for threads in WRITER_THREADS {
-            let d = td.fresh("dest");
-            let from = now_secs();
-            let out = fastuntar_with(cfg)
-                .args(["--snapshot", "-m", "--writer-threads", threads, "-xf"])
-                .arg(&archive)
-                .arg("-C")
-                .arg(&d)
-                .run();
-            let ctx = format!("[{}, {threads} writers]\n{}", cfg.name, out.describe());
-            assert_eq!(out.code, Some(0), "{ctx}");
-            let s = snapshot(&d);
-            if let Err(e) = mtimes_within(&s, from, now_secs()) {
-                panic!("{e}\n{ctx}");
-            }
-            assert_eq!(s.get("accounts/123.0").map(|e| e.mode), Some(0o644), "{ctx}");
-            assert_eq!(s.get("snapshots/123").map(|e| e.mode), Some(0o755), "{ctx}");
+    for_each_config("touch_applies_in_snapshot_mode", &BACKENDS, |cfg| {
+        let d = td.fresh("dest");
+        let from = now_secs();
+        let out = fastuntar_with(cfg)
+            .args(["--snapshot", "-m", "-xf"])
+            .arg(&archive)
+            .arg("-C")
+            .arg(&d)
+            .run();
+        let ctx = format!("[{}]\n{}", cfg.name(), out.describe());
+        assert_eq!(out.code, Some(0), "{ctx}");
+        let s = snapshot(&d);
+        if let Err(e) = mtimes_within(&s, from, now_secs()) {
+            panic!("{e}\n{ctx}");
         }
-    }
+        assert_eq!(s.get("accounts/123.0").map(|e| e.mode), Some(0o644), "{ctx}");
+        assert_eq!(s.get("snapshots/123").map(|e| e.mode), Some(0o755), "{ctx}");
+    });
 }
 
 /// Sets up DEST as it was before a `--skip-old-files` run: an existing file, symlink, FIFO and
@@ -1977,32 +1977,26 @@ fn skip_old_files_like_gnu_tar() {
         assert!(gnu_skipped.len() >= 5, "GNU tar names the kept members\n{}", gnu.describe());
         let want = snapshot(&g);
         assert_eq!(util::read(g.join("top/existing")), b"old\n");
-        for_each_config("skip_old_files_like_gnu_tar", |cfg| {
-            for threads in WRITER_THREADS {
-                for verbose in [false, true] {
-                    let d = td.fresh("ours");
-                    old_files(&d);
-                    let mut cmd = fastuntar_with(cfg);
-                    cmd.args(["--skip-old-files", "--writer-threads", threads]);
-                    if verbose {
-                        cmd.arg("-v");
-                    }
-                    cmd.arg("-xf");
-                    let out = cmd.arg(&archive).arg("-C").arg(&d).run();
-                    let ctx = format!(
-                        "[{}, {threads} writers, -v {verbose}]\n{}",
-                        cfg.name,
-                        out.describe()
-                    );
-                    assert_eq!(out.code, Some(0), "{ctx}");
-                    let said = skipping(&out.stderr_str(), "fastuntar: ");
-                    if verbose {
-                        assert_eq!(said, gnu_skipped, "-v names what GNU tar names: {ctx}");
-                    } else {
-                        assert_eq!(out.diagnostics(), Vec::<String>::new(), "silent: {ctx}");
-                    }
-                    assert_same(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp(td), &ctx);
+        for_each_config("skip_old_files_like_gnu_tar", &THREADS, |cfg| {
+            for verbose in [false, true] {
+                let d = td.fresh("ours");
+                old_files(&d);
+                let mut cmd = fastuntar_with(cfg);
+                cmd.arg("--skip-old-files");
+                if verbose {
+                    cmd.arg("-v");
                 }
+                cmd.arg("-xf");
+                let out = cmd.arg(&archive).arg("-C").arg(&d).run();
+                let ctx = format!("[{}, -v {verbose}]\n{}", cfg.name(), out.describe());
+                assert_eq!(out.code, Some(0), "{ctx}");
+                let said = skipping(&out.stderr_str(), "fastuntar: ");
+                if verbose {
+                    assert_eq!(said, gnu_skipped, "-v names what GNU tar names: {ctx}");
+                } else {
+                    assert_eq!(out.diagnostics(), Vec::<String>::new(), "silent: {ctx}");
+                }
+                assert_same(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp(td), &ctx);
             }
         });
     });
@@ -2033,22 +2027,15 @@ fn keep_old_files_keeps_directories_like_gnu_tar() {
         let gnu = Cmd::new("tar").args(["-k", "-xf"]).arg(&archive).arg("-C").arg(&g).run();
         assert_eq!(gnu.code, Some(2), "GNU tar -k fails the files\n{}", gnu.describe());
         let want = snapshot(&g);
-        for_each_config("keep_old_files_keeps_directories_like_gnu_tar", |cfg| {
-            for threads in WRITER_THREADS {
-                let d = td.fresh("ours");
-                old_files(&d);
-                let out = fastuntar_with(cfg)
-                    .args(["-k", "--writer-threads", threads, "-xf"])
-                    .arg(&archive)
-                    .arg("-C")
-                    .arg(&d)
-                    .run();
-                let ctx = format!("[{}, {threads} writers]\n{}", cfg.name, out.describe());
-                assert_eq!(out.code, gnu.code, "{ctx}");
-                // The file, the symlink and the FIFO; never a directory.
-                assert_eq!(out.diagnostics().len(), 3, "{ctx}");
-                assert_same(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp(td), &ctx);
-            }
+        for_each_config("keep_old_files_keeps_directories_like_gnu_tar", &THREADS, |cfg| {
+            let d = td.fresh("ours");
+            old_files(&d);
+            let out = fastuntar_with(cfg).args(["-k", "-xf"]).arg(&archive).arg("-C").arg(&d).run();
+            let ctx = format!("[{}]\n{}", cfg.name(), out.describe());
+            assert_eq!(out.code, gnu.code, "{ctx}");
+            // The file, the symlink and the FIFO; never a directory.
+            assert_eq!(out.diagnostics().len(), 3, "{ctx}");
+            assert_same(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp(td), &ctx);
         });
     });
 }
@@ -2118,22 +2105,19 @@ fn same_owner_maps_names_like_gnu_tar() {
             let want = snapshot(&g);
             let got = want.get("d/both").map(|e| (e.uid, e.gid));
             assert_eq!(got, Some(both), "GNU tar {flags:?}: d/both's owner");
-            for_each_config(test, |cfg| {
-                for threads in WRITER_THREADS {
-                    let d = td.fresh("ours");
-                    let out = fastuntar_with(cfg)
-                        .args(flags)
-                        .args(["--writer-threads", threads, "-xf"])
-                        .arg(&archive)
-                        .arg("-C")
-                        .arg(&d)
-                        .run();
-                    let ctx =
-                        format!("{flags:?} [{}, {threads} writers]\n{}", cfg.name, out.describe());
-                    assert_eq!(out.code, Some(0), "{ctx}");
-                    let cmp = Compare { owner: true, root: false, ..cmp(td) };
-                    assert_same(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp, &ctx);
-                }
+            for_each_config(test, &THREADS, |cfg| {
+                let d = td.fresh("ours");
+                let out = fastuntar_with(cfg)
+                    .args(flags)
+                    .arg("-xf")
+                    .arg(&archive)
+                    .arg("-C")
+                    .arg(&d)
+                    .run();
+                let ctx = format!("{flags:?} [{}]\n{}", cfg.name(), out.describe());
+                assert_eq!(out.code, Some(0), "{ctx}");
+                let cmp = Compare { owner: true, root: false, ..cmp(td) };
+                assert_same(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp, &ctx);
             });
         }
         // With --no-same-owner, --numeric-owner changes nothing but the set-id rule's notion of
@@ -2187,7 +2171,7 @@ fn same_owner_refused_to_a_user_like_gnu_tar() {
         let gnu = gnu.user(65534, 65534).run();
         assert_eq!(gnu.code, Some(2), "{}", gnu.describe());
         let want = snapshot(&g);
-        for_each_config(test, |cfg| {
+        for_each_config(test, &MATRIX, |cfg| {
             let d = dest("ours");
             let out = fastuntar_with(cfg)
                 .args(["--same-owner", "-xf"])
@@ -2196,7 +2180,7 @@ fn same_owner_refused_to_a_user_like_gnu_tar() {
                 .arg(&d)
                 .user(65534, 65534)
                 .run();
-            let ctx = format!("[{}]\n{}", cfg.name, out.describe());
+            let ctx = format!("[{}]\n{}", cfg.name(), out.describe());
             assert_eq!(out.code, gnu.code, "{ctx}");
             for name in ["d/f", "d/l", "d/p"] {
                 let line = format!(
@@ -2271,22 +2255,14 @@ fn files_of_our_own_owner_in_setgid_directories_like_gnu_tar() {
             let want = snapshot(&g);
             let zero: Vec<_> = want.entries.iter().filter(|(_, e)| e.gid == 0).collect();
             assert!(zero.len() >= 2, "{case}: GNU tar gave no file group 0: {want:?}");
-            for_each_config(test, |cfg| {
-                for threads in WRITER_THREADS {
-                    let d = td.fresh("ours");
-                    prepare(&d);
-                    let out = fastuntar_with(cfg)
-                        .args(["--writer-threads", threads, "-xf"])
-                        .arg(archive)
-                        .arg("-C")
-                        .arg(&d)
-                        .run();
-                    let ctx =
-                        format!("{case} [{}, {threads} writers]\n{}", cfg.name, out.describe());
-                    assert_eq!(out.code, Some(0), "{ctx}");
-                    let cmp = Compare { owner: true, ..cmp(td) };
-                    assert_same(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp, &ctx);
-                }
+            for_each_config(test, &THREADS, |cfg| {
+                let d = td.fresh("ours");
+                prepare(&d);
+                let out = fastuntar_with(cfg).arg("-xf").arg(archive).arg("-C").arg(&d).run();
+                let ctx = format!("{case} [{}]\n{}", cfg.name(), out.describe());
+                assert_eq!(out.code, Some(0), "{ctx}");
+                let cmp = Compare { owner: true, ..cmp(td) };
+                assert_same(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp, &ctx);
             });
         }
     });
@@ -2430,10 +2406,7 @@ fn gnu_to_stdout(td: &TestDir, archive: &Path, flags: &[&str]) -> Output {
 #[test]
 fn to_stdout_matches_gnu_tar() {
     let _g = shared();
-    if !util::have_tools("to_stdout_matches_gnu_tar", &["tar", "zstd", "mkfifo"]) {
-        return;
-    }
-    let td = TestDir::new("to_stdout");
+    let Some(td) = util::gnu::dir("to_stdout_matches_gnu_tar", &["zstd", "mkfifo"]) else { return };
     let src = td.join("src");
     fs::create_dir(&src).unwrap();
     let expected_len = to_stdout_tree(&src);

@@ -34,11 +34,23 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use util::engine::{self, Encoding, Set, for_each_run};
+use util::engine::{self, Encoding, Matrix, Set, THREADS_DEFAULT_AND_ONE, for_each_run};
 use util::rawtar::{self, Header, Magic, Num, Tar};
 use util::snapshot::{Compare, assert_same, diff, snapshot};
 use util::tree::{self, TreeOpts};
 use util::{Cmd, Input, TestDir, fastuntar, have_tool, have_tools};
+
+/// The rows this suite runs over (tests/util/engine.rs): a plain tar under every writer row, a
+/// compressed one under every decoder row with the two sweep writers (hundreds of archives: the
+/// decoder rows meet the writer rows in hostile.rs and corrupt.rs too); one writer and the
+/// default; the stock limits (a real tree's directories and files in flight within 64
+/// descriptors).
+const MATRIX: Matrix = Matrix {
+    writers: None,
+    compressed: Set::Sweep,
+    threads: THREADS_DEFAULT_AND_ONE,
+    limits: true,
+};
 
 // =============================================================================================
 // (a) The peer corpus
@@ -180,10 +192,10 @@ fn run_corpus(test: &str, select: impl Fn(&str) -> bool) {
     let dir = corpus_dir();
     let readme = dir.join("README.md");
     if !readme.is_file() {
-        util::note(&format!(
-            "SKIP {test}: no peer corpus at {} (shared/ is not beside the repo)",
-            dir.display()
-        ));
+        util::skip(
+            test,
+            &format!("no peer corpus at {} (shared/ is not beside the repo)", dir.display()),
+        );
         return;
     }
     if !have_tool(test, "tar") {
@@ -253,7 +265,7 @@ fn run_corpus(test: &str, select: impl Fn(&str) -> bool) {
         };
         let want = snapshot(&reference);
         let bytes = util::read(&archive);
-        for run in engine::runs(Set::Sweep, corpus_encodings(name)) {
+        for run in engine::runs(name, &MATRIX, corpus_encodings(name)) {
             let input = match run.encoding {
                 Encoding::Plain | Encoding::AsBuilt => archive.clone(),
                 e => td.write(format!("input{}", e.suffix()), e.encode(&bytes)),
@@ -345,10 +357,10 @@ fn peer_corpus_gzip_bzip2_lz4() {
 fn corpus_readme_table_is_complete() {
     let dir = corpus_dir();
     let Ok(readme) = fs::read_to_string(dir.join("README.md")) else {
-        util::note(&format!(
-            "SKIP corpus_readme_table_is_complete: no peer corpus at {}",
-            dir.display()
-        ));
+        util::skip(
+            "corpus_readme_table_is_complete",
+            &format!("no peer corpus at {}", dir.display()),
+        );
         return;
     };
     let verdicts = parse_verdicts(&readme);
@@ -449,7 +461,7 @@ fn compare_with_reference(
             }
         })
         .collect();
-    for_each_run(test, Set::Sweep, encodings, |run| {
+    for_each_run(test, &MATRIX, encodings, |run| {
         let input = &inputs[encodings.iter().position(|e| *e == run.encoding).unwrap()];
         let d = td.fresh("ours");
         let out = run.cmd_on(input).arg("-x").arg("-C").arg(&d).args(extra).run();
@@ -894,10 +906,7 @@ fn generated_tree_round_trips_through_gnu_tar() {
 
 /// Writes `archive` and compares fastuntar with GNU tar on it, under every writer config.
 fn handmade(test: &str, archive: Vec<u8>) {
-    if !have_tool(test, "tar") {
-        return;
-    }
-    let td = TestDir::new(test);
+    let Some(td) = util::gnu::dir(test, &[]) else { return };
     let a = td.write("a.tar", &archive);
     compare_with_reference(test, &td, &a, GNU_X, &[], false);
 }
@@ -1064,7 +1073,7 @@ fn sparse_in_small_frames_with_threads_4() {
     let test = "sparse_in_small_frames_with_threads_4";
     let archive = corpus_dir().join("test_read_format_gtar_sparse_1_13.tar");
     if !archive.is_file() || !have_tool(test, "tar") {
-        util::note(&format!("SKIP {test}: no peer corpus"));
+        util::skip(test, "no peer corpus");
         return;
     }
     let td = TestDir::new(test);

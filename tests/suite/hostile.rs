@@ -30,11 +30,25 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 
-use util::engine::{Encoding, PLAIN_AND_SMALL_FRAMES, Set, ZSTD_1, ZSTD_FRAMINGS, for_each_run};
+use util::engine::{
+    Encoding, Matrix, PLAIN_AND_SMALL_FRAMES, Set, THREADS_DEFAULT_AND_ONE, ZSTD_1, ZSTD_FRAMINGS,
+    for_each_run,
+};
 use util::rawtar::{self, Header, Num, Tar};
 use util::snapshot::{Compare, Kind, assert_same, snapshot};
 use util::tree::set_mtime;
 use util::{Output, TestDir};
+
+/// The rows this suite runs over (tests/util/engine.rs): a plain tar under every writer row (each
+/// writer keeps DIR's boundary itself), a compressed one (1021-byte frames) under every decoder
+/// row with the two sweep writers; one writer and the default (the dispatcher and its workers
+/// decide the order of what lands); the stock limits (refusals must not need descriptors).
+const MATRIX: Matrix = Matrix {
+    writers: None,
+    compressed: Set::Sweep,
+    threads: THREADS_DEFAULT_AND_ONE,
+    limits: true,
+};
 
 struct Scene {
     case: PathBuf,
@@ -178,7 +192,7 @@ fn hostile_in(
     check: impl Fn(&Scene, &Output),
 ) {
     let td = TestDir::new(test);
-    for_each_run(test, Set::Sweep, encodings, |run| {
+    for_each_run(test, &MATRIX, encodings, |run| {
         let s = Scene::new(&td);
         let file = format!("archive{}", run.encoding.suffix());
         let archive = s.case.join(&file);
@@ -1109,7 +1123,7 @@ hostile_cases! {
 fn assert_rss_below(out: &Output, kib: u64) {
     match out.peak_rss_kib {
         Some(rss) => assert!(rss < kib, "peak RSS {} MiB\n{}", rss >> 10, out.describe()),
-        None => util::note("SKIP peak RSS check: /usr/bin/time not installed"),
+        None => util::skip("peak RSS check", "/usr/bin/time not installed"),
     }
 }
 

@@ -298,10 +298,18 @@ fn uncached_archives_are_read_direct() {
         after <= 2 << 20,
         "{after} of the archive's {size} bytes were left in the page cache: not read direct"
     );
-    // Now cached: read through the cache, the same files.
+    // Now cached: read through the cache, the same files. Memory pressure from elsewhere (a
+    // loaded machine, a full /dev/shm) may evict pages meanwhile: a control file of the same
+    // size, cached at the same time, says whether it did (then the check cannot be made).
+    let control = td.write("control", vec![7u8; size as usize]);
     std::fs::read(&zst).unwrap();
+    std::fs::read(&control).unwrap();
     let cached = extract("cached");
-    assert!(resident_bytes(&zst) >= size - 4096, "a cached archive stays cached");
+    if resident_bytes(&control) >= size - 4096 {
+        assert!(resident_bytes(&zst) >= size - 4096, "a cached archive stays cached");
+    } else {
+        util::note(&format!("{test}: memory pressure evicted the control file: not checked"));
+    }
     assert_same(&cached, "cached", &uncached, "uncached", &Compare::extraction(started), test);
 }
 

@@ -283,7 +283,7 @@ fn transform_matches_gnu_tar() {
     let version = Command::new("tar").arg("--version").env("LC_ALL", "C").output();
     let is_gnu = version.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("GNU tar"));
     if !is_gnu {
-        let _ = writeln!(std::io::stderr(), "SKIP transform_matches_gnu_tar: GNU tar missing");
+        crate::util::skip("transform_matches_gnu_tar", "GNU tar missing");
         return;
     }
     let dir =
