@@ -165,7 +165,7 @@ fn small_archive(td: &TestDir, name: &str) -> PathBuf {
 /// GNU tar's extraction of `archive` with `args`, into a fresh directory.
 fn gnu_extract(td: &TestDir, archive: &Path, args: &[&str]) -> PathBuf {
     let d = td.fresh("gnu");
-    let out = Cmd::new("tar").args(args).arg("-xf").arg(archive).arg("-C").arg(&d).run();
+    let out = Cmd::new("tar").args(args).extract(archive, &d).run();
     assert!(out.success(), "GNU tar -x failed\n{}", out.describe());
     d
 }
@@ -243,7 +243,7 @@ fn list_checks_the_compressed_stream_to_its_end() {
         let gnu = gnu_tar(["-tf".as_ref(), archive.as_os_str()]);
         assert!(!gnu.success(), "[{label}] GNU tar accepts it\n{}", gnu.describe());
         let d = td.fresh("x");
-        let x = fastuntar().arg("-xf").arg(&archive).arg("-C").arg(&d).run();
+        let x = fastuntar().extract(&archive, &d).run();
         let t = fastuntar().arg("-tf").arg(&archive).run();
         if x.code != Some(2) || t.code == Some(0) {
             failures.push(format!(
@@ -488,7 +488,7 @@ fn exclude_matches_gnu_tar() {
             // Extraction.
             let g = gnu_extract(td, &archive, &flag_refs);
             let d = td.fresh("ours");
-            let ours = fastuntar().args(&flags).arg("-xf").arg(&archive).arg("-C").arg(&d).run();
+            let ours = fastuntar().args(&flags).extract(&archive, &d).run();
             if ours.code != Some(0) {
                 failures.push(format!("{pats:?}: -x exits {:?}\n{}", ours.code, ours.describe()));
             } else {
@@ -844,7 +844,7 @@ fn json_summary() {
         ),
     ] {
         let d = td.fresh("dest");
-        let out = fastuntar().args(args).arg("-xf").arg(&archive).arg("-C").arg(&d).run();
+        let out = fastuntar().args(args).extract(&archive, &d).run();
         let ctx = format!("[{label}]\n{}", out.describe());
         assert_eq!(out.code, Some(0), "{ctx}");
         let j = json_of(&out);
@@ -1030,7 +1030,7 @@ fn summary_line_and_quiet() {
     ] {
         // Success is quiet off a terminal, as GNU tar's (issue 28).
         let d = td.fresh("dest");
-        let out = fastuntar().args(args).arg("-xf").arg(&archive).arg("-C").arg(&d).run();
+        let out = fastuntar().args(args).extract(&archive, &d).run();
         let ctx = format!("{args:?}\n{}", out.describe());
         assert_eq!(out.code, Some(0), "{ctx}");
         assert!(out.stderr.is_empty() && out.stdout.is_empty(), "not quiet: {ctx}");
@@ -1065,7 +1065,7 @@ fn summary_line_and_quiet() {
         assert!(last.starts_with(&want), "expected `{want}...`: {ctx}");
 
         let d = td.fresh("dest");
-        let out = fastuntar().args(args).arg("-q").arg("-xf").arg(&archive).arg("-C").arg(&d).run();
+        let out = fastuntar().args(args).arg("-q").extract(&archive, &d).run();
         let ctx = format!("-q {args:?}\n{}", out.describe());
         assert_eq!(out.code, Some(0), "{ctx}");
         assert!(out.stderr.is_empty(), "-q on a clean archive must print nothing: {ctx}");
@@ -1473,7 +1473,7 @@ fn tar_spellings() {
         for rel in ["new", "new2/deeper"] {
             let d = td.join(format!("missing/{rel}"));
             let _ = fs::create_dir_all(td.join("missing"));
-            let out = fastuntar().arg("-xf").arg(&archive).arg("-C").arg(&d).run();
+            let out = fastuntar().extract(&archive, &d).run();
             if out.code != Some(0) || !d.is_dir() {
                 failures.push(format!("-C {rel} (missing): not created\n{}", out.describe()));
                 continue;
@@ -1541,8 +1541,7 @@ fn keep_old_files_refuses_to_replace() {
             let d = td.fresh("dest");
             fs::create_dir(d.join("top")).unwrap();
             fs::write(d.join("top/existing"), b"old\n").unwrap();
-            let out =
-                fastuntar_with(cfg).arg(flag).arg("-xf").arg(&archive).arg("-C").arg(&d).run();
+            let out = fastuntar_with(cfg).arg(flag).extract(&archive, &d).run();
             let ctx = format!("{flag} [{}]\n{}", cfg.name(), out.describe());
             // GNU tar: "top/existing: Cannot open: File exists", exit 2.
             assert_eq!(out.code, Some(2), "expected exit 2: {ctx}");
@@ -1619,7 +1618,7 @@ fn ownership_same_owner_and_default() {
         (&["--no-same-owner", "--same-owner"][..], (1234, 5678)),
     ] {
         let d = td.fresh("dest");
-        let out = fastuntar().args(args).arg("-xf").arg(&archive).arg("-C").arg(&d).run();
+        let out = fastuntar().args(args).extract(&archive, &d).run();
         assert_eq!(out.code, Some(0), "{args:?}\n{}", out.describe());
         for p in ["d", "d/f", "d/l"] {
             let m = fs::symlink_metadata(d.join(p)).unwrap();
@@ -2010,7 +2009,7 @@ fn keep_and_skip_old_files_conflict() {
     let archive = skip_archive(&td);
     for args in [["-k", "--skip-old-files"], ["--skip-old-files", "--keep-old-files"]] {
         let d = td.fresh("dest");
-        let out = fastuntar().args(args).arg("-xf").arg(&archive).arg("-C").arg(&d).run();
+        let out = fastuntar().args(args).extract(&archive, &d).run();
         assert_eq!(out.code, Some(2), "{args:?}\n{}", out.describe());
         assert!(out.stderr_str().contains("cannot be used with"), "{}", out.describe());
         assert!(!exists(&d.join("top")), "nothing extracted\n{}", out.describe());
@@ -2107,13 +2106,7 @@ fn same_owner_maps_names_like_gnu_tar() {
             assert_eq!(got, Some(both), "GNU tar {flags:?}: d/both's owner");
             for_each_config(test, &THREADS, |cfg| {
                 let d = td.fresh("ours");
-                let out = fastuntar_with(cfg)
-                    .args(flags)
-                    .arg("-xf")
-                    .arg(&archive)
-                    .arg("-C")
-                    .arg(&d)
-                    .run();
+                let out = fastuntar_with(cfg).args(flags).extract(&archive, &d).run();
                 let ctx = format!("{flags:?} [{}]\n{}", cfg.name(), out.describe());
                 assert_eq!(out.code, Some(0), "{ctx}");
                 let cmp = Compare { owner: true, root: false, ..cmp(td) };
@@ -2124,7 +2117,7 @@ fn same_owner_maps_names_like_gnu_tar() {
         // the archive's owner: everything belongs to us (root).
         for flags in [&["--no-same-owner"][..], &["--no-same-owner", "--numeric-owner"]] {
             let d = td.fresh("ours");
-            let out = fastuntar().args(flags).arg("-xf").arg(&archive).arg("-C").arg(&d).run();
+            let out = fastuntar().args(flags).extract(&archive, &d).run();
             assert_eq!(out.code, Some(0), "{flags:?}\n{}", out.describe());
             let s = snapshot(&d);
             let others: Vec<_> =
@@ -2250,7 +2243,7 @@ fn files_of_our_own_owner_in_setgid_directories_like_gnu_tar() {
         for (case, archive, prepare) in cases {
             let g = td.fresh("gnu");
             prepare(&g);
-            let out = Cmd::new("tar").arg("-xf").arg(archive).arg("-C").arg(&g).run();
+            let out = Cmd::new("tar").extract(archive, &g).run();
             assert!(out.success(), "{case}: GNU tar\n{}", out.describe());
             let want = snapshot(&g);
             let zero: Vec<_> = want.entries.iter().filter(|(_, e)| e.gid == 0).collect();
@@ -2258,7 +2251,7 @@ fn files_of_our_own_owner_in_setgid_directories_like_gnu_tar() {
             for_each_config(test, &THREADS, |cfg| {
                 let d = td.fresh("ours");
                 prepare(&d);
-                let out = fastuntar_with(cfg).arg("-xf").arg(archive).arg("-C").arg(&d).run();
+                let out = fastuntar_with(cfg).extract(archive, &d).run();
                 let ctx = format!("{case} [{}]\n{}", cfg.name(), out.describe());
                 assert_eq!(out.code, Some(0), "{ctx}");
                 let cmp = Compare { owner: true, ..cmp(td) };
@@ -2294,14 +2287,7 @@ fn setid_rule_uses_the_owner_by_name() {
     for (flags, by_name, uid0) in [(&[][..], 0o6755, 0o755), (&["--numeric-owner"], 0o755, 0o6755)]
     {
         let d = td.fresh("dest");
-        let out = fastuntar()
-            .arg("--no-same-owner")
-            .args(flags)
-            .arg("-xf")
-            .arg(&archive)
-            .arg("-C")
-            .arg(&d)
-            .run();
+        let out = fastuntar().arg("--no-same-owner").args(flags).extract(&archive, &d).run();
         assert_eq!(out.code, Some(0), "{flags:?}\n{}", out.describe());
         let mode = |p: &str| fs::metadata(d.join(p)).unwrap().mode() & 0o7777;
         assert_eq!(mode("root-by-name"), by_name, "{flags:?}: root-by-name");

@@ -333,13 +333,7 @@ fn absurd_extension_header_sizes() {
 /// The outcome GNU tar gives on `archive`, and its tree when it succeeds.
 fn gnu_reference(td: &TestDir, archive: &Path) -> Option<util::snapshot::Snapshot> {
     let d = td.fresh("gnu");
-    let r = Cmd::new("tar")
-        .arg("-xf")
-        .arg(archive)
-        .arg("-C")
-        .arg(&d)
-        .args(["--no-same-owner", "-p"])
-        .run();
+    let r = Cmd::new("tar").extract(archive, &d).args(["--no-same-owner", "-p"]).run();
     let snap = r.success().then(|| snapshot(&d));
     let _ = fs::remove_dir_all(&d);
     snap

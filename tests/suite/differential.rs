@@ -633,7 +633,7 @@ fn zstd_skippable_frame_between() {
 fn gnu_extract(g: &Generated, archive: &Path) -> PathBuf {
     let d = g.td.fresh("ref");
     let mut tar = Cmd::new("tar");
-    let r = tar.arg("-xf").arg(archive).arg("-C").arg(&d).args(["--no-same-owner", "-p"]).run();
+    let r = tar.extract(archive, &d).args(["--no-same-owner", "-p"]).run();
     assert!(r.success(), "{}", r.describe());
     d
 }
@@ -762,7 +762,7 @@ fn spellings() {
 fn creates_missing_dest() {
     let Some((g, a, _)) = spelling_setup("creates_missing_dest") else { return };
     let d = g.td.join("not-yet");
-    let out = fastuntar().arg("-xf").arg(&a).arg("-C").arg(&d).run();
+    let out = fastuntar().extract(&a, &d).run();
     out.expect_code(0);
     assert!(d.join("t/sizes/f513").is_file(), "{}", out.describe());
     // Created like `mkdir`: 0777 minus the umask (GNU tar's implied directories get the same).
@@ -773,7 +773,7 @@ fn creates_missing_dest() {
     };
     assert_created_like_mkdir(&d, &out);
     let nested = g.td.join("not/yet/either");
-    let out = fastuntar().arg("-xf").arg(&a).arg("-C").arg(&nested).run();
+    let out = fastuntar().extract(&a, &nested).run();
     if out.success() {
         assert_created_like_mkdir(&nested, &out);
     }

@@ -436,7 +436,7 @@ fn lzip_and_lzop_found_by_magic_like_gnu_tar() {
         for with_flag in [false, true] {
             let run = |mut cmd: Cmd| {
                 let dest = td.fresh("stdin");
-                cmd.args(with_flag.then_some(flag)).arg("-xf").arg("-").arg("-C").arg(&dest);
+                cmd.args(with_flag.then_some(flag)).extract("-", &dest);
                 let out = cmd.stdin(util::Input::File(archive.to_path_buf())).run();
                 (out, dest.join("top").exists())
             };
@@ -450,7 +450,7 @@ fn lzip_and_lzop_found_by_magic_like_gnu_tar() {
     for (archive, program) in [(&lz, "lzip"), (&lzo, "lzop")] {
         let run = |mut cmd: Cmd| {
             let dest = td.fresh("missing");
-            let out = cmd.env("PATH", &empty).arg("-xf").arg(archive).arg("-C").arg(&dest).run();
+            let out = cmd.env("PATH", &empty).extract(archive, &dest).run();
             (out, fs::read_dir(&dest).unwrap().count())
         };
         let ((gnu, g), (ours, o)) = (run(Cmd::new(&tar)), run(fastuntar()));
@@ -606,7 +606,7 @@ fn delay_directory_restore_fills_a_read_only_directory_like_gnu_tar() {
             let dest = td.fresh("dest");
             std::os::unix::fs::chown(&dest, Some(65534), Some(65534)).unwrap();
             cmd.user(65534, 65534).args(delay.then_some("--delay-directory-restore"));
-            let out = cmd.arg("-xf").arg(&archive).arg("-C").arg(&dest).run();
+            let out = cmd.extract(&archive, &dest).run();
             (out, dest)
         };
         let ((gnu, g), (ours, o)) = (run(Cmd::new("tar")), run(fastuntar()));

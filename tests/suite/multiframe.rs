@@ -89,7 +89,7 @@ fn agave_frames_extract_and_list_like_gnu_tar() {
     assert!(frames >= 4, "the archive should have 4 frames or more, has {frames}");
 
     let gnu = td.fresh("gnu");
-    let g = Cmd::new("tar").arg("-xf").arg(&plain).arg("-C").arg(&gnu).run();
+    let g = Cmd::new("tar").extract(&plain, &gnu).run();
     assert!(g.success(), "GNU tar failed\n{}", g.describe());
     let want = snapshot(&gnu);
     let started = std::time::SystemTime::now() - std::time::Duration::from_secs(1);
@@ -184,13 +184,7 @@ fn a_damaged_middle_frame_of_agave_framing() {
         let ctx = decoder.name;
         let r = std::panic::catch_unwind(|| {
             let dest = td.fresh("ours");
-            let out = util::fastuntar()
-                .args(decoder.args)
-                .arg("-xf")
-                .arg(&zst)
-                .arg("-C")
-                .arg(&dest)
-                .run();
+            let out = util::fastuntar().args(decoder.args).extract(&zst, &dest).run();
             assert_eq!(out.code, Some(2), "[{ctx}] {}", out.describe());
             let diags = out.diagnostics();
             assert_eq!(diags.len(), 1, "[{ctx}] one line\n{}", out.describe());

@@ -410,7 +410,7 @@ fn trailing_padding_and_garbage_like_gnu_tar() {
                 ("gzip -t", Cmd::new(tool).arg("-t").arg(&a).run())
             } else {
                 let dest = td.fresh("gnu");
-                ("GNU tar", Cmd::new("tar").arg(flag).arg("-xf").arg(&a).arg("-C").arg(&dest).run())
+                ("GNU tar", Cmd::new("tar").arg(flag).extract(&a, &dest).run())
             };
             if g.success() != (want == 0) {
                 failures

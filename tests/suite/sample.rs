@@ -71,9 +71,9 @@ fn sample_matches_gnu_tar() {
     util::with_tools(test, &["tar", "zstd"], |td| {
         let archive = fixtures().join("sample.tar.zst");
         let (a, b) = (td.fresh("gnu"), td.fresh("ours"));
-        let g = Cmd::new("tar").arg("-xf").arg(&archive).arg("-C").arg(&a).run();
+        let g = Cmd::new("tar").extract(&archive, &a).run();
         assert!(g.success(), "{}", g.describe());
-        let out = util::fastuntar().arg("-xf").arg(&archive).arg("-C").arg(&b).run();
+        let out = util::fastuntar().extract(&archive, &b).run();
         out.expect_code(0);
         assert_same(
             &snapshot(&a),

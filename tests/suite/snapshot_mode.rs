@@ -56,7 +56,7 @@ fn for_each_backend(test: &str, case: impl FnMut(&Engine)) {
 /// Extracts `archive` into a fresh DIR under `cfg` with `args`; returns DIR and the output.
 fn extract(td: &TestDir, cfg: &impl Flags, archive: &Path, args: &[&str]) -> (PathBuf, Output) {
     let dest = td.fresh("dest");
-    let out = fastuntar_with(cfg).arg("-xf").arg(archive).arg("-C").arg(&dest).args(args).run();
+    let out = fastuntar_with(cfg).extract(archive, &dest).args(args).run();
     (dest, out)
 }
 
@@ -821,20 +821,14 @@ fn dot_member_and_dest_modes() {
     assert!(status.is_ok_and(|s| s.success()));
     for_each_backend(test, |cfg| {
         let dest = make_dest("dest");
-        let out = fastuntar_with(cfg).arg("-xf").arg(&archive).arg("-C").arg(&dest).run();
+        let out = fastuntar_with(cfg).extract(&archive, &dest).run();
         out.expect_code(0);
         let meta = fs::metadata(&dest).unwrap();
         assert_eq!(meta.mode() & 0o7777, gnu_mode, "as GNU tar: DIR takes ./'s mode");
         assert_eq!(meta.mtime(), gnu_mtime, "as GNU tar: DIR takes ./'s mtime");
 
         let dest = make_dest("dest");
-        let out = fastuntar_with(cfg)
-            .arg("-xf")
-            .arg(&archive)
-            .arg("-C")
-            .arg(&dest)
-            .arg("--snapshot")
-            .run();
+        let out = fastuntar_with(cfg).extract(&archive, &dest).arg("--snapshot").run();
         out.expect_code(0);
         assert_eq!(
             fs::metadata(&dest).unwrap().mode() & 0o7777,

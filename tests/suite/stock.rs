@@ -81,7 +81,7 @@ fn same_as_gnu(td: &TestDir, test: &str, archive: &Path, who: As, runs: &[(u64, 
     let reference = dest(td, who, "gnu");
     let mut gnu = Cmd::new("tar");
     // GNU tar finds the compression from the magic number (zstd, xz), as fastuntar does.
-    gnu.arg("-xf").arg(archive).arg("-C").arg(&reference);
+    gnu.extract(archive, &reference);
     who.apply(&mut gnu);
     let out = gnu.run();
     assert!(out.success(), "GNU tar failed on {}\n{}", archive.display(), out.describe());
@@ -342,7 +342,7 @@ fn small_memory_limits_shrink_the_default_budget() {
     }
     let archive = pack(&td, &src, "src");
     let reference = td.fresh("gnu");
-    let out = Cmd::new("tar").arg("-xf").arg(&archive).arg("-C").arg(&reference).run();
+    let out = Cmd::new("tar").extract(&archive, &reference).run();
     assert!(out.success(), "{}", out.describe());
     let want = snapshot(&reference);
     let pool = |stdout: &str| -> u64 {
@@ -360,13 +360,13 @@ fn small_memory_limits_shrink_the_default_budget() {
     const MIB: u64 = 1 << 20;
     // No limit: the whole default budget.
     let d = td.fresh("free");
-    let out = fastuntar().arg("-xf").arg(&archive).arg("-C").arg(&d).arg("--json").run();
+    let out = fastuntar().extract(&archive, &d).arg("--json").run();
     check("no limit", &out, &d, 64 * MIB);
     assert_eq!(pool(&out.stdout_str()), 64 * MIB, "{}", out.describe());
     // ulimit -v 192 MiB: a quarter, 48 MiB.
     let d = td.fresh("as");
     let mut c = fastuntar();
-    c.arg("-xf").arg(&archive).arg("-C").arg(&d).arg("--json");
+    c.extract(&archive, &d).arg("--json");
     c.rlimit(libc::RLIMIT_AS, 192 * MIB, 192 * MIB);
     check("ulimit -v 196608", &c.run(), &d, 48 * MIB);
     // A memory cgroup of 64 MiB (a container's limit): 16 MiB.

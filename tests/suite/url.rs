@@ -71,7 +71,7 @@ fn oracle(td: &TestDir, tar: &[u8]) -> Oracle {
     let started = SystemTime::now() - Duration::from_secs(1);
     let file = td.write("oracle.tar", tar);
     let gnu = td.fresh("gnu");
-    let g = Cmd::new("tar").arg("-xf").arg(&file).arg("-C").arg(&gnu).run();
+    let g = Cmd::new("tar").extract(&file, &gnu).run();
     assert!(g.success(), "GNU tar failed\n{}", g.describe());
     Oracle { want: snapshot(&gnu), started }
 }

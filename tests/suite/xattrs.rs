@@ -127,7 +127,7 @@ fn create(tool: &str, src: &Path, archive: &Path) {
 
 /// The destination for one fastuntar run: a writer configuration plus writer threads.
 fn run(cfg: &impl Flags, flags: &[&str], archive: &Path, dest: &Path) -> Output {
-    fastuntar_with(cfg).arg("-q").args(flags).arg("-xf").arg(archive).arg("-C").arg(dest).run()
+    fastuntar_with(cfg).arg("-q").args(flags).extract(archive, dest).run()
 }
 
 /// A tree with user.* attributes on files and a directory: several per file, binary values
@@ -221,7 +221,7 @@ fn libarchive_records_count_where_no_schily_record_names_the_attribute() {
     ar.extend([0u8; 1024]);
     let archive = t.write("lib.tar", &ar);
     let reference = t.fresh("bsdtar-out");
-    Cmd::new("bsdtar").arg("-xf").arg(&archive).arg("-C").arg(&reference).run().expect_code(0);
+    Cmd::new("bsdtar").extract(&archive, &reference).run().expect_code(0);
     let expected = attrs(&reference);
     let want = vec![
         (b"user.a=b %".to_vec(), b"a\0b\nc".to_vec()),
@@ -332,14 +332,7 @@ fn trusted_and_capability_as_root() {
     // Its own (the archive's "./" sets the mode of DIR, which only its owner may).
     std::os::unix::fs::chown(&out, Some(65534), Some(65534)).unwrap();
     let flags = ["--xattrs-include=trusted.*", "--xattrs-include=user.*"];
-    let got = util::fastuntar()
-        .user(65534, 65534)
-        .args(flags)
-        .arg("-xf")
-        .arg(&archive)
-        .arg("-C")
-        .arg(&out)
-        .run();
+    let got = util::fastuntar().user(65534, 65534).args(flags).extract(&archive, &out).run();
     got.expect_code(0);
     let mut lines = got.diagnostics();
     lines.sort();

@@ -10,6 +10,7 @@
 //! fastuntar with the row's `ours_only` flags besides (the matrix's writer rows: GNU tar has
 //! none of them), under every run of `over` when the row names a matrix (GNU tar once).
 
+use std::borrow::Borrow;
 use std::path::{Path, PathBuf};
 
 use super::engine::{Encoding, Matrix};
@@ -79,6 +80,14 @@ impl<'a> Case<'a> {
             .chain(operands.iter().copied())
             .collect();
         Case { stdout: false, ..Case::new(archive, &args) }
+    }
+
+    /// `FLAGS -f ARCHIVE -C {dest}` (FLAGS say what to do: `-x`, `-tv`, `-xvv`): exit status,
+    /// stdout and tree.
+    pub fn flags(archive: &Path, flags: &[&str]) -> Case<'a> {
+        let args: Vec<&str> =
+            flags.iter().copied().chain(["-f", "{archive}", "-C", "{dest}"]).collect();
+        Case::new(archive, &args)
     }
 
     /// `FLAGS -tf ARCHIVE OPERANDS`: exit status and listing.
@@ -243,9 +252,10 @@ pub fn differences(td: &TestDir, case: &Case) -> Vec<String> {
     out
 }
 
-/// Runs every row of `cases`; fails naming every difference.
-pub fn check(td: &TestDir, cases: &[Case]) {
-    let all: Vec<String> = cases.iter().flat_map(|c| differences(td, c)).collect();
+/// Runs every row of `cases` (a table, or an iterator making its rows); fails naming every
+/// difference.
+pub fn check<'a>(td: &TestDir, cases: impl IntoIterator<Item = impl Borrow<Case<'a>>>) {
+    let all: Vec<String> = cases.into_iter().flat_map(|c| differences(td, c.borrow())).collect();
     assert_none(&all);
 }
 

@@ -471,6 +471,11 @@ impl Cmd {
         self
     }
 
+    /// `-xf ARCHIVE -C DEST`.
+    pub fn extract(&mut self, archive: impl AsRef<OsStr>, dest: impl AsRef<OsStr>) -> &mut Self {
+        self.arg("-xf").arg(archive).arg("-C").arg(dest)
+    }
+
     pub fn arg(&mut self, a: impl AsRef<OsStr>) -> &mut Self {
         self.args.push(a.as_ref().to_owned());
         self
