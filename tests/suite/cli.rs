@@ -31,8 +31,8 @@ use util::{
 const MATRIX: Matrix = Matrix::WRITERS;
 
 /// The cases whose outcome depends on how the writers split the members (-m, -k,
-/// --skip-old-files, owners): every writer row at one writer and at four (directories, links
-/// and FIFOs then come from the dispatcher, files from workers).
+/// --skip-old-files, owners): every writer row at one writer, and a row of each backend at four
+/// (directories, links and FIFOs then come from the dispatcher, files from workers).
 const THREADS: Matrix = MATRIX.threads(THREADS_ONE_AND_MORE);
 
 /// `--snapshot -m`: the two backends at one and four writers (the snapshot layout's modes
@@ -1845,7 +1845,7 @@ fn without_times(s: &util::snapshot::Snapshot) -> util::snapshot::Snapshot {
 
 /// `-m` leaves every entry type (files, directories, symlinks, FIFOs) with the time of
 /// extraction, as GNU tar -m does, and everything else as without it (a directory's deferred
-/// mode still applies); under every writer row, at one and several writer threads.
+/// mode still applies); under the `THREADS` rows.
 #[test]
 fn touch_keeps_the_time_of_extraction_like_gnu_tar() {
     with_gnu_tar("touch_keeps_the_time_of_extraction_like_gnu_tar", "touch", |td| {
@@ -1958,7 +1958,7 @@ fn skipping(stderr: &str, program: &str) -> Vec<String> {
 
 /// `--skip-old-files`: what exists is kept (files, symlinks, FIFOs, and a directory's own
 /// metadata), without a word and with exit 0; with -v each kept member is named on stderr, as
-/// GNU tar 1.34 does. Compared with GNU tar under every writer row and thread count.
+/// GNU tar 1.34 does. Compared with GNU tar under the `THREADS` rows.
 #[test]
 fn skip_old_files_like_gnu_tar() {
     with_gnu_tar("skip_old_files_like_gnu_tar", "skip_old", |td| {
@@ -2078,7 +2078,7 @@ fn owner_archive(td: &TestDir) -> PathBuf {
 
 /// `--same-owner` (root's default) restores owners by name where the names exist here, as GNU
 /// tar does, and `--numeric-owner` by number; compared with GNU tar (owners, modes, set-id bits
-/// included) under every writer row and thread count.
+/// included) under the `THREADS` rows.
 #[test]
 fn same_owner_maps_names_like_gnu_tar() {
     let test = "same_owner_maps_names_like_gnu_tar";
@@ -2192,7 +2192,7 @@ fn same_owner_refused_to_a_user_like_gnu_tar() {
 /// out the chown of a file whose owner is already its own only until it sees such a directory
 /// (src/write/tree.rs `SETGID_DIRS`): DIR itself, a directory that was there before, and a
 /// directory member that becomes one and that the archive comes back to. Compared with GNU
-/// tar, owners included, under every writer row and thread count; each case is a run of its
+/// tar, owners included, under the `THREADS` rows; each case is a run of its
 /// own (the knowledge is per process).
 #[test]
 fn files_of_our_own_owner_in_setgid_directories_like_gnu_tar() {

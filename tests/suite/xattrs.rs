@@ -25,7 +25,8 @@ use util::{Cmd, Output, TestDir, fastuntar, fastuntar_with, for_each_config, gnu
 const MATRIX: Matrix = Matrix::WRITERS;
 
 /// The cases whose members several writers split between them (files, a directory's
-/// attributes after its contents): every writer row at one writer and at four.
+/// attributes after its contents): every writer row at one writer, a row of each backend at
+/// four.
 const THREADS: Matrix = MATRIX.threads(THREADS_ONE_AND_MORE);
 
 /// `--acls` under a default ACL inherited from DIR: the two backends at one and four writers

@@ -21,9 +21,10 @@
 //!   tar with one decoder row (no decoder runs, so `--threads` changes nothing), a compressed one
 //!   with every decoder row, under every writer row (`Set::All`) or the two of `Set::Sweep`, the
 //!   piped decoder row with one writer only (`PIPED_WRITER`: what it tests is in the decoder).
-//!   The suite's other writer-thread rows and the stock-limits row run against every writer row
-//!   of the suite with the first encoding and decoder row: they change what the writers do
-//!   (threads, descriptors, locked buffers), not what the decoder hands them;
+//!   The suite's other writer-thread rows and the stock-limits row run with the first encoding
+//!   and decoder row under one writer row per backend (`Matrix::crossing_writers`: `portable`
+//!   and `uring+direct(threshold 0)` where the suite has them): they change what the writers
+//!   do (threads, descriptors, locked buffers), not what the decoder hands them;
 //! * quick (a developer's `scripts/test.sh --quick`): one row per dimension, one run per case,
 //!   the row taken in turn from a hash of the case's name, so across a suite every row runs.
 //!
@@ -351,6 +352,28 @@ impl Matrix {
         }
     }
 
+    /// The writer rows the other writer-thread rows and the stock-limits row run with: one per
+    /// backend among the suite's rows, the one in `SWEEP_WRITERS` where the suite has it
+    /// (`portable`, `uring+direct(threshold 0)`: between them buffered and direct writes,
+    /// registered buffers under `ulimit -l`, a descriptor per file in flight under `ulimit
+    /// -n`), else the backend's first. Crossed with all six writer rows instead, these two
+    /// dimensions were 12 of the 18 runs of every plain input, for paths the writer rows
+    /// already meet at the base row (docs/TESTING.md, "What each tier runs").
+    pub fn crossing_writers(&self) -> Vec<&'static WriterConfig> {
+        let rows = self.writer_rows();
+        let mut out: Vec<&'static WriterConfig> = Vec::new();
+        for backend in ["portable", "uring"] {
+            let of = |w: &&&WriterConfig| w.args.get(1) == Some(&backend);
+            let pick = rows
+                .iter()
+                .filter(of)
+                .find(|w| SWEEP_WRITERS.contains(&w.name))
+                .or_else(|| rows.iter().find(of));
+            out.extend(pick.copied());
+        }
+        out
+    }
+
     fn thread_rows(&self) -> Vec<&'static EngineRow> {
         let row = |n: &&str| {
             WRITER_THREADS.iter().find(|r| r.name == *n).unwrap_or_else(|| panic!("no row {n:?}"))
@@ -405,7 +428,7 @@ impl Matrix {
             .collect();
         let encoding = encodings[0];
         let first = self.base(encoding)[0].decoder;
-        let writers = self.writer_rows();
+        let writers = self.crossing_writers();
         let threads = self.thread_rows();
         for &t in &threads[1..] {
             for &writer in &writers {
@@ -541,4 +564,71 @@ pub fn for_each_run(
         }
     }
     assert!(failed.is_empty(), "{test}: failed under {failed:#?} (see messages above)");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FULL: Matrix = Matrix {
+        writers: None,
+        compressed: Set::Sweep,
+        threads: THREADS_DEFAULT_AND_ONE,
+        limits: true,
+    };
+
+    fn names(runs: &[Run]) -> Vec<String> {
+        runs.iter().map(Run::name).collect()
+    }
+
+    #[test]
+    fn crossing_writers_are_one_per_backend() {
+        let n = |m: Matrix| m.crossing_writers().iter().map(|w| w.name).collect::<Vec<_>>();
+        assert_eq!(n(FULL), ["portable", "uring+direct(threshold 0)"]);
+        assert_eq!(n(FULL.only(&["uring", "portable"])), ["portable", "uring"]);
+        assert_eq!(n(FULL.only(&["uring+direct"])), ["uring+direct"]);
+    }
+
+    #[test]
+    fn exhaustive_rows_of_a_plain_input() {
+        let runs = FULL.exhaustive(&[Encoding::Plain]);
+        let names = names(&runs);
+        // Six writer rows at the base; one writer and the stock limits under one row a backend.
+        assert_eq!(runs.len(), 6 + 2 + 2, "{names:#?}");
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "a run twice: {names:#?}");
+        let stock: Vec<_> = runs.iter().filter(|r| r.engine.limits == Limits::Stock).collect();
+        assert_eq!(stock.len(), 2);
+        assert!(names.contains(&"plain; uring+direct(threshold 0), threads 1, writers 1".into()));
+    }
+
+    #[test]
+    fn exhaustive_rows_of_a_compressed_input() {
+        let runs = FULL.exhaustive(&[ZSTD_1021]);
+        // Three file decoder rows under the two sweep writers, the piped row under one; then
+        // writers 1 and the stock limits under one row a backend.
+        assert_eq!(runs.len(), 3 * 2 + 1 + 2 + 2, "{:#?}", names(&runs));
+        assert_eq!(runs.iter().filter(|r| r.engine.decoder.piped).count(), 1);
+    }
+
+    #[test]
+    fn quick_is_one_run_and_every_row_turns_up() {
+        let mut seen = std::collections::BTreeSet::new();
+        for i in 0..400 {
+            let run = FULL.quick(&format!("case {i}"), &[Encoding::Plain, ZSTD_1021]);
+            seen.insert(run.encoding.name());
+            seen.insert(run.engine.writer.name.to_string());
+            seen.insert(run.engine.decoder.name.to_string());
+            seen.insert(run.engine.threads.name.to_string());
+            seen.insert(run.engine.limits.name().to_string());
+        }
+        for row in WRITER_CONFIGS.iter().map(|w| w.name).chain(DECODERS.iter().map(|d| d.name)) {
+            assert!(seen.contains(row), "{row} never picked: {seen:?}");
+        }
+        for row in ["writers default", "writers 1", "ulimit -n 64 -l 64", "no limits", "plain"] {
+            assert!(seen.contains(row), "{row} never picked: {seen:?}");
+        }
+    }
 }
