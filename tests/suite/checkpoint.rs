@@ -5,6 +5,9 @@
 //! output (echo lines on stderr, dots on stdout or with `-O` on stderr, `%` escapes, `totals`)
 //! and what `exec=` scripts see. stderr is compared after "fastuntar: " becomes "tar: ", with
 //! fastuntar's closing summary line left out and the rates (timing) masked.
+//!
+//! Matrix rows: none (tests/util/engine.rs). Checkpoints count records the reader reads and
+//! the actions run on the reader's thread, before any writer: the default engine, once a case.
 
 use crate::util;
 

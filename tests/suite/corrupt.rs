@@ -23,6 +23,7 @@ const MATRIX: Matrix = Matrix {
     compressed: Set::Sweep,
     threads: THREADS_DEFAULT_AND_ONE,
     limits: true,
+    decoders: None,
 };
 
 /// The truncation sweeps run the reader at hundreds of cut points each (each run pays
@@ -35,6 +36,7 @@ const SWEEP: Matrix = Matrix {
     compressed: Set::Sweep,
     threads: &["writers default"],
     limits: false,
+    decoders: None,
 };
 
 /// DIR plus a sibling that must stay untouched.

@@ -24,6 +24,7 @@ const WRITER_SHAPES: Matrix = Matrix {
     compressed: Set::All,
     threads: THREADS_ONE_AND_MORE,
     limits: false,
+    decoders: None,
 };
 
 /// `-v --backup`'s Renaming order: `WRITER_SHAPES` and the default writer count.

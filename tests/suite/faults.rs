@@ -41,8 +41,13 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 /// one writer or by several at once), and the stock limits (every program a case runs gets
 /// `ulimit -n 64 -l 64` on top of its own limits: the error paths must not need descriptors or
 /// locked memory the budget has not got). The inputs are plain tars: no decoder row applies.
-const MATRIX: Matrix =
-    Matrix { writers: None, compressed: Set::All, threads: THREADS_DEFAULT_AND_ONE, limits: true };
+const MATRIX: Matrix = Matrix {
+    writers: None,
+    compressed: Set::All,
+    threads: THREADS_DEFAULT_AND_ONE,
+    limits: true,
+    decoders: None,
+};
 
 /// Every writer row: what a case runs under unless it names a subset below.
 fn configs() -> Matrix {

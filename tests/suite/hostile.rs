@@ -48,6 +48,7 @@ const MATRIX: Matrix = Matrix {
     compressed: Set::Sweep,
     threads: THREADS_DEFAULT_AND_ONE,
     limits: true,
+    decoders: None,
 };
 
 struct Scene {

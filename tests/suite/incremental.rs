@@ -25,6 +25,7 @@ const MATRIX: Matrix = Matrix {
     compressed: Set::All,
     threads: THREADS_ONE_AND_MORE,
     limits: true,
+    decoders: None,
 };
 
 /// The runs of a case (`MATRIX`, in the current tier).

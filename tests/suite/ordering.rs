@@ -32,6 +32,7 @@ const MATRIX: Matrix = Matrix {
     compressed: Set::All,
     threads: THREADS_ALL,
     limits: false,
+    decoders: None,
 };
 
 /// A directory name for a row's extraction.

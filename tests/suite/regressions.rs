@@ -27,6 +27,7 @@ const MATRIX: Matrix = Matrix {
     compressed: Set::All,
     threads: THREADS_DEFAULT_AND_ONE,
     limits: false,
+    decoders: None,
 };
 const TIMEOUT: Duration = Duration::from_secs(60);
 const BLOCK: usize = 512;

@@ -4,6 +4,9 @@
 //! options, and every listed name and link target must be what `Transforms::apply` makes of
 //! the stored one. Expressions GNU tar refuses (exit status 2) must be refused by `parse`, with
 //! the same message.
+//!
+//! Matrix rows: none (tests/util/engine.rs). It runs no extraction: the library's
+//! `Transforms` against GNU tar's listing.
 
 use std::ffi::OsStr;
 use std::fs;

@@ -19,8 +19,13 @@ use util::{Cmd, Output, Rng, TestDir, have_tools};
 /// with each (`Set::All`: a download feeds the decoder in the pieces' order, any row may meet
 /// it), and the stock limits (8 connections' sockets beside the writers' descriptors). Not a
 /// second writer-thread row: the input source hands the same bytes to whatever writes them.
-const MATRIX: Matrix =
-    Matrix { writers: None, compressed: Set::All, threads: &["writers default"], limits: true };
+const MATRIX: Matrix = Matrix {
+    writers: None,
+    compressed: Set::All,
+    threads: &["writers default"],
+    limits: true,
+    decoders: None,
+};
 
 /// Flags every download here uses: 4 connections and a budget that makes 256 KiB pieces, so a
 /// 2.5 MB archive is fetched in ten pieces, out of order, through the reorder window.

@@ -317,6 +317,8 @@ pub struct Matrix {
     pub threads: &'static [&'static str],
     /// Whether the stock-limits row runs too.
     pub limits: bool,
+    /// The decoder rows a compressed input meets (names in `DECODERS`); None: every row.
+    pub decoders: Option<&'static [&'static str]>,
 }
 
 impl Matrix {
@@ -327,6 +329,7 @@ impl Matrix {
         compressed: Set::All,
         threads: &["writers default"],
         limits: false,
+        decoders: None,
     };
 
     /// This matrix with only the writer rows `names` (a case's subset: it says why).
@@ -337,6 +340,19 @@ impl Matrix {
     /// This matrix with the writer-thread rows `names` (the first one is the base).
     pub const fn threads(self, names: &'static [&'static str]) -> Matrix {
         Matrix { threads: names, ..self }
+    }
+
+    /// This matrix with only the decoder rows `names`.
+    pub const fn decoders(self, names: &'static [&'static str]) -> Matrix {
+        Matrix { decoders: Some(names), ..self }
+    }
+
+    /// The decoder rows a compressed input meets.
+    fn decoder_rows(&self) -> Vec<&'static DecoderConfig> {
+        DECODERS
+            .iter()
+            .filter(|d| self.decoders.is_none_or(|names| names.contains(&d.name)))
+            .collect()
     }
 
     /// This matrix with `set` for compressed inputs.
@@ -394,7 +410,10 @@ impl Matrix {
                     || SWEEP_WRITERS.contains(&w.name)
             })
             .collect();
-        let decoders = if encoding == Encoding::Plain { &DECODERS[..1] } else { DECODERS };
+        let decoders = match encoding {
+            Encoding::Plain => vec![&DECODERS[0]],
+            _ => self.decoder_rows(),
+        };
         // The piped row's one writer: PIPED_WRITER, or the suite's first.
         let piped = writers.iter().find(|w| w.name == PIPED_WRITER).unwrap_or(&writers[0]).name;
         let mut v = Vec::new();
@@ -575,6 +594,7 @@ mod tests {
         compressed: Set::Sweep,
         threads: THREADS_DEFAULT_AND_ONE,
         limits: true,
+        decoders: None,
     };
 
     fn names(runs: &[Run]) -> Vec<String> {
