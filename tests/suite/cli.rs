@@ -1273,7 +1273,7 @@ fn completions_man_help_version() {
         "not a bash completion script for fastuntar\n{}",
         out.describe()
     );
-    if util::which_quiet("bash") {
+    if util::have_tool("completions_man_help_version (bash -n)", "bash") {
         let td = TestDir::new("completions");
         let f = td.write("fastuntar.bash", &out.stdout);
         let check = Cmd::new("bash").args(["-n"]).arg(&f).run();

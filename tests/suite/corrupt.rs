@@ -351,9 +351,8 @@ fn sweep_runs(test: &str, whole: &[u8]) -> Vec<Run> {
 fn sweep(test: &str, whole: &[u8]) {
     let gnu = util::which_quiet("tar");
     if !gnu {
-        util::note(&format!(
-            "NOTE {test}: GNU tar not installed: exit 0 is accepted at every cut, trees unchecked"
-        ));
+        // Under CI a failure; elsewhere the sweep still checks exit codes and single lines.
+        util::skip(test, "GNU tar not installed: exit 0 is accepted at every cut, trees unchecked");
     }
     let td = TestDir::new(test);
     let started = std::time::SystemTime::now() - Duration::from_secs(1);

@@ -294,8 +294,10 @@ fn empty_dir(p: &Path) {
 
 /// A case that cannot run here for a reason of the machine (not root, no FUSE, an older
 /// kernel, a mount refused): one printed line.
+/// A case that cannot run here for a reason no install fixes (root, a kernel feature): one
+/// line on the test process's stderr, printed also when the test passes (`util::note`).
 fn skip(test: &str, reason: &str) {
-    eprintln!("SKIP faults::{test}: {reason}");
+    util::note(&format!("SKIP faults::{test}: {reason}"));
 }
 
 /// A case that cannot run because a tool is missing: one printed line, and under CI a failure

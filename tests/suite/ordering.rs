@@ -604,7 +604,7 @@ fn directory_metadata_after_its_contents() {
 #[test]
 fn disk_full_with_many_files_in_flight() {
     if unsafe { libc_geteuid() } != 0 {
-        eprintln!("SKIP disk_full_with_many_files_in_flight: needs root to mount a tmpfs");
+        util::note("SKIP disk_full_with_many_files_in_flight: needs root to mount a tmpfs");
         return;
     }
     let dir = scratch("enospc");
@@ -615,7 +615,7 @@ fn disk_full_with_many_files_in_flight() {
         .status()
         .is_ok_and(|s| s.success());
     if !ok {
-        eprintln!("SKIP disk_full_with_many_files_in_flight: cannot mount tmpfs");
+        util::note("SKIP disk_full_with_many_files_in_flight: cannot mount tmpfs");
         return;
     }
     let mut t = Tar::new();

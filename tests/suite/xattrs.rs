@@ -540,7 +540,7 @@ fn acls_like_gnu_tar() {
     // bsdtar writes the same ACLs with commas and ids, and its modes without the mask: the
     // ACL must be set after the mode (GNU tar's order), or a directory's mask is lost.
     let mut archives = vec![archive.clone()];
-    if util::which_quiet("bsdtar") {
+    if util::have_tool("acls_like_gnu_tar (bsdtar's archive)", "bsdtar") {
         let bsd = t.join("bsd-acls.tar");
         Cmd::new("bsdtar")
             .args(["--acls", "--format=pax", "-cf"])
