@@ -8,7 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use util::engine::{Encoding, Matrix, Run, Set, THREADS_DEFAULT_AND_ONE, ZSTD_64K, for_each_run};
+use util::engine::{Encoding, Matrix, Run, Set, ZSTD_64K, for_each_run};
 use util::rawtar::{self, Header, Num, Tar};
 use util::snapshot::{Compare, assert_same, snapshot};
 use util::{Cmd, Input, Output, Rng, TestDir, have_tool};
@@ -18,13 +18,7 @@ use util::{Cmd, Input, Output, Rng, TestDir, have_tool};
 /// is in the input; the writer rows differ only in what they do with what came before it);
 /// one writer and the default; the stock limits (an error path must not need descriptors the
 /// budget has not got).
-const MATRIX: Matrix = Matrix {
-    writers: None,
-    compressed: Set::Sweep,
-    threads: THREADS_DEFAULT_AND_ONE,
-    limits: true,
-    decoders: None,
-};
+const MATRIX: Matrix = Matrix::SWEEP;
 
 /// The truncation sweeps run the reader at hundreds of cut points each (each run pays
 /// fastuntar's start-up, ~50 ms with the default 64 MiB pool), so under the two writers that

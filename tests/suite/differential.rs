@@ -34,7 +34,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use util::engine::{self, Encoding, Matrix, Set, THREADS_DEFAULT_AND_ONE, for_each_run};
+use util::engine::{self, Encoding, Matrix, for_each_run};
 use util::rawtar::{self, Header, Magic, Num, Tar};
 use util::snapshot::{Compare, assert_same, diff, snapshot};
 use util::tree::{self, TreeOpts};
@@ -45,13 +45,7 @@ use util::{Cmd, Input, TestDir, fastuntar, have_tool, have_tools};
 /// decoder rows meet the writer rows in hostile.rs and corrupt.rs too); one writer and the
 /// default; the stock limits (a real tree's directories and files in flight within 64
 /// descriptors).
-const MATRIX: Matrix = Matrix {
-    writers: None,
-    compressed: Set::Sweep,
-    threads: THREADS_DEFAULT_AND_ONE,
-    limits: true,
-    decoders: None,
-};
+const MATRIX: Matrix = Matrix::SWEEP;
 
 /// The peer corpus's rows: 102 real archives, whose differences are in how they are read (the
 /// formats, the framings, the decoders), so the two sweep writers (both backends, buffered and
@@ -451,8 +445,10 @@ fn with_generated(
 }
 
 /// Extracts with the reference pipeline `reference` (`{a}` archive, `{d}` dir), then with
-/// fastuntar in every run of the engine table (`-x ARCHIVE -C DIR` + `extra`), comparing trees. A
-/// tar stream also runs in small zstd frames (`engine::encodings_of`).
+/// fastuntar in every run of `matrix` (`MATRIX`, or a case's rows: it says why) (`-x ARCHIVE
+/// -C DIR` + `extra`), comparing trees. `encodings` None: a tar stream also runs in small zstd
+/// frames (`engine::encodings_of`).
+#[allow(clippy::too_many_arguments)]
 fn compare_with_reference(
     test: &str,
     td: &TestDir,
@@ -460,23 +456,8 @@ fn compare_with_reference(
     reference: &str,
     extra: &[&str],
     cmp_owner: bool,
-) {
-    let encodings = engine::encodings_of(&util::read(archive));
-    compare_over(test, td, archive, reference, extra, cmp_owner, &MATRIX, encodings);
-}
-
-/// `compare_with_reference` under the runs of `matrix` with `encodings`: for cases whose other
-/// rows another case already meets (it says which).
-#[allow(clippy::too_many_arguments)]
-fn compare_over(
-    test: &str,
-    td: &TestDir,
-    archive: &Path,
-    reference: &str,
-    extra: &[&str],
-    cmp_owner: bool,
     matrix: &Matrix,
-    encodings: &'static [Encoding],
+    encodings: Option<&'static [Encoding]>,
 ) {
     let ref_dir = td.fresh("ref");
     let cmd =
@@ -488,6 +469,7 @@ fn compare_over(
     assert!(want.entries.len() > 1, "{test}: the reference extracted nothing");
     let cmp = Compare { owner: cmp_owner, ..Compare::extraction(started) };
     let bytes = util::read(archive);
+    let encodings = encodings.unwrap_or_else(|| engine::encodings_of(&bytes));
     let inputs: Vec<PathBuf> = (encodings.iter())
         .map(|e| match e {
             Encoding::Plain | Encoding::AsBuilt => archive.to_path_buf(),
@@ -531,7 +513,7 @@ fn format_case(test: &str, opts: TreeOpts, flags: &[&str]) {
     }
     let g = Generated::new(test, opts);
     let a = g.tar("a.tar", flags);
-    compare_with_reference(test, &g.td, &a, GNU_X, &[], false);
+    compare_with_reference(test, &g.td, &a, GNU_X, &[], false, &MATRIX, None);
 }
 
 /// One test per GNU tar `-c` format (and sparse format) of the generated tree: `name: tree
@@ -575,7 +557,7 @@ fn format_v7() {
         .args(["t/sizes", "t/modes", "t/nested", "t/links", "t/hard", "t/empty"])
         .run();
     assert!(r.success(), "creating a v7 archive failed\n{}", r.describe());
-    compare_with_reference("format_v7", &g.td, &out, GNU_X, &[], false);
+    compare_with_reference("format_v7", &g.td, &out, GNU_X, &[], false, &MATRIX, None);
 }
 
 fn zstd_file(src: &Path, dst: &Path, flags: &str) {
@@ -588,7 +570,7 @@ fn zstd_level1() {
     with_generated(test, &["tar", "zstd"], TreeOpts::FULL, "--format=pax", |g, a| {
         let z = g.td.join("a.tar.zst");
         zstd_file(a, &z, "-1");
-        compare_with_reference(test, &g.td, &z, GNU_X, &[], false);
+        compare_with_reference(test, &g.td, &z, GNU_X, &[], false, &MATRIX, None);
     });
 }
 
@@ -618,6 +600,8 @@ fn zstd_long_window() {
             "zstd -d --long=31 -q -c {a} | tar -xf - -C {d} --no-same-owner -p",
             &["--max-window", "2G"],
             false,
+            &MATRIX,
+            None,
         );
     });
 }
@@ -636,7 +620,7 @@ fn zstd_two_frames() {
         let mut z = util::read(&z1);
         z.extend(util::read(&z2));
         let zp = g.td.write("two-frames.tar.zst", &z);
-        compare_with_reference(test, &g.td, &zp, GNU_X, &[], false);
+        compare_with_reference(test, &g.td, &zp, GNU_X, &[], false, &MATRIX, None);
     });
 }
 
@@ -658,6 +642,8 @@ fn zstd_skippable_frame_between() {
             "zstd -dc {a} | tar -xf - -C {d} --no-same-owner -p",
             &[],
             false,
+            &MATRIX,
+            None,
         );
     });
 }
@@ -860,6 +846,8 @@ fn strip_components() {
                 &format!("{GNU_X} --strip-components {n}"),
                 &["--strip-components", n],
                 false,
+                &MATRIX,
+                None,
             );
         }
     });
@@ -882,6 +870,8 @@ fn same_owner() {
         "tar -xf {a} -C {d}",
         &[],
         true,
+        &MATRIX,
+        None,
     );
     // The flags: what each writer does with the owners (the default above met every row).
     let plain = &[Encoding::Plain];
@@ -892,7 +882,7 @@ fn same_owner() {
         ("--same-owner --no-same-owner", GNU_X_SETID_RULE, &["--same-owner", "--no-same-owner"]),
     ] {
         let name = format!("{test} ({label})");
-        compare_over(&name, &g.td, &a, reference, flags, true, &WRITER_ROWS, plain);
+        compare_with_reference(&name, &g.td, &a, reference, flags, true, &WRITER_ROWS, Some(plain));
     }
 }
 
@@ -929,7 +919,7 @@ fn generated_tree_round_trips_through_gnu_tar() {
 fn handmade(test: &str, archive: Vec<u8>) {
     let Some(td) = util::gnu::dir(test, &[]) else { return };
     let a = td.write("a.tar", &archive);
-    compare_with_reference(test, &td, &a, GNU_X, &[], false);
+    compare_with_reference(test, &td, &a, GNU_X, &[], false, &MATRIX, None);
 }
 
 #[test]
@@ -1070,7 +1060,7 @@ fn large_file_integrity() {
         let _ = fs::remove_dir_all(td.join("src"));
         // The tar under the writer rows; compressed, below, under the decoder rows.
         let plain = &[Encoding::Plain];
-        compare_over(test, td, &a, GNU_X, &[], false, &MATRIX, plain);
+        compare_with_reference(test, td, &a, GNU_X, &[], false, &MATRIX, Some(plain));
         compare_with_reference(
             &format!("{test} (zstd)"),
             td,
@@ -1078,6 +1068,8 @@ fn large_file_integrity() {
             GNU_X,
             &["--memory", "256K"],
             false,
+            &MATRIX,
+            None,
         );
     });
 }

@@ -30,10 +30,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 
-use util::engine::{
-    Encoding, Matrix, PLAIN_AND_SMALL_FRAMES, Set, THREADS_DEFAULT_AND_ONE, ZSTD_1, ZSTD_FRAMINGS,
-    for_each_run,
-};
+use util::engine::{Encoding, Matrix, PLAIN_AND_SMALL_FRAMES, ZSTD_1, ZSTD_FRAMINGS, for_each_run};
 use util::rawtar::{self, Header, Num, Tar};
 use util::snapshot::{Compare, Kind, assert_same, snapshot};
 use util::tree::set_mtime;
@@ -43,13 +40,7 @@ use util::{Output, TestDir};
 /// writer keeps DIR's boundary itself), a compressed one (1021-byte frames) under every decoder
 /// row with the two sweep writers; one writer and the default (the dispatcher and its workers
 /// decide the order of what lands); the stock limits (refusals must not need descriptors).
-const MATRIX: Matrix = Matrix {
-    writers: None,
-    compressed: Set::Sweep,
-    threads: THREADS_DEFAULT_AND_ONE,
-    limits: true,
-    decoders: None,
-};
+const MATRIX: Matrix = Matrix::SWEEP;
 
 struct Scene {
     case: PathBuf,
@@ -150,7 +141,7 @@ macro_rules! hostile_cases {
                 (case.build)(s, &mut t);
                 t.finish()
             };
-            hostile_in(name, case.args, case.encodings, false, build, case.prep, check);
+            hostile_in(&MATRIX, name, case.args, case.encodings, false, build, case.prep, check);
         }
     )*};
 }
@@ -177,27 +168,14 @@ fn hostile(
     prep: impl Fn(&Scene),
     check: impl Fn(&Scene, &Output),
 ) {
-    hostile_in(test, args, PLAIN_AND_SMALL_FRAMES, false, build, prep, check)
+    hostile_in(&MATRIX, test, args, PLAIN_AND_SMALL_FRAMES, false, build, prep, check)
 }
 
 /// The runner: for each run (encoding × engine), a fresh scene, `build`'s archive in the run's
 /// encoding, `prep`, the extraction (measuring the peak RSS when `rss` is set), the safety
-/// checks, then `check`.
-fn hostile_in(
-    test: &str,
-    args: &[&str],
-    encodings: &[Encoding],
-    rss: bool,
-    build: impl Fn(&Scene) -> Vec<u8>,
-    prep: impl Fn(&Scene),
-    check: impl Fn(&Scene, &Output),
-) {
-    hostile_over(&MATRIX, test, args, encodings, rss, build, prep, check)
-}
-
-/// `hostile_in` under the runs of `matrix` (a bomb's rows: it says why).
+/// checks, then `check`; under the runs of `matrix` (`MATRIX`, or a bomb's rows: it says why).
 #[allow(clippy::too_many_arguments)]
-fn hostile_over(
+fn hostile_in(
     matrix: &Matrix,
     test: &str,
     args: &[&str],
@@ -1050,7 +1028,7 @@ fn padded_directory_names_do_not_cost_memory() {
         ..MATRIX
     };
     for args in [&[][..], &["--snapshot"][..]] {
-        hostile_over(
+        hostile_in(
             &rows,
             "padded_directory_names_do_not_cost_memory",
             args,
@@ -1082,6 +1060,7 @@ fn paths_deeper_than_path_max() {
     // writers' (every writer row); frame edges inside GNU long names meet the table's rows
     // (`dotdot_in_long_names_is_skipped`, in 1021-byte frames).
     hostile_in(
+        &MATRIX,
         "paths_deeper_than_path_max",
         &[],
         &[Encoding::Plain],

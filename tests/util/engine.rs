@@ -332,6 +332,17 @@ impl Matrix {
         decoders: None,
     };
 
+    /// Every writer row, compressed inputs under every decoder row with the two sweep writers,
+    /// the default writer count and one, the stock limits: the suites that read untrusted or
+    /// damaged archives (differential, hostile, corrupt).
+    pub const SWEEP: Matrix = Matrix {
+        writers: None,
+        compressed: Set::Sweep,
+        threads: THREADS_DEFAULT_AND_ONE,
+        limits: true,
+        decoders: None,
+    };
+
     /// This matrix with only the writer rows `names` (a case's subset: it says why).
     pub const fn only(self, names: &'static [&'static str]) -> Matrix {
         Matrix { writers: Some(names), ..self }
@@ -589,13 +600,7 @@ pub fn for_each_run(
 mod tests {
     use super::*;
 
-    const FULL: Matrix = Matrix {
-        writers: None,
-        compressed: Set::Sweep,
-        threads: THREADS_DEFAULT_AND_ONE,
-        limits: true,
-        decoders: None,
-    };
+    const FULL: Matrix = Matrix::SWEEP;
 
     fn names(runs: &[Run]) -> Vec<String> {
         runs.iter().map(Run::name).collect()
