@@ -1,30 +1,43 @@
-//! The one table of engine configurations every suite runs under, and the runner that reruns a
-//! case per configuration (in the manner of ripgrep's `rgtest!`, which reruns each test per
-//! regex engine).
+//! The one matrix every suite runs under, and the one runner that reruns a case per row of it
+//! and names the row on failure (in the manner of ripgrep's `rgtest!`, which reruns each test
+//! per regex engine).
 //!
-//! A *run* is an input encoding × an engine; an engine is one row of each dimension table:
+//! A *run* is an input encoding × an engine; an engine is one row of each dimension:
 //!
 //! | dimension | table | rows |
 //! | --- | --- | --- |
-//! | writer: backend × direct IO × threshold | `WRITER_CONFIGS` | 6 |
+//! | writer: backend × direct IO × threshold | `WRITER_CONFIGS` (mod.rs) | 6 |
+//! | writer threads | `WRITER_THREADS` | `writers default` (no flag: one per CPU, at most 8), `writers 1`, `writers 4` (`--writer-threads N`) |
 //! | zstd decoder threads | `DECODERS` | 4 (`--threads 1`, the default, `--threads 4`, and `--threads 4` reading the archive from a pipe in irregular reads) |
-//! | writer threads (issue 12) | the default (one per CPU); scripts/test.sh reruns the writing suites with `FASTUNTAR_WRITER_THREADS` | 2 |
-//! | input encoding | `Encoding` (`PLAIN_AND_ZSTD`, `ZSTD_FRAMINGS`) | plain, zstd in 1 frame, 32 MiB frames, 64 KiB frames, 1021-byte frames |
+//! | resource limits | `Limits` | none; `ulimit -n 64 -l 64` (a stock machine: 64 open files, 64 KiB locked) |
+//! | input encoding | `Encoding` (`PLAIN_AND_SMALL_FRAMES`, `ZSTD_FRAMINGS`) | plain, compressed as built, zstd in 1 frame, 32 MiB, 64 KiB and 1021-byte frames |
 //!
-//! Which rows meet which is decided in one place, `Engine::all`:
-//! * a plain tar runs every writer row once: no decoder runs, so `--threads` changes nothing;
-//! * a compressed input runs every decoder row, each with every writer row of `Set::All`, or
-//!   with the two writers of `Set::Sweep` (suites that run hundreds of inputs; the reason is
-//!   said where they choose it); the piped decoder row with one writer only (`PIPED_WRITER`):
-//!   what it tests is in the decoder.
+//! Every suite states which rows it runs over in one place, a `Matrix` constant at its top
+//! (`const MATRIX: Matrix`), and passes it to `for_each_run` (or `for_each_config`, its plain-tar
+//! form). Which rows meet, decided in one place, `Matrix::runs`, in two tiers
+//! (`FASTUNTAR_TEST_TIER`, see `Tier`):
 //!
-//! Adding a row to a table adds it to every differential, hostile, corrupt and fault case.
+//! * exhaustive (CI, `scripts/test.sh`): every writer row of the suite × every encoding; a plain
+//!   tar with one decoder row (no decoder runs, so `--threads` changes nothing), a compressed one
+//!   with every decoder row, under every writer row (`Set::All`) or the two of `Set::Sweep`, the
+//!   piped decoder row with one writer only (`PIPED_WRITER`: what it tests is in the decoder).
+//!   The suite's other writer-thread rows and the stock-limits row run with the first encoding
+//!   and decoder row under one writer row per backend (`Matrix::crossing_writers`: `portable`
+//!   and `uring+direct(threshold 0)` where the suite has them): they change what the writers
+//!   do (threads, descriptors, locked buffers), not what the decoder hands them;
+//! * quick (a developer's `scripts/test.sh --quick`): one row per dimension, one run per case,
+//!   the row taken in turn from a hash of the case's name, so across a suite every row runs.
+//!
+//! Adding a row to a table adds it to every suite that runs over that dimension.
 
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{Cmd, Input, WRITER_CONFIGS, WriterConfig, fastuntar};
+use std::cell::Cell;
+use std::hash::{Hash, Hasher};
+
+use super::{Cmd, EngineRow, Input, WRITER_CONFIGS, WriterConfig, fastuntar};
 
 /// One zstd decoder setting: a row of the decoder dimension.
 #[derive(Debug, Clone, Copy)]
@@ -197,10 +210,11 @@ pub fn zstd_frame(data: &[u8], level: i32) -> Vec<u8> {
     enc.finish().unwrap()
 }
 
-/// Which writer rows a compressed input meets (a plain one always meets all of them).
+/// Which writer rows a compressed input meets (a plain one meets every writer row of its
+/// suite).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Set {
-    /// Every writer row.
+    /// Every writer row of the suite.
     All,
     /// The plain portable writer and io_uring with every file direct: the two that share the
     /// least code. For suites that run hundreds of inputs per case.
@@ -209,46 +223,310 @@ pub enum Set {
 
 const SWEEP_WRITERS: &[&str] = &["portable", "uring+direct(threshold 0)"];
 
-/// One configuration of the engine.
-#[derive(Debug, Clone, Copy)]
-pub struct Engine {
-    pub writer: &'static WriterConfig,
-    pub decoder: &'static DecoderConfig,
+/// The writer-thread rows: the default (no flag: one writer per CPU we may run on, at most
+/// 8; one on a 1-CPU machine) and explicit counts, which take the paths a count asked for
+/// takes (the fd budget warns when it cuts one, `--keep-directory-symlink` says it uses one).
+pub const WRITER_THREADS: &[EngineRow] = &[
+    EngineRow { name: "writers default", args: &[] },
+    EngineRow { name: "writers 1", args: &["--writer-threads", "1"] },
+    EngineRow { name: "writers 4", args: &["--writer-threads", "4"] },
+];
+
+/// The default and one writer: the two shapes of the writer (one thread, or the dispatcher and
+/// its workers; on a 1-CPU machine the default is one, and `writers 4` is the other shape).
+pub const THREADS_DEFAULT_AND_ONE: &[&str] = &["writers default", "writers 1"];
+/// One writer and several, for cases about how the writers split the members: explicit
+/// counts, so the split happens on a 1-CPU machine too.
+pub const THREADS_ONE_AND_MORE: &[&str] = &["writers 1", "writers 4"];
+/// Every writer-thread row.
+pub const THREADS_ALL: &[&str] = &["writers default", "writers 1", "writers 4"];
+
+/// The resource limits the binary under test runs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limits {
+    /// The test process's own (root's, usually generous).
+    None,
+    /// A stock machine's: `ulimit -n 64` and `ulimit -l 64` (64 open files, 64 KiB of locked
+    /// memory).
+    Stock,
 }
 
-impl Engine {
-    /// The engines `encoding` runs under (see the module comment).
-    pub fn all(set: Set, encoding: Encoding) -> Vec<Engine> {
-        let writers: Vec<&'static WriterConfig> = WRITER_CONFIGS
+impl Limits {
+    pub fn name(self) -> &'static str {
+        match self {
+            Limits::None => "no limits",
+            Limits::Stock => "ulimit -n 64 -l 64",
+        }
+    }
+
+    /// Sets the limits on `cmd`.
+    pub fn apply(self, cmd: &mut Cmd) {
+        if self == Limits::Stock {
+            cmd.rlimit(libc::RLIMIT_NOFILE, 64, 64).rlimit(
+                libc::RLIMIT_MEMLOCK,
+                64 << 10,
+                64 << 10,
+            );
+        }
+    }
+}
+
+thread_local! {
+    /// The limits of the run the runner is in on this thread: `util::fastuntar()` applies them,
+    /// so every run of the binary a case makes (not only `Run::cmd`'s) meets the row.
+    static CURRENT_LIMITS: Cell<Limits> = const { Cell::new(Limits::None) };
+}
+
+/// The limits of the run in progress on this thread (`Limits::None` outside a runner).
+pub fn current_limits() -> Limits {
+    CURRENT_LIMITS.with(Cell::get)
+}
+
+/// Which tier of the matrix runs: `FASTUNTAR_TEST_TIER=exhaustive` (what CI runs:
+/// `scripts/test.sh`) or `quick` (one row per dimension: `scripts/test.sh --quick`). Unset:
+/// exhaustive under CI (`CI=true`), quick otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tier {
+    Quick,
+    Exhaustive,
+}
+
+/// The environment variable that picks the tier.
+pub const TIER_VAR: &str = "FASTUNTAR_TEST_TIER";
+
+pub fn tier() -> Tier {
+    match std::env::var(TIER_VAR).as_deref() {
+        Ok("exhaustive") => Tier::Exhaustive,
+        Ok("quick") => Tier::Quick,
+        Ok(other) => panic!("{TIER_VAR}={other}: say quick or exhaustive"),
+        Err(_) if super::in_ci() => Tier::Exhaustive,
+        Err(_) => Tier::Quick,
+    }
+}
+
+/// Which rows of the matrix a suite runs over: its one statement of them (`const MATRIX` at
+/// the top of the suite, with the reasons for what it leaves out).
+#[derive(Debug, Clone, Copy)]
+pub struct Matrix {
+    /// The writer rows (names in `WRITER_CONFIGS`); None: every row.
+    pub writers: Option<&'static [&'static str]>,
+    /// Which of those a compressed input meets, under each decoder row.
+    pub compressed: Set,
+    /// The writer-thread rows (names in `WRITER_THREADS`); the first is the one the other
+    /// dimensions run with.
+    pub threads: &'static [&'static str],
+    /// Whether the stock-limits row runs too.
+    pub limits: bool,
+    /// The decoder rows a compressed input meets (names in `DECODERS`); None: every row.
+    pub decoders: Option<&'static [&'static str]>,
+}
+
+impl Matrix {
+    /// Every writer row, the default writer threads, no limits: a suite that crosses nothing
+    /// else.
+    pub const WRITERS: Matrix = Matrix {
+        writers: None,
+        compressed: Set::All,
+        threads: &["writers default"],
+        limits: false,
+        decoders: None,
+    };
+
+    /// Every writer row, compressed inputs under every decoder row with the two sweep writers,
+    /// the default writer count and one, the stock limits: the suites that read untrusted or
+    /// damaged archives (differential, hostile, corrupt).
+    pub const SWEEP: Matrix = Matrix {
+        writers: None,
+        compressed: Set::Sweep,
+        threads: THREADS_DEFAULT_AND_ONE,
+        limits: true,
+        decoders: None,
+    };
+
+    /// This matrix with only the writer rows `names` (a case's subset: it says why).
+    pub const fn only(self, names: &'static [&'static str]) -> Matrix {
+        Matrix { writers: Some(names), ..self }
+    }
+
+    /// This matrix with the writer-thread rows `names` (the first one is the base).
+    pub const fn threads(self, names: &'static [&'static str]) -> Matrix {
+        Matrix { threads: names, ..self }
+    }
+
+    /// This matrix with only the decoder rows `names`.
+    pub const fn decoders(self, names: &'static [&'static str]) -> Matrix {
+        Matrix { decoders: Some(names), ..self }
+    }
+
+    /// The decoder rows a compressed input meets.
+    fn decoder_rows(&self) -> Vec<&'static DecoderConfig> {
+        DECODERS
             .iter()
+            .filter(|d| self.decoders.is_none_or(|names| names.contains(&d.name)))
+            .collect()
+    }
+
+    /// This matrix with `set` for compressed inputs.
+    pub const fn compressed(self, set: Set) -> Matrix {
+        Matrix { compressed: set, ..self }
+    }
+
+    /// The writer rows of this matrix.
+    pub fn writer_rows(&self) -> Vec<&'static WriterConfig> {
+        match self.writers {
+            None => WRITER_CONFIGS.iter().collect(),
+            Some(names) => super::writer_rows(names),
+        }
+    }
+
+    /// The writer rows the other writer-thread rows and the stock-limits row run with: one per
+    /// backend among the suite's rows, the one in `SWEEP_WRITERS` where the suite has it
+    /// (`portable`, `uring+direct(threshold 0)`: between them buffered and direct writes,
+    /// registered buffers under `ulimit -l`, a descriptor per file in flight under `ulimit
+    /// -n`), else the backend's first. Crossed with all six writer rows instead, these two
+    /// dimensions were 12 of the 18 runs of every plain input, for paths the writer rows
+    /// already meet at the base row (docs/TESTING.md, "What each tier runs").
+    pub fn crossing_writers(&self) -> Vec<&'static WriterConfig> {
+        let rows = self.writer_rows();
+        let mut out: Vec<&'static WriterConfig> = Vec::new();
+        for backend in ["portable", "uring"] {
+            let of = |w: &&&WriterConfig| w.args.get(1) == Some(&backend);
+            let pick = rows
+                .iter()
+                .filter(of)
+                .find(|w| SWEEP_WRITERS.contains(&w.name))
+                .or_else(|| rows.iter().find(of));
+            out.extend(pick.copied());
+        }
+        out
+    }
+
+    fn thread_rows(&self) -> Vec<&'static EngineRow> {
+        let row = |n: &&str| {
+            WRITER_THREADS.iter().find(|r| r.name == *n).unwrap_or_else(|| panic!("no row {n:?}"))
+        };
+        assert!(!self.threads.is_empty(), "a matrix needs a writer-thread row");
+        self.threads.iter().map(row).collect()
+    }
+
+    /// Every engine of the exhaustive tier for `encoding` at the base thread row and no limits.
+    fn base(&self, encoding: Encoding) -> Vec<Engine> {
+        let threads = self.thread_rows()[0];
+        let writers: Vec<&'static WriterConfig> = self
+            .writer_rows()
+            .into_iter()
             .filter(|w| {
-                encoding == Encoding::Plain || set == Set::All || SWEEP_WRITERS.contains(&w.name)
+                encoding == Encoding::Plain
+                    || self.compressed == Set::All
+                    || SWEEP_WRITERS.contains(&w.name)
             })
             .collect();
-        let decoders = if encoding == Encoding::Plain { &DECODERS[..1] } else { DECODERS };
+        let decoders = match encoding {
+            Encoding::Plain => vec![&DECODERS[0]],
+            _ => self.decoder_rows(),
+        };
+        // The piped row's one writer: PIPED_WRITER, or the suite's first.
+        let piped = writers.iter().find(|w| w.name == PIPED_WRITER).unwrap_or(&writers[0]).name;
         let mut v = Vec::new();
         for decoder in decoders {
             for &writer in &writers {
-                if !decoder.piped || writer.name == PIPED_WRITER {
-                    v.push(Engine { writer, decoder });
+                if !decoder.piped || writer.name == piped {
+                    v.push(Engine { writer, decoder, threads, limits: Limits::None });
                 }
             }
         }
         v
     }
 
+    /// The runs of `encodings` in the current tier, for the case `test` (the quick tier takes
+    /// its rows from a hash of the name).
+    pub fn runs(&self, test: &str, encodings: &[Encoding]) -> Vec<Run> {
+        assert!(!encodings.is_empty(), "{test}: no encoding");
+        match tier() {
+            Tier::Exhaustive => self.exhaustive(encodings),
+            Tier::Quick => vec![self.quick(test, encodings)],
+        }
+    }
+
+    /// Every run of the exhaustive tier (see the module comment).
+    pub fn exhaustive(&self, encodings: &[Encoding]) -> Vec<Run> {
+        let mut v: Vec<Run> = encodings
+            .iter()
+            .flat_map(|&encoding| {
+                self.base(encoding).into_iter().map(move |engine| Run { encoding, engine })
+            })
+            .collect();
+        let encoding = encodings[0];
+        let first = self.base(encoding)[0].decoder;
+        let writers = self.crossing_writers();
+        let threads = self.thread_rows();
+        for &t in &threads[1..] {
+            for &writer in &writers {
+                let engine = Engine { writer, decoder: first, threads: t, limits: Limits::None };
+                v.push(Run { encoding, engine });
+            }
+        }
+        if self.limits {
+            for &writer in &writers {
+                let engine =
+                    Engine { writer, decoder: first, threads: threads[0], limits: Limits::Stock };
+                v.push(Run { encoding, engine });
+            }
+        }
+        v
+    }
+
+    /// The one run of the quick tier: one row of each dimension, picked by `test`'s hash.
+    pub fn quick(&self, test: &str, encodings: &[Encoding]) -> Run {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        test.hash(&mut h);
+        let mut h = h.finish();
+        let mut pick = |n: usize| {
+            let i = (h % n as u64) as usize;
+            h /= n as u64;
+            i
+        };
+        let encoding = encodings[pick(encodings.len())];
+        let engines = self.base(encoding);
+        let mut engine = engines[pick(engines.len())];
+        let threads = self.thread_rows();
+        engine.threads = threads[pick(threads.len())];
+        if self.limits && pick(2) == 1 {
+            engine.limits = Limits::Stock;
+        }
+        Run { encoding, engine }
+    }
+}
+
+/// One configuration of the engine.
+#[derive(Debug, Clone, Copy)]
+pub struct Engine {
+    pub writer: &'static WriterConfig,
+    pub decoder: &'static DecoderConfig,
+    pub threads: &'static EngineRow,
+    pub limits: Limits,
+}
+
+impl Engine {
     pub fn name(&self) -> String {
-        format!("{}, {}", self.writer.name, self.decoder.name)
+        let mut s = format!("{}, {}, {}", self.writer.name, self.decoder.name, self.threads.name);
+        if self.limits != Limits::None {
+            s.push_str(", ");
+            s.push_str(self.limits.name());
+        }
+        s
     }
 
+    /// The flags of this engine (the writer's, the writer threads', the decoder's).
     pub fn args(&self) -> Vec<&'static str> {
-        self.writer.args.iter().chain(self.decoder.args).copied().collect()
+        self.writer.args.iter().chain(self.threads.args).chain(self.decoder.args).copied().collect()
     }
 
-    /// The binary under test with this engine's flags.
+    /// The binary under test with this engine's flags and limits.
     pub fn cmd(&self) -> Cmd {
         let mut c = fastuntar();
         c.args(self.args());
+        self.limits.apply(&mut c);
         c
     }
 
@@ -273,12 +551,12 @@ pub struct Run {
 }
 
 impl Run {
-    /// `plain; portable, threads 1` — how a failure names the configuration.
+    /// `plain; portable, threads 1, writers default` — how a failure names the row.
     pub fn name(&self) -> String {
         format!("{}; {}", self.encoding.name(), self.engine.name())
     }
 
-    /// The binary under test with this run's flags.
+    /// The binary under test with this run's flags and limits.
     pub fn cmd(&self) -> Cmd {
         self.engine.cmd()
     }
@@ -289,22 +567,26 @@ impl Run {
     }
 }
 
-/// Every run of `encodings` under the engines of `set`.
-pub fn runs(set: Set, encodings: &[Encoding]) -> Vec<Run> {
-    encodings
-        .iter()
-        .flat_map(|&encoding| {
-            Engine::all(set, encoding).into_iter().map(move |engine| Run { encoding, engine })
-        })
-        .collect()
+/// Every run of `encodings` under `matrix` in the current tier, for the case `test`.
+pub fn runs(test: &str, matrix: &Matrix, encodings: &[Encoding]) -> Vec<Run> {
+    matrix.runs(test, encodings)
 }
 
-/// Runs `case` once per run of `encodings` under `set`. A failure under one run does not stop
-/// the others; at the end the test fails naming the case and every run that failed.
-pub fn for_each_run(test: &str, set: Set, encodings: &[Encoding], mut case: impl FnMut(&Run)) {
+/// Runs `case` once per run of `encodings` under `matrix` (the one runner). A failure under
+/// one run does not stop the others; at the end the test fails naming the case and every run
+/// that failed. While a run is in progress, `util::fastuntar()` on this thread applies its
+/// limits.
+pub fn for_each_run(
+    test: &str,
+    matrix: &Matrix,
+    encodings: &[Encoding],
+    mut case: impl FnMut(&Run),
+) {
     let mut failed = Vec::new();
-    for run in runs(set, encodings) {
+    for run in matrix.runs(test, encodings) {
+        CURRENT_LIMITS.with(|l| l.set(run.engine.limits));
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| case(&run)));
+        CURRENT_LIMITS.with(|l| l.set(Limits::None));
         if r.is_err() {
             // The panic hook has printed the message already.
             eprintln!("--- {test}: FAILED under [{}] (message above)", run.name());
@@ -312,4 +594,66 @@ pub fn for_each_run(test: &str, set: Set, encodings: &[Encoding], mut case: impl
         }
     }
     assert!(failed.is_empty(), "{test}: failed under {failed:#?} (see messages above)");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FULL: Matrix = Matrix::SWEEP;
+
+    fn names(runs: &[Run]) -> Vec<String> {
+        runs.iter().map(Run::name).collect()
+    }
+
+    #[test]
+    fn crossing_writers_are_one_per_backend() {
+        let n = |m: Matrix| m.crossing_writers().iter().map(|w| w.name).collect::<Vec<_>>();
+        assert_eq!(n(FULL), ["portable", "uring+direct(threshold 0)"]);
+        assert_eq!(n(FULL.only(&["uring", "portable"])), ["portable", "uring"]);
+        assert_eq!(n(FULL.only(&["uring+direct"])), ["uring+direct"]);
+    }
+
+    #[test]
+    fn exhaustive_rows_of_a_plain_input() {
+        let runs = FULL.exhaustive(&[Encoding::Plain]);
+        let names = names(&runs);
+        // Six writer rows at the base; one writer and the stock limits under one row a backend.
+        assert_eq!(runs.len(), 6 + 2 + 2, "{names:#?}");
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "a run twice: {names:#?}");
+        let stock: Vec<_> = runs.iter().filter(|r| r.engine.limits == Limits::Stock).collect();
+        assert_eq!(stock.len(), 2);
+        assert!(names.contains(&"plain; uring+direct(threshold 0), threads 1, writers 1".into()));
+    }
+
+    #[test]
+    fn exhaustive_rows_of_a_compressed_input() {
+        let runs = FULL.exhaustive(&[ZSTD_1021]);
+        // Three file decoder rows under the two sweep writers, the piped row under one; then
+        // writers 1 and the stock limits under one row a backend.
+        assert_eq!(runs.len(), 3 * 2 + 1 + 2 + 2, "{:#?}", names(&runs));
+        assert_eq!(runs.iter().filter(|r| r.engine.decoder.piped).count(), 1);
+    }
+
+    #[test]
+    fn quick_is_one_run_and_every_row_turns_up() {
+        let mut seen = std::collections::BTreeSet::new();
+        for i in 0..400 {
+            let run = FULL.quick(&format!("case {i}"), &[Encoding::Plain, ZSTD_1021]);
+            seen.insert(run.encoding.name());
+            seen.insert(run.engine.writer.name.to_string());
+            seen.insert(run.engine.decoder.name.to_string());
+            seen.insert(run.engine.threads.name.to_string());
+            seen.insert(run.engine.limits.name().to_string());
+        }
+        for row in WRITER_CONFIGS.iter().map(|w| w.name).chain(DECODERS.iter().map(|d| d.name)) {
+            assert!(seen.contains(row), "{row} never picked: {seen:?}");
+        }
+        for row in ["writers default", "writers 1", "ulimit -n 64 -l 64", "no limits", "plain"] {
+            assert!(seen.contains(row), "{row} never picked: {seen:?}");
+        }
+    }
 }

@@ -8,6 +8,8 @@
 #![allow(dead_code)]
 
 pub mod engine;
+pub mod gnu;
+pub mod http;
 pub mod rawtar;
 pub mod snapshot;
 pub mod tree;
@@ -75,13 +77,12 @@ pub fn writer_rows(names: &[&str]) -> Vec<&'static WriterConfig> {
     names.iter().map(|n| row(n).unwrap_or_else(|| panic!("no writer row {n:?}"))).collect()
 }
 
-/// Runs `case` once per writer configuration (the runs of a plain tar in `engine`'s table).
-/// A failure under one configuration does not stop the others; at the end the test fails
-/// naming every configuration that failed.
-pub fn for_each_config(test: &str, mut case: impl FnMut(&WriterConfig)) {
-    engine::for_each_run(test, engine::Set::All, &[engine::Encoding::Plain], |run| {
-        case(run.engine.writer)
-    });
+/// Runs `case` once per engine of `matrix` for a plain tar (the writer rows, and the
+/// writer-thread and limits rows the suite states): `engine::for_each_run` with the plain
+/// encoding. A failure under one engine does not stop the others; at the end the test fails
+/// naming every row that failed.
+pub fn for_each_config(test: &str, matrix: &engine::Matrix, mut case: impl FnMut(&engine::Engine)) {
+    engine::for_each_run(test, matrix, &[engine::Encoding::Plain], |run| case(&run.engine));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -93,7 +94,15 @@ pub fn note(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
-/// True when `tool` is on PATH; otherwise prints `SKIP <test>: <tool> not installed`.
+/// Whether this is a CI run (`CI=true`, as CI services and .ci/run set it): a missing tool
+/// or oracle is then a failure, not a skip.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// True when `tool` is on PATH. Otherwise: under CI (`in_ci`) the test fails naming the tool
+/// (scripts/test.sh installs every tool a test needs); elsewhere it prints
+/// `SKIP <test>: <tool> not installed` and returns false.
 pub fn have_tool(test: &str, tool: &str) -> bool {
     static CACHE: OnceLock<Mutex<Vec<(String, bool)>>> = OnceLock::new();
     let cache = CACHE.get_or_init(|| Mutex::new(Vec::new()));
@@ -104,12 +113,20 @@ pub fn have_tool(test: &str, tool: &str) -> bool {
         ok
     });
     if !ok {
-        note(&format!("SKIP {test}: {tool} not installed"));
+        skip(test, &format!("{tool} not installed"));
     }
     ok
 }
 
-/// True when all `tools` are installed (prints a SKIP line for each missing one).
+/// A test (or a part of one) that cannot run here: under CI a failure naming `why`;
+/// elsewhere one printed line, `SKIP <test>: <why>`.
+pub fn skip(test: &str, why: &str) {
+    assert!(!in_ci(), "{test}: {why} (CI=true: scripts/test.sh installs what the tests need)");
+    note(&format!("SKIP {test}: {why}"));
+}
+
+/// True when all `tools` are installed (prints a SKIP line for each missing one; under CI the
+/// first missing one fails the test).
 pub fn have_tools(test: &str, tools: &[&str]) -> bool {
     // Not `all`: every missing tool gets its SKIP line.
     let missing: Vec<&&str> = tools.iter().filter(|t| !have_tool(test, t)).collect();
@@ -369,33 +386,46 @@ pub struct Cmd {
     envs: Vec<(OsString, OsString)>,
 }
 
-/// The environment variable that runs every suite the way a stock machine would: the binary
-/// under test gets `ulimit -n 64` and `ulimit -l 64` (64 open files, 64 KiB of locked memory).
-pub const STOCK_LIMITS_VAR: &str = "FASTUNTAR_TEST_STOCK_LIMITS";
-
 /// Runs the kit's cases against another build (an older commit, to see a regression test fail
 /// before its fix): `FASTUNTAR_TEST_BIN=/path/to/fastuntar cargo test ...`.
 pub const BIN_VAR: &str = "FASTUNTAR_TEST_BIN";
 
-/// The binary under test (with the stock machine's limits when STOCK_LIMITS_VAR is set).
 /// The binary under test.
 pub fn fastuntar_path() -> PathBuf {
     std::env::var_os(BIN_VAR).unwrap_or_else(|| BIN.into()).into()
 }
 
+/// The binary under test, with the resource limits of the matrix row in progress on this
+/// thread (`engine::current_limits`: none outside a runner).
 pub fn fastuntar() -> Cmd {
     let mut c = Cmd { strict: true, ..Cmd::new(fastuntar_path()) };
-    if std::env::var_os(STOCK_LIMITS_VAR).is_some() {
-        c.rlimit(libc::RLIMIT_NOFILE, 64, 64).rlimit(libc::RLIMIT_MEMLOCK, 64 << 10, 64 << 10);
-    }
+    engine::current_limits().apply(&mut c);
     c
 }
 
-/// The binary under test with one writer configuration's flags.
-pub fn fastuntar_with(cfg: &WriterConfig) -> Cmd {
-    let mut c = fastuntar();
-    c.args(cfg.args);
-    c
+/// Something that says how to run the binary under test: a writer row, or an engine (a row of
+/// every dimension).
+pub trait Flags {
+    fn cmd(&self) -> Cmd;
+}
+
+impl Flags for WriterConfig {
+    fn cmd(&self) -> Cmd {
+        let mut c = fastuntar();
+        c.args(self.args);
+        c
+    }
+}
+
+impl Flags for engine::Engine {
+    fn cmd(&self) -> Cmd {
+        engine::Engine::cmd(self)
+    }
+}
+
+/// The binary under test with a writer row's or an engine's flags (and an engine's limits).
+pub fn fastuntar_with(cfg: &impl Flags) -> Cmd {
+    cfg.cmd()
 }
 
 impl Cmd {
@@ -439,6 +469,11 @@ impl Cmd {
     pub fn user(&mut self, uid: u32, gid: u32) -> &mut Self {
         self.user = Some((uid, gid));
         self
+    }
+
+    /// `-xf ARCHIVE -C DEST`.
+    pub fn extract(&mut self, archive: impl AsRef<OsStr>, dest: impl AsRef<OsStr>) -> &mut Self {
+        self.arg("-xf").arg(archive).arg("-C").arg(dest)
     }
 
     pub fn arg(&mut self, a: impl AsRef<OsStr>) -> &mut Self {
@@ -523,6 +558,9 @@ impl Cmd {
         c.args(&self.args).stdout(Stdio::piped()).stderr(Stdio::piped());
         // Messages are compared against English text.
         c.env("LC_ALL", "C");
+        // The writer threads are a row of the matrix (`--writer-threads`), never the
+        // environment's: the binary's old test variable must not change a run.
+        c.env_remove("FASTUNTAR_WRITER_THREADS");
         c.envs(self.envs.iter().map(|(k, v)| (k, v)));
         if let Some(d) = &self.cwd {
             c.current_dir(d);

@@ -68,6 +68,14 @@ fn cstr(p: &Path) -> std::ffi::CString {
     std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap()
 }
 
+/// Writes each `(path, contents)` of `files` under `root`, making the directories on the way:
+/// the small trees the GNU tar comparisons pack (`util::gnu::archive`).
+pub fn write_files(root: &Path, files: &[(&str, &str)]) {
+    for (rel, data) in files {
+        write(&root.join(rel), data.as_bytes());
+    }
+}
+
 /// Sets the mtime (and atime) of `p` without following a symlink.
 pub fn set_mtime(p: &Path, secs: i64, nsecs: i64) {
     let ts = libc::timespec { tv_sec: secs as libc::time_t, tv_nsec: nsecs as _ };

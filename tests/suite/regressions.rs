@@ -3,9 +3,12 @@
 //! checks that the run ends the way the documentation says: exit 2 (fatal) or 1 (skipped
 //! members) with `fastuntar:` lines only, no panic, no signal, no hang.
 //!
-//! Self-contained on purpose (no `mod util;`): these pin exact inputs and must not move when
-//! the shared test kit does. So they do not run through the engine table (tests/util/engine.rs)
-//! and keep their own small header and PAX builders (issue 10 allows this file that).
+//! These pin exact inputs and must not move when the shared test kit does: they keep their own
+//! small header and PAX builders and process runner (issue 10 allows this file that). The rows
+//! are the kit's (`MATRIX`).
+
+use crate::util;
+use crate::util::engine::{Encoding, Matrix, Set, THREADS_DEFAULT_AND_ONE};
 
 use std::fs;
 use std::io::Read;
@@ -14,6 +17,18 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_fastuntar");
+
+/// The rows this suite runs over (tests/util/engine.rs): the bug that depends on the writers
+/// (`uring_replaces_a_dir_with_a_file_in_flight`, an order of events) runs under both backends
+/// at the default writer count and at one; the others pin what the reader prints or what one
+/// file's mode becomes, the same under every row, and run once.
+const MATRIX: Matrix = Matrix {
+    writers: Some(&["portable", "uring"]),
+    compressed: Set::All,
+    threads: THREADS_DEFAULT_AND_ONE,
+    limits: false,
+    decoders: None,
+};
 const TIMEOUT: Duration = Duration::from_secs(60);
 const BLOCK: usize = 512;
 
@@ -41,6 +56,8 @@ fn extract_under_umask_022(mut cmd: Command, archive: &Path, dest: &Path) {
 /// Runs the binary; a run longer than TIMEOUT is killed and fails the test.
 fn run(args: &[&str]) -> Run {
     let mut child = Command::new(BIN)
+        // The writer threads are a row of the matrix, never the environment's.
+        .env_remove("FASTUNTAR_WRITER_THREADS")
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -261,7 +278,7 @@ fn setid_bits_kept_for_unprivileged_user() {
     let root = unsafe { libc::geteuid() } == 0;
     let cmd = if root {
         if Command::new("setpriv").arg("--version").output().is_err() {
-            eprintln!("SKIP regressions::setid_bits_kept_for_unprivileged_user: no setpriv");
+            util::skip("regressions::setid_bits_kept_for_unprivileged_user", "no setpriv");
             return;
         }
         std::os::unix::fs::chown(&dest, Some(65534), Some(65534)).unwrap();
@@ -338,25 +355,20 @@ fn uring_replaces_a_dir_with_a_file_in_flight() {
     }
     let _guard = Unmount(&mnt, mounted);
     let mut failures = Vec::new();
-    for io in ["portable", "uring"] {
+    let test = "uring_replaces_a_dir_with_a_file_in_flight";
+    for (n, row) in util::engine::runs(test, &MATRIX, &[Encoding::Plain]).iter().enumerate() {
+        let io = row.name();
         for i in 0..10 {
-            let dest = mnt.join(format!("{io}-{i}"));
-            let r = run(&[
-                "-x",
-                archive.to_str().unwrap(),
-                "-C",
-                dest.to_str().unwrap(),
-                "-q",
-                "--io",
-                io,
-            ]);
+            let dest = mnt.join(format!("{n}-{i}"));
+            let args = ["-x", archive.to_str().unwrap(), "-C", dest.to_str().unwrap(), "-q"];
+            let r = run(&[&args[..], &row.engine.args()].concat());
             let ok = r.code == Some(2)
                 && r.stderr.lines().count() == 1
                 && r.stderr.starts_with("fastuntar: d: ")
                 && fs::read(dest.join("d/f")).is_ok_and(|d| d == b"f")
                 && fs::read(dest.join("d/g")).is_ok_and(|d| d == b"g");
             if !ok {
-                failures.push(format!("--io {io} run {i}: exit {:?}\n{}", r.code, r.stderr));
+                failures.push(format!("[{io}] run {i}: exit {:?}\n{}", r.code, r.stderr));
             }
         }
     }

@@ -19,7 +19,7 @@
 //! case runs under all of them or under a subset named below with its reason. The rest of this
 //! file (its runner with a timeout, the mounts, the archives) is its own.
 
-mod util;
+use crate::util;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -31,34 +31,51 @@ use std::process::{Command, Stdio};
 use std::sync::{Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use util::{WRITER_CONFIGS, WriterConfig};
+use util::engine::{Encoding, Limits, Matrix, Set, THREADS_DEFAULT_AND_ONE, current_limits};
 
 const BIN: &str = env!("CARGO_BIN_EXE_fastuntar");
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Every writer row of the engine table (`util::WRITER_CONFIGS`): what a case runs under
-/// unless it names a subset below.
-fn configs() -> Vec<&'static WriterConfig> {
-    WRITER_CONFIGS.iter().collect()
+/// The rows this suite runs over (tests/util/engine.rs): every writer row (or a subset named
+/// below with its reason), one writer and the default (a full disk or a refused file is met by
+/// one writer or by several at once), and the stock limits (every program a case runs gets
+/// `ulimit -n 64 -l 64` on top of its own limits: the error paths must not need descriptors or
+/// locked memory the budget has not got). The inputs are plain tars: no decoder row applies.
+const MATRIX: Matrix = Matrix {
+    writers: None,
+    compressed: Set::All,
+    threads: THREADS_DEFAULT_AND_ONE,
+    limits: true,
+    decoders: None,
+};
+
+/// Every writer row: what a case runs under unless it names a subset below.
+fn configs() -> Matrix {
+    MATRIX
 }
 
 /// The rows that write every file direct (threshold 0), with both backends: for cases about
 /// O_DIRECT itself (refused, turned buffered) or the buffers registered for it, which a
 /// buffered row or a threshold that leaves small files buffered would test less sharply.
-fn every_file_direct() -> Vec<&'static WriterConfig> {
-    util::writer_rows(&["portable+direct(threshold 0)", "uring+direct(threshold 0)"])
+fn every_file_direct() -> Matrix {
+    MATRIX.only(&["portable+direct(threshold 0)", "uring+direct(threshold 0)"])
 }
 
 /// Every row that asks for direct IO (any threshold): for a case about how a filesystem takes
 /// O_DIRECT.
-fn direct_rows() -> Vec<&'static WriterConfig> {
-    WRITER_CONFIGS.iter().filter(|c| c.args.contains(&"--direct-io")).collect()
+fn direct_rows() -> Matrix {
+    MATRIX.only(&[
+        "uring+direct",
+        "uring+direct(threshold 0)",
+        "uring+direct(threshold 1)",
+        "portable+direct(threshold 0)",
+    ])
 }
 
 /// The io_uring rows, buffered and every file direct: for cases about io_uring being refused
 /// (the portable rows never ask for it).
-fn uring_rows() -> Vec<&'static WriterConfig> {
-    util::writer_rows(&["uring", "uring+direct(threshold 0)"])
+fn uring_rows() -> Matrix {
+    MATRIX.only(&["uring", "uring+direct(threshold 0)"])
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -120,7 +137,7 @@ fn run(cmd: Command, stdin: Option<Vec<u8>>) -> Out {
 
 /// `run`, for a caller that holds URING_SYSCTL itself.
 fn run_unlocked(mut cmd: Command, stdin: Option<Vec<u8>>) -> Out {
-    if std::env::var_os(STOCK_LIMITS_VAR).is_some() {
+    if current_limits() == Limits::Stock {
         cmd = stock_limits(cmd);
     }
     cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
@@ -165,23 +182,24 @@ fn run_unlocked(mut cmd: Command, stdin: Option<Vec<u8>>) -> Out {
 fn fastuntar(archive: &str, dest: &Path, extra: &[&str]) -> Command {
     let mut c = Command::new(BIN);
     c.args(["-x", archive, "-C"]).arg(dest).arg("-q").args(extra);
+    // The writer threads are a row of the matrix, never the environment's.
+    c.env_remove("FASTUNTAR_WRITER_THREADS");
     c
 }
 
-/// Runs `case` for every configuration; fails at the end naming every configuration that
-/// failed, with its reason.
+/// Runs `case` with the flags of every run of `matrix` (the one runner: it names the row of a
+/// failure, with the case's reason, and sets the row's limits for every program the case runs
+/// through `run`).
 fn for_each_config(
     test: &str,
-    configs: &[&WriterConfig],
+    matrix: &Matrix,
     mut case: impl FnMut(&[&str]) -> Result<(), String>,
 ) {
-    let mut failed = Vec::new();
-    for cfg in configs {
-        if let Err(e) = case(cfg.args) {
-            failed.push(format!("--- under `{}`: {e}", cfg.name));
+    util::engine::for_each_run(test, matrix, &[Encoding::Plain], |r| {
+        if let Err(e) = case(&r.engine.args()) {
+            panic!("{test}: {e}");
         }
-    }
-    assert!(failed.is_empty(), "{test} failed:\n{}", failed.join("\n"));
+    });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -274,8 +292,18 @@ fn empty_dir(p: &Path) {
 // ---------------------------------------------------------------------------------------------
 // Mounts
 
+/// A case that cannot run here for a reason of the machine (not root, no FUSE, an older
+/// kernel, a mount refused): one printed line.
+/// A case that cannot run here for a reason no install fixes (root, a kernel feature): one
+/// line on the test process's stderr, printed also when the test passes (`util::note`).
 fn skip(test: &str, reason: &str) {
-    eprintln!("SKIP faults::{test}: {reason}");
+    util::note(&format!("SKIP faults::{test}: {reason}"));
+}
+
+/// A case that cannot run because a tool is missing: one printed line, and under CI a failure
+/// (`util::skip`: scripts/test.sh installs every tool).
+fn skip_tool(test: &str, reason: &str) {
+    util::skip(&format!("faults::{test}"), reason);
 }
 
 fn is_root() -> bool {
@@ -338,6 +366,11 @@ impl Drop for Mount {
 /// The value, or a SKIP line for `test` with the reason and None.
 fn or_skip<T>(test: &str, r: Result<T, String>) -> Option<T> {
     r.map_err(|e| skip(test, &e)).ok()
+}
+
+/// The tool, or a SKIP line (a failure under CI) for `test` with the reason and None.
+fn or_skip_tool<T>(test: &str, r: Result<T, String>) -> Option<T> {
+    r.map_err(|e| skip_tool(test, &e)).ok()
 }
 
 /// A root-only case's mount, or a SKIP line and None.
@@ -418,7 +451,7 @@ fn disk_full(test: &str, mnt: &Path, full: &DiskFull) {
             if out.stderr.lines().any(|l| !l.starts_with("fastuntar: ")) {
                 return Err("a stderr line that is not a fastuntar: message".into());
             }
-            complete_or_named(&out, &dest, std::slice::from_ref(&first))
+            complete_or_named(&out, &dest, std::slice::from_ref(&first), args)
         })();
         empty_dir(&dest);
         res.map_err(|e| format!("{e}\nstderr:\n{}", out.stderr))
@@ -592,7 +625,7 @@ fn dest_not_writable_unprivileged() {
     let archive = ro_archive(td.path());
     let root = is_root();
     if root && Command::new("setpriv").arg("--version").output().is_err() {
-        return skip(test, "running as root and setpriv is missing");
+        return skip_tool(test, "running as root and setpriv is missing");
     }
     for_each_config(test, &configs(), |args| {
         let cmd = if root {
@@ -619,7 +652,7 @@ fn read_only_directory_inside_dir() {
         return skip(test, "needs root to run GNU tar and fastuntar as uid 65534");
     }
     if Command::new("setpriv").arg("--version").output().is_err() {
-        return skip(test, "setpriv is missing");
+        return skip_tool(test, "setpriv is missing");
     }
     let td = scratch("eacces_inside");
     fs::set_permissions(td.path(), fs::Permissions::from_mode(0o755)).unwrap();
@@ -695,7 +728,7 @@ fn parent_is_a_file() {
             eprintln!("GNU tar: exit {code:?}, a = {a:?}, stderr:\n{stderr}");
             assert_eq!(*code, Some(2), "GNU tar is expected to fail a/b");
         }
-        None => skip("parent_is_a_file (GNU tar comparison)", "tar not found"),
+        None => skip_tool("parent_is_a_file (GNU tar comparison)", "tar not found"),
     }
     for_each_config("parent_is_a_file", &configs(), |args| {
         let dest = td.path().join("dest");
@@ -1075,10 +1108,6 @@ fn as_user(cmd: &Command, uid: u32) -> Command {
     wrapped("setpriv", &prefix, cmd)
 }
 
-/// Set (to anything): every program a case runs, fastuntar and GNU tar alike, gets a stock
-/// machine's limits on top of the case's own (the same variable as the shared kit's).
-const STOCK_LIMITS_VAR: &str = "FASTUNTAR_TEST_STOCK_LIMITS";
-
 /// Lowers RLIMIT_NOFILE to 64 and RLIMIT_MEMLOCK to 64 KiB in the child, keeping any lower
 /// limit the case set itself (hooks run in the order they were added; this one runs last).
 /// A program started through setpriv inherits the limits across its exec.
@@ -1217,7 +1246,7 @@ fn can_switch_user(test: &str) -> bool {
         return false;
     }
     if find_tool("setpriv").is_none() {
-        skip(test, "setpriv (util-linux) is not installed");
+        skip_tool(test, "setpriv (util-linux) is not installed");
         return false;
     }
     true
@@ -1487,13 +1516,7 @@ fn compare_trees(gnu: &Path, ours: &Path) -> Result<Option<String>, String> {
 /// Extracts `archive` under `base` with GNU tar (into `gnu/`) and with fastuntar under each of
 /// `configs` (into `ours/`), as `uid` if given, and compares each with GNU tar's tree. Every run
 /// must exit 0 with nothing on stderr.
-fn against_gnu_tar(
-    test: &str,
-    base: &Path,
-    archive: &Path,
-    configs: &[&WriterConfig],
-    uid: Option<u32>,
-) {
+fn against_gnu_tar(test: &str, base: &Path, archive: &Path, configs: &Matrix, uid: Option<u32>) {
     let as_uid = |cmd: Command| match uid {
         Some(u) => as_user(&cmd, u),
         None => cmd,
@@ -1512,7 +1535,13 @@ fn against_gnu_tar(
         fresh_dir(&ours, uid);
         let out = run(as_uid(fastuntar(archive.to_str().unwrap(), &ours, args)), None);
         out.expect(0, "extract")?;
-        if !out.stderr.is_empty() {
+        if uid.is_some() && ring_refused_by_memlock(&out.stderr) {
+            // An unprivileged user's io_uring rings count against RLIMIT_MEMLOCK, and the
+            // count is per user: every process of that uid on the machine (other tests as
+            // nobody, other runs) shares the 64 KiB of the stock-limits row. Whether the ring
+            // fits depends on them; the fallback, said in one line, is the product's answer.
+            note(test, &format!("{args:?} as uid {uid:?}: {}", out.stderr.trim()));
+        } else if !out.stderr.is_empty() {
             return Err(format!("want no message:\n{}", out.stderr));
         }
         let res = compare_trees(&gnu, &ours);
@@ -1523,6 +1552,16 @@ fn against_gnu_tar(
         Ok(())
     });
     empty_dir(&gnu);
+}
+
+/// Whether `stderr` is exactly the one line fastuntar says when io_uring cannot make its ring
+/// for want of locked memory (ENOMEM under `ulimit -l`) and falls back to the portable writer.
+/// Only under the stock-limits row: without a limit the ring must be made.
+fn ring_refused_by_memlock(stderr: &str) -> bool {
+    util::engine::current_limits() == util::engine::Limits::Stock
+        && stderr.lines().count() == 1
+        && stderr.starts_with("fastuntar: io_uring is not available (Cannot allocate memory")
+        && stderr.trim_end().ends_with("; using the portable writer")
 }
 
 /// The default direct-IO policy (`auto`, issue 31) on the filesystem under `base`: the mixed
@@ -1660,7 +1699,7 @@ fn memlock_limit_registration_degrades() {
     let test = "memlock_limit_registration_degrades";
     let root = is_root();
     if root && find_tool("setpriv").is_none() {
-        return skip(test, "running as root and setpriv (util-linux) is missing");
+        return skip_tool(test, "running as root and setpriv (util-linux) is missing");
     }
     let td = scratch("memlock");
     let big = noise(12 << 20, 21);
@@ -1714,7 +1753,7 @@ fn memlock_limit_registration_degrades() {
         let c = wrapped(
             strace.to_str().unwrap(),
             &prefix,
-            &cmd(&dest, every_file_direct()[1].args, uid),
+            &cmd(&dest, every_file_direct().writer_rows()[1].args, uid),
         );
         let out = run(with_rlimit(c, libc::RLIMIT_MEMLOCK, limit), None);
         let text = fs::read_to_string(&trace).unwrap_or_default();
@@ -1770,12 +1809,12 @@ fn fsize_limit_is_one_line() {
     });
 }
 
-/// The run has one writer thread: FASTUNTAR_WRITER_THREADS=1 (test.sh's second pass), or no
-/// override on a 1-CPU machine. With several, a full disk is not one-writer-exact: a later
-/// member on another writer may take the space an earlier one needed (docs/DESIGN.md,
-/// "Failure"); then the earlier one must be named instead of complete.
-fn one_writer() -> bool {
-    match writer_threads_env() {
+/// The run (its flags `args`) has one writer thread: `--writer-threads 1`, or no count on a
+/// 1-CPU machine. With several, a full disk is not one-writer-exact: a later member on another
+/// writer may take the space an earlier one needed (docs/DESIGN.md, "Failure"); then the
+/// earlier one must be named instead of complete.
+fn one_writer(args: &[&str]) -> bool {
+    match writer_threads_asked(args) {
         Some(n) => n == 1,
         None => std::thread::available_parallelism().map_or(true, |n| n.get() == 1),
     }
@@ -1783,10 +1822,15 @@ fn one_writer() -> bool {
 
 /// `members` are complete, or (with several writers) each one that is not is named in a
 /// `fastuntar: NAME: ...` line.
-fn complete_or_named(out: &Out, dest: &Path, members: &[(&str, &[u8])]) -> Result<(), String> {
+fn complete_or_named(
+    out: &Out,
+    dest: &Path,
+    members: &[(&str, &[u8])],
+    args: &[&str],
+) -> Result<(), String> {
     for m in members {
         if let Err(e) = check_files(dest, std::slice::from_ref(m))
-            && (one_writer() || out.line_about(m.0).is_none())
+            && (one_writer(args) || out.line_about(m.0).is_none())
         {
             return Err(e);
         }
@@ -1794,14 +1838,15 @@ fn complete_or_named(out: &Out, dest: &Path, members: &[(&str, &[u8])]) -> Resul
     Ok(())
 }
 
-/// The writer threads FASTUNTAR_WRITER_THREADS asks for (test.sh's second pass), if it does.
-fn writer_threads_env() -> Option<u32> {
-    std::env::var("FASTUNTAR_WRITER_THREADS").ok().and_then(|v| v.trim().parse().ok())
+/// The writer threads the flags `args` ask for (the matrix's writer-thread row), if they do.
+fn writer_threads_asked(args: &[&str]) -> Option<u32> {
+    let at = args.iter().position(|a| *a == "--writer-threads")?;
+    args.get(at + 1)?.parse().ok()
 }
 
-/// FASTUNTAR_WRITER_THREADS asks for more than one writer (the suites' second pass).
-fn several_writers_forced() -> bool {
-    writer_threads_env().is_some_and(|n| n > 1)
+/// The flags ask for more than one writer.
+fn several_writers_forced(args: &[&str]) -> bool {
+    writer_threads_asked(args).is_some_and(|n| n > 1)
 }
 
 /// RLIMIT_NPROC (`ulimit -u`) counts threads, and io_uring's io-wq workers, of every process
@@ -1862,9 +1907,9 @@ fn nproc_limit() {
             if limit == 1 && !said_one_thread {
                 return Err(format!("{label}: want the one-thread line:\n{}", out.stderr));
             }
-            // At 3 one writer (the default under a low limit) has its threads; several forced
-            // (FASTUNTAR_WRITER_THREADS, test.sh's second pass on a 1-CPU machine) may not.
-            if limit == 3 && said_one_thread && !several_writers_forced() {
+            // At 3 one writer (the default under a low limit) has its threads; several asked
+            // for (a writer-thread row of the matrix) may not.
+            if limit == 3 && said_one_thread && !several_writers_forced(args) {
                 return Err(format!("{label}: want the usual threads:\n{}", out.stderr));
             }
             if !out.stderr.lines().all(|l| l.starts_with("fastuntar: ")) {
@@ -2042,10 +2087,10 @@ fn inodes_exhausted_ext4() {
                 l.contains("No space left on device")
                     && names.iter().any(|n| l.starts_with(&format!("fastuntar: {n}: ")))
             });
-            if lines.is_empty() || (one_writer() && lines.len() != 1) || !each_named {
+            if lines.is_empty() || (one_writer(args) && lines.len() != 1) || !each_named {
                 return Err("want one ENOSPC line naming a member per failed member".to_string());
             }
-            complete_or_named(&out, &dest, &members[..2])
+            complete_or_named(&out, &dest, &members[..2], args)
         })();
         empty_dir(&dest);
         res.map_err(|e| format!("{e}\nstderr:\n{}", out.stderr))
@@ -2150,7 +2195,7 @@ fn dest_fuse_bindfs() {
     if !Path::new("/dev/fuse").exists() {
         return skip(test, "no /dev/fuse");
     }
-    let Some(bindfs) = or_skip(test, ensure_tool("bindfs", "bindfs")) else {
+    let Some(bindfs) = or_skip_tool(test, ensure_tool("bindfs", "bindfs")) else {
         return;
     };
     let td = scratch("fuse");
@@ -2175,7 +2220,7 @@ fn dest_fuse_bindfs() {
     let nobody = mnt.join("nobody");
     fresh_dir(&nobody, Some(NOBODY));
     // As nobody, the two rows that share the least code (the engine table's `Set::Sweep`).
-    let configs = util::writer_rows(&["portable", "uring+direct(threshold 0)"]);
+    let configs = MATRIX.only(&["portable", "uring+direct(threshold 0)"]);
     against_gnu_tar(test, &nobody, &archive, &configs, Some(NOBODY));
 }
 
@@ -2238,9 +2283,8 @@ fn dest_ext4_without_a_journal() {
         // (With --direct-io the ring is wanted; where io_uring is refused, portable.)
         let want = format!("\"writer_threads\":1,\"uring_writers\":{uring},");
         let fallback = "\"writer_threads\":1,\"uring_writers\":0,";
-        let forced = std::env::var_os("FASTUNTAR_WRITER_THREADS").is_some();
         let said = out.contains(&want) || (uring == 1 && out.contains(fallback));
-        assert!(forced || said, "{extra:?}: {out}");
+        assert!(said, "{extra:?}: {out}");
         if let Some(n) = compare_trees(&gnu, &ours).unwrap_or_else(|e| panic!("{extra:?}: {e}")) {
             note(test, &format!("{extra:?}: {n}"));
         }
@@ -2256,8 +2300,7 @@ fn dest_ext4_without_a_journal() {
     let out = json_run(fastuntar(archive.to_str().unwrap(), &ours, &["--json"]));
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
     let want = format!("\"writer_threads\":{cpus},");
-    let forced = std::env::var_os("FASTUNTAR_WRITER_THREADS").is_some();
-    assert!(forced || out.contains(&want), "{out}");
+    assert!(out.contains(&want), "{out}");
     empty_dir(&ours);
     auto_policy(test, &journaled.mnt, &archive, "ext4", "large_archive");
 }
@@ -2375,8 +2418,8 @@ fn dest_fuse_exfat() {
     if !Path::new("/dev/fuse").exists() {
         return skip(test, "no /dev/fuse");
     }
-    let Some(mkfs) = or_skip(test, ensure_tool("mkfs.exfat", "exfatprogs")) else { return };
-    let Some(mounter) = or_skip(test, ensure_tool("mount.exfat-fuse", "exfat-fuse")) else {
+    let Some(mkfs) = or_skip_tool(test, ensure_tool("mkfs.exfat", "exfatprogs")) else { return };
+    let Some(mounter) = or_skip_tool(test, ensure_tool("mount.exfat-fuse", "exfat-fuse")) else {
         return;
     };
     let td = scratch(test);
@@ -2432,10 +2475,8 @@ fn dest_fuse_exfat() {
     for args in [&[][..], &["--direct-io"]] {
         let ours = mnt.join("ours");
         fresh_dir(&ours, None);
-        // The defaults, also when test.sh sets a writer count for the whole suite.
-        let mut cmd = fastuntar(pairs.to_str().unwrap(), &ours, args);
-        cmd.env_remove("FASTUNTAR_WRITER_THREADS");
-        let out = run(cmd, None);
+        // The defaults.
+        let out = run(fastuntar(pairs.to_str().unwrap(), &ours, args), None);
         let res = out.expect(0, "pairs").and_then(|()| compare_trees(&gnu, &ours));
         assert!(res.is_ok(), "{test}: names that differ in case, {args:?}: {res:?}");
         empty_dir(&ours);
@@ -2579,7 +2620,16 @@ fn dest_overlayfs_over_a_lower_tree() {
     let g = run(gnu_tar(&archive, &gnu.0), None);
     note(test, &format!("GNU tar: {}", gnu_outcome(&g)));
     assert_eq!(g.code, Some(0), "GNU tar: {}", g.stderr);
-    for_each_config(test, &configs(), |args| {
+    // Several writers copying up at once is what failed: both backends at four writers and at
+    // the default count; not one writer, not direct IO (a copy-up is the same), not the limits
+    // (30 overlay mounts under every row were 110 s of the suite at load 6; these are 12).
+    let rows = Matrix {
+        writers: Some(&["portable", "uring"]),
+        threads: &["writers 4", "writers default"],
+        limits: false,
+        ..MATRIX
+    };
+    for_each_config(test, &rows, |args| {
         for round in 0..3 {
             let Some(ours) = overlay("ours") else { return Ok(()) };
             let out = run(fastuntar(archive.to_str().unwrap(), &ours.0, args), None);

@@ -4,6 +4,9 @@
 //! options, and every listed name and link target must be what `Transforms::apply` makes of
 //! the stored one. Expressions GNU tar refuses (exit status 2) must be refused by `parse`, with
 //! the same message.
+//!
+//! Matrix rows: none (tests/util/engine.rs). It runs no extraction: the library's
+//! `Transforms` against GNU tar's listing.
 
 use std::ffi::OsStr;
 use std::fs;
@@ -283,7 +286,7 @@ fn transform_matches_gnu_tar() {
     let version = Command::new("tar").arg("--version").env("LC_ALL", "C").output();
     let is_gnu = version.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("GNU tar"));
     if !is_gnu {
-        let _ = writeln!(std::io::stderr(), "SKIP transform_matches_gnu_tar: GNU tar missing");
+        crate::util::skip("transform_matches_gnu_tar", "GNU tar missing");
         return;
     }
     let dir =

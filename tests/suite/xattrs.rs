@@ -6,7 +6,9 @@
 //! Each case checks that GNU tar's tree has the attributes it is about before comparing, so a
 //! fastuntar that restores nothing cannot pass.
 
-mod util;
+use crate::util;
+use crate::util::Flags;
+use crate::util::engine::{Matrix, THREADS_ONE_AND_MORE};
 
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -15,10 +17,21 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use util::{
-    Cmd, Output, TestDir, WriterConfig, fastuntar, fastuntar_with, for_each_config, gnu_tar,
-    have_tool,
-};
+use util::{Cmd, Output, TestDir, fastuntar, fastuntar_with, for_each_config, gnu_tar, have_tool};
+
+/// The rows this suite runs over (tests/util/engine.rs): every writer row (each backend sets
+/// xattrs and ACLs itself). Plain tars: no decoder row applies; a few files: the stock limits
+/// change nothing.
+const MATRIX: Matrix = Matrix::WRITERS;
+
+/// The cases whose members several writers split between them (files, a directory's
+/// attributes after its contents): every writer row at one writer, a row of each backend at
+/// four.
+const THREADS: Matrix = MATRIX.threads(THREADS_ONE_AND_MORE);
+
+/// `--acls` under a default ACL inherited from DIR: the two backends at one and four writers
+/// (the ACL is set by each backend's own call; direct IO changes nothing about it).
+const BACKENDS: Matrix = THREADS.only(&["portable", "uring"]);
 
 /// One PAX record, `LEN KEY=VALUE\n`, LEN counting itself.
 fn pax_record(key: &str, value: &[u8]) -> Vec<u8> {
@@ -114,15 +127,8 @@ fn create(tool: &str, src: &Path, archive: &Path) {
 }
 
 /// The destination for one fastuntar run: a writer configuration plus writer threads.
-fn run(cfg: &WriterConfig, threads: &str, flags: &[&str], archive: &Path, dest: &Path) -> Output {
-    fastuntar_with(cfg)
-        .args(["--writer-threads", threads, "-q"])
-        .args(flags)
-        .arg("-xf")
-        .arg(archive)
-        .arg("-C")
-        .arg(dest)
-        .run()
+fn run(cfg: &impl Flags, flags: &[&str], archive: &Path, dest: &Path) -> Output {
+    fastuntar_with(cfg).arg("-q").args(flags).extract(archive, dest).run()
 }
 
 /// A tree with user.* attributes on files and a directory: several per file, binary values
@@ -179,19 +185,11 @@ fn gnu_tar_and_bsdtar_archives_restore_as_gnu_tar_does() {
             gnu_tar(args).expect_code(0);
             let expected = attrs(&reference);
             assert_eq!(count(&expected), *want, "{flags:?} {}: {expected:?}", archive.display());
-            for_each_config(test, |cfg| {
-                for threads in ["1", "3"] {
-                    let out = t.fresh("out");
-                    run(cfg, threads, flags, archive, &out).expect_code(0);
-                    assert_eq!(
-                        attrs(&out),
-                        expected,
-                        "{} {flags:?} --writer-threads {threads} {}",
-                        cfg.name,
-                        archive.display()
-                    );
-                    assert_eq!(fs::read(out.join("big")).unwrap(), vec![7u8; 3 << 20]);
-                }
+            for_each_config(test, &THREADS, |cfg| {
+                let out = t.fresh("out");
+                run(cfg, flags, archive, &out).expect_code(0);
+                assert_eq!(attrs(&out), expected, "{} {flags:?} {}", cfg.name(), archive.display());
+                assert_eq!(fs::read(out.join("big")).unwrap(), vec![7u8; 3 << 20]);
             });
         }
     }
@@ -224,17 +222,17 @@ fn libarchive_records_count_where_no_schily_record_names_the_attribute() {
     ar.extend([0u8; 1024]);
     let archive = t.write("lib.tar", &ar);
     let reference = t.fresh("bsdtar-out");
-    Cmd::new("bsdtar").arg("-xf").arg(&archive).arg("-C").arg(&reference).run().expect_code(0);
+    Cmd::new("bsdtar").extract(&archive, &reference).run().expect_code(0);
     let expected = attrs(&reference);
     let want = vec![
         (b"user.a=b %".to_vec(), b"a\0b\nc".to_vec()),
         (b"user.dup".to_vec(), b"schily".to_vec()),
     ];
     assert_eq!(expected[Path::new("f")], want);
-    for_each_config(test, |cfg| {
+    for_each_config(test, &MATRIX, |cfg| {
         let out = t.fresh("out");
-        run(cfg, "1", &["--xattrs"], &archive, &out).expect_code(0);
-        assert_eq!(attrs(&out), expected, "{}", cfg.name);
+        run(cfg, &["--xattrs", "--writer-threads", "1"], &archive, &out).expect_code(0);
+        assert_eq!(attrs(&out), expected, "{}", cfg.name());
     });
 }
 
@@ -272,12 +270,12 @@ fn a_64_kib_value_on_tmpfs() {
     let expected = attrs(&reference);
     assert_eq!(expected[Path::new("f")][0], (b"user.big".to_vec(), value));
     let mut n = 0;
-    for_each_config(test, |cfg| {
+    for_each_config(test, &MATRIX, |cfg| {
         n += 1;
         let out = t.path().join(format!("out{n}"));
         fs::create_dir(&out).unwrap();
-        run(cfg, "2", &["--xattrs"], &archive, &out).expect_code(0);
-        assert_eq!(attrs(&out), expected, "{}", cfg.name);
+        run(cfg, &["--xattrs", "--writer-threads", "2"], &archive, &out).expect_code(0);
+        assert_eq!(attrs(&out), expected, "{}", cfg.name());
     });
 }
 
@@ -323,17 +321,10 @@ fn trusted_and_capability_as_root() {
         let expected = attrs(&reference);
         assert_eq!(expected[Path::new("ping")][0], (b"security.capability".to_vec(), cap.clone()));
         assert_eq!(count(&expected), 6, "{expected:?}");
-        for_each_config(test, |cfg| {
-            for threads in ["1", "3"] {
-                let out = t.fresh("out");
-                run(cfg, threads, &flags, &archive, &out).expect_code(0);
-                assert_eq!(
-                    attrs(&out),
-                    expected,
-                    "{} {flags:?} --writer-threads {threads}",
-                    cfg.name
-                );
-            }
+        for_each_config(test, &THREADS, |cfg| {
+            let out = t.fresh("out");
+            run(cfg, &flags, &archive, &out).expect_code(0);
+            assert_eq!(attrs(&out), expected, "{} {flags:?}", cfg.name());
         });
     }
     // Not root: trusted.* is refused (EPERM), GNU tar warns per attribute and exits 0; we
@@ -342,14 +333,7 @@ fn trusted_and_capability_as_root() {
     // Its own (the archive's "./" sets the mode of DIR, which only its owner may).
     std::os::unix::fs::chown(&out, Some(65534), Some(65534)).unwrap();
     let flags = ["--xattrs-include=trusted.*", "--xattrs-include=user.*"];
-    let got = util::fastuntar()
-        .user(65534, 65534)
-        .args(flags)
-        .arg("-xf")
-        .arg(&archive)
-        .arg("-C")
-        .arg(&out)
-        .run();
+    let got = util::fastuntar().user(65534, 65534).args(flags).extract(&archive, &out).run();
     got.expect_code(0);
     let mut lines = got.diagnostics();
     lines.sort();
@@ -394,7 +378,7 @@ fn a_filesystem_without_xattrs() {
         for (i, cfg) in util::writer_rows(&["portable", "uring"]).into_iter().enumerate() {
             let out = mnt.join(format!("out{i}"));
             fs::create_dir(&out).unwrap();
-            let got = run(cfg, "1", &["--xattrs"], &archive, &out);
+            let got = run(cfg, &["--xattrs", "--writer-threads", "1"], &archive, &out);
             got.expect_code(0);
             let mut lines = got.diagnostics();
             lines.sort();
@@ -556,7 +540,7 @@ fn acls_like_gnu_tar() {
     // bsdtar writes the same ACLs with commas and ids, and its modes without the mask: the
     // ACL must be set after the mode (GNU tar's order), or a directory's mask is lost.
     let mut archives = vec![archive.clone()];
-    if util::which_quiet("bsdtar") {
+    if util::have_tool("acls_like_gnu_tar (bsdtar's archive)", "bsdtar") {
         let bsd = t.join("bsd-acls.tar");
         Cmd::new("bsdtar")
             .args(["--acls", "--format=pax", "-cf"])
@@ -568,7 +552,7 @@ fn acls_like_gnu_tar() {
             .expect_code(0);
         archives.push(bsd);
     } else {
-        util::note("SKIP acls_like_gnu_tar (bsdtar's archive): bsdtar not installed");
+        util::skip("acls_like_gnu_tar (bsdtar's archive)", "bsdtar not installed");
     }
     let cases: &[(&[&str], bool)] = &[
         (&["--acls"], true),
@@ -594,16 +578,13 @@ fn acls_like_gnu_tar() {
             use std::os::unix::fs::PermissionsExt;
             fs::metadata(root.join(f)).unwrap().permissions().mode()
         };
-        for_each_config(test, |cfg| {
-            for threads in ["1", "3"] {
-                let out = t.fresh("out");
-                run(cfg, threads, flags, archive, &out).expect_code(0);
-                let what =
-                    format!("{} {flags:?} threads {threads} {}", cfg.name, archive.display());
-                assert_eq!(acls(&out).0, expected, "{what}");
-                for f in ["f", "plain", "g", "d", "d/inner"] {
-                    assert_eq!(mode(&out, f), mode(&reference, f), "{f}: {flags:?}");
-                }
+        for_each_config(test, &THREADS, |cfg| {
+            let out = t.fresh("out");
+            run(cfg, flags, archive, &out).expect_code(0);
+            let what = format!("{} {flags:?} {}", cfg.name(), archive.display());
+            assert_eq!(acls(&out).0, expected, "{what}");
+            for f in ["f", "plain", "g", "d", "d/inner"] {
+                assert_eq!(mode(&out, f), mode(&reference, f), "{f}: {flags:?}");
             }
         });
     }
@@ -736,16 +717,14 @@ fn acls_reset_like_gnu_tar() {
     let (want, _) = acls(&g);
     assert!(!want.is_empty(), "GNU tar restored no ACL");
     let mode = |root: &Path, f: &str| fs::symlink_metadata(root.join(f)).unwrap().mode() & 0o7777;
-    for cfg in util::writer_rows(&["portable", "uring"]) {
-        for threads in ["1", "3"] {
-            let out = inheriting("ours");
-            let got = run(cfg, threads, &["--acls"], &archive, &out);
-            got.expect_code(0);
-            let what = format!("{} threads {threads}\n{}", cfg.name, got.describe());
-            assert_eq!(acls(&out).0, want, "{what}");
-            for f in members.iter().chain(&["acl-dir/f"]) {
-                assert_eq!(mode(&out, f), mode(&g, f), "{f}: {what}");
-            }
+    for_each_config(test, &BACKENDS, |cfg| {
+        let out = inheriting("ours");
+        let got = run(cfg, &["--acls"], &archive, &out);
+        got.expect_code(0);
+        let what = format!("{}\n{}", cfg.name(), got.describe());
+        assert_eq!(acls(&out).0, want, "{what}");
+        for f in members.iter().chain(&["acl-dir/f"]) {
+            assert_eq!(mode(&out, f), mode(&g, f), "{f}: {what}");
         }
-    }
+    });
 }

@@ -4,7 +4,8 @@
 //! a directory and back), say the same `-v` lines ("Deleting ..."), and list the same with
 //! `-t -vv`; under one writer (both backends) and several. Hostile lists stay inside DIR.
 
-mod util;
+use crate::util;
+use crate::util::engine::{Encoding, Matrix, Run, Set, THREADS_ONE_AND_MORE};
 
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
@@ -14,13 +15,23 @@ use std::path::{Path, PathBuf};
 use util::snapshot::{Compare, diff, snapshot};
 use util::{Cmd, Output, TestDir, fastuntar, gnu_tar, have_tool};
 
-/// One writer of each backend, and several writer threads (the dispatcher's path).
-const ROWS: &[&[&str]] = &[
-    &["--writer-threads", "1", "--io", "portable"],
-    &["--writer-threads", "1", "--io", "uring"],
-    &["--writer-threads", "3", "--io", "portable"],
-    &["--writer-threads", "2", "--io", "uring"],
-];
+/// The rows this suite runs over (tests/util/engine.rs): one writer of each backend and four
+/// (the purge is a barrier, and the one-writer path waits for it, so both shapes and both
+/// backends matter), and the stock limits (the lists' renames and purges within 64
+/// descriptors). Plain tars: no decoder row applies; direct IO changes nothing of what `-G`
+/// removes or renames.
+const MATRIX: Matrix = Matrix {
+    writers: Some(&["portable", "uring"]),
+    compressed: Set::All,
+    threads: THREADS_ONE_AND_MORE,
+    limits: true,
+    decoders: None,
+};
+
+/// The runs of a case (`MATRIX`, in the current tier).
+fn rows(test: &str) -> Vec<Run> {
+    util::engine::runs(test, &MATRIX, &[Encoding::Plain])
+}
 
 fn write(root: &Path, rel: &str, data: &str) {
     let p = root.join(rel);
@@ -117,10 +128,7 @@ fn said(out: &Output, prog: &str) -> Vec<String> {
 
 #[test]
 fn levels_restore_like_gnu_tar() {
-    if !have_tool("levels_restore_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("incremental");
+    let Some(td) = util::gnu::dir("levels_restore_like_gnu_tar", &[]) else { return };
     let mut failures = Vec::new();
     for format in ["gnu", "posix"] {
         let archives = levels(&td, format);
@@ -146,12 +154,14 @@ fn levels_restore_like_gnu_tar() {
             }
             // The flags spelled both ways; the writer rows on the first only (the second is
             // the same path).
-            let rows = if i == 0 { ROWS } else { &ROWS[..1] };
-            for row in rows {
+            let all = rows(&format!("{format} {flags:?}"));
+            let runs = if i == 0 { &all[..] } else { &all[..1] };
+            for run in runs {
+                let row = run.name();
                 let ours_dir = td.fresh("ours");
                 for (level, (a, (gnu, gnu_tree))) in archives.iter().zip(&gnu_steps).enumerate() {
-                    let ours = fastuntar()
-                        .args(*row)
+                    let ours = run
+                        .cmd()
                         .arg("-xv")
                         .args(*flags)
                         .arg("-f")
@@ -196,10 +206,7 @@ fn levels_restore_like_gnu_tar() {
 
 #[test]
 fn lists_shown_like_gnu_tar() {
-    if !have_tool("lists_shown_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("incremental_list");
+    let Some(td) = util::gnu::dir("lists_shown_like_gnu_tar", &[]) else { return };
     let mut failures = Vec::new();
     for format in ["gnu", "posix"] {
         for a in levels(&td, format) {
@@ -247,7 +254,8 @@ fn hostile_lists_stay_inside() {
         "hostile.tar",
         &[("d/", b"Ykeep\0R../outside/sub\0Tstolen\0\0"), ("e/", b"Ykeep\0\0"), ("viasym/", b"\0")],
     );
-    for row in ROWS {
+    for run in rows("hostile_lists_stay_inside") {
+        let row = run.name();
         let dest = td.fresh("dest");
         write(&dest, "d/keep", "k");
         write(&dest, "d/gone", "g");
@@ -256,8 +264,7 @@ fn hostile_lists_stay_inside() {
         fs::create_dir_all(dest.join("e/sub")).unwrap();
         symlink(outside.join("sub"), dest.join("e/sub/link")).unwrap();
         symlink(&outside, dest.join("viasym")).unwrap();
-        let out =
-            fastuntar().args(*row).arg("-xvG").arg("-f").arg(&archive).arg("-C").arg(&dest).run();
+        let out = run.cmd().arg("-xvG").arg("-f").arg(&archive).arg("-C").arg(&dest).run();
         let label = format!("{row:?}");
         assert_eq!(out.code, Some(2), "{label}: {}", out.describe());
         let err = out.stderr_str();
@@ -285,10 +292,7 @@ fn hostile_lists_stay_inside() {
 /// (exit 2) only when the directory exists, the member still extracted; as GNU tar.
 #[test]
 fn malformed_lists_like_gnu_tar() {
-    if !have_tool("malformed_lists_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("incremental_malformed");
+    let Some(td) = util::gnu::dir("malformed_lists_like_gnu_tar", &[]) else { return };
     let archive = dumpdir_archive(
         &td,
         "malformed.tar",
@@ -304,17 +308,11 @@ fn malformed_lists_like_gnu_tar() {
     prepare(&gnu_dir);
     let gnu = Cmd::new("tar").arg("-xG").arg("-f").arg(&archive).current_dir(&gnu_dir).run();
     let mut failures = Vec::new();
-    for row in ROWS {
+    for run in rows("malformed_lists_like_gnu_tar") {
+        let row = run.name();
         let ours_dir = td.fresh("ours");
         prepare(&ours_dir);
-        let ours = fastuntar()
-            .args(*row)
-            .arg("-xG")
-            .arg("-f")
-            .arg(&archive)
-            .arg("-C")
-            .arg(&ours_dir)
-            .run();
+        let ours = run.cmd().arg("-xG").arg("-f").arg(&archive).arg("-C").arg(&ours_dir).run();
         if ours.code != gnu.code {
             failures.push(format!(
                 "{row:?}: exit {:?}, GNU tar {:?}: {}",
@@ -390,10 +388,7 @@ fn one_file_system_keeps_mounts() {
 /// deleted the files the swap should have kept.
 #[test]
 fn a_swap_at_the_top_of_an_archive_of_dot() {
-    if !have_tool("a_swap_at_the_top_of_an_archive_of_dot", "tar") {
-        return;
-    }
-    let td = TestDir::new("incremental_dot");
+    let Some(td) = util::gnu::dir("a_swap_at_the_top_of_an_archive_of_dot", &[]) else { return };
     let root = td.join("root");
     write(&root, "p/pf", "p");
     write(&root, "q/qf", "q");
@@ -424,11 +419,11 @@ fn a_swap_at_the_top_of_an_archive_of_dot() {
         .map(|a| Cmd::new("tar").arg("-xvG").arg("-f").arg(a).current_dir(&gnu_dir).run())
         .collect();
     let mut failures = Vec::new();
-    for row in ROWS {
+    for run in rows("a_swap_at_the_top_of_an_archive_of_dot") {
+        let row = run.name();
         let ours_dir = td.fresh("ours");
         for (a, gnu) in [&l0, &l1].iter().zip(&gnu) {
-            let ours =
-                fastuntar().args(*row).arg("-xvG").arg("-f").arg(a).arg("-C").arg(&ours_dir).run();
+            let ours = run.cmd().arg("-xvG").arg("-f").arg(a).arg("-C").arg(&ours_dir).run();
             if ours.code != gnu.code || stdout_as_gnu(&ours) != gnu.stdout_str() {
                 failures.push(format!(
                     "{row:?} {}: {}\n{}",
@@ -488,10 +483,11 @@ fn temporary_directories_count_against_max_files() {
     let h = util::rawtar::Header::new("d/", b'D');
     t.entry(&util::rawtar::Header { magic: util::rawtar::Magic::Gnu, ..h }, &list);
     let archive = td.write("swaps.tar", t.finish());
-    for row in ROWS {
+    for run in rows("temporary_directories_count_against_max_files") {
+        let row = run.name();
         let dest = td.fresh("dest");
-        let out = fastuntar()
-            .args(*row)
+        let out = run
+            .cmd()
             .args(["-xG", "--max-files", "10", "-f"])
             .arg(&archive)
             .arg("-C")

@@ -4,10 +4,14 @@
 //! link sees its target complete, a directory replaced by a file or a symlink is replaced
 //! after what was under it, a directory's mode and mtime come after its contents.
 //!
-//! Each case is extracted with `--writer-threads 1, 2, 4` under both backends and compared
-//! with `--writer-threads 1` (tree, exit code, diagnostics) and, where GNU tar behaves the
-//! same, with GNU tar's tree. Self-contained (no `mod util;`), like regressions.rs, so the
-//! shared kit can move without touching these.
+//! Each case is extracted under the rows of `MATRIX` (both backends at the default writer
+//! count, one writer and four: the one runner's table, tests/util/engine.rs) and compared with
+//! `--writer-threads 1 --io portable` (tree, exit code, diagnostics) and, where GNU tar behaves
+//! the same, with GNU tar's tree. Its own small tar writer and process runner (the archives
+//! are pinned byte for byte); the rows are the kit's.
+
+use crate::util;
+use crate::util::engine::{Encoding, Matrix, Set, THREADS_ALL};
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -18,6 +22,23 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_fastuntar");
+
+/// The rows this suite runs over (tests/util/engine.rs): both backends, each at the default
+/// writer count (one per CPU), one writer and four (the order archive order decides must come
+/// out of any split). Direct IO, the decoder rows (plain tars) and the limits change nothing of
+/// the order of events.
+const MATRIX: Matrix = Matrix {
+    writers: Some(&["portable", "uring"]),
+    compressed: Set::All,
+    threads: THREADS_ALL,
+    limits: false,
+    decoders: None,
+};
+
+/// A directory name for a row's extraction.
+fn dir_name(row: &str) -> String {
+    row.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect()
+}
 const TIMEOUT: Duration = Duration::from_secs(120);
 
 // ---------------------------------------------------------------------------------------------
@@ -133,16 +154,9 @@ fn run_as(program: &str, args: &[&str], uid: Option<u32>) -> Run {
     run_cmd(cmd, program, args)
 }
 
-/// `run`, with the variable `env` (name, value) set for the program when given.
-fn run_with_env(program: &str, args: &[&str], env: Option<(&str, &str)>) -> Run {
-    let mut cmd = Command::new(program);
-    if let Some((k, v)) = env {
-        cmd.env(k, v);
-    }
-    run_cmd(cmd, program, args)
-}
-
 fn run_cmd(mut cmd: Command, program: &str, args: &[&str]) -> Run {
+    // The writer threads are a row of the matrix, never the environment's.
+    cmd.env_remove("FASTUNTAR_WRITER_THREADS");
     let mut child = cmd
         .args(args)
         .stdin(Stdio::null())
@@ -283,26 +297,25 @@ fn check(test: &str, archive: &[u8], gnu: bool) {
         let d = diff(&listing(&dest), &base);
         assert!(d.is_empty(), "{test}: GNU tar vs fastuntar -w1:\n{}", d.join("\n"));
     }
-    for io in ["portable", "uring"] {
-        for n in ["1", "2", "4"] {
-            for round in 0..3 {
-                let name = format!("{io}-{n}-{round}");
-                let (tree, r) = extract(&name, &["--writer-threads", n, "--io", io]);
-                let d = diff(&base, &tree);
-                assert!(
-                    d.is_empty(),
-                    "{test}: --writer-threads 1 vs {n} --io {io}:\n{}\nstderr: {}",
-                    d.join("\n"),
-                    r.stderr
-                );
-                assert_eq!(r.code, base_run.code, "{test} {name}: exit code; {}", r.stderr);
-                assert_eq!(
-                    diagnostics(&r.stderr),
-                    diagnostics(&base_run.stderr),
-                    "{test} {name}: members named"
-                );
-                let _ = fs::remove_dir_all(dir.join(&name));
-            }
+    for row in util::engine::runs(test, &MATRIX, &[Encoding::Plain]) {
+        let (row, flags) = (row.name(), row.engine.args());
+        for round in 0..3 {
+            let name = format!("{}-{round}", dir_name(&row));
+            let (tree, r) = extract(&name, &flags);
+            let d = diff(&base, &tree);
+            assert!(
+                d.is_empty(),
+                "{test}: --writer-threads 1 vs [{row}]:\n{}\nstderr: {}",
+                d.join("\n"),
+                r.stderr
+            );
+            assert_eq!(r.code, base_run.code, "{test} {name}: exit code; {}", r.stderr);
+            assert_eq!(
+                diagnostics(&r.stderr),
+                diagnostics(&base_run.stderr),
+                "{test} {name}: members named"
+            );
+            let _ = fs::remove_dir_all(dir.join(&name));
         }
     }
     let _ = fs::remove_dir_all(&dir);
@@ -550,16 +563,19 @@ fn directories_without_search_permission_as_a_user() {
                 gnu.stderr, base_run.stderr
             );
         }
-        for io in ["portable", "uring"] {
-            for n in ["1", "2", "4"] {
-                let d = dest_for(&format!("{io}-{n}"));
-                let args = ["-x", ar, "-C", &d, "-q", "--writer-threads", n, "--io", io];
-                let r = run_as(BIN, &args, Some(uid));
-                let dd = diff(&base, &listing(Path::new(&d)));
-                assert!(dd.is_empty(), "{name} {io}-{n}:\n{}\n{}", dd.join("\n"), r.stderr);
-                assert_eq!(r.code, base_run.code, "{name} {io}-{n}: {}", r.stderr);
-                assert_eq!(lines(&r), lines(&base_run), "{name} {io}-{n}: messages");
-            }
+        for row in util::engine::runs(
+            "directories_without_search_permission_as_a_user",
+            &MATRIX,
+            &[Encoding::Plain],
+        ) {
+            let (row, flags) = (row.name(), row.engine.args());
+            let d = dest_for(&dir_name(&row));
+            let args = [&["-x", ar, "-C", &d, "-q"][..], &flags].concat();
+            let r = run_as(BIN, &args, Some(uid));
+            let dd = diff(&base, &listing(Path::new(&d)));
+            assert!(dd.is_empty(), "{name} [{row}]:\n{}\n{}", dd.join("\n"), r.stderr);
+            assert_eq!(r.code, base_run.code, "{name} [{row}]: {}", r.stderr);
+            assert_eq!(lines(&r), lines(&base_run), "{name} [{row}]: messages");
         }
         let _ = fs::remove_dir_all(&dir);
     }
@@ -588,7 +604,7 @@ fn directory_metadata_after_its_contents() {
 #[test]
 fn disk_full_with_many_files_in_flight() {
     if unsafe { libc_geteuid() } != 0 {
-        eprintln!("SKIP disk_full_with_many_files_in_flight: needs root to mount a tmpfs");
+        util::note("SKIP disk_full_with_many_files_in_flight: needs root to mount a tmpfs");
         return;
     }
     let dir = scratch("enospc");
@@ -599,7 +615,7 @@ fn disk_full_with_many_files_in_flight() {
         .status()
         .is_ok_and(|s| s.success());
     if !ok {
-        eprintln!("SKIP disk_full_with_many_files_in_flight: cannot mount tmpfs");
+        util::note("SKIP disk_full_with_many_files_in_flight: cannot mount tmpfs");
         return;
     }
     let mut t = Tar::new();
@@ -615,34 +631,34 @@ fn disk_full_with_many_files_in_flight() {
     let ar = dir.join("a.tar");
     fs::write(&ar, t.finish()).unwrap();
     let mut failures = Vec::new();
-    for io in ["portable", "uring"] {
-        for n in ["1", "2", "4"] {
-            let dest = mnt.join("dest");
-            let _ = fs::remove_dir_all(&dest);
-            fs::create_dir_all(&dest).unwrap();
-            let args =
-                ["-x", ar.to_str().unwrap(), "-C", dest.to_str().unwrap(), "--writer-threads", n];
-            let r = run(BIN, &[&args[..], &["--io", io]].concat());
-            let named = r
-                .stderr
-                .lines()
-                .any(|l| l.starts_with("fastuntar: d") && l.contains("No space left on device"));
-            if r.code != Some(2) || !named {
-                failures.push(format!("{io} {n}: exit {:?}, stderr {}", r.code, r.stderr));
-            }
-            if r.stderr.lines().any(|l| !l.starts_with("fastuntar: ")) {
-                failures.push(format!("{io} {n}: a line that is not fastuntar's: {}", r.stderr));
-            }
-            for (name, desc) in listing(&dest) {
-                if let Some(&size) = sizes.get(&name) {
-                    let got: u64 = desc.split(' ').nth(3).unwrap().parse().unwrap();
-                    if got > size {
-                        failures.push(format!("{io} {n}: {name} is {got} bytes, more than {size}"));
-                    }
+    for row in
+        util::engine::runs("disk_full_with_many_files_in_flight", &MATRIX, &[Encoding::Plain])
+    {
+        let (row, flags) = (row.name(), row.engine.args());
+        let dest = mnt.join("dest");
+        let _ = fs::remove_dir_all(&dest);
+        fs::create_dir_all(&dest).unwrap();
+        let args = ["-x", ar.to_str().unwrap(), "-C", dest.to_str().unwrap()];
+        let r = run(BIN, &[&args[..], &flags].concat());
+        let named = r
+            .stderr
+            .lines()
+            .any(|l| l.starts_with("fastuntar: d") && l.contains("No space left on device"));
+        if r.code != Some(2) || !named {
+            failures.push(format!("[{row}]: exit {:?}, stderr {}", r.code, r.stderr));
+        }
+        if r.stderr.lines().any(|l| !l.starts_with("fastuntar: ")) {
+            failures.push(format!("[{row}]: a line that is not fastuntar's: {}", r.stderr));
+        }
+        for (name, desc) in listing(&dest) {
+            if let Some(&size) = sizes.get(&name) {
+                let got: u64 = desc.split(' ').nth(3).unwrap().parse().unwrap();
+                if got > size {
+                    failures.push(format!("[{row}]: {name} is {got} bytes, more than {size}"));
                 }
             }
-            let _ = fs::remove_dir_all(&dest);
         }
+        let _ = fs::remove_dir_all(&dest);
     }
     let _ = Command::new("umount").arg(&mnt).status();
     let _ = fs::remove_dir_all(&dir);
@@ -672,36 +688,34 @@ fn implied_directories_counted_once() {
     fs::write(&ar, t.finish()).unwrap();
     let made = tops + 2 * tops * subs;
     let mut failures = Vec::new();
-    for io in ["portable", "uring"] {
-        for n in ["1", "2", "4"] {
-            // The race is between one writer's open and its mkdir: three tries at the limit.
-            for (limit, ok, rounds) in [(made, true, 3), (made - 1, false, 1)] {
-                for round in 0..rounds {
-                    let dest = dir.join(format!("{io}-{n}-{limit}-{round}"));
-                    fs::create_dir_all(&dest).unwrap();
-                    let limit = limit.to_string();
-                    let args = [
-                        "-x",
-                        ar.to_str().unwrap(),
-                        "-C",
-                        dest.to_str().unwrap(),
-                        "--writer-threads",
-                        n,
-                        "--io",
-                        io,
-                        "--max-files",
-                        &limit,
-                    ];
-                    let r = run(BIN, &args);
-                    let stopped = r.code == Some(2) && r.stderr.contains("--max-files");
-                    if (ok && r.code != Some(0)) || (!ok && !stopped) {
-                        failures.push(format!(
-                            "{io} {n} --max-files {limit}: exit {:?}, {}",
-                            r.code, r.stderr
-                        ));
-                    }
-                    let _ = fs::remove_dir_all(&dest);
+    // Two writers needing one directory at once: both backends at four writers and the
+    // default count (one writer has no one to race).
+    let rows = MATRIX.threads(&["writers 4", "writers default"]);
+    for row in util::engine::runs("implied_directories_counted_once", &rows, &[Encoding::Plain]) {
+        let (row, flags) = (row.name(), row.engine.args());
+        // The race is between one writer's open and its mkdir: three tries at the limit.
+        for (limit, ok, rounds) in [(made, true, 3), (made - 1, false, 1)] {
+            for round in 0..rounds {
+                let dest = dir.join(format!("{}-{limit}-{round}", dir_name(&row)));
+                fs::create_dir_all(&dest).unwrap();
+                let limit = limit.to_string();
+                let args = [
+                    "-x",
+                    ar.to_str().unwrap(),
+                    "-C",
+                    dest.to_str().unwrap(),
+                    "--max-files",
+                    &limit,
+                ];
+                let r = run(BIN, &[&args[..], &flags].concat());
+                let stopped = r.code == Some(2) && r.stderr.contains("--max-files");
+                if (ok && r.code != Some(0)) || (!ok && !stopped) {
+                    failures.push(format!(
+                        "[{row}] --max-files {limit}: exit {:?}, {}",
+                        r.code, r.stderr
+                    ));
                 }
+                let _ = fs::remove_dir_all(&dest);
             }
         }
     }
@@ -728,12 +742,12 @@ fn hard_link_to_itself() {
     let dir = scratch("hard_link_to_itself_done");
     let ar = dir.join("a.tar");
     fs::write(&ar, &archive).unwrap();
-    for n in ["1", "2"] {
-        let dest = dir.join(n);
+    for row in util::engine::runs("hard_link_to_itself_done", &MATRIX, &[Encoding::Plain]) {
+        let dest = dir.join(dir_name(&row.name()));
         fs::create_dir_all(&dest).unwrap();
         let args = ["-x", ar.to_str().unwrap(), "-C", dest.to_str().unwrap(), "-q"];
-        let r = run(BIN, &[&args[..], &["--writer-threads", n]].concat());
-        assert_eq!(r.code, Some(0), "--writer-threads {n}: {}", r.stderr);
+        let r = run(BIN, &[&args[..], &row.engine.args()].concat());
+        assert_eq!(r.code, Some(0), "[{}]: {}", row.name(), r.stderr);
     }
     let _ = fs::remove_dir_all(&dir);
     let mut t = Tar::new();
@@ -754,8 +768,8 @@ fn hard_link_to_itself() {
 /// Issue 27, finding 5: `--keep-directory-symlink` gives one file two names. `lib ->
 /// usr/lib`, 400 files `usr/lib/fN` with content A, then the same 400 as `lib/fN` with
 /// content B: every file must end with B, as with GNU tar and one writer. With 4 writer
-/// threads asked for (the flag, or FASTUNTAR_WRITER_THREADS) 1 to 177 kept A: the writers
-/// order members by name, and these are two names. Now one writer, and a line that says so.
+/// threads asked for 1 to 177 kept A: the writers order members by name, and these are two
+/// names. Now one writer, and a line that says so.
 #[test]
 fn keep_directory_symlink_with_writer_threads() {
     let mut t = Tar::new();
@@ -772,18 +786,15 @@ fn keep_directory_symlink_with_writer_threads() {
     let ar = dir.join("a.tar");
     fs::write(&ar, t.finish()).unwrap();
     // Three rounds of each: on the old code a run kept stale files 6 times in 10.
-    let runs = [("portable", false), ("uring", false), ("portable", true)].repeat(3);
-    for (round, (io, via_env)) in runs.into_iter().enumerate() {
-        let dest = dir.join(format!("{io}-{via_env}-{round}"));
+    let runs = ["portable", "uring"].repeat(3);
+    for (round, io) in runs.into_iter().enumerate() {
+        let dest = dir.join(format!("{io}-{round}"));
         fs::create_dir_all(&dest).unwrap();
         let dest_s = dest.to_str().unwrap();
         let mut args = vec!["-x", ar.to_str().unwrap(), "-C", dest_s, "--keep-directory-symlink"];
-        args.extend_from_slice(&["--io", io]);
-        if !via_env {
-            args.extend_from_slice(&["--writer-threads", "4"]);
-        }
-        let r = run_with_env(BIN, &args, via_env.then_some(("FASTUNTAR_WRITER_THREADS", "4")));
-        let ctx = format!("--io {io}, 4 writers by {}", if via_env { "env" } else { "flag" });
+        args.extend_from_slice(&["--io", io, "--writer-threads", "4"]);
+        let r = run(BIN, &args);
+        let ctx = format!("--io {io}, --writer-threads 4");
         assert_eq!(r.code, Some(0), "{ctx}: {}", r.stderr);
         let stale: Vec<usize> = (0..400)
             .filter(|i| {

@@ -4,18 +4,28 @@
 //! file; every case that should fail must fail with one line naming the URL, exit 2, and
 //! nothing written outside DEST.
 
-#[path = "util/http.rs"]
-#[allow(dead_code)]
-mod http;
-mod util;
+use crate::util;
+use crate::util::http;
 
 use std::time::{Duration, SystemTime};
 
 use http::{ARCHIVE, Faults, Server};
-use util::engine::{Encoding, Set, ZSTD_64K, for_each_run};
+use util::engine::{Encoding, Matrix, Set, ZSTD_64K, for_each_run};
 use util::rawtar::Tar;
 use util::snapshot::{Compare, Snapshot, assert_same, snapshot};
 use util::{Cmd, Output, Rng, TestDir, have_tools};
+
+/// The rows this suite runs over (tests/util/engine.rs): every writer row, every decoder row
+/// with each (`Set::All`: a download feeds the decoder in the pieces' order, any row may meet
+/// it), and the stock limits (8 connections' sockets beside the writers' descriptors). Not a
+/// second writer-thread row: the input source hands the same bytes to whatever writes them.
+const MATRIX: Matrix = Matrix {
+    writers: None,
+    compressed: Set::All,
+    threads: &["writers default"],
+    limits: true,
+    decoders: None,
+};
 
 /// Flags every download here uses: 4 connections and a budget that makes 256 KiB pieces, so a
 /// 2.5 MB archive is fetched in ten pieces, out of order, through the reorder window.
@@ -66,7 +76,7 @@ fn oracle(td: &TestDir, tar: &[u8]) -> Oracle {
     let started = SystemTime::now() - Duration::from_secs(1);
     let file = td.write("oracle.tar", tar);
     let gnu = td.fresh("gnu");
-    let g = Cmd::new("tar").arg("-xf").arg(&file).arg("-C").arg(&gnu).run();
+    let g = Cmd::new("tar").extract(&file, &gnu).run();
     assert!(g.success(), "GNU tar failed\n{}", g.describe());
     Oracle { want: snapshot(&gnu), started }
 }
@@ -115,7 +125,7 @@ fn plain_and_cut_downloads_under_every_engine() {
     let td = TestDir::new(test);
     let tar = tree_tar();
     let o = oracle(&td, &tar);
-    for_each_run(test, Set::All, &[Encoding::Plain, ZSTD_64K], |run| {
+    for_each_run(test, &MATRIX, &[Encoding::Plain, ZSTD_64K], |run| {
         let archive = run.encoding.encode(&tar);
         let ctx = run.name();
         let server = Server::start(archive.clone(), Faults::default());
@@ -429,10 +439,7 @@ fn tls_with_a_private_ca() {
 #[test]
 fn keep_archive_checksum_list_and_stdout() {
     let test = "keep_archive_checksum_list_and_stdout";
-    if !have_tools(test, &["tar", "sha256sum"]) {
-        return;
-    }
-    let td = TestDir::new(test);
+    let Some(td) = util::gnu::dir(test, &["sha256sum"]) else { return };
     let tar = tree_tar();
     let zst = ZSTD_64K.encode(&tar);
     let o = oracle(&td, &tar);

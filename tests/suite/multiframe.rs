@@ -8,12 +8,23 @@
 //! these archives are the ones large enough for frames to be decoded ahead while the reader is
 //! on another, so `--json` must show them.
 
-mod util;
+use crate::util;
 
-use util::engine::{DECODERS, ZSTD_32M};
+use util::engine::{Encoding, Matrix, ZSTD_32M, for_each_run};
 use util::rawtar::{Header, Tar};
 use util::snapshot::{Compare, assert_same, snapshot};
 use util::{Cmd, Input, Rng, TestDir, have_tools};
+
+/// The rows this suite runs over (tests/util/engine.rs): every decoder row reading a file (the
+/// cases feed standard input themselves: whole, and cut anywhere in
+/// `reads_cut_anywhere_give_the_same_tree`, which the piped row's cuts are a subset of), with
+/// the io_uring writer; no other writer row, writer-thread row or limit (what is checked is in
+/// the decoder: the frames, the pools, what a bad frame stops). The inputs are the cases' own
+/// zstd streams, as built.
+const MATRIX: Matrix = Matrix::WRITERS.only(&["uring"]).decoders(FILE_DECODERS);
+
+/// The decoder rows that read the archive from its file.
+const FILE_DECODERS: &[&str] = &["threads 1", "threads default", "threads 4"];
 
 /// Account files: ~100 MiB in all, sizes from 1 KiB to 9 MiB so members straddle the three
 /// frame edges at various offsets; content compressible about 3x like account storage (a
@@ -91,22 +102,24 @@ fn agave_frames_extract_and_list_like_gnu_tar() {
     let frames = tar.len().div_ceil(32 << 20) as u64;
     assert!(frames >= 4, "the archive should have 4 frames or more, has {frames}");
 
+    // Before GNU tar's run: DEST's own mtime is GNU tar's doing too, and under load its run and
+    // the snapshot of 100 MiB took more than the second of slack (load 9, 2026-11-27).
+    let started = std::time::SystemTime::now() - std::time::Duration::from_secs(1);
     let gnu = td.fresh("gnu");
-    let g = Cmd::new("tar").arg("-xf").arg(&plain).arg("-C").arg(&gnu).run();
+    let g = Cmd::new("tar").extract(&plain, &gnu).run();
     assert!(g.success(), "GNU tar failed\n{}", g.describe());
     let want = snapshot(&gnu);
-    let started = std::time::SystemTime::now() - std::time::Duration::from_secs(1);
     let listed = Cmd::new("tar").arg("-tf").arg(&plain).run().stdout_str();
 
-    let mut failed = Vec::new();
-    // The piped row's pipe is the `stdin` runs' (its cuts are the next tests').
-    for decoder in DECODERS.iter().filter(|d| !d.piped) {
+    // With --direct-io: the file pool's buffers are the direct writes'.
+    for_each_run(test, &MATRIX.only(&["uring+direct"]), &[Encoding::AsBuilt], |run| {
+        let decoder = run.engine.decoder;
         for stdin in [false, true] {
-            let ctx = format!("[{}, {}]", decoder.name, if stdin { "stdin" } else { "file" });
-            let r = std::panic::catch_unwind(|| {
+            let ctx = format!("[{}, {}]", run.name(), if stdin { "stdin" } else { "file" });
+            {
                 let dest = td.fresh("ours");
-                let mut c = util::fastuntar();
-                c.args(decoder.args).args(["--json", "--direct-io", "-C"]).arg(&dest);
+                let mut c = run.cmd();
+                c.args(["--json", "-C"]).arg(&dest);
                 if stdin {
                     c.args(["-x", "-"]).stdin(Input::File(zst.clone()));
                 } else {
@@ -148,8 +161,8 @@ fn agave_frames_extract_and_list_like_gnu_tar() {
                     }
                 }
                 // -t lists what GNU tar lists, through the same decoder.
-                let mut l = util::fastuntar();
-                l.args(decoder.args).arg("-t");
+                let mut l = run.cmd();
+                l.arg("-t");
                 if stdin {
                     l.arg("-").stdin(Input::File(zst.clone()));
                 } else {
@@ -158,13 +171,9 @@ fn agave_frames_extract_and_list_like_gnu_tar() {
                 let out = l.run();
                 out.expect_code(0);
                 assert_eq!(out.stdout_str(), listed, "{ctx} -t");
-            });
-            if r.is_err() {
-                failed.push(ctx);
             }
         }
-    }
-    assert!(failed.is_empty(), "{test} failed under {failed:?} (messages above)");
+    });
 }
 
 /// A frame in the middle of the 32 MiB framing cut short: one line naming the member being
@@ -182,18 +191,12 @@ fn a_damaged_middle_frame_of_agave_framing() {
     let end1 = offsets[2];
     z.drain(end1 - 1000..end1);
     let zst = td.write("cut.tar.zst", &z);
-    let mut failed = Vec::new();
-    for decoder in DECODERS.iter().filter(|d| !d.piped) {
-        let ctx = decoder.name;
-        let r = std::panic::catch_unwind(|| {
+    for_each_run(test, &MATRIX, &[Encoding::AsBuilt], |run| {
+        let decoder = run.engine.decoder;
+        let ctx = run.name();
+        {
             let dest = td.fresh("ours");
-            let out = util::fastuntar()
-                .args(decoder.args)
-                .arg("-xf")
-                .arg(&zst)
-                .arg("-C")
-                .arg(&dest)
-                .run();
+            let out = run.cmd().extract(&zst, &dest).run();
             assert_eq!(out.code, Some(2), "[{ctx}] {}", out.describe());
             let diags = out.diagnostics();
             assert_eq!(diags.len(), 1, "[{ctx}] one line\n{}", out.describe());
@@ -219,12 +222,8 @@ fn a_damaged_middle_frame_of_agave_framing() {
                 }
                 at += 512 + size.div_ceil(512) * 512;
             }
-        });
-        if r.is_err() {
-            failed.push(ctx);
         }
-    }
-    assert!(failed.is_empty(), "{test} failed under {failed:?} (messages above)");
+    });
 }
 
 /// Pages of `path` in the page cache (mincore over a mapping of it).
@@ -301,10 +300,18 @@ fn uncached_archives_are_read_direct() {
         after <= 2 << 20,
         "{after} of the archive's {size} bytes were left in the page cache: not read direct"
     );
-    // Now cached: read through the cache, the same files.
+    // Now cached: read through the cache, the same files. Memory pressure from elsewhere (a
+    // loaded machine, a full /dev/shm) may evict pages meanwhile: a control file of the same
+    // size, cached at the same time, says whether it did (then the check cannot be made).
+    let control = td.write("control", vec![7u8; size as usize]);
     std::fs::read(&zst).unwrap();
+    std::fs::read(&control).unwrap();
     let cached = extract("cached");
-    assert!(resident_bytes(&zst) >= size - 4096, "a cached archive stays cached");
+    if resident_bytes(&control) >= size - 4096 {
+        assert!(resident_bytes(&zst) >= size - 4096, "a cached archive stays cached");
+    } else {
+        util::note(&format!("{test}: memory pressure evicted the control file: not checked"));
+    }
     assert_same(&cached, "cached", &uncached, "uncached", &Compare::extraction(started), test);
 }
 
@@ -433,43 +440,31 @@ fn reads_cut_anywhere_give_the_same_tree() {
     let (z, starts) = small_frames();
     let zst = td.write("a.tar.zst", &z);
     let want = reference(&td, &zst);
-    let mut failed = Vec::new();
-    for seed in 0..6 {
-        let mut rng = Rng::new(seed);
-        let mut pick = |n: usize| (rng.next_u64() % n as u64) as usize;
-        let mut cuts = vec![1 + pick(3)];
-        for _ in 0..24 {
-            let s = starts[pick(starts.len())];
-            cuts.push((s + pick(24)).saturating_sub(3));
-        }
-        for _ in 0..3 {
-            let (s, step) = (starts[pick(starts.len())], 1 + pick(8));
-            cuts.extend((s.saturating_sub(4)..s + 20).step_by(step));
-        }
-        for _ in 0..8 {
-            cuts.push(pick(z.len()));
-        }
-        for decoder in DECODERS.iter().filter(|d| !d.piped) {
-            let ctx = format!("seed {seed}, {}", decoder.name);
-            let r = std::panic::catch_unwind(|| {
-                let dest = td.fresh("ours");
-                let input = Input::cut(&z, &cuts, std::time::Duration::from_millis(1));
-                let out = util::fastuntar()
-                    .args(decoder.args)
-                    .args(["-x", "-", "-C"])
-                    .arg(&dest)
-                    .stdin(input)
-                    .run();
-                out.expect_code(0);
-                let ctx = format!("[{ctx}] cuts {cuts:?}\n{}", out.describe());
-                assert_same(&want, "threads 1", &snapshot(&dest), "piped", &same_tree(), &ctx);
-            });
-            if r.is_err() {
-                failed.push(ctx);
+    for_each_run(test, &MATRIX, &[Encoding::AsBuilt], |run| {
+        for seed in 0..6 {
+            let mut rng = Rng::new(seed);
+            let mut pick = |n: usize| (rng.next_u64() % n as u64) as usize;
+            let mut cuts = vec![1 + pick(3)];
+            for _ in 0..24 {
+                let s = starts[pick(starts.len())];
+                cuts.push((s + pick(24)).saturating_sub(3));
             }
+            for _ in 0..3 {
+                let (s, step) = (starts[pick(starts.len())], 1 + pick(8));
+                cuts.extend((s.saturating_sub(4)..s + 20).step_by(step));
+            }
+            for _ in 0..8 {
+                cuts.push(pick(z.len()));
+            }
+            let ctx = format!("seed {seed}");
+            let dest = td.fresh("ours");
+            let input = Input::cut(&z, &cuts, std::time::Duration::from_millis(1));
+            let out = run.cmd().args(["-x", "-", "-C"]).arg(&dest).stdin(input).run();
+            out.expect_code(0);
+            let ctx = format!("[{ctx}] cuts {cuts:?}\n{}", out.describe());
+            assert_same(&want, "threads 1", &snapshot(&dest), "piped", &same_tree(), &ctx);
         }
-    }
-    assert!(failed.is_empty(), "{test} failed under {failed:?} (messages above)");
+    });
 }
 
 // --- Tiny frames (issue 27) --------------------------------------------------------------------

@@ -12,7 +12,8 @@
 //!
 //! The hangs run under a timeout: a run that goes on past it is killed and fails its test.
 
-mod util;
+use crate::util;
+use crate::util::engine::{Encoding, Matrix};
 
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -29,18 +30,27 @@ use util::{BIN, Cmd, Rng, TestDir, WriterConfig, fastuntar_with, have_tools};
 /// and a loaded 2-core machine included; the runs take milliseconds in release).
 const HANG: Duration = Duration::from_secs(15);
 
-/// The plain portable writer and the default io_uring one: the cases here are about the
-/// input and the output streams, not about how files are written.
-fn configs() -> Vec<&'static WriterConfig> {
-    util::writer_rows(&["portable", "uring"])
+/// The rows this suite runs over (tests/util/engine.rs): the plain portable writer and the
+/// default io_uring one. The cases are about the input and the output streams, not about how
+/// files are written: no other writer row, writer-thread row or limit; the compressed inputs
+/// are the cases' own trailers and damage, given to the default decoder.
+const MATRIX: Matrix = Matrix::WRITERS.only(&["portable", "uring"]);
+
+/// The writer rows of `MATRIX` a case runs under (its runs in the current tier).
+fn configs(test: &str) -> Vec<&'static WriterConfig> {
+    // The writer row is all this matrix varies (a plain tar's decoder row is no flag's
+    // business here: the cases give their own compressed inputs to the default decoder).
+    let runs = util::engine::runs(test, &MATRIX, &[Encoding::Plain]);
+    runs.iter().map(|r| r.engine.writer).collect()
 }
 
-/// Runs `case` under each of `configs()`, in one scratch directory `dir`; `case` adds a line
-/// per failure (naming the configuration), and the test fails at the end with all of them.
+/// Runs `case` under each writer row of `MATRIX` (the runs of the one runner's table), in one
+/// scratch directory `dir`; `case` adds a line per failure (naming the row), and the test fails
+/// at the end with all of them.
 fn for_each_cfg(dir: &str, mut case: impl FnMut(&WriterConfig, &TestDir, &mut Vec<String>)) {
     let td = TestDir::new(dir);
     let mut failures = Vec::new();
-    for cfg in configs() {
+    for cfg in configs(dir) {
         case(cfg, &td, &mut failures);
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -374,7 +384,7 @@ fn trailing_padding_and_garbage_like_gnu_tar() {
         let mut bytes = fmt.compress(&tar);
         bytes.extend(&tail);
         let a = td.write(format!("{fmt:?}-{}", label.replace(' ', "-")), &bytes);
-        for cfg in configs() {
+        for cfg in configs("trailing_padding_and_garbage_like_gnu_tar") {
             let dest = td.fresh("dest");
             let out = fastuntar_with(cfg).arg("-x").arg(&a).arg("-C").arg(&dest).run();
             let what = format!("[{}] {fmt:?} followed by {label}", cfg.name);
@@ -400,7 +410,7 @@ fn trailing_padding_and_garbage_like_gnu_tar() {
                 ("gzip -t", Cmd::new(tool).arg("-t").arg(&a).run())
             } else {
                 let dest = td.fresh("gnu");
-                ("GNU tar", Cmd::new("tar").arg(flag).arg("-xf").arg(&a).arg("-C").arg(&dest).run())
+                ("GNU tar", Cmd::new("tar").arg(flag).extract(&a, &dest).run())
             };
             if g.success() != (want == 0) {
                 failures
@@ -556,7 +566,7 @@ fn verbose_into_a_pipe_closed_early() {
     let td = TestDir::new("verbose_closed_pipe");
     let a = many_tar(&td);
     let mut failures = Vec::new();
-    for cfg in configs() {
+    for cfg in configs("verbose_into_a_pipe_closed_early") {
         let dest = td.fresh("dest");
         let mut cmd = fastuntar_cmd(cfg, &["-xv", "-q", "-C", dest.to_str().unwrap()]);
         cmd.arg(&a);
@@ -577,7 +587,7 @@ fn verbose_into_a_pipe_closed_early() {
         failures.extend(r.err());
     }
     // `-t`: a closed pipe ends the listing quietly (exit 0): nobody is reading.
-    let mut cmd = fastuntar_cmd(configs()[0], &["-tf"]);
+    let mut cmd = fastuntar_cmd(configs("verbose_into_a_pipe_closed_early")[0], &["-tf"]);
     cmd.arg(&a);
     failures.extend(run_closing_stdout(cmd, 0).0.expect(0, "-t into a closed pipe").err());
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -591,7 +601,7 @@ fn stdout_on_a_full_disk() {
     let a = many_tar(&td);
     let a = a.to_str().unwrap();
     let mut failures = Vec::new();
-    for cfg in configs() {
+    for cfg in configs("stdout_on_a_full_disk") {
         for args in [&["-xv"][..], &["-x", "--json"][..], &["-t"][..]] {
             let dest = td.fresh("dest");
             let mut cmd = fastuntar_cmd(cfg, args);
@@ -629,7 +639,7 @@ fn stderr_full_or_closed() {
     t.file("/abs", b"abs\n");
     let warn = td.write("warn.tar", t.finish());
     let mut failures = Vec::new();
-    for cfg in configs() {
+    for cfg in configs("stderr_full_or_closed") {
         for (label, archive, full_code) in [("clean", &a, 0), ("with a warning", &warn, 2)] {
             let check = |dest: &Path| {
                 if archive == &a {

@@ -27,18 +27,42 @@
 //! The peer corpus (`../shared/corpus/peer`) has GNU tar 1.34's verdict per archive in its
 //! README; where GNU tar fails fastuntar must fail too, unless `INTENDED` below says otherwise.
 
-mod util;
+use crate::util;
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use util::engine::{self, Encoding, Set, for_each_run};
+use util::engine::{self, Encoding, Matrix, for_each_run};
 use util::rawtar::{self, Header, Magic, Num, Tar};
 use util::snapshot::{Compare, assert_same, diff, snapshot};
 use util::tree::{self, TreeOpts};
 use util::{Cmd, Input, TestDir, fastuntar, have_tool, have_tools};
+
+/// The rows this suite runs over (tests/util/engine.rs): a plain tar under every writer row, a
+/// compressed one under every decoder row with the two sweep writers (hundreds of archives: the
+/// decoder rows meet the writer rows in hostile.rs and corrupt.rs too); one writer and the
+/// default; the stock limits (a real tree's directories and files in flight within 64
+/// descriptors).
+const MATRIX: Matrix = Matrix::SWEEP;
+
+/// The peer corpus's rows: 102 real archives, whose differences are in how they are read (the
+/// formats, the framings, the decoders), so the two sweep writers (both backends, buffered and
+/// every file direct) with every framing and decoder row. The other writer rows, the writer
+/// threads and the stock limits meet the generated trees (`format_*`, `sparse_*`,
+/// `strip_components`, ...) and hostile.rs's cases; on the corpus they were 12 of its 17 runs
+/// an archive, 47 s of the suite's 100 (2026-11-27, load 6).
+const CORPUS: Matrix = Matrix {
+    writers: Some(&["portable", "uring+direct(threshold 0)"]),
+    threads: &["writers default"],
+    limits: false,
+    ..MATRIX
+};
+
+/// The rows for a flag that only the writers carry out (owners, chown): every writer row, a
+/// plain tar (the decoder hands the same members to every writer).
+const WRITER_ROWS: Matrix = Matrix::WRITERS;
 
 // =============================================================================================
 // (a) The peer corpus
@@ -180,10 +204,10 @@ fn run_corpus(test: &str, select: impl Fn(&str) -> bool) {
     let dir = corpus_dir();
     let readme = dir.join("README.md");
     if !readme.is_file() {
-        util::note(&format!(
-            "SKIP {test}: no peer corpus at {} (shared/ is not beside the repo)",
-            dir.display()
-        ));
+        util::skip(
+            test,
+            &format!("no peer corpus at {} (shared/ is not beside the repo)", dir.display()),
+        );
         return;
     }
     if !have_tool(test, "tar") {
@@ -210,7 +234,8 @@ fn run_corpus(test: &str, select: impl Fn(&str) -> bool) {
             failures.push(format!("{name}: not in the README's verdict table"));
             continue;
         };
-        if !tools_for(name).iter().all(|t| util::which_quiet(t)) {
+        // A missing tool: a SKIP line here, a failure under CI (`have_tools`).
+        if !util::have_tools(&format!("{test}: {name}"), tools_for(name)) {
             skipped.push(format!("{name} (needs {:?})", tools_for(name)));
             continue;
         }
@@ -253,7 +278,7 @@ fn run_corpus(test: &str, select: impl Fn(&str) -> bool) {
         };
         let want = snapshot(&reference);
         let bytes = util::read(&archive);
-        for run in engine::runs(Set::Sweep, corpus_encodings(name)) {
+        for run in engine::runs(name, &CORPUS, corpus_encodings(name)) {
             let input = match run.encoding {
                 Encoding::Plain | Encoding::AsBuilt => archive.clone(),
                 e => td.write(format!("input{}", e.suffix()), e.encode(&bytes)),
@@ -345,10 +370,10 @@ fn peer_corpus_gzip_bzip2_lz4() {
 fn corpus_readme_table_is_complete() {
     let dir = corpus_dir();
     let Ok(readme) = fs::read_to_string(dir.join("README.md")) else {
-        util::note(&format!(
-            "SKIP corpus_readme_table_is_complete: no peer corpus at {}",
-            dir.display()
-        ));
+        util::skip(
+            "corpus_readme_table_is_complete",
+            &format!("no peer corpus at {}", dir.display()),
+        );
         return;
     };
     let verdicts = parse_verdicts(&readme);
@@ -420,8 +445,10 @@ fn with_generated(
 }
 
 /// Extracts with the reference pipeline `reference` (`{a}` archive, `{d}` dir), then with
-/// fastuntar in every run of the engine table (`-x ARCHIVE -C DIR` + `extra`), comparing trees. A
-/// tar stream also runs in small zstd frames (`engine::encodings_of`).
+/// fastuntar in every run of `matrix` (`MATRIX`, or a case's rows: it says why) (`-x ARCHIVE
+/// -C DIR` + `extra`), comparing trees. `encodings` None: a tar stream also runs in small zstd
+/// frames (`engine::encodings_of`).
+#[allow(clippy::too_many_arguments)]
 fn compare_with_reference(
     test: &str,
     td: &TestDir,
@@ -429,6 +456,8 @@ fn compare_with_reference(
     reference: &str,
     extra: &[&str],
     cmp_owner: bool,
+    matrix: &Matrix,
+    encodings: Option<&'static [Encoding]>,
 ) {
     let ref_dir = td.fresh("ref");
     let cmd =
@@ -440,7 +469,7 @@ fn compare_with_reference(
     assert!(want.entries.len() > 1, "{test}: the reference extracted nothing");
     let cmp = Compare { owner: cmp_owner, ..Compare::extraction(started) };
     let bytes = util::read(archive);
-    let encodings = engine::encodings_of(&bytes);
+    let encodings = encodings.unwrap_or_else(|| engine::encodings_of(&bytes));
     let inputs: Vec<PathBuf> = (encodings.iter())
         .map(|e| match e {
             Encoding::Plain | Encoding::AsBuilt => archive.to_path_buf(),
@@ -449,7 +478,7 @@ fn compare_with_reference(
             }
         })
         .collect();
-    for_each_run(test, Set::Sweep, encodings, |run| {
+    for_each_run(test, matrix, encodings, |run| {
         let input = &inputs[encodings.iter().position(|e| *e == run.encoding).unwrap()];
         let d = td.fresh("ours");
         let out = run.cmd_on(input).arg("-x").arg("-C").arg(&d).args(extra).run();
@@ -484,7 +513,7 @@ fn format_case(test: &str, opts: TreeOpts, flags: &[&str]) {
     }
     let g = Generated::new(test, opts);
     let a = g.tar("a.tar", flags);
-    compare_with_reference(test, &g.td, &a, GNU_X, &[], false);
+    compare_with_reference(test, &g.td, &a, GNU_X, &[], false, &MATRIX, None);
 }
 
 /// One test per GNU tar `-c` format (and sparse format) of the generated tree: `name: tree
@@ -528,7 +557,7 @@ fn format_v7() {
         .args(["t/sizes", "t/modes", "t/nested", "t/links", "t/hard", "t/empty"])
         .run();
     assert!(r.success(), "creating a v7 archive failed\n{}", r.describe());
-    compare_with_reference("format_v7", &g.td, &out, GNU_X, &[], false);
+    compare_with_reference("format_v7", &g.td, &out, GNU_X, &[], false, &MATRIX, None);
 }
 
 fn zstd_file(src: &Path, dst: &Path, flags: &str) {
@@ -541,7 +570,7 @@ fn zstd_level1() {
     with_generated(test, &["tar", "zstd"], TreeOpts::FULL, "--format=pax", |g, a| {
         let z = g.td.join("a.tar.zst");
         zstd_file(a, &z, "-1");
-        compare_with_reference(test, &g.td, &z, GNU_X, &[], false);
+        compare_with_reference(test, &g.td, &z, GNU_X, &[], false, &MATRIX, None);
     });
 }
 
@@ -571,6 +600,8 @@ fn zstd_long_window() {
             "zstd -d --long=31 -q -c {a} | tar -xf - -C {d} --no-same-owner -p",
             &["--max-window", "2G"],
             false,
+            &MATRIX,
+            None,
         );
     });
 }
@@ -589,7 +620,7 @@ fn zstd_two_frames() {
         let mut z = util::read(&z1);
         z.extend(util::read(&z2));
         let zp = g.td.write("two-frames.tar.zst", &z);
-        compare_with_reference(test, &g.td, &zp, GNU_X, &[], false);
+        compare_with_reference(test, &g.td, &zp, GNU_X, &[], false, &MATRIX, None);
     });
 }
 
@@ -611,6 +642,8 @@ fn zstd_skippable_frame_between() {
             "zstd -dc {a} | tar -xf - -C {d} --no-same-owner -p",
             &[],
             false,
+            &MATRIX,
+            None,
         );
     });
 }
@@ -621,7 +654,7 @@ fn zstd_skippable_frame_between() {
 fn gnu_extract(g: &Generated, archive: &Path) -> PathBuf {
     let d = g.td.fresh("ref");
     let mut tar = Cmd::new("tar");
-    let r = tar.arg("-xf").arg(archive).arg("-C").arg(&d).args(["--no-same-owner", "-p"]).run();
+    let r = tar.extract(archive, &d).args(["--no-same-owner", "-p"]).run();
     assert!(r.success(), "{}", r.describe());
     d
 }
@@ -750,7 +783,7 @@ fn spellings() {
 fn creates_missing_dest() {
     let Some((g, a, _)) = spelling_setup("creates_missing_dest") else { return };
     let d = g.td.join("not-yet");
-    let out = fastuntar().arg("-xf").arg(&a).arg("-C").arg(&d).run();
+    let out = fastuntar().extract(&a, &d).run();
     out.expect_code(0);
     assert!(d.join("t/sizes/f513").is_file(), "{}", out.describe());
     // Created like `mkdir`: 0777 minus the umask (GNU tar's implied directories get the same).
@@ -761,7 +794,7 @@ fn creates_missing_dest() {
     };
     assert_created_like_mkdir(&d, &out);
     let nested = g.td.join("not/yet/either");
-    let out = fastuntar().arg("-xf").arg(&a).arg("-C").arg(&nested).run();
+    let out = fastuntar().extract(&a, &nested).run();
     if out.success() {
         assert_created_like_mkdir(&nested, &out);
     }
@@ -813,6 +846,8 @@ fn strip_components() {
                 &format!("{GNU_X} --strip-components {n}"),
                 &["--strip-components", n],
                 false,
+                &MATRIX,
+                None,
             );
         }
     });
@@ -835,32 +870,20 @@ fn same_owner() {
         "tar -xf {a} -C {d}",
         &[],
         true,
+        &MATRIX,
+        None,
     );
-    compare_with_reference(
-        &format!("{test} (--no-same-owner)"),
-        &g.td,
-        &a,
-        GNU_X_SETID_RULE,
-        &["--no-same-owner"],
-        true,
-    );
-    compare_with_reference(
-        &format!("{test} (--same-owner)"),
-        &g.td,
-        &a,
-        "tar -xf {a} -C {d} --same-owner -p",
-        &["--same-owner"],
-        true,
-    );
-    // The last of --same-owner / --no-same-owner wins.
-    compare_with_reference(
-        &format!("{test} (--same-owner --no-same-owner)"),
-        &g.td,
-        &a,
-        GNU_X_SETID_RULE,
-        &["--same-owner", "--no-same-owner"],
-        true,
-    );
+    // The flags: what each writer does with the owners (the default above met every row).
+    let plain = &[Encoding::Plain];
+    for (label, reference, flags) in [
+        ("--no-same-owner", GNU_X_SETID_RULE, &["--no-same-owner"][..]),
+        ("--same-owner", "tar -xf {a} -C {d} --same-owner -p", &["--same-owner"]),
+        // The last of --same-owner / --no-same-owner wins.
+        ("--same-owner --no-same-owner", GNU_X_SETID_RULE, &["--same-owner", "--no-same-owner"]),
+    ] {
+        let name = format!("{test} ({label})");
+        compare_with_reference(&name, &g.td, &a, reference, flags, true, &WRITER_ROWS, Some(plain));
+    }
 }
 
 /// The tree as archived equals the tree GNU tar extracts, file by file (a check of the suite
@@ -894,12 +917,9 @@ fn generated_tree_round_trips_through_gnu_tar() {
 
 /// Writes `archive` and compares fastuntar with GNU tar on it, under every writer config.
 fn handmade(test: &str, archive: Vec<u8>) {
-    if !have_tool(test, "tar") {
-        return;
-    }
-    let td = TestDir::new(test);
+    let Some(td) = util::gnu::dir(test, &[]) else { return };
     let a = td.write("a.tar", &archive);
-    compare_with_reference(test, &td, &a, GNU_X, &[], false);
+    compare_with_reference(test, &td, &a, GNU_X, &[], false, &MATRIX, None);
 }
 
 #[test]
@@ -1038,7 +1058,9 @@ fn large_file_integrity() {
         let z = td.join("big.tar.zst");
         zstd_file(&a, &z, "-1");
         let _ = fs::remove_dir_all(td.join("src"));
-        compare_with_reference(test, td, &a, GNU_X, &[], false);
+        // The tar under the writer rows; compressed, below, under the decoder rows.
+        let plain = &[Encoding::Plain];
+        compare_with_reference(test, td, &a, GNU_X, &[], false, &MATRIX, Some(plain));
         compare_with_reference(
             &format!("{test} (zstd)"),
             td,
@@ -1046,6 +1068,8 @@ fn large_file_integrity() {
             GNU_X,
             &["--memory", "256K"],
             false,
+            &MATRIX,
+            None,
         );
     });
 }
@@ -1064,7 +1088,7 @@ fn sparse_in_small_frames_with_threads_4() {
     let test = "sparse_in_small_frames_with_threads_4";
     let archive = corpus_dir().join("test_read_format_gtar_sparse_1_13.tar");
     if !archive.is_file() || !have_tool(test, "tar") {
-        util::note(&format!("SKIP {test}: no peer corpus"));
+        util::skip(test, "no peer corpus");
         return;
     }
     let td = TestDir::new(test);

@@ -5,20 +5,23 @@
 //! output (echo lines on stderr, dots on stdout or with `-O` on stderr, `%` escapes, `totals`)
 //! and what `exec=` scripts see. stderr is compared after "fastuntar: " becomes "tar: ", with
 //! fastuntar's closing summary line left out and the rates (timing) masked.
+//!
+//! Matrix rows: none (tests/util/engine.rs). Checkpoints count records the reader reads and
+//! the actions run on the reader's thread, before any writer: the default engine, once a case.
 
-mod util;
+use crate::util;
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use util::{Cmd, Input, Output, Rng, TestDir, fastuntar, have_tool, is_summary, note};
+use util::{Cmd, Input, Output, Rng, TestDir, fastuntar, have_tool, is_summary};
 
 /// Whether `tar` is GNU tar (the comparisons need its way of counting), else a SKIP line.
 fn gnu_tar_here(test: &str) -> bool {
     let out = Cmd::new("tar").arg("--version").run();
     let gnu = out.success() && out.stdout_str().contains("GNU tar");
     if !gnu {
-        note(&format!("SKIP {test}: GNU tar missing"));
+        util::skip(test, "GNU tar missing");
     }
     gnu
 }
@@ -302,7 +305,7 @@ fn compressed_and_concatenated_like_gnu_tar() {
     same(&both(&td, &["--checkpoint=1", "-itf", cat_path], None), "-i -t");
     same(&both(&td, &["--checkpoint=1", "-ixOf", "-"], Some(Path::new(cat_path))), "-i -O stdin");
     if !have_tool(test, "zstd") {
-        note(&format!("SKIP {test} (zstd part): zstd not installed"));
+        util::skip(&format!("{test} (zstd part)"), "zstd not installed");
         return;
     }
     let zst = td.join("a.tar.zst");

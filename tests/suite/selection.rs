@@ -7,35 +7,36 @@
 //! compares the extracted trees (paths, types, contents, modes, mtimes), the exit codes and the
 //! names reported "Not found in archive", or the `-t` listings.
 
-mod util;
+use crate::util;
+use crate::util::engine::{Matrix, THREADS_ONE_AND_MORE};
 
 use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use util::gnu::{self, Case};
 use util::snapshot::{Compare, diff, snapshot};
-use util::{Cmd, Input, Output, TestDir, fastuntar, gnu_tar, have_tool, have_tools};
+use util::{Cmd, Input, Output, TestDir, fastuntar, gnu_tar, have_tool};
 
 /// The tree the operand cases select from (the names GNU tar's own behaviour was checked on):
 /// `src/{a/x, a/sub/z, ab, b/y, sp ace, star*}`, `dot/f` stored as `./dot/f`, and a file
 /// stored under its absolute path (GNU tar -P).
 fn operand_archive(td: &TestDir) -> (PathBuf, String) {
     let root = td.join("tree");
-    for (rel, data) in [
-        ("src/a/x", "x\n"),
-        ("src/a/sub/z", "z\n"),
-        ("src/ab", "ab\n"),
-        ("src/b/y", "y\n"),
-        ("src/sp ace", "space\n"),
-        ("src/star*", "star\n"),
-        ("dot/f", "dot\n"),
-        ("abs/g", "abs\n"),
-    ] {
-        let p = root.join(rel);
-        fs::create_dir_all(p.parent().unwrap()).unwrap();
-        fs::write(&p, data).unwrap();
-    }
+    util::tree::write_files(
+        &root,
+        &[
+            ("src/a/x", "x\n"),
+            ("src/a/sub/z", "z\n"),
+            ("src/ab", "ab\n"),
+            ("src/b/y", "y\n"),
+            ("src/sp ace", "space\n"),
+            ("src/star*", "star\n"),
+            ("dot/f", "dot\n"),
+            ("abs/g", "abs\n"),
+        ],
+    );
     for (i, rel) in ["src/a/x", "src/a/sub", "src/a", "src", "dot", "src/b"].iter().enumerate() {
         util::tree::set_mtime(&root.join(rel), 1_500_000_000 + i as i64 * 1000, 0);
     }
@@ -56,20 +57,13 @@ fn operand_archive(td: &TestDir) -> (PathBuf, String) {
 
 /// GNU tar's archive `name` (in the test directory) of `members` of `root`, made with `flags`.
 fn gnu_archive(td: &TestDir, name: &str, flags: &[&str], root: &Path, members: &[&str]) -> PathBuf {
-    let archive = td.join(name);
-    let (root, path) = (root.to_str().unwrap(), archive.to_str().unwrap());
-    let args =
-        flags.iter().copied().chain(["-C", root, "-cf", path]).chain(members.iter().copied());
-    let out = gnu_tar(args.collect::<Vec<_>>());
-    assert!(out.success(), "{}", out.describe());
-    archive
+    gnu::archive(td, name, flags, root, members)
 }
 
 /// `tree/d/e/f`, a symlink `d/sl` to `e/f` and a hard link `d/hl` to it; returns `tree`.
 fn linked_tree(td: &TestDir) -> PathBuf {
     let root = td.join("tree");
-    fs::create_dir_all(root.join("d/e")).unwrap();
-    fs::write(root.join("d/e/f"), "f\n").unwrap();
+    util::tree::write_files(&root, &[("d/e/f", "f\n")]);
     std::os::unix::fs::symlink("e/f", root.join("d/sl")).unwrap();
     fs::hard_link(root.join("d/e/f"), root.join("d/hl")).unwrap();
     root
@@ -112,71 +106,30 @@ fn both_over(td: &TestDir, prepare: impl Fn(&Path), args: impl Fn(&mut Cmd, &Pat
     Both { gnu, ours, diff }
 }
 
-/// GNU tar and fastuntar, extracting and listing `archive` with `flags` and `operands`: the
-/// differences (exit code, tree, not-found names, listing), one line each.
-fn compare(td: &TestDir, archive: &Path, flags: &[&str], operands: &[&str]) -> Vec<String> {
-    compare_at(td, archive, flags, operands, false)
+/// The rows of an operand comparison (`gnu::Case`): `FLAGS -xf ARCHIVE OPERANDS` into `-C
+/// DEST` (exit code, tree, the names reported "Not found in archive") and `FLAGS -tf ARCHIVE
+/// OPERANDS` (exit code, listing).
+fn rows<'a>(archive: &Path, flags: &[&str], operands: &[&str]) -> [Case<'a>; 2] {
+    [Case::extract(archive, flags, operands).said(not_found), Case::list(archive, flags, operands)]
 }
 
-/// `compare`, run in the destination (`in_dest`) instead of with `-C` before the flags.
-fn compare_at(
-    td: &TestDir,
-    archive: &Path,
-    flags: &[&str],
-    operands: &[&str],
-    in_dest: bool,
-) -> Vec<String> {
-    let mut out = Vec::new();
-    let label = format!("{flags:?} {operands:?}");
-    // -C first: GNU tar applies a -C to the names after it, -T's included.
-    let Both { gnu, ours, diff: dd } = both(td, |cmd, dest| {
-        if in_dest {
-            cmd.current_dir(dest);
-        } else {
-            cmd.arg("-C").arg(dest);
-        }
-        cmd.args(flags).arg("-xf").arg(archive).args(operands);
-    });
-    if gnu.code != ours.code {
-        out.push(format!(
-            "{label}: -x exit {:?}, GNU tar {:?}\n{}",
-            ours.code,
-            gnu.code,
-            ours.describe()
-        ));
-    }
-    if !dd.is_empty() {
-        out.push(format!("{label}: trees differ:\n    {}", dd.join("\n    ")));
-    }
-    if not_found(&gnu, "tar") != not_found(&ours, "fastuntar") {
-        out.push(format!(
-            "{label}: not found {:?}, GNU tar {:?}",
-            not_found(&ours, "fastuntar"),
-            not_found(&gnu, "tar")
-        ));
-    }
-    let list = |mut cmd: Cmd| {
-        cmd.current_dir(td.path()).args(flags).arg("-tf").arg(archive).args(operands).run()
-    };
-    let (gnu, ours) = (list(Cmd::new("tar")), list(fastuntar()));
-    if gnu.code != ours.code || gnu.stdout != ours.stdout {
-        out.push(format!(
-            "{label}: -t exit {:?} (GNU {:?})\n--- GNU ---\n{}--- fastuntar ---\n{}",
-            ours.code,
-            gnu.code,
-            gnu.stdout_str(),
-            ours.stdout_str()
-        ));
-    }
-    out
+/// `rows`, the extraction run in the destination (no `-C`): GNU tar extracts what -K's NAME
+/// selects into its working directory, whatever `-C` says (TESTING.md F20).
+fn rows_in_dest<'a>(archive: &Path, flags: &[&str], operands: &[&str]) -> [Case<'a>; 2] {
+    let args: Vec<&str> =
+        flags.iter().copied().chain(["-xf", "{archive}"]).chain(operands.iter().copied()).collect();
+    let x = Case { stdout: false, ..Case::new(archive, &args) }.in_dest().said(not_found);
+    [x, Case::list(archive, flags, operands)]
+}
+
+/// How GNU tar and fastuntar differ on `rows(archive, flags, operands)`.
+fn compare(td: &TestDir, archive: &Path, flags: &[&str], operands: &[&str]) -> Vec<String> {
+    rows(archive, flags, operands).iter().flat_map(|c| gnu::differences(td, c)).collect()
 }
 
 #[test]
 fn member_operands_select_like_gnu_tar() {
-    if !have_tool("member_operands_select_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("operands");
+    let Some(td) = gnu::dir("member_operands_select_like_gnu_tar", &[]) else { return };
     let (archive, abs) = operand_archive(&td);
     let rel = abs.trim_start_matches('/').to_string();
     let literal: Vec<Vec<&str>> = vec![
@@ -219,28 +172,28 @@ fn member_operands_select_like_gnu_tar() {
         vec!["src/b/y", "src/*"],
         vec!["nope*", "src/a"],
     ];
-    let mut failures = Vec::new();
+    let mut cases = Vec::new();
     for ops in &literal {
-        failures.extend(compare(&td, &archive, &[], ops));
+        cases.extend(rows(&archive, &[], ops));
     }
     for ops in &wild {
-        failures.extend(compare(&td, &archive, &["--wildcards"], ops));
+        cases.extend(rows(&archive, &["--wildcards"], ops));
     }
     // --no-wildcards after --wildcards: literal again.
-    failures.extend(compare(&td, &archive, &["--wildcards", "--no-wildcards"], &["src/*"]));
+    cases.extend(rows(&archive, &["--wildcards", "--no-wildcards"], &["src/*"]));
     // --add-file NAME: a MEMBER, also one that starts with '-'.
     let dash = td.join("dash");
     fs::create_dir_all(&dash).unwrap();
     fs::write(dash.join("-n"), "n\n").unwrap();
     fs::write(dash.join("f"), "f\n").unwrap();
     let dashed = gnu_archive(&td, "dash.tar", &[], &dash, &["--", "-n", "f"]);
-    failures.extend(compare(&td, &dashed, &["--add-file", "-n"], &[]));
-    failures.extend(compare(&td, &dashed, &["--add-file=-n", "--add-file", "nope"], &["f"]));
-    failures.extend(compare(&td, &archive, &["--wildcards", "--add-file", "src/[b]"], &[]));
+    cases.extend(rows(&dashed, &["--add-file", "-n"], &[]));
+    cases.extend(rows(&dashed, &["--add-file=-n", "--add-file", "nope"], &["f"]));
+    cases.extend(rows(&archive, &["--wildcards", "--add-file", "src/[b]"], &[]));
     // Operands with --exclude and --strip-components.
-    failures.extend(compare(&td, &archive, &["--exclude", "x"], &["src/a/x", "src/b"]));
-    failures.extend(compare(&td, &archive, &["--strip-components", "1"], &["src/a"]));
-    assert!(failures.is_empty(), "operands differ from GNU tar:\n  {}", failures.join("\n  "));
+    cases.extend(rows(&archive, &["--exclude", "x"], &["src/a/x", "src/b"]));
+    cases.extend(rows(&archive, &["--strip-components", "1"], &["src/a"]));
+    gnu::check(&td, &cases);
 }
 
 /// `-K NAME`/`--starting-file`: the members before the first one NAME selects are skipped, and
@@ -251,22 +204,18 @@ fn member_operands_select_like_gnu_tar() {
 /// `-C` says (TESTING.md F20).
 #[test]
 fn starting_file_like_gnu_tar() {
-    if !have_tool("starting_file_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("starting_file");
+    let Some(td) = gnu::dir("starting_file_like_gnu_tar", &[]) else { return };
     let (archive, abs) = operand_archive(&td);
     let list = gnu_tar(["-tf", archive.to_str().unwrap()]);
     let names: Vec<String> = list.stdout_str().lines().map(str::to_string).collect();
     assert!(names.len() > 8 && names.iter().any(|n| n == "./dot/f"), "{}", list.describe());
-    let mut failures = Vec::new();
     // Every member as the starting name, alone and with a MEMBER before it.
-    let compare = |flags: &[&str], ops: &[&str]| compare_at(&td, &archive, flags, ops, true);
+    let mut cases = Vec::new();
     for name in &names {
-        failures.extend(compare(&["-K", name], &[]));
-        failures.extend(compare(&["--starting-file", name], &["./dot"]));
+        cases.extend(rows_in_dest(&archive, &["-K", name], &[]));
+        cases.extend(rows_in_dest(&archive, &["--starting-file", name], &["./dot"]));
     }
-    let cases: &[(&[&str], &[&str])] = &[
+    let table: &[(&[&str], &[&str])] = &[
         (&["-K", "src/b"], &["src/a", &abs]),
         (&["-K", "src/b"], &["src/b/y"]),
         (&["-K", "src/b/y"], &["src/b"]),
@@ -285,8 +234,8 @@ fn starting_file_like_gnu_tar() {
         (&["-K", "src/b", "--occurrence"], &["src/b/y", "./dot/f"]),
         (&["-K", "src/a", "--strip-components", "1"], &[]),
     ];
-    for (flags, ops) in cases {
-        failures.extend(compare(flags, ops));
+    for (flags, ops) in table {
+        cases.extend(rows_in_dest(&archive, flags, ops));
     }
     // With -C, here NAME's members land in DIR too.
     let d = td.fresh("dash_c");
@@ -296,7 +245,7 @@ fn starting_file_like_gnu_tar() {
     assert_eq!(util::read(d.join("src/b/y")), b"y\n");
     assert_eq!(util::read(d.join("src/a/x")), b"x\n");
     assert!(!td.join("src/b").exists() && !d.join("src/ab").exists());
-    assert!(failures.is_empty(), "-K differs from GNU tar:\n  {}", failures.join("\n  "));
+    gnu::check(&td, &cases);
 }
 
 /// The message of an operand that selects nothing: one line naming it, exit 2, after the rest
@@ -308,7 +257,7 @@ fn an_operand_that_selects_nothing_is_reported() {
     t.file("a/f", b"f\n");
     let archive = td.write("n.tar", t.finish());
     let d = td.fresh("ours");
-    let out = fastuntar().arg("-xf").arg(&archive).arg("-C").arg(&d).args(["a", "b*", "c"]).run();
+    let out = fastuntar().extract(&archive, &d).args(["a", "b*", "c"]).run();
     out.expect_code(2);
     assert_eq!(
         out.diagnostics(),
@@ -324,29 +273,27 @@ fn an_operand_that_selects_nothing_is_reported() {
 
 #[test]
 fn files_from_and_exclude_from_like_gnu_tar() {
-    if !have_tool("files_from_and_exclude_from_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("files_from");
+    let Some(td) = gnu::dir("files_from_and_exclude_from_like_gnu_tar", &[]) else { return };
     let (archive, _) = operand_archive(&td);
     let names = td.write("names", "src/b\n\nsrc/a/x\nnope\nsrc/sp ace\n");
     let names0 = td.write("names0", "src/b\0src/a/x\0\0src/sp ace\0");
     let excludes = td.write("excludes", "z\n*/y\n");
     let mut failures = Vec::new();
+    let mut cases = Vec::new();
     for flags in [
         vec!["-T", names.to_str().unwrap()],
         vec!["--files-from", names.to_str().unwrap(), "--exclude-from", excludes.to_str().unwrap()],
         vec!["--null", "-T", names0.to_str().unwrap()],
         vec!["-X", excludes.to_str().unwrap()],
     ] {
-        failures.extend(compare(&td, &archive, &flags, &[]));
+        cases.extend(rows(&archive, &flags, &[]));
     }
-    failures.extend(compare(&td, &archive, &["-T", names.to_str().unwrap()], &["src/ab"]));
+    cases.extend(rows(&archive, &["-T", names.to_str().unwrap()], &["src/ab"]));
     // Command-line order: a name counts for the first that selects it, from -T or not.
     let la = td.write("la", "src/a\n");
     let la = la.to_str().unwrap();
-    failures.extend(compare(&td, &archive, &["-T", la], &["src/a/x"]));
-    failures.extend(compare(&td, &archive, &[], &["src/a/x", "-T", la]));
+    cases.extend(rows(&archive, &["-T", la], &["src/a/x"]));
+    cases.extend(rows(&archive, &[], &["src/a/x", "-T", la]));
     // C escapes in names are decoded unless --no-unquote came before them; -X patterns are
     // not decoded, and lose trailing blanks; --no-wildcards makes later patterns literal.
     let quoted = td.write("quoted", "src/\\141b\nsrc/sp\\040ace\n");
@@ -369,7 +316,7 @@ fn files_from_and_exclude_from_like_gnu_tar() {
         (vec!["--no-wildcards", "-X", excludes.to_str().unwrap()], vec![]),
         (vec![], vec!["nope/", "nope2//", "src/b/"]),
     ] {
-        failures.extend(compare(&td, &archive, &flags, &operands));
+        cases.extend(rows(&archive, &flags, &operands));
     }
     // A -T line starting with '-' is an option to GNU tar: refused here unless --null or
     // --verbatim-files-from makes it a name, as both make it for GNU tar.
@@ -381,7 +328,7 @@ fn files_from_and_exclude_from_like_gnu_tar() {
         &["--verbatim-files-from", "-T", dashed.to_str().unwrap()],
         &[],
     ));
-    failures.extend(compare(&td, &archive, &["--null", "-T", dashed0.to_str().unwrap()], &[]));
+    cases.extend(rows(&archive, &["--null", "-T", dashed0.to_str().unwrap()], &[]));
     let out = fastuntar().arg("-T").arg(&dashed).arg("-tf").arg(&archive).run();
     out.expect_code(2);
     assert_eq!(out.diagnostics().len(), 1, "{}", out.describe());
@@ -408,7 +355,7 @@ fn files_from_and_exclude_from_like_gnu_tar() {
     let out = fastuntar().args(["-T", "/nonexistent/names", "-xf"]).arg(&archive).run();
     out.expect_code(2);
     assert_eq!(out.diagnostics().len(), 1, "{}", out.describe());
-    assert!(failures.is_empty(), "differs from GNU tar:\n  {}", failures.join("\n  "));
+    gnu::check_with(&td, &cases, failures);
 }
 
 /// Compressed copies of the operand archive: (suffix, command that writes it to stdout).
@@ -432,10 +379,10 @@ fn compressed(td: &TestDir, archive: &Path) -> Vec<PathBuf> {
 /// `tar xzvf A`, `tar xfC A DIR`, `tar tf A`: the traditional form, as GNU tar reads it.
 #[test]
 fn traditional_bundles_like_gnu_tar() {
-    if !have_tools("traditional_bundles_like_gnu_tar", &["tar", "gzip", "bzip2", "xz", "zstd"]) {
+    let Some(td) = gnu::dir("traditional_bundles_like_gnu_tar", &["gzip", "bzip2", "xz", "zstd"])
+    else {
         return;
-    }
-    let td = TestDir::new("bundles");
+    };
     let (archive, _) = operand_archive(&td);
     let packed = compressed(&td, &archive);
     let mut failures = Vec::new();
@@ -486,7 +433,7 @@ fn traditional_bundles_like_gnu_tar() {
     let out = fastuntar().arg("xf").current_dir(td.fresh("empty")).run();
     out.expect_code(2);
     assert!(out.stderr_str().contains("option 'f' in 'xf' needs a value"), "{}", out.describe());
-    assert!(failures.is_empty(), "bundles:\n  {}", failures.join("\n  "));
+    gnu::assert_none(&failures);
 }
 
 /// `-z`, `-j`, `-J`, `--zstd`... say what the user thinks the archive is; the data decides.
@@ -494,10 +441,10 @@ fn traditional_bundles_like_gnu_tar() {
 /// others (where GNU tar fails), and the tree is GNU tar's.
 #[test]
 fn compression_flags_are_accepted_and_the_data_decides() {
-    if !have_tools("compression_flags_are_accepted", &["tar", "gzip", "bzip2", "xz", "zstd"]) {
+    let Some(td) = gnu::dir("compression_flags_are_accepted", &["gzip", "bzip2", "xz", "zstd"])
+    else {
         return;
-    }
-    let td = TestDir::new("compression_flags");
+    };
     let (archive, _) = operand_archive(&td);
     let want = snapshot(&{
         let g = td.fresh("gnu");
@@ -511,7 +458,7 @@ fn compression_flags_are_accepted_and_the_data_decides() {
     {
         for a in &inputs {
             let d = td.fresh("ours");
-            let out = fastuntar().arg(flag).arg("-xf").arg(a).arg("-C").arg(&d).run();
+            let out = fastuntar().arg(flag).extract(a, &d).run();
             let dd = diff(
                 &want,
                 "GNU tar",
@@ -529,7 +476,7 @@ fn compression_flags_are_accepted_and_the_data_decides() {
             }
         }
     }
-    assert!(failures.is_empty(), "compression flags:\n  {}", failures.join("\n  "));
+    gnu::assert_none(&failures);
 }
 
 /// `-I PROG` pipes the archive through `PROG -d`, as GNU tar does; `--lzma` is `-I lzma`.
@@ -537,10 +484,9 @@ fn compression_flags_are_accepted_and_the_data_decides() {
 /// a program that writes garbage forever is stopped.
 #[test]
 fn use_compress_program_like_gnu_tar() {
-    if !have_tools("use_compress_program_like_gnu_tar", &["tar", "gzip", "zstd", "lzma"]) {
+    let Some(td) = gnu::dir("use_compress_program_like_gnu_tar", &["gzip", "zstd", "lzma"]) else {
         return;
-    }
-    let td = TestDir::new("compress_program");
+    };
     let (archive, _) = operand_archive(&td);
     let packed = compressed(&td, &archive);
     let lzma = td.join("ops.tar.lzma");
@@ -559,7 +505,7 @@ fn use_compress_program_like_gnu_tar() {
     for (flags, a) in &cases {
         for operands in [&[][..], &["src/a", "nope"]] {
             let Both { gnu, ours, diff: dd } = both(&td, |cmd, dest| {
-                cmd.args(flags).arg("-xf").arg(a).arg("-C").arg(dest).args(operands);
+                cmd.args(flags).extract(a, dest).args(operands);
             });
             // GNU tar's -Z runs `compress`, which is rarely installed: only the tree of the
             // other flags is compared with it.
@@ -599,7 +545,7 @@ fn use_compress_program_like_gnu_tar() {
         (vec!["-I", endless.to_str().unwrap()], "not a tar archive"),
     ] {
         let d = td.fresh("ours");
-        let out = fastuntar().args(&flags).arg("-xf").arg(&damaged).arg("-C").arg(&d).run();
+        let out = fastuntar().args(&flags).extract(&damaged, &d).run();
         // The program's own message may come too (gzip: "invalid compressed data--crc error").
         let ours: Vec<String> = out
             .diagnostics()
@@ -613,7 +559,7 @@ fn use_compress_program_like_gnu_tar() {
             ));
         }
     }
-    assert!(failures.is_empty(), "-I:\n  {}", failures.join("\n  "));
+    gnu::assert_none(&failures);
 }
 
 /// `--no-same-permissions` as root: the umask applies and set-id bits go, as for a user;
@@ -673,10 +619,9 @@ fn no_same_permissions_as_root_like_gnu_tar() {
 /// ends the archive, as in GNU tar.
 #[test]
 fn ignore_zeros_reads_concatenated_archives() {
-    if !have_tools("ignore_zeros_reads_concatenated_archives", &["tar", "gzip", "zstd"]) {
+    let Some(td) = gnu::dir("ignore_zeros_reads_concatenated_archives", &["gzip", "zstd"]) else {
         return;
-    }
-    let td = TestDir::new("ignore_zeros");
+    };
     let (first, _) = operand_archive(&td);
     let mut t = util::rawtar::Tar::new();
     t.dir("second/");
@@ -699,29 +644,32 @@ fn ignore_zeros_reads_concatenated_archives() {
         assert!(r.success(), "{}", r.describe());
     }
     let mut failures = Vec::new();
+    let mut cases = Vec::new();
     for a in [&cat, &gz, &zst] {
         for flags in [&["-i"][..], &[], &["-i", "--wildcards"]] {
             let operands: &[&str] = if flags.len() == 2 { &["s*", "third"] } else { &[] };
-            failures.extend(compare(&td, a, flags, operands));
+            cases.extend(rows(a, flags, operands));
         }
         let listed = fastuntar().arg("-itf").arg(a).run();
         if !listed.stdout_str().lines().any(|l| l == "third") {
             failures.push(format!("-i does not reach the third archive:\n{}", listed.describe()));
         }
     }
-    assert!(failures.is_empty(), "-i differs from GNU tar:\n  {}", failures.join("\n  "));
+    gnu::check_with(&td, &cases, failures);
 }
 
 /// Flags GNU tar accepts that change nothing when reading, or name the default (`--overwrite`:
 /// an existing file is replaced), give GNU tar's tree; `-P` is refused in one line.
 #[test]
 fn accepted_spellings_and_a_refused_one() {
-    if !have_tool("accepted_spellings_and_a_refused_one", "tar") {
-        return;
-    }
-    let td = TestDir::new("spellings");
+    let Some(td) = gnu::dir("accepted_spellings_and_a_refused_one", &[]) else { return };
     let (archive, _) = operand_archive(&td);
-    let mut failures = Vec::new();
+    // Over an existing file, so that --overwrite has one to replace.
+    let prepare = |dest: &Path| {
+        fs::create_dir_all(dest.join("src/a")).unwrap();
+        fs::write(dest.join("src/a/x"), "old\n").unwrap();
+    };
+    let mut cases = Vec::new();
     for flags in [
         &["--overwrite"][..],
         &["-s"],
@@ -740,39 +688,28 @@ fn accepted_spellings_and_a_refused_one() {
         &["--delay-directory-restore"],
         &["--no-delay-directory-restore"],
     ] {
-        // Over an existing file, so that --overwrite has one to replace.
-        let prepare = |dest: &Path| {
-            fs::create_dir_all(dest.join("src/a")).unwrap();
-            fs::write(dest.join("src/a/x"), "old\n").unwrap();
-        };
-        let Both { gnu, ours, diff: dd } = both_over(&td, prepare, |cmd, dest| {
-            cmd.args(flags).arg("-xf").arg(&archive).arg("-C").arg(dest);
-        });
-        if !ours.success() || gnu.code != ours.code || !dd.is_empty() {
-            failures.push(format!("{flags:?}: {}\n{}", dd.join("\n"), ours.describe()));
-        }
+        cases.push(Case::extract(&archive, flags, &[]).prepare(&prepare));
     }
+    let failures: Vec<String> = cases.iter().flat_map(|c| gnu::differences(&td, c)).collect();
     let d = td.fresh("ours");
     let out = fastuntar().arg("-xPf").arg(&archive).arg("-C").arg(&d).run();
     out.expect_code(2);
     assert_eq!(out.diagnostics().len(), 1, "{}", out.describe());
     assert!(out.stderr_str().contains("-P (--absolute-names) is not supported"));
     assert!(fs::read_dir(&d).unwrap().next().is_none(), "-P wrote something");
-    assert!(failures.is_empty(), "spellings:\n  {}", failures.join("\n  "));
+    gnu::assert_none(&failures);
 }
 
 // ---------------------------------------------------------------------------------------------
 // What to do with what is there: --keep-newer-files, --no-overwrite-dir; --one-top-level;
 // --totals.
 
-/// The writer set-ups these options are checked under: the decision is the writer's (dest.rs),
-/// and several writers split the members between threads.
-const OVER_WRITERS: &[&[&str]] = &[
-    &["--writer-threads", "1", "--io", "uring"],
-    &["--writer-threads", "1", "--io", "portable"],
-    &["--writer-threads", "3", "--io", "uring"],
-    &["--writer-threads", "3", "--io", "portable"],
-];
+/// The rows these options are checked under (tests/util/engine.rs): the decision is the
+/// writer's (dest.rs), and several writers split the members between threads: both backends
+/// at one writer and at four. The rest of the suite runs one fastuntar per case (what it
+/// checks is decided before the writers: selection, listing, messages).
+const OVER_WRITERS: Matrix =
+    Matrix::WRITERS.only(&["uring", "portable"]).threads(THREADS_ONE_AND_MORE);
 
 /// stderr lines without the program's name, sorted (several writers report in their order).
 fn said(out: &Output, prog: &str) -> Vec<String> {
@@ -788,49 +725,14 @@ fn said(out: &Output, prog: &str) -> Vec<String> {
     lines
 }
 
-/// GNU tar once and fastuntar under every row of OVER_WRITERS, each into a fresh destination
-/// that `prepare` fills first, with `args` and `-C DEST`: how they differ (exit code, tree, what
-/// was said on stderr).
-fn compare_over(td: &TestDir, prepare: impl Fn(&Path), args: &[&str]) -> Vec<String> {
-    compare_over_as(td, prepare, args, true)
-}
-
-/// `compare_over`, comparing the trees only when `trees` (with `-m` files get the time they
-/// were made).
-fn compare_over_as(
-    td: &TestDir,
-    prepare: impl Fn(&Path),
-    args: &[&str],
-    trees: bool,
-) -> Vec<String> {
-    let mut out = Vec::new();
-    let g = td.fresh("gnu");
-    prepare(&g);
-    let gnu = Cmd::new("tar").current_dir(td.path()).args(args).arg("-C").arg(&g).run();
-    let cmp = Compare::extraction(td.started);
-    for writers in OVER_WRITERS {
-        let d = td.fresh("ours");
-        prepare(&d);
-        let mut cmd = fastuntar();
-        cmd.current_dir(td.path()).args(*writers).args(args).arg("-C").arg(&d);
-        let ours = cmd.run();
-        let label = format!("{args:?} {writers:?}");
-        if gnu.code != ours.code {
-            out.push(format!("{label}: exit {:?}, GNU tar {:?}", ours.code, gnu.code));
-        }
-        let dd = diff(&snapshot(&g), "GNU tar", &snapshot(&d), "fastuntar", &cmp);
-        if trees && !dd.is_empty() {
-            out.push(format!("{label}: trees differ:\n    {}", dd.join("\n    ")));
-        }
-        if said(&gnu, "tar") != said(&ours, "fastuntar") {
-            out.push(format!(
-                "{label}: said {:?}, GNU tar {:?}",
-                said(&ours, "fastuntar"),
-                said(&gnu, "tar")
-            ));
-        }
-    }
-    out
+/// The row `args` (with `-C {dest}` after them) over a destination `prepare` fills, fastuntar
+/// under every run of OVER_WRITERS and GNU tar once: exit code, tree, what was said on stderr.
+fn over<'a>(prepare: &'a dyn Fn(&Path), args: &[&str]) -> Case<'a> {
+    let args: Vec<&str> = args.iter().copied().chain(["-C", "{dest}"]).collect();
+    let archive = Path::new(args.iter().skip_while(|a| **a != "-xf").nth(1).unwrap_or(&""));
+    let mut case = Case::new(archive, &args).over(&OVER_WRITERS).prepare(prepare).said(said);
+    case.stdout = false;
+    case
 }
 
 const Y2019: i64 = 1_546_300_800;
@@ -847,10 +749,7 @@ const Y2021: i64 = 1_609_459_200;
 /// replaced).
 #[test]
 fn keep_newer_files_like_gnu_tar() {
-    if !have_tool("keep_newer_files_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("keep-newer");
+    let Some(td) = gnu::dir("keep_newer_files_like_gnu_tar", &[]) else { return };
     let src = td.join("src");
     for f in ["newer", "same", "older", "hl_newer", "hl_older", "file_over_dir", "sub/inner"] {
         fs::create_dir_all(src.join(f).parent().unwrap()).unwrap();
@@ -918,19 +817,18 @@ fn keep_newer_files_like_gnu_tar() {
         std::os::unix::fs::symlink("existing-target", d.join("link_older")).unwrap();
         util::tree::set_mtime(&d.join("link_older"), Y2019, 0);
     };
-    let mut failures = Vec::new();
+    let mut cases = Vec::new();
     for archive in [&plain, &pax] {
         let a = archive.to_str().unwrap();
-        failures.extend(compare_over(&td, prepare, &["--keep-newer-files", "-xf", a]));
+        cases.push(over(&prepare, &["--keep-newer-files", "-xf", a]));
         // -m changes what is set, not what is compared (the second `sub/inner`, a hard link to
         // itself, finds the first one made just now).
         let m = ["--keep-newer-files", "-m", "-xf", a];
-        failures.extend(compare_over_as(&td, prepare, &m, false));
+        cases.push(over(&prepare, &m).only_said_and_exit());
     }
     // Without the option everything is replaced: the case above is not vacuous.
-    let without = compare_over(&td, prepare, &["-xf", plain.to_str().unwrap()]);
-    failures.extend(without);
-    assert!(failures.is_empty(), "--keep-newer-files differs:\n  {}", failures.join("\n  "));
+    cases.push(over(&prepare, &["-xf", plain.to_str().unwrap()]));
+    gnu::check(&td, &cases);
 }
 
 /// --no-overwrite-dir as a user who is not root: their own 0555 directory is lent u+wx to be
@@ -994,10 +892,7 @@ fn no_overwrite_dir_gives_a_lent_mode_back() {
 /// time); a directory the run creates gets its member's mode.
 #[test]
 fn no_overwrite_dir_like_gnu_tar() {
-    if !have_tool("no_overwrite_dir_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("no-overwrite-dir");
+    let Some(td) = gnu::dir("no_overwrite_dir_like_gnu_tar", &[]) else { return };
     let src = td.join("src");
     for d in ["d", "e", "new"] {
         fs::create_dir_all(src.join(d)).unwrap();
@@ -1019,9 +914,9 @@ fn no_overwrite_dir_like_gnu_tar() {
         fs::set_permissions(d.join("d"), fs::Permissions::from_mode(0o700)).unwrap();
         util::tree::set_mtime(&d.join("d"), Y2021, 0);
     };
-    let mut failures = compare_over(&td, prepare, &["--no-overwrite-dir", "-xf", a]);
-    failures.extend(compare_over(&td, prepare, &["--overwrite-dir", "-xf", a]));
-    assert!(failures.is_empty(), "--no-overwrite-dir differs:\n  {}", failures.join("\n  "));
+    let mut cases = vec![over(&prepare, &["--no-overwrite-dir", "-xf", a])];
+    cases.push(over(&prepare, &["--overwrite-dir", "-xf", a]));
+    gnu::check(&td, &cases);
 }
 
 /// --one-top-level, checked with GNU tar 1.34: without DIR the archive's name less its suffix
@@ -1031,12 +926,10 @@ fn no_overwrite_dir_like_gnu_tar() {
 /// tar's usage error.
 #[test]
 fn one_top_level_like_gnu_tar() {
-    if !have_tool("one_top_level_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("one-top-level");
+    let Some(td) = gnu::dir("one_top_level_like_gnu_tar", &[]) else { return };
     let (archive, _) = operand_archive(&td);
     let mut failures = Vec::new();
+    let mut cases = Vec::new();
     for (flags, operands) in [
         (&["--one-top-level"][..], &[][..]),
         (&["--one-top-level=src"], &[]),
@@ -1046,7 +939,7 @@ fn one_top_level_like_gnu_tar() {
         (&["--one-top-level=a", "--strip-components=1"], &[]),
         (&["--one-top-level=X"], &["src/a", "dot/f"]),
     ] {
-        failures.extend(compare(&td, &archive, flags, operands));
+        cases.extend(rows(&archive, flags, operands));
     }
     for name in [
         "ops.tgz",
@@ -1060,14 +953,14 @@ fn one_top_level_like_gnu_tar() {
     ] {
         let renamed = td.join(name);
         fs::copy(&archive, &renamed).unwrap();
-        failures.extend(compare(&td, &renamed, &["--one-top-level"], &[]));
+        cases.extend(rows(&renamed, &["--one-top-level"], &[]));
     }
     // Names GNU tar 1.34 cannot deduce a directory from: the same usage error, nothing made.
     for name in ["ops", "ops.TAR", "ops.zip", ".tar"] {
         let renamed = td.join(name);
         fs::copy(&archive, &renamed).unwrap();
         let Both { gnu, ours, diff: dd } = both(&td, |cmd, dest| {
-            cmd.arg("--one-top-level").arg("-xf").arg(&renamed).arg("-C").arg(dest);
+            cmd.arg("--one-top-level").extract(&renamed, dest);
         });
         if gnu.code != ours.code || !dd.is_empty() || !ours.stderr_str().contains("Cannot deduce") {
             failures.push(format!("{name}: {}\n{}", dd.join("\n"), ours.describe()));
@@ -1094,7 +987,7 @@ fn one_top_level_like_gnu_tar() {
         .run();
     out.expect_code(2);
     assert!(out.stderr_str().contains("must lie inside the destination"), "{}", out.describe());
-    assert!(failures.is_empty(), "--one-top-level differs:\n  {}", failures.join("\n  "));
+    gnu::check_with(&td, &cases, failures);
 }
 
 /// The line --totals prints up to the rate, which depends on the clock.
@@ -1116,10 +1009,7 @@ fn totals_of(out: &Output, prog: &str) -> Option<String> {
 /// compressed or listed; `-b 4` reads records of 2 KiB ("6.0KiB"). --totals=SIGNAL is refused.
 #[test]
 fn totals_like_gnu_tar() {
-    if !have_tool("totals_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("totals");
+    let Some(td) = gnu::dir("totals_like_gnu_tar", &[]) else { return };
     let (archive, _) = operand_archive(&td);
     let tree = td.join("tree");
     let b1 = td.join("b1.tar");
@@ -1181,7 +1071,7 @@ fn totals_like_gnu_tar() {
     let out = fastuntar().arg("--totals=SIGUSR1").arg("-tf").arg(&archive).run();
     out.expect_code(2);
     assert!(out.stderr_str().contains("--totals=SIGUSR1 is not supported"), "{}", out.describe());
-    assert!(failures.is_empty(), "--totals differs:\n  {}", failures.join("\n  "));
+    gnu::assert_none(&failures);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1216,12 +1106,9 @@ fn switch_archive(td: &TestDir) -> PathBuf {
 /// --no-recursion makes a name select, or a pattern exclude, only what it matches itself).
 #[test]
 fn matching_switches_like_gnu_tar() {
-    if !have_tool("matching_switches_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("switches");
+    let Some(td) = gnu::dir("matching_switches_like_gnu_tar", &[]) else { return };
     let archive = switch_archive(&td);
-    let cases: &[(&[&str], &[&str])] = &[
+    let table: &[(&[&str], &[&str])] = &[
         (&["--no-anchored"], &["a"]),
         (&["--no-anchored"], &["src/a", "A"]),
         (&["--ignore-case"], &["./src/a"]),
@@ -1246,11 +1133,8 @@ fn matching_switches_like_gnu_tar() {
         (&["--no-anchored", "--wildcards"], &["a/*"]),
         (&["--no-anchored", "--exclude=x"], &["a"]),
     ];
-    let mut failures = Vec::new();
-    for (flags, ops) in cases {
-        failures.extend(compare(&td, &archive, flags, ops));
-    }
-    assert!(failures.is_empty(), "switches differ from GNU tar:\n  {}", failures.join("\n  "));
+    let cases: Vec<Case> = table.iter().flat_map(|(f, ops)| rows(&archive, f, ops)).collect();
+    gnu::check(&td, &cases);
 }
 
 /// The "Not found" and "Required occurrence not found" lines, in order, without the program.
@@ -1269,18 +1153,14 @@ fn occurrence_report(out: &Output, prog: &str) -> Vec<String> {
 /// rest is garbage).
 #[test]
 fn occurrence_like_gnu_tar() {
-    if !have_tool("occurrence_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("occurrence");
+    let Some(td) = gnu::dir("occurrence_like_gnu_tar", &[]) else { return };
     let root = td.join("tree");
-    fs::create_dir_all(root.join("d")).unwrap();
-    fs::write(root.join("d/f"), "f\n").unwrap();
-    fs::write(root.join("g"), "g\n").unwrap();
+    util::tree::write_files(&root, &[("d/f", "f\n"), ("g", "g\n")]);
     // --hard-dereference: each copy whole, not a hard link to the first.
     let copies = ["./g", "./d", "./g", "./d", "./g"];
     let dup = gnu_archive(&td, "dup.tar", &["--hard-dereference"], &root, &copies);
     let mut failures = Vec::new();
+    let mut cases = Vec::new();
     for (flags, ops) in [
         (&["--occurrence"][..], &["./g"][..]),
         (&["--occurrence=2"], &["./g", "./d"]),
@@ -1295,7 +1175,7 @@ fn occurrence_like_gnu_tar() {
         (&["--occurrence=2"], &["./d", "--no-recursion"]),
         (&["--occurrence=1", "--no-recursion"], &["./d", "--recursion"]),
     ] {
-        failures.extend(compare(&td, &dup, flags, ops));
+        cases.extend(rows(&dup, flags, ops));
         let run = |mut cmd: Cmd| {
             cmd.current_dir(td.path()).args(flags).arg("-tf").arg(&dup).args(ops).run()
         };
@@ -1310,7 +1190,7 @@ fn occurrence_like_gnu_tar() {
     }
     // -K's NAME too (run in DIR: GNU tar ignores -C for it).
     let k = ["--no-recursion", "--occurrence=1", "-K", "./d"];
-    failures.extend(compare_at(&td, &dup, &k, &["./g"], true));
+    cases.extend(rows_in_dest(&dup, &k, &["./g"]));
     // Garbage after the second member: found by then, neither reads it.
     let mut t = util::rawtar::Tar::new();
     t.file("first", b"1\n");
@@ -1319,13 +1199,13 @@ fn occurrence_like_gnu_tar() {
     bytes.extend_from_slice(&[b'x'; 1024]);
     let garbage = td.write("garbage.tar", &bytes);
     for (flags, ops) in [(&["--occurrence"][..], &["first"][..]), (&[], &["first"])] {
-        failures.extend(compare(&td, &garbage, flags, ops));
+        cases.extend(rows(&garbage, flags, ops));
     }
     // Without names GNU tar refuses it, as we do.
     let no_names = fastuntar().arg("-tf").arg(&dup).arg("--occurrence").run();
     no_names.expect_code(2);
     assert!(no_names.stderr_str().contains("--occurrence is meaningless without a file list"));
-    assert!(failures.is_empty(), "--occurrence differs from GNU tar:\n  {}", failures.join("\n  "));
+    gnu::check_with(&td, &cases, failures);
 }
 
 /// `--exclude-vcs` leaves out the version-control names and what is under them, as bsdtar and
@@ -1353,14 +1233,7 @@ fn exclude_vcs_leaves_out_vcs_directories() {
     listed.expect_code(0);
     assert_eq!(listed.stdout_str(), "p/.gitx\np/keep\nCVSfoo\na/b/c\n", "{}", listed.describe());
     let d = td.fresh("ours");
-    fastuntar()
-        .arg("-xf")
-        .arg(&archive)
-        .arg("-C")
-        .arg(&d)
-        .arg("--exclude-vcs")
-        .run()
-        .expect_code(0);
+    fastuntar().extract(&archive, &d).arg("--exclude-vcs").run().expect_code(0);
     assert!(!d.join("p/.git").exists() && !d.join("x/CVS").exists() && d.join("a/b/c").exists());
 }
 
@@ -1384,15 +1257,9 @@ fn said_timeless(out: &Output, prog: &str) -> Vec<String> {
 /// no-timestamp` (or `none`) silences it; an unknown keyword is refused.
 #[test]
 fn timestamp_warnings_like_gnu_tar() {
-    if !have_tool("timestamp_warnings_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("timestamps");
+    let Some(td) = gnu::dir("timestamp_warnings_like_gnu_tar", &[]) else { return };
     let root = td.join("tree");
-    fs::create_dir_all(root.join("d")).unwrap();
-    fs::write(root.join("d/f"), "f\n").unwrap();
-    fs::write(root.join("d/now"), "now\n").unwrap();
-    fs::write(root.join("d/old"), "old\n").unwrap();
+    util::tree::write_files(&root, &[("d/f", "f\n"), ("d/now", "now\n"), ("d/old", "old\n")]);
     std::os::unix::fs::symlink("f", root.join("d/l")).unwrap();
     fs::hard_link(root.join("d/f"), root.join("d/h")).unwrap();
     util::tree::set_mtime(&root.join("d/f"), 3_786_912_000, 500_000_000);
@@ -1401,8 +1268,7 @@ fn timestamp_warnings_like_gnu_tar() {
     assert!(touch.success(), "{}", touch.describe());
     util::tree::set_mtime(&root.join("d"), 3_818_448_000, 0);
     let archive = gnu_archive(&td, "times.tar", &["--format=posix"], &root, &["./d"]);
-    let mut failures = Vec::new();
-    for flags in [
+    let mut cases: Vec<Case> = [
         &[][..],
         &["--strip-components=1"],
         &["-m"],
@@ -1410,24 +1276,13 @@ fn timestamp_warnings_like_gnu_tar() {
         &["--warning=none"],
         &["--warning=none", "--warning=timestamp"],
         &["--warning=all", "--warning=no-unknown-keyword"],
-        &["--warning=bogus"],
-    ] {
-        let Both { gnu, ours, diff: _ } = both(&td, |cmd, dest| {
-            cmd.args(flags).arg("-xf").arg(&archive).arg("-C").arg(dest);
-        });
-        if gnu.code != ours.code {
-            failures.push(format!("{flags:?}: exit {:?}, GNU tar {:?}", ours.code, gnu.code));
-            continue;
-        }
-        if gnu.code == Some(0) && said_timeless(&gnu, "tar") != said_timeless(&ours, "fastuntar") {
-            failures.push(format!(
-                "{flags:?}: said {:?}, GNU tar {:?}",
-                said_timeless(&ours, "fastuntar"),
-                said_timeless(&gnu, "tar")
-            ));
-        }
-    }
-    assert!(failures.is_empty(), "time stamps differ from GNU tar:\n  {}", failures.join("\n  "));
+    ]
+    .iter()
+    .map(|flags| Case::extract(&archive, flags, &[]).only_said(said_timeless))
+    .collect();
+    // Refused by both, each in its own words: the exit status only.
+    cases.push(Case::extract(&archive, &["--warning=bogus"], &[]).only_said_and_exit());
+    gnu::check(&td, &cases);
 }
 
 /// Contiguous files (type `7`) extract as regular files; GNU tar 1.34 says "Extracting
@@ -1435,39 +1290,14 @@ fn timestamp_warnings_like_gnu_tar() {
 /// and not with `--warning=no-contiguous-cast`; `-tv` marks them `C`.
 #[test]
 fn contiguous_files_like_gnu_tar() {
-    if !have_tool("contiguous_files_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("contiguous");
+    let Some(td) = gnu::dir("contiguous_files_like_gnu_tar", &[]) else { return };
     let mut t = util::rawtar::Tar::new();
     let h = |name: &str| util::rawtar::Header::new(name, b'7').mode(0o640).mtime(1_600_000_000);
     t.entry(&util::rawtar::Header::file("plain").mtime(1_600_000_000), b"plain\n");
     t.entry(&h("c1"), b"first contiguous\n").entry(&h("c2"), b"second\n");
     let archive = td.write("contiguous.tar", t.finish());
-    let mut failures = Vec::new();
-    for flags in [&["-x"][..], &["-x", "--warning=no-contiguous-cast"], &["-t"], &["-tv"], &["-xO"]]
-    {
-        let Both { gnu, ours, diff } = both(&td, |cmd, dest| {
-            cmd.args(flags).arg("-f").arg(&archive).arg("-C").arg(dest);
-        });
-        let label = format!("{flags:?}");
-        if (gnu.code, &gnu.stdout) != (ours.code, &ours.stdout) {
-            failures.push(format!("{label}: {}\n{}", gnu.describe(), ours.describe()));
-        }
-        if said(&gnu, "tar") != said(&ours, "fastuntar") {
-            failures.push(format!(
-                "{label}: said {:?}, GNU tar {:?}",
-                said(&ours, "fastuntar"),
-                said(&gnu, "tar")
-            ));
-        }
-        failures.extend(diff.into_iter().map(|d| format!("{label}: {d}")));
-    }
-    assert!(
-        failures.is_empty(),
-        "contiguous files differ from GNU tar:\n  {}",
-        failures.join("\n  ")
-    );
+    let table = [&["-x"][..], &["-x", "--warning=no-contiguous-cast"], &["-t"], &["-tv"], &["-xO"]];
+    gnu::check(&td, table.iter().map(|f| Case::flags(&archive, f).said(said)));
 }
 
 /// `-tv --full-time` (seconds, and nanoseconds without trailing zeros: the date column widens
@@ -1475,10 +1305,7 @@ fn contiguous_files_like_gnu_tar() {
 /// UTC, against GNU tar 1.34.
 #[test]
 fn full_time_and_utc_listings_like_gnu_tar() {
-    if !have_tool("full_time_and_utc_listings_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("full_time");
+    let Some(td) = gnu::dir("full_time_and_utc_listings_like_gnu_tar", &[]) else { return };
     let root = td.join("tree");
     fs::create_dir_all(root.join("d")).unwrap();
     for (name, secs, ns) in
@@ -1489,27 +1316,13 @@ fn full_time_and_utc_listings_like_gnu_tar() {
     }
     util::tree::set_mtime(&root.join("d"), 1_600_000_000, 0);
     let archive = gnu_archive(&td, "times.tar", &["--format=posix"], &root, &["d"]);
-    let mut failures = Vec::new();
-    for flags in [&[][..], &["--full-time"], &["--utc"], &["--utc", "--full-time"]] {
-        let list = |prog: &OsStr| {
-            Cmd::new("env")
-                .arg("TZ=America/New_York")
-                .arg(prog)
-                .args(flags)
-                .arg("-tvf")
-                .arg(&archive)
-                .run()
-        };
-        let (gnu, ours) = (list(OsStr::new("tar")), list(OsStr::new(util::BIN)));
-        if gnu.code != ours.code || gnu.stdout != ours.stdout {
-            failures.push(format!(
-                "{flags:?}:\n--- GNU ---\n{}--- fastuntar ---\n{}",
-                gnu.stdout_str(),
-                ours.describe()
-            ));
-        }
-    }
-    assert!(failures.is_empty(), "listings differ from GNU tar:\n  {}", failures.join("\n  "));
+    let table =
+        [&["-v"][..], &["-v", "--full-time"], &["-v", "--utc"], &["-v", "--utc", "--full-time"]];
+    let cases: Vec<Case> = table
+        .iter()
+        .map(|flags| Case::list(&archive, flags, &[]).env("TZ", "America/New_York"))
+        .collect();
+    gnu::check(&td, &cases);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1522,15 +1335,12 @@ fn full_time_and_utc_listings_like_gnu_tar() {
 /// compared in tests/transform.rs.)
 #[test]
 fn transform_like_gnu_tar() {
-    if !have_tool("transform_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("transform");
+    let Some(td) = gnu::dir("transform_like_gnu_tar", &[]) else { return };
     let root = linked_tree(&td);
     fs::write(root.join("d/g"), "g\n").unwrap();
     let archive = gnu_archive(&td, "t.tar", &[], &root, &["d"]);
-    let mut failures = Vec::new();
-    let cases: &[(&[&str], &[&str])] = &[
+    let mut cases = Vec::new();
+    let table: &[(&[&str], &[&str])] = &[
         (&["--transform", "s/d/D/"], &[]),
         (&["--transform", "s,^d,top,"], &[]),
         (&["--xform", "s/e/E/g"], &[]),
@@ -1550,25 +1360,17 @@ fn transform_like_gnu_tar() {
         (&["--transform", "s/\\(d\\)\\/\\(.\\)/\\U\\2\\E-\\1/"], &[]),
         (&["--transform", "s/[/x/"], &[]),
     ];
-    for (flags, ops) in cases {
-        failures.extend(compare(&td, &archive, flags, ops));
+    for (flags, ops) in table {
+        cases.extend(rows(&archive, flags, ops));
     }
     // -v names: as stored, or as extracted with --show-transformed-names.
-    for flags in
-        [&["--transform", "s/e/E/g"][..], &["--transform", "s/e/E/g", "--show-transformed-names"]]
-    {
-        let Both { gnu, ours, diff: _ } = both(&td, |cmd, dest| {
-            cmd.args(flags).arg("-xvf").arg(&archive).arg("-C").arg(dest);
-        });
-        if gnu.stdout != ours.stdout {
-            failures.push(format!(
-                "{flags:?} -v: {:?}, GNU tar {:?}",
-                ours.stdout_str(),
-                gnu.stdout_str()
-            ));
-        }
+    for flags in [
+        &["-v", "--transform", "s/e/E/g"][..],
+        &["-v", "--transform", "s/e/E/g", "--show-transformed-names"],
+    ] {
+        cases.push(Case { stdout: true, ..Case::extract(&archive, flags, &[]) });
     }
-    assert!(failures.is_empty(), "--transform differs from GNU tar:\n  {}", failures.join("\n  "));
+    gnu::check(&td, &cases);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1577,7 +1379,7 @@ fn transform_like_gnu_tar() {
 /// The stdout and stderr lines of a --to-command run, with child pids (3 or more digits after
 /// the program's name) made `PID`, the program's name made `tar`, and GNU tar's closing
 /// "Exiting with failure status" line (fastuntar has none) dropped.
-fn piped_said(out: &Output, prog: &str) -> (String, Vec<String>) {
+fn piped_said(out: &Output, prog: &str) -> Vec<String> {
     let lines = out
         .diagnostics()
         .iter()
@@ -1589,8 +1391,8 @@ fn piped_said(out: &Output, prog: &str) -> (String, Vec<String>) {
             }
             _ => l,
         })
-        .collect();
-    (out.stdout_str(), lines)
+        .collect::<Vec<_>>();
+    [vec![out.stdout_str()], lines].concat()
 }
 
 /// `--to-command`: every member GNU tar would extract as a regular file goes to its own
@@ -1602,10 +1404,7 @@ fn piped_said(out: &Output, prog: &str) -> (String, Vec<String>) {
 /// reads nothing is fine; nothing is created on disk.
 #[test]
 fn to_command_like_gnu_tar() {
-    if !have_tool("to_command_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("to_command");
+    let Some(td) = gnu::dir("to_command_like_gnu_tar", &[]) else { return };
     let root = linked_tree(&td);
     fs::write(root.join("d/big"), vec![b'x'; 300_000]).unwrap();
     fs::write(root.join("d/x"), "setuid\n").unwrap();
@@ -1621,7 +1420,6 @@ fn to_command_like_gnu_tar() {
     archives.push(gnu_archive(&td, "global.tar", &global_only, &root, &["d/big"]));
     let env = "env | grep '^TAR_' | grep -v '^TAR_ATIME=\\|^TAR_CTIME=\\|^TAR_VERSION=' | sort; \
                echo ---; wc -c";
-    let mut failures = Vec::new();
     let mut cases: Vec<(&Path, Vec<&str>)> = Vec::new();
     for a in &archives {
         cases.push((a, vec!["--to-command", env]));
@@ -1637,26 +1435,11 @@ fn to_command_like_gnu_tar() {
         (gnu, vec!["--to-command", "head -c 10; exit 0"]),
         (gnu, vec!["--to-command", "cat"]),
     ]);
-    for (archive, flags) in &cases {
-        let Both { gnu, ours, diff: dd } = both(&td, |cmd, dest| {
-            cmd.args(flags).arg("-xf").arg(archive).arg("-C").arg(dest);
-        });
-        let label = format!("{} {flags:?}", archive.file_name().unwrap().to_string_lossy());
-        if gnu.code != ours.code {
-            failures.push(format!("{label}: exit {:?}, GNU tar {:?}", ours.code, gnu.code));
-        }
-        if piped_said(&gnu, "tar") != piped_said(&ours, "fastuntar") {
-            failures.push(format!(
-                "{label}: said {:?}\nGNU tar {:?}",
-                piped_said(&ours, "fastuntar"),
-                piped_said(&gnu, "tar")
-            ));
-        }
-        if !dd.is_empty() {
-            failures.push(format!("{label}: trees differ:\n    {}", dd.join("\n    ")));
-        }
-    }
-    assert!(failures.is_empty(), "--to-command differs from GNU tar:\n  {}", failures.join("\n  "));
+    let cases: Vec<Case> = cases
+        .iter()
+        .map(|(archive, flags)| Case::extract(archive, flags, &[]).said(piped_said))
+        .collect();
+    gnu::check(&td, &cases);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1697,15 +1480,13 @@ fn dated_archive(td: &TestDir, format: &str) -> PathBuf {
 /// tar compares with the earliest time and extracts everything; fastuntar refuses it (exit 2).
 #[test]
 fn newer_like_gnu_tar() {
-    if !have_tool("newer_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("newer");
+    let Some(td) = gnu::dir("newer_like_gnu_tar", &[]) else { return };
     let archive = dated_archive(&td, "posix");
     let reference = td.join("reference");
     fs::write(&reference, "").unwrap();
     util::tree::set_mtime(&reference, JUNE_NOON, 100_000_000);
     let mut failures = Vec::new();
+    let mut cases = Vec::new();
     let list = |prog: &OsStr, args: &[&str]| {
         Cmd::new("env")
             .current_dir(td.path())
@@ -1781,11 +1562,7 @@ fn newer_like_gnu_tar() {
     let archive = dated_archive(&td, "gnu");
     let archive = archive.to_str().unwrap();
     for date in ["2021-01-01 UTC", "@1654084800.1", "./reference", "1 year ago"] {
-        failures.extend(compare_over(
-            &td,
-            |_| {},
-            &["-N", date, "--show-omitted-dirs", "-xf", archive],
-        ));
+        cases.push(over(&|_| {}, &["-N", date, "--show-omitted-dirs", "-xf", archive]));
     }
     for args in [
         &["-N", "bogus", "-tf", archive][..],
@@ -1799,7 +1576,7 @@ fn newer_like_gnu_tar() {
             failures.push(format!("{args:?} should be refused:\n{}", ours.describe()));
         }
     }
-    assert!(failures.is_empty(), "-N differs from GNU tar:\n  {}", failures.join("\n  "));
+    gnu::check_with(&td, &cases, failures);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1814,16 +1591,10 @@ fn newer_like_gnu_tar() {
 /// was there before: README, "How it differs"). Every writer configuration.
 #[test]
 fn keep_directory_symlink_like_gnu_tar() {
-    if !have_tool("keep_directory_symlink_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("keep_dir_symlink");
+    let Some(td) = gnu::dir("keep_directory_symlink_like_gnu_tar", &[]) else { return };
     let root = td.join("tree");
-    for rel in ["lib/x", "lib/sub/w", "t/fl/v", "dang/u", "usr/lib/y", "made/q"] {
-        let p = root.join(rel);
-        fs::create_dir_all(p.parent().unwrap()).unwrap();
-        fs::write(&p, rel).unwrap();
-    }
+    let names = ["lib/x", "lib/sub/w", "t/fl/v", "dang/u", "usr/lib/y", "made/q"];
+    util::tree::write_files(&root, &names.map(|rel| (rel, rel)));
     let dirs = gnu_archive(&td, "dirs.tar", &[], &root, &["lib", "t/fl", "dang"]);
     // The archive's own symlink `made -> usr/lib`, then `made/` and `made/q`.
     let own = td.join("own");
@@ -1847,14 +1618,14 @@ fn keep_directory_symlink_like_gnu_tar() {
             util::tree::set_mtime(&dest.join(rel), Y2019, 0);
         }
     };
-    let mut failures = Vec::new();
+    let mut cases = Vec::new();
     for archive in [&dirs, &own] {
         let archive = archive.to_str().unwrap();
-        failures.extend(compare_over(&td, prepare, &["--keep-directory-symlink", "-xf", archive]));
+        cases.push(over(&prepare, &["--keep-directory-symlink", "-xf", archive]));
     }
     // Without the option the directory members replace the symlinks, as in GNU tar.
-    failures.extend(compare_over(&td, prepare, &["-xf", dirs.to_str().unwrap()]));
-    assert!(failures.is_empty(), "differs from GNU tar:\n  {}", failures.join("\n  "));
+    cases.push(over(&prepare, &["-xf", dirs.to_str().unwrap()]));
+    gnu::check(&td, &cases);
 }
 
 /// `--keep-directory-symlink` follows a symlink only inside DIR: an absolute target is taken
@@ -1891,13 +1662,7 @@ fn keep_directory_symlink_stays_inside_dir() {
     // What the absolute symlink leads to inside DIR exists, so the member lands there.
     let inside = dest.join(outside.strip_prefix("/").unwrap());
     fs::create_dir_all(&inside).unwrap();
-    let out = fastuntar()
-        .arg("-xf")
-        .arg(&archive)
-        .arg("-C")
-        .arg(&dest)
-        .arg("--keep-directory-symlink")
-        .run();
+    let out = fastuntar().extract(&archive, &dest).arg("--keep-directory-symlink").run();
     assert!(out.code.is_some_and(|c| c <= 1), "{}", out.describe());
     assert_eq!(fs::read_dir(&outside).unwrap().count(), 0, "written outside DIR");
     assert_eq!(fs::read(inside.join("pwned")).unwrap(), b"bad", "{}", out.describe());
@@ -1931,16 +1696,10 @@ fn complained_of(out: &Output, prog: &str) -> Vec<String> {
 /// inside one to a directory outside DIR, whose file stays.
 #[test]
 fn unlink_first_like_gnu_tar() {
-    if !have_tool("unlink_first_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("unlink_first");
+    let Some(td) = gnu::dir("unlink_first_like_gnu_tar", &[]) else { return };
     let root = td.join("tree");
-    fs::create_dir_all(root.join("d")).unwrap();
     fs::create_dir_all(root.join("em")).unwrap();
-    fs::write(root.join("d/new"), "new\n").unwrap();
-    fs::write(root.join("e"), "e\n").unwrap();
-    fs::write(root.join("f"), "f\n").unwrap();
+    util::tree::write_files(&root, &[("d/new", "new\n"), ("e", "e\n"), ("f", "f\n")]);
     std::os::unix::fs::symlink("d/new", root.join("l")).unwrap();
     for rel in ["d/new", "e", "f", "l", "em", "d"] {
         util::tree::set_mtime(&root.join(rel), Y2020, 0);
@@ -1962,36 +1721,22 @@ fn unlink_first_like_gnu_tar() {
             util::tree::set_mtime(&dest.join(rel), Y2019, 0);
         }
     };
-    let mut failures = Vec::new();
-    for flags in [
+    let table = [
         &["-U"][..],
         &["--unlink-first"],
         &["--recursive-unlink"],
         &["-U", "--recursive-unlink"],
         &[],
-    ] {
-        let Both { gnu, ours, diff } = both_over(&td, prepare, |cmd, dest| {
-            cmd.args(flags).arg("-xf").arg(&archive).arg("-C").arg(dest);
-        });
-        if !diff.is_empty() {
-            failures.push(format!("{flags:?}: trees differ:\n    {}", diff.join("\n    ")));
-        }
-        if gnu.code != ours.code {
-            failures.push(format!("{flags:?}: exit {:?}, GNU tar {:?}", ours.code, gnu.code));
-        }
-        if complained_of(&gnu, "tar") != complained_of(&ours, "fastuntar") {
-            failures.push(format!(
-                "{flags:?}: complained of {:?}, GNU tar {:?}",
-                complained_of(&ours, "fastuntar"),
-                complained_of(&gnu, "tar")
-            ));
-        }
-        if fs::read(outside.join("keep")).ok().as_deref() != Some(&b"keep\n"[..]) {
-            failures.push(format!("{flags:?}: the directory outside DIR lost its file"));
-            fs::write(outside.join("keep"), "keep\n").unwrap();
-        }
+    ];
+    let cases: Vec<Case> = table
+        .iter()
+        .map(|flags| Case::extract(&archive, flags, &[]).prepare(&prepare).said(complained_of))
+        .collect();
+    let mut failures: Vec<String> = cases.iter().flat_map(|c| gnu::differences(&td, c)).collect();
+    if fs::read(outside.join("keep")).ok().as_deref() != Some(&b"keep\n"[..]) {
+        failures.push("a run removed the file in the directory outside DIR".into());
     }
-    assert!(failures.is_empty(), "differs from GNU tar:\n  {}", failures.join("\n  "));
+    gnu::assert_none(&failures);
 }
 
 /// `--exclude-backups` like GNU tar 1.34 (extracting and listing): `*~`, `#*#` and `.#*`
@@ -1999,10 +1744,7 @@ fn unlink_first_like_gnu_tar() {
 /// extracted), whatever switches stand before it.
 #[test]
 fn exclude_backups_like_gnu_tar() {
-    if !have_tool("exclude_backups_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("exclude_backups");
+    let Some(td) = gnu::dir("exclude_backups_like_gnu_tar", &[]) else { return };
     let root = td.join("backups");
     for rel in
         ["a", "a~", "d/.#lock", "d/#x#", "d/keep", "bk~/f", "#dir#/g", "d/x.~1~", "d/mid~dle"]
@@ -2012,16 +1754,16 @@ fn exclude_backups_like_gnu_tar() {
         fs::write(&p, rel).unwrap();
     }
     let archive = gnu_archive(&td, "backups.tar", &[], &root, &["."]);
-    let mut failures = Vec::new();
+    let mut cases = Vec::new();
     for flags in [
         &["--exclude-backups"][..],
         &["--exclude-backups", "--anchored"],
         &["--no-wildcards", "--ignore-case", "--exclude-backups"],
         &["--no-recursion", "--exclude-backups", "--exclude=keep"],
     ] {
-        failures.extend(compare(&td, &archive, flags, &[]));
+        cases.extend(rows(&archive, flags, &[]));
     }
-    assert!(failures.is_empty(), "differs from GNU tar:\n  {}", failures.join("\n  "));
+    gnu::check(&td, &cases);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2035,17 +1777,10 @@ fn exclude_backups_like_gnu_tar() {
 /// itself), the same `-v` lines ("Renaming 'a' to 'a.~2~'"), and none with `none`.
 #[test]
 fn backup_like_gnu_tar() {
-    if !have_tool("backup_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("backup");
+    let Some(td) = gnu::dir("backup_like_gnu_tar", &[]) else { return };
     let root = td.join("tree");
-    for rel in ["a", "d/c", "l", "b", "e/f"] {
-        let p = root.join(rel);
-        fs::create_dir_all(p.parent().unwrap()).unwrap();
-        fs::write(&p, format!("new {rel}\n")).unwrap();
-    }
-    fs::remove_file(root.join("l")).unwrap();
+    let new = [("a", "new a\n"), ("d/c", "new d/c\n"), ("b", "new b\n"), ("e/f", "new e/f\n")];
+    util::tree::write_files(&root, &new);
     std::os::unix::fs::symlink("a", root.join("l")).unwrap();
     std::os::unix::fs::symlink("a", root.join("dang")).unwrap();
     let members = ["a", "d", "l", "dang", "b", "e"];
@@ -2063,8 +1798,10 @@ fn backup_like_gnu_tar() {
             util::tree::set_mtime(&dest.join(rel), Y2019, 0);
         }
     };
+    let archive_path = archive.clone();
     let archive = archive.to_str().unwrap();
     let mut failures = Vec::new();
+    let mut cases = Vec::new();
     for flags in [
         &["--backup"][..],
         &["--backup=numbered"],
@@ -2077,27 +1814,27 @@ fn backup_like_gnu_tar() {
         &["--backup=off", "--suffix=.x"],
     ] {
         let args: Vec<&str> = flags.iter().copied().chain(["-xf", archive]).collect();
-        failures.extend(compare_over(&td, prepare, &args));
+        cases.push(over(&prepare, &args));
         // -v: the member names and the Renaming lines, as sets (the writer says its lines
         // while the reader names later members).
-        let Both { gnu, ours, .. } = both_over(&td, prepare, |cmd, dest| {
-            cmd.args(flags).arg("-xvf").arg(archive).arg("-C").arg(dest);
-        });
-        let lines = |o: &Output| {
-            let mut l: Vec<String> = o.stdout_str().lines().map(str::to_string).collect();
-            l.sort();
-            l
-        };
-        if lines(&gnu) != lines(&ours) {
-            failures.push(format!("{flags:?} -v: {:?}, GNU tar {:?}", lines(&ours), lines(&gnu)));
-        }
+        let verbose: Vec<&str> = ["-v"].iter().chain(flags).copied().collect();
+        cases.push(
+            Case::extract(&archive_path, &verbose, &[]).prepare(&prepare).only_said(stdout_lines),
+        );
     }
     let bad =
         fastuntar().args(["--backup=sometimes", "-xf", archive, "-C"]).arg(td.fresh("bad")).run();
     if bad.code != Some(2) {
         failures.push(format!("--backup=sometimes: {}", bad.describe()));
     }
-    assert!(failures.is_empty(), "differs from GNU tar:\n  {}", failures.join("\n  "));
+    gnu::check_with(&td, &cases, failures);
+}
+
+/// The lines of stdout, sorted.
+fn stdout_lines(out: &Output, _prog: &str) -> Vec<String> {
+    let mut l: Vec<String> = out.stdout_str().lines().map(str::to_string).collect();
+    l.sort();
+    l
 }
 
 /// `-C` given more than once, as GNU tar reads it: each relative DIR from the one before
@@ -2106,34 +1843,14 @@ fn backup_like_gnu_tar() {
 /// MEMBER name (GNU tar: a directory for the names after it) are refused, one line, exit 2.
 #[test]
 fn several_directories_like_gnu_tar() {
-    if !have_tool("several_directories_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("several_dirs");
+    let Some(td) = gnu::dir("several_directories_like_gnu_tar", &[]) else { return };
     let root = linked_tree(&td);
     let archive = gnu_archive(&td, "dirs.tar", &[], &root, &["d"]);
-    let mut failures = Vec::new();
-    for (label, chain) in
-        [("two", &["a/b"][..]), ("three", &["a", "b"]), ("back", &["a/b/c", ".."])]
-    {
-        let (g, o) = (td.fresh("gnu"), td.fresh("ours"));
-        for top in [&g, &o] {
-            fs::create_dir_all(top.join("a/b/c")).unwrap();
-        }
-        let run = |mut cmd: Cmd, top: &Path| {
-            cmd.current_dir(td.path()).arg("-C").arg(top);
-            for dir in chain {
-                cmd.args(["-C", dir]);
-            }
-            cmd.arg("-xf").arg(&archive).run()
-        };
-        let (gnu, ours) = (run(Cmd::new("tar"), &g), run(fastuntar(), &o));
-        let cmp = Compare::extraction(td.started);
-        let dd = diff(&snapshot(&g), "GNU tar", &snapshot(&o), "fastuntar", &cmp);
-        if gnu.code != ours.code || !dd.is_empty() {
-            failures.push(format!("{label}: exit {:?} (GNU {:?}) {dd:?}", ours.code, gnu.code));
-        }
-    }
+    let abc = |top: &Path| fs::create_dir_all(top.join("a/b/c")).unwrap();
+    let chains = [&["-C", "a/b"][..], &["-C", "a", "-C", "b"], &["-C", "a/b/c", "-C", ".."]];
+    let cases: Vec<Case> =
+        chains.iter().map(|chain| Case::extract(&archive, chain, &[]).prepare(&abc)).collect();
+    let mut failures: Vec<String> = cases.iter().flat_map(|c| gnu::differences(&td, c)).collect();
     // An absolute -C after a relative one starts from `/`.
     let abs = td.fresh("abs");
     let out = fastuntar()
@@ -2155,7 +1872,7 @@ fn several_directories_like_gnu_tar() {
     if out.code != Some(2) || !out.stderr_str().contains("-C x: several -C with one after") {
         failures.push(format!("-C after a name: {}", out.describe()));
     }
-    assert!(failures.is_empty(), "differs from GNU tar:\n  {}", failures.join("\n  "));
+    gnu::assert_none(&failures);
 }
 
 /// `-V PATTERN` (`--label`): an archive read only when its volume label (a GNU volume header,
@@ -2165,13 +1882,9 @@ fn several_directories_like_gnu_tar() {
 /// nothing.
 #[test]
 fn volume_labels_like_gnu_tar() {
-    if !have_tool("volume_labels_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("labels");
+    let Some(td) = gnu::dir("volume_labels_like_gnu_tar", &[]) else { return };
     let root = td.join("tree");
-    fs::create_dir_all(root.join("d")).unwrap();
-    fs::write(root.join("d/f"), "f\n").unwrap();
+    util::tree::write_files(&root, &[("d/f", "f\n")]);
     util::tree::set_mtime(&root.join("d/f"), 1_600_000_000, 0);
     util::tree::set_mtime(&root.join("d"), 1_600_000_000, 0);
     // GNU tar looks at the first block only: a volume header behind a long name or a PAX
@@ -2198,49 +1911,22 @@ fn volume_labels_like_gnu_tar() {
     let said_fatal = |out: &Output, prog: &str| -> Vec<String> {
         said(out, prog).into_iter().filter(|l| !l.starts_with("Error is not recoverable")).collect()
     };
-    let mut failures = Vec::new();
+    let mut cases = Vec::new();
     for archive in &archives {
         for pattern in ["Backup 2026/11", "Backup*", "*11", "Other", "backup*"] {
             for mode in [&["-tv"][..], &["-t"], &["-x"], &["-xv"], &["-xvv"]] {
-                let label = format!("{} {mode:?} -V {pattern:?}", archive.display());
-                let Both { gnu, ours, diff } = both(&td, |cmd, dest| {
-                    cmd.args(mode)
-                        .arg("-f")
-                        .arg(archive)
-                        .arg("-V")
-                        .arg(pattern)
-                        .arg("-C")
-                        .arg(dest);
-                });
-                if (gnu.code, &gnu.stdout) != (ours.code, &ours.stdout) {
-                    failures.push(format!("{label}: {}\n{}", gnu.describe(), ours.describe()));
-                }
-                if said_fatal(&gnu, "tar") != said_fatal(&ours, "fastuntar") {
-                    failures.push(format!(
-                        "{label}: said {:?}, GNU tar {:?}",
-                        said_fatal(&ours, "fastuntar"),
-                        said_fatal(&gnu, "tar")
-                    ));
-                }
-                failures.extend(diff.into_iter().map(|d| format!("{label}: {d}")));
+                let rest = ["-f", "{archive}", "-V", pattern, "-C", "{dest}"];
+                let args: Vec<&str> = mode.iter().copied().chain(rest).collect();
+                cases.push(Case::new(archive, &args).said(said_fatal));
             }
         }
         // Without -V: the POSIX archive's label is listed as GNU tar lists it.
-        let gnu = gnu_tar(["-tvf", archive.to_str().unwrap()]);
-        let ours = fastuntar().arg("-tvf").arg(archive).run();
-        if gnu.stdout != ours.stdout {
-            failures.push(format!(
-                "{} -tv: {}\n{}",
-                archive.display(),
-                gnu.describe(),
-                ours.describe()
-            ));
-        }
+        cases.push(Case::list(archive, &["-v"], &[]).no_exit());
     }
     // --version is still there.
     let v = fastuntar().arg("--version").run();
     assert!(v.success() && v.stdout_str().starts_with("fastuntar "), "{}", v.describe());
-    assert!(failures.is_empty(), "volume labels differ from GNU tar:\n  {}", failures.join("\n  "));
+    gnu::check(&td, &cases);
 }
 
 /// `-xvv` prints GNU tar's long lines (`-tv`'s), `-xv` the names; with `-O` they go to
@@ -2248,25 +1934,15 @@ fn volume_labels_like_gnu_tar() {
 /// link. Before, `-xvv` printed only the names.
 #[test]
 fn extract_verbose_twice_like_gnu_tar() {
-    if !have_tool("extract_verbose_twice_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("xvv");
+    let Some(td) = gnu::dir("extract_verbose_twice_like_gnu_tar", &[]) else { return };
     let root = linked_tree(&td);
     let archive = gnu_archive(&td, "linked.tar", &[], &root, &["d"]);
-    let mut failures = Vec::new();
-    for flags in [&["-xvv"][..], &["-xv"], &["-xvvv"], &["-xOvv"], &["-xvv", "--numeric-owner"]] {
-        let Both { gnu, ours, diff } = both(&td, |cmd, dest| {
-            cmd.args(flags).arg("-f").arg(&archive).arg("-C").arg(dest);
-        });
-        let ours_err: Vec<String> =
-            ours.stderr_lines().into_iter().filter(|l| !util::is_summary(l)).collect();
-        if (gnu.code, &gnu.stdout, gnu.stderr_lines()) != (ours.code, &ours.stdout, ours_err) {
-            failures.push(format!("{flags:?}: {}\n{}", gnu.describe(), ours.describe()));
-        }
-        failures.extend(diff.into_iter().map(|d| format!("{flags:?}: {d}")));
-    }
-    assert!(failures.is_empty(), "-xvv differs from GNU tar:\n  {}", failures.join("\n  "));
+    let table = [&["-xvv"][..], &["-xv"], &["-xvvv"], &["-xOvv"], &["-xvv", "--numeric-owner"]];
+    // stderr as it is (the names under -O), but for our summary line.
+    let stderr = |out: &Output, _: &str| -> Vec<String> {
+        out.stderr_lines().into_iter().filter(|l| !util::is_summary(l)).collect()
+    };
+    gnu::check(&td, table.iter().map(|f| Case::flags(&archive, f).said(stderr)));
 }
 
 /// `--index-file FILE`: the listing (`-t`, `-tv`, `-xv` names, `-xvO`'s names beside the data,
@@ -2275,13 +1951,9 @@ fn extract_verbose_twice_like_gnu_tar() {
 /// extracted; a failed write to it is said at the end, exit 2 (GNU tar 1.34 exits 0).
 #[test]
 fn index_file_like_gnu_tar() {
-    if !have_tool("index_file_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("index_file");
+    let Some(td) = gnu::dir("index_file_like_gnu_tar", &[]) else { return };
     let root = td.join("tree");
-    fs::create_dir_all(root.join("d")).unwrap();
-    fs::write(root.join("d/f"), "f\n").unwrap();
+    util::tree::write_files(&root, &[("d/f", "f\n")]);
     // Several records, so that --checkpoint=.1 prints dots.
     fs::write(root.join("big"), vec![b'b'; 60_000]).unwrap();
     let archive = gnu_archive(&td, "i.tar", &[], &root, &["d", "big"]);
@@ -2313,7 +1985,7 @@ fn index_file_like_gnu_tar() {
             failures.push(format!("{args:?} {locale}: GNU {:?}, ours {:?}", outs[0], outs[1]));
         }
     }
-    assert!(failures.is_empty(), "--index-file differs:\n  {}", failures.join("\n  "));
+    gnu::assert_none(&failures);
     // A FILE that cannot be made: nothing is extracted.
     let d = td.fresh("nodir");
     let mut cmd = fastuntar();
@@ -2379,10 +2051,7 @@ fn index_file_does_not_follow_a_symlink() {
 /// `-O` on stderr. Also "A lone zero block at N" for a one-block end marker.
 #[test]
 fn block_number_like_gnu_tar() {
-    if !have_tool("block_number_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("block_number");
+    let Some(td) = gnu::dir("block_number_like_gnu_tar", &[]) else { return };
     let root = td.join("tree");
     fs::create_dir_all(&root).unwrap();
     let long = "l".repeat(120);
@@ -2432,7 +2101,7 @@ fn block_number_like_gnu_tar() {
             }
         }
     }
-    assert!(failures.is_empty(), "-R differs from GNU tar:\n  {}", failures.join("\n  "));
+    gnu::assert_none(&failures);
     // -i and a header cut short after the zero blocks (GNU tar ends quietly there; README):
     // the zero blocks are shown before the error.
     let out = fastuntar().args(["-tRif"]).arg(&cut).run();
@@ -2449,10 +2118,7 @@ fn block_number_like_gnu_tar() {
 /// without one the run stops there (exit 2, nothing extracted).
 #[test]
 fn interactive_like_gnu_tar() {
-    if !have_tool("interactive_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("interactive");
+    let Some(td) = gnu::dir("interactive_like_gnu_tar", &[]) else { return };
     let (archive, _) = operand_archive(&td);
     let a = archive.to_str().unwrap();
     let answers = b"y\nn\nyes\nY\nno\n\ny".to_vec();
@@ -2498,7 +2164,7 @@ fn interactive_like_gnu_tar() {
             ));
         }
     }
-    assert!(failures.is_empty(), "-w differs from GNU tar:\n  {}", failures.join("\n  "));
+    gnu::assert_none(&failures);
     // The archive on standard input: the answers would come from /dev/tty, which the test has
     // not (setsid: no controlling terminal).
     if have_tool("interactive_like_gnu_tar", "setsid") {
@@ -2626,7 +2292,7 @@ fn quoting_styles_like_gnu_tar() {
         }
     }
     assert!(cases.len() > 40);
-    assert!(failures.is_empty(), "quoting differs from GNU tar:\n{}", failures.join("\n"));
+    gnu::assert_none(&failures);
 }
 
 /// `--pax-option delete=PATTERN`: the PAX keywords matching PATTERN are read as if absent (a
@@ -2636,10 +2302,7 @@ fn quoting_styles_like_gnu_tar() {
 /// are refused in one line (exit 2).
 #[test]
 fn pax_option_like_gnu_tar() {
-    if !have_tool("pax_option_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("pax_option");
+    let Some(td) = gnu::dir("pax_option_like_gnu_tar", &[]) else { return };
     let root = td.join("tree");
     // Over 255 bytes with no `/` to split at: only the PAX path record holds it.
     let long = format!("d/{}/{}", "m".repeat(200), "n".repeat(150));
@@ -2658,11 +2321,11 @@ fn pax_option_like_gnu_tar() {
     t.pax(&[("mtime", "1500000000.5"), ("uname", "bob")]);
     t.file("b", b"b\n");
     let global = td.write("g.tar", t.finish());
-    let mut failures = Vec::new();
+    let mut cases = Vec::new();
     for option in
         ["delete=mtime", "delete=uname", "delete =mtime", "delete= mtime", "exthdr.mtime=0"]
     {
-        failures.extend(compare(&td, &global, &["--pax-option", option, "--full-time"], &[]));
+        cases.extend(rows(&global, &["--pax-option", option, "--full-time"], &[]));
     }
     for option in [
         "delete=mtime",
@@ -2672,11 +2335,11 @@ fn pax_option_like_gnu_tar() {
         "exthdr.name=%d/x,globexthdr.name=g,delete=SCHILY.*",
     ] {
         let flags = ["--pax-option", option, "--full-time", "--numeric-owner"];
-        failures.extend(compare(&td, &archive, &flags, &[]));
+        cases.extend(rows(&archive, &flags, &[]));
         let flags = ["--pax-option", option, "--full-time"];
-        failures.extend(compare(&td, &archive, &flags, &[]));
+        cases.extend(rows(&archive, &flags, &[]));
     }
-    assert!(failures.is_empty(), "--pax-option differs from GNU tar:\n  {}", failures.join("\n  "));
+    gnu::check(&td, &cases);
     for (option, said) in [
         ("delete=GNU.sparse.*", "Pattern 'GNU.sparse.*' cannot be used"),
         ("delete=*", "Pattern '*' cannot be used"),
@@ -2695,10 +2358,7 @@ fn pax_option_like_gnu_tar() {
 /// the locale's quotation marks, a quote mark inside them escaped (`'\''`).
 #[test]
 fn unknown_type_flags_listed_like_gnu_tar() {
-    if !have_tool("unknown_type_flags_listed_like_gnu_tar", "tar") {
-        return;
-    }
-    let td = TestDir::new("unknown_flags");
+    let Some(td) = gnu::dir("unknown_type_flags_listed_like_gnu_tar", &[]) else { return };
     let mut t = util::rawtar::Tar::new();
     for (i, flag) in [0x01u8, b'\'', b'"', 0xff, 0x85, b'Z'].into_iter().enumerate() {
         t.entry(&util::rawtar::Header::new(format!("m{i}"), flag), b"");
@@ -2718,10 +2378,7 @@ fn unknown_type_flags_listed_like_gnu_tar() {
 /// patterns alike; in the C locale a byte. Both locales, against GNU tar.
 #[test]
 fn wildcards_match_characters_in_a_utf8_locale() {
-    if !have_tool("wildcards_match_characters_in_a_utf8_locale", "tar") {
-        return;
-    }
-    let td = TestDir::new("utf8_wildcards");
+    let Some(td) = gnu::dir("wildcards_match_characters_in_a_utf8_locale", &[]) else { return };
     let root = td.join("tree");
     for name in ["café", "cafe", "naïve", "d/ü/x", "plain"] {
         let p = root.join(name);
@@ -2755,5 +2412,5 @@ fn wildcards_match_characters_in_a_utf8_locale() {
             }
         }
     }
-    assert!(failures.is_empty(), "wildcards differ from GNU tar:\n  {}", failures.join("\n  "));
+    gnu::assert_none(&failures);
 }

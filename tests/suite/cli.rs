@@ -7,7 +7,8 @@
 //! GNU tar is the reference wherever it has an opinion. Every run goes through the test kit
 //! (`util::Cmd`), which sets `LC_ALL=C` for fastuntar and for GNU tar alike.
 
-mod util;
+use crate::util;
+use crate::util::engine::{Matrix, THREADS_ONE_AND_MORE};
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -22,6 +23,21 @@ use util::{
     BIN, Cmd, Input, Output, Rng, TestDir, fastuntar, fastuntar_with, for_each_config, gnu_tar,
     have_tool, is_summary, note,
 };
+
+/// The rows this suite runs over (tests/util/engine.rs): every writer row for the cases that
+/// write (`for_each_config`); the options here act on names and metadata the writers carry out,
+/// so the decoder rows (plain tars), the stock limits (a handful of files) and a second
+/// writer-thread row change nothing except where the writers split the members (`THREADS`).
+const MATRIX: Matrix = Matrix::WRITERS;
+
+/// The cases whose outcome depends on how the writers split the members (-m, -k,
+/// --skip-old-files, owners): every writer row at one writer, and a row of each backend at four
+/// (directories, links and FIFOs then come from the dispatcher, files from workers).
+const THREADS: Matrix = MATRIX.threads(THREADS_ONE_AND_MORE);
+
+/// `--snapshot -m`: the two backends at one and four writers (the snapshot layout's modes
+/// are the same decision in each).
+const BACKENDS: Matrix = THREADS.only(&["portable", "uring"]);
 
 // --- Test isolation -----------------------------------------------------------------------------
 
@@ -149,7 +165,7 @@ fn small_archive(td: &TestDir, name: &str) -> PathBuf {
 /// GNU tar's extraction of `archive` with `args`, into a fresh directory.
 fn gnu_extract(td: &TestDir, archive: &Path, args: &[&str]) -> PathBuf {
     let d = td.fresh("gnu");
-    let out = Cmd::new("tar").args(args).arg("-xf").arg(archive).arg("-C").arg(&d).run();
+    let out = Cmd::new("tar").args(args).extract(archive, &d).run();
     assert!(out.success(), "GNU tar -x failed\n{}", out.describe());
     d
 }
@@ -205,10 +221,7 @@ fn gnu_list(archive: &Path, verbose: bool) -> Output {
 fn list_checks_the_compressed_stream_to_its_end() {
     let _g = shared();
     let test = "list_checks_the_compressed_stream_to_its_end";
-    if !util::have_tools(test, &["tar", "zstd"]) {
-        return;
-    }
-    let td = TestDir::new(test);
+    let Some(td) = util::gnu::dir(test, &["zstd"]) else { return };
     let mut t = Tar::new();
     t.file("a", b"a\n");
     t.file("b", &Rng::new(1).bytes(10_000));
@@ -230,7 +243,7 @@ fn list_checks_the_compressed_stream_to_its_end() {
         let gnu = gnu_tar(["-tf".as_ref(), archive.as_os_str()]);
         assert!(!gnu.success(), "[{label}] GNU tar accepts it\n{}", gnu.describe());
         let d = td.fresh("x");
-        let x = fastuntar().arg("-xf").arg(&archive).arg("-C").arg(&d).run();
+        let x = fastuntar().extract(&archive, &d).run();
         let t = fastuntar().arg("-tf").arg(&archive).run();
         if x.code != Some(2) || t.code == Some(0) {
             failures.push(format!(
@@ -282,7 +295,7 @@ fn list_matches_gnu_tar_on_the_peer_corpus() {
     }
     let dir = corpus_dir();
     let Ok(rd) = fs::read_dir(&dir) else {
-        note(&format!("SKIP {test}: no corpus at {}", dir.display()));
+        util::skip(test, &format!("no corpus at {}", dir.display()));
         return;
     };
     let mut archives: Vec<PathBuf> = rd
@@ -475,7 +488,7 @@ fn exclude_matches_gnu_tar() {
             // Extraction.
             let g = gnu_extract(td, &archive, &flag_refs);
             let d = td.fresh("ours");
-            let ours = fastuntar().args(&flags).arg("-xf").arg(&archive).arg("-C").arg(&d).run();
+            let ours = fastuntar().args(&flags).extract(&archive, &d).run();
             if ours.code != Some(0) {
                 failures.push(format!("{pats:?}: -x exits {:?}\n{}", ours.code, ours.describe()));
             } else {
@@ -833,7 +846,7 @@ fn json_summary() {
         ),
     ] {
         let d = td.fresh("dest");
-        let out = fastuntar().args(args).arg("-xf").arg(&archive).arg("-C").arg(&d).run();
+        let out = fastuntar().args(args).extract(&archive, &d).run();
         let ctx = format!("[{label}]\n{}", out.describe());
         assert_eq!(out.code, Some(0), "{ctx}");
         let j = json_of(&out);
@@ -1019,7 +1032,7 @@ fn summary_line_and_quiet() {
     ] {
         // Success is quiet off a terminal, as GNU tar's (issue 28).
         let d = td.fresh("dest");
-        let out = fastuntar().args(args).arg("-xf").arg(&archive).arg("-C").arg(&d).run();
+        let out = fastuntar().args(args).extract(&archive, &d).run();
         let ctx = format!("{args:?}\n{}", out.describe());
         assert_eq!(out.code, Some(0), "{ctx}");
         assert!(out.stderr.is_empty() && out.stdout.is_empty(), "not quiet: {ctx}");
@@ -1054,7 +1067,7 @@ fn summary_line_and_quiet() {
         assert!(last.starts_with(&want), "expected `{want}...`: {ctx}");
 
         let d = td.fresh("dest");
-        let out = fastuntar().args(args).arg("-q").arg("-xf").arg(&archive).arg("-C").arg(&d).run();
+        let out = fastuntar().args(args).arg("-q").extract(&archive, &d).run();
         let ctx = format!("-q {args:?}\n{}", out.describe());
         assert_eq!(out.code, Some(0), "{ctx}");
         assert!(out.stderr.is_empty(), "-q on a clean archive must print nothing: {ctx}");
@@ -1262,7 +1275,7 @@ fn completions_man_help_version() {
         "not a bash completion script for fastuntar\n{}",
         out.describe()
     );
-    if util::which_quiet("bash") {
+    if util::have_tool("completions_man_help_version (bash -n)", "bash") {
         let td = TestDir::new("completions");
         let f = td.write("fastuntar.bash", &out.stdout);
         let check = Cmd::new("bash").args(["-n"]).arg(&f).run();
@@ -1462,7 +1475,7 @@ fn tar_spellings() {
         for rel in ["new", "new2/deeper"] {
             let d = td.join(format!("missing/{rel}"));
             let _ = fs::create_dir_all(td.join("missing"));
-            let out = fastuntar().arg("-xf").arg(&archive).arg("-C").arg(&d).run();
+            let out = fastuntar().extract(&archive, &d).run();
             if out.code != Some(0) || !d.is_dir() {
                 failures.push(format!("-C {rel} (missing): not created\n{}", out.describe()));
                 continue;
@@ -1525,14 +1538,13 @@ fn keep_old_files_refuses_to_replace() {
     t.dir("top/sub/");
     t.file("top/sub/also-new", b"also new\n");
     let archive = td.write("k.tar", t.finish());
-    for_each_config("keep_old_files_refuses_to_replace", |cfg| {
+    for_each_config("keep_old_files_refuses_to_replace", &MATRIX, |cfg| {
         for flag in ["-k", "--keep-old-files"] {
             let d = td.fresh("dest");
             fs::create_dir(d.join("top")).unwrap();
             fs::write(d.join("top/existing"), b"old\n").unwrap();
-            let out =
-                fastuntar_with(cfg).arg(flag).arg("-xf").arg(&archive).arg("-C").arg(&d).run();
-            let ctx = format!("{flag} [{}]\n{}", cfg.name, out.describe());
+            let out = fastuntar_with(cfg).arg(flag).extract(&archive, &d).run();
+            let ctx = format!("{flag} [{}]\n{}", cfg.name(), out.describe());
             // GNU tar: "top/existing: Cannot open: File exists", exit 2.
             assert_eq!(out.code, Some(2), "expected exit 2: {ctx}");
             let diags = out.diagnostics();
@@ -1608,7 +1620,7 @@ fn ownership_same_owner_and_default() {
         (&["--no-same-owner", "--same-owner"][..], (1234, 5678)),
     ] {
         let d = td.fresh("dest");
-        let out = fastuntar().args(args).arg("-xf").arg(&archive).arg("-C").arg(&d).run();
+        let out = fastuntar().args(args).extract(&archive, &d).run();
         assert_eq!(out.code, Some(0), "{args:?}\n{}", out.describe());
         for p in ["d", "d/f", "d/l"] {
             let m = fs::symlink_metadata(d.join(p)).unwrap();
@@ -1618,10 +1630,6 @@ fn ownership_same_owner_and_default() {
 }
 
 // --- -m, --skip-old-files, owner names ----------------------------------------------------------
-
-/// Writer thread counts the cases below run at besides every writer row: one writer, and
-/// several (directories, links and FIFOs then come from the dispatcher, files from workers).
-const WRITER_THREADS: &[&str] = &["1", "3"];
 
 /// Seconds since the epoch, now.
 fn now_secs() -> i64 {
@@ -1839,7 +1847,7 @@ fn without_times(s: &util::snapshot::Snapshot) -> util::snapshot::Snapshot {
 
 /// `-m` leaves every entry type (files, directories, symlinks, FIFOs) with the time of
 /// extraction, as GNU tar -m does, and everything else as without it (a directory's deferred
-/// mode still applies); under every writer row, at one and several writer threads.
+/// mode still applies); under the `THREADS` rows.
 #[test]
 fn touch_keeps_the_time_of_extraction_like_gnu_tar() {
     with_gnu_tar("touch_keeps_the_time_of_extraction_like_gnu_tar", "touch", |td| {
@@ -1850,28 +1858,21 @@ fn touch_keeps_the_time_of_extraction_like_gnu_tar() {
         // Without -m the times are the archive's: the window above means something.
         let old = snapshot(&gnu_extract(td, &archive, &["--no-same-owner"]));
         assert!(mtimes_within(&old, from, now_secs()).is_err(), "the archive's times are old");
-        for_each_config("touch_keeps_the_time_of_extraction_like_gnu_tar", |cfg| {
-            for threads in WRITER_THREADS {
-                for flag in ["-m", "--touch"] {
-                    let d = td.fresh("ours");
-                    let from = now_secs();
-                    let out = fastuntar_with(cfg)
-                        .args([flag, "--writer-threads", threads, "-xf"])
-                        .arg(&archive)
-                        .arg("-C")
-                        .arg(&d)
-                        .run();
-                    let ctx =
-                        format!("{flag} [{}, {threads} writers]\n{}", cfg.name, out.describe());
-                    assert_eq!(out.code, Some(0), "{ctx}");
-                    let ours = snapshot(&d);
-                    if let Err(e) = mtimes_within(&ours, from, now_secs()) {
-                        panic!("{e}\n{ctx}");
-                    }
-                    let cmp = Compare { root: false, ..cmp(td) };
-                    let (g, o) = (without_times(&gnu), without_times(&ours));
-                    assert_same(&g, "GNU tar -m", &o, "fastuntar -m", &cmp, &ctx);
+        for_each_config("touch_keeps_the_time_of_extraction_like_gnu_tar", &THREADS, |cfg| {
+            for flag in ["-m", "--touch"] {
+                let d = td.fresh("ours");
+                let from = now_secs();
+                let out =
+                    fastuntar_with(cfg).args([flag, "-xf"]).arg(&archive).arg("-C").arg(&d).run();
+                let ctx = format!("{flag} [{}]\n{}", cfg.name(), out.describe());
+                assert_eq!(out.code, Some(0), "{ctx}");
+                let ours = snapshot(&d);
+                if let Err(e) = mtimes_within(&ours, from, now_secs()) {
+                    panic!("{e}\n{ctx}");
                 }
+                let cmp = Compare { root: false, ..cmp(td) };
+                let (g, o) = (without_times(&gnu), without_times(&ours));
+                assert_same(&g, "GNU tar -m", &o, "fastuntar -m", &cmp, &ctx);
             }
         });
     });
@@ -1892,26 +1893,24 @@ fn touch_applies_in_snapshot_mode() {
     t.header(&old(Header::dir("accounts/")));
     t.entry(&old(Header::file("accounts/123.0")), &Rng::new(3).bytes(100_000));
     let archive = td.write("s.tar", t.finish());
-    for cfg in util::writer_rows(&["portable", "uring"]) {
-        for threads in WRITER_THREADS {
-            let d = td.fresh("dest");
-            let from = now_secs();
-            let out = fastuntar_with(cfg)
-                .args(["--snapshot", "-m", "--writer-threads", threads, "-xf"])
-                .arg(&archive)
-                .arg("-C")
-                .arg(&d)
-                .run();
-            let ctx = format!("[{}, {threads} writers]\n{}", cfg.name, out.describe());
-            assert_eq!(out.code, Some(0), "{ctx}");
-            let s = snapshot(&d);
-            if let Err(e) = mtimes_within(&s, from, now_secs()) {
-                panic!("{e}\n{ctx}");
-            }
-            assert_eq!(s.get("accounts/123.0").map(|e| e.mode), Some(0o644), "{ctx}");
-            assert_eq!(s.get("snapshots/123").map(|e| e.mode), Some(0o755), "{ctx}");
+    for_each_config("touch_applies_in_snapshot_mode", &BACKENDS, |cfg| {
+        let d = td.fresh("dest");
+        let from = now_secs();
+        let out = fastuntar_with(cfg)
+            .args(["--snapshot", "-m", "-xf"])
+            .arg(&archive)
+            .arg("-C")
+            .arg(&d)
+            .run();
+        let ctx = format!("[{}]\n{}", cfg.name(), out.describe());
+        assert_eq!(out.code, Some(0), "{ctx}");
+        let s = snapshot(&d);
+        if let Err(e) = mtimes_within(&s, from, now_secs()) {
+            panic!("{e}\n{ctx}");
         }
-    }
+        assert_eq!(s.get("accounts/123.0").map(|e| e.mode), Some(0o644), "{ctx}");
+        assert_eq!(s.get("snapshots/123").map(|e| e.mode), Some(0o755), "{ctx}");
+    });
 }
 
 /// Sets up DEST as it was before a `--skip-old-files` run: an existing file, symlink, FIFO and
@@ -1961,7 +1960,7 @@ fn skipping(stderr: &str, program: &str) -> Vec<String> {
 
 /// `--skip-old-files`: what exists is kept (files, symlinks, FIFOs, and a directory's own
 /// metadata), without a word and with exit 0; with -v each kept member is named on stderr, as
-/// GNU tar 1.34 does. Compared with GNU tar under every writer row and thread count.
+/// GNU tar 1.34 does. Compared with GNU tar under the `THREADS` rows.
 #[test]
 fn skip_old_files_like_gnu_tar() {
     with_gnu_tar("skip_old_files_like_gnu_tar", "skip_old", |td| {
@@ -1979,32 +1978,26 @@ fn skip_old_files_like_gnu_tar() {
         assert!(gnu_skipped.len() >= 5, "GNU tar names the kept members\n{}", gnu.describe());
         let want = snapshot(&g);
         assert_eq!(util::read(g.join("top/existing")), b"old\n");
-        for_each_config("skip_old_files_like_gnu_tar", |cfg| {
-            for threads in WRITER_THREADS {
-                for verbose in [false, true] {
-                    let d = td.fresh("ours");
-                    old_files(&d);
-                    let mut cmd = fastuntar_with(cfg);
-                    cmd.args(["--skip-old-files", "--writer-threads", threads]);
-                    if verbose {
-                        cmd.arg("-v");
-                    }
-                    cmd.arg("-xf");
-                    let out = cmd.arg(&archive).arg("-C").arg(&d).run();
-                    let ctx = format!(
-                        "[{}, {threads} writers, -v {verbose}]\n{}",
-                        cfg.name,
-                        out.describe()
-                    );
-                    assert_eq!(out.code, Some(0), "{ctx}");
-                    let said = skipping(&out.stderr_str(), "fastuntar: ");
-                    if verbose {
-                        assert_eq!(said, gnu_skipped, "-v names what GNU tar names: {ctx}");
-                    } else {
-                        assert_eq!(out.diagnostics(), Vec::<String>::new(), "silent: {ctx}");
-                    }
-                    assert_same(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp(td), &ctx);
+        for_each_config("skip_old_files_like_gnu_tar", &THREADS, |cfg| {
+            for verbose in [false, true] {
+                let d = td.fresh("ours");
+                old_files(&d);
+                let mut cmd = fastuntar_with(cfg);
+                cmd.arg("--skip-old-files");
+                if verbose {
+                    cmd.arg("-v");
                 }
+                cmd.arg("-xf");
+                let out = cmd.arg(&archive).arg("-C").arg(&d).run();
+                let ctx = format!("[{}, -v {verbose}]\n{}", cfg.name(), out.describe());
+                assert_eq!(out.code, Some(0), "{ctx}");
+                let said = skipping(&out.stderr_str(), "fastuntar: ");
+                if verbose {
+                    assert_eq!(said, gnu_skipped, "-v names what GNU tar names: {ctx}");
+                } else {
+                    assert_eq!(out.diagnostics(), Vec::<String>::new(), "silent: {ctx}");
+                }
+                assert_same(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp(td), &ctx);
             }
         });
     });
@@ -2018,7 +2011,7 @@ fn keep_and_skip_old_files_conflict() {
     let archive = skip_archive(&td);
     for args in [["-k", "--skip-old-files"], ["--skip-old-files", "--keep-old-files"]] {
         let d = td.fresh("dest");
-        let out = fastuntar().args(args).arg("-xf").arg(&archive).arg("-C").arg(&d).run();
+        let out = fastuntar().args(args).extract(&archive, &d).run();
         assert_eq!(out.code, Some(2), "{args:?}\n{}", out.describe());
         assert!(out.stderr_str().contains("cannot be used with"), "{}", out.describe());
         assert!(!exists(&d.join("top")), "nothing extracted\n{}", out.describe());
@@ -2035,22 +2028,15 @@ fn keep_old_files_keeps_directories_like_gnu_tar() {
         let gnu = Cmd::new("tar").args(["-k", "-xf"]).arg(&archive).arg("-C").arg(&g).run();
         assert_eq!(gnu.code, Some(2), "GNU tar -k fails the files\n{}", gnu.describe());
         let want = snapshot(&g);
-        for_each_config("keep_old_files_keeps_directories_like_gnu_tar", |cfg| {
-            for threads in WRITER_THREADS {
-                let d = td.fresh("ours");
-                old_files(&d);
-                let out = fastuntar_with(cfg)
-                    .args(["-k", "--writer-threads", threads, "-xf"])
-                    .arg(&archive)
-                    .arg("-C")
-                    .arg(&d)
-                    .run();
-                let ctx = format!("[{}, {threads} writers]\n{}", cfg.name, out.describe());
-                assert_eq!(out.code, gnu.code, "{ctx}");
-                // The file, the symlink and the FIFO; never a directory.
-                assert_eq!(out.diagnostics().len(), 3, "{ctx}");
-                assert_same(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp(td), &ctx);
-            }
+        for_each_config("keep_old_files_keeps_directories_like_gnu_tar", &THREADS, |cfg| {
+            let d = td.fresh("ours");
+            old_files(&d);
+            let out = fastuntar_with(cfg).args(["-k", "-xf"]).arg(&archive).arg("-C").arg(&d).run();
+            let ctx = format!("[{}]\n{}", cfg.name(), out.describe());
+            assert_eq!(out.code, gnu.code, "{ctx}");
+            // The file, the symlink and the FIFO; never a directory.
+            assert_eq!(out.diagnostics().len(), 3, "{ctx}");
+            assert_same(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp(td), &ctx);
         });
     });
 }
@@ -2094,7 +2080,7 @@ fn owner_archive(td: &TestDir) -> PathBuf {
 
 /// `--same-owner` (root's default) restores owners by name where the names exist here, as GNU
 /// tar does, and `--numeric-owner` by number; compared with GNU tar (owners, modes, set-id bits
-/// included) under every writer row and thread count.
+/// included) under the `THREADS` rows.
 #[test]
 fn same_owner_maps_names_like_gnu_tar() {
     let test = "same_owner_maps_names_like_gnu_tar";
@@ -2120,29 +2106,20 @@ fn same_owner_maps_names_like_gnu_tar() {
             let want = snapshot(&g);
             let got = want.get("d/both").map(|e| (e.uid, e.gid));
             assert_eq!(got, Some(both), "GNU tar {flags:?}: d/both's owner");
-            for_each_config(test, |cfg| {
-                for threads in WRITER_THREADS {
-                    let d = td.fresh("ours");
-                    let out = fastuntar_with(cfg)
-                        .args(flags)
-                        .args(["--writer-threads", threads, "-xf"])
-                        .arg(&archive)
-                        .arg("-C")
-                        .arg(&d)
-                        .run();
-                    let ctx =
-                        format!("{flags:?} [{}, {threads} writers]\n{}", cfg.name, out.describe());
-                    assert_eq!(out.code, Some(0), "{ctx}");
-                    let cmp = Compare { owner: true, root: false, ..cmp(td) };
-                    assert_same(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp, &ctx);
-                }
+            for_each_config(test, &THREADS, |cfg| {
+                let d = td.fresh("ours");
+                let out = fastuntar_with(cfg).args(flags).extract(&archive, &d).run();
+                let ctx = format!("{flags:?} [{}]\n{}", cfg.name(), out.describe());
+                assert_eq!(out.code, Some(0), "{ctx}");
+                let cmp = Compare { owner: true, root: false, ..cmp(td) };
+                assert_same(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp, &ctx);
             });
         }
         // With --no-same-owner, --numeric-owner changes nothing but the set-id rule's notion of
         // the archive's owner: everything belongs to us (root).
         for flags in [&["--no-same-owner"][..], &["--no-same-owner", "--numeric-owner"]] {
             let d = td.fresh("ours");
-            let out = fastuntar().args(flags).arg("-xf").arg(&archive).arg("-C").arg(&d).run();
+            let out = fastuntar().args(flags).extract(&archive, &d).run();
             assert_eq!(out.code, Some(0), "{flags:?}\n{}", out.describe());
             let s = snapshot(&d);
             let others: Vec<_> =
@@ -2189,7 +2166,7 @@ fn same_owner_refused_to_a_user_like_gnu_tar() {
         let gnu = gnu.user(65534, 65534).run();
         assert_eq!(gnu.code, Some(2), "{}", gnu.describe());
         let want = snapshot(&g);
-        for_each_config(test, |cfg| {
+        for_each_config(test, &MATRIX, |cfg| {
             let d = dest("ours");
             let out = fastuntar_with(cfg)
                 .args(["--same-owner", "-xf"])
@@ -2198,7 +2175,7 @@ fn same_owner_refused_to_a_user_like_gnu_tar() {
                 .arg(&d)
                 .user(65534, 65534)
                 .run();
-            let ctx = format!("[{}]\n{}", cfg.name, out.describe());
+            let ctx = format!("[{}]\n{}", cfg.name(), out.describe());
             assert_eq!(out.code, gnu.code, "{ctx}");
             for name in ["d/f", "d/l", "d/p"] {
                 let line = format!(
@@ -2217,7 +2194,7 @@ fn same_owner_refused_to_a_user_like_gnu_tar() {
 /// out the chown of a file whose owner is already its own only until it sees such a directory
 /// (src/write/tree.rs `SETGID_DIRS`): DIR itself, a directory that was there before, and a
 /// directory member that becomes one and that the archive comes back to. Compared with GNU
-/// tar, owners included, under every writer row and thread count; each case is a run of its
+/// tar, owners included, under the `THREADS` rows; each case is a run of its
 /// own (the knowledge is per process).
 #[test]
 fn files_of_our_own_owner_in_setgid_directories_like_gnu_tar() {
@@ -2268,27 +2245,19 @@ fn files_of_our_own_owner_in_setgid_directories_like_gnu_tar() {
         for (case, archive, prepare) in cases {
             let g = td.fresh("gnu");
             prepare(&g);
-            let out = Cmd::new("tar").arg("-xf").arg(archive).arg("-C").arg(&g).run();
+            let out = Cmd::new("tar").extract(archive, &g).run();
             assert!(out.success(), "{case}: GNU tar\n{}", out.describe());
             let want = snapshot(&g);
             let zero: Vec<_> = want.entries.iter().filter(|(_, e)| e.gid == 0).collect();
             assert!(zero.len() >= 2, "{case}: GNU tar gave no file group 0: {want:?}");
-            for_each_config(test, |cfg| {
-                for threads in WRITER_THREADS {
-                    let d = td.fresh("ours");
-                    prepare(&d);
-                    let out = fastuntar_with(cfg)
-                        .args(["--writer-threads", threads, "-xf"])
-                        .arg(archive)
-                        .arg("-C")
-                        .arg(&d)
-                        .run();
-                    let ctx =
-                        format!("{case} [{}, {threads} writers]\n{}", cfg.name, out.describe());
-                    assert_eq!(out.code, Some(0), "{ctx}");
-                    let cmp = Compare { owner: true, ..cmp(td) };
-                    assert_same(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp, &ctx);
-                }
+            for_each_config(test, &THREADS, |cfg| {
+                let d = td.fresh("ours");
+                prepare(&d);
+                let out = fastuntar_with(cfg).extract(archive, &d).run();
+                let ctx = format!("{case} [{}]\n{}", cfg.name(), out.describe());
+                assert_eq!(out.code, Some(0), "{ctx}");
+                let cmp = Compare { owner: true, ..cmp(td) };
+                assert_same(&want, "GNU tar", &snapshot(&d), "fastuntar", &cmp, &ctx);
             });
         }
     });
@@ -2320,14 +2289,7 @@ fn setid_rule_uses_the_owner_by_name() {
     for (flags, by_name, uid0) in [(&[][..], 0o6755, 0o755), (&["--numeric-owner"], 0o755, 0o6755)]
     {
         let d = td.fresh("dest");
-        let out = fastuntar()
-            .arg("--no-same-owner")
-            .args(flags)
-            .arg("-xf")
-            .arg(&archive)
-            .arg("-C")
-            .arg(&d)
-            .run();
+        let out = fastuntar().arg("--no-same-owner").args(flags).extract(&archive, &d).run();
         assert_eq!(out.code, Some(0), "{flags:?}\n{}", out.describe());
         let mode = |p: &str| fs::metadata(d.join(p)).unwrap().mode() & 0o7777;
         assert_eq!(mode("root-by-name"), by_name, "{flags:?}: root-by-name");
@@ -2432,10 +2394,7 @@ fn gnu_to_stdout(td: &TestDir, archive: &Path, flags: &[&str]) -> Output {
 #[test]
 fn to_stdout_matches_gnu_tar() {
     let _g = shared();
-    if !util::have_tools("to_stdout_matches_gnu_tar", &["tar", "zstd", "mkfifo"]) {
-        return;
-    }
-    let td = TestDir::new("to_stdout");
+    let Some(td) = util::gnu::dir("to_stdout_matches_gnu_tar", &["zstd", "mkfifo"]) else { return };
     let src = td.join("src");
     fs::create_dir(&src).unwrap();
     let expected_len = to_stdout_tree(&src);

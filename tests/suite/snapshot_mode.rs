@@ -14,7 +14,9 @@
 //! * A limit refusal is fatal and names the member and the flag; the member's file does not
 //!   exist afterwards, not even empty. `--snapshot` defaults: 5,000,000 members, 4 TiB.
 
-mod util;
+use crate::util;
+use crate::util::Flags;
+use crate::util::engine::{Engine, Matrix};
 
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -28,30 +30,33 @@ use util::{
     for_each_config, is_root, is_summary, note, umask,
 };
 
+/// The rows this suite runs over (tests/util/engine.rs): every writer row. `--snapshot`'s
+/// layout, limits and messages are decided before the writers and carried out by each of
+/// them; the inputs are plain tars (no decoder row applies) of a few files (the stock limits
+/// change nothing).
+const MATRIX: Matrix = Matrix::WRITERS;
+
 const TIB: u64 = 1 << 40;
 
-/// The writer configurations that matter for "nothing of a refused member is written": the two
+/// The writer rows that matter for "nothing of a refused member is written": the two
 /// backends, buffered and direct.
+const BACKENDS: Matrix =
+    MATRIX.only(&["portable", "uring", "uring+direct", "portable+direct(threshold 0)"]);
+
 fn two_backends() -> Vec<&'static WriterConfig> {
-    util::writer_rows(&["portable", "uring", "uring+direct", "portable+direct(threshold 0)"])
+    BACKENDS.writer_rows()
 }
 
-/// Runs `case` under each of `two_backends()`, reporting every failing one at the end.
-fn for_each_backend(test: &str, mut case: impl FnMut(&WriterConfig)) {
-    let mut failed = Vec::new();
-    for cfg in two_backends() {
-        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| case(cfg))).is_err() {
-            eprintln!("--- {test}: FAILED under writer config `{}` (message above)", cfg.name);
-            failed.push(cfg.name);
-        }
-    }
-    assert!(failed.is_empty(), "{test}: failed under writer configs {failed:?}");
+/// Runs `case` under each row of `BACKENDS` (the one runner), reporting every failing one at
+/// the end.
+fn for_each_backend(test: &str, case: impl FnMut(&Engine)) {
+    for_each_config(test, &BACKENDS, case)
 }
 
 /// Extracts `archive` into a fresh DIR under `cfg` with `args`; returns DIR and the output.
-fn extract(td: &TestDir, cfg: &WriterConfig, archive: &Path, args: &[&str]) -> (PathBuf, Output) {
+fn extract(td: &TestDir, cfg: &impl Flags, archive: &Path, args: &[&str]) -> (PathBuf, Output) {
     let dest = td.fresh("dest");
-    let out = fastuntar_with(cfg).arg("-xf").arg(archive).arg("-C").arg(&dest).args(args).run();
+    let out = fastuntar_with(cfg).extract(archive, &dest).args(args).run();
     (dest, out)
 }
 
@@ -130,9 +135,9 @@ fn check_snapshot_modes(dest: &Path, ctx: &str) {
 fn snapshot_layout_is_accepted_with_imposed_modes() {
     let td = TestDir::new("snapshot_layout_accepted");
     let archive = write_archive(&td, "snap.tar", &snapshot_archive());
-    for_each_config("snapshot_layout_is_accepted_with_imposed_modes", |cfg| {
+    for_each_config("snapshot_layout_is_accepted_with_imposed_modes", &MATRIX, |cfg| {
         let (dest, out) = extract(&td, cfg, &archive, &["--snapshot"]);
-        let ctx = format!("[{}]\n{}", cfg.name, out.describe());
+        let ctx = format!("[{}]\n{}", cfg.name(), out.describe());
         assert_eq!(out.code, Some(0), "expected exit 0: {ctx}");
         assert!(out.diagnostics().is_empty(), "unexpected messages: {ctx}");
         for f in SNAPSHOT_FILES {
@@ -221,7 +226,7 @@ fn snapshot_accepts_gnu_sparse_account_file() {
             assert!(size < 1 << 20, "[{label}] the archive is not sparse ({size} bytes)");
             for_each_backend(&format!("{test} [{label}]"), |cfg| {
                 let (dest, out) = extract(td, cfg, &archive, &["--snapshot"]);
-                let ctx = format!("[{label}, {}]\n{}", cfg.name, out.describe());
+                let ctx = format!("[{label}, {}]\n{}", cfg.name(), out.describe());
                 assert_eq!(out.code, Some(0), "expected exit 0: {ctx}");
                 assert!(out.diagnostics().is_empty(), "unexpected messages: {ctx}");
                 assert_eq!(util::read(dest.join("accounts/77.5")), want, "contents differ: {ctx}");
@@ -248,7 +253,7 @@ fn snapshot_absolute_names_are_stripped_then_checked() {
     let bad = write_archive(&td, "abs-bad.tar", &t.finish());
     for_each_backend("snapshot_absolute_names_are_stripped_then_checked", |cfg| {
         let (dest, out) = extract(&td, cfg, &ok, &["--snapshot"]);
-        let ctx = format!("[{}]\n{}", cfg.name, out.describe());
+        let ctx = format!("[{}]\n{}", cfg.name(), out.describe());
         assert_eq!(out.code, Some(0), "expected exit 0: {ctx}");
         let diags = out.diagnostics();
         assert!(
@@ -259,7 +264,7 @@ fn snapshot_absolute_names_are_stripped_then_checked() {
         assert_eq!(util::read(dest.join("accounts/9.9")), b"abs account");
 
         let (dest, out) = extract(&td, cfg, &bad, &["--snapshot"]);
-        let ctx = format!("[{}]\n{}", cfg.name, out.describe());
+        let ctx = format!("[{}]\n{}", cfg.name(), out.describe());
         assert_eq!(out.code, Some(2), "expected exit 2: {ctx}");
         let diags = out.diagnostics();
         assert!(
@@ -418,7 +423,7 @@ fn snapshot_refuses_other_members_before_writing_them() {
         let r = std::panic::catch_unwind(|| {
             for_each_backend(&format!("refuse {}", case.name), |cfg| {
                 let (dest, out) = extract(&td, cfg, &archive, &["--snapshot"]);
-                let ctx = format!("member `{}` [{}]", case.name, cfg.name);
+                let ctx = format!("member `{}` [{}]", case.name, cfg.name());
                 expect_fatal_naming(&out, case.name, case.words, &ctx);
                 let ctx = format!("{ctx}\n{}", out.describe());
                 assert_eq!(
@@ -505,16 +510,16 @@ const LIMIT_CASES: &[LimitCase] = &[
 fn limits_pass_at_the_limit_and_stop_one_over() {
     let td = TestDir::new("limits");
     let archive = write_archive(&td, "limits.tar", &limits_archive());
-    for_each_config("limits_pass_at_the_limit_and_stop_one_over", |cfg| {
+    for_each_config("limits_pass_at_the_limit_and_stop_one_over", &MATRIX, |cfg| {
         for c in LIMIT_CASES {
             let (dest, out) = extract(&td, cfg, &archive, &[c.flag, c.at_limit]);
-            let ctx = format!("{} {} [{}]\n{}", c.flag, c.at_limit, cfg.name, out.describe());
+            let ctx = format!("{} {} [{}]\n{}", c.flag, c.at_limit, cfg.name(), out.describe());
             assert_eq!(out.code, Some(0), "at the limit the run must pass: {ctx}");
             assert_eq!(util::read(dest.join("c")), [b'c'; 512], "{ctx}");
             assert_eq!(util::read(dest.join("d/b")), [b'b'; 1024], "{ctx}");
 
             let (dest, out) = extract(&td, cfg, &archive, &[c.flag, c.over]);
-            let ctx = format!("{} {} [{}]", c.flag, c.over, cfg.name);
+            let ctx = format!("{} {} [{}]", c.flag, c.over, cfg.name());
             expect_fatal_naming(&out, c.stops_at, &[c.flag], &ctx);
             let ctx = format!("{ctx}\n{}", out.describe());
             for p in c.present {
@@ -580,7 +585,7 @@ fn snapshot_default_max_bytes_is_4_tib() {
     let at = write_archive(&td, "at.tar", &snapshot_huge(4 * TIB - 5));
     for_each_backend("snapshot_default_max_bytes_is_4_tib", |cfg| {
         let (dest, out) = extract(&td, cfg, &over, &["--snapshot"]);
-        let ctx = format!("4 TiB + 1 [{}]", cfg.name);
+        let ctx = format!("4 TiB + 1 [{}]", cfg.name());
         expect_fatal_naming(&out, "accounts/1.0", &["--max-bytes"], &ctx);
         assert!(out.elapsed < Duration::from_secs(5), "{ctx}: took {:?}", out.elapsed);
         assert!(!exists(&dest.join("accounts/1.0")), "{ctx}: accounts/1.0 exists");
@@ -591,7 +596,7 @@ fn snapshot_default_max_bytes_is_4_tib() {
             (&over, &["--snapshot", "--max-bytes", "5T"][..], "4 TiB + 1 with --max-bytes 5T"),
         ] {
             let (dest, out) = extract(&td, cfg, archive, args);
-            let ctx = format!("{label} [{}]\n{}", cfg.name, out.describe());
+            let ctx = format!("{label} [{}]\n{}", cfg.name(), out.describe());
             assert_eq!(out.code, Some(2), "the data is missing, so this fails: {ctx}");
             assert!(
                 !out.stderr_str().contains("--max-bytes"),
@@ -646,11 +651,11 @@ fn one_tb_member_in_a_1kb_archive_fails_fast() {
             archives.push((mode, name, label, write_archive(&td, &file, &bytes)));
         }
     }
-    for_each_config("one_tb_member_in_a_1kb_archive_fails_fast", |cfg| {
+    for_each_config("one_tb_member_in_a_1kb_archive_fails_fast", &MATRIX, |cfg| {
         for (mode, name, label, archive) in &archives {
             let args: &[&str] = if *mode == "plain" { &[] } else { &["--snapshot"] };
             let (dest, out) = extract(&td, cfg, archive, args);
-            let ctx = format!("{label}, {mode} [{}]\n{}", cfg.name, out.describe());
+            let ctx = format!("{label}, {mode} [{}]\n{}", cfg.name(), out.describe());
             assert_eq!(out.code, Some(2), "expected exit 2: {ctx}");
             assert!(out.elapsed < Duration::from_secs(5), "took {:?}: {ctx}", out.elapsed);
             let (blocks, apparent) = disk_usage(&dest);
@@ -686,9 +691,9 @@ fn incomplete_file_is_no_larger_than_its_data() {
     t.header(&Header::file("big").size(Num::Base256(1_000_000_000_000)));
     t.raw(&data);
     let archive = write_archive(&td, "tb-1mib.tar", &t.unterminated());
-    for_each_config("incomplete_file_is_no_larger_than_its_data", |cfg| {
+    for_each_config("incomplete_file_is_no_larger_than_its_data", &MATRIX, |cfg| {
         let (dest, out) = extract(&td, cfg, &archive, &[]);
-        let ctx = format!("[{}]\n{}", cfg.name, out.describe());
+        let ctx = format!("[{}]\n{}", cfg.name(), out.describe());
         assert_eq!(out.code, Some(2), "expected exit 2: {ctx}");
         assert!(out.elapsed < Duration::from_secs(5), "took {:?}: {ctx}", out.elapsed);
         let m = fs::metadata(dest.join("big")).unwrap();
@@ -816,20 +821,14 @@ fn dot_member_and_dest_modes() {
     assert!(status.is_ok_and(|s| s.success()));
     for_each_backend(test, |cfg| {
         let dest = make_dest("dest");
-        let out = fastuntar_with(cfg).arg("-xf").arg(&archive).arg("-C").arg(&dest).run();
+        let out = fastuntar_with(cfg).extract(&archive, &dest).run();
         out.expect_code(0);
         let meta = fs::metadata(&dest).unwrap();
         assert_eq!(meta.mode() & 0o7777, gnu_mode, "as GNU tar: DIR takes ./'s mode");
         assert_eq!(meta.mtime(), gnu_mtime, "as GNU tar: DIR takes ./'s mtime");
 
         let dest = make_dest("dest");
-        let out = fastuntar_with(cfg)
-            .arg("-xf")
-            .arg(&archive)
-            .arg("-C")
-            .arg(&dest)
-            .arg("--snapshot")
-            .run();
+        let out = fastuntar_with(cfg).extract(&archive, &dest).arg("--snapshot").run();
         out.expect_code(0);
         assert_eq!(
             fs::metadata(&dest).unwrap().mode() & 0o7777,
@@ -871,15 +870,15 @@ fn exit_codes_and_one_line_messages() {
         t.raw(&[7u8; 1024]);
         write_archive(&td, "fatal.tar", &t.unterminated())
     };
-    for_each_config("exit_codes_and_one_line_messages", |cfg| {
+    for_each_config("exit_codes_and_one_line_messages", &MATRIX, |cfg| {
         let (_, out) = extract(&td, cfg, &clean, &[]);
-        let ctx = format!("clean [{}]\n{}", cfg.name, out.describe());
+        let ctx = format!("clean [{}]\n{}", cfg.name(), out.describe());
         assert_eq!(out.code, Some(0), "{ctx}");
         assert!(out.diagnostics().is_empty(), "{ctx}");
 
         // -v: the summary is said when asked (success is quiet off a terminal).
         let (dest, out) = extract(&td, cfg, &skipping, &["-v"]);
-        let ctx = format!("skipping [{}]\n{}", cfg.name, out.describe());
+        let ctx = format!("skipping [{}]\n{}", cfg.name(), out.describe());
         assert_eq!(out.code, Some(2), "members were skipped (GNU tar's 2): {ctx}");
         let diags = out.diagnostics();
         let expected = ["../x", "dev/hl", "../evil\\nfastuntar: forged line", "blk"];
@@ -905,7 +904,7 @@ fn exit_codes_and_one_line_messages() {
         }
 
         let (dest, out) = extract(&td, cfg, &fatal, &[]);
-        let ctx = format!("fatal [{}]", cfg.name);
+        let ctx = format!("fatal [{}]", cfg.name());
         expect_fatal_naming(&out, "cut", &["incomplete"], &ctx);
         assert_eq!(util::read(dest.join("whole")), b"whole\n", "{ctx}\n{}", out.describe());
     });
