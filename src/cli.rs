@@ -979,8 +979,8 @@ pub struct Args {
     #[arg(long = "threads", value_name = "N")]
     pub threads: Option<usize>,
 
-    /// Threads that create files (default: the CPUs this process may run on, at most 8; or
-    /// $FASTUNTAR_WRITER_THREADS). Files of different directories are created in parallel;
+    /// Threads that create files (default: the CPUs this process may run on, at most 8).
+    /// Files of different directories are created in parallel;
     /// 1 writes everything from one thread.
     #[arg(long = "writer-threads", value_name = "N")]
     pub writer_threads: Option<usize>,

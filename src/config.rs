@@ -957,22 +957,18 @@ fn default_threads(listing: bool) -> usize {
 /// directory locks are shared, so past 8 more threads mostly add contention.
 const DEFAULT_MAX_WRITERS: usize = 8;
 
-/// `--writer-threads`, else $FASTUNTAR_WRITER_THREADS (which lets the test suites run every
-/// case at any count), else the CPUs we may run on, at most DEFAULT_MAX_WRITERS; and whether
-/// the count was asked for (the flag or the variable).
+/// `--writer-threads`, else the CPUs we may run on, at most DEFAULT_MAX_WRITERS; and whether
+/// the count was asked for.
 fn writer_threads(flag: Option<usize>) -> Result<(usize, bool)> {
-    let env = std::env::var("FASTUNTAR_WRITER_THREADS").ok();
-    let given = flag.is_some() || env.is_some();
-    let n = match (flag, env) {
-        (Some(n), _) => n,
-        (None, Some(v)) => v.trim().parse().context("FASTUNTAR_WRITER_THREADS: not a number")?,
-        (None, None) if few_threads_allowed() => 1,
-        (None, None) => default_threads(true).min(DEFAULT_MAX_WRITERS),
+    let n = match flag {
+        Some(n) => n,
+        None if few_threads_allowed() => 1,
+        None => default_threads(true).min(DEFAULT_MAX_WRITERS),
     };
     if n == 0 {
         bail!("--writer-threads: must be at least 1");
     }
-    Ok((n.min(crate::write::multi::MAX_WRITERS), given))
+    Ok((n.min(crate::write::multi::MAX_WRITERS), flag.is_some()))
 }
 
 /// Below this RLIMIT_NPROC (`ulimit -u`, which counts every thread of the user), the default

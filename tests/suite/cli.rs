@@ -798,6 +798,27 @@ fn num(j: &BTreeMap<String, JsonValue>, key: &str, out: &Output) -> f64 {
     }
 }
 
+/// The writer count comes from `--writer-threads` or the machine, never the environment: the
+/// old test variable FASTUNTAR_WRITER_THREADS is ignored (it used to fail this run with "not
+/// a number", and to set the count).
+#[test]
+fn writer_threads_ignore_the_environment() {
+    let _g = shared();
+    let td = TestDir::new("writer-env");
+    let (archive, _) = summary_archive(&td);
+    let plain = fastuntar().args(["--json"]).extract(&archive, td.fresh("dest")).run();
+    let want = num(&json_of(&plain), "writer_threads", &plain);
+    for value in ["x", "7"] {
+        let out = fastuntar()
+            .env("FASTUNTAR_WRITER_THREADS", value)
+            .args(["--json"])
+            .extract(&archive, td.fresh("dest"))
+            .run();
+        assert_eq!(out.code, Some(0), "{}", out.describe());
+        assert_eq!(num(&json_of(&out), "writer_threads", &out), want, "{}", out.describe());
+    }
+}
+
 #[test]
 fn json_summary() {
     let _g = shared();

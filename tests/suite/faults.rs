@@ -182,8 +182,6 @@ fn run_unlocked(mut cmd: Command, stdin: Option<Vec<u8>>) -> Out {
 fn fastuntar(archive: &str, dest: &Path, extra: &[&str]) -> Command {
     let mut c = Command::new(BIN);
     c.args(["-x", archive, "-C"]).arg(dest).arg("-q").args(extra);
-    // The writer threads are a row of the matrix, never the environment's.
-    c.env_remove("FASTUNTAR_WRITER_THREADS");
     c
 }
 

@@ -155,8 +155,6 @@ fn run_as(program: &str, args: &[&str], uid: Option<u32>) -> Run {
 }
 
 fn run_cmd(mut cmd: Command, program: &str, args: &[&str]) -> Run {
-    // The writer threads are a row of the matrix, never the environment's.
-    cmd.env_remove("FASTUNTAR_WRITER_THREADS");
     let mut child = cmd
         .args(args)
         .stdin(Stdio::null())

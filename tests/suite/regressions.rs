@@ -56,8 +56,6 @@ fn extract_under_umask_022(mut cmd: Command, archive: &Path, dest: &Path) {
 /// Runs the binary; a run longer than TIMEOUT is killed and fails the test.
 fn run(args: &[&str]) -> Run {
     let mut child = Command::new(BIN)
-        // The writer threads are a row of the matrix, never the environment's.
-        .env_remove("FASTUNTAR_WRITER_THREADS")
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -558,9 +558,6 @@ impl Cmd {
         c.args(&self.args).stdout(Stdio::piped()).stderr(Stdio::piped());
         // Messages are compared against English text.
         c.env("LC_ALL", "C");
-        // The writer threads are a row of the matrix (`--writer-threads`), never the
-        // environment's: the binary's old test variable must not change a run.
-        c.env_remove("FASTUNTAR_WRITER_THREADS");
         c.envs(self.envs.iter().map(|(k, v)| (k, v)));
         if let Some(d) = &self.cwd {
             c.current_dir(d);
