@@ -15,11 +15,10 @@ use crate::util::engine::{Encoding, Matrix, Set, THREADS_ALL};
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Read;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_fastuntar");
 
@@ -155,34 +154,10 @@ fn run_as(program: &str, args: &[&str], uid: Option<u32>) -> Run {
 }
 
 fn run_cmd(mut cmd: Command, program: &str, args: &[&str]) -> Run {
-    let mut child = cmd
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let mut err = child.stderr.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = err.read_to_end(&mut s);
-        s
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if start.elapsed() > TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{program} {args:?}: no exit after {TIMEOUT:?} (hang)");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let stderr = String::from_utf8_lossy(&reader.join().unwrap()).into_owned();
+    cmd.args(args);
+    let (code, stderr) = util::run_bounded(cmd, &format!("{program} {args:?}"), TIMEOUT);
     assert!(!stderr.contains("panicked"), "panic: {stderr}");
-    Run { code: status.code(), stderr }
+    Run { code, stderr }
 }
 
 /// Every entry beneath `root` (DIR itself excluded): type, permission bits, size, mtime,

@@ -11,10 +11,9 @@ use crate::util;
 use crate::util::engine::{Encoding, Matrix, Set, THREADS_DEFAULT_AND_ONE};
 
 use std::fs;
-use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_fastuntar");
 
@@ -55,33 +54,10 @@ fn extract_under_umask_022(mut cmd: Command, archive: &Path, dest: &Path) {
 
 /// Runs the binary; a run longer than TIMEOUT is killed and fails the test.
 fn run(args: &[&str]) -> Run {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn fastuntar");
-    let mut err = child.stderr.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = err.read_to_end(&mut s);
-        s
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if start.elapsed() > TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("fastuntar {args:?} hung (killed after {TIMEOUT:?})");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let stderr = String::from_utf8_lossy(&reader.join().unwrap()).into_owned();
-    Run { code: status.code(), stderr }
+    let mut cmd = Command::new(BIN);
+    cmd.args(args);
+    let (code, stderr) = util::run_bounded(cmd, &format!("fastuntar {args:?}"), TIMEOUT);
+    Run { code, stderr }
 }
 
 fn fix_checksum(b: &mut [u8; BLOCK]) {

@@ -771,3 +771,34 @@ impl Rng {
         v
     }
 }
+
+/// Runs `cmd` with stdin and stdout closed and stderr captured; a run still going after
+/// `timeout` is killed and fails the test as a hang, named by `what`. Its exit code (None
+/// when a signal ended it) and its stderr.
+pub fn run_bounded(mut cmd: Command, what: &str, timeout: Duration) -> (Option<i32>, String) {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
+    let mut err = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = err.read_to_end(&mut s);
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: no exit after {timeout:?} (hang)");
+        }
+        thread::sleep(Duration::from_millis(5));
+    };
+    (status.code(), String::from_utf8_lossy(&reader.join().unwrap()).into_owned())
+}
