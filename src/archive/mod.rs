@@ -7,9 +7,11 @@ mod format;
 mod pax;
 mod reader;
 mod sparse;
+mod units;
 mod xattr;
 
 pub use reader::Reader;
+pub use units::{UnitStart, Units};
 
 /// Whether a PAX keyword matches a `--pax-option delete=` pattern.
 pub fn pax_deleted(pattern: &std::ffi::CStr, keyword: &str) -> bool {
@@ -29,11 +31,24 @@ pub trait Skip: std::io::Read {
     fn skip_in_place(&mut self, _n: u64) -> std::io::Result<u64> {
         Ok(0)
     }
+
+    /// Where decoding could begin again to reach decoded offset `t`: the start of the last
+    /// independent unit of the input at or before it (a zstd frame; any offset of a plain
+    /// tar). The default is the start of the stream, which every decoder can begin at (a
+    /// single gzip stream is decoded again from there); None when the unit holding `t` is no
+    /// longer known (src/resume/ takes no resume point there).
+    fn unit_at_or_before(&self, _t: u64) -> Option<UnitStart> {
+        Some(UnitStart::START)
+    }
 }
 
 impl<S: Skip + ?Sized> Skip for Box<S> {
     fn skip_in_place(&mut self, n: u64) -> std::io::Result<u64> {
         (**self).skip_in_place(n)
+    }
+
+    fn unit_at_or_before(&self, t: u64) -> Option<UnitStart> {
+        (**self).unit_at_or_before(t)
     }
 }
 
