@@ -142,6 +142,40 @@ pub fn remove_state(dir: &OwnedFd) -> io::Result<()> {
     Ok(())
 }
 
+/// The run completed: the state goes, and DIR keeps the modification time it had (the
+/// archive's `./` member stamped it in the final pass; the unlink would move it on, where GNU
+/// tar's tree has the archived time). Not synced: were the unlink lost to a power cut, the
+/// rerun would resume at the last point and extract the rest again, which is right too.
+pub fn remove_state_at_end(dir: &OwnedFd) -> io::Result<()> {
+    let fd = dir.as_raw_fd();
+    // Safety: an open fd and a stat buffer of the right size.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    cvt(unsafe { libc::fstat(fd, &mut st) })?;
+    let mut removed = false;
+    for name in [STATE_NAME, TMP_NAME] {
+        let c = cstr(name);
+        // Safety: an open directory fd and a C string.
+        if restart(|| unsafe { libc::unlinkat(fd, c.as_ptr(), 0) }) == 0 {
+            removed = true;
+        } else {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::ENOENT) {
+                return Err(e);
+            }
+        }
+    }
+    if removed {
+        let times = [
+            libc::timespec { tv_sec: 0, tv_nsec: libc::UTIME_OMIT },
+            libc::timespec { tv_sec: st.st_mtime, tv_nsec: st.st_mtime_nsec },
+        ];
+        // Safety: an open fd and two timespecs. Best effort: a DIR not ours keeps the time
+        // the unlink gave it.
+        unsafe { libc::futimens(fd, times.as_ptr()) };
+    }
+    Ok(())
+}
+
 /// Removes a temporary state a killed run left (it was never renamed: not a state).
 pub fn remove_state_tmp(dir: &OwnedFd) -> io::Result<()> {
     let c = cstr(TMP_NAME);

@@ -73,10 +73,16 @@ pub struct Mark {
     /// Filled in by whoever applies directory metadata, as it stood at the point.
     pub delay: bool,
     pub dirs: Vec<CarriedDir>,
+    /// Where it is published.
+    pub frontier: Arc<Frontier>,
 }
 
+/// The deferred directories a mark carries at most (bytes of records): past it the point is
+/// not taken. A snapshot's state is a chain of a few directories, under 1 KiB.
+pub const CARRIED_MAX: usize = 1 << 20;
+
 /// The newest resume point whose members have all landed.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct Frontier {
     newest: Mutex<Option<Box<Mark>>>,
 }
@@ -96,20 +102,13 @@ impl Frontier {
 #[derive(Default)]
 pub struct Pending {
     queue: VecDeque<Box<Mark>>,
-    frontier: Option<Arc<Frontier>>,
 }
 
 impl Pending {
-    pub fn new(frontier: Option<Arc<Frontier>>) -> Pending {
-        Pending { queue: VecDeque::new(), frontier }
-    }
-
     /// `mark`, with the deferred directories as they stand (None: more than a state holds;
     /// this point is dropped, a later one will do).
     pub fn hold(&mut self, mut mark: Box<Mark>, dirs: Option<(bool, Vec<CarriedDir>)>) {
-        if let Some((delay, dirs)) = dirs
-            && self.frontier.is_some()
-        {
+        if let Some((delay, dirs)) = dirs {
             mark.delay = delay;
             mark.dirs = dirs;
             self.queue.push_back(mark);
@@ -123,9 +122,10 @@ impl Pending {
     /// Publishes the points whose members have all landed: `landed(T)` says whether every
     /// member before decoded offset T has.
     pub fn publish(&mut self, mut landed: impl FnMut(u64) -> bool) {
-        let Some(frontier) = &self.frontier else { return };
         while self.queue.front().is_some_and(|m| landed(m.point.tar)) {
-            frontier.publish(self.queue.pop_front().expect("checked"));
+            let m = self.queue.pop_front().expect("checked");
+            let frontier = m.frontier.clone();
+            frontier.publish(m);
         }
     }
 }
@@ -623,6 +623,7 @@ impl Session {
             probes: probes.paths(),
             delay: false,
             dirs: Vec::new(),
+            frontier: self.shared.frontier.clone(),
         }))
     }
 
@@ -696,7 +697,7 @@ impl Session {
         if let Some(d) = &self.dir
             && !rec.retired
         {
-            fsio::remove_state(d).map_err(|e| anyhow!("{}: {e}", self.dest.display()))?;
+            fsio::remove_state_at_end(d).map_err(|e| anyhow!("{}: {e}", self.dest.display()))?;
         }
         Ok(())
     }
@@ -922,7 +923,7 @@ mod tests {
     #[test]
     fn pending_points_are_published_once_landed() {
         let frontier = Arc::new(Frontier::default());
-        let mut pending = Pending::new(Some(frontier.clone()));
+        let mut pending = Pending::default();
         let mark = |tar: u64| {
             Box::new(Mark {
                 point: Point { member: tar / 512, tar, unit: UnitStart::START, anchor: [0; 32] },
@@ -930,6 +931,7 @@ mod tests {
                 probes: Vec::new(),
                 delay: false,
                 dirs: Vec::new(),
+                frontier: frontier.clone(),
             })
         };
         pending.hold(mark(512), Some((false, Vec::new())));
@@ -942,9 +944,5 @@ mod tests {
         pending.publish(|_| true);
         assert_eq!(frontier.take().map(|m| m.point.tar), Some(4096));
         assert!(pending.is_empty());
-        // Without a frontier (no points this run) nothing is held.
-        let mut off = Pending::new(None);
-        off.hold(mark(512), Some((false, Vec::new())));
-        assert!(off.is_empty());
     }
 }

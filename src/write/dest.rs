@@ -32,6 +32,7 @@ use crate::archive::{Xattr, xattr_bytes};
 use crate::config::OldFiles;
 use crate::plan::{Entry, Node, SafePath, Timestamp};
 use crate::report::locale_quoted;
+use crate::resume::state::CarriedDir;
 
 /// Mode a directory member is created with; its own mode is applied once it is complete, so a
 /// 0555 directory can still be filled.
@@ -764,22 +765,70 @@ impl Dest {
     fn delay_dir(&mut self, d: DeferredDir) {
         self.tree.unpin(d.node);
         self.deferred_xattrs -= d.xattrs.as_deref().map_or(0, xattr_bytes);
-        let record = Record {
-            path: d.path.as_path().as_os_str().as_bytes().to_vec(),
-            mode: d.mode,
-            mtime: d.mtime,
-            owner: d.owner,
-            dev: d.dev,
-            ino: d.ino,
-            borrowed: d.borrowed,
-            name: d.name,
-            xattrs: d.xattrs,
-        };
+        let record = record_of(&d);
         if let Err(e) = self.delayed.push(&record)
             && self.delay_failed.is_none()
         {
             self.delay_failed = Some(e);
         }
+    }
+
+    /// The directories whose metadata is still to be applied, as they stand between two
+    /// members, for a resume point (src/resume/): `open`, `closing` and the delayed ones, and
+    /// whether directories are delayed. None past `cap` bytes of records (a point that large
+    /// is not taken; a later one will be).
+    pub fn carried(&self, cap: usize) -> Option<(bool, Vec<CarriedDir>)> {
+        use crate::resume::state::DirState;
+        let mut out = Vec::new();
+        let mut bytes = 0usize;
+        let waiting = self.open.iter().map(|d| (DirState::Open, d));
+        for (state, d) in waiting.chain(self.closing.iter().map(|d| (DirState::Closing, d))) {
+            let record = record_of(d);
+            bytes += record.path.len() + record.xattrs.as_deref().map_or(0, xattr_bytes) + 64;
+            if bytes > cap {
+                return None;
+            }
+            out.push(CarriedDir { state, record });
+        }
+        if !self.delayed.is_empty() {
+            let records = self.delayed.records(cap.saturating_sub(bytes))?;
+            out.extend(
+                records.into_iter().map(|record| CarriedDir { state: DirState::Delayed, record }),
+            );
+        }
+        Some((self.delay, out))
+    }
+
+    /// A resumed run's first step: the directories a resume point carried (`carried`) wait
+    /// for their metadata again, as they waited when the interrupted run stopped. One that is
+    /// gone or replaced since is left alone, as `deferred_fd` leaves it.
+    pub fn restore_carried(&mut self, delay: bool, dirs: Vec<CarriedDir>) -> Result<()> {
+        use crate::resume::state::DirState;
+        self.delay |= delay;
+        for c in dirs {
+            if c.state == DirState::Delayed {
+                self.delayed.push(&c.record).map_err(|e| anyhow!("{e}"))?;
+                continue;
+            }
+            let mut d = DeferredDir::from(c.record);
+            let Ok((node, _)) = self.dir(d.path.components(), false) else { continue };
+            self.tree.pin(node);
+            d.node = node;
+            self.deferred_xattrs += d.xattrs.as_deref().map_or(0, xattr_bytes);
+            match c.state {
+                DirState::Open => {
+                    d.closed_at = u64::MAX;
+                    self.open.push(d);
+                }
+                _ => {
+                    // Stamped by the next settle: nothing of this run is in flight beneath it.
+                    d.closed_at = 0;
+                    self.tree.set_marked(node, true);
+                    self.closing.push(d);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The delayed directories, last first (GNU tar's `extract_finish`), each stamped as a
@@ -812,6 +861,7 @@ impl Dest {
 
     /// The archive has ended (or failed): every deferred directory is done.
     pub fn leave_all(&mut self) {
+        crate::resume::hook::final_pass();
         self.left = true;
         while let Some(d) = self.open.pop() {
             if self.delay {
@@ -873,6 +923,7 @@ impl Dest {
     }
 
     fn apply_dir(&mut self, d: &DeferredDir) -> Result<()> {
+        crate::resume::hook::at(crate::resume::hook::Event::Stamp);
         self.deferred_xattrs -= d.xattrs.as_deref().map_or(0, xattr_bytes);
         let Some(fd) = self.deferred_fd(d) else { return Ok(()) };
         let entry = MetaOf {
@@ -903,6 +954,21 @@ impl Dest {
                 Ok(())
             }
         }
+    }
+}
+
+/// A deferred directory as a record (write/delayed.rs; a resume point carries these).
+fn record_of(d: &DeferredDir) -> Record {
+    Record {
+        path: d.path.as_path().as_os_str().as_bytes().to_vec(),
+        mode: d.mode,
+        mtime: d.mtime,
+        owner: d.owner,
+        dev: d.dev,
+        ino: d.ino,
+        borrowed: d.borrowed,
+        name: d.name.clone(),
+        xattrs: d.xattrs.clone(),
     }
 }
 
