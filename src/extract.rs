@@ -243,8 +243,10 @@ fn pipeline_one(
         // The writer is done with the channel (finished, or failed and dropped its receiver,
         // which makes the producer's next send fail); the producer stops either way.
         let produced = producer.join().unwrap_or_else(|_| Err(anyhow!("decoder thread panicked")));
-        let finished = writer.finish();
+        // No state is written from here on: the final directory pass may stamp DIR itself,
+        // which a state's rename would move on.
         drop(flusher);
+        let finished = writer.finish();
         Ok(match (produced, written, finished) {
             (Ok(members), Ok(()), Ok(stats)) => Ok((members, stats)),
             // A write failure is the root cause when both sides failed: the producer only

@@ -63,6 +63,10 @@ const MARK_WAIT: Duration = Duration::from_millis(250);
 const POLL: Duration = Duration::from_millis(5);
 const POLL_DUE: Duration = Duration::from_millis(1);
 
+/// Decoded bytes between two resume points at most. A point costs the decoder a digest of the
+/// member, the probes' paths and a boxed op: 256 of them in a 2 GB archive.
+const MARK_MAX: u64 = 8 << 20;
+
 /// A resume point on its way from the decoder to the state file.
 #[derive(Debug)]
 pub struct Mark {
@@ -197,6 +201,8 @@ struct Shared {
     want: AtomicBool,
     /// State files written.
     written: AtomicU64,
+    /// The decoded offset of the last resume point taken.
+    last_mark: AtomicU64,
     recording: Mutex<Recording>,
 }
 
@@ -393,9 +399,15 @@ impl Session {
             url: cfg.url.is_some(),
         };
         session.dest_id = dest_id;
+        let absent = matches!(found, Found::Absent);
         match decide::decide(cfg.resume, found, eligible, &here) {
             Plan::Refuse(line) => return Err(refuse(line)),
             Plan::Fresh { off, clear } => {
+                if absent && cfg.resume == Flag::Resume && !cfg.quiet {
+                    crate::report::warn(format!(
+                        "{shown}: --resume: no resume point there; starting from the beginning"
+                    ));
+                }
                 if clear && let Some(d) = &dir {
                     fsio::remove_state(d).map_err(|e| anyhow!("{shown}: {e}"))?;
                 }
@@ -600,7 +612,11 @@ impl Session {
         admission: &Admission,
         probes: &Probes,
     ) -> Option<Box<Mark>> {
-        if !self.shared.want.load(Ordering::Relaxed) {
+        // Asked for by the recorder, or MARK_EVERY of the archive since the last one: the
+        // decoder runs up to a pool (64 MiB) ahead of the writers, so a point taken only when
+        // asked would land long after; the newest landed one is written instead.
+        let since = m.offset.saturating_sub(self.shared.last_mark.load(Ordering::Relaxed));
+        if !self.shared.want.load(Ordering::Relaxed) && since < self.mark_every() {
             return None;
         }
         let fixed = self.fixed.as_ref()?;
@@ -613,6 +629,7 @@ impl Session {
             false => UnitStart::START,
         };
         self.shared.want.store(false, Ordering::Relaxed);
+        self.shared.last_mark.store(m.offset, Ordering::Relaxed);
         let (starting, found) = wanted.export();
         let (bytes, files) = admission.counts();
         let point = Point { member: n, tar: m.offset, unit, anchor: anchor(m) };
@@ -625,6 +642,12 @@ impl Session {
             dirs: Vec::new(),
             frontier: self.shared.frontier.clone(),
         }))
+    }
+
+    /// How much of the archive lies between two resume points at most: a quarter of the
+    /// `--writeback-every` interval, at most MARK_MAX.
+    fn mark_every(&self) -> u64 {
+        (self.every / 4).clamp(4096, MARK_MAX)
     }
 
     /// Whether the decoder should keep probes (resume points are being written).

@@ -1,0 +1,400 @@
+//! Resuming an interrupted restore (issue 30; src/resume/, docs/DESIGN.md "Resuming an
+//! interrupted restore").
+//!
+//! **Kill tests.** fastuntar is SIGKILLed at deterministic points spread over the run (the
+//! hidden `--debug-kill-at EVENT:N`: the N-th member sent, resume point published, state
+//! written / synced / renamed, directory stamped, directory stamped in the final pass, end),
+//! then run again with the same command; the tree must be GNU tar's (paths, types, contents,
+//! links, modes, mtimes, directories included) and no state file may be left. Inputs: a
+//! multi-frame zstd file (resumes at a frame), a plain tar (at a member), a single-frame zstd
+//! (decoded again from the start, members before the point passed over) and a URL served by
+//! tests/util/http.rs (the resumed run fetches nothing before the point's frame). Rows: the
+//! default writer with every point; portable, io_uring with `--direct-io`, and two writer
+//! threads with a spread subset.
+//!
+//! **Refusals.** A changed archive, changed options, a tampered, oversized or symlinked state
+//! file: one line naming why, with `--no-resume` as the way out, exit 2, DIR unchanged.
+
+#[path = "util/http.rs"]
+#[allow(dead_code)]
+mod http;
+mod util;
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use http::{ARCHIVE, Faults, Server};
+use util::engine::{Encoding, ZSTD_1, ZSTD_64K};
+use util::rawtar::{Header, Tar};
+use util::snapshot::{Compare, Snapshot, assert_same, snapshot};
+use util::{Cmd, Output, Rng, TestDir, have_tools};
+
+const STATE: &str = ".fastuntar-resume";
+
+/// A state every 64 KiB written: many resume points in a 3 MB archive.
+const EVERY: &[&str] = &["--writeback-every", "64K"];
+
+/// An archive shaped like the ones resumed in practice, small: a `./` member, 12 directories
+/// of 50 files each (100 B to 6 KiB, random, so zstd keeps their size), one 0555 directory
+/// whose files come after it (its mode must wait), a 600 KiB file, a symlink and a hard link;
+/// every directory with its own mtime, so a stamp missed or applied early shows.
+fn archive() -> Vec<u8> {
+    let mut t = Tar::new();
+    let mut rng = Rng::new(30);
+    t.header(&Header::dir("./").mode(0o750).mtime(1_500_000_000));
+    t.header(&Header::dir("./ro/").mode(0o555).mtime(1_500_000_100));
+    for i in 0..5 {
+        t.file(format!("./ro/f{i}"), &rng.bytes(700));
+    }
+    for d in 0..12u64 {
+        let dir = format!("./d{d}/");
+        t.header(&Header::dir(&dir).mode(0o700 + (d as u32 % 3) * 0o10).mtime(1_500_001_000 + d));
+        for f in 0..50u64 {
+            let size = 100 + (rng.next_u64() % 6000) as usize;
+            let h = Header::file(format!("{dir}f{f}")).mtime(1_500_002_000 + f).mode(0o640);
+            t.entry(&h, &rng.bytes(size));
+        }
+        if d == 5 {
+            t.entry(&Header::file("./d5/big"), &rng.bytes(600 << 10));
+        }
+    }
+    t.symlink("./d0/link", "f1");
+    t.hardlink("./d11/hard", "./d0/f2");
+    t.finish()
+}
+
+/// GNU tar's tree of `archive`, and when it was made.
+struct Oracle {
+    want: Snapshot,
+    started: SystemTime,
+}
+
+fn oracle(td: &TestDir, tar: &[u8]) -> Oracle {
+    let started = SystemTime::now() - std::time::Duration::from_secs(1);
+    let file = td.write("oracle.tar", tar);
+    let gnu = td.fresh("gnu");
+    let g = Cmd::new("tar").arg("-xf").arg(&file).arg("-C").arg(&gnu).run();
+    assert!(g.success(), "GNU tar failed\n{}", g.describe());
+    Oracle { want: snapshot(&gnu), started }
+}
+
+impl Oracle {
+    fn same(&self, dest: &Path, ctx: &str) {
+        assert!(!dest.join(STATE).exists(), "{ctx}: the state file is left behind");
+        let ours = snapshot(dest);
+        let cmp = Compare::extraction(self.started);
+        assert_same(&self.want, "GNU tar", &ours, "fastuntar", &cmp, ctx);
+    }
+}
+
+/// Where the archive comes from.
+enum Source<'a> {
+    File(PathBuf),
+    Url(&'a Server),
+}
+
+impl Source<'_> {
+    fn arg(&self) -> std::ffi::OsString {
+        match self {
+            Source::File(p) => p.clone().into_os_string(),
+            Source::Url(s) => s.url(ARCHIVE).into(),
+        }
+    }
+}
+
+/// The run that is killed (not `util::fastuntar()`, which fails a test on a signal).
+fn killed(src: &Source, dest: &Path, row: &[&str], point: &str) -> Output {
+    Cmd::new(util::fastuntar_path())
+        .args(["-x", "-f"])
+        .arg(src.arg())
+        .arg("-C")
+        .arg(dest)
+        .args(EVERY)
+        .args(row)
+        .arg(format!("--debug-kill-at={point}"))
+        .run()
+}
+
+/// The same command again, without the kill.
+fn again(src: &Source, dest: &Path, row: &[&str], extra: &[&str]) -> Output {
+    util::fastuntar()
+        .args(["-x", "--json", "-f"])
+        .arg(src.arg())
+        .arg("-C")
+        .arg(dest)
+        .args(EVERY)
+        .args(row)
+        .args(extra)
+        .run()
+}
+
+/// Every kill point of the default row: members at ~8 % steps of the 613 members, each step
+/// of the state protocol at several of its occurrences, stamps during the run and in the
+/// final directory pass, and the end (state not yet removed).
+const ALL_POINTS: &[&str] = &[
+    "member:1",
+    "member:30",
+    "member:80",
+    "member:130",
+    "member:180",
+    "member:230",
+    "member:280",
+    "member:330",
+    "member:380",
+    "member:430",
+    "member:480",
+    "member:530",
+    "member:580",
+    "published:1",
+    "published:3",
+    "written:1",
+    "synced:2",
+    "renamed:1",
+    "renamed:3",
+    "stamp:4",
+    "stamp:10",
+    "final-stamp:1",
+    "final-stamp:2",
+    "end:1",
+];
+
+/// The subset the other writer rows run: spread over the run, the protocol, the final pass.
+const SOME_POINTS: &[&str] = &["member:300", "renamed:1", "final-stamp:1", "end:1"];
+
+/// Kills at each point, resumes, compares. Returns how many reruns resumed (said so).
+fn kill_and_resume(
+    td: &TestDir,
+    o: &Oracle,
+    src: &Source,
+    row: &[&str],
+    points: &[&str],
+    ctx: &str,
+) -> usize {
+    let mut resumed = 0;
+    for point in points {
+        let dest = td.fresh("dest");
+        let k = killed(src, &dest, row, point);
+        // A point past the run's last event: the run completes.
+        assert!(
+            k.signal == Some(libc::SIGKILL) || k.code == Some(0),
+            "{ctx} {point}: the killed run\n{}",
+            k.describe()
+        );
+        let state = dest.join(STATE).exists();
+        let r = again(src, &dest, row, &[]);
+        r.expect_code(0);
+        // A state in place is resumed from, and said so (how many points a run writes
+        // depends on how fast the disk syncs, so not every kill finds one).
+        let said = r.stderr_str().contains("resumed at member");
+        assert_eq!(said, state, "{ctx} {point}: state {state}, resumed {said}\n{}", r.describe());
+        if said {
+            resumed += 1;
+            assert!(r.stdout_str().contains("\"resumed\":{\"member\":"), "{}", r.describe());
+        }
+        o.same(&dest, &format!("{ctx}, killed at {point}"));
+    }
+    resumed
+}
+
+fn write_archive(td: &TestDir, enc: Encoding, tar: &[u8]) -> PathBuf {
+    td.write(format!("a{}", enc.suffix()), enc.encode(tar))
+}
+
+/// Multi-frame zstd from a file: every point under the default writer, with a resumed run
+/// that is itself killed, and a subset under the other writer rows. Reruns killed before the first state was in place start over; at
+/// every rerun that finds a state resumes from it.
+#[test]
+fn multi_frame_zstd_killed_anywhere_resumes_to_gnu_tars_tree() {
+    let test = "multi_frame_zstd_killed_anywhere_resumes_to_gnu_tars_tree";
+    if !have_tools(test, &["tar"]) {
+        return;
+    }
+    let td = TestDir::new(test);
+    let tar = archive();
+    let o = oracle(&td, &tar);
+    let src = Source::File(write_archive(&td, ZSTD_64K, &tar));
+    let n = kill_and_resume(&td, &o, &src, &[], ALL_POINTS, "zstd 64 KiB frames");
+    assert!(n >= 1, "none of {} reruns resumed", ALL_POINTS.len());
+    for row in [
+        &["--io", "portable"][..],
+        &["--io", "uring", "--direct-io"],
+        &["--writer-threads", "2"],
+        &["--threads", "2"],
+    ] {
+        kill_and_resume(&td, &o, &src, row, SOME_POINTS, &format!("zstd 64 KiB {row:?}"));
+    }
+    // Killed, resumed and killed again, then a third run.
+    let dest = td.fresh("twice");
+    killed(&src, &dest, &[], "renamed:1");
+    killed(&src, &dest, &[], "member:200");
+    let r = again(&src, &dest, &[], &[]);
+    r.expect_code(0);
+    o.same(&dest, "killed twice");
+}
+
+/// A plain tar resumes at a member boundary: the resumed run starts reading at that member's
+/// header (the summary's byte is a member's offset, a multiple of 512).
+#[test]
+fn plain_tar_killed_anywhere_resumes_at_a_member() {
+    let test = "plain_tar_killed_anywhere_resumes_at_a_member";
+    if !have_tools(test, &["tar"]) {
+        return;
+    }
+    let td = TestDir::new(test);
+    let tar = archive();
+    let o = oracle(&td, &tar);
+    let src = Source::File(write_archive(&td, Encoding::Plain, &tar));
+    let n = kill_and_resume(&td, &o, &src, &[], ALL_POINTS, "plain");
+    assert!(n >= 1, "none of {} reruns resumed", ALL_POINTS.len());
+    for row in [&["--io", "portable", "--direct-io"][..], &["--writer-threads", "2"]] {
+        kill_and_resume(&td, &o, &src, row, SOME_POINTS, &format!("plain {row:?}"));
+    }
+    let dest = td.fresh("seek");
+    killed(&src, &dest, &[], "renamed:1");
+    let r = again(&src, &dest, &[], &[]);
+    let at = util::json_number(&r.stdout_str(), "archive_offset").expect("resumed");
+    assert!(at > 0 && at.is_multiple_of(512), "byte {at}\n{}", r.describe());
+    assert!(r.stdout_str().contains("\"mode\":\"seek\""), "{}", r.describe());
+    o.same(&dest, "plain, seek");
+}
+
+/// A single zstd frame cannot be entered in the middle: the resumed run decodes from the start
+/// and passes over the members before the point without writing them, and says so.
+#[test]
+fn single_frame_zstd_is_decoded_again_and_passed_over() {
+    let test = "single_frame_zstd_is_decoded_again_and_passed_over";
+    if !have_tools(test, &["tar"]) {
+        return;
+    }
+    let td = TestDir::new(test);
+    let tar = archive();
+    let o = oracle(&td, &tar);
+    let src = Source::File(write_archive(&td, ZSTD_1, &tar));
+    let n = kill_and_resume(&td, &o, &src, &[], ALL_POINTS, "zstd one frame");
+    assert!(n >= 1, "none of {} reruns resumed", ALL_POINTS.len());
+    kill_and_resume(&td, &o, &src, &["--io", "uring", "--direct-io"], SOME_POINTS, "one frame");
+    let dest = td.fresh("reread");
+    killed(&src, &dest, &[], "end:1");
+    // A file extracted before the point: a resumed run must not write it again.
+    let before =
+        std::fs::metadata(dest.join("d0/f3")).map(|m| std::os::unix::fs::MetadataExt::ino(&m));
+    let r = again(&src, &dest, &[], &[]);
+    assert!(r.stderr_str().contains("decoded again from the start"), "{}", r.describe());
+    assert!(r.stdout_str().contains("\"mode\":\"reread\""), "{}", r.describe());
+    let after =
+        std::fs::metadata(dest.join("d0/f3")).map(|m| std::os::unix::fs::MetadataExt::ino(&m));
+    assert_eq!(before.ok(), after.ok(), "a member before the point was written again");
+    o.same(&dest, "one frame, passed over");
+}
+
+/// From a URL: killed, then resumed; the resumed run asks for nothing before the frame it
+/// resumes at (every Range it sends starts there or later), and the tree is GNU tar's.
+#[test]
+fn url_resumes_without_downloading_the_bytes_before_the_point() {
+    let test = "url_resumes_without_downloading_the_bytes_before_the_point";
+    if !have_tools(test, &["tar"]) {
+        return;
+    }
+    let td = TestDir::new(test);
+    let tar = archive();
+    let o = oracle(&td, &tar);
+    let server = Server::start(ZSTD_64K.encode(&tar), Faults::default());
+    let src = Source::Url(&server);
+    let points = ["member:200", "renamed:1", "final-stamp:1", "end:1"];
+    let n = kill_and_resume(&td, &o, &src, &[], &points, "URL");
+    assert!(n >= 1, "none of {} reruns resumed", points.len());
+    kill_and_resume(&td, &o, &src, &["--io", "portable", "--direct-io"], &points[..2], "URL");
+    let dest = td.fresh("ranges");
+    killed(&src, &dest, &[], "end:1");
+    let seen_before = server.seen().len();
+    let r = again(&src, &dest, &[], &[]);
+    let at = util::json_number(&r.stdout_str(), "archive_offset").expect("resumed");
+    assert!(at > 0, "{}", r.describe());
+    for s in &server.seen()[seen_before..] {
+        let Some(range) = &s.range else { continue };
+        let from: u64 = range
+            .trim_start_matches("bytes=")
+            .split('-')
+            .next()
+            .and_then(|x| x.parse().ok())
+            .unwrap_or_else(|| panic!("range {range}"));
+        assert!(from >= at, "the resumed run fetched byte {from}, before {at}\n{}", r.describe());
+    }
+    let downloaded = util::json_number(&r.stdout_str(), "download_bytes").unwrap();
+    let total = ZSTD_64K.encode(&tar).len() as u64;
+    assert!(downloaded <= total - at, "downloaded {downloaded} of {total}, resumed at {at}");
+    o.same(&dest, "URL, ranges");
+}
+
+/// A DIR left by a run killed after its first state was in place, and the state's bytes.
+fn interrupted(td: &TestDir, src: &Source) -> (PathBuf, Vec<u8>) {
+    let dest = td.fresh("dest");
+    let k = killed(src, &dest, &[], "renamed:1");
+    assert_eq!(k.signal, Some(libc::SIGKILL), "{}", k.describe());
+    let state = std::fs::read(dest.join(STATE)).expect("a state file");
+    (dest, state)
+}
+
+/// One line naming why, the way out, exit 2, and DIR as it was.
+fn refused(td: &TestDir, src: &Source, dest: &Path, extra: &[&str], why: &str, ctx: &str) {
+    let before = snapshot(dest);
+    let r = again(src, dest, &[], extra);
+    r.expect_code(2);
+    let lines = r.diagnostics();
+    assert_eq!(lines.len(), 1, "{ctx}: one line\n{}", r.describe());
+    assert!(lines[0].contains(why), "{ctx}: the line says {why:?}\n{}", r.describe());
+    assert!(lines[0].contains("--no-resume"), "{ctx}: the way out\n{}", r.describe());
+    assert_same(&before, "before", &snapshot(dest), "after", &Compare::exact(), ctx);
+    let _ = td;
+}
+
+#[test]
+fn mismatches_are_refused_in_one_line_and_no_resume_starts_over() {
+    let test = "mismatches_are_refused_in_one_line_and_no_resume_starts_over";
+    if !have_tools(test, &["tar"]) {
+        return;
+    }
+    let td = TestDir::new(test);
+    let tar = archive();
+    let o = oracle(&td, &tar);
+    let path = write_archive(&td, ZSTD_64K, &tar);
+    let src = Source::File(path.clone());
+
+    // Options that change what lands.
+    let (dest, _) = interrupted(&td, &src);
+    refused(&td, &src, &dest, &["--strip-components", "1"], "option", "--strip-components");
+    // A byte of the state flipped.
+    let (dest2, state) = interrupted(&td, &src);
+    let mut bad = state.clone();
+    let mid = bad.len() / 2;
+    bad[mid] ^= 0x40;
+    std::fs::write(dest2.join(STATE), &bad).unwrap();
+    refused(&td, &src, &dest2, &[], "corrupt", "a flipped byte");
+    // Oversized.
+    let (dest3, _) = interrupted(&td, &src);
+    std::fs::write(dest3.join(STATE), vec![0u8; 5 << 20]).unwrap();
+    refused(&td, &src, &dest3, &[], "larger", "5 MiB");
+    // A symlink in its place.
+    let (dest4, state) = interrupted(&td, &src);
+    let elsewhere = td.write("elsewhere", &state);
+    std::fs::remove_file(dest4.join(STATE)).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, dest4.join(STATE)).unwrap();
+    refused(&td, &src, &dest4, &[], STATE, "a symlink");
+    // `--no-resume` starts over from each of these.
+    for d in [&dest, &dest2, &dest3, &dest4] {
+        again(&src, d, &[], &["--no-resume"]).expect_code(0);
+        o.same(d, "--no-resume");
+    }
+    // The archive changed (touched: a new mtime).
+    let (dest5, _) = interrupted(&td, &src);
+    let f = std::fs::File::options().append(true).open(&path).unwrap();
+    f.set_modified(SystemTime::now()).unwrap();
+    drop(f);
+    refused(&td, &src, &dest5, &[], "changed", "a touched archive");
+    // `--resume` with no state: starts from the beginning, with a note.
+    let fresh = td.fresh("fresh");
+    let r = again(&src, &fresh, &[], &["--resume"]);
+    r.expect_code(0);
+    assert!(r.stderr_str().contains("no resume point"), "{}", r.describe());
+    o.same(&fresh, "--resume without a state");
+}
