@@ -36,7 +36,8 @@ const EVERY: &[&str] = &["--writeback-every", "64K"];
 
 /// An archive shaped like the ones resumed in practice, small: a `./` member, 12 directories
 /// of 50 files each (100 B to 6 KiB, random, so zstd keeps their size), one 0555 directory
-/// whose files come after it (its mode must wait), a 600 KiB file, a symlink and a hard link;
+/// whose files come after it (its mode must wait), 20 files in directories only implied
+/// (more directories than members), a 600 KiB file, a symlink and a hard link;
 /// every directory with its own mtime, so a stamp missed or applied early shows.
 fn archive() -> Vec<u8> {
     let mut t = Tar::new();
@@ -45,6 +46,10 @@ fn archive() -> Vec<u8> {
     t.header(&Header::dir("./ro/").mode(0o555).mtime(1_500_000_100));
     for i in 0..5 {
         t.file(format!("./ro/f{i}"), &rng.bytes(700));
+    }
+    // Directories only implied (as a snapshot's `accounts/`): counted against --max-files too.
+    for i in 0..20 {
+        t.file(format!("./imp/a{i}/b/c/f"), &rng.bytes(300));
     }
     for d in 0..12u64 {
         let dir = format!("./d{d}/");
@@ -397,4 +402,111 @@ fn mismatches_are_refused_in_one_line_and_no_resume_starts_over() {
     r.expect_code(0);
     assert!(r.stderr_str().contains("no resume point"), "{}", r.describe());
     o.same(&fresh, "--resume without a state");
+}
+
+/// A loop-mounted ext4 of the test's own, unmounted (and its loop device freed) when dropped.
+struct Ext4 {
+    image: PathBuf,
+    mnt: PathBuf,
+    dev: Option<String>,
+}
+
+impl Ext4 {
+    fn new(td: &TestDir, name: &str) -> Ext4 {
+        let image = td.join(format!("{name}.img"));
+        let mnt = td.fresh(name);
+        util::sh(&format!("truncate -s 256M {0} && mkfs.ext4 -q -F {0}", image.display()));
+        let mut fs = Ext4 { image, mnt, dev: None };
+        fs.mount();
+        fs
+    }
+
+    fn mount(&mut self) {
+        let out = util::sh(&format!("losetup -f --show {}", self.image.display()));
+        let dev = out.stdout_str().trim().to_string();
+        util::sh(&format!("mount {dev} {}", self.mnt.display()));
+        self.dev = Some(dev);
+    }
+
+    fn unmount(&mut self) {
+        if let Some(dev) = self.dev.take() {
+            let _ = Cmd::new("umount").arg(&self.mnt).run();
+            let _ = Cmd::new("losetup").args(["-d", &dev]).run();
+        }
+    }
+
+    /// The power cut: ext4 stops where it is, its journal not flushed (EXT4_IOC_SHUTDOWN with
+    /// EXT4_GOING_FLAGS_NOLOGFLUSH, the xfstests "godown" model): what was not committed is
+    /// lost when it is mounted again.
+    fn shut_down(&self) {
+        const EXT4_IOC_SHUTDOWN: libc::c_ulong = 0x8004_587D;
+        const NOLOGFLUSH: u32 = 2;
+        let f = std::fs::File::open(&self.mnt).unwrap();
+        let flags = NOLOGFLUSH;
+        // Safety: an open fd on the filesystem and a pointer to a u32, as the ioctl takes.
+        let r =
+            unsafe { libc::ioctl(std::os::fd::AsRawFd::as_raw_fd(&f), EXT4_IOC_SHUTDOWN, &flags) };
+        assert_eq!(r, 0, "EXT4_IOC_SHUTDOWN: {}", std::io::Error::last_os_error());
+    }
+}
+
+impl Drop for Ext4 {
+    fn drop(&mut self) {
+        self.unmount();
+    }
+}
+
+/// The power cut: an ext4 shut down without flushing its journal at moments after a state
+/// file appeared, mounted again, and the same command run: it must end with GNU tar's tree.
+/// Were a state ever ahead of the data, members before its point lost with the page cache
+/// would be missing (or its probes would refuse the resume): the checkpoint is never ahead.
+#[test]
+fn power_cut_never_leaves_a_state_ahead_of_the_data() {
+    let test = "power_cut_never_leaves_a_state_ahead_of_the_data";
+    if !have_tools(test, &["tar", "mkfs.ext4", "losetup"]) || !util::have_root(test, "mount") {
+        return;
+    }
+    let td = TestDir::new(test);
+    let tar = archive();
+    let o = oracle(&td, &tar);
+    let src = Source::File(write_archive(&td, ZSTD_64K, &tar));
+    let mut states = 0;
+    for (round, delay_ms) in [0u64, 2, 5, 10, 20, 40].into_iter().enumerate() {
+        for row in [&[][..], &["--direct-io"]] {
+            let mut fs = Ext4::new(&td, &format!("cut{round}"));
+            let dest = fs.mnt.join("d");
+            std::fs::create_dir(&dest).unwrap();
+            let mut child = std::process::Command::new(util::fastuntar_path())
+                .args(["-x", "-q", "-f"])
+                .arg(src.arg())
+                .arg("-C")
+                .arg(&dest)
+                .args(EVERY)
+                .args(row)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            let start = std::time::Instant::now();
+            while !dest.join(STATE).exists()
+                && start.elapsed() < std::time::Duration::from_secs(20)
+                && child.try_wait().unwrap().is_none()
+            {
+                std::thread::sleep(std::time::Duration::from_micros(500));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+            fs.shut_down();
+            let _ = child.kill();
+            let _ = child.wait();
+            fs.unmount();
+            fs.mount();
+            if dest.join(STATE).exists() {
+                states += 1;
+            }
+            let r = again(&src, &dest, row, &[]);
+            r.expect_code(0);
+            o.same(&dest, &format!("power cut {delay_ms} ms after a state appeared {row:?}"));
+        }
+    }
+    assert!(states >= 1, "no power cut found a state in place");
 }
