@@ -122,6 +122,15 @@ pub fn read_state(dir: &OwnedFd) -> Found {
 /// Removes the state file and a temporary one left by a killed run, and makes that durable
 /// (a state of an earlier run must not outlive this one's first writes).
 pub fn remove_state(dir: &OwnedFd) -> io::Result<()> {
+    if unlink_state(dir)? {
+        // Safety: an open fd.
+        cvt(restart(|| unsafe { libc::fsync(dir.as_raw_fd()) }))?;
+    }
+    Ok(())
+}
+
+/// Unlinks the state and its temporary file: whether there was either.
+fn unlink_state(dir: &OwnedFd) -> io::Result<bool> {
     let mut removed = false;
     for name in [STATE_NAME, TMP_NAME] {
         let c = cstr(name);
@@ -135,11 +144,7 @@ pub fn remove_state(dir: &OwnedFd) -> io::Result<()> {
             }
         }
     }
-    if removed {
-        // Safety: an open fd.
-        cvt(restart(|| unsafe { libc::fsync(dir.as_raw_fd()) }))?;
-    }
-    Ok(())
+    Ok(removed)
 }
 
 /// The run completed: the state goes, and DIR keeps the modification time it had (the
@@ -151,20 +156,7 @@ pub fn remove_state_at_end(dir: &OwnedFd) -> io::Result<()> {
     // Safety: an open fd and a stat buffer of the right size.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     cvt(unsafe { libc::fstat(fd, &mut st) })?;
-    let mut removed = false;
-    for name in [STATE_NAME, TMP_NAME] {
-        let c = cstr(name);
-        // Safety: an open directory fd and a C string.
-        if restart(|| unsafe { libc::unlinkat(fd, c.as_ptr(), 0) }) == 0 {
-            removed = true;
-        } else {
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::ENOENT) {
-                return Err(e);
-            }
-        }
-    }
-    if removed {
+    if unlink_state(dir)? {
         let times = [
             libc::timespec { tv_sec: 0, tv_nsec: libc::UTIME_OMIT },
             libc::timespec { tv_sec: st.st_mtime, tv_nsec: st.st_mtime_nsec },

@@ -312,6 +312,25 @@ pub fn refused_option(cfg: &Config) -> Option<&'static str> {
     }
 }
 
+/// A run killed a moment ago may still hold DIR's lock while the kernel tears it down (its
+/// io_uring requests in flight keep its files open: seconds, measured after a SIGKILL of a
+/// 4 GB restore to a loop device), and a retry loop reruns at once: the lock is waited for
+/// this long before the run goes on without resume points.
+const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+fn lock_waiting(dir: &OwnedFd) -> std::io::Result<bool> {
+    let start = Instant::now();
+    loop {
+        if fsio::lock(dir)? {
+            return Ok(true);
+        }
+        if start.elapsed() >= LOCK_WAIT {
+            return Ok(false);
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn dest_shown(cfg: &Config) -> String {
     crate::report::printable(std::os::unix::ffi::OsStrExt::as_bytes(cfg.dest.as_os_str()))
 }
@@ -363,7 +382,7 @@ impl Session {
         }
         let dir = fsio::open_dir(&cfg.dest).map_err(|e| anyhow!("{shown}: cannot open: {e}"))?;
         if let Some(d) = &dir
-            && !fsio::lock(d).map_err(|e| anyhow!("{shown}: cannot lock: {e}"))?
+            && !lock_waiting(d).map_err(|e| anyhow!("{shown}: cannot lock: {e}"))?
         {
             if cfg.resume == Flag::Resume {
                 return Err(refuse("another fastuntar is extracting into it".into()));

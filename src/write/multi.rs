@@ -540,6 +540,11 @@ impl Sink for Dispatch {
             Op::Mark(m) => {
                 let dirs = self.dest.carried(crate::resume::CARRIED_MAX);
                 self.marks.hold(m, dirs);
+                // The batches being filled go now: a worker's part-filled batch would hold the
+                // point back until it fills, which a slow input (a URL) may take minutes to do.
+                for w in 0..self.txs.len() {
+                    self.send(w)?;
+                }
                 Ok(())
             }
             Op::Restore(c) => {
