@@ -53,11 +53,11 @@ mode=$1
 case $mode in
 cost | kill)
     src=$2 rounds=${3:-5}
-    size=$(($(stat -c %s "$src") * 8 + (2 << 30)))
+    size=$((($(stat -c %s "$src") * 8 >> 20) + 2048))M
     ;;
 url)
     rounds=${4:-2}
-    size=$(($(stat -c %s "$2/$3") * 8 + (2 << 30)))
+    size=$((($(stat -c %s "$2/$3") * 8 >> 20) + 2048))M
     port=$((20000 + RANDOM % 10000))
     python3 "$(dirname "$0")/pacing-server.py" "$2" "$port" 50000000 >/dev/null 2>&1 &
     server=$!
