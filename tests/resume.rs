@@ -331,6 +331,98 @@ fn url_resumes_without_downloading_the_bytes_before_the_point() {
     o.same(&dest, "URL, ranges");
 }
 
+/// The unprivileged user of the test below (nobody on Debian).
+const NOBODY: u32 = 65534;
+
+/// `program args` as NOBODY (and its group, no supplementary groups), through setpriv.
+fn as_nobody(program: impl AsRef<std::ffi::OsStr>) -> Cmd {
+    let mut c = Cmd::new("setpriv");
+    c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(program);
+    c
+}
+
+fn give_to_nobody(p: &Path) {
+    std::os::unix::fs::chown(p, Some(NOBODY), Some(NOBODY)).unwrap();
+}
+
+/// As a user who is not root, a resumed run fills directories the interrupted run stamped
+/// after its last resume point: `ro/` (0555) is stamped as soon as the archive leaves it for
+/// `after/` (0555 too), and a kill before the next state leaves a state whose point lies
+/// inside `ro/`. The resumed run must make `ro/`'s members after the point and replace what the
+/// interrupted run made in `after/`. Until 2026-11-27 each of them failed ("cannot create:
+/// Permission denied", exit 2; found by a stress loop of random SIGKILLs as nobody). The kill
+/// is at the first state (`renamed:1`, its point inside `ro/`), and DIR is then made what a
+/// run killed a little later leaves: `ro/` and `after/` stamped, a file of `after/` half
+/// written. As root no mode stops a write, so the binary runs as nobody (setpriv).
+#[test]
+fn unprivileged_resume_fills_directories_the_interrupted_run_stamped() {
+    let test = "unprivileged_resume_fills_directories_the_interrupted_run_stamped";
+    if !have_tools(test, &["tar", "setpriv"]) || !util::have_root(test, "setpriv to nobody") {
+        return;
+    }
+    let td = TestDir::new(test);
+    let mut t = Tar::new();
+    let mut rng = Rng::new(3030);
+    t.header(&Header::dir("./").mode(0o755).mtime(1_500_000_000));
+    t.header(&Header::dir("./ro/").mode(0o555).mtime(1_500_000_100));
+    // 300 files of 3000 B: the first state (after 64 KiB written) falls inside ro/.
+    for i in 0..300u64 {
+        let h = Header::file(format!("./ro/f{i}")).mode(0o444).mtime(1_500_000_200 + i);
+        t.entry(&h, &rng.bytes(3000));
+    }
+    t.header(&Header::dir("./after/").mode(0o555).mtime(1_500_000_300));
+    for i in 0..20u64 {
+        let h = Header::file(format!("./after/f{i}")).mode(0o644).mtime(1_500_000_400 + i);
+        t.entry(&h, &rng.bytes(3000));
+    }
+    let file = td.write("ro.tar", t.finish());
+    let gnu = td.fresh("gnu");
+    give_to_nobody(&gnu);
+    let started = SystemTime::now() - std::time::Duration::from_secs(1);
+    let g = as_nobody("tar").arg("-xf").arg(&file).arg("-C").arg(&gnu).run();
+    assert!(g.success(), "GNU tar as nobody\n{}", g.describe());
+    // What stamping applies: the mode, then the time.
+    let stamp = |d: &Path, mtime: u64| {
+        std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o555)).unwrap();
+        let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(mtime);
+        std::fs::File::open(d).unwrap().set_modified(t).unwrap();
+    };
+    let o = Oracle { want: snapshot(&gnu), started };
+    for row in [&[][..], &["--writer-threads", "2"], &["--io", "portable"]] {
+        let dest = td.fresh("dest");
+        give_to_nobody(&dest);
+        let run = |extra: &[&str]| {
+            as_nobody(util::fastuntar_path())
+                .args(["-x", "-f"])
+                .arg(&file)
+                .arg("-C")
+                .arg(&dest)
+                .args(EVERY)
+                .args(row)
+                .args(extra)
+                .run()
+        };
+        let k = run(&["--debug-kill-at=renamed:1"]);
+        assert_eq!(k.signal, Some(libc::SIGKILL), "{row:?}\n{}", k.describe());
+        // What a run killed a little later leaves (it went on past ro/ without a new state).
+        let after = dest.join("after");
+        if !after.exists() {
+            std::fs::create_dir(&after).unwrap();
+        }
+        std::fs::write(after.join("f0"), b"half").unwrap();
+        for p in [&after, &after.join("f0")] {
+            give_to_nobody(p);
+        }
+        stamp(&after, 1_500_000_300);
+        stamp(&dest.join("ro"), 1_500_000_100);
+        let r = run(&["--json"]);
+        r.expect_code(0);
+        let member = util::json_number(&r.stdout_str(), "member").expect("resumed");
+        assert!((2..=301).contains(&member), "{row:?}: the point is past ro/: {member}");
+        o.same(&dest, &format!("resumed as nobody into directories stamped later, {row:?}"));
+    }
+}
+
 /// A DIR left by a run killed after its first state was in place, and the state's bytes.
 fn interrupted(td: &TestDir, src: &Source) -> (PathBuf, Vec<u8>) {
     let dest = td.fresh("dest");

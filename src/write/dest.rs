@@ -256,6 +256,9 @@ pub struct Dest {
     own_ids: (u32, u32),
     /// `--one-file-system`: `-G` removes nothing on another filesystem than DIR's.
     one_file_system: bool,
+    /// A resumed run (`restore_carried`): directories it fills again may have been stamped by
+    /// the interrupted run after its resume point (`refill`).
+    resumed: bool,
 }
 
 /// Most bytes of extended attributes deferred directories may hold. Past it a directory's
@@ -362,6 +365,7 @@ impl Dest {
             // Safety: geteuid and getegid have no preconditions.
             own_ids: unsafe { (libc::geteuid(), libc::getegid()) },
             one_file_system: opts.one_file_system,
+            resumed: false,
         })
     }
 
@@ -679,6 +683,10 @@ impl Dest {
         let (node, fd) = self.dir(p.components(), false)?;
         let st = fstat(fd.as_raw_fd())?;
         note_dir_mode(st.st_mode);
+        if existed && self.resumed && !keep_mode {
+            // The interrupted run made it after the resume point, and may have stamped it.
+            self.refill(&fd, st.st_mode)?;
+        }
         let mut borrowed = false;
         if keep_mode {
             // GNU tar 1.34's --no-overwrite-dir: the directory keeps its mode and owner (the
@@ -805,18 +813,24 @@ impl Dest {
     pub fn restore_carried(&mut self, delay: bool, dirs: Vec<CarriedDir>) -> Result<()> {
         use crate::resume::state::DirState;
         self.delay |= delay;
+        self.resumed = true;
         for c in dirs {
             if c.state == DirState::Delayed {
                 self.delayed.push(&c.record).map_err(|e| anyhow!("{e}"))?;
                 continue;
             }
             let mut d = DeferredDir::from(c.record);
-            let Ok((node, _)) = self.dir(d.path.components(), false) else { continue };
+            let Ok((node, fd)) = self.dir(d.path.components(), false) else { continue };
             self.tree.pin(node);
             d.node = node;
             self.deferred_xattrs += d.xattrs.as_deref().map_or(0, xattr_bytes);
             match c.state {
                 DirState::Open => {
+                    // Outermost first (`open` is a stack), so a child is reached through a
+                    // parent given u+x back.
+                    let st = fstat(fd.as_raw_fd())?;
+                    self.refill(&fd, st.st_mode)
+                        .with_context(|| format!("{}: cannot fill it again", d.path.display()))?;
                     d.closed_at = u64::MAX;
                     self.open.push(d);
                 }
@@ -829,6 +843,21 @@ impl Dest {
             }
         }
         Ok(())
+    }
+
+    /// A resumed run is about to fill directory `fd` (mode `mode`) again: the interrupted run
+    /// may have applied its metadata after the resume point (a 0555 directory stamped, then
+    /// the kill, before the next state), which would refuse this user the members it still
+    /// has to make there. It gets u+wx back until its own metadata is applied, as it had when
+    /// the interrupted run filled it. One not ours (EPERM) stays as it is: its members are
+    /// reported, as in any run.
+    fn refill(&self, fd: &OwnedFd, mode: u32) -> io::Result<()> {
+        let Some(mode) = refill_mode(mode & 0o7777, self.own_ids.0 == 0) else { return Ok(()) };
+        // Safety: fd is an open directory; fchmod takes no pointers.
+        match cvt(restart(|| unsafe { libc::fchmod(fd.as_raw_fd(), mode) })) {
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => Ok(()),
+            r => r,
+        }
     }
 
     /// The delayed directories, last first (GNU tar's `extract_finish`), each stamped as a
@@ -955,6 +984,13 @@ impl Dest {
             }
         }
     }
+}
+
+/// The mode a directory a resumed run fills again needs meanwhile (`Dest::refill`), when it
+/// lacks u+wx: a user who is not root could not make or replace its members. None for root,
+/// whose writes no mode stops.
+fn refill_mode(mode: u32, root: bool) -> Option<u32> {
+    (!root && mode & 0o300 != 0o300).then_some(mode | 0o300)
 }
 
 /// A deferred directory as a record (write/delayed.rs; a resume point carries these).
@@ -1509,6 +1545,16 @@ fn cvt(r: libc::c_int) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refill_gives_a_user_write_and_search_back() {
+        assert_eq!(refill_mode(0o555, false), Some(0o755));
+        assert_eq!(refill_mode(0o444, false), Some(0o744));
+        assert_eq!(refill_mode(0o2550, false), Some(0o2750));
+        assert_eq!(refill_mode(0o700, false), None);
+        assert_eq!(refill_mode(0o755, false), None);
+        assert_eq!(refill_mode(0o555, true), None);
+    }
 
     /// What was just made, and only that, passes: a name that now holds a second link to
     /// another inode (renamed over the new one) or another type is left alone.
