@@ -23,6 +23,7 @@ mod util;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use fastuntar::resume::state::State;
 use http::{ARCHIVE, Faults, Server};
 use util::engine::{Encoding, ZSTD_1, ZSTD_64K};
 use util::rawtar::{Header, Tar};
@@ -497,6 +498,55 @@ fn mismatches_are_refused_in_one_line_and_no_resume_starts_over() {
 }
 
 /// A loop-mounted ext4 of the test's own, unmounted (and its loop device freed) when dropped.
+/// A resumed run after a reboot or a remount: the filesystem keeps its inodes but may come
+/// back on another device number (the power-cut test's loop device is attached anew, and under
+/// load is often the next one). The directories the state carried are still stamped: here
+/// every carried directory's recorded device is made another one, as after such a remount.
+#[test]
+fn carried_directories_are_stamped_when_the_device_number_changed() {
+    let test = "carried_directories_are_stamped_when_the_device_number_changed";
+    if !have_tools(test, &["tar"]) {
+        return;
+    }
+    let td = TestDir::new(test);
+    let tar = archive();
+    let plain = oracle(&td, &tar);
+    // GNU tar with the option: the links made at the end move d0's and d11's mtimes.
+    let delayed = {
+        let started = SystemTime::now() - std::time::Duration::from_secs(1);
+        let gnu = td.fresh("gnu-delayed");
+        let file = td.write("delayed.tar", &tar);
+        let g = Cmd::new("tar")
+            .arg("-xf")
+            .arg(&file)
+            .arg("--delay-directory-restore")
+            .arg("-C")
+            .arg(&gnu)
+            .run();
+        assert!(g.success(), "GNU tar failed\n{}", g.describe());
+        Oracle { want: snapshot(&gnu), started }
+    };
+    let src = Source::File(write_archive(&td, ZSTD_64K, &tar));
+    for row in [&[][..], &["--delay-directory-restore"], &["--io", "uring", "--direct-io"]] {
+        let o =
+            if row.is_empty() || row[0] != "--delay-directory-restore" { &plain } else { &delayed };
+        let dest = td.fresh("dest");
+        let k = killed(&src, &dest, row, "renamed:3");
+        assert_eq!(k.signal, Some(libc::SIGKILL), "{row:?}: {}", k.describe());
+        let path = dest.join(STATE);
+        let mut state = State::decode(&std::fs::read(&path).expect("a state file")).unwrap();
+        assert!(state.dirs.iter().any(|d| d.record.path.is_empty()), "{row:?}: `.` is carried");
+        for d in &mut state.dirs {
+            d.record.dev ^= 0x5a5a;
+        }
+        std::fs::write(&path, state.encode()).unwrap();
+        let r = again(&src, &dest, row, &[]);
+        r.expect_code(0);
+        assert!(util::json_number(&r.stdout_str(), "archive_offset").is_some(), "{row:?}: resumed");
+        o.same(&dest, &format!("carried directories on another device number {row:?}"));
+    }
+}
+
 struct Ext4 {
     image: PathBuf,
     mnt: PathBuf,

@@ -64,7 +64,7 @@ pub fn dir_id(dir: &OwnedFd) -> io::Result<(u64, u64)> {
     Ok((vfs.f_fsid as u64, st.st_ino))
 }
 
-fn fstat(fd: RawFd) -> io::Result<libc::stat> {
+pub(super) fn fstat(fd: RawFd) -> io::Result<libc::stat> {
     // Safety: an open fd and a zeroed stat the call fills.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     cvt(unsafe { libc::fstat(fd, &mut st) })?;

@@ -457,9 +457,9 @@ impl Session {
                     ));
                 }
             }
-            Plan::Resume(state) => {
+            Plan::Resume(mut state) => {
                 let d = dir.expect("a state was read from it");
-                if let Some(why) = changed_in_dest(&d, &state) {
+                if let Some(why) = changed_in_dest(&d, &mut state) {
                     return Err(refuse(why));
                 }
                 fsio::remove_state_tmp(&d).map_err(|e| anyhow!("{shown}: {e}"))?;
@@ -762,7 +762,13 @@ impl Session {
 /// Whether DIR still holds what the state says was extracted: the probes (regular files, same
 /// inode, size and mtime) and the directories waiting for their metadata (same inode). The
 /// reason as the line says it.
-fn changed_in_dest(dir: &OwnedFd, s: &State) -> Option<String> {
+///
+/// Each directory's device number is taken as it is now: it names the device the filesystem
+/// is mounted from, which a reboot or a remount may change (a loop device attached anew, a
+/// disk enumerated in another order) while the inodes stay. The writer stamps a directory only
+/// while its device and inode are the recorded ones (`Dest::deferred_fd`): with the old number
+/// the resumed run would pass over every directory the state carried, `.` included.
+fn changed_in_dest(dir: &OwnedFd, s: &mut State) -> Option<String> {
     for p in &s.probes {
         let same = fsio::stat_beneath(dir, &p.path).is_ok_and(|st| {
             st.st_mode & libc::S_IFMT == libc::S_IFREG
@@ -778,19 +784,22 @@ fn changed_in_dest(dir: &OwnedFd, s: &State) -> Option<String> {
             ));
         }
     }
-    for d in &s.dirs {
+    for d in &mut s.dirs {
         let Ok(path) = state::safe_path(&d.record.path) else { return Some("a bad path".into()) };
-        let same = match path.is_root() {
-            true => fsio::dir_id(dir).is_ok_and(|(_, ino)| ino == d.record.ino),
-            false => fsio::stat_beneath(dir, &path).is_ok_and(|st| {
-                st.st_mode & libc::S_IFMT == libc::S_IFDIR && st.st_ino == d.record.ino
-            }),
+        let found = match path.is_root() {
+            true => fsio::fstat(std::os::fd::AsRawFd::as_raw_fd(dir)),
+            false => fsio::stat_beneath(dir, &path),
         };
-        if !same {
-            return Some(format!(
-                "directory {} was changed or removed since the interrupted run",
-                path.display()
-            ));
+        match found {
+            Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR && st.st_ino == d.record.ino => {
+                d.record.dev = st.st_dev;
+            }
+            _ => {
+                return Some(format!(
+                    "directory {} was changed or removed since the interrupted run",
+                    path.display()
+                ));
+            }
         }
     }
     None
