@@ -531,7 +531,7 @@ fn carried_directories_are_stamped_when_the_device_number_changed() {
         let o =
             if row.is_empty() || row[0] != "--delay-directory-restore" { &plain } else { &delayed };
         let dest = td.fresh("dest");
-        let k = killed(&src, &dest, row, "renamed:3");
+        let k = killed(&src, &dest, row, "renamed:1");
         assert_eq!(k.signal, Some(libc::SIGKILL), "{row:?}: {}", k.describe());
         let path = dest.join(STATE);
         let mut state = State::decode(&std::fs::read(&path).expect("a state file")).unwrap();
