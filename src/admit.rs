@@ -126,6 +126,18 @@ impl Admission {
 
     /// Accepts the member (counting it against the limits) or says why the run must stop.
     /// `path` is the member's path after sanitising, relative to the destination.
+    /// What a resume point carries of the limits (src/resume/): `--max-bytes`' count and the
+    /// files and directories counted so far.
+    pub fn counts(&self) -> (u64, u64) {
+        (self.bytes, self.files.used.load(Ordering::Relaxed))
+    }
+
+    /// The counts a resume point carried (`counts`): the resumed run goes on from them.
+    pub fn restore(&mut self, bytes: u64, files: u64) {
+        self.bytes = bytes;
+        self.files.used.store(files, Ordering::Relaxed);
+    }
+
     pub fn admit(&mut self, m: &Member, path: &Path) -> Result<()> {
         if self.snapshot {
             snapshot_layout(m.kind, path)?;

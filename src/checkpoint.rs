@@ -298,6 +298,15 @@ pub fn start(cfg: &Config, compressed: bool) {
     let _ = RUN.set(Mutex::new(run));
 }
 
+/// A resumed run (src/resume/) begins reading at `offset`: the records before it count as
+/// read by the interrupted run, and no burst of actions fires for them.
+pub fn skip_to(offset: u64) {
+    if let Some(run) = RUN.get() {
+        let mut run = lock(run);
+        run.records = offset / run.record;
+    }
+}
+
 fn lock(run: &Mutex<Run>) -> MutexGuard<'_, Run> {
     run.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -1030,6 +1030,22 @@ pub struct Args {
     #[arg(long = "sync")]
     pub sync: bool,
 
+    /// Resume an interrupted extraction into DIR from its last resume point (the default when
+    /// DIR holds one that matches the archive and options); without one, start from the
+    /// beginning. A run that cannot write resume points (standard input, -k, --backup, ...)
+    /// is refused.
+    #[arg(long = "resume", overrides_with = "no_resume")]
+    pub resume: bool,
+
+    /// Remove any resume point in DIR and write none: extract from the beginning.
+    #[arg(long = "no-resume", overrides_with = "resume")]
+    pub no_resume: bool,
+
+    /// For the test suite: SIGKILL this process at the N-th EVENT (member, published,
+    /// written, synced, renamed, stamp, final-stamp, end).
+    #[arg(long = "debug-kill-at", value_name = "EVENT:N", hide = true)]
+    pub debug_kill_at: Option<String>,
+
     /// Print the end-of-run summary as one JSON object on standard output.
     #[arg(long = "json")]
     pub json: bool,

@@ -183,6 +183,12 @@ pub struct Config {
     pub writeback: Option<u64>,
     /// The archive is read from this URL (decode/url/), with these settings.
     pub url: Option<crate::decode::url::Plan>,
+    /// `--resume`, `--no-resume`, or neither (src/resume/).
+    pub resume: crate::resume::Flag,
+    /// The digest of the options that change what lands (resume/options.rs).
+    pub resume_options: [u8; 32],
+    /// The hidden `--debug-kill-at EVENT:N` of the kill tests (resume/hook.rs).
+    pub debug_kill: Option<String>,
 }
 
 /// What to do with a member whose path exists already.
@@ -374,7 +380,7 @@ impl Config {
         let (writer_threads, writer_threads_given) = writer_threads(args.writer_threads)?;
         let stdin_taken = archive.is_none() || read_stdin;
         let url = url_plan(&args, archive.as_deref(), filter.is_some(), memory)?;
-        Ok(Config {
+        let mut cfg = Config {
             archive,
             filter,
             members,
@@ -463,7 +469,16 @@ impl Config {
             writeback: Some(parse_size(&args.writeback_every).context("--writeback-every")?)
                 .filter(|&n| n > 0),
             url,
-        })
+            resume: match (args.resume, args.no_resume) {
+                (_, true) => crate::resume::Flag::Off,
+                (true, false) => crate::resume::Flag::Resume,
+                (false, false) => crate::resume::Flag::Auto,
+            },
+            resume_options: [0; 32],
+            debug_kill: args.debug_kill_at.clone(),
+        };
+        cfg.resume_options = crate::resume::options::digest(&cfg, &args.transform);
+        Ok(cfg)
     }
 
     /// The buffer pools for a run whose zstd frames `workers` threads decode besides the

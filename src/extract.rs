@@ -22,8 +22,8 @@ use crate::plan::{Entry, Node, Op, SafePath, Sink, Stop};
 use crate::pool::{Pool, PoolBuf};
 use crate::progress::{self, Progress};
 use crate::report;
+use crate::resume::Session;
 use crate::safety::{Sanitizer, Verdict};
-use crate::select::Wanted;
 use crate::write::direct::DirectPolicy;
 use crate::write::{self, Stats};
 
@@ -55,6 +55,8 @@ pub struct Summary {
     pub direct: write::direct_policy::Plan,
     /// The download, when the archive was a URL.
     pub download: Option<DownloadSummary>,
+    /// Where the run resumed, and the resume points it wrote (src/resume/).
+    pub resume: crate::resume::Report,
 }
 
 pub fn run(cfg: &Config) -> Result<Summary> {
@@ -63,7 +65,10 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     // `--direct-io` drops the archive's pages behind the reader from the start; auto from
     // when it has decided to write direct (below).
     let drop_behind = cfg.direct_io == crate::cli::DirectIo::Always;
-    let input = crate::list::open_input(cfg, drop_behind)?;
+    // What this run does about resuming is decided before anything is opened or written.
+    let mut session = crate::resume::Session::prepare(cfg)?;
+    let input = crate::resume::open_input(cfg, &session, drop_behind)?;
+    session.opened(&input)?;
     let pools = cfg.pools(input.workers(cfg.threads))?;
     let count = pool_count(pools, input.size, input.format);
     let pool = crate::pool::allocate(pools.buf_size, count)?;
@@ -89,10 +94,11 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     let decoded = input.decode(threads)?;
     let counters = decoded.counters();
     let stream_download = decoded.download.clone();
-    let download = decoded.download;
-    let stream = Stream { reader: decoded.reader, trailer: decoded.trailer, download };
-    let (members, stats) = pipeline(cfg, stream, &pool, writers, files)?;
+
+    let stream = Stream { archive: session.reading(cfg, decoded)? };
+    let (members, stats) = pipeline(cfg, stream, &pool, writers, files, &session)?;
     progress.finish();
+    session.complete()?;
     let elapsed = start.elapsed();
     let sync = if cfg.sync { Some(sync_dest(&cfg.dest)?) } else { None };
     let decoding = counters.summary();
@@ -107,6 +113,7 @@ pub fn run(cfg: &Config) -> Result<Summary> {
         writers: writer_counts,
         direct,
         download,
+        resume: session.report(),
     })
 }
 
@@ -139,9 +146,7 @@ fn download_summary(d: Option<&decode::url::Download>) -> Option<DownloadSummary
 
 /// The decoded tar stream.
 struct Stream {
-    reader: Box<dyn Skip + Send>,
-    trailer: Option<decode::Trailer>,
-    download: Option<Arc<decode::url::Download>>,
+    archive: Reading,
 }
 
 /// Buffers worth having for an archive of `size` bytes: a small archive cannot fill a 64 MiB
@@ -181,55 +186,6 @@ impl Drop for UmaskGuard {
     }
 }
 
-/// Starts writeback while extracting: each time another `every` bytes have been written, a
-/// thread of its own calls syncfs on DIR's filesystem, so the data goes to the disk while the
-/// archive is still being decoded instead of all at the final sync (or after the run). Only
-/// that thread waits for it.
-struct Flusher {
-    stop: Option<std::sync::mpsc::Sender<()>>,
-    thread: Option<thread::JoinHandle<()>>,
-}
-
-impl Flusher {
-    fn start(dest: &std::path::Path, every: Option<u64>) -> Flusher {
-        let none = Flusher { stop: None, thread: None };
-        let Some(every) = every.filter(|&e| e > 0) else { return none };
-        let Ok(dir) = std::fs::File::open(dest) else { return none };
-        let (tx, rx) = std::sync::mpsc::channel::<()>();
-        let spawned = thread::Builder::new().name("writeback".into()).spawn(move || {
-            use std::sync::atomic::Ordering::Relaxed;
-            let mut last = progress::WRITTEN.load(Relaxed);
-            loop {
-                match rx.recv_timeout(Duration::from_millis(20)) {
-                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-                    _ => return,
-                }
-                let now = progress::WRITTEN.load(Relaxed);
-                if now.saturating_sub(last) >= every {
-                    last = now;
-                    // Safety: the fd is open for the duration of the call. Errors are the
-                    // final sync's (or the next run's) to report: this only starts writeback.
-                    unsafe { libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&dir)) };
-                }
-            }
-        });
-        match spawned {
-            Ok(t) => Flusher { stop: Some(tx), thread: Some(t) },
-            Err(_) => none,
-        }
-    }
-}
-
-impl Drop for Flusher {
-    fn drop(&mut self) {
-        drop(self.stop.take());
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// Makes everything in the destination's filesystem durable (syncfs), and says how long it took.
 fn sync_dest(dest: &std::path::Path) -> Result<Duration> {
     let t = Instant::now();
     let dir = std::fs::File::open(dest)
@@ -249,13 +205,14 @@ fn pipeline(
     pool: &Pool,
     mut writers: write::Writers,
     files: Arc<FileCount>,
+    session: &Session,
 ) -> Result<(u64, Stats)> {
-    let direct = writers.direct.policy();
+    let landing = Landing { direct: writers.direct.policy(), session };
     let Some(dest) = writers.dest.take() else {
         let mut writer = writers.workers.pop().expect("one writer");
-        return pipeline_one(cfg, input, pool, &mut *writer, files, direct);
+        return pipeline_one(cfg, input, pool, &mut *writer, files, landing);
     };
-    pipeline_many(cfg, input, pool, writers.workers, dest, files, direct)
+    pipeline_many(cfg, input, pool, writers.workers, dest, files, landing)
 }
 
 /// One writer, on this thread.
@@ -265,7 +222,7 @@ fn pipeline_one(
     pool: &Pool,
     writer: &mut dyn write::Writer,
     files: Arc<FileCount>,
-    direct: DirectPolicy,
+    landing: Landing<'_>,
 ) -> Result<(u64, Stats)> {
     let (tx, rx) = sync_channel::<Vec<Op>>(BATCH_QUEUE);
     // Behind a lock so that the input is still here when the decoder thread cannot start
@@ -281,18 +238,20 @@ fn pipeline_one(
             // The channel closes when the producer ends: the sender is moved in here.
             let tx = tx;
             let mut out = Batcher { tx: &tx, ops: Vec::with_capacity(BATCH_OPS), bytes: 0 };
-            produce(cfg, input, pool, &mut out, files, direct)
+            produce(cfg, input, pool, &mut out, files, landing)
         });
         let producer = producer?;
         // Started only now: it is optional, and must not take the thread slot the decoder
         // needs under a low `ulimit -u`.
-        let flusher = Flusher::start(&cfg.dest, cfg.writeback);
+        let flusher = landing.session.recorder();
         let written = consume(writer, rx);
         // The writer is done with the channel (finished, or failed and dropped its receiver,
         // which makes the producer's next send fail); the producer stops either way.
         let produced = producer.join().unwrap_or_else(|_| Err(anyhow!("decoder thread panicked")));
-        let finished = writer.finish();
+        // No state is written from here on: the final directory pass may stamp DIR itself,
+        // which a state's rename would move on.
         drop(flusher);
+        let finished = writer.finish();
         Ok(match (produced, written, finished) {
             (Ok(members), Ok(()), Ok(stats)) => Ok((members, stats)),
             // A write failure is the root cause when both sides failed: the producer only
@@ -306,7 +265,7 @@ fn pipeline_one(
         Ok(result) => result,
         Err(spawn) => {
             let input = input.into_inner().unwrap_or_else(|e| e.into_inner()).expect("not taken");
-            pipeline_inline(cfg, input, pool, writer, files_inline, direct, &spawn)
+            pipeline_inline(cfg, input, pool, writer, files_inline, landing, &spawn)
         }
     }
 }
@@ -321,7 +280,7 @@ fn pipeline_inline(
     pool: &Pool,
     writer: &mut dyn write::Writer,
     files: Arc<FileCount>,
-    direct: DirectPolicy,
+    landing: Landing<'_>,
     spawn: &std::io::Error,
 ) -> Result<(u64, Stats)> {
     // EAGAIN: the process limit, or no address space left for a stack (ulimit -v).
@@ -329,7 +288,7 @@ fn pipeline_inline(
         "cannot start a thread ({spawn}: ulimit -u or pids.max, or ulimit -v): decoding and \
          writing on one thread"
     ));
-    let produced = produce(cfg, input, pool, &mut Inline { writer: &mut *writer }, files, direct);
+    let produced = produce(cfg, input, pool, &mut Inline { writer: &mut *writer }, files, landing);
     let finished = writer.finish();
     match (produced, finished) {
         (Ok(members), Ok(stats)) => Ok((members, stats)),
@@ -364,7 +323,7 @@ fn pipeline_many(
     mut workers: Vec<Box<dyn write::Writer>>,
     dest: write::dest::Dest,
     files: Arc<FileCount>,
-    direct: DirectPolicy,
+    landing: Landing<'_>,
 ) -> Result<(u64, Stats)> {
     use write::multi::{Dispatch, QUEUE_BATCHES, Shared, run_worker};
     let shared = Arc::new(Shared::new(workers.len()));
@@ -408,7 +367,7 @@ fn pipeline_many(
         let producer = thread::Builder::new().spawn_scoped(s, move || {
             let input = input.lock().unwrap_or_else(|e| e.into_inner()).take().expect("input");
             let mut dispatch = cell.lock().unwrap_or_else(|e| e.into_inner());
-            let r = produce(cfg, input, pool, &mut *dispatch, files, direct);
+            let r = produce(cfg, input, pool, &mut *dispatch, files, landing);
             dispatch.close();
             r
         });
@@ -426,7 +385,7 @@ fn pipeline_many(
             }
         };
         // Optional, so started after every thread the run needs (see pipeline_one).
-        let flusher = Flusher::start(&cfg.dest, cfg.writeback);
+        let flusher = landing.session.recorder();
         let mut results = vec![run_worker(0, &mut **first, rx0, &shared)];
         for h in handles {
             results.push(h.join().unwrap_or_else(|_| Err(anyhow!("writer thread panicked"))));
@@ -437,7 +396,7 @@ fn pipeline_many(
     });
     let Some((produced, mut results)) = scoped else {
         let input = input.into_inner().unwrap_or_else(|e| e.into_inner()).expect("not consumed");
-        return pipeline_one(cfg, input, pool, &mut **first, files_for_one, direct);
+        return pipeline_one(cfg, input, pool, &mut **first, files_for_one, landing);
     };
     // Every worker has landed its files: stamp the directories the archive left last.
     let mut dispatch = dispatch_cell.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -508,6 +467,14 @@ fn consume(writer: &mut dyn write::Writer, rx: Receiver<Vec<Op>>) -> Result<()> 
 /// Marks a send to a writer that has stopped: the writer's own error explains why.
 struct WriterGone;
 
+/// What every stage of the pipeline hands on to the member loop: which files go direct, and
+/// the resume session that takes points between members.
+#[derive(Clone, Copy)]
+struct Landing<'s> {
+    direct: DirectPolicy,
+    session: &'s Session,
+}
+
 /// Reads members, judges their paths and sends the ops. Returns the number of members.
 fn produce(
     cfg: &Config,
@@ -515,11 +482,10 @@ fn produce(
     pool: &Pool,
     out: &mut dyn Sink,
     files: Arc<FileCount>,
-    direct: DirectPolicy,
+    landing: Landing<'_>,
 ) -> Result<u64> {
-    let Stream { reader: input, trailer, download } = input;
-    let mut archive = Reading::new(cfg, input, trailer, Wanted::new(cfg)?);
-    archive.download = download;
+    let Landing { direct, session } = landing;
+    let Stream { mut archive } = input;
     let mut sanitizer = Sanitizer::new(cfg.strip_components, cfg.one_top_level.as_deref());
     let mut renames = crate::incremental::RenameBudget::default();
     let mut admission = Admission::new(cfg.snapshot, cfg.limits.clone(), files);
@@ -531,6 +497,22 @@ fn produce(
     let mut lines = crate::list::Lines::new(cfg, cfg.verbose > 1);
     let mut confirm = cfg.interactive.then(|| Confirm::new(cfg.stdin_taken, false));
     let mut members = 0;
+    let mut probes = crate::resume::Probes::default();
+    let keep_probes = session.keeps_probes();
+    if let Some((counts, n)) = session.resumed_counts() {
+        admission.restore(counts.bytes, counts.files);
+        members = n;
+    }
+    // A resumed run: the directories still waiting for their metadata at the resume point
+    // wait again, before any member.
+    if let Some(carried) = session.carried_dirs()
+        && let Err(e) = out.push(Op::Restore(Box::new(carried)))
+    {
+        return match e {
+            Stop::Gone => Ok(members),
+            Stop::Fatal(e) => Err(e),
+        };
+    }
     loop {
         let next = archive.next_member();
         // -R's lines for zero blocks; a failed write is said at the end (report.rs).
@@ -544,6 +526,16 @@ fn produce(
                 return Err(e);
             }
         };
+        // A resume point before this member, when the recorder asked for one.
+        if let Some(mark) =
+            session.mark(&archive.reader, &member, members, archive.wanted(), &admission, &probes)
+            && let Err(e) = out.push(Op::Mark(mark))
+        {
+            return match e {
+                Stop::Gone => Ok(members),
+                Stop::Fatal(e) => Err(e),
+            };
+        }
         members += 1;
         progress::member_seen();
         if !archive.wants(&mut member) {
@@ -563,13 +555,15 @@ fn produce(
             packer: &mut packer,
             confirm: &mut confirm,
             out: &mut *out,
+            session,
+            probes: keep_probes.then_some(&mut probes),
         };
         let says_renaming = cfg.verbose > 0 && cfg.backup.is_some();
         match stage.member(member).and_then(|()| match says_renaming {
             true => stage.landed(),
             false => Ok(()),
         }) {
-            Ok(()) => {}
+            Ok(()) => crate::resume::hook::at(crate::resume::hook::Event::Member),
             Err(MemberError::Gone(WriterGone)) => return Ok(members),
             Err(MemberError::Fatal(e)) => {
                 let _ = out.flush();
@@ -881,6 +875,10 @@ struct Stage<'a, 'b, R: Skip> {
     /// `-w`: the questions asked before each member.
     confirm: &'a mut Option<Confirm>,
     out: &'a mut (dyn Sink + 'b),
+    /// Resume points (src/resume/): the state file's own name is not overwritten.
+    session: &'a Session,
+    /// The files resume points name as probes (None: no points this run).
+    probes: Option<&'a mut crate::resume::Probes>,
 }
 
 impl<R: Skip> Stage<'_, '_, R> {
@@ -943,6 +941,8 @@ impl<R: Skip> Stage<'_, '_, R> {
         let Some(path) = judge(cfg, self.sanitizer, self.admission, &m, &name)? else {
             return Ok(());
         };
+        // A member named like the state file: no more resume points, and the state goes first.
+        self.session.retire_if_ours(&path);
         if let Some(confirm) = self.confirm.as_mut()
             && !confirm.ask("extract", &crate::confirm::asked_name(cfg, &m.name, &path))?
         {
@@ -1041,6 +1041,9 @@ impl<R: Skip> Stage<'_, '_, R> {
     /// A regular file: the File op, its data in pool buffers, End.
     fn file(&mut self, entry: Entry, m: &Member) -> Result<(), MemberError> {
         let name = entry.name.clone();
+        if let Some(p) = self.probes.as_deref_mut() {
+            p.note(&entry.path);
+        }
         self.send(Op::File { entry, size: m.size, sparse: m.sparse.is_some() })?;
         let small = m.sparse.is_none() && m.size <= (self.pool.buf_size() / PACK_FRACTION) as u64;
         if small {

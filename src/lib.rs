@@ -27,6 +27,7 @@ pub mod progress;
 pub mod quoting;
 pub mod report;
 pub mod resources;
+pub mod resume;
 pub mod safety;
 pub mod select;
 pub mod to_stdout;

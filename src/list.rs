@@ -37,6 +37,8 @@ pub struct Reading {
     label: Option<String>,
     /// The download the archive comes from (a URL): `finish` completes it.
     pub download: Option<Arc<decode::url::Download>>,
+    /// A member read and given back (`unread`): the next one `next_member` returns.
+    unread: Option<Member>,
 }
 
 /// Opens the archive and starts its decoder for a stage that only reads it.
@@ -77,7 +79,30 @@ impl Reading {
         trailer: Option<decode::Trailer>,
         wanted: Wanted,
     ) -> Reading {
-        let mut reader = Reader::new(input);
+        Reading::with_reader(cfg, Reader::new(input), trailer, wanted)
+    }
+
+    /// A resumed run's archive (src/resume/): `reader` begins at the resume point. The
+    /// volume label was checked by the interrupted run, and `--checkpoint` counts from there.
+    pub fn resumed(
+        cfg: &Config,
+        reader: Reader<Box<dyn Skip + Send>>,
+        trailer: Option<decode::Trailer>,
+        wanted: Wanted,
+    ) -> Reading {
+        let at = reader.offset();
+        let mut r = Reading::with_reader(cfg, reader, trailer, wanted);
+        r.label = None;
+        crate::checkpoint::skip_to(at);
+        r
+    }
+
+    fn with_reader(
+        cfg: &Config,
+        mut reader: Reader<Box<dyn Skip + Send>>,
+        trailer: Option<decode::Trailer>,
+        wanted: Wanted,
+    ) -> Reading {
         reader.ignore_zeros(cfg.ignore_zeros);
         reader.block_numbers(cfg.block_number);
         reader.pax_delete(cfg.pax_delete.clone());
@@ -101,12 +126,27 @@ impl Reading {
             show_omitted_dirs,
             label,
             download: None,
+            unread: None,
         }
+    }
+
+    /// Gives `m`, just read, back: `next_member` returns it again (a resumed run reads the
+    /// member at its resume point to check it before anything is written).
+    pub fn unread(&mut self, m: Member) {
+        self.unread = Some(m);
+    }
+
+    /// Which members are wanted (for a resume point's counts).
+    pub fn wanted(&self) -> &Wanted {
+        &self.wanted
     }
 
     /// The next member; at the end of the archive its size is noted for `--totals`. The
     /// records read count for `--checkpoint`.
     pub fn next_member(&mut self) -> Result<Option<Member>> {
+        if let Some(m) = self.unread.take() {
+            return Ok(Some(m));
+        }
         let m = if self.ended_early {
             None
         } else {

@@ -208,6 +208,9 @@ fn line(s: &Summary, verbose: bool) -> String {
     if skipped > 0 {
         out += &format!("; {skipped} skipped");
     }
+    if let Some(r) = &s.resume.resumed {
+        out += &format!("; {}", r.describe());
+    }
     if verbose {
         out += &format!("; {}", s.direct.describe());
     }
@@ -232,6 +235,20 @@ fn json(s: &Summary, code: ExitCode) -> String {
             d.refetched
         ),
     };
+    let resumed = match &s.resume.resumed {
+        None => "null".to_string(),
+        Some(r) => format!(
+            concat!(
+                "{{\"member\":{},\"tar_offset\":{},\"archive_offset\":{},",
+                "\"skipped_percent\":{:.3},\"mode\":\"{}\"}}"
+            ),
+            r.member,
+            r.tar,
+            r.archive,
+            r.skipped_percent(),
+            if r.from_start { "reread" } else { "seek" }
+        ),
+    };
     let st = &s.stats;
     let secs = s.elapsed.as_secs_f64();
     let sync = s.sync.map_or("null".to_string(), |d| format!("{:.6}", d.as_secs_f64()));
@@ -243,7 +260,7 @@ fn json(s: &Summary, code: ExitCode) -> String {
             "\"frames_in_place\":{},\"frame_bytes_handed\":{},\"frame_bytes_copied\":{},",
             "\"pool_bytes\":{},\"frame_pool_bytes\":{},",
             "\"writer_threads\":{},\"uring_writers\":{},\"direct_io\":{},",
-            "{}\"skipped\":{},\"exit_code\":{}}}"
+            "{}\"resumed\":{},\"resume_points\":{},\"skipped\":{},\"exit_code\":{}}}"
         ),
         s.members,
         st.files,
@@ -267,6 +284,8 @@ fn json(s: &Summary, code: ExitCode) -> String {
         s.writers.1,
         s.direct.json(),
         download,
+        resumed,
+        s.resume.points,
         report::skipped_count(),
         code as i32
     )

@@ -166,6 +166,13 @@ pub enum Op {
     /// it after each member, so the writer's `Renaming` line comes right after the member's
     /// name and before the next one's, as in GNU tar, with any number of writers.
     Barrier(std::sync::mpsc::SyncSender<()>),
+    /// A resume point before the next member (src/resume/): whoever applies directory
+    /// metadata fills in the directories still waiting, and publishes the point once every
+    /// member before it has landed.
+    Mark(Box<crate::resume::Mark>),
+    /// A resumed run's first op: the directories whose metadata was still to be applied at
+    /// the resume point (`Dest::restore_carried`), and whether directories are delayed.
+    Restore(Box<(bool, Vec<crate::resume::state::CarriedDir>)>),
 }
 
 /// A directory's names as an incremental archive (`tar -g`) lists them, checked and made
@@ -212,7 +219,7 @@ impl Op {
             Op::File { entry, .. } | Op::Symlink { entry, .. } | Op::Hardlink { entry, .. } => {
                 Some(entry)
             }
-            Op::Data { .. } | Op::End | Op::Barrier(_) => None,
+            Op::Data { .. } | Op::End | Op::Barrier(_) | Op::Mark(_) | Op::Restore(_) => None,
         }
     }
 

@@ -44,6 +44,12 @@ pub fn failed(name: &str, msg: impl std::fmt::Display) {
     diagnostic(&format!("fastuntar: {name}: {msg}"));
 }
 
+/// Members a resumed run's interrupted run reported skipped before its resume point: counted
+/// as this run's own (the exit status is 2 if any), without their lines again.
+pub fn carry_skipped(n: u64) {
+    SKIPPED.fetch_add(n, Ordering::Relaxed);
+}
+
 pub fn failed_count() -> u64 {
     FAILED.load(Ordering::Relaxed)
 }

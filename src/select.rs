@@ -187,6 +187,28 @@ impl Select {
         self.occurrence == 0 || op.found == self.occurrence
     }
 
+    /// What a resume point carries of the selection (src/resume/): whether `-K` has not yet
+    /// selected a member, and each operand's count, in command-line order.
+    pub fn export(&self) -> (bool, Vec<u64>) {
+        (self.starting, self.operands.iter().map(|o| o.found).collect())
+    }
+
+    /// The counts a resume point carried (`export`); false when they cannot be this
+    /// selection's (another number of operands), and nothing is changed then.
+    pub fn restore(&mut self, starting: bool, found: &[u64]) -> bool {
+        if found.len() != self.operands.len() || (starting && !self.starting) {
+            return false;
+        }
+        self.starting = starting;
+        for (o, &f) in self.operands.iter_mut().zip(found) {
+            o.found = f;
+        }
+        let enough = self.occurrence.max(1);
+        self.remaining =
+            self.operands.iter().filter(|o| !o.text.is_empty() && o.found < enough).count();
+        true
+    }
+
     /// Whether the operand was counted often enough (GNU tar's WASFOUND); an empty one is
     /// never reported.
     fn was_found(&self, o: &Operand) -> bool {
@@ -267,11 +289,42 @@ impl Wanted {
     pub fn report_not_found(&self, utf8: bool) {
         self.select.report_not_found(utf8);
     }
+
+    /// The selection's counts, for a resume point (`Select::export`).
+    pub fn export(&self) -> (bool, Vec<u64>) {
+        self.select.export()
+    }
+
+    /// The counts a resume point carried (`Select::restore`).
+    pub fn restore(&mut self, starting: bool, found: &[u64]) -> bool {
+        self.select.restore(starting, found)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A resumed run goes on with the counts of the run it resumes: what was found before the
+    /// resume point is not reported missing, what was not still is.
+    #[test]
+    fn counts_carry_over_a_resume() {
+        let mut first = select(&["a", "b", "c"], false);
+        assert!(first.selects(b"a/x"));
+        assert!(first.selects(b"c"));
+        let (starting, found) = first.export();
+        assert_eq!(found, [1, 0, 1]);
+        let mut resumed = select(&["a", "b", "c"], false);
+        assert!(resumed.restore(starting, &found));
+        let missing: Vec<&[u8]> = resumed.not_found().collect();
+        assert_eq!(missing, [&b"b"[..]]);
+        assert!(resumed.selects(b"b"));
+        assert_eq!(resumed.not_found().count(), 0);
+        // Counts of another selection are refused, and change nothing.
+        let mut other = select(&["a", "b"], false);
+        assert!(!other.restore(false, &found));
+        assert_eq!(other.not_found().count(), 2);
+    }
 
     fn select(operands: &[&str], wildcards: bool) -> Select {
         let ops: Vec<Given> =

@@ -19,6 +19,7 @@ mod suite {
     mod ordering;
     mod races;
     mod regressions;
+    mod resume;
     mod robustness;
     mod sample;
     mod selection;

@@ -7,9 +7,11 @@ mod format;
 mod pax;
 mod reader;
 mod sparse;
+mod units;
 mod xattr;
 
 pub use reader::{DataAhead, Reader};
+pub use units::{UnitStart, Units};
 
 /// Whether a PAX keyword matches a `--pax-option delete=` pattern.
 pub fn pax_deleted(pattern: &std::ffi::CStr, keyword: &str) -> bool {
@@ -43,6 +45,15 @@ pub trait Skip: std::io::Read {
     fn lend(&mut self, _n: usize) -> std::io::Result<crate::pool::PoolBuf> {
         Err(std::io::Error::other("this stream has no buffers to hand on"))
     }
+
+    /// Where decoding could begin again to reach decoded offset `t`: the start of the last
+    /// independent unit of the input at or before it (a zstd frame; any offset of a plain
+    /// tar). The default is the start of the stream, which every decoder can begin at (a
+    /// single gzip stream is decoded again from there); None when the unit holding `t` is no
+    /// longer known (src/resume/ takes no resume point there).
+    fn unit_at_or_before(&self, _t: u64) -> Option<UnitStart> {
+        Some(UnitStart::START)
+    }
 }
 
 impl<S: Skip + ?Sized> Skip for Box<S> {
@@ -56,6 +67,10 @@ impl<S: Skip + ?Sized> Skip for Box<S> {
 
     fn lend(&mut self, n: usize) -> std::io::Result<crate::pool::PoolBuf> {
         (**self).lend(n)
+    }
+
+    fn unit_at_or_before(&self, t: u64) -> Option<UnitStart> {
+        (**self).unit_at_or_before(t)
     }
 }
 

@@ -319,6 +319,34 @@ impl<R: Skip> Reader<R> {
         }
     }
 
+    /// A reader that begins at member boundary `at` of the archive (a resumed run,
+    /// src/resume/), on `inner`, which yields the decoded stream from offset `from` (the start
+    /// of the input unit holding `at`): the `at - from` bytes before it are passed over.
+    /// Offsets in messages and members stay the archive's own. The caller has checked that
+    /// nothing was carried across `at` (`carries_nothing` held there).
+    pub fn resume(inner: R, at: u64, from: u64) -> Result<Self> {
+        let mut r = Reader::new(inner);
+        r.pos = from;
+        let gap = at.checked_sub(from).filter(|_| at.is_multiple_of(BLOCK as u64));
+        let Some(gap) = gap else {
+            bail!("resume point {at} is not a block boundary after {from}")
+        };
+        r.skip(gap).map_err(|e| anyhow!("archive offset {from}: {}", io_what(&e)))?;
+        Ok(r)
+    }
+
+    /// Where decoding could begin again to reach decoded offset `t` (`Skip::unit_at_or_before`).
+    pub fn unit_at_or_before(&self, t: u64) -> Option<super::UnitStart> {
+        self.inner.unit_at_or_before(t)
+    }
+
+    /// Whether nothing read so far reaches past the member boundary it is at: no PAX global
+    /// (`g`) value and no volume label, which apply to every member after them. A resumed run
+    /// starts a fresh reader, so it begins only where this held.
+    pub fn carries_nothing(&self) -> bool {
+        self.global == Overrides::default() && self.volume_label.is_none()
+    }
+
     /// `-R`: note the zero blocks and the end of the input as they are met (`take_ends`).
     pub fn block_numbers(&mut self, on: bool) {
         self.block_numbers = on;
@@ -1532,6 +1560,29 @@ mod tests {
         assert_eq!(t(&got[3]), (1_700_000_000, 123_456_789, 8, 0o1751));
         assert_eq!(got[3].contents(), b"xyz");
         assert_eq!(got[3].m.offset, got[2].m.offset + 512);
+    }
+
+    /// A resumed run's reader begins at a member boundary, from an earlier unit's start, with
+    /// the archive's own offsets; a PAX global value or a volume label is carried across every
+    /// boundary after it, so none of those may be resumed at.
+    #[test]
+    fn resumed_at_a_member_boundary() {
+        let ar = Ar::new().file("a", b"one").file("b", &[7; 700]).file("c", b"three").end();
+        let plain = read_ok(&ar);
+        let c = plain[2].m.offset;
+        for from in [0, plain[1].m.offset, c] {
+            let mut r = Reader::resume(&ar[from as usize..], c, from).unwrap();
+            let m = r.next_member().unwrap().unwrap();
+            assert_eq!((m.name.as_slice(), m.offset), (&b"c"[..], c), "from {from}");
+            assert!(r.carries_nothing());
+        }
+        assert!(Reader::resume(&ar[..], c + 1, 0).is_err(), "not a block boundary");
+        assert!(Reader::resume(&ar[..], 512, 1024).is_err(), "before its unit");
+        assert!(Reader::resume(&ar[..], 100 * 512, 0).is_err(), "past the end");
+        let global = Ar::new().start().pax(b'g', &[("uid", b"8")]).file("a", b"").end();
+        let mut r = Reader::new(&global[..]);
+        r.next_member().unwrap();
+        assert!(!r.carries_nothing());
     }
 
     #[test]

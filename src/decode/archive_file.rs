@@ -125,6 +125,13 @@ impl ArchiveFile {
         }
     }
 
+    /// Reads from `pos` on (a resumed run opens the archive at a frame's 4096-aligned page:
+    /// direct reads need an aligned offset). Only before the first read.
+    pub fn seek_to(&mut self, pos: u64) {
+        self.pos = pos;
+        self.dropped = pos;
+    }
+
     /// The handle that decides between direct and buffered reads.
     pub fn direct(&self) -> Arc<Direct> {
         self.direct.clone()

@@ -125,12 +125,19 @@ pub struct Walker {
 
 impl Walker {
     pub fn new(max_window: u64) -> Walker {
+        Walker::at(max_window, 0)
+    }
+
+    /// A walker whose first byte fed is at `offset` of the stream, a frame's start (a resumed
+    /// run reads the archive from there: src/resume/), so its events and errors name the
+    /// archive's own offsets.
+    pub fn at(max_window: u64, offset: u64) -> Walker {
         Walker {
             state: State::Magic,
             carry: [0; MAX_HEADER],
             carry_len: 0,
-            offset: 0,
-            started: 0,
+            offset,
+            started: offset,
             max_window,
             checksum_pending: false,
         }

@@ -80,6 +80,9 @@ fn read_word<R: Read>(r: &mut R) -> io::Result<Option<[u8; 4]>> {
     Ok(Some(w))
 }
 
+/// Decoded again from the start when a run resumes (the default unit).
+impl<R: Read> crate::archive::Skip for Lz4Frames<R> {}
+
 impl<R: Read> Read for Lz4Frames<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {

@@ -58,6 +58,10 @@ impl<R: Read, F: Format<R>> Members<R, F> {
     }
 }
 
+/// Decoded again from the start when a run resumes (the default unit): gzip members, bzip2
+/// and xz streams could each be a unit, not done yet.
+impl<R: Read, F: Format<R>> crate::archive::Skip for Members<R, F> {}
+
 impl<R: Read, F: Format<R>> Read for Members<R, F> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {

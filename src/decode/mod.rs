@@ -11,6 +11,7 @@ pub mod parallel;
 mod source;
 pub mod url;
 mod xz;
+mod zstd_stream;
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -25,7 +26,7 @@ use filter::Filter;
 use parallel::{DecodeStats, ParallelZstd};
 use source::{Budget, Source};
 
-use crate::archive::Skip;
+use crate::archive::{Skip, UnitStart};
 use crate::config::Pools;
 use crate::pool::Pool;
 
@@ -210,6 +211,62 @@ pub struct Input {
     filtered: bool,
     /// Read from a URL (url/): its counters, and its end to check once the run went well.
     pub download: Option<Arc<url::Download>>,
+    /// Where the input begins in the archive (a resumed run: `open_file_at`): a unit's start.
+    start: UnitStart,
+    /// What identifies a regular archive file (None for anything else).
+    pub file: Option<FileId>,
+}
+
+/// What identifies a regular archive file between two runs (src/resume/): not its path (a
+/// moved archive is the same) and not `st_dev` (device numbers may change across a reboot),
+/// but the filesystem's id (statvfs `f_fsid`, from the filesystem's UUID on ext4 and btrfs),
+/// the inode, the size and the mtime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileId {
+    pub fsid: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime_ns: i128,
+}
+
+impl FileId {
+    pub fn of(f: &File) -> io::Result<FileId> {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::MetadataExt;
+        let m = f.metadata()?;
+        // Safety: an open fd and a zeroed statvfs the call fills.
+        let mut vfs: libc::statvfs = unsafe { std::mem::zeroed() };
+        // Safety: as above.
+        if unsafe { libc::fstatvfs(f.as_raw_fd(), &mut vfs) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(FileId {
+            fsid: vfs.f_fsid as u64,
+            ino: m.ino(),
+            size: m.len(),
+            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+        })
+    }
+}
+
+/// Where a resumed run reads the archive again (src/resume/): the unit's start, in the format
+/// the first run found (the bytes there are a frame or a tar header: not sniffed again).
+#[derive(Clone, Copy, Debug)]
+pub struct Reopen {
+    pub format: Format,
+    pub unit: UnitStart,
+}
+
+/// Drops a regular archive file's consumed pages from the page cache once told to
+/// (`Input::dropper`).
+pub struct Dropper(Option<Arc<Direct>>);
+
+impl Dropper {
+    pub fn drop_behind(&self) {
+        if let Some(d) = &self.0 {
+            d.drop_behind();
+        }
+    }
 }
 
 /// How many threads may decode, and where decoded frames wait (multi-frame zstd) or how much
@@ -317,9 +374,18 @@ impl Input {
     /// Drops consumed archive pages from the page cache from here on (a regular file only):
     /// for when the writer decided, after the archive was opened, to write direct.
     pub fn drop_behind(&self) {
-        if let Some(d) = &self.direct {
-            d.drop_behind();
-        }
+        self.dropper().drop_behind();
+    }
+
+    /// `drop_behind`, for after the decoder has started.
+    pub fn dropper(&self) -> Dropper {
+        Dropper(self.direct.clone())
+    }
+
+    /// Read through a program (`-I PROG`, an lzip or lzop archive): its output cannot be
+    /// begun again in the middle.
+    pub fn filtered(&self) -> bool {
+        self.filtered
     }
 
     /// Decoder workers `decode` would start with `threads` threads: all but the reader for
@@ -349,8 +415,17 @@ impl Input {
     /// frame-parallel one (`parallel.rs`), which reads a single-frame stream as the streaming
     /// decoder does.
     pub fn decode(self, threads: Threads) -> Result<Decoded> {
-        let Input { format, source, trailer, max_window_log, direct, filtered, download, .. } =
-            self;
+        let Input {
+            format,
+            source,
+            trailer,
+            max_window_log,
+            direct,
+            filtered,
+            download,
+            start,
+            ..
+        } = self;
         let trailer = (format != Format::Plain || filtered).then_some(trailer);
         let mut decoded =
             Decoded { reader: Box::new(io::empty()), trailer, threads: 1, stats: None, download };
@@ -379,6 +454,7 @@ impl Input {
                         Some(_) => parallel::PIECE_FILE,
                         None => parallel::PIECE_STREAM,
                     },
+                    start,
                 };
                 let stats = Arc::new(DecodeStats::default());
                 let d = ParallelZstd::new(Box::new(source), opts, pool, stats.clone())
@@ -388,9 +464,8 @@ impl Input {
                 Box::new(d)
             }
             (Format::Zstd, None) => {
-                let mut d = zstd::stream::read::Decoder::with_buffer(source)
+                let d = zstd_stream::ZstdStream::new(source, max_window_log, start)
                     .context("cannot start the zstd decoder")?;
-                d.window_log_max(max_window_log).context("cannot set the zstd window limit")?;
                 Box::new(Named { inner: d, what: "zstd" })
             }
             (Format::Gzip, _) => {
@@ -443,6 +518,7 @@ fn open_as(
     drop_behind: bool,
 ) -> Result<Input> {
     let mut direct = None;
+    let mut id = None;
     let (raw, size): (Box<dyn Read + Send>, Option<u64>) = match (filter, path) {
         (Some(words), _) => (Box::new(Filter::spawn(words, path)?), None),
         (None, None) => (Box::new(io::stdin()), None),
@@ -454,6 +530,7 @@ fn open_as(
             }
             let size = meta.is_file().then_some(meta.len());
             if meta.is_file() {
+                id = Some(FileId::of(&f).with_context(|| format!("{}: cannot stat", p.display()))?);
                 let file = ArchiveFile::new(f, p, drop_behind);
                 direct = Some(file.direct());
                 (Box::new(file), size)
@@ -464,7 +541,46 @@ fn open_as(
         }
     };
     let filtered = filter.is_some();
-    sourced(raw, size, max_window_log, direct, filtered, None)
+    let mut input = sourced(raw, size, max_window_log, direct, filtered, None, None)?;
+    input.file = id;
+    Ok(input)
+}
+
+/// A resumed run (src/resume/): the regular archive file `path` opened at `at.unit`, read
+/// from its 4096-aligned page (direct reads need one) with the bytes before the unit passed
+/// over. The file is checked by the caller (`Input::file`) before anything is decoded.
+pub fn open_file_at(
+    path: &Path,
+    max_window_log: u32,
+    drop_behind: bool,
+    at: Reopen,
+) -> Result<Input> {
+    let f = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+    let id = FileId::of(&f).with_context(|| format!("{}: cannot stat", path.display()))?;
+    let page =
+        at.unit.compressed / archive_file::DIRECT_ALIGN as u64 * archive_file::DIRECT_ALIGN as u64;
+    let mut file = ArchiveFile::new(f, path, drop_behind);
+    file.seek_to(page);
+    let direct = Some(file.direct());
+    let mut input =
+        sourced(Box::new(file), Some(id.size), max_window_log, direct, false, None, Some(at))?;
+    input.file = Some(id);
+    Ok(input)
+}
+
+/// A resumed run's download (src/resume/): `plan.url` from `at.unit`'s first byte, of the
+/// version `expect` (a changed archive fails here, before anything is read).
+pub fn open_url_at(
+    plan: &url::Plan,
+    max_window_log: u32,
+    at: Reopen,
+    expect: url::Identity,
+) -> Result<Input> {
+    let start = url::Start { from: at.unit.compressed, expect: Some(expect) };
+    let download = Arc::new(url::open(plan, start)?);
+    let size = download.identity().length;
+    let raw: Box<dyn Read + Send> = Box::new(download.reader());
+    sourced(raw, size, max_window_log, None, false, Some(download), Some(at))
 }
 
 /// Opens the archive at `plan.url` (url/): the first answer gives its length, then its bytes
@@ -474,9 +590,12 @@ pub fn open_url(plan: &url::Plan, max_window_log: u32) -> Result<Input> {
     let download = Arc::new(url::open(plan, url::Start::default())?);
     let size = download.identity().length;
     let raw: Box<dyn Read + Send> = Box::new(download.reader());
-    sourced(raw, size, max_window_log, None, false, Some(download))
+    sourced(raw, size, max_window_log, None, false, Some(download), None)
 }
 
+/// `raw` under the Source the decoders read, its format found (or, `at`, known: a resumed
+/// run's input begins at `at.unit`, inside the archive, after the bytes of the page it was
+/// read from, `raw`'s first, are passed over).
 fn sourced(
     raw: Box<dyn Read + Send>,
     size: Option<u64>,
@@ -484,12 +603,31 @@ fn sourced(
     direct: Option<Arc<Direct>>,
     filtered: bool,
     download: Option<Arc<url::Download>>,
+    at: Option<Reopen>,
 ) -> Result<Input> {
-    let consumed = Arc::new(AtomicU64::new(0));
+    let from = at.map_or(0, |at| at.unit.compressed);
+    // Progress counts the archive's bytes from its start, the resumed part as read.
+    let page = if download.is_some() {
+        from
+    } else {
+        from / archive_file::DIRECT_ALIGN as u64 * archive_file::DIRECT_ALIGN as u64
+    };
+    let consumed = Arc::new(AtomicU64::new(page));
     let counted = Counted { inner: raw, count: consumed.clone() };
     let mut source = Source::with_capacity(INPUT_BUF, counted);
     let trailer = Trailer(source.budget());
-    let format = sniff(&mut source).context("cannot read the archive")?;
+    let format = match at {
+        None => sniff(&mut source).context("cannot read the archive")?,
+        Some(at) => {
+            let before = from - page;
+            let passed = io::copy(&mut (&mut source).take(before), &mut io::sink())
+                .context("cannot read the archive")?;
+            if passed != before {
+                bail!("the archive ends before byte {from}, where the resume point is");
+            }
+            at.format
+        }
+    };
     Ok(Input {
         format,
         size,
@@ -500,6 +638,8 @@ fn sourced(
         direct,
         filtered,
         download,
+        start: at.map_or(UnitStart::START, |at| at.unit),
+        file: None,
     })
 }
 
@@ -527,7 +667,15 @@ struct Named<R> {
     what: &'static str,
 }
 
-impl<R: Read> Skip for Named<R> {}
+impl<R: Skip> Skip for Named<R> {
+    fn skip_in_place(&mut self, n: u64) -> io::Result<u64> {
+        self.inner.skip_in_place(n)
+    }
+
+    fn unit_at_or_before(&self, t: u64) -> Option<UnitStart> {
+        self.inner.unit_at_or_before(t)
+    }
+}
 
 impl<R: Read> Read for Named<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
@@ -629,6 +777,59 @@ mod tests {
                 assert!(r.is_ok() && got == want, "{ctx}, {threads} threads: {r:?}");
             }
         }
+    }
+
+    /// A resumed run opens the archive file at a unit's start (src/resume/): the frames from
+    /// there decode to the rest of the stream, numbered and placed as in the whole archive,
+    /// with one decoder thread or several; a plain archive from any byte.
+    #[test]
+    fn opened_again_at_a_unit() {
+        let parts: Vec<Vec<u8>> =
+            (0..12).map(|i| (0..40_000).map(|j| (j * 13 + i * 5) as u8).collect()).collect();
+        let mut archive = Vec::new();
+        for p in &parts {
+            archive.extend(zstd::bulk::compress(p, 3).unwrap());
+        }
+        let want = parts.concat();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.tar.zst");
+        std::fs::write(&path, &archive).unwrap();
+        let pools = Pools { buf_size: 1 << 20, files: 4, frames: 8 };
+        for threads in [1, 2] {
+            let input = open(Some(&path), None, 27, false).unwrap();
+            let mut d = input.decode(Threads::new(threads, pools, true).unwrap()).unwrap().reader;
+            let mut got = Vec::new();
+            d.read_to_end(&mut got).unwrap();
+            assert_eq!(got, want);
+            for t in [0u64, 39_999, 40_000, 200_123, 479_999] {
+                let unit = d.unit_at_or_before(t).unwrap();
+                // Each frame with one thread; with several, each job (small frames share one).
+                assert!(unit.decoded <= t && unit.decoded == unit.index * 40_000, "{t}: {unit:?}");
+                assert!(threads > 1 || unit.index == t / 40_000, "{t}: {unit:?}");
+                let at = Reopen { format: Format::Zstd, unit };
+                let input = open_file_at(&path, 27, false, at).unwrap();
+                let mut again =
+                    input.decode(Threads::new(threads, pools, true).unwrap()).unwrap().reader;
+                let mut rest = Vec::new();
+                again.read_to_end(&mut rest).unwrap();
+                assert!(rest == want[unit.decoded as usize..], "threads {threads}, offset {t}");
+                assert_eq!(again.unit_at_or_before(unit.decoded), Some(unit));
+            }
+        }
+        // A plain archive: any byte.
+        let plain = dir.path().join("a.tar");
+        std::fs::write(&plain, &want).unwrap();
+        let unit = UnitStart { index: 0, compressed: 123_456, decoded: 123_456 };
+        let input =
+            open_file_at(&plain, 27, false, Reopen { format: Format::Plain, unit }).unwrap();
+        let mut rest = Vec::new();
+        input
+            .decode(Threads::new(1, pools, true).unwrap())
+            .unwrap()
+            .reader
+            .read_to_end(&mut rest)
+            .unwrap();
+        assert!(rest == want[123_456..]);
     }
 
     #[test]

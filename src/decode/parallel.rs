@@ -47,7 +47,7 @@ use zstd::zstd_safe::{DCtx, DParameter, InBuffer, OutBuffer, ResetDirective, get
 
 use super::archive_file::AlignedBuf;
 use super::frames::{Carried, Event, FrameHeader, Walker};
-use crate::archive::{Ahead, Lendable, Skip};
+use crate::archive::{Ahead, Lendable, Skip, UnitStart, Units};
 use crate::pool::{Pool, PoolBuf, Run};
 
 /// Compressed bytes read at a time by the splitter from a regular file, which it reads with
@@ -130,6 +130,9 @@ pub struct Options {
     pub input_budget: usize,
     /// Compressed bytes read at a time (PIECE_FILE or PIECE_STREAM).
     pub piece: usize,
+    /// Where the input begins: a frame's start and its place in the archive (a resumed run,
+    /// src/resume/), so frames are numbered and placed as in the whole archive.
+    pub start: UnitStart,
 }
 
 /// A frame's place in the stream, for messages: its number and where its magic number is.
@@ -449,6 +452,11 @@ pub struct ParallelZstd {
     lending: bool,
     /// The stream's sticky error.
     error: Option<(io::ErrorKind, String)>,
+    /// Decoded bytes handed out (read or passed over), from `Options::start`'s.
+    delivered: u64,
+    /// Where the last jobs began: each job starts at a frame, so decoding can begin again
+    /// there (`Skip::unit_at_or_before`).
+    units: Units,
 }
 
 enum Current {
@@ -532,6 +540,7 @@ impl ParallelZstd {
         std::thread::Builder::new()
             .name("zstd-split".into())
             .spawn(move || Splitter::new(&s).run(input, max_window))?;
+        let delivered = shared.opts.start.decoded;
         let mut dctx = DCtx::try_create().ok_or_else(|| {
             shared.cancel();
             io::Error::new(io::ErrorKind::OutOfMemory, "cannot allocate a zstd decoder")
@@ -546,6 +555,8 @@ impl ParallelZstd {
             pool: pool.clone(),
             lending: false,
             error: None,
+            delivered,
+            units: Units::default(),
         };
         // A user at RLIMIT_NPROC may get fewer workers than asked for: the reader decodes
         // what they do not.
@@ -581,6 +592,9 @@ impl ParallelZstd {
                 st.head = e.seq;
                 let lending = st.lending;
                 drop(st);
+                // Every job before it was delivered whole: it begins at `delivered`.
+                let (index, compressed) = (e.first.index, e.first.offset);
+                self.units.entered(UnitStart { index, compressed, decoded: self.delivered });
                 // Workers look past the new head, and the splitter may queue another job; a
                 // worker waiting for a run of buffers for this job streams it instead.
                 self.shared.changed.notify_all();
@@ -717,6 +731,7 @@ impl Read for ParallelZstd {
                 }
             };
             if n > 0 {
+                self.delivered += n as u64;
                 return Ok(n);
             }
         }
@@ -736,7 +751,10 @@ impl Skip for ParallelZstd {
                 Current::Worker(_) if want > 0 => match self.take_worker(None, want)? {
                     // The job ended: on to the next.
                     0 => {}
-                    k => return Ok(k as u64),
+                    k => {
+                        self.delivered += k as u64;
+                        return Ok(k as u64);
+                    }
                 },
                 _ => return Ok(0),
             }
@@ -785,7 +803,13 @@ impl Skip for ParallelZstd {
             self.shared.lock().lending = true;
         }
         self.stats.lent.fetch_add(n as u64, Ordering::Relaxed);
+        // Handed on is delivered, as a read's bytes are (resume points count them).
+        self.delivered += n as u64;
         Ok(piece)
+    }
+
+    fn unit_at_or_before(&self, t: u64) -> Option<UnitStart> {
+        self.units.at_or_before(t)
     }
 }
 
@@ -925,7 +949,8 @@ struct Splitter<'a> {
 
 impl<'a> Splitter<'a> {
     fn new(shared: &'a Arc<Shared>) -> Splitter<'a> {
-        Splitter { shared, filling: None, frames: 0, jobs: 0 }
+        let frames = shared.opts.start.index;
+        Splitter { shared, filling: None, frames, jobs: 0 }
     }
 
     /// The input ended, or failed with this message. Only then does the input of the job
@@ -939,7 +964,7 @@ impl<'a> Splitter<'a> {
     }
 
     fn run(mut self, mut input: Box<dyn Read + Send>, max_window: u64) {
-        let mut walker = Walker::new(max_window);
+        let mut walker = Walker::at(max_window, self.shared.opts.start.compressed);
         let shared = self.shared;
         let piece = shared.opts.piece;
         let budget = shared.opts.input_budget.max(piece);
@@ -1507,6 +1532,7 @@ mod tests {
             ahead_cap: ahead_cap(buffers),
             input_budget: 2 << 20,
             piece: PIECE_STREAM,
+            start: UnitStart::START,
         };
         decoder_with(input, opts, buffers)
     }
@@ -1872,6 +1898,7 @@ mod tests {
                 ahead_cap: ahead_cap(8),
                 input_budget: 64 << 20,
                 piece: PIECE_STREAM,
+                start: UnitStart::START,
             };
             let (mut d, _) = decoder_with(Reads::new(data.clone(), cuts), opts, 8);
             let mut first = [0u8; 1];
@@ -1904,6 +1931,7 @@ mod tests {
                 ahead_cap: 8,
                 input_budget: 4 << 20,
                 piece: PIECE_STREAM,
+                start: UnitStart::START,
             };
             let (mut d, _) = decoder_with(io::Cursor::new(data.clone()), opts, 16);
             let mut got = Vec::new();

@@ -128,7 +128,13 @@ impl<R: Read> Source<R> {
     }
 }
 
-impl<R: Read> crate::archive::Skip for Source<R> {}
+/// A plain archive starts again at any byte: its decoded offsets are its input offsets (the
+/// caller knows whether this Source is the archive itself or a program's output).
+impl<R: Read> crate::archive::Skip for Source<R> {
+    fn unit_at_or_before(&self, t: u64) -> Option<crate::archive::UnitStart> {
+        Some(crate::archive::UnitStart { index: 0, compressed: t, decoded: t })
+    }
+}
 
 impl<R: Read> Read for Source<R> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {

@@ -87,6 +87,30 @@ impl Delayed {
         Ok(())
     }
 
+    /// Every record, in the order pushed, without removing them (a resume point carries
+    /// them: src/resume/); None past `cap` bytes of records, or when the spilled part cannot
+    /// be read back.
+    pub fn records(&self, cap: usize) -> Option<Vec<Record>> {
+        let spilled = usize::try_from(self.spilled).ok()?;
+        if spilled.saturating_add(self.memory.len()) > cap {
+            return None;
+        }
+        let mut bytes = vec![0; spilled];
+        if let Some(f) = &self.file {
+            f.read_exact_at(&mut bytes, 0).ok()?;
+        }
+        bytes.extend_from_slice(&self.memory);
+        let mut out = Vec::new();
+        let mut end = bytes.len();
+        while end > 0 {
+            let (r, start) = decode_last(&bytes[..end]).ok()?;
+            out.push(r);
+            end = start;
+        }
+        out.reverse();
+        Some(out)
+    }
+
     /// Every record, last pushed first, each handed to `f`; the store is empty after.
     pub fn drain_newest_first(
         &mut self,
@@ -164,8 +188,9 @@ fn put(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(bytes);
 }
 
-/// Appends `r`, then its length (so records are read back from the end).
-fn encode(r: &Record, out: &mut Vec<u8>) {
+/// Appends `r`, then its length (so records are read back from the end). Also the form a
+/// resume point carries deferred directories in (src/resume/state.rs).
+pub(crate) fn encode(r: &Record, out: &mut Vec<u8>) {
     let start = out.len();
     put(out, &r.path);
     out.extend_from_slice(&r.mode.to_le_bytes());
@@ -202,8 +227,9 @@ fn encode(r: &Record, out: &mut Vec<u8>) {
     out.extend_from_slice(&len.to_le_bytes());
 }
 
-/// The last record of `bytes` and where it starts.
-fn decode_last(bytes: &[u8]) -> io::Result<(Record, usize)> {
+/// The last record of `bytes` and where it starts. Every length is checked against the bytes
+/// there, so a hostile record (a resume state file's) costs at most its own size.
+pub(crate) fn decode_last(bytes: &[u8]) -> io::Result<(Record, usize)> {
     let bad = || io::Error::new(io::ErrorKind::InvalidData, "delayed directory record");
     let n = bytes.len();
     let len =

@@ -32,6 +32,7 @@ use crate::archive::{Xattr, xattr_bytes};
 use crate::config::OldFiles;
 use crate::plan::{Entry, Node, SafePath, Timestamp};
 use crate::report::locale_quoted;
+use crate::resume::state::CarriedDir;
 
 /// Mode a directory member is created with; its own mode is applied once it is complete, so a
 /// 0555 directory can still be filled.
@@ -255,6 +256,9 @@ pub struct Dest {
     own_ids: (u32, u32),
     /// `--one-file-system`: `-G` removes nothing on another filesystem than DIR's.
     one_file_system: bool,
+    /// A resumed run (`restore_carried`): directories it fills again may have been stamped by
+    /// the interrupted run after its resume point (`refill`).
+    resumed: bool,
 }
 
 /// Most bytes of extended attributes deferred directories may hold. Past it a directory's
@@ -361,6 +365,7 @@ impl Dest {
             // Safety: geteuid and getegid have no preconditions.
             own_ids: unsafe { (libc::geteuid(), libc::getegid()) },
             one_file_system: opts.one_file_system,
+            resumed: false,
         })
     }
 
@@ -678,6 +683,10 @@ impl Dest {
         let (node, fd) = self.dir(p.components(), false)?;
         let st = fstat(fd.as_raw_fd())?;
         note_dir_mode(st.st_mode);
+        if existed && self.resumed && !keep_mode {
+            // The interrupted run made it after the resume point, and may have stamped it.
+            self.refill(&fd, st.st_mode)?;
+        }
         let mut borrowed = false;
         if keep_mode {
             // GNU tar 1.34's --no-overwrite-dir: the directory keeps its mode and owner (the
@@ -764,21 +773,90 @@ impl Dest {
     fn delay_dir(&mut self, d: DeferredDir) {
         self.tree.unpin(d.node);
         self.deferred_xattrs -= d.xattrs.as_deref().map_or(0, xattr_bytes);
-        let record = Record {
-            path: d.path.as_path().as_os_str().as_bytes().to_vec(),
-            mode: d.mode,
-            mtime: d.mtime,
-            owner: d.owner,
-            dev: d.dev,
-            ino: d.ino,
-            borrowed: d.borrowed,
-            name: d.name,
-            xattrs: d.xattrs,
-        };
+        let record = record_of(&d);
         if let Err(e) = self.delayed.push(&record)
             && self.delay_failed.is_none()
         {
             self.delay_failed = Some(e);
+        }
+    }
+
+    /// The directories whose metadata is still to be applied, as they stand between two
+    /// members, for a resume point (src/resume/): `open`, `closing` and the delayed ones, and
+    /// whether directories are delayed. None past `cap` bytes of records (a point that large
+    /// is not taken; a later one will be).
+    pub fn carried(&self, cap: usize) -> Option<(bool, Vec<CarriedDir>)> {
+        use crate::resume::state::DirState;
+        let mut out = Vec::new();
+        let mut bytes = 0usize;
+        let waiting = self.open.iter().map(|d| (DirState::Open, d));
+        for (state, d) in waiting.chain(self.closing.iter().map(|d| (DirState::Closing, d))) {
+            let record = record_of(d);
+            bytes += record.path.len() + record.xattrs.as_deref().map_or(0, xattr_bytes) + 64;
+            if bytes > cap {
+                return None;
+            }
+            out.push(CarriedDir { state, record });
+        }
+        if !self.delayed.is_empty() {
+            let records = self.delayed.records(cap.saturating_sub(bytes))?;
+            out.extend(
+                records.into_iter().map(|record| CarriedDir { state: DirState::Delayed, record }),
+            );
+        }
+        Some((self.delay, out))
+    }
+
+    /// A resumed run's first step: the directories a resume point carried (`carried`) wait
+    /// for their metadata again, as they waited when the interrupted run stopped. One that is
+    /// gone or replaced since is left alone, as `deferred_fd` leaves it.
+    pub fn restore_carried(&mut self, delay: bool, dirs: Vec<CarriedDir>) -> Result<()> {
+        use crate::resume::state::DirState;
+        self.delay |= delay;
+        self.resumed = true;
+        for c in dirs {
+            if c.state == DirState::Delayed {
+                self.delayed.push(&c.record).map_err(|e| anyhow!("{e}"))?;
+                continue;
+            }
+            let mut d = DeferredDir::from(c.record);
+            let Ok((node, fd)) = self.dir(d.path.components(), false) else { continue };
+            self.tree.pin(node);
+            d.node = node;
+            self.deferred_xattrs += d.xattrs.as_deref().map_or(0, xattr_bytes);
+            match c.state {
+                DirState::Open => {
+                    // Outermost first (`open` is a stack), so a child is reached through a
+                    // parent given u+x back.
+                    let st = fstat(fd.as_raw_fd())?;
+                    self.refill(&fd, st.st_mode)
+                        .with_context(|| format!("{}: cannot fill it again", d.path.display()))?;
+                    d.closed_at = u64::MAX;
+                    self.open.push(d);
+                }
+                _ => {
+                    // Stamped by the next settle: nothing of this run is in flight beneath it.
+                    d.closed_at = 0;
+                    self.tree.set_marked(node, true);
+                    self.closing.push(d);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A resumed run is about to fill directory `fd` (mode `mode`) again: the interrupted run
+    /// may have applied its metadata after the resume point (a 0555 directory stamped, then
+    /// the kill, before the next state), which would refuse this user the members it still
+    /// has to make there. It gets u+wx back until its own metadata is applied, as it had when
+    /// the interrupted run filled it. One not ours (EPERM) stays as it is: its members are
+    /// reported, as in any run.
+    fn refill(&self, fd: &OwnedFd, mode: u32) -> io::Result<()> {
+        let Some(mode) = refill_mode(mode & 0o7777, self.own_ids.0 == 0) else { return Ok(()) };
+        // Safety: fd is an open directory; fchmod takes no pointers.
+        match cvt(restart(|| unsafe { libc::fchmod(fd.as_raw_fd(), mode) })) {
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => Ok(()),
+            r => r,
         }
     }
 
@@ -812,6 +890,7 @@ impl Dest {
 
     /// The archive has ended (or failed): every deferred directory is done.
     pub fn leave_all(&mut self) {
+        crate::resume::hook::final_pass();
         self.left = true;
         while let Some(d) = self.open.pop() {
             if self.delay {
@@ -873,6 +952,7 @@ impl Dest {
     }
 
     fn apply_dir(&mut self, d: &DeferredDir) -> Result<()> {
+        crate::resume::hook::at(crate::resume::hook::Event::Stamp);
         self.deferred_xattrs -= d.xattrs.as_deref().map_or(0, xattr_bytes);
         let Some(fd) = self.deferred_fd(d) else { return Ok(()) };
         let entry = MetaOf {
@@ -903,6 +983,28 @@ impl Dest {
                 Ok(())
             }
         }
+    }
+}
+
+/// The mode a directory a resumed run fills again needs meanwhile (`Dest::refill`), when it
+/// lacks u+wx: a user who is not root could not make or replace its members. None for root,
+/// whose writes no mode stops.
+fn refill_mode(mode: u32, root: bool) -> Option<u32> {
+    (!root && mode & 0o300 != 0o300).then_some(mode | 0o300)
+}
+
+/// A deferred directory as a record (write/delayed.rs; a resume point carries these).
+fn record_of(d: &DeferredDir) -> Record {
+    Record {
+        path: d.path.as_path().as_os_str().as_bytes().to_vec(),
+        mode: d.mode,
+        mtime: d.mtime,
+        owner: d.owner,
+        dev: d.dev,
+        ino: d.ino,
+        borrowed: d.borrowed,
+        name: d.name.clone(),
+        xattrs: d.xattrs.clone(),
     }
 }
 
@@ -1443,6 +1545,16 @@ fn cvt(r: libc::c_int) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refill_gives_a_user_write_and_search_back() {
+        assert_eq!(refill_mode(0o555, false), Some(0o755));
+        assert_eq!(refill_mode(0o444, false), Some(0o744));
+        assert_eq!(refill_mode(0o2550, false), Some(0o2750));
+        assert_eq!(refill_mode(0o700, false), None);
+        assert_eq!(refill_mode(0o755, false), None);
+        assert_eq!(refill_mode(0o555, true), None);
+    }
 
     /// What was just made, and only that, passes: a name that now holds a second link to
     /// another inode (renamed over the new one) or another type is left alone.

@@ -249,6 +249,8 @@ pub struct Dispatch {
     hashes: Vec<u64>,
     /// Waits for workers (for the summary and the performance notes).
     pub waits: u64,
+    /// Resume points waiting for their members to land (src/resume/).
+    marks: crate::resume::Pending,
 }
 
 impl Dispatch {
@@ -277,6 +279,7 @@ impl Dispatch {
             current: None,
             hashes: Vec::new(),
             waits: 0,
+            marks: Default::default(),
         }
     }
 
@@ -517,9 +520,37 @@ impl Dispatch {
     }
 }
 
+impl Dispatch {
+    /// Publishes the resume points whose members have all landed on every worker.
+    fn publish_marks(&mut self) {
+        if self.marks.is_empty() {
+            return;
+        }
+        let mut marks = std::mem::take(&mut self.marks);
+        let all = self.all();
+        marks.publish(|t| self.landed(all, t));
+        self.marks = marks;
+    }
+}
+
 impl Sink for Dispatch {
     fn push(&mut self, op: Op) -> Result<(), Stop> {
+        self.publish_marks();
         match op {
+            Op::Mark(m) => {
+                let dirs = self.dest.carried(crate::resume::CARRIED_MAX);
+                self.marks.hold(m, dirs);
+                // The batches being filled go now: a worker's part-filled batch would hold the
+                // point back until it fills, which a slow input (a URL) may take minutes to do.
+                for w in 0..self.txs.len() {
+                    self.send(w)?;
+                }
+                Ok(())
+            }
+            Op::Restore(c) => {
+                let (delay, dirs) = *c;
+                self.dest.restore_carried(delay, dirs).map_err(Stop::Fatal)
+            }
             Op::Data { .. } => match self.current {
                 Some((w, offset)) => self.queue(w, op, offset),
                 None => Ok(()),
@@ -573,6 +604,7 @@ impl Sink for Dispatch {
         for w in 0..self.txs.len() {
             self.send(w)?;
         }
+        self.publish_marks();
         Ok(())
     }
 }

@@ -31,11 +31,13 @@ pub struct Portable {
     /// The file receiving Data ops; None while no file is open or after it was skipped.
     cur: Option<OpenFile>,
     stats: Stats,
+    /// Resume points waiting for their members to land (src/resume/).
+    marks: crate::resume::Pending,
 }
 
 impl Portable {
     pub fn new(dest: Dest, policy: DirectPolicy) -> Portable {
-        Portable { dest, policy, cur: None, stats: Stats::default() }
+        Portable { dest, policy, cur: None, stats: Stats::default(), marks: Default::default() }
     }
 
     fn open_file(&mut self, entry: Entry, size: u64, sparse: bool) -> Result<()> {
@@ -137,6 +139,18 @@ impl Writer for Portable {
             Op::Barrier(done) => {
                 let _ = done.send(());
                 Ok(())
+            }
+            // Every member before it has landed: the previous End was applied.
+            Op::Mark(m) => {
+                let dirs = self.dest.carried(crate::resume::CARRIED_MAX);
+                self.marks.hold(m, dirs);
+                let floor = self.pending_floor();
+                self.marks.publish(|t| floor >= t);
+                Ok(())
+            }
+            Op::Restore(c) => {
+                let (delay, dirs) = *c;
+                self.dest.restore_carried(delay, dirs)
             }
             // File ops are matched above, so nothing comes back.
             op => apply_namespace_op(&mut self.dest, &mut self.stats, op).map(drop),

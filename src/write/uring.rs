@@ -113,6 +113,11 @@ pub struct Uring {
     /// Operations submitted or queued and not yet reaped.
     in_flight: usize,
     stats: Stats,
+    /// Resume points waiting for their members to land (src/resume/), and the files closed
+    /// when they were last looked at (nothing lands between two closes but namespace ops,
+    /// which land at once: the slab is scanned once per close, not once per op).
+    marks: crate::resume::Pending,
+    marks_seen: u64,
 }
 
 // Safety: the raw pointers in `ops` point into pool buffers owned by the same entries (or
@@ -247,6 +252,18 @@ impl Uring {
             current: None,
             in_flight: 0,
             stats: Stats::default(),
+            marks: Default::default(),
+            marks_seen: u64::MAX,
+        }
+    }
+
+    /// Publishes the resume points whose members have all landed (one scan of the files in
+    /// flight, only while a point waits).
+    fn publish_marks(&mut self) {
+        if !self.marks.is_empty() && self.marks_seen != self.stats.files {
+            self.marks_seen = self.stats.files;
+            let floor = self.pending_floor();
+            self.marks.publish(|t| floor >= t);
         }
     }
 
@@ -683,7 +700,19 @@ impl Writer for Uring {
     fn apply(&mut self, op: Op) -> Result<()> {
         // Reap whatever finished meanwhile (no syscall: the CQ is shared memory).
         self.reap()?;
+        self.publish_marks();
         match op {
+            Op::Mark(m) => {
+                let dirs = self.dest.carried(crate::resume::CARRIED_MAX);
+                self.marks.hold(m, dirs);
+                self.marks_seen = u64::MAX;
+                self.publish_marks();
+                Ok(())
+            }
+            Op::Restore(c) => {
+                let (delay, dirs) = *c;
+                self.dest.restore_carried(delay, dirs)
+            }
             Op::File { entry, size, sparse } => self.open_file(entry, size, sparse),
             Op::Data { offset, buf } => self.data(offset, buf),
             Op::End => self.end(),
@@ -724,6 +753,7 @@ impl Writer for Uring {
             return self.reopen_waiting();
         }
         self.wait_one()?;
+        self.publish_marks();
         Ok(true)
     }
 

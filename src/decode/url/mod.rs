@@ -116,6 +116,9 @@ pub struct Download {
     pub stats: Arc<NetStats>,
     keep: Option<(PathBuf, PathBuf)>,
     checksum: Option<[u8; 32]>,
+    /// The server answered a ranged request with 206: the archive can be opened again at an
+    /// offset (a resumed run, src/resume/).
+    ranged: bool,
 }
 
 /// Stops the connection threads once neither the reader nor the Download is left.
@@ -266,7 +269,7 @@ pub fn open(plan: &Plan, start: Start) -> Result<Download> {
     stats.threads.store(started, Ordering::Relaxed);
     // Their sockets open as they start; the writers' descriptor budget is made before that.
     crate::resources::promise_fds(started);
-    Ok(Download { shared, guard, identity, stats, keep, checksum: plan.checksum })
+    Ok(Download { shared, guard, identity, stats, keep, checksum: plan.checksum, ranged })
 }
 
 /// The first answer, with retries for what may pass (a 503 while a mirror starts, a stall);
@@ -317,6 +320,11 @@ impl Download {
 
     pub fn identity(&self) -> &Identity {
         &self.identity
+    }
+
+    /// Whether the server answers ranges (`Download::ranged`).
+    pub fn ranged(&self) -> bool {
+        self.ranged
     }
 
     /// At the end of a run that went well: with `--keep-archive` or `--checksum`, downloads

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Resume points (issue 30): what they cost, and how fast a killed run resumes.
+#
+#   scripts/resume-bench.sh cost ARCHIVE [ROUNDS]   default (points on) against --no-resume
+#   scripts/resume-bench.sh kill ARCHIVE [ROUNDS]   full run F; a run SIGKILLed at F/2; its rerun
+#   scripts/resume-bench.sh url  DIR NAME [ROUNDS]  the same from scripts/pacing-server.py (50 MB/s
+#                                                   per connection) serving DIR/NAME
+#
+# Each run extracts into a fresh ext4 (mkfs per run) on a loop device over /dev/shm, with
+# --sync (extract + sync), timed with /usr/bin/time; CPU = user + sys. Rounds interleave. Root
+# only. This VM denies drop_caches: the archive is read from the page cache in every run.
+# Prints one line per run; docs/PERFORMANCE.md has the medians. $BIN overrides the binary.
+set -uo pipefail
+BIN=${BIN:-$(dirname "$0")/../target/release/fastuntar}
+work=$(mktemp -d /tmp/resume-bench.XXXXXX)
+img=/dev/shm/resume-bench.img
+mnt=$work/mnt
+mkdir -p "$mnt"
+loop=
+cleanup() {
+    umount "$mnt" 2>/dev/null
+    [[ -n $loop ]] && losetup -d "$loop" 2>/dev/null
+    rm -f "$img"
+    rm -rf "$work"
+}
+trap cleanup EXIT
+fresh() {
+    umount "$mnt" 2>/dev/null
+    [[ -n $loop ]] && losetup -d "$loop"
+    rm -f "$img"
+    truncate -s "$size" "$img"
+    mkfs.ext4 -q -F "$img" >/dev/null
+    loop=$(losetup -f --show "$img")
+    mount "$loop" "$mnt"
+    mkdir "$mnt/d"
+}
+# run LABEL SOURCE ARGS...: one timed extract + sync; sets $wall.
+run() {
+    local label=$1 src=$2
+    shift 2
+    /usr/bin/time -f "%e %U %S" -o "$work/t" "$BIN" -x -f "$src" -C "$mnt/d" --sync -q --json "$@" \
+        >"$work/json" 2>"$work/err"
+    local rc=$? u s
+    read -r wall u s <"$work/t"
+    local resumed
+    resumed=$(grep -o '"resumed":{[^}]*}\|"download_bytes":[0-9]*' "$work/json" | tr '\n' ' ')
+    echo "$label rc=$rc wall=$wall cpu=$(echo "$u + $s" | bc) $resumed"
+}
+killed_at_half() { # SOURCE FULL_WALL
+    timeout -s KILL "$(echo "$2 / 2" | bc -l)" "$BIN" -x -f "$1" -C "$mnt/d" -q >/dev/null 2>&1
+}
+mode=$1
+case $mode in
+cost | kill)
+    src=$2 rounds=${3:-5}
+    size=$((($(stat -c %s "$src") * 8 >> 20) + 2048))M
+    ;;
+url)
+    rounds=${4:-2}
+    size=$((($(stat -c %s "$2/$3") * 8 >> 20) + 2048))M
+    port=$((20000 + RANDOM % 10000))
+    python3 "$(dirname "$0")/pacing-server.py" "$2" "$port" 50000000 >/dev/null 2>&1 &
+    server=$!
+    trap 'kill $server; cleanup' EXIT
+    sleep 1
+    src=http://127.0.0.1:$port/$3
+    ;;
+*) sed -n '2,12p' "$0"; exit 2 ;;
+esac
+uptime
+for _ in $(seq "$rounds"); do
+    case $mode in
+    cost)
+        fresh; run "on " "$src"
+        fresh; run "off" "$src" --no-resume
+        ;;
+    kill | url)
+        fresh; run "full  " "$src"
+        full=$wall
+        fresh; killed_at_half "$src" "$full"
+        run "resume" "$src"
+        echo "  ratio $(echo "$wall / $full" | bc -l | cut -c1-5)"
+        ;;
+    esac
+done
+uptime

@@ -1,0 +1,91 @@
+//! Deterministic kill points for the kill tests (tests/resume.rs): the hidden option
+//! `--debug-kill-at EVENT:N` makes the process SIGKILL itself at the N-th EVENT, so a test can
+//! stop a run exactly between two steps of the protocol (after a state file is written and
+//! before it is renamed, in the final directory pass, ...) on any machine, however loaded.
+//! Unset (every real run), each event costs one atomic load. Production code reads no test
+//! environment variable for this: a flag on the command line arms it (docs/TESTING.md).
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The decoder has sent member N's ops (counted from 1, in this run).
+    Member,
+    /// A resume point was published: every member before it has landed.
+    Published,
+    /// The state's temporary file is written, not yet synced.
+    Written,
+    /// The filesystem was synced, the state not yet renamed into place.
+    Synced,
+    /// The state was renamed into place, DIR not yet synced.
+    Renamed,
+    /// A directory's deferred metadata was applied.
+    Stamp,
+    /// A directory's metadata was applied in the final pass, after the last member.
+    FinalStamp,
+    /// The final pass is over; the state file is not yet removed.
+    End,
+}
+
+const NAMES: [(&str, Event); 8] = [
+    ("member", Event::Member),
+    ("published", Event::Published),
+    ("written", Event::Written),
+    ("synced", Event::Synced),
+    ("renamed", Event::Renamed),
+    ("stamp", Event::Stamp),
+    ("final-stamp", Event::FinalStamp),
+    ("end", Event::End),
+];
+
+static ARMED: OnceLock<(Event, AtomicU64)> = OnceLock::new();
+static FINAL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Parses `EVENT:N` (N ≥ 1).
+pub fn parse(text: &str) -> Result<(Event, u64), String> {
+    let (name, n) = text.split_once(':').ok_or("the form is EVENT:N")?;
+    let event = NAMES.iter().find(|(k, _)| *k == name).map(|(_, e)| *e);
+    let event = event.ok_or_else(|| format!("unknown event '{name}'"))?;
+    match n.parse::<u64>() {
+        Ok(n) if n > 0 => Ok((event, n)),
+        _ => Err(format!("'{n}' is not a count from 1")),
+    }
+}
+
+/// Arms the hook: the process dies at the `n`-th `event`.
+pub fn arm(event: Event, n: u64) {
+    let _ = ARMED.set((event, AtomicU64::new(n)));
+}
+
+/// The run has reached its final directory pass (FinalStamp counts from here).
+pub fn final_pass() {
+    FINAL.store(true, Ordering::Relaxed);
+}
+
+/// One `event` happened: dies if it is the armed one's N-th.
+#[inline]
+pub fn at(event: Event) {
+    let Some((armed, left)) = ARMED.get() else { return };
+    let hit = |e: Event| e == *armed && left.fetch_sub(1, Ordering::SeqCst) == 1;
+    if hit(event)
+        || (event == Event::Stamp && FINAL.load(Ordering::Relaxed) && hit(Event::FinalStamp))
+    {
+        // Safety: raise has no memory effects; SIGKILL cannot be caught, so nothing runs after.
+        unsafe { libc::raise(libc::SIGKILL) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_events() {
+        assert_eq!(parse("member:3"), Ok((Event::Member, 3)));
+        assert_eq!(parse("final-stamp:1"), Ok((Event::FinalStamp, 1)));
+        assert!(parse("member:0").is_err());
+        assert!(parse("member").is_err());
+        assert!(parse("nothing:1").is_err());
+    }
+}

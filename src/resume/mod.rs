@@ -1,0 +1,999 @@
+//! Resuming an interrupted restore (issue 30; docs/DESIGN.md, "Resuming an interrupted
+//! restore").
+//!
+//! A **resume point** is a member boundary N: every member before N is durable in DIR, and
+//! what the run had carried to there (the directories whose metadata was still to be set,
+//! what selection and the limits had counted) is written down. It lives in the **state file**
+//! `DIR/.fastuntar-resume` (state.rs), removed when the run completes. A rerun that finds a
+//! state matching its archive and options starts there: it opens the archive at the start of
+//! the input unit that holds member N (a zstd frame; any byte of a plain tar; the start of a
+//! single gzip stream), decodes the few bytes before N again without writing them, and goes on.
+//!
+//! How a resume point is made, in order:
+//! 1. the recorder thread (`Recorder`, which also does `--writeback-every`'s syncfs) asks for
+//!    one each time another `--writeback-every` bytes were written (`Shared::want`);
+//! 2. the decoder thread takes it at the next member whose start it can begin again at
+//!    (`Session::mark`) and sends it among the ops (`Op::Mark`), before the member's own;
+//! 3. whoever applies directory metadata (the writer, or the dispatcher of several) fills in
+//!    its deferred directories as they are at that point (`Dest::carried`) and holds it
+//!    until every member before N has landed (`Pending`), then publishes it (`Frontier`);
+//! 4. the recorder writes it: the temporary file, syncfs, rename, fsync of DIR (fsio.rs).
+//!
+//! Decisions are pure (decide.rs, state.rs, options.rs); the rest are actions.
+
+pub mod decide;
+mod fsio;
+pub mod hook;
+pub mod options;
+pub mod state;
+
+use std::collections::VecDeque;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, anyhow, bail};
+use sha2::{Digest, Sha256};
+
+pub use decide::Flag;
+use decide::{Found, Here, Plan};
+use hook::Event;
+use state::{CarriedDir, Counts, InputId, Point, Probe, State};
+
+use crate::admit::Admission;
+use crate::archive::{Member, Reader, Skip, UnitStart};
+use crate::config::Config;
+use crate::decode::{self, Format};
+use crate::list::Reading;
+use crate::plan::SafePath;
+use crate::select::Wanted;
+
+/// The version written into every state (the options' digest is of this program's forms).
+pub const PROGRAM: &str = env!("CARGO_PKG_VERSION");
+
+/// How long the recorder waits for the resume point it asked for before it syncs without
+/// one (a member being written for that long: a large file).
+const MARK_WAIT: Duration = Duration::from_millis(250);
+
+/// The recorder's poll while nothing is due, and while it waits for a resume point it asked
+/// for: a thread waking 200 times a second costs nothing measurable (a few microseconds of
+/// CPU each), and a run of 100 ms still gets its resume points.
+const POLL: Duration = Duration::from_millis(5);
+const POLL_DUE: Duration = Duration::from_millis(1);
+
+/// Decoded bytes between two resume points at most. A point costs the decoder a digest of the
+/// member, the probes' paths and a boxed op: 256 of them in a 2 GB archive.
+const MARK_MAX: u64 = 8 << 20;
+
+/// A resume point on its way from the decoder to the state file.
+#[derive(Debug)]
+pub struct Mark {
+    pub point: Point,
+    pub counts: Counts,
+    /// Files extracted before the point, to be looked at when the state is written.
+    pub probes: Vec<SafePath>,
+    /// Filled in by whoever applies directory metadata, as it stood at the point.
+    pub delay: bool,
+    pub dirs: Vec<CarriedDir>,
+    /// Where it is published.
+    pub frontier: Arc<Frontier>,
+}
+
+/// The deferred directories a mark carries at most (bytes of records): past it the point is
+/// not taken. A snapshot's state is a chain of a few directories, under 1 KiB.
+pub const CARRIED_MAX: usize = 1 << 20;
+
+/// The newest resume point whose members have all landed.
+#[derive(Debug, Default)]
+pub struct Frontier {
+    newest: Mutex<Option<Box<Mark>>>,
+}
+
+impl Frontier {
+    fn publish(&self, mark: Box<Mark>) {
+        *self.newest.lock().unwrap_or_else(|e| e.into_inner()) = Some(mark);
+        hook::at(Event::Published);
+    }
+
+    fn take(&self) -> Option<Box<Mark>> {
+        self.newest.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+}
+
+/// Resume points a writer holds until every member before each has landed.
+#[derive(Default)]
+pub struct Pending {
+    queue: VecDeque<Box<Mark>>,
+}
+
+impl Pending {
+    /// `mark`, with the deferred directories as they stand (None: more than a state holds;
+    /// this point is dropped, a later one will do).
+    pub fn hold(&mut self, mut mark: Box<Mark>, dirs: Option<(bool, Vec<CarriedDir>)>) {
+        if let Some((delay, dirs)) = dirs {
+            mark.delay = delay;
+            mark.dirs = dirs;
+            self.queue.push_back(mark);
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// Publishes the points whose members have all landed: `landed(T)` says whether every
+    /// member before decoded offset T has.
+    pub fn publish(&mut self, mut landed: impl FnMut(u64) -> bool) {
+        while self.queue.front().is_some_and(|m| landed(m.point.tar)) {
+            let m = self.queue.pop_front().expect("checked");
+            let frontier = m.frontier.clone();
+            frontier.publish(m);
+        }
+    }
+}
+
+/// A digest of member `m` as read: its names, type, mode, owner, size, time and place. The
+/// resumed run reads the member at the resume point again and must find the same, or the
+/// archive changed (a rewrite that kept the file's size and mtime).
+pub fn anchor(m: &Member) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update((m.name.len() as u64).to_le_bytes());
+    h.update(&m.name);
+    h.update((m.link_name.len() as u64).to_le_bytes());
+    h.update(&m.link_name);
+    h.update([m.type_flag]);
+    for v in [u64::from(m.mode), m.uid, m.gid, m.size, m.offset] {
+        h.update(v.to_le_bytes());
+    }
+    h.update(m.mtime.secs.to_le_bytes());
+    h.update(m.mtime.nanos.to_le_bytes());
+    h.finalize().into()
+}
+
+/// The files the probes are chosen from, as the decoder sends them: the last 8, and 8 of
+/// those at member counts 1, 2, 4, 8, ... (spread over the run, most of them early, where
+/// `rm -rf DIR/*` or another extraction would show).
+#[derive(Default)]
+pub struct Probes {
+    recent: Vec<SafePath>,
+    next: usize,
+    spread: Vec<SafePath>,
+    files: u64,
+}
+
+const RECENT_PROBES: usize = 8;
+const SPREAD_PROBES: usize = 8;
+
+impl Probes {
+    /// A regular file was sent to be written at `path`.
+    pub fn note(&mut self, path: &SafePath) {
+        self.files += 1;
+        if self.files.is_power_of_two() {
+            if self.spread.len() == SPREAD_PROBES {
+                self.spread.remove(0);
+            }
+            self.spread.push(path.clone());
+        }
+        if self.recent.len() < RECENT_PROBES {
+            self.recent.push(path.clone());
+        } else {
+            // Reuses the allocation: one note per file costs no malloc.
+            self.recent[self.next].0.clone_from(&path.0);
+            self.next = (self.next + 1) % RECENT_PROBES;
+        }
+    }
+
+    fn paths(&self) -> Vec<SafePath> {
+        let mut v: Vec<SafePath> = self.spread.iter().chain(&self.recent).cloned().collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v.dedup();
+        v
+    }
+}
+
+/// What the recorder thread and the decoder share.
+#[derive(Default)]
+struct Shared {
+    frontier: Arc<Frontier>,
+    /// The recorder wants a resume point: the decoder takes one at the next member it can.
+    want: AtomicBool,
+    /// State files written.
+    written: AtomicU64,
+    /// The decoded offset of the last resume point taken.
+    last_mark: AtomicU64,
+    recording: Mutex<Recording>,
+}
+
+#[derive(Default)]
+struct Recording {
+    /// A member named like the state file is being extracted: no more states (`retire`).
+    retired: bool,
+    /// A syncfs failed: the extraction's data may not be on disk.
+    fatal: Option<String>,
+    /// A state could not be written: said once, and no more are tried.
+    failed: bool,
+}
+
+/// What identifies this run's archive, options and DIR in the states it writes.
+#[derive(Clone)]
+struct Fixed {
+    input: InputId,
+    format: Format,
+    /// The archive can be read again from a unit's start (a regular file; a URL whose server
+    /// answers ranges). Otherwise every point is at the start of the input (decoded again).
+    seekable: bool,
+}
+
+/// The run's resume state: what was decided at the start, and the recorder's channel.
+pub struct Session {
+    dest: std::path::PathBuf,
+    /// DIR, locked for the run (None: resume points are off and no state was used).
+    dir: Option<Arc<OwnedFd>>,
+    /// Why this run writes no resume points (None: it does).
+    off: Option<String>,
+    resumed: Option<Box<State>>,
+    fixed: Option<Fixed>,
+    options: [u8; 32],
+    dest_id: (u64, u64),
+    every: u64,
+    shared: Arc<Shared>,
+    verbose: bool,
+    quiet: bool,
+}
+
+/// The run's resume point, for the summary and `--json`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resumed {
+    pub member: u64,
+    pub tar: u64,
+    /// The archive's first byte read again, and its size when known.
+    pub archive: u64,
+    pub size: Option<u64>,
+    /// Decoded again from the start (a single gzip stream, single-frame zstd, ...).
+    pub from_start: bool,
+}
+
+impl Resumed {
+    /// The share of the archive not read again, in percent.
+    pub fn skipped_percent(&self) -> f64 {
+        match self.size {
+            Some(s) if s > 0 => self.archive as f64 * 100.0 / s as f64,
+            _ => 0.0,
+        }
+    }
+
+    /// "resumed at member N / byte X of the archive (Y % skipped)", or that it was decoded
+    /// again from the start.
+    pub fn describe(&self) -> String {
+        match self.from_start {
+            true => format!(
+                "resumed at member {}: the archive was decoded again from the start, the members \
+                 before it passed over without writing",
+                self.member
+            ),
+            false => format!(
+                "resumed at member {} / byte {} of the archive ({:.1} % skipped)",
+                self.member,
+                self.archive,
+                self.skipped_percent()
+            ),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    pub resumed: Option<Resumed>,
+    /// Resume points written (state files).
+    pub points: u64,
+}
+
+/// The options that make a run unable to resume from a member boundary:
+/// with them the killed run's half-written files after the point would count as existing
+/// files (kept, backed up, their directories' modes kept), or purges and answers cannot be
+/// done again, or what the run reads cannot be had again.
+pub fn refused_option(cfg: &Config) -> Option<&'static str> {
+    use crate::config::OldFiles;
+    match () {
+        _ if cfg.old_files == OldFiles::Keep => Some("-k (--keep-old-files)"),
+        _ if cfg.old_files == OldFiles::Skip => Some("--skip-old-files"),
+        _ if cfg.old_files == OldFiles::KeepNewer => Some("--keep-newer-files"),
+        _ if cfg.old_files == OldFiles::NoOverwriteDir => Some("--no-overwrite-dir"),
+        _ if cfg.backup.is_some() => Some("--backup"),
+        _ if cfg.incremental => Some("-G (--incremental)"),
+        _ if cfg.interactive => Some("-w (--interactive)"),
+        _ if cfg.newer.is_some() => Some("-N (--newer)"),
+        _ if cfg.filter.is_some() => Some("-I (--use-compress-program)"),
+        _ if cfg.url.as_ref().is_some_and(|u| u.checksum.is_some()) => Some("--checksum"),
+        _ if cfg.url.as_ref().is_some_and(|u| u.keep.is_some()) => Some("--keep-archive"),
+        _ => None,
+    }
+}
+
+/// A run killed a moment ago may still hold DIR's lock while the kernel tears it down (its
+/// io_uring requests in flight keep its files open: seconds, measured after a SIGKILL of a
+/// 4 GB restore to a loop device), and a retry loop reruns at once: the lock is waited for
+/// this long before the run goes on without resume points.
+const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+fn lock_waiting(dir: &OwnedFd) -> std::io::Result<bool> {
+    let start = Instant::now();
+    loop {
+        if fsio::lock(dir)? {
+            return Ok(true);
+        }
+        if start.elapsed() >= LOCK_WAIT {
+            return Ok(false);
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn dest_shown(cfg: &Config) -> String {
+    crate::report::printable(std::os::unix::ffi::OsStrExt::as_bytes(cfg.dest.as_os_str()))
+}
+
+impl Session {
+    /// Decides, before anything is opened or written, what this run does about resuming:
+    /// reads the state DIR holds and compares it with this run (decide.rs). A refusal is the
+    /// Err: one line, exit 2, nothing written.
+    pub fn prepare(cfg: &Config) -> Result<Session> {
+        if let Some(k) = &cfg.debug_kill {
+            let (event, n) = hook::parse(k).map_err(|e| anyhow!("--debug-kill-at: {e}"))?;
+            hook::arm(event, n);
+        }
+        let shown = dest_shown(cfg);
+        let refuse = |line: String| anyhow!("{shown}: cannot resume: {line}");
+        let not_a_file = match (&cfg.url, &cfg.archive) {
+            (Some(_), _) => None,
+            (None, None) => Some("standard input"),
+            (None, Some(p)) => match std::fs::metadata(p) {
+                Ok(m) if !m.is_file() => Some("not a regular file"),
+                _ => None,
+            },
+        };
+        let options = decide::Options {
+            reads_only: cfg.reads_only(),
+            not_a_file,
+            refused: refused_option(cfg),
+            no_writeback: cfg.writeback.is_none(),
+        };
+        let eligible = decide::eligible(&options);
+        let mut session = Session {
+            dest: cfg.dest.clone(),
+            dir: None,
+            off: eligible.clone(),
+            resumed: None,
+            fixed: None,
+            options: cfg.resume_options,
+            dest_id: (0, 0),
+            every: cfg.writeback.unwrap_or(0),
+            shared: Arc::default(),
+            verbose: cfg.verbose > 0,
+            quiet: cfg.quiet,
+        };
+        if cfg.reads_only() {
+            if cfg.resume == Flag::Resume {
+                bail!("--resume applies to -x into a directory");
+            }
+            return Ok(session);
+        }
+        let dir = fsio::open_dir(&cfg.dest).map_err(|e| anyhow!("{shown}: cannot open: {e}"))?;
+        if let Some(d) = &dir
+            && !lock_waiting(d).map_err(|e| anyhow!("{shown}: cannot lock: {e}"))?
+        {
+            if cfg.resume == Flag::Resume {
+                return Err(refuse("another fastuntar is extracting into it".into()));
+            }
+            if !cfg.quiet {
+                crate::report::warn(format!(
+                    "{shown}: another fastuntar is extracting into it: this run reads and \
+                     writes no resume point"
+                ));
+            }
+            session.off = Some("another fastuntar is extracting into DIR".into());
+            return Ok(session);
+        }
+        let found = match (&dir, cfg.resume) {
+            (Some(d), Flag::Auto | Flag::Resume) => fsio::read_state(d),
+            _ => Found::Absent,
+        };
+        let dest_id = match &dir {
+            Some(d) => fsio::dir_id(d).map_err(|e| anyhow!("{shown}: {e}"))?,
+            None => (0, 0),
+        };
+        let input = match (&cfg.url, &cfg.archive) {
+            (None, Some(p)) => {
+                std::fs::File::open(p).and_then(|f| decode::FileId::of(&f)).ok().map(InputId::File)
+            }
+            _ => None,
+        };
+        let here = Here {
+            program: PROGRAM.into(),
+            options: cfg.resume_options,
+            dest: dest_id,
+            input,
+            url: cfg.url.is_some(),
+        };
+        session.dest_id = dest_id;
+        let absent = matches!(found, Found::Absent);
+        match decide::decide(cfg.resume, found, eligible, &here) {
+            Plan::Refuse(line) => return Err(refuse(line)),
+            Plan::Fresh { off, clear } => {
+                if absent && cfg.resume == Flag::Resume && !cfg.quiet {
+                    crate::report::warn(format!(
+                        "{shown}: --resume: no resume point there; starting from the beginning"
+                    ));
+                }
+                if clear && let Some(d) = &dir {
+                    fsio::remove_state(d).map_err(|e| anyhow!("{shown}: {e}"))?;
+                }
+                session.off = off;
+                if session.off.is_none() {
+                    // DIR is made as the writers would make it; the lock is taken on it.
+                    let d = match dir {
+                        Some(d) => d,
+                        None => {
+                            std::fs::create_dir_all(&cfg.dest)
+                                .map_err(|e| anyhow!("{shown}: cannot create: {e}"))?;
+                            let d = fsio::open_dir(&cfg.dest)?
+                                .ok_or_else(|| anyhow!("{shown}: cannot open"))?;
+                            if !fsio::lock(&d)? {
+                                return Err(anyhow!("{shown}: another fastuntar took it"));
+                            }
+                            d
+                        }
+                    };
+                    session.dest_id = fsio::dir_id(&d).map_err(|e| anyhow!("{shown}: {e}"))?;
+                    // A temporary state a killed run left.
+                    fsio::remove_state_tmp(&d).map_err(|e| anyhow!("{shown}: {e}"))?;
+                    session.dir = Some(Arc::new(d));
+                } else if session.verbose && !session.quiet {
+                    crate::report::warn(format!(
+                        "no resume points: {}",
+                        session.off.as_deref().unwrap_or("")
+                    ));
+                }
+            }
+            Plan::Resume(mut state) => {
+                let d = dir.expect("a state was read from it");
+                if let Some(why) = changed_in_dest(&d, &mut state) {
+                    return Err(refuse(why));
+                }
+                fsio::remove_state_tmp(&d).map_err(|e| anyhow!("{shown}: {e}"))?;
+                session.dir = Some(Arc::new(d));
+                session.resumed = Some(state);
+            }
+        }
+        Ok(session)
+    }
+
+    /// Where to open the archive again, for a resumed run: the unit's start in the first
+    /// run's format, and a URL's identity the server must show again.
+    pub fn reopen(&self) -> Option<(decode::Reopen, Option<decode::url::Identity>)> {
+        let s = self.resumed.as_ref()?;
+        let at = decode::Reopen { format: s.format, unit: s.point.unit };
+        let expect = match &s.input {
+            InputId::Url { url, etag, last_modified, length } => Some(decode::url::Identity {
+                url: url.clone(),
+                validator: decode::url::Validator {
+                    etag: etag.clone(),
+                    last_modified: last_modified.clone(),
+                },
+                length: *length,
+            }),
+            InputId::File(_) => None,
+        };
+        Some((at, expect))
+    }
+
+    /// The archive is open: what identifies it goes into the states, and a resumed run checks
+    /// that it is the one the state names (the file opened, not the path looked at before).
+    pub fn opened(&mut self, input: &decode::Input) -> Result<()> {
+        if self.off.is_some() {
+            return Ok(());
+        }
+        let shown =
+            crate::report::printable(std::os::unix::ffi::OsStrExt::as_bytes(self.dest.as_os_str()));
+        let (id, seekable) = match (&input.file, &input.download) {
+            (Some(f), _) => (InputId::File(*f), true),
+            (None, Some(d)) => {
+                let i = d.identity();
+                if i.validator.if_range().is_none() {
+                    return self.no_points("the server gives neither an ETag nor Last-Modified");
+                }
+                let id = InputId::Url {
+                    url: i.url.clone(),
+                    etag: i.validator.etag.clone(),
+                    last_modified: i.validator.last_modified.clone(),
+                    length: i.length,
+                };
+                (id, d.ranged())
+            }
+            (None, None) => return self.no_points("not a regular file"),
+        };
+        if input.filtered() {
+            return self.no_points("it is read through a program");
+        }
+        if let Some(s) = &self.resumed {
+            let same = match (&s.input, &id) {
+                (InputId::File(a), InputId::File(b)) => a == b,
+                // The server was asked for this version (If-Range) and checked it.
+                (InputId::Url { .. }, InputId::Url { .. }) => true,
+                _ => false,
+            };
+            if !same || input.format != s.format {
+                bail!(
+                    "{shown}: cannot resume: the archive changed since the interrupted run; {}",
+                    decide::START_OVER
+                );
+            }
+        }
+        self.fixed = Some(Fixed { input: id, format: input.format, seekable });
+        Ok(())
+    }
+
+    fn no_points(&mut self, why: &str) -> Result<()> {
+        self.off = Some(why.to_string());
+        if self.verbose && !self.quiet {
+            crate::report::warn(format!("no resume points: {why}"));
+        }
+        Ok(())
+    }
+
+    /// The archive as extraction reads it: from its start, or for a resumed run from the
+    /// resume point, where the member read must be the one the state names (`anchor`), with
+    /// selection's counts as they were. Says that the run resumes (unless -q).
+    pub fn reading(&self, cfg: &Config, decoded: decode::Decoded) -> Result<Reading> {
+        let mut wanted = Wanted::new(cfg)?;
+        let decode::Decoded { reader, trailer, download, .. } = decoded;
+        let Some(s) = &self.resumed else {
+            let mut r = Reading::new(cfg, reader, trailer, wanted);
+            r.download = download;
+            return Ok(r);
+        };
+        let shown = dest_shown(cfg);
+        let changed = |what: &str| {
+            anyhow!(
+                "{shown}: cannot resume: the archive changed since the interrupted run ({what}); {}",
+                decide::START_OVER
+            )
+        };
+        if !wanted.restore(s.counts.starting, &s.counts.found) {
+            return Err(changed("its MEMBER operands"));
+        }
+        let p = s.point;
+        let reader = Reader::resume(reader, p.tar, p.unit.decoded)?;
+        let mut r = Reading::resumed(cfg, reader, trailer, wanted);
+        r.download = download;
+        match r.next_member()? {
+            Some(m) if m.offset == p.tar && anchor(&m) == p.anchor => r.unread(m),
+            _ => {
+                return Err(changed(&format!(
+                    "the member at byte {} is not the one it stopped at",
+                    p.tar
+                )));
+            }
+        }
+        if s.counts.skipped > 0 {
+            crate::report::carry_skipped(s.counts.skipped);
+            crate::report::diagnostic(&format!(
+                "fastuntar: the interrupted run reported {} member{} it could not extract \
+                 before the resume point (the exit status counts them)",
+                s.counts.skipped,
+                if s.counts.skipped == 1 { "" } else { "s" }
+            ));
+        }
+        if !cfg.quiet
+            && let Some(r) = self.report().resumed
+        {
+            crate::report::info(&format!(
+                "fastuntar: {shown}: {}; {}",
+                r.describe(),
+                decide::START_OVER
+            ));
+        }
+        Ok(r)
+    }
+
+    /// The directories whose metadata was still to be set at the resume point, for the
+    /// writer that applies it (`Op::Restore`, the first op of a resumed run).
+    pub fn carried_dirs(&self) -> Option<(bool, Vec<CarriedDir>)> {
+        let s = self.resumed.as_ref()?;
+        Some((s.delay, s.dirs.clone()))
+    }
+
+    /// The selection and limits counts at the resume point, for `Admission`, and the number
+    /// of members before it.
+    pub fn resumed_counts(&self) -> Option<(&Counts, u64)> {
+        self.resumed.as_ref().map(|s| (&s.counts, s.point.member))
+    }
+
+    /// Where published points go (None: this run writes none).
+    pub fn frontier(&self) -> Option<Arc<Frontier>> {
+        self.writes_points().then(|| self.shared.frontier.clone())
+    }
+
+    fn writes_points(&self) -> bool {
+        self.off.is_none() && self.fixed.is_some() && self.dir.is_some()
+    }
+
+    /// A resume point at member number `n` (from 0), `m`, just read, before anything of it is
+    /// sent: when the recorder asked for one, and `m`'s start can be begun at again.
+    pub fn mark<R: Skip>(
+        &self,
+        reader: &Reader<R>,
+        m: &Member,
+        n: u64,
+        wanted: &Wanted,
+        admission: &Admission,
+        probes: &Probes,
+    ) -> Option<Box<Mark>> {
+        // Asked for by the recorder, or MARK_EVERY of the archive since the last one: the
+        // decoder runs up to a pool (64 MiB) ahead of the writers, so a point taken only when
+        // asked would land long after; the newest landed one is written instead.
+        let since = m.offset.saturating_sub(self.shared.last_mark.load(Ordering::Relaxed));
+        if !self.shared.want.load(Ordering::Relaxed) && since < self.mark_every() {
+            return None;
+        }
+        let fixed = self.fixed.as_ref()?;
+        // A PAX global header or a volume label reaches past the boundary: not here.
+        if !reader.carries_nothing() {
+            return None;
+        }
+        let unit = match fixed.seekable {
+            true => reader.unit_at_or_before(m.offset)?,
+            false => UnitStart::START,
+        };
+        self.shared.want.store(false, Ordering::Relaxed);
+        self.shared.last_mark.store(m.offset, Ordering::Relaxed);
+        let (starting, found) = wanted.export();
+        let (bytes, files) = admission.counts();
+        let point = Point { member: n, tar: m.offset, unit, anchor: anchor(m) };
+        let counts = Counts { starting, found, bytes, files, skipped: 0 };
+        Some(Box::new(Mark {
+            point,
+            counts,
+            probes: probes.paths(),
+            delay: false,
+            dirs: Vec::new(),
+            frontier: self.shared.frontier.clone(),
+        }))
+    }
+
+    /// How much of the archive lies between two resume points at most: a quarter of the
+    /// `--writeback-every` interval, at most MARK_MAX.
+    fn mark_every(&self) -> u64 {
+        (self.every / 4).clamp(4096, MARK_MAX)
+    }
+
+    /// Whether the decoder should keep probes (resume points are being written).
+    pub fn keeps_probes(&self) -> bool {
+        self.writes_points()
+    }
+
+    /// A member is about to be extracted where the state file lives (`path`, a top-level
+    /// `.fastuntar-resume`, or a hard link to it): no more states this run, and the one there
+    /// goes first, so the member lands as GNU tar would land it and is never overwritten.
+    pub fn retire_if_ours(&self, path: &SafePath) {
+        let names = [state::STATE_NAME.as_bytes(), state::TMP_NAME.as_bytes()];
+        let ours = path.components().count() == 1 && names.contains(&path.file_name());
+        if !ours {
+            return;
+        }
+        let mut rec = self.shared.recording.lock().unwrap_or_else(|e| e.into_inner());
+        if !rec.retired {
+            rec.retired = true;
+            if let Some(d) = &self.dir {
+                let _ = fsio::remove_state(d);
+            }
+        }
+    }
+
+    /// Starts the recorder thread (also `--writeback-every`'s syncfs when no points are
+    /// written). Optional: a run whose thread cannot start has neither, as before.
+    pub fn recorder(&self) -> Recorder {
+        let none = Recorder { stop: None, thread: None };
+        if self.every == 0 {
+            return none;
+        }
+        let dir = match &self.dir {
+            Some(d) => d.clone(),
+            None => match std::fs::File::open(&self.dest) {
+                Ok(f) => Arc::new(OwnedFd::from(f)),
+                Err(_) => return none,
+            },
+        };
+        let syncs = fsio::filesystems(&self.dest, &dir);
+        let job = match (self.writes_points(), &self.fixed) {
+            (true, Some(f)) => Some(Job {
+                fixed: f.clone(),
+                options: self.options,
+                dest: self.dest_id,
+                shared: self.shared.clone(),
+            }),
+            _ => None,
+        };
+        let every = self.every;
+        let shared = self.shared.clone();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let spawned = thread::Builder::new()
+            .name("writeback".into())
+            .spawn(move || record(&rx, every, &dir, &syncs, job.as_ref(), &shared));
+        match spawned {
+            Ok(t) => Recorder { stop: Some(tx), thread: Some(t) },
+            Err(_) => none,
+        }
+    }
+
+    /// The run completed (everything extracted, directories stamped): the state goes. A
+    /// failed syncfs while extracting is the run's error.
+    pub fn complete(&self) -> Result<()> {
+        let rec = self.shared.recording.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = &rec.fatal {
+            bail!("{e}");
+        }
+        hook::at(Event::End);
+        if let Some(d) = &self.dir
+            && !rec.retired
+        {
+            fsio::remove_state_at_end(d).map_err(|e| anyhow!("{}: {e}", self.dest.display()))?;
+        }
+        Ok(())
+    }
+
+    pub fn report(&self) -> Report {
+        let resumed = self.resumed.as_ref().map(|s| Resumed {
+            member: s.point.member,
+            tar: s.point.tar,
+            archive: s.point.unit.compressed,
+            size: match &s.input {
+                InputId::File(f) => Some(f.size),
+                InputId::Url { length, .. } => *length,
+            },
+            from_start: s.point.unit.compressed == 0 && s.point.tar > 0,
+        });
+        Report { resumed, points: self.shared.written.load(Ordering::Relaxed) }
+    }
+}
+
+/// Whether DIR still holds what the state says was extracted: the probes (regular files, same
+/// inode, size and mtime) and the directories waiting for their metadata (same inode). The
+/// reason as the line says it.
+///
+/// Each directory's device number is taken as it is now: it names the device the filesystem
+/// is mounted from, which a reboot or a remount may change (a loop device attached anew, a
+/// disk enumerated in another order) while the inodes stay. The writer stamps a directory only
+/// while its device and inode are the recorded ones (`Dest::deferred_fd`): with the old number
+/// the resumed run would pass over every directory the state carried, `.` included.
+fn changed_in_dest(dir: &OwnedFd, s: &mut State) -> Option<String> {
+    for p in &s.probes {
+        let same = fsio::stat_beneath(dir, &p.path).is_ok_and(|st| {
+            st.st_mode & libc::S_IFMT == libc::S_IFREG
+                && st.st_ino == p.ino
+                && st.st_size as u64 == p.size
+                && i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec)
+                    == p.mtime_ns
+        });
+        if !same {
+            return Some(format!(
+                "{} was changed or removed since the interrupted run",
+                p.path.display()
+            ));
+        }
+    }
+    for d in &mut s.dirs {
+        let Ok(path) = state::safe_path(&d.record.path) else { return Some("a bad path".into()) };
+        let found = match path.is_root() {
+            true => fsio::fstat(std::os::fd::AsRawFd::as_raw_fd(dir)),
+            false => fsio::stat_beneath(dir, &path),
+        };
+        match found {
+            Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR && st.st_ino == d.record.ino => {
+                d.record.dev = st.st_dev;
+            }
+            _ => {
+                return Some(format!(
+                    "directory {} was changed or removed since the interrupted run",
+                    path.display()
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// What the recorder needs to write states.
+struct Job {
+    fixed: Fixed,
+    options: [u8; 32],
+    dest: (u64, u64),
+    shared: Arc<Shared>,
+}
+
+/// The recorder thread: each time another `every` bytes were written, a resume point is asked
+/// for and written (its syncfs is the writeback's), or after MARK_WAIT without one, DIR's
+/// filesystems are synced alone. Only this thread waits for the disk.
+fn record(
+    stop: &std::sync::mpsc::Receiver<()>,
+    every: u64,
+    dir: &OwnedFd,
+    syncs: &[OwnedFd],
+    job: Option<&Job>,
+    shared: &Shared,
+) {
+    use crate::progress::WRITTEN;
+    let mut last = WRITTEN.load(Ordering::Relaxed);
+    let mut due: Option<Instant> = None;
+    loop {
+        let wait = if due.is_some() { POLL_DUE } else { POLL };
+        match stop.recv_timeout(wait) {
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            _ => return,
+        }
+        let now = WRITTEN.load(Ordering::Relaxed);
+        if due.is_none() && now.saturating_sub(last) >= every {
+            due = Some(Instant::now());
+            if job.is_some() {
+                shared.want.store(true, Ordering::Relaxed);
+            }
+        }
+        let Some(since) = due else { continue };
+        if let Some(job) = job
+            && let Some(mark) = shared.frontier.take()
+        {
+            write(job, dir, syncs, *mark);
+            (last, due) = (now, None);
+            continue;
+        }
+        if job.is_none() || since.elapsed() >= MARK_WAIT {
+            // Errors are the final sync's (or the next run's) to report: this only starts
+            // writeback, as before resume points.
+            let _ = fsio::sync_all(syncs);
+            (last, due) = (now, None);
+        }
+    }
+}
+
+/// Writes `mark` as the state file (fsio::write_state), with the probes looked at now.
+fn write(job: &Job, dir: &OwnedFd, syncs: &[OwnedFd], mark: Mark) {
+    let mut rec = job.shared.recording.lock().unwrap_or_else(|e| e.into_inner());
+    if rec.retired || rec.failed || rec.fatal.is_some() {
+        return;
+    }
+    let probes = mark
+        .probes
+        .iter()
+        .filter_map(|path| {
+            let st = fsio::stat_beneath(dir, path).ok()?;
+            (st.st_mode & libc::S_IFMT == libc::S_IFREG).then(|| Probe {
+                path: path.clone(),
+                ino: st.st_ino,
+                size: st.st_size as u64,
+                mtime_ns: i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec),
+            })
+        })
+        .collect();
+    let written = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128);
+    let Mark { point, mut counts, delay, dirs, .. } = mark;
+    counts.skipped = crate::report::skipped_count();
+    let state = State {
+        program: PROGRAM.into(),
+        input: job.fixed.input.clone(),
+        format: job.fixed.format,
+        options: job.options,
+        dest: job.dest,
+        point,
+        counts,
+        delay,
+        dirs,
+        probes,
+        written,
+    };
+    let bytes = state.encode();
+    if bytes.len() > state::STATE_MAX {
+        return;
+    }
+    match fsio::write_state(dir, syncs, &bytes) {
+        Ok(()) => {
+            job.shared.written.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(fsio::WriteError::Sync(e)) => {
+            rec.fatal = Some(format!("syncfs failed: {e}; the extraction cannot be trusted"));
+        }
+        Err(fsio::WriteError::State(e)) => {
+            rec.failed = true;
+            crate::report::warn(format!(
+                "cannot write the resume state ({e}); this run writes no more resume points"
+            ));
+        }
+    }
+}
+
+/// The recorder thread; stopped (and joined) when dropped.
+pub struct Recorder {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Opens the archive of `cfg` for this run: at the resume point (`Session::reopen`), or from
+/// its start.
+pub fn open_input(cfg: &Config, session: &Session, drop_behind: bool) -> Result<decode::Input> {
+    let Some((at, expect)) = session.reopen() else {
+        return crate::list::open_input(cfg, drop_behind);
+    };
+    let shown = dest_shown(cfg);
+    let from_start = at.unit.compressed == 0;
+    match (&cfg.url, &cfg.archive, expect) {
+        // Decoded again from the start: opened as any run opens it (and its format found).
+        (None, _, _) if from_start => crate::list::open_input(cfg, drop_behind),
+        (None, Some(p), _) => decode::open_file_at(p, cfg.max_window_log, drop_behind, at),
+        (Some(plan), _, Some(expect)) => decode::open_url_at(plan, cfg.max_window_log, at, expect)
+            .map_err(|e| anyhow!("{shown}: cannot resume: {e:#}; {}", decide::START_OVER)),
+        _ => Err(anyhow!("{shown}: cannot resume: the archive is not the one the state names")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> SafePath {
+        state::safe_path(s.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn probes_are_the_last_files_and_spread_ones() {
+        let mut probes = Probes::default();
+        for i in 1..=1000 {
+            probes.note(&p(&format!("f{i}")));
+        }
+        let got: Vec<String> = probes.paths().iter().map(|x| x.display()).collect();
+        assert!(got.len() <= state::MAX_PROBES, "{got:?}");
+        for i in 993..=1000 {
+            assert!(got.contains(&format!("f{i}")), "{got:?}");
+        }
+        for i in [8, 16, 32, 64, 128, 256, 512] {
+            assert!(got.contains(&format!("f{i}")), "{got:?}");
+        }
+    }
+
+    #[test]
+    fn pending_points_are_published_once_landed() {
+        let frontier = Arc::new(Frontier::default());
+        let mut pending = Pending::default();
+        let mark = |tar: u64| {
+            Box::new(Mark {
+                point: Point { member: tar / 512, tar, unit: UnitStart::START, anchor: [0; 32] },
+                counts: Counts::default(),
+                probes: Vec::new(),
+                delay: false,
+                dirs: Vec::new(),
+                frontier: frontier.clone(),
+            })
+        };
+        pending.hold(mark(512), Some((false, Vec::new())));
+        pending.hold(mark(4096), Some((false, Vec::new())));
+        // Too large to carry: dropped.
+        pending.hold(mark(8192), None);
+        pending.publish(|t| t <= 1024);
+        assert_eq!(frontier.take().map(|m| m.point.tar), Some(512));
+        assert!(frontier.take().is_none());
+        pending.publish(|_| true);
+        assert_eq!(frontier.take().map(|m| m.point.tar), Some(4096));
+        assert!(pending.is_empty());
+    }
+}

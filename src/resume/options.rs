@@ -1,0 +1,114 @@
+//! The digest of the options that change what lands in DIR (pure): a state file is resumed
+//! only by a run whose digest is the same, so a resumed run never extracts the members before
+//! its resume point one way and those after it another.
+//!
+//! Hashed: selection (MEMBERs and `-T` names as resolved, with their switches, `-K`,
+//! `--occurrence`, `--no-recursion`), exclusion (`--exclude`, `-X`, the VCS and backup lists),
+//! names (`--transform`, `--pax-option delete=`, `--strip-components`, `--one-top-level`, `-i`),
+//! writing (`-U`, `--recursive-unlink`, `--keep-directory-symlink`, `-h`, `-m`), metadata
+//! (`-p`, `--same-owner`, `--numeric-owner`, `--xattrs` and its filter, `--acls`, the umask,
+//! the effective uid and gid), the limits (`--snapshot`, `--max-*`, `--max-window`) and
+//! `--delay-directory-restore`, `-V`. Not hashed, since they change only speed or what is said:
+//! `--threads`, `--writer-threads`, `--io`, `--direct-io*`, `--memory`, `--writeback-every`,
+//! `-v`, `-q`, `--json`, `--sync`, `--quoting-style`, `-R`, `--index-file`, `--totals`,
+//! `--checkpoint*`, `--show-*`, `--full-time`, the URL's connections and timeouts.
+//!
+//! The text hashed is the options' `Debug` form, so a state is tied to the fastuntar that
+//! wrote it (the state records the version, and another version is refused by name).
+
+use sha2::{Digest, Sha256};
+
+use crate::config::Config;
+
+/// The digest of `cfg`'s options that change what lands; `transforms` are the `--transform`
+/// arguments as given (the compiled expressions keep no text).
+pub fn digest(cfg: &Config, transforms: &[String]) -> [u8; 32] {
+    // Safety: umask, geteuid and getegid have no memory effects; the umask is put back.
+    let (umask, uid, gid) = unsafe {
+        let m = libc::umask(0o022);
+        libc::umask(m);
+        (m, libc::geteuid(), libc::getegid())
+    };
+    let mut h = Sha256::new();
+    let mut field = |name: &str, value: String| {
+        h.update((name.len() as u32).to_le_bytes());
+        h.update(name.as_bytes());
+        h.update((value.len() as u64).to_le_bytes());
+        h.update(value.as_bytes());
+    };
+    field("members", format!("{:?}", cfg.members));
+    field("starting_file", format!("{:?}", cfg.starting_file));
+    field("occurrence", format!("{:?}", cfg.occurrence));
+    field("recursion", format!("{:?}", cfg.recursion));
+    field("exclude", format!("{:?}", cfg.exclude));
+    field("transform", format!("{transforms:?}"));
+    field("pax_delete", format!("{:?}", cfg.pax_delete));
+    field("strip_components", format!("{:?}", cfg.strip_components));
+    field("one_top_level", format!("{:?}", cfg.one_top_level));
+    field("ignore_zeros", format!("{:?}", cfg.ignore_zeros));
+    field("old_files", format!("{:?}", cfg.old_files));
+    field("recursive_unlink", format!("{:?}", cfg.recursive_unlink));
+    field("keep_directory_symlink", format!("{:?}", cfg.keep_directory_symlink));
+    field("dereference", format!("{:?}", cfg.dereference));
+    field("touch", format!("{:?}", cfg.touch));
+    field("preserve_permissions", format!("{:?}", cfg.preserve_permissions));
+    field("same_owner", format!("{:?}", cfg.same_owner));
+    field("numeric_owner", format!("{:?}", cfg.numeric_owner));
+    field("xattrs", format!("{:?}", cfg.xattrs));
+    field("acls", format!("{:?}", cfg.acls));
+    field("ids", format!("{umask:o} {uid} {gid}"));
+    field("snapshot", format!("{:?}", cfg.snapshot));
+    field("limits", format!("{:?}", cfg.limits));
+    field("max_window_log", format!("{:?}", cfg.max_window_log));
+    field("delay_directory_restore", format!("{:?}", cfg.delay_directory_restore));
+    field("label", format!("{:?}", cfg.label));
+    field("filter", format!("{:?}", cfg.filter));
+    h.finalize().into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn digest_of(extra: &[&str]) -> [u8; 32] {
+        let mut argv: Vec<std::ffi::OsString> =
+            ["fastuntar", "-x", "-f", "a.tar.zst", "-C", "/nonexistent-dir"].map(Into::into).into();
+        argv.extend(extra.iter().map(Into::into));
+        let cfg = Config::from_args(crate::cli::parse(argv)).unwrap();
+        cfg.resume_options
+    }
+
+    /// What changes what lands changes the digest; what changes only speed or what is said
+    /// does not.
+    #[test]
+    fn the_options_that_decide_what_lands() {
+        let base = digest_of(&[]);
+        assert_eq!(base, digest_of(&[]));
+        for same in [
+            &["--threads", "4"][..],
+            &["--writer-threads", "2"],
+            &["--io", "portable"],
+            &["--direct-io"],
+            &["-v"],
+            &["--json"],
+            &["--writeback-every", "64M"],
+            &["--memory", "128M"],
+        ] {
+            assert_eq!(digest_of(same), base, "{same:?}");
+        }
+        for other in [
+            &["--strip-components", "1"][..],
+            &["--transform", "s/a/b/"],
+            &["--exclude", "x"],
+            &["--snapshot"],
+            &["-m"],
+            &["--max-files", "10"],
+            &["src"],
+            &["--delay-directory-restore"],
+            &["--one-top-level=top"],
+        ] {
+            assert_ne!(digest_of(other), base, "{other:?}");
+        }
+        assert_ne!(digest_of(&["--transform", "s/a/c/"]), digest_of(&["--transform", "s/a/b/"]));
+    }
+}

@@ -1,0 +1,657 @@
+//! The state file (`DIR/.fastuntar-resume`): what a resume point says, as bytes. Pure: encode
+//! and decode, with every value bounded and checked, since the file is input to the next run
+//! (docs/SECURITY.md, "The resume state file").
+//!
+//! ```text
+//! 0    8   magic "FUTRESUM"
+//! 8    4   version (LE)
+//! 12   4   body length L (at most STATE_MAX - 48)
+//! 16   L   body: the fields of `State`, in order (integers LE, byte strings as u32 length
+//!          and bytes, options as a presence byte)
+//! 16+L 32  SHA-256 of bytes [0, 16+L)
+//! ```
+//!
+//! Our own format, not an external one: it names nothing outside this program, so there is
+//! no crate for it; it is versioned, and a file of another version is refused, not guessed at.
+
+use std::path::PathBuf;
+
+use sha2::{Digest, Sha256};
+
+use crate::archive::UnitStart;
+use crate::decode::{FileId, Format};
+use crate::plan::{SafePath, Timestamp};
+use crate::write::delayed::{Record, decode_last, encode as encode_record};
+
+/// The state file's name in DIR, and the name it is written under before its rename.
+pub const STATE_NAME: &str = ".fastuntar-resume";
+pub const TMP_NAME: &str = ".fastuntar-resume.tmp";
+
+/// Largest state file: a snapshot restore's is under 2 KiB (one directory chain, no MEMBER
+/// operands); what could make it larger (thousands of `-T` names, directories waiting with
+/// `--delay-directory-restore`, deferred extended attributes) gets no resume point past it,
+/// never a larger file. Read back, at most this much is read.
+pub const STATE_MAX: usize = 4 << 20;
+
+const MAGIC: &[u8; 8] = b"FUTRESUM";
+const VERSION: u32 = 1;
+const HEAD: usize = 16;
+const SUM: usize = 32;
+
+/// Most probes (files checked to be still there, unchanged, before resuming).
+pub const MAX_PROBES: usize = 16;
+
+/// Directories a member may imply at most (one per component: PATH_MAX / 2).
+const MAX_IMPLIED: u64 = 2048;
+
+/// Longest path a state may name: what the kernel takes (PATH_MAX with its NUL).
+const MAX_PATH: usize = 4095;
+
+/// What the archive was, as the first run found it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InputId {
+    File(FileId),
+    /// A download: the address after redirects (shown, not compared: presigned addresses
+    /// change), the validator and the length, which must be the same again.
+    Url {
+        url: String,
+        etag: Option<String>,
+        last_modified: Option<String>,
+        length: Option<u64>,
+    },
+}
+
+/// Where the resumed run begins: member `member` (its number from 0), whose first header is
+/// at `tar` in the decoded stream, inside the input unit `unit`; `anchor` is a digest of the
+/// member as read (`resume::anchor`), which must be the same when read again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Point {
+    pub member: u64,
+    pub tar: u64,
+    pub unit: UnitStart,
+    pub anchor: [u8; 32],
+}
+
+/// A directory whose metadata was still to be applied at the resume point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DirState {
+    /// Above the member before the resume point (`Dest`'s `open`).
+    Open,
+    /// Left by the archive, waiting for files in flight beneath it (`closing`).
+    Closing,
+    /// `--delay-directory-restore`: waiting for the end of the run (write/delayed.rs).
+    Delayed,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CarriedDir {
+    pub state: DirState,
+    pub record: Record,
+}
+
+/// A file extracted before the resume point, as it was when the state was written: it must
+/// be there unchanged for the resume (`rm -rf DIR/*` leaves the state file, a dotfile).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Probe {
+    pub path: SafePath,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime_ns: i128,
+}
+
+/// What selection and the limits had counted before the resume point.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// `-K` had not yet selected a member.
+    pub starting: bool,
+    /// Members each MEMBER operand had counted, in command-line order.
+    pub found: Vec<u64>,
+    /// `--max-bytes`' count and the files and directories counted (`--max-files`).
+    pub bytes: u64,
+    pub files: u64,
+    /// Members reported as not extracted (the exit status is 2 if any).
+    pub skipped: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct State {
+    /// The version of fastuntar that wrote it (the options' digest depends on it).
+    pub program: String,
+    pub input: InputId,
+    pub format: Format,
+    /// The digest of the options that change what lands (`resume::options`).
+    pub options: [u8; 32],
+    /// DIR itself: its filesystem's id and inode.
+    pub dest: (u64, u64),
+    pub point: Point,
+    pub counts: Counts,
+    /// Directory metadata applied from then on (`--delay-directory-restore`, or met an
+    /// incremental archive's directory).
+    pub delay: bool,
+    pub dirs: Vec<CarriedDir>,
+    pub probes: Vec<Probe>,
+    /// When the resume point was written (ns since the epoch).
+    pub written: i128,
+}
+
+/// Why a state file cannot be used, as the one line says it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Bad(pub String);
+
+fn bad<T>(why: impl Into<String>) -> Result<T, Bad> {
+    Err(Bad(why.into()))
+}
+
+struct Out(Vec<u8>);
+
+impl Out {
+    fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    fn u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn i128(&mut self, v: i128) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn bytes(&mut self, b: &[u8]) {
+        self.u32(b.len() as u32);
+        self.0.extend_from_slice(b);
+    }
+    fn opt(&mut self, b: Option<&[u8]>) {
+        self.u8(u8::from(b.is_some()));
+        if let Some(b) = b {
+            self.bytes(b);
+        }
+    }
+    fn opt_u64(&mut self, v: Option<u64>) {
+        self.u8(u8::from(v.is_some()));
+        if let Some(v) = v {
+            self.u64(v);
+        }
+    }
+}
+
+struct In<'a>(&'a [u8]);
+
+impl<'a> In<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], Bad> {
+        if n > self.0.len() {
+            return bad("it ends early");
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(head)
+    }
+    fn u8(&mut self) -> Result<u8, Bad> {
+        Ok(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> Result<u32, Bad> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4")))
+    }
+    fn u64(&mut self) -> Result<u64, Bad> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8")))
+    }
+    fn i128(&mut self) -> Result<i128, Bad> {
+        Ok(i128::from_le_bytes(self.take(16)?.try_into().expect("16")))
+    }
+    /// A byte string of at most `max` bytes.
+    fn bytes(&mut self, max: usize) -> Result<&'a [u8], Bad> {
+        let n = self.u32()? as usize;
+        if n > max {
+            return bad(format!("a field of {n} bytes, more than {max}"));
+        }
+        self.take(n)
+    }
+    fn flag(&mut self) -> Result<bool, Bad> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            v => bad(format!("a flag of {v}")),
+        }
+    }
+    fn opt(&mut self, max: usize) -> Result<Option<&'a [u8]>, Bad> {
+        Ok(if self.flag()? { Some(self.bytes(max)?) } else { None })
+    }
+    fn opt_u64(&mut self) -> Result<Option<u64>, Bad> {
+        Ok(if self.flag()? { Some(self.u64()?) } else { None })
+    }
+    /// A count of items each at least `least` bytes long, so that what it claims fits in
+    /// what is left (a hostile count allocates nothing it cannot fill).
+    fn count(&mut self, least: usize, max: usize) -> Result<usize, Bad> {
+        let n = self.u32()? as usize;
+        if n > max || n.saturating_mul(least) > self.0.len() {
+            return bad(format!("a count of {n}"));
+        }
+        Ok(n)
+    }
+    fn text(&mut self, max: usize) -> Result<String, Bad> {
+        String::from_utf8(self.bytes(max)?.to_vec()).or_else(|_| bad("a text that is not UTF-8"))
+    }
+}
+
+const FORMATS: [(Format, u8); 6] = [
+    (Format::Plain, 0),
+    (Format::Zstd, 1),
+    (Format::Gzip, 2),
+    (Format::Bzip2, 3),
+    (Format::Lz4, 4),
+    (Format::Xz, 5),
+];
+
+fn format_code(f: Format) -> u8 {
+    FORMATS.iter().find(|(g, _)| *g == f).map_or(0, |(_, c)| *c)
+}
+
+const DIR_STATES: [(DirState, u8); 3] =
+    [(DirState::Open, 0), (DirState::Closing, 1), (DirState::Delayed, 2)];
+
+/// A path from a state file: plain components only (no empty one, `.`, `..` or NUL), each at
+/// most 255 bytes, in all at most PATH_MAX - 1; the empty path is DIR itself. Such a path
+/// only ever names something beneath DIR, and is only walked there without following a
+/// symlink (`fsio::stat_beneath`, `Dest::restore_dirs`).
+pub fn safe_path(bytes: &[u8]) -> Result<SafePath, Bad> {
+    if bytes.len() > MAX_PATH {
+        return bad("a path longer than PATH_MAX");
+    }
+    if bytes.is_empty() {
+        return Ok(SafePath(PathBuf::new()));
+    }
+    for c in bytes.split(|&b| b == b'/') {
+        if c.is_empty() || c == b"." || c == b".." || c.contains(&0) || c.len() > 255 {
+            return bad("a path that is not plain names beneath DIR");
+        }
+    }
+    let os = std::ffi::OsStr::from_bytes(bytes);
+    Ok(SafePath(PathBuf::from(os)))
+}
+
+use std::os::unix::ffi::OsStrExt;
+
+fn path_bytes(p: &SafePath) -> &[u8] {
+    p.as_path().as_os_str().as_bytes()
+}
+
+/// Checks a carried directory's record: a safe path, a mode, attributes within the reader's
+/// own bounds.
+fn check_record(r: &Record) -> Result<(), Bad> {
+    safe_path(&r.path)?;
+    if r.mode > 0o7777 {
+        return bad(format!("a mode of {:o}", r.mode));
+    }
+    if r.borrowed {
+        return bad("a directory lent permissions (--no-overwrite-dir is never resumed)");
+    }
+    if let Some(t) = r.mtime
+        && t.nanos >= 1_000_000_000
+    {
+        return bad("a time with more than a second of nanoseconds");
+    }
+    if let Some(xs) = &r.xattrs {
+        let total: usize = crate::archive::xattr_bytes(xs);
+        let too_long = xs.iter().any(|x| {
+            x.name.len() > 1024
+                || x.value.as_ref().is_some_and(|v| v.len() > crate::archive::MAX_XATTR_VALUE)
+        });
+        if too_long || total > crate::archive::MAX_XATTR_TOTAL {
+            return bad("extended attributes over the reader's bounds");
+        }
+    }
+    Ok(())
+}
+
+impl State {
+    /// The file's bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut o = Out(Vec::with_capacity(1024));
+        o.bytes(self.program.as_bytes());
+        match &self.input {
+            InputId::File(f) => {
+                o.u8(0);
+                o.u64(f.fsid);
+                o.u64(f.ino);
+                o.u64(f.size);
+                o.i128(f.mtime_ns);
+            }
+            InputId::Url { url, etag, last_modified, length } => {
+                o.u8(1);
+                o.bytes(url.as_bytes());
+                o.opt(etag.as_deref().map(str::as_bytes));
+                o.opt(last_modified.as_deref().map(str::as_bytes));
+                o.opt_u64(*length);
+            }
+        }
+        o.u8(format_code(self.format));
+        o.0.extend_from_slice(&self.options);
+        o.u64(self.dest.0);
+        o.u64(self.dest.1);
+        let p = &self.point;
+        o.u64(p.member);
+        o.u64(p.tar);
+        o.u64(p.unit.index);
+        o.u64(p.unit.compressed);
+        o.u64(p.unit.decoded);
+        o.0.extend_from_slice(&p.anchor);
+        let c = &self.counts;
+        o.u8(u8::from(c.starting));
+        o.u32(c.found.len() as u32);
+        for &f in &c.found {
+            o.u64(f);
+        }
+        o.u64(c.bytes);
+        o.u64(c.files);
+        o.u64(c.skipped);
+        o.u8(u8::from(self.delay));
+        o.u32(self.dirs.len() as u32);
+        for d in &self.dirs {
+            let code = DIR_STATES.iter().find(|(s, _)| *s == d.state).map_or(0, |(_, c)| *c);
+            o.u8(code);
+            let mut rec = Vec::new();
+            encode_record(&d.record, &mut rec);
+            o.bytes(&rec);
+        }
+        o.u32(self.probes.len() as u32);
+        for p in &self.probes {
+            o.bytes(path_bytes(&p.path));
+            o.u64(p.ino);
+            o.u64(p.size);
+            o.i128(p.mtime_ns);
+        }
+        o.i128(self.written);
+        let body = o.0;
+        let mut file = Vec::with_capacity(HEAD + body.len() + SUM);
+        file.extend_from_slice(MAGIC);
+        file.extend_from_slice(&VERSION.to_le_bytes());
+        file.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        file.extend_from_slice(&body);
+        let sum = Sha256::digest(&file);
+        file.extend_from_slice(&sum);
+        file
+    }
+
+    /// A state from the file's bytes, checked: magic, version, length and checksum, then
+    /// every field against its bounds. Nothing is allocated beyond what the bytes hold.
+    pub fn decode(file: &[u8]) -> Result<State, Bad> {
+        if file.len() > STATE_MAX {
+            return bad(format!("it is larger than {} MiB", STATE_MAX >> 20));
+        }
+        if file.len() < HEAD + SUM || &file[..8] != MAGIC {
+            return bad("it is not a fastuntar resume state");
+        }
+        let version = u32::from_le_bytes(file[8..12].try_into().expect("4"));
+        if version != VERSION {
+            return bad(format!(
+                "it is of format version {version}, this fastuntar reads {VERSION}"
+            ));
+        }
+        let len = u32::from_le_bytes(file[12..16].try_into().expect("4")) as usize;
+        if HEAD + len + SUM != file.len() {
+            return bad("its length field does not match its size");
+        }
+        let (signed, sum) = file.split_at(HEAD + len);
+        if Sha256::digest(signed).as_slice() != sum {
+            return bad("its checksum does not match (corrupt)");
+        }
+        let mut i = In(&signed[HEAD..]);
+        let program = i.text(64)?;
+        let input = match i.u8()? {
+            0 => InputId::File(FileId {
+                fsid: i.u64()?,
+                ino: i.u64()?,
+                size: i.u64()?,
+                mtime_ns: i.i128()?,
+            }),
+            1 => {
+                let url = i.text(64 << 10)?;
+                let etag = i.opt(4096)?.map(|b| String::from_utf8_lossy(b).into_owned());
+                let lm = i.opt(256)?.map(|b| String::from_utf8_lossy(b).into_owned());
+                let length = i.opt_u64()?;
+                InputId::Url { url, etag, last_modified: lm, length }
+            }
+            k => return bad(format!("an input of kind {k}")),
+        };
+        let code = i.u8()?;
+        let Some(&(format, _)) = FORMATS.iter().find(|(_, c)| *c == code) else {
+            return bad(format!("a format of {code}"));
+        };
+        let options: [u8; 32] = i.take(32)?.try_into().expect("32");
+        let dest = (i.u64()?, i.u64()?);
+        let member = i.u64()?;
+        let tar = i.u64()?;
+        let unit = UnitStart { index: i.u64()?, compressed: i.u64()?, decoded: i.u64()? };
+        let anchor: [u8; 32] = i.take(32)?.try_into().expect("32");
+        let point = Point { member, tar, unit, anchor };
+        check_point(&point, &input)?;
+        let starting = i.flag()?;
+        let n = i.count(8, usize::MAX)?;
+        let found = (0..n).map(|_| i.u64()).collect::<Result<Vec<_>, _>>()?;
+        let counts =
+            Counts { starting, found, bytes: i.u64()?, files: i.u64()?, skipped: i.u64()? };
+        // Files counted include the directories the members imply (`accounts/` of a snapshot,
+        // which has no member of its own): at most one per path component of each.
+        let implied = member.saturating_add(1).saturating_mul(MAX_IMPLIED);
+        if counts.found.iter().any(|&f| f > member) || counts.files > implied {
+            return bad("counts beyond the members before the resume point");
+        }
+        let delay = i.flag()?;
+        let n = i.count(5, usize::MAX)?;
+        let mut dirs = Vec::with_capacity(n);
+        for _ in 0..n {
+            let code = i.u8()?;
+            let Some(&(state, _)) = DIR_STATES.iter().find(|(_, c)| *c == code) else {
+                return bad(format!("a directory state of {code}"));
+            };
+            let rec = i.bytes(STATE_MAX)?;
+            let (record, start) = decode_last(rec).or_else(|_| bad("a directory record"))?;
+            if start != 0 {
+                return bad("a directory record with bytes before it");
+            }
+            check_record(&record)?;
+            dirs.push(CarriedDir { state, record });
+        }
+        let n = i.count(36, MAX_PROBES)?;
+        let mut probes = Vec::with_capacity(n);
+        for _ in 0..n {
+            let path = safe_path(i.bytes(MAX_PATH)?)?;
+            if path.is_root() {
+                return bad("a probe of DIR itself");
+            }
+            probes.push(Probe { path, ino: i.u64()?, size: i.u64()?, mtime_ns: i.i128()? });
+        }
+        let written = i.i128()?;
+        if !i.0.is_empty() {
+            return bad("bytes after its last field");
+        }
+        Ok(State {
+            program,
+            input,
+            format,
+            options,
+            dest,
+            point,
+            counts,
+            delay,
+            dirs,
+            probes,
+            written,
+        })
+    }
+}
+
+/// A resume point that could be: on a block boundary, after its unit's start and within
+/// reach of it, the unit inside the archive.
+fn check_point(p: &Point, input: &InputId) -> Result<(), Bad> {
+    let size = match input {
+        InputId::File(f) => Some(f.size),
+        InputId::Url { length, .. } => *length,
+    };
+    let u = p.unit;
+    if !p.tar.is_multiple_of(512) {
+        return bad("a resume point that is not on a tar block");
+    }
+    if u.decoded > p.tar {
+        return bad("a resume point before the start of its input unit");
+    }
+    if p.member > p.tar / 512 {
+        return bad("more members before the resume point than blocks");
+    }
+    if size.is_some_and(|s| u.compressed >= s && u.compressed > 0) {
+        return bad("a resume point past the end of the archive");
+    }
+    Ok(())
+}
+
+/// Nanoseconds since the epoch of `t` (for the state's times).
+pub fn nanos(t: Timestamp) -> i128 {
+    i128::from(t.secs) * 1_000_000_000 + i128::from(t.nanos)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::archive::Xattr;
+
+    pub fn sample() -> State {
+        let record = |p: &str| Record {
+            path: p.as_bytes().to_vec(),
+            mode: 0o755,
+            mtime: Some(Timestamp { secs: 1_600_000_000, nanos: 5 }),
+            owner: Some((1, 2)),
+            dev: 7,
+            ino: 99,
+            borrowed: false,
+            name: String::new(),
+            xattrs: None,
+        };
+        let mut with_attrs = record("accounts");
+        with_attrs.name = "accounts/".into();
+        with_attrs.xattrs =
+            Some(vec![Xattr { name: b"user.a".to_vec(), value: Some(vec![1]) }].into());
+        State {
+            program: "0.1.0".into(),
+            input: InputId::File(FileId { fsid: 1, ino: 2, size: 1 << 30, mtime_ns: -5 }),
+            format: Format::Zstd,
+            options: [7; 32],
+            dest: (3, 4),
+            point: Point {
+                member: 10,
+                tar: 1 << 20,
+                unit: UnitStart { index: 3, compressed: 12345, decoded: 1 << 19 },
+                anchor: [9; 32],
+            },
+            counts: Counts {
+                starting: false,
+                found: vec![1, 0, 3],
+                bytes: 5,
+                files: 9,
+                skipped: 1,
+            },
+            delay: false,
+            dirs: vec![
+                CarriedDir { state: DirState::Open, record: record("") },
+                CarriedDir { state: DirState::Open, record: with_attrs },
+                CarriedDir { state: DirState::Closing, record: record("snapshots/1") },
+            ],
+            probes: vec![Probe {
+                path: safe_path(b"accounts/1.1").unwrap(),
+                ino: 5,
+                size: 6,
+                mtime_ns: 7,
+            }],
+            written: 123,
+        }
+    }
+
+    #[test]
+    fn round_trip() {
+        let s = sample();
+        let bytes = s.encode();
+        assert_eq!(State::decode(&bytes), Ok(s.clone()));
+        let url = State {
+            input: InputId::Url {
+                url: "https://h/a".into(),
+                etag: Some("\"x\"".into()),
+                last_modified: None,
+                length: Some(1 << 30),
+            },
+            ..s
+        };
+        assert_eq!(State::decode(&url.encode()), Ok(url));
+    }
+
+    /// Every byte flipped, the file cut anywhere, bytes added: refused, never a panic.
+    #[test]
+    fn every_corruption_is_refused() {
+        let bytes = sample().encode();
+        for i in 0..bytes.len() {
+            let mut b = bytes.clone();
+            b[i] ^= 0x40;
+            assert!(State::decode(&b).is_err(), "byte {i} flipped");
+        }
+        for cut in 0..bytes.len() {
+            assert!(State::decode(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(State::decode(&longer).is_err());
+    }
+
+    /// Re-signs a body: a forger who knows the format passes the checksum, not the checks.
+    fn signed(mut s: State, f: impl FnOnce(&mut State)) -> Result<State, Bad> {
+        f(&mut s);
+        State::decode(&s.encode())
+    }
+
+    #[test]
+    fn forged_states_are_refused() {
+        let s = sample();
+        let path = |p: &[u8]| Record { path: p.to_vec(), ..s.dirs[0].record.clone() };
+        for p in [&b"../x"[..], b"/etc", b"a//b", b"a/./b", b"a/\0", b"a/..", &[b'x'; 256]] {
+            let r = signed(s.clone(), |s| s.dirs[0].record = path(p));
+            assert!(r.is_err(), "dir path {:?}", String::from_utf8_lossy(p));
+            let r = signed(s.clone(), |s| {
+                s.probes[0].path = SafePath(PathBuf::from(std::ffi::OsStr::from_bytes(p)))
+            });
+            assert!(r.is_err(), "probe path {:?}", String::from_utf8_lossy(p));
+        }
+        assert!(signed(s.clone(), |s| s.point.tar += 1).is_err(), "not on a block");
+        assert!(signed(s.clone(), |s| s.point.unit.decoded = s.point.tar + 512).is_err());
+        assert!(signed(s.clone(), |s| s.point.unit.compressed = 1 << 30).is_err(), "past the end");
+        assert!(signed(s.clone(), |s| s.point.member = (1 << 20) / 512 + 1).is_err());
+        assert!(signed(s.clone(), |s| s.counts.found[0] = 11).is_err(), "counts over N");
+        assert!(signed(s.clone(), |s| s.dirs[0].record.mode = 0o10000).is_err());
+        assert!(signed(s.clone(), |s| s.dirs[0].record.borrowed = true).is_err());
+        assert!(signed(s.clone(), |s| s.probes = vec![s.probes[0].clone(); 17]).is_err());
+        let big = vec![Xattr { name: b"user.x".to_vec(), value: Some(vec![0; 70_000]) }];
+        assert!(signed(s.clone(), |s| s.dirs[1].record.xattrs = Some(big.into())).is_err());
+        // A 5 MiB body: refused by its size before anything is read.
+        let mut huge = s.clone();
+        huge.counts.found = vec![0; 700_000];
+        assert!(State::decode(&huge.encode()).is_err());
+    }
+
+    /// Counts that claim more items than the bytes left could hold allocate nothing.
+    #[test]
+    fn hostile_counts_are_bounded() {
+        let mut body = Out(Vec::new());
+        body.bytes(b"0.1.0");
+        body.u8(0);
+        let file = {
+            let mut f = Vec::new();
+            f.extend_from_slice(MAGIC);
+            f.extend_from_slice(&VERSION.to_le_bytes());
+            let mut b = body.0.clone();
+            b.extend_from_slice(&[0; 40]);
+            b.extend_from_slice(&[0xff; 64]);
+            f.extend_from_slice(&(b.len() as u32).to_le_bytes());
+            f.extend_from_slice(&b);
+            let sum = Sha256::digest(&f);
+            f.extend_from_slice(&sum);
+            f
+        };
+        assert!(State::decode(&file).is_err());
+    }
+}
