@@ -226,6 +226,26 @@ struct Fixed {
     seekable: bool,
 }
 
+/// DIR opened and locked for a run that writes resume points, made first as the writers
+/// would make it, with a temporary state a killed run left removed; and DIR's identity.
+fn take_dir(cfg: &Config, dir: Option<OwnedFd>, shown: &str) -> Result<(OwnedFd, (u64, u64))> {
+    let d = match dir {
+        Some(d) => d,
+        None => {
+            std::fs::create_dir_all(&cfg.dest)
+                .map_err(|e| anyhow!("{shown}: cannot create: {e}"))?;
+            let d = fsio::open_dir(&cfg.dest)?.ok_or_else(|| anyhow!("{shown}: cannot open"))?;
+            if !fsio::lock(&d)? {
+                return Err(anyhow!("{shown}: another fastuntar took it"));
+            }
+            d
+        }
+    };
+    let id = fsio::dir_id(&d).map_err(|e| anyhow!("{shown}: {e}"))?;
+    fsio::remove_state_tmp(&d).map_err(|e| anyhow!("{shown}: {e}"))?;
+    Ok((d, id))
+}
+
 /// The run's resume state: what was decided at the start, and the recorder's channel.
 pub struct Session {
     dest: std::path::PathBuf,
@@ -239,7 +259,7 @@ pub struct Session {
     dest_id: (u64, u64),
     every: u64,
     shared: Arc<Shared>,
-    verbose: bool,
+    asked: bool,
     quiet: bool,
 }
 
@@ -371,7 +391,7 @@ impl Session {
             dest_id: (0, 0),
             every: cfg.writeback.unwrap_or(0),
             shared: Arc::default(),
-            verbose: cfg.verbose > 0,
+            asked: cfg.resume == Flag::Resume,
             quiet: cfg.quiet,
         };
         if cfg.reads_only() {
@@ -432,25 +452,18 @@ impl Session {
                 }
                 session.off = off;
                 if session.off.is_none() {
-                    // DIR is made as the writers would make it; the lock is taken on it.
-                    let d = match dir {
-                        Some(d) => d,
-                        None => {
-                            std::fs::create_dir_all(&cfg.dest)
-                                .map_err(|e| anyhow!("{shown}: cannot create: {e}"))?;
-                            let d = fsio::open_dir(&cfg.dest)?
-                                .ok_or_else(|| anyhow!("{shown}: cannot open"))?;
-                            if !fsio::lock(&d)? {
-                                return Err(anyhow!("{shown}: another fastuntar took it"));
-                            }
-                            d
+                    match take_dir(cfg, dir, &shown) {
+                        Ok(d) => {
+                            session.dest_id = d.1;
+                            session.dir = Some(Arc::new(d.0));
                         }
-                    };
-                    session.dest_id = fsio::dir_id(&d).map_err(|e| anyhow!("{shown}: {e}"))?;
-                    // A temporary state a killed run left.
-                    fsio::remove_state_tmp(&d).map_err(|e| anyhow!("{shown}: {e}"))?;
-                    session.dir = Some(Arc::new(d));
-                } else if session.verbose && !session.quiet {
+                        // Asked for: say why it cannot be. Else points are only a default, and
+                        // DIR that takes no state (a read-only mount, no write permission)
+                        // gets the writers' own errors per member, as with GNU tar.
+                        Err(e) if cfg.resume == Flag::Resume => return Err(e),
+                        Err(e) => session.off = Some(format!("{e:#}")),
+                    }
+                } else if session.asked && !session.quiet {
                     crate::report::warn(format!(
                         "no resume points: {}",
                         session.off.as_deref().unwrap_or("")
@@ -537,7 +550,7 @@ impl Session {
 
     fn no_points(&mut self, why: &str) -> Result<()> {
         self.off = Some(why.to_string());
-        if self.verbose && !self.quiet {
+        if self.asked && !self.quiet {
             crate::report::warn(format!("no resume points: {why}"));
         }
         Ok(())

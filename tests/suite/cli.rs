@@ -852,6 +852,8 @@ fn json_summary() {
         "writer_threads",
         "uring_writers",
         "direct_io",
+        "resumed",
+        "resume_points",
         "skipped",
         "exit_code",
     ];
