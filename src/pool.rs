@@ -300,19 +300,19 @@ impl PoolBuf {
         self.cap
     }
 
+    /// A piece of this buffer's slot from its start: `cap` bytes, the first `len` valid. The
+    /// slot goes back to the pool when its last piece is dropped.
+    fn piece(&self, cap: usize, len: usize) -> PoolBuf {
+        self.pool.refs[self.index as usize].fetch_add(1, Ordering::Relaxed);
+        PoolBuf { pool: self.pool.clone(), index: self.index, start: self.start, cap, len }
+    }
+
     /// Cuts the first `n` bytes (at most `capacity`) off as a piece of their own, sharing
     /// this buffer's pool slot. This one keeps the rest from the next BUF_ALIGN boundary on
     /// (so every piece stays aligned for O_DIRECT), with no valid bytes.
     pub fn split_to(&mut self, n: usize) -> PoolBuf {
         assert!(n <= self.cap);
-        self.pool.refs[self.index as usize].fetch_add(1, Ordering::Relaxed);
-        let piece = PoolBuf {
-            pool: self.pool.clone(),
-            index: self.index,
-            start: self.start,
-            cap: n,
-            len: self.len.min(n),
-        };
+        let piece = self.piece(n, self.len.min(n));
         let skip = n.next_multiple_of(BUF_ALIGN).min(self.cap);
         self.start += skip;
         self.cap -= skip;
@@ -326,14 +326,7 @@ impl PoolBuf {
     /// in pieces that end where a file's data does (decode/parallel.rs, `lend`).
     pub fn split_front(&mut self, n: usize) -> PoolBuf {
         assert!(n <= self.len);
-        self.pool.refs[self.index as usize].fetch_add(1, Ordering::Relaxed);
-        let piece = PoolBuf {
-            pool: self.pool.clone(),
-            index: self.index,
-            start: self.start,
-            cap: n,
-            len: n,
-        };
+        let piece = self.piece(n, n);
         self.start += n;
         self.cap -= n;
         self.len -= n;
