@@ -574,11 +574,27 @@ impl Ext4 {
         self.dev = Some(dev);
     }
 
-    fn unmount(&mut self) {
-        if let Some(dev) = self.dev.take() {
-            let _ = Cmd::new("umount").arg(&self.mnt).run();
-            let _ = Cmd::new("losetup").args(["-d", &dev]).run();
+    /// Unmounts and detaches the loop device. A shut-down ext4 can stay busy for a moment after
+    /// the killed run is reaped (io_uring tears its ring down, and drops the files it holds,
+    /// in a kernel worker): `umount` is retried for up to 30 s. Were the failure ignored, the
+    /// next `mount` would put a second mount of the same image over the first, and the two
+    /// would corrupt each other (a loaded CI run once failed that way and left both mounted).
+    fn unmount(&mut self) -> Result<(), String> {
+        let Some(dev) = self.dev.take() else { return Ok(()) };
+        let start = std::time::Instant::now();
+        let mut out = Cmd::new("umount").arg(&self.mnt).run();
+        while !out.success() && start.elapsed() < std::time::Duration::from_secs(30) {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            out = Cmd::new("umount").arg(&self.mnt).run();
         }
+        if !out.success() {
+            // Detached when the last user goes, so nothing outlives the test's directory.
+            let _ = Cmd::new("umount").args(["-l"]).arg(&self.mnt).run();
+            let _ = Cmd::new("losetup").args(["-d", &dev]).run();
+            return Err(format!("umount {}: {}", self.mnt.display(), out.stderr_str()));
+        }
+        let _ = Cmd::new("losetup").args(["-d", &dev]).run();
+        Ok(())
     }
 
     /// The power cut: ext4 stops where it is, its journal not flushed (EXT4_IOC_SHUTDOWN with
@@ -598,7 +614,8 @@ impl Ext4 {
 
 impl Drop for Ext4 {
     fn drop(&mut self) {
-        self.unmount();
+        // No panic here: a test that failed is unwinding already.
+        let _ = self.unmount();
     }
 }
 
@@ -644,7 +661,7 @@ fn power_cut_never_leaves_a_state_ahead_of_the_data() {
             fs.shut_down();
             let _ = child.kill();
             let _ = child.wait();
-            fs.unmount();
+            fs.unmount().unwrap();
             fs.mount();
             if dest.join(STATE).exists() {
                 states += 1;
