@@ -81,6 +81,9 @@ pub struct ArchiveFile {
     pos: u64,
     dropped: u64,
     drop_behind: bool,
+    /// At least half the file was in the page cache when it was opened (the user's own
+    /// download, a second extraction): its pages are not ours to drop behind the reader.
+    cached_at_open: bool,
     /// Bytes read with O_DIRECT (for tests).
     direct_bytes: u64,
     /// The `Direct` decision this file last acted on.
@@ -112,7 +115,7 @@ impl ArchiveFile {
         };
         // Safety: the fd is open; fadvise takes no pointers. A hint only.
         unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, advice) };
-        ArchiveFile {
+        let mut a = ArchiveFile {
             file,
             direct_file,
             direct: Arc::default(),
@@ -120,9 +123,13 @@ impl ArchiveFile {
             pos: 0,
             dropped: 0,
             drop_behind,
+            cached_at_open: false,
             direct_bytes: 0,
             mode: UNDECIDED,
-        }
+        };
+        a.cached_at_open =
+            a.resident_pages(0, 0).is_some_and(|(cached, pages)| keeps_cache(cached, pages));
+        a
     }
 
     /// Reads from `pos` on (a resumed run opens the archive at a frame's 4096-aligned page:
@@ -140,8 +147,15 @@ impl ArchiveFile {
     /// Whether `len` bytes at the current position are all in the page cache (or dirty
     /// there, when a direct read would first have to wait for their writeback).
     fn cached(&mut self, len: usize) -> bool {
+        self.resident_pages(self.pos, len as u64).is_some_and(|(cached, pages)| cached >= pages)
+    }
+
+    /// Of the pages of `len` bytes at `off` (0: to the end of the file), how many are in the
+    /// page cache (dirty or under writeback ones count as all: a direct read would wait for
+    /// them), and how many there are. None when cachestat(2) is not available.
+    fn resident_pages(&mut self, off: u64, len: u64) -> Option<(u64, u64)> {
         if !self.cachestat {
-            return false;
+            return None;
         }
         #[repr(C)]
         struct Range {
@@ -157,7 +171,7 @@ impl ArchiveFile {
             nr_evicted: u64,
             nr_recently_evicted: u64,
         }
-        let range = Range { off: self.pos, len: len as u64 };
+        let range = Range { off, len };
         let mut stat = Stat::default();
         // Safety: both pointers are to live, properly laid out structs (include/uapi
         // linux/mman.h: struct cachestat_range, struct cachestat) that the call only reads
@@ -173,10 +187,15 @@ impl ArchiveFile {
         };
         if r != 0 {
             self.cachestat = false;
-            return false;
+            return None;
         }
-        let pages = (len as u64).div_ceil(page_size());
-        stat.nr_dirty > 0 || stat.nr_writeback > 0 || stat.nr_cache >= pages
+        let len = match len {
+            0 => self.file.metadata().ok()?.len().saturating_sub(off),
+            n => n,
+        };
+        let pages = len.div_ceil(page_size());
+        let busy = stat.nr_dirty > 0 || stat.nr_writeback > 0;
+        Some((if busy { pages } else { stat.nr_cache }, pages))
     }
 
     fn read_direct(&mut self, buf: &mut [u8]) -> Option<io::Result<usize>> {
@@ -221,7 +240,7 @@ impl Read for ArchiveFile {
             None => self.file.read_at(buf, self.pos)?,
         };
         self.pos += n as u64;
-        let drop_behind = self.drop_behind || self.direct.drops_behind();
+        let drop_behind = !self.cached_at_open && (self.drop_behind || self.direct.drops_behind());
         if drop_behind && self.pos - self.dropped >= DROP_BEHIND_STEP {
             // Safety: the fd is open; fadvise takes no pointers. Failure only costs cache.
             unsafe {
@@ -236,6 +255,14 @@ impl Read for ArchiveFile {
         }
         Ok(n)
     }
+}
+
+/// Whether an archive whose `cached` of `pages` pages were in the page cache at open keeps
+/// them: from half on it was there for someone else (a download just finished, an earlier
+/// extraction) and dropping it behind the reader would only make their next read go to the
+/// disk. Below half, what is cached is mostly what the run's own reads bring in.
+fn keeps_cache(cached: u64, pages: u64) -> bool {
+    pages > 0 && cached.saturating_mul(2) >= pages
 }
 
 fn same_file(a: &File, b: &File) -> bool {
@@ -330,6 +357,55 @@ impl Drop for AlignedBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_archive_mostly_cached_at_open_keeps_its_pages() {
+        for (cached, pages, keeps) in
+            [(0, 0, false), (0, 10, false), (4, 10, false), (5, 10, true), (10, 10, true)]
+        {
+            assert_eq!(keeps_cache(cached, pages), keeps, "{cached} of {pages} pages");
+        }
+    }
+
+    /// Read to the end with drop-behind on: a file cached at open is left cached; one that
+    /// was not is dropped behind the reader.
+    #[test]
+    fn drop_behind_spares_an_archive_cached_at_open() {
+        let dir = std::env::temp_dir().join(format!("fu-archive-drop-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("a");
+        let len = 2 * DROP_BEHIND_STEP as usize + 4096;
+        std::fs::write(&path, vec![3u8; len]).unwrap();
+        File::open(&path).unwrap().sync_all().unwrap();
+        let read_all = |evict_first: bool| {
+            let f = File::open(&path).unwrap();
+            if evict_first {
+                // Safety: the fd is open; a hint only.
+                unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+            } else {
+                std::fs::read(&path).unwrap();
+            }
+            let mut a = ArchiveFile::new(f, &path, true);
+            a.direct().buffered();
+            std::io::copy(&mut a, &mut std::io::sink()).unwrap();
+            (a.cached_at_open, a.resident_pages(0, 0))
+        };
+        let (kept, resident) = read_all(false);
+        if let Some((cached, pages)) = resident {
+            assert!(kept, "a file read just before is cached at open");
+            assert!(cached * 10 >= pages * 9, "{cached} of {pages} pages left: dropped");
+            let (kept, resident) = read_all(true);
+            let (cached, pages) = resident.unwrap();
+            if kept {
+                eprintln!("skipped the drop check: {dir:?} keeps evicted pages (tmpfs?)");
+            } else {
+                assert!(cached * 2 < pages, "{cached} of {pages} pages left: not dropped");
+            }
+        } else {
+            eprintln!("skipped: no cachestat(2) here");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn direct_and_buffered_reads_agree() {

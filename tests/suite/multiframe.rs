@@ -302,10 +302,11 @@ fn uncached_archives_are_read_direct() {
     );
     // Now cached: read through the cache, the same files. Memory pressure from elsewhere (a
     // loaded machine, a full /dev/shm) may evict pages meanwhile: a control file of the same
-    // size, cached at the same time, says whether it did (then the check cannot be made).
+    // size, cached just before the archive (so older in the LRU than the archive, which the
+    // run reads again), says whether it did (then the check cannot be made).
     let control = td.write("control", vec![7u8; size as usize]);
-    std::fs::read(&zst).unwrap();
     std::fs::read(&control).unwrap();
+    std::fs::read(&zst).unwrap();
     let cached = extract("cached");
     if resident_bytes(&control) >= size - 4096 {
         assert!(resident_bytes(&zst) >= size - 4096, "a cached archive stays cached");
