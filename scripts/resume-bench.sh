@@ -2,7 +2,8 @@
 # Resume points (issue 30): what they cost, and how fast a killed run resumes.
 #
 #   scripts/resume-bench.sh cost ARCHIVE [ROUNDS]   default (points on) against --no-resume
-#   scripts/resume-bench.sh kill ARCHIVE [ROUNDS]   full run F; a run SIGKILLed at F/2; its rerun
+#   scripts/resume-bench.sh kill ARCHIVE [ROUNDS]   full run F; a run SIGKILLed once it has
+#                                                   written half of F's bytes; its rerun
 #   scripts/resume-bench.sh url  DIR NAME [ROUNDS]  the same from scripts/pacing-server.py (50 MB/s
 #                                                   per connection) serving DIR/NAME
 #
@@ -46,8 +47,22 @@ run() {
     resumed=$(grep -o '"resumed":{[^}]*}\|"download_bytes":[0-9]*' "$work/json" | tr '\n' ' ')
     echo "$label rc=$rc wall=$wall cpu=$(echo "$u + $s" | bc) $resumed"
 }
-killed_at_half() { # SOURCE FULL_WALL
-    timeout -s KILL "$(echo "$2 / 2" | bc -l)" "$BIN" -x -f "$1" -C "$mnt/d" -q >/dev/null 2>&1
+used() { # bytes in use on the scratch ext4 (delayed allocations included)
+    stat -f -c '%b %f %S' "$mnt" | awk '{ printf "%d\n", ($1 - $2) * $3 }'
+}
+# killed_at_half SOURCE FULL_USED: SIGKILL once the run has written half of what a full run
+# leaves on the filesystem (polled every 10 ms), so the kill lands at half the archive however
+# loaded the machine is; prints how far it got.
+killed_at_half() {
+    local base target pid
+    base=$(used)
+    target=$((base + $2 / 2))
+    "$BIN" -x -f "$1" -C "$mnt/d" -q >/dev/null 2>&1 &
+    pid=$!
+    while kill -0 "$pid" 2>/dev/null && (($(used) < target)); do sleep 0.01; done
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    echo "killed at $(($(used) - base)) of $2 bytes written"
 }
 mode=$1
 case $mode in
@@ -75,9 +90,9 @@ for _ in $(seq "$rounds"); do
         fresh; run "off" "$src" --no-resume
         ;;
     kill | url)
-        fresh; run "full  " "$src"
-        full=$wall
-        fresh; killed_at_half "$src" "$full"
+        fresh; base=$(used); run "full  " "$src"
+        full=$wall full_used=$(($(used) - base))
+        fresh; killed_at_half "$src" "$full_used"
         run "resume" "$src"
         echo "  ratio $(echo "$wall / $full" | bc -l | cut -c1-5)"
         ;;

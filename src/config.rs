@@ -181,6 +181,8 @@ pub struct Config {
     pub writer_threads_given: bool,
     /// `--writeback-every`: bytes written between syncfs calls while extracting (None: off).
     pub writeback: Option<u64>,
+    /// `--writeback-every` was given: the interval is not adapted to a URL's length.
+    pub writeback_given: bool,
     /// The archive is read from this URL (decode/url/), with these settings.
     pub url: Option<crate::decode::url::Plan>,
     /// `--resume`, `--no-resume`, or neither (src/resume/).
@@ -466,8 +468,12 @@ impl Config {
             },
             writer_threads,
             writer_threads_given,
-            writeback: Some(parse_size(&args.writeback_every).context("--writeback-every")?)
-                .filter(|&n| n > 0),
+            writeback: match &args.writeback_every {
+                Some(size) => Some(parse_size(size).context("--writeback-every")?),
+                None => Some(crate::resume::WRITEBACK_DEFAULT),
+            }
+            .filter(|&n| n > 0),
+            writeback_given: args.writeback_every.is_some(),
             url,
             resume: match (args.resume, args.no_resume) {
                 (_, true) => crate::resume::Flag::Off,
