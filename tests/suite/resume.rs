@@ -673,3 +673,88 @@ fn power_cut_never_leaves_a_state_ahead_of_the_data() {
     }
     assert!(states >= 1, "no power cut found a state in place");
 }
+
+/// Options whose effect cannot be done again from a member boundary, and an archive read from
+/// standard input: a run with them writes no state, even killed mid-way (so a rerun never
+/// resumes what it could not redo), and `--resume` with them is refused in one line naming
+/// the option, with nothing written.
+#[test]
+fn runs_that_cannot_resume_write_no_state_and_refuse_resume() {
+    let test = "runs_that_cannot_resume_write_no_state_and_refuse_resume";
+    let td = TestDir::new(test);
+    let tar = archive();
+    let path = write_archive(&td, ZSTD_64K, &tar);
+    let src = Source::File(path.clone());
+    let cases: &[(&[&str], &str)] = &[
+        (&["-k"], "-k (--keep-old-files)"),
+        (&["--skip-old-files"], "--skip-old-files"),
+        (&["--keep-newer-files"], "--keep-newer-files"),
+        (&["--no-overwrite-dir"], "--no-overwrite-dir"),
+        (&["--backup"], "--backup"),
+        (&["-G"], "-G (--incremental)"),
+        (&["-N", "2000-01-01"], "-N (--newer)"),
+    ];
+    for &(args, named) in cases {
+        let dest = td.fresh("dest");
+        let k = killed(&src, &dest, args, "member:300");
+        assert_eq!(k.signal, Some(libc::SIGKILL), "{args:?}: {}", k.describe());
+        assert!(!dest.join(STATE).exists(), "{args:?}: a state was written");
+        let before = snapshot(&dest);
+        let mut all = args.to_vec();
+        all.push("--resume");
+        let r = again(&src, &dest, &all, &[]);
+        r.expect_code(2);
+        let lines = r.diagnostics();
+        assert_eq!(lines.len(), 1, "{args:?}: one line\n{}", r.describe());
+        assert!(lines[0].contains(named), "{args:?}: names {named:?}\n{}", r.describe());
+        assert_same(&before, "before", &snapshot(&dest), "after", &Compare::exact(), named);
+    }
+    // Standard input: killed without a state; `--resume` refused, naming it.
+    let dest = td.fresh("stdin");
+    let k = Cmd::new(util::fastuntar_path())
+        .args(["-x", "-f", "-", "-C"])
+        .arg(&dest)
+        .args(EVERY)
+        .arg("--debug-kill-at=member:300")
+        .stdin(util::Input::File(path.clone()))
+        .run();
+    assert_eq!(k.signal, Some(libc::SIGKILL), "stdin: {}", k.describe());
+    assert!(!dest.join(STATE).exists(), "stdin: a state was written");
+    let r = util::fastuntar()
+        .args(["-x", "--resume", "-f", "-", "-C"])
+        .arg(&dest)
+        .stdin(util::Input::File(path.clone()))
+        .run();
+    r.expect_code(2);
+    assert!(r.stderr_str().contains("standard input"), "stdin --resume: {}", r.describe());
+    assert_eq!(r.diagnostics().len(), 1, "stdin --resume: one line\n{}", r.describe());
+}
+
+/// A server that ignores Range (every GET is the whole archive, 200): the killed run's state
+/// is still resumed, by decoding the archive again from its first byte and passing over the
+/// members before the point (no member written twice), and the tree is GNU tar's.
+#[test]
+fn url_without_range_resumes_by_passing_over() {
+    let test = "url_without_range_resumes_by_passing_over";
+    if !have_tools(test, &["tar"]) {
+        return;
+    }
+    let td = TestDir::new(test);
+    let tar = archive();
+    let o = oracle(&td, &tar);
+    let faults = Faults { no_range: true, ..Faults::default() };
+    let server = Server::start(ZSTD_64K.encode(&tar), faults);
+    let src = Source::Url(&server);
+    let dest = td.fresh("dest");
+    let k = killed(&src, &dest, &[], "renamed:2");
+    assert_eq!(k.signal, Some(libc::SIGKILL), "{}", k.describe());
+    assert!(dest.join(STATE).exists(), "no state after the second rename");
+    let r = again(&src, &dest, &[], &[]);
+    r.expect_code(0);
+    let out = r.stdout_str();
+    assert!(out.contains("\"resumed\":{\"member\":"), "not resumed\n{}", r.describe());
+    assert_eq!(util::json_number(&out, "archive_offset"), Some(0), "{}", r.describe());
+    let member = util::json_number(&out, "member").expect("the member resumed at");
+    assert!(member > 0, "resumed at member 0\n{}", r.describe());
+    o.same(&dest, "a server without Range");
+}
