@@ -746,9 +746,10 @@ fn url_without_range_resumes_by_passing_over() {
     let server = Server::start(ZSTD_64K.encode(&tar), faults);
     let src = Source::Url(&server);
     let dest = td.fresh("dest");
-    let k = killed(&src, &dest, &[], "renamed:2");
+    // The first state (how many more a run writes depends on how fast the disk syncs).
+    let k = killed(&src, &dest, &[], "renamed:1");
     assert_eq!(k.signal, Some(libc::SIGKILL), "{}", k.describe());
-    assert!(dest.join(STATE).exists(), "no state after the second rename");
+    assert!(dest.join(STATE).exists(), "no state after the first rename");
     let r = again(&src, &dest, &[], &[]);
     r.expect_code(0);
     let out = r.stdout_str();
