@@ -14,16 +14,20 @@ use crate::util;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use util::{Cmd, Input, Output, Rng, TestDir, fastuntar, have_tool, is_summary};
+use util::gnu::{self, Case, Ran};
+use util::{Cmd, Output, Rng, TestDir, have_tool, is_summary};
 
-/// Whether `tar` is GNU tar (the comparisons need its way of counting), else a SKIP line.
-fn gnu_tar_here(test: &str) -> bool {
+/// A fresh test directory for `test` with its archive `a.tar` of the tree, when `tar` is GNU
+/// tar (the comparisons need its way of counting); else a SKIP line (under CI a failure).
+fn set_up(test: &str) -> Option<(TestDir, PathBuf)> {
     let out = Cmd::new("tar").arg("--version").run();
-    let gnu = out.success() && out.stdout_str().contains("GNU tar");
-    if !gnu {
+    if !(out.success() && out.stdout_str().contains("GNU tar")) {
         util::skip(test, "GNU tar missing");
+        return None;
     }
-    gnu
+    let td = TestDir::new(test);
+    let a = archive(&td, "a.tar", &[]);
+    Some((td, a))
 }
 
 /// A tree of a few hundred KB: small files, a subdirectory, a symlink, and one 300,000-byte
@@ -54,32 +58,75 @@ fn archive(td: &TestDir, name: &str, flags: &[&str]) -> PathBuf {
     path
 }
 
-/// GNU tar and fastuntar with the same arguments, each `{dir}` in them replaced by a fresh
-/// directory of its own and each `{log}` by a file of its own; the archive from `stdin`
-/// when given.
-struct Pair {
-    gnu: Output,
-    ours: Output,
-    logs: (PathBuf, PathBuf),
+/// One row of a checkpoint table: a comparison with GNU tar (`gnu::Case`: the arguments, with
+/// `{archive}` and `{dest}`, a fresh directory of each program's own; standard input; the exit
+/// status, stdout and stderr as `said` reads it) and what else must hold of the two runs
+/// (`check`: the checkpoints' count or numbers, the scripts' logs).
+struct Row<'a> {
+    case: Case<'a>,
+    check: fn(&Seen) -> Result<(), String>,
 }
 
-fn both(td: &TestDir, args: &[&str], stdin: Option<&Path>) -> Pair {
-    let run = |mut cmd: Cmd, side: &str| {
-        let dir = td.fresh(side);
-        let log = td.join(format!("{}.log", dir.file_name().unwrap().to_str().unwrap()));
-        for a in args {
-            let a =
-                a.replace("{dir}", dir.to_str().unwrap()).replace("{log}", log.to_str().unwrap());
-            cmd.arg(a);
+/// What a row's `check` is given.
+struct Seen<'a> {
+    gnu: &'a Ran,
+    ours: &'a Ran,
+    /// GNU tar's stderr as compared (`stderr`).
+    said: String,
+    /// How many 10240-byte records the test's archive `a.tar` spans.
+    records: u64,
+}
+
+impl Seen<'_> {
+    /// The numbers of GNU tar's default echo lines.
+    fn numbers(&self) -> Vec<u64> {
+        numbers(&self.said)
+    }
+}
+
+/// `args` on `archive`, comparing exit status, stdout and stderr (`said`), then `check`.
+fn row<'a>(archive: &Path, args: &[&str], check: fn(&Seen) -> Result<(), String>) -> Row<'a> {
+    Row { case: Case::new(archive, args).only_stdout().said(said), check }
+}
+
+/// `row`, the archive read from standard input (`-f -`: the file itself on stdin).
+fn stdin_row<'a>(archive: &Path, args: &[&str], check: fn(&Seen) -> Result<(), String>) -> Row<'a> {
+    let r = row(archive, args, check);
+    Row { case: r.case.stdin_file(archive), ..r }
+}
+
+/// Nothing besides the comparison.
+fn compared(_: &Seen) -> Result<(), String> {
+    Ok(())
+}
+
+/// Runs every row of `rows` with both programs, `records` the records of `a.tar`; fails
+/// naming every row that differs or fails its check. Returns how many rows ran.
+fn check_rows(td: &TestDir, records: u64, rows: &[Row]) -> usize {
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for row in rows {
+        let b = gnu::both(td, &row.case);
+        failures.extend(b.differences);
+        let seen = Seen { gnu: &b.gnu, ours: &b.ours, said: stderr(&b.gnu.out), records };
+        if let Err(e) = (row.check)(&seen) {
+            failures.push(format!("{}: {e}", row.case.label()));
         }
-        if let Some(p) = stdin {
-            cmd.stdin(Input::File(p.to_path_buf()));
-        }
-        (cmd.current_dir(td.path()).run(), log)
-    };
-    let (gnu, gnu_log) = run(Cmd::new("tar"), "gnu");
-    let (ours, ours_log) = run(fastuntar(), "ours");
-    Pair { gnu, ours, logs: (gnu_log, ours_log) }
+        ran += 1;
+    }
+    gnu::assert_none(&failures);
+    ran
+}
+
+/// How many records of 10240 bytes `archive` spans.
+fn records_of(archive: &Path) -> u64 {
+    fs::metadata(archive).unwrap().len() / 10240
+}
+
+/// stderr as `Case::said` compares it (`stderr`), in lines that keep their newlines (dots
+/// have none after the last).
+fn said(out: &Output, _prog: &str) -> Vec<String> {
+    stderr(out).split_inclusive('\n').map(str::to_string).collect()
 }
 
 /// stderr as compared: fastuntar's summary line out, "fastuntar: " read as "tar: ", and the
@@ -103,32 +150,6 @@ fn mask_rates(s: &str) -> String {
     out
 }
 
-/// The same exit code, stdout and stderr (as `stderr` compares it); returns stderr.
-fn same(p: &Pair, what: &str) -> String {
-    let (g, o) = (stderr(&p.gnu), stderr(&p.ours));
-    assert_eq!(
-        p.gnu.code,
-        p.ours.code,
-        "{what}: exit codes\n{}\n{}",
-        p.gnu.describe(),
-        p.ours.describe()
-    );
-    assert_eq!(
-        g,
-        o,
-        "{what}: stderr\n--- GNU tar ---\n{}\n--- fastuntar ---\n{}",
-        p.gnu.describe(),
-        p.ours.describe()
-    );
-    assert!(
-        p.gnu.stdout == p.ours.stdout,
-        "{what}: stdout\n{}\n{}",
-        p.gnu.describe(),
-        p.ours.describe()
-    );
-    g
-}
-
 /// The numbers of the default echo lines ("tar: Read checkpoint N").
 fn numbers(stderr: &str) -> Vec<u64> {
     stderr.lines().filter_map(|l| l.strip_prefix("tar: Read checkpoint ")?.parse().ok()).collect()
@@ -136,78 +157,90 @@ fn numbers(stderr: &str) -> Vec<u64> {
 
 #[test]
 fn default_echo_counts_records_like_gnu_tar() {
-    let test = "default_echo_counts_records_like_gnu_tar";
-    if !gnu_tar_here(test) {
+    let Some((td, a)) = set_up("default_echo_counts_records_like_gnu_tar") else {
         return;
-    }
-    let td = TestDir::new(test);
-    let a = archive(&td, "a.tar", &[]);
-    let a = a.to_str().unwrap();
-    let records = fs::metadata(a).unwrap().len() / 10240;
+    };
+    let records = records_of(&a);
     assert!(records >= 30, "the archive spans {records} records");
-    // -x reads every record; --checkpoint alone is every 10th.
-    let x = same(&both(&td, &["--checkpoint", "-xf", a, "-C", "{dir}"], None), "-x");
-    assert_eq!(numbers(&x), (1..=records / 10).map(|n| n * 10).collect::<Vec<_>>(), "{x}");
-    let x3 = same(&both(&td, &["--checkpoint=3", "-xf", a, "-C", "{dir}"], None), "-x every 3");
-    assert_eq!(numbers(&x3).len() as u64, records / 3, "{x3}");
-    // -t of an archive file: the big member's records are passed over (GNU tar seeks), so
-    // fewer checkpoints than records.
-    let t = same(&both(&td, &["--checkpoint=1", "-tf", a], None), "-t");
-    assert!((numbers(&t).len() as u64) < records - 20, "-t reads few records:\n{t}");
-    // From a pipe nothing is passed over.
-    let p = same(&both(&td, &["--checkpoint=1", "-tf", "-"], Some(Path::new(a))), "-t stdin");
-    assert_eq!(numbers(&p).len() as u64, records, "{p}");
-    // -O, and -x of a part (the rest is passed over).
-    same(&both(&td, &["--checkpoint=2", "-xOf", a], None), "-O");
-    same(
-        &both(&td, &["--checkpoint=1", "--exclude=src/big", "-xf", a, "-C", "{dir}"], None),
-        "--exclude",
-    );
-    same(&both(&td, &["--checkpoint=1", "-xf", a, "-C", "{dir}", "src/f4"], None), "MEMBER");
-    // `-b 4`: records of 2048 bytes; those after the end marker are not read.
-    let b4 =
-        same(&both(&td, &["-b", "4", "--checkpoint=1", "-xf", a, "-C", "{dir}"], None), "-b 4");
-    assert!(numbers(&b4).len() as u64 > 4 * records, "{b4}");
-    same(&both(&td, &["-b", "4", "--checkpoint=1", "-tf", a], None), "-b 4 -t");
-    same(
-        &both(&td, &["--checkpoint=0x5", "--record-size=4K", "-tf", "-"], Some(Path::new(a))),
-        "hex N",
-    );
-    // -q silences fastuntar's summary, never the checkpoints GNU tar (which has no -q) prints.
-    let mut quiet = both(&td, &["--checkpoint=4", "-xf", a, "-C", "{dir}"], None);
-    quiet.ours =
-        fastuntar().args(["-q", "--checkpoint=4", "-xf", a, "-C"]).arg(td.fresh("q")).run();
-    assert!(!quiet.ours.stderr.is_empty());
-    same(&quiet, "-q");
+    let rows = [
+        // -x reads every record; --checkpoint alone is every 10th.
+        row(&a, &["--checkpoint", "-xf", "{archive}", "-C", "{dest}"], |s| {
+            let want: Vec<u64> = (1..=s.records / 10).map(|n| n * 10).collect();
+            expect(s.numbers() == want, s, "every 10th record")
+        }),
+        row(&a, &["--checkpoint=3", "-xf", "{archive}", "-C", "{dest}"], |s| {
+            expect(s.numbers().len() as u64 == s.records / 3, s, "every 3rd record")
+        }),
+        // -t of an archive file: the big member's records are passed over (GNU tar seeks), so
+        // fewer checkpoints than records.
+        row(&a, &["--checkpoint=1", "-tf", "{archive}"], |s| {
+            expect((s.numbers().len() as u64) < s.records - 20, s, "-t reads few records")
+        }),
+        // From standard input nothing is passed over.
+        stdin_row(&a, &["--checkpoint=1", "-tf", "-"], |s| {
+            expect(s.numbers().len() as u64 == s.records, s, "one a record")
+        }),
+        // -O, and -x of a part (the rest is passed over).
+        row(&a, &["--checkpoint=2", "-xOf", "{archive}"], compared),
+        row(
+            &a,
+            &["--checkpoint=1", "--exclude=src/big", "-xf", "{archive}", "-C", "{dest}"],
+            compared,
+        ),
+        row(&a, &["--checkpoint=1", "-xf", "{archive}", "-C", "{dest}", "src/f4"], compared),
+        // `-b 4`: records of 2048 bytes; those after the end marker are not read.
+        row(&a, &["-b", "4", "--checkpoint=1", "-xf", "{archive}", "-C", "{dest}"], |s| {
+            expect(s.numbers().len() as u64 > 4 * s.records, s, "records of 2048 bytes")
+        }),
+        row(&a, &["-b", "4", "--checkpoint=1", "-tf", "{archive}"], compared),
+        stdin_row(&a, &["--checkpoint=0x5", "--record-size=4K", "-tf", "-"], compared),
+        // -q silences fastuntar's summary, never the checkpoints GNU tar (which has no -q)
+        // prints.
+        Row {
+            case: row(&a, &["--checkpoint=4", "-xf", "{archive}", "-C", "{dest}"], compared)
+                .case
+                .ours_only(&["-q"]),
+            check: |s| expect(!s.ours.out.stderr.is_empty(), s, "checkpoints under -q"),
+        },
+    ];
+    assert_eq!(check_rows(&td, records, &rows), 11);
+}
+
+/// `Ok` when `ok`, else the failure `what`, with GNU tar's stderr as compared.
+fn expect(ok: bool, s: &Seen, what: &str) -> Result<(), String> {
+    if ok { Ok(()) } else { Err(format!("want {what}; GNU tar said:\n{}", s.said)) }
 }
 
 #[test]
 fn dots_like_gnu_tar() {
-    let test = "dots_like_gnu_tar";
-    if !gnu_tar_here(test) {
+    let Some((td, a)) = set_up("dots_like_gnu_tar") else {
         return;
-    }
-    let td = TestDir::new(test);
-    let a = archive(&td, "a.tar", &[]);
-    let a = a.to_str().unwrap();
-    // On stdout, between the names, no newline after the last: -t, -tv, -xv.
-    same(&both(&td, &["--checkpoint=.5", "-tf", "-"], Some(Path::new(a))), "-t dots");
-    same(&both(&td, &["--checkpoint=.1", "-tvf", a], None), "-tv dots");
-    let xv = both(&td, &["--checkpoint=.5", "-xvf", a, "-C", "{dir}"], None);
-    same(&xv, "-xv dots");
-    let dots = xv.gnu.stdout.iter().filter(|&&b| b == b'.').count();
-    assert!(dots >= 6 && xv.gnu.stdout.ends_with(b"."), "{}", xv.gnu.describe());
-    // `--checkpoint=.` alone is every 10th; with -O the dots go to stderr.
-    let o = both(&td, &["--checkpoint=.", "-xOf", a], None);
-    same(&o, "-O dots");
-    assert!(o.gnu.stderr.starts_with(b"...") && !o.gnu.stderr.contains(&b'\n'));
+    };
+    let rows = [
+        // On stdout, between the names, no newline after the last: -t, -tv, -xv.
+        stdin_row(&a, &["--checkpoint=.5", "-tf", "-"], compared),
+        row(&a, &["--checkpoint=.1", "-tvf", "{archive}"], compared),
+        row(&a, &["--checkpoint=.5", "-xvf", "{archive}", "-C", "{dest}"], |s| {
+            let out = &s.gnu.out.stdout;
+            let dots = out.iter().filter(|&&b| b == b'.').count();
+            expect(dots >= 6 && out.ends_with(b"."), s, "6 dots or more, one last")
+        }),
+        // `--checkpoint=.` alone is every 10th; with -O the dots go to stderr.
+        row(&a, &["--checkpoint=.", "-xOf", "{archive}"], |s| {
+            let err = &s.gnu.out.stderr;
+            expect(err.starts_with(b"...") && !err.contains(&b'\n'), s, "dots on stderr")
+        }),
+    ];
+    assert_eq!(check_rows(&td, records_of(&a), &rows), 4);
     // Dots to a reader that went away end nothing (GNU tar dies of SIGPIPE there): exit 0,
     // the tree whole.
     let d = td.fresh("gone");
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
     let status = std::process::Command::new(util::fastuntar_path())
-        .args(["-xf", a, "--checkpoint=.1", "-q", "-C"])
+        .arg("-xf")
+        .arg(&a)
+        .args(["--checkpoint=.1", "-q", "-C"])
         .arg(&d)
         .stdout(writer)
         .status()
@@ -216,94 +249,98 @@ fn dots_like_gnu_tar() {
     assert!(d.join("src/big").metadata().is_ok_and(|m| m.len() == 300_000));
 }
 
+/// What the `exec=` scripts of a row wrote (`>> {dest}.log`): the same for both, 5 lines or
+/// more.
+fn same_logs(s: &Seen) -> Result<(), String> {
+    let log = |r: &Ran| fs::read_to_string(format!("{}.log", r.dest.display())).unwrap_or_default();
+    let (g, o) = (log(s.gnu), log(s.ours));
+    if g != o {
+        return Err(format!("what the scripts saw:\n--- GNU tar ---\n{g}--- fastuntar ---\n{o}"));
+    }
+    expect(g.lines().count() >= 5, s, &format!("5 checkpoints or more in the log:\n{g}"))
+}
+
 #[test]
 fn actions_like_gnu_tar() {
-    let test = "actions_like_gnu_tar";
-    if !gnu_tar_here(test) {
+    let Some((td, a)) = set_up("actions_like_gnu_tar") else {
         return;
-    }
-    let td = TestDir::new(test);
-    let a = archive(&td, "a.tar", &[]);
-    let a = a.to_str().unwrap();
-    let e = same(
-        &both(&td, &["--checkpoint=7", "--checkpoint-action=echo='%u %s'", "-xOf", a], None),
-        "echo=",
-    );
-    let records = fs::metadata(a).unwrap().len() / 10240;
-    let want: String = (1..=records / 7).map(|k| format!("tar: {} read\n", 7 * k)).collect();
-    assert_eq!(e, want);
-    // Several actions, in command-line order, `.N` among them; the escapes GNU tar prints
-    // as they are; %T and totals (bytes read before the checkpoint's record).
-    let several = same(
-        &both(
-            &td,
+    };
+    // `exec=`: the script runs at each checkpoint, with the TAR_* variables, and is waited for.
+    let script = "--checkpoint-action=exec=echo $TAR_CHECKPOINT $TAR_SUBCOMMAND $TAR_FORMAT \
+                  $TAR_BLOCKING_FACTOR $TAR_ARCHIVE >> {dest}.log";
+    let posix = archive(&td, "p.tar", &["--format=posix"]);
+    let rows = [
+        row(
+            &a,
+            &["--checkpoint=7", "--checkpoint-action=echo='%u %s'", "-xOf", "{archive}"],
+            |s| {
+                let want: String =
+                    (1..=s.records / 7).map(|k| format!("tar: {} read\n", 7 * k)).collect();
+                expect(s.said == want, s, &want)
+            },
+        ),
+        // Several actions, in command-line order, `.N` among them; the escapes GNU tar prints
+        // as they are; %T and totals (bytes read before the checkpoint's record).
+        row(
+            &a,
             &[
                 "--checkpoint-action=echo=\"a\\tb %u\"",
                 "--checkpoint-action=totals",
                 "--checkpoint=.12",
                 "--checkpoint-action=echo=[%T] [%{A,B}T] %% %q %{x}q %{ z",
                 "-xOf",
-                a,
+                "{archive}",
             ],
-            None,
+            |s| {
+                let want = "tar: a\tb 12\nTotal bytes read: 112640 (110KiB, RATE)\n.tar: [R: \
+                            112640 (110KiB, RATE)] [A: 112640 (110KiB, RATE)] %% %q %q %{ z\n";
+                expect(s.said.starts_with(want), s, want)
+            },
         ),
-        "several",
-    );
-    assert!(
-        several.starts_with(
-            "tar: a\tb 12\nTotal bytes read: 112640 (110KiB, RATE)\n.tar: [R: 112640 (110KiB, \
-             RATE)] [A: 112640 (110KiB, RATE)] %% %q %q %{ z\n"
-        ),
-        "{several}"
-    );
-    // %{N}* pads the line, program name included, to column N.
-    let p = both(
-        &td,
-        &["--checkpoint=10", "--checkpoint-action=echo=%u%{40}*|", "-tf", "-"],
-        Some(Path::new(a)),
-    );
-    for out in [&p.gnu, &p.ours] {
-        let lines = out.stderr_lines();
-        assert!(
-            !lines.is_empty() && lines.iter().all(|l| l.len() == 41 && l.ends_with('|')),
-            "{}",
-            out.describe()
-        );
-    }
-    // `exec=`: the script runs at each checkpoint, with the TAR_* variables, and is waited for.
-    let script = "--checkpoint-action=exec=echo $TAR_CHECKPOINT $TAR_SUBCOMMAND $TAR_FORMAT \
-                  $TAR_BLOCKING_FACTOR $TAR_ARCHIVE >> {log}";
-    let posix = archive(&td, "p.tar", &["--format=posix"]);
-    for (args, stdin) in [
-        (vec!["--checkpoint=3", script, "-xf", a, "-C", "{dir}"], None),
-        (vec!["--checkpoint=1", script, "-tf", a], None),
-        (vec!["--checkpoint=2", "-b", "8", script, "-tf", "-"], Some(Path::new(a))),
-        (vec!["--checkpoint=1", script, "-xOf", posix.to_str().unwrap()], None),
-    ] {
-        let p = both(&td, &args, stdin);
-        same(&p, "exec");
-        let (g, o) =
-            (fs::read_to_string(&p.logs.0).unwrap(), fs::read_to_string(&p.logs.1).unwrap());
-        assert_eq!(g, o, "exec {args:?}: what the scripts saw");
-        assert!(g.lines().count() >= 5, "{g}");
-    }
+        // %{N}* pads the line, program name included, to column N: stderr differs by the
+        // names' lengths, so each is checked.
+        Row {
+            case: Case::new(
+                &a,
+                &["--checkpoint=10", "--checkpoint-action=echo=%u%{40}*|", "-tf", "-"],
+            )
+            .only_stdout()
+            .stdin_file(&a),
+            check: |s| {
+                for out in [&s.gnu.out, &s.ours.out] {
+                    let lines = out.stderr_lines();
+                    if lines.is_empty() || !lines.iter().all(|l| l.len() == 41 && l.ends_with('|'))
+                    {
+                        return Err(format!("want lines padded to 41:\n{}", out.describe()));
+                    }
+                }
+                Ok(())
+            },
+        },
+        row(&a, &["--checkpoint=3", script, "-xf", "{archive}", "-C", "{dest}"], same_logs),
+        row(&a, &["--checkpoint=1", script, "-tf", "{archive}"], same_logs),
+        stdin_row(&a, &["--checkpoint=2", "-b", "8", script, "-tf", "-"], same_logs),
+        row(&posix, &["--checkpoint=1", script, "-xOf", "{archive}"], same_logs),
+    ];
+    assert_eq!(check_rows(&td, records_of(&a), &rows), 7);
 }
 
 #[test]
 fn compressed_and_concatenated_like_gnu_tar() {
     let test = "compressed_and_concatenated_like_gnu_tar";
-    if !gnu_tar_here(test) {
+    let Some((td, a)) = set_up(test) else {
         return;
-    }
-    let td = TestDir::new(test);
-    let a = archive(&td, "a.tar", &[]);
+    };
+    let records = records_of(&a);
     // -i reads to the end of the input, and that last read counts.
     let mut cat = fs::read(&a).unwrap();
     cat.extend(fs::read(&a).unwrap());
-    let cat_path = td.write("cat.tar", &cat);
-    let cat_path = cat_path.to_str().unwrap();
-    same(&both(&td, &["--checkpoint=1", "-itf", cat_path], None), "-i -t");
-    same(&both(&td, &["--checkpoint=1", "-ixOf", "-"], Some(Path::new(cat_path))), "-i -O stdin");
+    let cat = td.write("cat.tar", &cat);
+    let rows = [
+        row(&cat, &["--checkpoint=1", "-itf", "{archive}"], compared),
+        stdin_row(&cat, &["--checkpoint=1", "-ixOf", "-"], compared),
+    ];
+    assert_eq!(check_rows(&td, records, &rows), 2);
     if !have_tool(test, "zstd") {
         util::skip(&format!("{test} (zstd part)"), "zstd not installed");
         return;
@@ -311,42 +348,41 @@ fn compressed_and_concatenated_like_gnu_tar() {
     let zst = td.join("a.tar.zst");
     let out = Cmd::new("zstd").args(["-q", "-f", "-o"]).arg(&zst).arg(&a).run();
     assert!(out.success(), "{}", out.describe());
-    let zst = zst.to_str().unwrap();
-    // Found by its magic: GNU tar reads the first record once to look, then the
-    // decompressor's stream, so one checkpoint more than records.
-    let records = fs::metadata(&a).unwrap().len() / 10240;
-    let auto = same(&both(&td, &["--checkpoint=1", "-xf", zst, "-C", "{dir}"], None), "zstd");
-    assert_eq!(numbers(&auto).len() as u64, records + 1, "{auto}");
-    // Named by -I or --zstd: no look, one per record.
-    let named = same(&both(&td, &["--checkpoint=1", "-I", "zstd", "-tf", zst], None), "-I zstd");
-    assert_eq!(numbers(&named).len() as u64, records, "{named}");
-    same(&both(&td, &["--checkpoint=3", "--zstd", "-xOf", zst], None), "--zstd");
+    let rows = [
+        // Found by its magic: GNU tar reads the first record once to look, then the
+        // decompressor's stream, so one checkpoint more than records.
+        row(&zst, &["--checkpoint=1", "-xf", "{archive}", "-C", "{dest}"], |s| {
+            expect(s.numbers().len() as u64 == s.records + 1, s, "one more than records")
+        }),
+        // Named by -I or --zstd: no look, one per record.
+        row(&zst, &["--checkpoint=1", "-I", "zstd", "-tf", "{archive}"], |s| {
+            expect(s.numbers().len() as u64 == s.records, s, "one a record")
+        }),
+        row(&zst, &["--checkpoint=3", "--zstd", "-xOf", "{archive}"], compared),
+    ];
+    assert_eq!(check_rows(&td, records, &rows), 3);
 }
 
 #[test]
 fn bad_options_are_one_line() {
-    let test = "bad_options_are_one_line";
-    if !gnu_tar_here(test) {
+    let Some((td, a)) = set_up("bad_options_are_one_line") else {
         return;
-    }
-    let td = TestDir::new(test);
-    let a = archive(&td, "a.tar", &[]);
-    let a = a.to_str().unwrap();
+    };
     for (args, message) in [
-        (["--checkpoint-action=foo", "-tf", a], "foo: unknown checkpoint action"),
-        (["--checkpoint=abc", "-tf", a], "--checkpoint value is not an integer"),
-        (["--checkpoint-action=sleep=x", "-tf", a], "sleep=x: not a valid timeout"),
+        (["--checkpoint-action=foo", "-tf", "{archive}"], "foo: unknown checkpoint action"),
+        (["--checkpoint=abc", "-tf", "{archive}"], "--checkpoint value is not an integer"),
+        (["--checkpoint-action=sleep=x", "-tf", "{archive}"], "sleep=x: not a valid timeout"),
     ] {
-        let p = both(&td, &args, None);
-        assert_eq!(p.gnu.code, Some(2), "{}", p.gnu.describe());
-        assert_eq!(p.gnu.stderr_lines()[0], format!("tar: {message}"));
-        p.ours.expect_code(2);
+        let p = gnu::both(&td, &Case::new(&a, &args).only_stdout());
+        assert_eq!(p.gnu.out.code, Some(2), "{}", p.gnu.out.describe());
+        assert_eq!(p.gnu.out.stderr_lines()[0], format!("tar: {message}"));
+        p.ours.out.expect_code(2);
         assert_eq!(
-            p.ours.stderr_lines(),
+            p.ours.out.stderr_lines(),
             [format!("fastuntar: {message}")],
             "{}",
-            p.ours.describe()
+            p.ours.out.describe()
         );
-        assert!(p.ours.stdout.is_empty());
+        assert!(p.ours.out.stdout.is_empty());
     }
 }

@@ -64,6 +64,13 @@ fn with_gnu_tar(test: &str, dir: &str, body: impl FnOnce(&TestDir)) {
     }
 }
 
+/// `with_gnu_tar` for a test that needs root (`why`); as another user, a SKIP line.
+fn with_gnu_tar_as_root(test: &str, why: &str, dir: &str, body: impl FnOnce(&TestDir)) {
+    if util::have_root(test, why) {
+        with_gnu_tar(test, dir, body);
+    }
+}
+
 /// `-tf archive` with `flags` by GNU tar and by fastuntar: None when fastuntar exits 0 and
 /// lists what GNU tar lists, else the exit code and both listings.
 fn listing_differs<S: AsRef<std::ffi::OsStr>>(flags: &[S], archive: &Path) -> Option<String> {
@@ -264,20 +271,10 @@ fn list_checks_the_compressed_stream_to_its_end() {
 fn list_of_an_incremental_archive_like_gnu_tar() {
     with_gnu_tar("list_of_an_incremental_archive_like_gnu_tar", "incremental_list", |td| {
         let src = td.fresh("src");
-        fs::create_dir_all(src.join("d/sub")).unwrap();
-        fs::write(src.join("d/a"), b"a\n").unwrap();
-        fs::write(src.join("d/sub/b"), b"b\n").unwrap();
-        let archive = td.join("inc.tar");
-        let out = Cmd::new("tar")
-            .arg("-C")
-            .arg(&src)
-            .arg("-g")
-            .arg(td.join("snar"))
-            .arg("-cf")
-            .arg(&archive)
-            .arg("d")
-            .run();
-        assert!(out.success(), "{}", out.describe());
+        util::tree::write_files(&src, &[("d/a", "a\n"), ("d/sub/b", "b\n")]);
+        let snar = td.join("snar");
+        let archive =
+            util::gnu::archive(td, "inc.tar", &["-g", snar.to_str().unwrap()], &src, &["d"]);
         let gnu = gnu_list(&archive, true);
         assert!(gnu.stdout_str().lines().any(|l| l.ends_with(" d/") && !l.contains(" 0 ")));
         let ours = fastuntar_utc(&["-tvf".as_ref(), archive.as_os_str()]);
@@ -357,50 +354,24 @@ fn list_matches_gnu_tar_on_the_peer_corpus() {
 
 // --- -v -----------------------------------------------------------------------------------------
 
-/// `tar -xvf` prints each member name on stdout; fastuntar -xvf prints the same names.
-fn verbose_matches(td: &TestDir, archive: &Path, locale: &str) -> Result<(), String> {
-    let g = td.fresh("gnu");
-    let gnu = Cmd::new("env")
-        .arg(format!("LC_ALL={locale}"))
-        .args(["tar", "-xvf"])
-        .arg(archive)
-        .arg("-C")
-        .arg(&g)
-        .run();
-    assert!(gnu.success(), "GNU tar failed\n{}", gnu.describe());
-    let d = td.fresh("ours");
-    let ours = Cmd::new("env")
-        .arg(format!("LC_ALL={locale}"))
-        .arg(BIN)
-        .arg("-xvf")
-        .arg(archive)
-        .arg("-C")
-        .arg(&d)
-        .run();
-    check_sane(&ours);
-    if ours.code != Some(0) {
-        return Err(format!("fastuntar failed\n{}", ours.describe()));
-    }
-    if gnu.stdout != ours.stdout {
-        return Err(format!(
-            "LC_ALL={locale}: -v names differ\n--- GNU tar -xvf ---\n{}--- fastuntar -xvf ---\n{}",
-            gnu.stdout_str(),
-            ours.stdout_str()
-        ));
-    }
-    if ours.stdout_str().lines().count() < 10 {
-        return Err(format!("too few names printed\n{}", ours.describe()));
-    }
-    Ok(())
-}
-
-/// `verbose_matches` in the C locale and in a UTF-8 one; fails naming every locale that differs.
+/// `tar -xvf` prints each member name on stdout; fastuntar -xvf prints the same names (10 or
+/// more), exit 0, in the C locale and in a UTF-8 one: a row a locale.
 fn assert_verbose_matches(td: &TestDir, archive: &Path) {
-    let errors: Vec<String> = ["C", "C.UTF-8"]
-        .into_iter()
-        .filter_map(|locale| verbose_matches(td, archive, locale).err())
-        .collect();
-    assert!(errors.is_empty(), "{}", errors.join("\n"));
+    let mut failures = Vec::new();
+    for locale in ["C", "C.UTF-8"] {
+        let row =
+            util::gnu::Case::flags(archive, &["-xv"]).only_stdout().env("LC_ALL", locale).code(0);
+        let b = util::gnu::both(td, &row);
+        failures.extend(b.differences);
+        if b.ours.out.stdout_str().lines().count() < 10 {
+            failures.push(format!(
+                "{}: too few names printed\n{}",
+                row.label(),
+                b.ours.out.describe()
+            ));
+        }
+    }
+    util::gnu::assert_none(&failures);
 }
 
 #[test]
@@ -418,9 +389,7 @@ fn verbose_extraction_prints_names_like_gnu_tar() {
 fn verbose_quotes_non_ascii_names_by_locale() {
     with_gnu_tar("verbose_quotes_non_ascii_names_by_locale", "verbose_non_ascii", |td| {
         let src = td.join("src");
-        fs::create_dir_all(src.join("top/日本")).unwrap();
-        fs::write(src.join("top/ünï"), b"u\n").unwrap();
-        fs::write(src.join("top/日本/ファイル"), b"j\n").unwrap();
+        util::tree::write_files(&src, &[("top/ünï", "u\n"), ("top/日本/ファイル", "j\n")]);
         for i in 0..10 {
             fs::write(src.join(format!("top/f{i}")), b"x").unwrap();
         }
@@ -1013,12 +982,7 @@ fn direct_io_modes() {
         assert_eq!(num(&j, "files_direct", &out), want, "{ctx}");
     }
     let d = td.fresh("dest");
-    let out = fastuntar()
-        .args(["-x", "--direct-io=sometimes", "-f"])
-        .arg(&archive)
-        .arg("-C")
-        .arg(&d)
-        .run();
+    let out = fastuntar().arg("--direct-io=sometimes").extract(&archive, &d).run();
     assert_eq!(out.code, Some(2), "{}", out.describe());
     assert!(out.stderr_str().contains("auto, always, never"), "{}", out.describe());
     // -v: the listing alone on stdout, the plan at the end of the summary line.
@@ -1605,12 +1569,7 @@ fn strip_components_like_gnu_tar() {
             );
         }
         let d = td.fresh("ours");
-        let out = fastuntar()
-            .args(["--strip-components", "1", "-xf"])
-            .arg(&archive)
-            .arg("-C")
-            .arg(&d)
-            .run();
+        let out = fastuntar().args(["--strip-components", "1"]).extract(&archive, &d).run();
         assert!(d.join("a.txt").is_file() && !exists(&d.join("top")), "{}", out.describe());
     });
 }
@@ -1953,6 +1912,20 @@ fn old_files(d: &Path) {
     }
 }
 
+/// `skip_archive`, and GNU tar's run of `FLAGS -xf` it over `old_files`: its output, its
+/// DEST and the tree it left there.
+fn gnu_over_old_files(
+    td: &TestDir,
+    flags: &[&str],
+) -> (PathBuf, Output, PathBuf, util::snapshot::Snapshot) {
+    let archive = skip_archive(td);
+    let g = td.fresh("gnu");
+    old_files(&g);
+    let gnu = Cmd::new("tar").args(flags).extract(&archive, &g).run();
+    let want = snapshot(&g);
+    (archive, gnu, g, want)
+}
+
 fn skip_archive(td: &TestDir) -> PathBuf {
     let mut t = Tar::new();
     t.dir("top/");
@@ -1987,19 +1960,10 @@ fn skipping(stderr: &str, program: &str) -> Vec<String> {
 #[test]
 fn skip_old_files_like_gnu_tar() {
     with_gnu_tar("skip_old_files_like_gnu_tar", "skip_old", |td| {
-        let archive = skip_archive(td);
-        let g = td.fresh("gnu");
-        old_files(&g);
-        let gnu = Cmd::new("tar")
-            .args(["--skip-old-files", "-v", "-xf"])
-            .arg(&archive)
-            .arg("-C")
-            .arg(&g)
-            .run();
+        let (archive, gnu, g, want) = gnu_over_old_files(td, &["--skip-old-files", "-v"]);
         assert!(gnu.success(), "{}", gnu.describe());
         let gnu_skipped = skipping(&gnu.stderr_str(), "tar: ");
         assert!(gnu_skipped.len() >= 5, "GNU tar names the kept members\n{}", gnu.describe());
-        let want = snapshot(&g);
         assert_eq!(util::read(g.join("top/existing")), b"old\n");
         for_each_config("skip_old_files_like_gnu_tar", &THREADS, |cfg| {
             for verbose in [false, true] {
@@ -2045,12 +2009,8 @@ fn keep_and_skip_old_files_conflict() {
 #[test]
 fn keep_old_files_keeps_directories_like_gnu_tar() {
     with_gnu_tar("keep_old_files_keeps_directories_like_gnu_tar", "keep_dirs", |td| {
-        let archive = skip_archive(td);
-        let g = td.fresh("gnu");
-        old_files(&g);
-        let gnu = Cmd::new("tar").args(["-k", "-xf"]).arg(&archive).arg("-C").arg(&g).run();
+        let (archive, gnu, _, want) = gnu_over_old_files(td, &["-k"]);
         assert_eq!(gnu.code, Some(2), "GNU tar -k fails the files\n{}", gnu.describe());
-        let want = snapshot(&g);
         for_each_config("keep_old_files_keeps_directories_like_gnu_tar", &THREADS, |cfg| {
             let d = td.fresh("ours");
             old_files(&d);
@@ -2107,10 +2067,7 @@ fn owner_archive(td: &TestDir) -> PathBuf {
 #[test]
 fn same_owner_maps_names_like_gnu_tar() {
     let test = "same_owner_maps_names_like_gnu_tar";
-    if !util::have_root(test, "chown") {
-        return;
-    }
-    with_gnu_tar(test, "owner_names", |td| {
+    with_gnu_tar_as_root(test, "chown", "owner_names", |td| {
         let (daemon, mail) = (local_id("passwd", "daemon"), local_id("group", "mail"));
         let (Some(daemon), Some(mail)) = (daemon, mail) else {
             note(&format!("SKIP {test}: no user daemon or group mail here"));
@@ -2159,10 +2116,7 @@ fn same_owner_maps_names_like_gnu_tar() {
 #[test]
 fn same_owner_refused_to_a_user_like_gnu_tar() {
     let test = "same_owner_refused_to_a_user_like_gnu_tar";
-    if !util::have_root(test, "to run as uid 65534") {
-        return;
-    }
-    with_gnu_tar(test, "owner_refused", |td| {
+    with_gnu_tar_as_root(test, "to run as uid 65534", "owner_refused", |td| {
         fs::set_permissions(td.path(), fs::Permissions::from_mode(0o755)).unwrap();
         let own = |h: Header| Header {
             uid: Num::Octal(4242),
@@ -2222,10 +2176,7 @@ fn same_owner_refused_to_a_user_like_gnu_tar() {
 #[test]
 fn files_of_our_own_owner_in_setgid_directories_like_gnu_tar() {
     let test = "files_of_our_own_owner_in_setgid_directories_like_gnu_tar";
-    if !util::have_root(test, "chown") {
-        return;
-    }
-    with_gnu_tar(test, "setgid_dirs", |td| {
+    with_gnu_tar_as_root(test, "chown", "setgid_dirs", |td| {
         let Some(mail) = local_id("group", "mail") else {
             note(&format!("SKIP {test}: no group mail here"));
             return;

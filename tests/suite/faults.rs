@@ -917,20 +917,32 @@ fn openat2_refused_by_seccomp() {
 /// allows everything else.
 fn refuse_openat2(cmd: &mut Command) {
     const OPENAT2: u32 = 437;
-    const LD_NR: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS, offset 0: seccomp_data.nr
-    const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
-    const RET: u16 = 0x06; // BPF_RET | BPF_K
-    const RET_ERRNO: u32 = 0x0005_0000;
-    const RET_ALLOW: u32 = 0x7fff_0000;
     with_seccomp(
         cmd,
         vec![
-            libc::sock_filter { code: LD_NR, jt: 0, jf: 0, k: 0 },
-            libc::sock_filter { code: JEQ, jt: 0, jf: 1, k: OPENAT2 },
-            libc::sock_filter { code: RET, jt: 0, jf: 0, k: RET_ERRNO | libc::EPERM as u32 },
-            libc::sock_filter { code: RET, jt: 0, jf: 0, k: RET_ALLOW },
+            bpf(BPF_LD_W_ABS, 0, 0, SECCOMP_NR),
+            bpf(BPF_JEQ, 0, 1, OPENAT2),
+            bpf(BPF_RET, 0, 0, SECCOMP_RET_ERRNO | libc::EPERM as u32),
+            bpf(BPF_RET, 0, 0, SECCOMP_RET_ALLOW),
         ],
     );
+}
+
+/// The classic BPF instructions of the seccomp filters here (linux/filter.h, seccomp.h).
+const BPF_LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+const BPF_JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+const BPF_JSET: u16 = 0x45; // BPF_JMP | BPF_JSET | BPF_K
+const BPF_RET: u16 = 0x06; // BPF_RET | BPF_K
+const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
+const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
+/// Offsets in seccomp_data: the syscall number, and the low word of its third argument
+/// (little-endian).
+const SECCOMP_NR: u32 = 0;
+const SECCOMP_ARG2: u32 = 32;
+
+/// One filter instruction.
+fn bpf(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
+    libc::sock_filter { code, jt, jf, k }
 }
 
 /// Installs the seccomp `filter` in `cmd`'s process before it runs the binary.
@@ -991,6 +1003,32 @@ impl DirectFiles {
         archive
     }
 
+    /// Writes the archive in `dir` and extracts it into `mnt/dest` (`prepare`d first: removed,
+    /// or made empty) under every run of `matrix`: exit 0, the contents right, and on stderr
+    /// only O_DIRECT warnings, as many as `warnings` allows.
+    fn extract_with_warnings(
+        &self,
+        test: &str,
+        dir: &Path,
+        mnt: &Path,
+        matrix: &Matrix,
+        prepare: fn(&Path),
+        warnings: std::ops::RangeInclusive<usize>,
+    ) {
+        let (members, archive) = (self.members(), self.write_archive(dir));
+        for_each_config(test, matrix, |args| {
+            let dest = mnt.join("dest");
+            prepare(&dest);
+            let out = run(fastuntar(archive.to_str().unwrap(), &dest, args), None);
+            out.expect(0, "--direct-io")?;
+            let lines: Vec<&str> = out.stderr.lines().collect();
+            if !warnings.contains(&lines.len()) || lines.iter().any(|l| !l.contains("O_DIRECT")) {
+                return Err(format!("want {warnings:?} O_DIRECT warnings:\n{}", out.stderr));
+            }
+            check_files(&dest, &members)
+        });
+    }
+
     fn members(&self) -> [(&str, &[u8]); 6] {
         [
             ("empty", b""),
@@ -1018,18 +1056,7 @@ fn direct_io_refused_ramfs() {
         Err(e) => return skip(test, &format!("dd: {e}")),
     }
     let files = DirectFiles::new(8, (1 << 20) + 3);
-    let (members, archive) = (files.members(), files.write_archive(td.path()));
-    for_each_config(test, &every_file_direct(), |args| {
-        let dest = mnt.join("dest");
-        empty_dir(&dest);
-        let out = run(fastuntar(archive.to_str().unwrap(), &dest, args), None);
-        out.expect(0, "O_DIRECT refused")?;
-        let lines: Vec<&str> = out.stderr.lines().collect();
-        if lines.len() != 1 || !lines[0].contains("O_DIRECT") {
-            return Err(format!("want exactly one O_DIRECT warning:\n{}", out.stderr));
-        }
-        check_files(&dest, &members)
-    });
+    files.extract_with_warnings(test, td.path(), mnt, &every_file_direct(), empty_dir, 1..=1);
     if let Some(mixed) = or_skip(test, mixed_archive(td.path())) {
         auto_policy(test, mnt, &mixed, "ramfs", "in_memory_fs");
     }
@@ -1072,22 +1099,15 @@ fn direct_io_refused_at_open() {
 /// A seccomp filter on `cmd`: openat(2) with O_DIRECT in its flags fails with EINVAL.
 fn refuse_o_direct(cmd: &mut Command) {
     const OPENAT: u32 = 257; // x86_64
-    const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
-    const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
-    const JSET: u16 = 0x45; // BPF_JMP | BPF_JSET | BPF_K
-    const RET: u16 = 0x06; // BPF_RET | BPF_K
-    const RET_ERRNO: u32 = 0x0005_0000;
-    const RET_ALLOW: u32 = 0x7fff_0000;
-    // seccomp_data: nr at 0, args[2] (openat's flags) at 32, low word first (little-endian).
     with_seccomp(
         cmd,
         vec![
-            libc::sock_filter { code: LD_W_ABS, jt: 0, jf: 0, k: 0 },
-            libc::sock_filter { code: JEQ, jt: 0, jf: 3, k: OPENAT },
-            libc::sock_filter { code: LD_W_ABS, jt: 0, jf: 0, k: 32 },
-            libc::sock_filter { code: JSET, jt: 0, jf: 1, k: libc::O_DIRECT as u32 },
-            libc::sock_filter { code: RET, jt: 0, jf: 0, k: RET_ERRNO | libc::EINVAL as u32 },
-            libc::sock_filter { code: RET, jt: 0, jf: 0, k: RET_ALLOW },
+            bpf(BPF_LD_W_ABS, 0, 0, SECCOMP_NR),
+            bpf(BPF_JEQ, 0, 3, OPENAT),
+            bpf(BPF_LD_W_ABS, 0, 0, SECCOMP_ARG2),
+            bpf(BPF_JSET, 0, 1, libc::O_DIRECT as u32),
+            bpf(BPF_RET, 0, 0, SECCOMP_RET_ERRNO | libc::EINVAL as u32),
+            bpf(BPF_RET, 0, 0, SECCOMP_RET_ALLOW),
         ],
     );
 }
@@ -2171,18 +2191,14 @@ fn direct_io_on_tmpfs() {
         );
         note_dio_align(test, mnt);
         let files = DirectFiles::new(35, (3 << 20) + 3);
-        let (members, archive) = (files.members(), files.write_archive(td.path()));
-        for_each_config(test, &direct_rows(), |args| {
-            let dest = mnt.join("dest");
-            fresh_dir(&dest, None);
-            let out = run(fastuntar(archive.to_str().unwrap(), &dest, args), None);
-            out.expect(0, "tmpfs --direct-io")?;
-            let lines: Vec<&str> = out.stderr.lines().collect();
-            if lines.len() > 1 || lines.iter().any(|l| !l.contains("O_DIRECT")) {
-                return Err(format!("want at most one O_DIRECT warning:\n{}", out.stderr));
-            }
-            check_files(&dest, &members)
-        });
+        files.extract_with_warnings(
+            test,
+            td.path(),
+            mnt,
+            &direct_rows(),
+            |d| fresh_dir(d, None),
+            0..=1,
+        );
         if let Some(mixed) = or_skip(test, mixed_archive(td.path())) {
             auto_policy(test, mnt, &mixed, "tmpfs", "in_memory_fs");
         }

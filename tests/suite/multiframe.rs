@@ -13,7 +13,7 @@ use crate::util;
 use util::engine::{Encoding, Matrix, ZSTD_32M, for_each_run};
 use util::rawtar::{Header, Tar};
 use util::snapshot::{Compare, assert_same, snapshot};
-use util::{Cmd, Input, Rng, TestDir, have_tools};
+use util::{Cmd, Input, Rng, TestDir};
 
 /// The rows this suite runs over (tests/util/engine.rs): every decoder row reading a file (the
 /// cases feed standard input themselves: whole, and cut anywhere in
@@ -92,10 +92,7 @@ fn check_default_memory(json: &str, ctx: &str) {
 #[test]
 fn agave_frames_extract_and_list_like_gnu_tar() {
     let test = "agave_frames_extract_and_list_like_gnu_tar";
-    if !have_tools(test, &["tar"]) {
-        return;
-    }
-    let td = TestDir::new(test);
+    let Some(td) = util::test_dir(test, &["tar"]) else { return };
     let tar = agave_tar();
     let plain = td.write("agave.tar", &tar);
     let zst = td.write("agave.tar.zst", agave_zst(&tar));
@@ -505,10 +502,7 @@ fn documented_bound_kib(threads: u64) -> u64 {
 #[test]
 fn tiny_frames_cost_what_one_thread_costs() {
     let test = "tiny_frames_cost_what_one_thread_costs";
-    if !have_tools(test, &["time"]) {
-        return;
-    }
-    let td = TestDir::new(test);
+    let Some(td) = util::test_dir(test, &["time"]) else { return };
     let mut rng = Rng::new(7);
     let mut t = Tar::new();
     for i in 0..2048 {

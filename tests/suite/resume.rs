@@ -86,6 +86,18 @@ fn oracle(td: &TestDir, tar: &[u8]) -> Oracle {
     Oracle { want: snapshot(&gnu), started }
 }
 
+/// What a case starts from: a fresh test directory named after `test`, the archive, and GNU
+/// tar's tree of it; None without GNU tar (a SKIP line; under CI a failure).
+fn set_up(test: &str) -> Option<(TestDir, Vec<u8>, Oracle)> {
+    if !have_tools(test, &["tar"]) {
+        return None;
+    }
+    let td = TestDir::new(test);
+    let tar = archive();
+    let o = oracle(&td, &tar);
+    Some((td, tar, o))
+}
+
 impl Oracle {
     fn same(&self, dest: &Path, ctx: &str) {
         assert!(!dest.join(STATE).exists(), "{ctx}: the state file is left behind");
@@ -213,13 +225,10 @@ fn write_archive(td: &TestDir, enc: Encoding, tar: &[u8]) -> PathBuf {
 /// every rerun that finds a state resumes from it.
 #[test]
 fn multi_frame_zstd_killed_anywhere_resumes_to_gnu_tars_tree() {
-    let test = "multi_frame_zstd_killed_anywhere_resumes_to_gnu_tars_tree";
-    if !have_tools(test, &["tar"]) {
+    let Some((td, tar, o)) = set_up("multi_frame_zstd_killed_anywhere_resumes_to_gnu_tars_tree")
+    else {
         return;
-    }
-    let td = TestDir::new(test);
-    let tar = archive();
-    let o = oracle(&td, &tar);
+    };
     let src = Source::File(write_archive(&td, ZSTD_64K, &tar));
     let n = kill_and_resume(&td, &o, &src, &[], ALL_POINTS, "zstd 64 KiB frames");
     assert!(n >= 1, "none of {} reruns resumed", ALL_POINTS.len());
@@ -244,13 +253,9 @@ fn multi_frame_zstd_killed_anywhere_resumes_to_gnu_tars_tree() {
 /// header (the summary's byte is a member's offset, a multiple of 512).
 #[test]
 fn plain_tar_killed_anywhere_resumes_at_a_member() {
-    let test = "plain_tar_killed_anywhere_resumes_at_a_member";
-    if !have_tools(test, &["tar"]) {
+    let Some((td, tar, o)) = set_up("plain_tar_killed_anywhere_resumes_at_a_member") else {
         return;
-    }
-    let td = TestDir::new(test);
-    let tar = archive();
-    let o = oracle(&td, &tar);
+    };
     let src = Source::File(write_archive(&td, Encoding::Plain, &tar));
     let n = kill_and_resume(&td, &o, &src, &[], ALL_POINTS, "plain");
     assert!(n >= 1, "none of {} reruns resumed", ALL_POINTS.len());
@@ -270,13 +275,9 @@ fn plain_tar_killed_anywhere_resumes_at_a_member() {
 /// and passes over the members before the point without writing them, and says so.
 #[test]
 fn single_frame_zstd_is_decoded_again_and_passed_over() {
-    let test = "single_frame_zstd_is_decoded_again_and_passed_over";
-    if !have_tools(test, &["tar"]) {
+    let Some((td, tar, o)) = set_up("single_frame_zstd_is_decoded_again_and_passed_over") else {
         return;
-    }
-    let td = TestDir::new(test);
-    let tar = archive();
-    let o = oracle(&td, &tar);
+    };
     let src = Source::File(write_archive(&td, ZSTD_1, &tar));
     let n = kill_and_resume(&td, &o, &src, &[], ALL_POINTS, "zstd one frame");
     assert!(n >= 1, "none of {} reruns resumed", ALL_POINTS.len());
@@ -299,13 +300,10 @@ fn single_frame_zstd_is_decoded_again_and_passed_over() {
 /// resumes at (every Range it sends starts there or later), and the tree is GNU tar's.
 #[test]
 fn url_resumes_without_downloading_the_bytes_before_the_point() {
-    let test = "url_resumes_without_downloading_the_bytes_before_the_point";
-    if !have_tools(test, &["tar"]) {
+    let Some((td, tar, o)) = set_up("url_resumes_without_downloading_the_bytes_before_the_point")
+    else {
         return;
-    }
-    let td = TestDir::new(test);
-    let tar = archive();
-    let o = oracle(&td, &tar);
+    };
     let server = Server::start(ZSTD_64K.encode(&tar), Faults::default());
     let src = Source::Url(&server);
     let points = ["member:200", "renamed:1", "final-stamp:1", "end:1"];
@@ -452,13 +450,10 @@ fn refused(td: &TestDir, src: &Source, dest: &Path, extra: &[&str], why: &str, c
 
 #[test]
 fn mismatches_are_refused_in_one_line_and_no_resume_starts_over() {
-    let test = "mismatches_are_refused_in_one_line_and_no_resume_starts_over";
-    if !have_tools(test, &["tar"]) {
+    let Some((td, tar, o)) = set_up("mismatches_are_refused_in_one_line_and_no_resume_starts_over")
+    else {
         return;
-    }
-    let td = TestDir::new(test);
-    let tar = archive();
-    let o = oracle(&td, &tar);
+    };
     let path = write_archive(&td, ZSTD_64K, &tar);
     let src = Source::File(path.clone());
 
@@ -508,13 +503,11 @@ fn mismatches_are_refused_in_one_line_and_no_resume_starts_over() {
 /// every carried directory's recorded device is made another one, as after such a remount.
 #[test]
 fn carried_directories_are_stamped_when_the_device_number_changed() {
-    let test = "carried_directories_are_stamped_when_the_device_number_changed";
-    if !have_tools(test, &["tar"]) {
+    let Some((td, tar, plain)) =
+        set_up("carried_directories_are_stamped_when_the_device_number_changed")
+    else {
         return;
-    }
-    let td = TestDir::new(test);
-    let tar = archive();
-    let plain = oracle(&td, &tar);
+    };
     // GNU tar with the option: the links made at the end move d0's and d11's mtimes.
     let delayed = {
         let started = SystemTime::now() - std::time::Duration::from_secs(1);

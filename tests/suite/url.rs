@@ -13,7 +13,7 @@ use http::{ARCHIVE, Faults, Server};
 use util::engine::{Encoding, Matrix, Set, ZSTD_64K, for_each_run};
 use util::rawtar::Tar;
 use util::snapshot::{Compare, Snapshot, assert_same, snapshot};
-use util::{Cmd, Output, Rng, TestDir, have_tools};
+use util::{Cmd, Output, Rng, TestDir};
 
 /// The rows this suite runs over (tests/util/engine.rs): every writer row, every decoder row
 /// with each (`Set::All`: a download feeds the decoder in the pieces' order, any row may meet
@@ -119,10 +119,7 @@ fn fails_in_one_line(out: &Output, url: &str, words: &str, ctx: &str) {
 #[test]
 fn plain_and_cut_downloads_under_every_engine() {
     let test = "plain_and_cut_downloads_under_every_engine";
-    if !have_tools(test, &["tar"]) {
-        return;
-    }
-    let td = TestDir::new(test);
+    let Some(td) = util::test_dir(test, &["tar"]) else { return };
     let tar = tree_tar();
     let o = oracle(&td, &tar);
     for_each_run(test, &MATRIX, &[Encoding::Plain, ZSTD_64K], |run| {
@@ -177,11 +174,7 @@ fn url_of(s: &Server) -> String {
 /// If-Range, and every request asks for the identity encoding.
 #[test]
 fn faults_survived_like_gnu_tar() {
-    let test = "faults_survived_like_gnu_tar";
-    if !have_tools(test, &["tar"]) {
-        return;
-    }
-    let td = TestDir::new(test);
+    let Some(td) = util::test_dir("faults_survived_like_gnu_tar", &["tar"]) else { return };
     let tar = tree_tar();
     let zst = ZSTD_64K.encode(&tar);
     let o = oracle(&td, &tar);
@@ -399,11 +392,7 @@ fn faults_that_stop_the_run() {
 /// another host refused even with its CA; an https URL that redirects to http refused.
 #[test]
 fn tls_with_a_private_ca() {
-    let test = "tls_with_a_private_ca";
-    if !have_tools(test, &["tar"]) {
-        return;
-    }
-    let td = TestDir::new(test);
+    let Some(td) = util::test_dir("tls_with_a_private_ca", &["tar"]) else { return };
     let tar = tree_tar();
     let o = oracle(&td, &tar);
     let (ca, config) = http::tls_for(&["localhost"]);
@@ -555,11 +544,7 @@ fn the_window_stays_within_memory() {
 /// the archive has pieces (13).
 #[test]
 fn connections_fit_the_open_file_limit() {
-    let test = "connections_fit_the_open_file_limit";
-    if !have_tools(test, &["tar"]) {
-        return;
-    }
-    let td = TestDir::new(test);
+    let Some(td) = util::test_dir("connections_fit_the_open_file_limit", &["tar"]) else { return };
     let tar = tree_tar();
     let o = oracle(&td, &tar);
     let server = Server::start(tar, Faults::default());

@@ -17,7 +17,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use util::{Cmd, Output, TestDir, fastuntar, fastuntar_with, for_each_config, gnu_tar, have_tool};
+use util::{Cmd, Output, TestDir, fastuntar, fastuntar_with, for_each_config, gnu_tar};
 
 /// The rows this suite runs over (tests/util/engine.rs): every writer row (each backend sets
 /// xattrs and ACLs itself). Plain tars: no decoder row applies; a few files: the stock limits
@@ -153,10 +153,7 @@ fn user_tree(t: &TestDir) -> PathBuf {
 #[test]
 fn gnu_tar_and_bsdtar_archives_restore_as_gnu_tar_does() {
     let test = "gnu_tar_and_bsdtar_archives_restore_as_gnu_tar_does";
-    if !have_tool(test, "bsdtar") {
-        return;
-    }
-    let t = TestDir::new(test);
+    let Some(t) = util::test_dir(test, &["bsdtar"]) else { return };
     let src = user_tree(&t);
     let gnu = t.join("gnu.tar");
     let bsd = t.join("bsd.tar");
@@ -201,10 +198,7 @@ fn gnu_tar_and_bsdtar_archives_restore_as_gnu_tar_does() {
 #[test]
 fn libarchive_records_count_where_no_schily_record_names_the_attribute() {
     let test = "libarchive_records_count_where_no_schily_record_names_the_attribute";
-    if !have_tool(test, "bsdtar") {
-        return;
-    }
-    let t = TestDir::new(test);
+    let Some(t) = util::test_dir(test, &["bsdtar"]) else { return };
     // A SCHILY and a LIBARCHIVE record for user.dup with different values, and a LIBARCHIVE
     // record alone for "user.a=b %" (%-encoded) with a value holding NUL and newline.
     let records = [
@@ -514,10 +508,7 @@ fn acls(root: &Path) -> (Attrs, usize) {
 #[test]
 fn acls_like_gnu_tar() {
     let test = "acls_like_gnu_tar";
-    if !util::have_tools(test, &["tar", "setfacl"]) {
-        return;
-    }
-    let t = TestDir::new(test);
+    let Some(t) = util::test_dir(test, &["tar", "setfacl"]) else { return };
     let src = t.join("src");
     fs::create_dir_all(src.join("d")).unwrap();
     for f in ["f", "plain", "g"] {
@@ -623,11 +614,9 @@ fn acls_like_gnu_tar() {
 /// (`%3d`, `%41` stay) give GNU tar's attributes.
 #[test]
 fn xattr_names_are_percent_decoded_like_gnu_tar() {
-    let test = "xattr_names_are_percent_decoded_like_gnu_tar";
-    if !have_tool(test, "tar") {
+    let Some(t) = util::test_dir("xattr_names_are_percent_decoded_like_gnu_tar", &["tar"]) else {
         return;
-    }
-    let t = TestDir::new(test);
+    };
     let src = t.join("src");
     fs::create_dir(&src).unwrap();
     fs::write(src.join("f"), "f\n").unwrap();
@@ -676,10 +665,7 @@ fn xattr_names_are_percent_decoded_like_gnu_tar() {
 #[test]
 fn acls_reset_like_gnu_tar() {
     let test = "acls_reset_like_gnu_tar";
-    if !util::have_tools(test, &["tar", "setfacl"]) {
-        return;
-    }
-    let t = TestDir::new(test);
+    let Some(t) = util::test_dir(test, &["tar", "setfacl"]) else { return };
     let src = t.join("src");
     for d in ["plain-dir", "acl-dir", "both-dir"] {
         fs::create_dir_all(src.join(d)).unwrap();

@@ -32,8 +32,8 @@ pub struct Case<'a> {
     pub env: Vec<(&'a str, &'a str)>,
     /// Fills each program's destination before its run.
     pub prepare: Option<&'a dyn Fn(&Path)>,
-    /// Standard input for both.
-    pub stdin: Option<Vec<u8>>,
+    /// Standard input for both: bytes on a pipe, or a file (which a program may seek).
+    pub stdin: Option<Stdin>,
     /// Run in the destination (GNU tar puts what `-K` selects in its working directory, and
     /// makes `-G`'s temporary directory there); else in the test directory.
     pub in_dest: bool,
@@ -41,6 +41,8 @@ pub struct Case<'a> {
     pub ours_only: Vec<&'static str>,
     /// fastuntar under every run of this matrix (a table's writer rows), GNU tar once.
     pub over: Option<&'a Matrix>,
+    /// fastuntar's exit status must be this one (besides GNU tar's, when `exit` compares it).
+    pub code: Option<i32>,
     /// Compared: the exit status, stdout, the trees (and the files' mtimes in them), what
     /// stderr says (`said`).
     pub exit: bool,
@@ -62,6 +64,7 @@ impl<'a> Case<'a> {
             in_dest: false,
             ours_only: Vec::new(),
             over: None,
+            code: None,
             exit: true,
             stdout: true,
             tree: true,
@@ -112,7 +115,19 @@ impl<'a> Case<'a> {
     }
 
     pub fn stdin(mut self, bytes: Vec<u8>) -> Self {
-        self.stdin = Some(bytes);
+        self.stdin = Some(Stdin::Bytes(bytes));
+        self
+    }
+
+    /// Standard input for both from the file `path` (a regular file, not a pipe).
+    pub fn stdin_file(mut self, path: &Path) -> Self {
+        self.stdin = Some(Stdin::File(path.to_path_buf()));
+        self
+    }
+
+    /// fastuntar must exit `code` (GNU tar's status is compared as the row says).
+    pub fn code(mut self, code: i32) -> Self {
+        self.code = Some(code);
         self
     }
 
@@ -163,11 +178,21 @@ impl<'a> Case<'a> {
         Case { exit: false, ..self }
     }
 
-    fn label(&self) -> String {
+    /// How a failure names the row: its environment, archive and arguments.
+    pub fn label(&self) -> String {
         let env: Vec<String> = self.env.iter().map(|(k, v)| format!("{k}={v:?} ")).collect();
         let name = self.archive.file_name().unwrap_or_default().to_string_lossy();
         format!("{}{name}: {:?} {:?}", env.concat(), self.args, self.ours_only)
     }
+}
+
+/// Standard input of a row.
+#[derive(Clone)]
+pub enum Stdin {
+    /// Written to a pipe.
+    Bytes(Vec<u8>),
+    /// The file itself.
+    File(PathBuf),
 }
 
 /// What one program did with a row.
@@ -193,9 +218,11 @@ pub fn run(td: &TestDir, case: &Case, mut cmd: Cmd, prefix: &str, extra: &[&str]
         cmd.env(k, v);
     }
     cmd.current_dir(if case.in_dest { &dest } else { td.path() });
-    if let Some(bytes) = &case.stdin {
-        cmd.stdin(Input::Bytes(bytes.clone()));
-    }
+    match &case.stdin {
+        Some(Stdin::Bytes(bytes)) => cmd.stdin(Input::Bytes(bytes.clone())),
+        Some(Stdin::File(path)) => cmd.stdin(Input::File(path.clone())),
+        None => &mut cmd,
+    };
     Ran { out: cmd.run(), dest }
 }
 
@@ -203,6 +230,13 @@ pub fn run(td: &TestDir, case: &Case, mut cmd: Cmd, prefix: &str, extra: &[&str]
 pub fn compare(td: &TestDir, case: &Case, gnu: &Ran, ours: &Ran, row: &str) -> Vec<String> {
     let label = format!("{}{row}", case.label());
     let mut out = Vec::new();
+    if let Some(code) = case.code.filter(|&c| ours.out.code != Some(c)) {
+        out.push(format!(
+            "{label}: exit {:?}, want {code}\n{}",
+            ours.out.code,
+            ours.out.describe()
+        ));
+    }
     if case.exit && gnu.out.code != ours.out.code {
         out.push(format!(
             "{label}: exit {:?}, GNU tar {:?}\n{}\n--- GNU tar's stderr ---\n{}",
@@ -237,13 +271,33 @@ pub fn compare(td: &TestDir, case: &Case, gnu: &Ran, ours: &Ran, row: &str) -> V
     out
 }
 
+/// What both programs did with a row run once each, and every way they differ (for a row
+/// whose runs a test checks further than the comparison).
+pub struct Both {
+    pub gnu: Ran,
+    pub ours: Ran,
+    pub differences: Vec<String>,
+}
+
+/// Runs `case` (a row without a matrix) once with each program.
+pub fn both(td: &TestDir, case: &Case) -> Both {
+    assert!(
+        case.over.is_none(),
+        "{}: gnu::both runs a row once; `differences` runs a matrix",
+        case.label()
+    );
+    let gnu = run(td, case, Cmd::new("tar"), "gnu", &[]);
+    let ours = run(td, case, fastuntar(), "ours", &case.ours_only);
+    let differences = compare(td, case, &gnu, &ours, "");
+    Both { gnu, ours, differences }
+}
+
 /// Every way fastuntar differs from GNU tar on `case` (under each run of its matrix).
 pub fn differences(td: &TestDir, case: &Case) -> Vec<String> {
-    let gnu = run(td, case, Cmd::new("tar"), "gnu", &[]);
     let Some(matrix) = case.over else {
-        let ours = run(td, case, fastuntar(), "ours", &case.ours_only);
-        return compare(td, case, &gnu, &ours, "");
+        return both(td, case).differences;
     };
+    let gnu = run(td, case, Cmd::new("tar"), "gnu", &[]);
     let mut out = Vec::new();
     for r in super::engine::runs(&case.label(), matrix, &[Encoding::Plain]) {
         let ours = run(td, case, r.cmd(), "ours", &case.ours_only);

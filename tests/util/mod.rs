@@ -133,6 +133,12 @@ pub fn have_tools(test: &str, tools: &[&str]) -> bool {
     missing.is_empty()
 }
 
+/// A fresh `TestDir` named after `test` when every one of `tools` is on PATH; otherwise
+/// `have_tools`' SKIP lines (under CI a failure) and None.
+pub fn test_dir(test: &str, tools: &[&str]) -> Option<TestDir> {
+    have_tools(test, tools).then(|| TestDir::new(test))
+}
+
 /// Runs `body` in a fresh `TestDir` named after `test` when every one of `tools` is on PATH;
 /// otherwise only `have_tools`' SKIP lines.
 pub fn with_tools(test: &str, tools: &[&str], body: impl FnOnce(&TestDir)) {
