@@ -576,7 +576,13 @@ fn produce(
             }
         }
     }
-    match out.flush() {
+    let mut flushed = out.flush();
+    crate::resume::hook::before_end(|| {
+        if flushed.is_ok() {
+            flushed = out.flush();
+        }
+    });
+    match flushed {
         Ok(()) => {}
         // The writer stopped: its own error says why.
         Err(Stop::Gone) => return Ok(members),

@@ -40,6 +40,8 @@ const NAMES: [(&str, Event); 8] = [
 ];
 
 static ARMED: OnceLock<(Event, AtomicU64)> = OnceLock::new();
+/// The armed kill is at the first occurrence of its event.
+static FIRST: OnceLock<bool> = OnceLock::new();
 static FINAL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Parses `EVENT:N` (N ≥ 1).
@@ -56,11 +58,35 @@ pub fn parse(text: &str) -> Result<(Event, u64), String> {
 /// Arms the hook: the process dies at the `n`-th `event`.
 pub fn arm(event: Event, n: u64) {
     let _ = ARMED.set((event, AtomicU64::new(n)));
+    let _ = FIRST.set(n == 1);
 }
 
 /// The run has reached its final directory pass (FinalStamp counts from here).
 pub fn final_pass() {
     FINAL.store(true, Ordering::Relaxed);
+}
+
+/// The decoder has sent every member. A kill armed at the first step of the state protocol of
+/// its kind (`published:1`, `written:1`, `synced:1`, `renamed:1`) that has not come yet is
+/// waited for, up to 60 s: a test that needs a state in place gets one however slow the
+/// disk's syncs (on a throttled disk a 3 MB run ended before its first syncfs, and the test
+/// found no state). The first state always comes: the run wrote more than the test's
+/// `--writeback-every`, and its members have landed. Later ones may not (a run that ends
+/// first is what those kills expect), so they are not waited for. Unarmed: nothing.
+/// `publish` is called while waiting: the writer publishes the points whose members have
+/// landed when it is next driven, and nothing drives it once every member is sent.
+pub fn before_end(mut publish: impl FnMut()) {
+    let Some((armed, left)) = ARMED.get() else { return };
+    let state_step =
+        matches!(armed, Event::Published | Event::Written | Event::Synced | Event::Renamed);
+    if !state_step || FIRST.get() != Some(&true) {
+        return;
+    }
+    let start = std::time::Instant::now();
+    while left.load(Ordering::SeqCst) > 0 && start.elapsed() < std::time::Duration::from_secs(60) {
+        publish();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
 }
 
 /// One `event` happened: dies if it is the armed one's N-th.

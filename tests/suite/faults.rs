@@ -2010,9 +2010,13 @@ impl Drop for Sysctl {
 /// outside `kernel.io_uring_group`, 2 to everyone. io_uring_setup fails with EPERM and
 /// fastuntar uses the portable writer with exactly one warning; the tree is complete. At 1,
 /// root keeps io_uring (no warning). GNU tar does not use io_uring. The sysctl is global: it is
-/// restored by a drop guard, and the other cases of this file wait while it is set (they would
-/// fall back too); other programs on the machine are not protected for those few hundred ms.
+/// restored by a drop guard, and every other test would fall back too while it is set (under
+/// the load protocol `ordering::file_over_a_directory_then_a_symlink` did, and failed on the
+/// warning). So it is ignored in the suite's parallel run, and scripts/test.sh runs it alone
+/// afterwards (`--ignored`); other programs on the machine are not protected for those few
+/// hundred ms.
 #[test]
+#[ignore = "sets kernel.io_uring_disabled for the whole machine: scripts/test.sh runs it alone"]
 fn io_uring_disabled_sysctl() {
     let test = "io_uring_disabled_sysctl";
     const SYSCTL: &str = "/proc/sys/kernel/io_uring_disabled";

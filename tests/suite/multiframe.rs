@@ -305,8 +305,13 @@ fn uncached_archives_are_read_direct() {
     std::fs::read(&control).unwrap();
     std::fs::read(&zst).unwrap();
     let cached = extract("cached");
+    // Dropped behind the reader, a cached archive keeps at most the last 32 MiB step and the
+    // reads before the drop began; kept, all of it, less what reclaim takes page by page
+    // (under the load protocol a few pages of the archive went while the control stayed):
+    // nine tenths tells the two apart.
     if resident_bytes(&control) >= size - 4096 {
-        assert!(resident_bytes(&zst) >= size - 4096, "a cached archive stays cached");
+        let kept = resident_bytes(&zst);
+        assert!(kept >= size / 10 * 9, "a cached archive stays cached: {kept} of {size} bytes");
     } else {
         util::note(&format!("{test}: memory pressure evicted the control file: not checked"));
     }
