@@ -13,7 +13,7 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
 use util::snapshot::{Compare, diff, snapshot};
-use util::{Cmd, Output, TestDir, fastuntar, gnu_tar, have_tool};
+use util::{Cmd, Output, TestDir, fastuntar, gnu_tar};
 
 /// The rows this suite runs over (tests/util/engine.rs): one writer of each backend and four
 /// (the purge is a barrier, and the one-writer path waits for it, so both shapes and both
@@ -342,12 +342,10 @@ fn malformed_lists_like_gnu_tar() {
 /// tar's does (a mount point cannot be removed), and neither empties it.
 #[test]
 fn one_file_system_keeps_mounts() {
-    if !util::have_root("one_file_system_keeps_mounts", "mounts a tmpfs")
-        || !have_tool("one_file_system_keeps_mounts", "tar")
-    {
+    let Some(td) = util::root_test_dir("one_file_system_keeps_mounts", "mounts a tmpfs", &["tar"])
+    else {
         return;
-    }
-    let td = TestDir::new("incremental_mounts");
+    };
     let archive = dumpdir_archive(&td, "m.tar", &[("m/", b"Ykeep\0\0")]);
     for flags in [&["--one-file-system"][..], &[]] {
         let mut results = Vec::new();

@@ -181,6 +181,41 @@ const ALL_POINTS: &[&str] = &[
 /// The subset the other writer rows run: spread over the run, the protocol, the final pass.
 const SOME_POINTS: &[&str] = &["member:300", "renamed:1", "final-stamp:1", "end:1"];
 
+/// The default row's points in the quick tier (`FASTUNTAR_TEST_TIER=quick`): one of each kind
+/// of ALL_POINTS (a member early and late, each step of the state protocol, a stamp during the
+/// run and in the final pass, the end), 9 of its 24 kill-and-resume runs; the other rows run
+/// one point each (`some_points`). Each run extracts the 613 members twice and leaves them to
+/// be removed: the three cases were about 80 s of the quick tier's wall time at load 6-10
+/// (2026-11-27), most of it this machine's disk. The exhaustive tier runs every point.
+const QUICK_POINTS: &[&str] = &[
+    "member:1",
+    "member:330",
+    "published:3",
+    "written:1",
+    "synced:2",
+    "renamed:3",
+    "stamp:10",
+    "final-stamp:2",
+    "end:1",
+];
+
+/// The points the `i`th other writer row runs in this tier: SOME_POINTS, or in the quick tier
+/// one of them, a different one a row.
+fn some_points(i: usize) -> &'static [&'static str] {
+    match util::engine::tier() {
+        util::engine::Tier::Exhaustive => SOME_POINTS,
+        util::engine::Tier::Quick => &SOME_POINTS[i % SOME_POINTS.len()..][..1],
+    }
+}
+
+/// The default row's kill points in this tier.
+fn points() -> &'static [&'static str] {
+    match util::engine::tier() {
+        util::engine::Tier::Exhaustive => ALL_POINTS,
+        util::engine::Tier::Quick => QUICK_POINTS,
+    }
+}
+
 /// Kills at each point, resumes, compares. Returns how many reruns resumed (said so).
 fn kill_and_resume(
     td: &TestDir,
@@ -230,15 +265,18 @@ fn multi_frame_zstd_killed_anywhere_resumes_to_gnu_tars_tree() {
         return;
     };
     let src = Source::File(write_archive(&td, ZSTD_64K, &tar));
-    let n = kill_and_resume(&td, &o, &src, &[], ALL_POINTS, "zstd 64 KiB frames");
-    assert!(n >= 1, "none of {} reruns resumed", ALL_POINTS.len());
-    for row in [
+    let n = kill_and_resume(&td, &o, &src, &[], points(), "zstd 64 KiB frames");
+    assert!(n >= 1, "none of {} reruns resumed", points().len());
+    for (i, row) in [
         &["--io", "portable"][..],
         &["--io", "uring", "--direct-io"],
         &["--writer-threads", "2"],
         &["--threads", "2"],
-    ] {
-        kill_and_resume(&td, &o, &src, row, SOME_POINTS, &format!("zstd 64 KiB {row:?}"));
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        kill_and_resume(&td, &o, &src, row, some_points(i), &format!("zstd 64 KiB {row:?}"));
     }
     // Killed, resumed and killed again, then a third run.
     let dest = td.fresh("twice");
@@ -257,10 +295,13 @@ fn plain_tar_killed_anywhere_resumes_at_a_member() {
         return;
     };
     let src = Source::File(write_archive(&td, Encoding::Plain, &tar));
-    let n = kill_and_resume(&td, &o, &src, &[], ALL_POINTS, "plain");
-    assert!(n >= 1, "none of {} reruns resumed", ALL_POINTS.len());
-    for row in [&["--io", "portable", "--direct-io"][..], &["--writer-threads", "2"]] {
-        kill_and_resume(&td, &o, &src, row, SOME_POINTS, &format!("plain {row:?}"));
+    let n = kill_and_resume(&td, &o, &src, &[], points(), "plain");
+    assert!(n >= 1, "none of {} reruns resumed", points().len());
+    for (i, row) in [&["--io", "portable", "--direct-io"][..], &["--writer-threads", "2"]]
+        .into_iter()
+        .enumerate()
+    {
+        kill_and_resume(&td, &o, &src, row, some_points(i), &format!("plain {row:?}"));
     }
     let dest = td.fresh("seek");
     killed(&src, &dest, &[], "renamed:1");
@@ -279,9 +320,9 @@ fn single_frame_zstd_is_decoded_again_and_passed_over() {
         return;
     };
     let src = Source::File(write_archive(&td, ZSTD_1, &tar));
-    let n = kill_and_resume(&td, &o, &src, &[], ALL_POINTS, "zstd one frame");
-    assert!(n >= 1, "none of {} reruns resumed", ALL_POINTS.len());
-    kill_and_resume(&td, &o, &src, &["--io", "uring", "--direct-io"], SOME_POINTS, "one frame");
+    let n = kill_and_resume(&td, &o, &src, &[], points(), "zstd one frame");
+    assert!(n >= 1, "none of {} reruns resumed", points().len());
+    kill_and_resume(&td, &o, &src, &["--io", "uring", "--direct-io"], some_points(1), "one frame");
     let dest = td.fresh("reread");
     killed(&src, &dest, &[], "end:1");
     // A file extracted before the point: a resumed run must not write it again.
@@ -391,7 +432,14 @@ fn unprivileged_resume_fills_directories_the_interrupted_run_stamped() {
         std::fs::File::open(d).unwrap().set_modified(t).unwrap();
     };
     let o = Oracle { want: snapshot(&gnu), started };
-    for row in [&[][..], &["--writer-threads", "2"], &["--io", "portable"]] {
+    let rows: &[&[&str]] = &[&[], &["--writer-threads", "2"], &["--io", "portable"]];
+    // The quick tier: the default row alone (each row writes and leaves 2,000 files; the
+    // three were 26 s of the quick tier at load 5-11). The exhaustive tier runs all three.
+    let rows = match util::engine::tier() {
+        util::engine::Tier::Exhaustive => rows,
+        util::engine::Tier::Quick => &rows[..1],
+    };
+    for &row in rows {
         let dest = td.fresh("dest");
         give_to_nobody(&dest);
         let run = |extra: &[&str]| {

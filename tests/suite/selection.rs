@@ -78,34 +78,6 @@ fn not_found(out: &Output, prog: &str) -> Vec<String> {
         .collect()
 }
 
-/// GNU tar and fastuntar run with the same arguments, in the test directory, each into a fresh
-/// destination (`prepare` fills it first, `args` adds the arguments given it).
-struct Both {
-    gnu: Output,
-    ours: Output,
-    /// How fastuntar's tree differs from GNU tar's, one line each.
-    diff: Vec<String>,
-}
-
-fn both(td: &TestDir, args: impl Fn(&mut Cmd, &Path)) -> Both {
-    both_over(td, |_| {}, args)
-}
-
-fn both_over(td: &TestDir, prepare: impl Fn(&Path), args: impl Fn(&mut Cmd, &Path)) -> Both {
-    let (g, d) = (td.fresh("gnu"), td.fresh("ours"));
-    prepare(&g);
-    prepare(&d);
-    let run = |mut cmd: Cmd, dest: &Path| {
-        cmd.current_dir(td.path());
-        args(&mut cmd, dest);
-        cmd.run()
-    };
-    let (gnu, ours) = (run(Cmd::new("tar"), &g), run(fastuntar(), &d));
-    let cmp = Compare::extraction(td.started);
-    let diff = diff(&snapshot(&g), "GNU tar", &snapshot(&d), "fastuntar", &cmp);
-    Both { gnu, ours, diff }
-}
-
 /// The rows of an operand comparison (`gnu::Case`): `FLAGS -xf ARCHIVE OPERANDS` into `-C
 /// DEST` (exit code, tree, the names reported "Not found in archive") and `FLAGS -tf ARCHIVE
 /// OPERANDS` (exit code, listing).
@@ -376,53 +348,40 @@ fn compressed(td: &TestDir, archive: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// A test directory for `test` with the operand archive and its `compressed` copies, when GNU
+/// tar and the compressors are installed.
+fn packed_operands(test: &str) -> Option<(TestDir, PathBuf, Vec<PathBuf>)> {
+    let td = gnu::dir(test, &["gzip", "bzip2", "xz", "zstd"])?;
+    let (archive, _) = operand_archive(&td);
+    let packed = compressed(&td, &archive);
+    Some((td, archive, packed))
+}
+
 /// `tar xzvf A`, `tar xfC A DIR`, `tar tf A`: the traditional form, as GNU tar reads it.
 #[test]
 fn traditional_bundles_like_gnu_tar() {
-    let Some(td) = gnu::dir("traditional_bundles_like_gnu_tar", &["gzip", "bzip2", "xz", "zstd"])
-    else {
+    let Some((td, archive, packed)) = packed_operands("traditional_bundles_like_gnu_tar") else {
         return;
     };
-    let (archive, _) = operand_archive(&td);
-    let packed = compressed(&td, &archive);
-    let mut failures = Vec::new();
-    let cases: Vec<(String, &Path)> = vec![
-        ("xf".into(), &archive),
-        ("xvf".into(), &archive),
-        ("xzvf".into(), &packed[0]),
-        ("xjf".into(), &packed[1]),
-        ("xJf".into(), &packed[2]),
-        ("xpf".into(), &archive),
-        ("xof".into(), &archive),
-    ];
-    for (bundle, a) in &cases {
-        let Both { gnu, ours, diff: dd } = both(&td, |cmd, dest| {
-            cmd.arg(bundle).arg(a).arg("-C").arg(dest).arg("src/a");
-        });
-        if !gnu.success() || !ours.success() || gnu.stdout != ours.stdout || !dd.is_empty() {
-            failures.push(format!(
-                "{bundle}: {}\n{}\n{}",
-                dd.join("\n"),
-                gnu.describe(),
-                ours.describe()
-            ));
-        }
-    }
+    // Each bundle on its archive: exit 0 for both, stdout and tree compared.
+    let mut rows: Vec<Case> = [
+        ("xf", &archive),
+        ("xvf", &archive),
+        ("xzvf", &packed[0]),
+        ("xjf", &packed[1]),
+        ("xJf", &packed[2]),
+        ("xpf", &archive),
+        ("xof", &archive),
+    ]
+    .into_iter()
+    .map(|(bundle, a)| Case::new(a, &[bundle, "{archive}", "-C", "{dest}", "src/a"]).code(0))
+    .collect();
     // xfC: the values in the order of their letters.
-    let Both { gnu, ours, diff: dd } = both(&td, |cmd, dest| {
-        cmd.arg("xfC").arg(&archive).arg(dest);
-    });
-    if !gnu.success() || !ours.success() || !dd.is_empty() {
-        failures.push(format!("xfC: {}\n{}", dd.join("\n"), ours.describe()));
-    }
-    for bundle in ["tf", "tzf"] {
-        let a = if bundle == "tzf" { &packed[0] } else { &archive };
-        let gnu = Cmd::new("tar").arg(bundle).arg(a).run();
-        let ours = fastuntar().arg(bundle).arg(a).run();
-        if !ours.success() || gnu.stdout != ours.stdout {
-            failures.push(format!("{bundle}:\n{}\n{}", gnu.describe(), ours.describe()));
-        }
-    }
+    rows.push(Case::new(&archive, &["xfC", "{archive}", "{dest}"]).code(0));
+    rows.push(Case::new(&archive, &["tf", "{archive}"]).only_stdout().code(0));
+    rows.push(Case::new(&packed[0], &["tzf", "{archive}"]).only_stdout().code(0));
+    assert_eq!(rows.len(), 10);
+    let mut failures: Vec<String> = rows.iter().flat_map(|c| gnu::differences(&td, c)).collect();
     // An archive named like a bundle is still an archive.
     let named = td.fresh("cwd");
     fs::copy(&archive, named.join("xf")).unwrap();
@@ -441,18 +400,15 @@ fn traditional_bundles_like_gnu_tar() {
 /// others (where GNU tar fails), and the tree is GNU tar's.
 #[test]
 fn compression_flags_are_accepted_and_the_data_decides() {
-    let Some(td) = gnu::dir("compression_flags_are_accepted", &["gzip", "bzip2", "xz", "zstd"])
-    else {
+    let Some((td, archive, mut inputs)) = packed_operands("compression_flags_are_accepted") else {
         return;
     };
-    let (archive, _) = operand_archive(&td);
     let want = snapshot(&{
         let g = td.fresh("gnu");
         assert!(gnu_tar(["-xf", archive.to_str().unwrap(), "-C", g.to_str().unwrap()]).success());
         g
     });
     let mut failures = Vec::new();
-    let mut inputs = compressed(&td, &archive);
     inputs.push(archive.clone());
     for flag in ["-z", "-j", "-J", "-a", "--gzip", "--gunzip", "--bzip2", "--xz", "--zstd", "--lz4"]
     {
@@ -504,21 +460,12 @@ fn use_compress_program_like_gnu_tar() {
     ];
     for (flags, a) in &cases {
         for operands in [&[][..], &["src/a", "nope"]] {
-            let Both { gnu, ours, diff: dd } = both(&td, |cmd, dest| {
-                cmd.args(flags).extract(a, dest).args(operands);
-            });
-            // GNU tar's -Z runs `compress`, which is rarely installed: only the tree of the
-            // other flags is compared with it.
-            let gnu_ok = flags[0] == "-Z" || (gnu.code == ours.code && dd.is_empty());
             let expected = if operands.is_empty() { 0 } else { 2 };
-            if ours.code != Some(expected) || !gnu_ok {
-                failures.push(format!(
-                    "{flags:?} {operands:?}: {}\n{}\n{}",
-                    dd.join("\n"),
-                    gnu.describe(),
-                    ours.describe()
-                ));
-            }
+            let row = Case::extract(a, flags, operands).code(expected);
+            // GNU tar's -Z runs `compress`, which is rarely installed: only the exit status of
+            // the other flags and their trees are compared with it.
+            let row = if flags[0] == "-Z" { row.only_said_and_exit().no_exit() } else { row };
+            failures.extend(gnu::differences(&td, &row));
         }
         // Standard input through the program.
         let d = td.fresh("ours");
@@ -566,12 +513,8 @@ fn use_compress_program_like_gnu_tar() {
 /// `-o` is `--no-same-owner`.
 #[test]
 fn no_same_permissions_as_root_like_gnu_tar() {
-    if !util::have_root("no_same_permissions_as_root_like_gnu_tar", "root's default is -p")
-        || !have_tool("no_same_permissions_as_root_like_gnu_tar", "tar")
-    {
-        return;
-    }
-    let td = TestDir::new("no_same_perms");
+    let test = "no_same_permissions_as_root_like_gnu_tar";
+    let Some(td) = util::root_test_dir(test, "root's default is -p", &["tar"]) else { return };
     let root = td.join("tree");
     fs::create_dir_all(root.join("d")).unwrap();
     for (rel, mode) in [("d/setuid", 0o4755), ("d/all", 0o777), ("d/grp", 0o2775), ("d", 0o1777)] {
@@ -928,7 +871,6 @@ fn no_overwrite_dir_like_gnu_tar() {
 fn one_top_level_like_gnu_tar() {
     let Some(td) = gnu::dir("one_top_level_like_gnu_tar", &[]) else { return };
     let (archive, _) = operand_archive(&td);
-    let mut failures = Vec::new();
     let mut cases = Vec::new();
     for (flags, operands) in [
         (&["--one-top-level"][..], &[][..]),
@@ -955,28 +897,16 @@ fn one_top_level_like_gnu_tar() {
         fs::copy(&archive, &renamed).unwrap();
         cases.extend(rows(&renamed, &["--one-top-level"], &[]));
     }
-    // Names GNU tar 1.34 cannot deduce a directory from: the same usage error, nothing made.
+    // Names GNU tar 1.34 cannot deduce a directory from: the same usage error, nothing made;
+    // likewise the archive on standard input.
     for name in ["ops", "ops.TAR", "ops.zip", ".tar"] {
         let renamed = td.join(name);
         fs::copy(&archive, &renamed).unwrap();
-        let Both { gnu, ours, diff: dd } = both(&td, |cmd, dest| {
-            cmd.arg("--one-top-level").extract(&renamed, dest);
-        });
-        if gnu.code != ours.code || !dd.is_empty() || !ours.stderr_str().contains("Cannot deduce") {
-            failures.push(format!("{name}: {}\n{}", dd.join("\n"), ours.describe()));
-        }
+        let row = Case::extract(&renamed, &["--one-top-level"], &[]).said(cannot_deduce);
+        cases.push(row);
     }
-    let stdin = |mut cmd: Cmd| {
-        cmd.current_dir(td.path())
-            .args(["--one-top-level", "-xf", "-", "-C"])
-            .arg(td.fresh("stdin"))
-            .stdin(Input::File(archive.clone()))
-            .run()
-    };
-    let (gnu, ours) = (stdin(Cmd::new("tar")), stdin(fastuntar()));
-    if gnu.code != ours.code || !ours.stderr_str().contains("Cannot deduce top-level directory") {
-        failures.push(format!("stdin: GNU {:?}\n{}", gnu.code, ours.describe()));
-    }
+    let args = ["--one-top-level", "-xf", "-", "-C", "{dest}"];
+    cases.push(Case::new(&archive, &args).stdin_file(&archive).only_said(cannot_deduce));
     // A DIR outside the destination is refused (GNU tar would extract there).
     let out = fastuntar()
         .arg("--one-top-level=../out")
@@ -987,7 +917,12 @@ fn one_top_level_like_gnu_tar() {
         .run();
     out.expect_code(2);
     assert!(out.stderr_str().contains("must lie inside the destination"), "{}", out.describe());
-    gnu::check_with(&td, &cases, failures);
+    gnu::check(&td, &cases);
+}
+
+/// Whether a run said it cannot deduce the top-level directory (`--one-top-level`).
+fn cannot_deduce(out: &Output, _prog: &str) -> Vec<String> {
+    vec![out.stderr_str().contains("Cannot deduce top-level directory").to_string()]
 }
 
 /// The line --totals prints up to the rate, which depends on the clock.

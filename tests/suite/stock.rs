@@ -174,12 +174,19 @@ fn real_trees_under_default_limits() {
 /// not grow with their number: 30,000 directories take what 3,000 take (with a fixed 8 MiB
 /// pool). Before, every directory's metadata was kept to the end: 200,000 took 118 MB, about
 /// 0.6 KB a directory, which would put 30,000 16 MB above 3,000. (100,000 and 10,000 until
-/// issue 33: three times the time for the same finding.)
+/// issue 33: three times the time for the same finding.) The quick tier extracts the 3,000
+/// under `ulimit -n 64` only: removing 66,000 entries took 60 of the case's 100 s on this
+/// machine's disk (ext4 mounted with `discard`, about 1 ms a directory, 2026-11-27), and the
+/// memory comparison needs both sizes; the exhaustive tier runs both.
 #[test]
 fn many_directories_in_bounded_fds_and_memory() {
     let td = TestDir::new("many_directories_in_bounded_fds_and_memory");
+    let sizes: &[usize] = match util::engine::tier() {
+        util::engine::Tier::Exhaustive => &[3_000, 30_000],
+        util::engine::Tier::Quick => &[3_000],
+    };
     let mut rss = Vec::new();
-    for n in [3_000, 30_000] {
+    for &n in sizes {
         let mut t = util::rawtar::Tar::new();
         for i in 0..n {
             t.dir(format!("top/d{i:06}"));
@@ -197,6 +204,7 @@ fn many_directories_in_bounded_fds_and_memory() {
         fs::remove_dir_all(&d).unwrap();
     }
     match rss[..] {
+        [_] => {}
         [Some(small), Some(large)] => assert!(
             large < small + (8 << 10) && large < 64 << 10,
             "peak RSS {small} KiB for 3,000 directories, {large} KiB for 30,000"
@@ -275,7 +283,14 @@ fn writer_threads_fit_the_open_file_limit() {
     let four: &[&str] = &["--writer-threads", "4"];
     let direct: &[&str] = &["--writer-threads", "4", "--direct-io"];
     let eight: &[&str] = &["--writer-threads", "8", "--io", "portable"];
-    same_as_gnu(&td, test, &archive, who, &[(20, four), (20, direct), (20, eight), (64, eight)]);
+    let runs: &[(u64, &[&str])] = &[(20, four), (20, direct), (20, eight), (64, eight)];
+    // The quick tier: the first (the failure's own case; the two checks below run it too).
+    // Each run makes and removes 3,300 entries (about 4 s of this machine's disk).
+    let runs = match util::engine::tier() {
+        util::engine::Tier::Exhaustive => runs,
+        util::engine::Tier::Quick => &runs[..1],
+    };
+    same_as_gnu(&td, test, &archive, who, runs);
 
     let d = dest(&td, who, "said");
     let mut c = fastuntar();

@@ -139,6 +139,11 @@ pub fn test_dir(test: &str, tools: &[&str]) -> Option<TestDir> {
     have_tools(test, tools).then(|| TestDir::new(test))
 }
 
+/// `test_dir` for a test that needs root (`why`): run as another user, a SKIP line and None.
+pub fn root_test_dir(test: &str, why: &str, tools: &[&str]) -> Option<TestDir> {
+    (have_root(test, why) && have_tools(test, tools)).then(|| TestDir::new(test))
+}
+
 /// Runs `body` in a fresh `TestDir` named after `test` when every one of `tools` is on PATH;
 /// otherwise only `have_tools`' SKIP lines.
 pub fn with_tools(test: &str, tools: &[&str], body: impl FnOnce(&TestDir)) {
