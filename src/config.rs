@@ -8,11 +8,12 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 
 use crate::archive::Timestamp;
-use crate::cli::operands::{self, Given, Selection};
+use crate::cli::operands::{self, Selection};
 use crate::cli::{Args, IoBackend, Ordered};
 use crate::policy::admit::{Limits, SNAPSHOT_MAX_BYTES, SNAPSHOT_MAX_FILES};
 use crate::pool::BUF_ALIGN;
 use crate::resources::{address_space_limited, soft_limit};
+use crate::selection::given::Given;
 
 /// Size of one pool buffer and so of the largest single write. 1 MiB: large enough that a
 /// direct write reaches the disk's streaming rate (`dd bs=1M oflag=direct` writes 1.5 GB/s
@@ -154,7 +155,7 @@ pub struct Config {
     /// `--numeric-owner`: owners are the archive's numbers, never its names (`owner.rs`).
     pub numeric_owner: bool,
     /// `--full-time`, `--utc`: how times are shown (list.rs `tartime`).
-    pub times: crate::report::listing::TimeStyle,
+    pub times: crate::report::time::TimeStyle,
     /// Modes exactly as archived, set-id bits included: `-p`, or root without
     /// `--no-same-permissions`.
     pub preserve_permissions: bool,
@@ -446,7 +447,7 @@ impl Config {
             // Safety: geteuid has no preconditions.
             same_owner: args.same_owner || (!args.no_same_owner && unsafe { libc::geteuid() } == 0),
             numeric_owner: args.numeric_owner,
-            times: crate::report::listing::TimeStyle { full: args.full_time, utc: args.utc },
+            times: crate::report::time::TimeStyle { full: args.full_time, utc: args.utc },
             // Safety: geteuid has no preconditions.
             preserve_permissions: args.preserve_permissions
                 || (!args.no_same_permissions && unsafe { libc::geteuid() } == 0),
@@ -595,8 +596,8 @@ fn newer_than(args: &Args) -> Result<Option<Timestamp>> {
     let now = Timestamp { secs: since.as_secs() as i64, nanos: since.subsec_nanos() };
     let at =
         crate::selection::dates::date_or_file(text, now).with_context(|| option.to_string())?;
-    let style = crate::report::listing::TimeStyle { full: false, utc: args.utc };
-    let said = crate::report::listing::tartime(at, true, style);
+    let style = crate::report::time::TimeStyle { full: false, utc: args.utc };
+    let said = crate::report::time::tartime(at.secs, at.nanos, true, style);
     if args.verbose > 0 && !crate::selection::dates::names_a_file(text) && said != *text {
         crate::report::warn(format!("Option {option}: Treating date '{text}' as {said}"));
     }

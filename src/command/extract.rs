@@ -11,7 +11,6 @@ use anyhow::{Context, Result, anyhow};
 use std::sync::Arc;
 
 use crate::archive::{Kind, Member, Reader, Skip, Xattr};
-use crate::command::reading::Reading;
 use crate::config::{self, Config};
 use crate::decode;
 use crate::lend;
@@ -21,6 +20,7 @@ use crate::policy::admit::{Admission, FileCount, SNAPSHOT_DIR_MODE, SNAPSHOT_FIL
 use crate::policy::safety::SafePath;
 use crate::policy::safety::{Sanitizer, Verdict};
 use crate::pool::{Pool, PoolBuf};
+use crate::reading::Reading;
 use crate::report;
 use crate::report::progress::{self, Progress};
 use crate::resume::Session;
@@ -495,7 +495,7 @@ fn produce(
     let ids = unsafe { (libc::geteuid(), libc::getegid()) };
     let mut packer = None;
     let mut owners = Owners::new(cfg.numeric_owner);
-    let mut lines = crate::report::listing::Lines::new(cfg, cfg.verbose > 1);
+    let mut lines = crate::command::listing::Lines::new(cfg, cfg.verbose > 1);
     let mut confirm = cfg.interactive.then(|| Confirm::new(cfg.stdin_taken, false));
     let mut members = 0;
     let mut probes = crate::resume::Probes::default();
@@ -587,16 +587,6 @@ fn produce(
     }
     archive.finish(utf8)?;
     Ok(members)
-}
-
-/// The tar end marker comes before the end of a compressed stream: reads on so the decoder
-/// checks the frame's end and checksum and what follows it, as `zstd -d | tar -x` would, but
-/// only within a budget (decode.rs TRAILER_DECODED): gigabytes of trailing data are not decoded.
-pub fn verify_trailer<R: Skip>(reader: Reader<R>, trailer: &decode::Trailer) -> Result<()> {
-    let end = reader.offset();
-    trailer
-        .check(reader.into_inner())
-        .map_err(|e| anyhow!("archive offset {end}: after the end of the archive: {e}"))
 }
 
 enum MemberError {
@@ -760,14 +750,14 @@ fn check_time(cfg: &Config, m: &Member, path: &SafePath, t: crate::archive::Time
             nanos += 1_000_000_000;
             secs -= 1;
         }
-        Some(format!("{secs}{}", crate::report::listing::ns_fraction(nanos as u32)))
+        Some(format!("{secs}{}", crate::report::time::ns_fraction(nanos as u32)))
     };
     let ahead = future();
     if t.secs >= 0 && ahead.is_none() {
         return;
     }
     let name = report::printable(gnu_file_name(cfg, m, path));
-    let when = crate::report::listing::tartime(t, true, cfg.times);
+    let when = crate::report::time::tartime(t.secs, t.nanos, true, cfg.times);
     match ahead {
         None => report::warn_of(
             report::Warning::Timestamp,
@@ -871,7 +861,7 @@ struct Stage<'a, 'b, R: Skip> {
     /// be like (lend.rs).
     direct: DirectPolicy,
     /// What -v prints (list.rs).
-    lines: &'a mut crate::report::listing::Lines,
+    lines: &'a mut crate::command::listing::Lines,
     /// The rest of the buffer small files are being packed into.
     packer: &'a mut Option<PoolBuf>,
     /// `-w`: the questions asked before each member.

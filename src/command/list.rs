@@ -4,9 +4,9 @@ use std::io::{self, Write};
 
 use anyhow::Result;
 
-use crate::command::reading::open;
+use crate::command::listing::Lines;
 use crate::config::Config;
-use crate::report::listing::Lines;
+use crate::reading::open;
 use crate::report::locale::utf8_locale;
 
 pub fn run(cfg: &Config) -> Result<u64> {

@@ -32,13 +32,14 @@ use anyhow::{Context, Result, anyhow, bail};
 
 use crate::archive::{Format, Kind, Member, Reader, Skip};
 use crate::command::extract::{gnu_file_name, judge, skip_continuation, warn_unknown_type};
-use crate::command::reading;
+use crate::command::listing;
 use crate::config::{CHUNK_SIZE, Config};
 use crate::policy::admit::{Admission, FileCount, extracted_as_file};
 use crate::policy::safety::SafePath;
 use crate::policy::safety::Sanitizer;
+use crate::reading;
 use crate::report;
-use crate::report::{listing, locale};
+use crate::report::{locale, time};
 
 /// Bytes gathered before one write(2) to stdout: file data is read straight into this buffer,
 /// and small files share one write.
@@ -197,7 +198,7 @@ impl Piped<'_> {
         let (cfg, m) = (self.cfg, self.m);
         let os = |b: &[u8]| OsStr::from_bytes(b).to_os_string();
         let time = |secs: i64, nanos: u32| -> std::ffi::OsString {
-            format!("{secs}{}", listing::ns_fraction(nanos)).into()
+            format!("{secs}{}", time::ns_fraction(nanos)).into()
         };
         // TAR_ATIME and TAR_CTIME: GNU tar gives its start time for members without them.
         let start = crate::report::totals::started_at();

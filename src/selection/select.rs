@@ -25,10 +25,10 @@
 use std::collections::HashMap;
 
 use crate::archive::Timestamp;
-use crate::cli::operands::Given;
 use crate::config::Config;
 use crate::report;
 use crate::selection::exclude::{self, Exclude, Pattern, has_wildcards, matched_name, unescape};
+use crate::selection::given::Given;
 
 pub struct Select {
     operands: Vec<Operand>,

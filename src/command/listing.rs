@@ -6,6 +6,7 @@ use crate::config::Config;
 use crate::metadata::owner::Owners;
 use crate::report::locale::utf8_locale;
 use crate::report::quote;
+use crate::report::time::tartime;
 
 /// GNU tar's starting widths for "user/group size" and the date column (list.c).
 const UGS_WIDTH: usize = 18;
@@ -138,7 +139,7 @@ fn long_line(
     };
     let pad = user.len() + 1 + group.len() + size.len();
     widths.ugs = widths.ugs.max(pad);
-    let date = tartime(m.mtime, cfg.times.full, cfg.times);
+    let date = tartime(m.mtime.secs, m.mtime.nanos, cfg.times.full, cfg.times);
     widths.date = widths.date.max(date.len());
     let mut line = format!(
         "{}{} {user}/{group} {:>w$} {:<dw$} ",
@@ -209,47 +210,6 @@ fn mode_string(m: &Member) -> String {
     .collect()
 }
 
-/// How times are shown: `--full-time`, `--utc`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct TimeStyle {
-    pub full: bool,
-    pub utc: bool,
-}
-
-/// GNU tar's `tartime`: "YYYY-MM-DD HH:MM" in local time (UTC with `--utc`), or with `full`
-/// "YYYY-MM-DD HH:MM:SS" and the nanoseconds without trailing zeros (".5"); the number of
-/// seconds where the time is out of the calendar's range.
-pub fn tartime(t: Timestamp, full: bool, style: TimeStyle) -> String {
-    let secs = t.secs as libc::time_t;
-    let mut tm = std::mem::MaybeUninit::<libc::tm>::zeroed();
-    // Safety: valid pointers to a time_t and a tm buffer.
-    let ok = !unsafe {
-        if style.utc {
-            libc::gmtime_r(&secs, tm.as_mut_ptr())
-        } else {
-            libc::localtime_r(&secs, tm.as_mut_ptr())
-        }
-    }
-    .is_null();
-    if !ok {
-        return t.secs.to_string();
-    }
-    // Safety: localtime_r/gmtime_r succeeded.
-    let tm = unsafe { tm.assume_init() };
-    let date = format!(
-        "{:04}-{:02}-{:02} {:02}:{:02}",
-        tm.tm_year as i64 + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min
-    );
-    if !full {
-        return date;
-    }
-    format!("{date}:{:02}{}", tm.tm_sec, ns_fraction(t.nanos))
-}
-
 /// The column GNU tar 1.34 adds after the mode with `--xattrs` or `--acls` (its
 /// `xattrs_print_char`): `+` for a member with ACLs (with --acls), `*` for one with an
 /// attribute `--xattrs` would restore, else a space; nothing without either option.
@@ -265,15 +225,6 @@ fn mark(m: &Member, cfg: &Config) -> &'static str {
         m.xattrs.iter().any(|x| !acl(&x) && f.wants(&x.name))
     };
     if cfg.xattrs.as_ref().is_some_and(restored) { "*" } else { " " }
-}
-
-/// GNU tar's `code_ns_fraction`: `.` and the nanoseconds without trailing zeros; nothing for 0.
-pub fn ns_fraction(ns: u32) -> String {
-    if ns == 0 {
-        return String::new();
-    }
-    let digits = format!("{ns:09}");
-    format!(".{}", digits.trim_end_matches('0'))
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use std::io;
 use std::sync::Arc;
 
-use anyhow::Result;
+use anyhow::{Result, anyhow};
 
 use crate::archive::{Kind, Member, Reader, Skip};
 use crate::config::Config;
@@ -216,13 +216,13 @@ impl Reading {
     }
 
     /// After the last member: reads a compressed stream on past the end marker, so its end
-    /// and checksum are checked (`extract::verify_trailer`), then reports the MEMBER operands
+    /// and checksum are checked (`verify_trailer`), then reports the MEMBER operands
     /// that selected nothing.
     pub fn finish(self, utf8: bool) -> Result<()> {
         if let Some(trailer) = self.trailer
             && !self.ended_early
         {
-            crate::command::extract::verify_trailer(self.reader, &trailer)?;
+            verify_trailer(self.reader, &trailer)?;
         }
         if let Some(d) = &self.download
             && !self.ended_early
@@ -232,6 +232,16 @@ impl Reading {
         self.wanted.report_not_found(utf8);
         Ok(())
     }
+}
+
+/// The tar end marker comes before the end of a compressed stream: reads on so the decoder
+/// checks the frame's end and checksum and what follows it, as `zstd -d | tar -x` would, but
+/// only within a budget (decode.rs TRAILER_DECODED): gigabytes of trailing data are not decoded.
+fn verify_trailer<R: Skip>(reader: Reader<R>, trailer: &decode::Trailer) -> Result<()> {
+    let end = reader.offset();
+    trailer
+        .check(reader.into_inner())
+        .map_err(|e| anyhow!("archive offset {end}: after the end of the archive: {e}"))
 }
 
 /// `-V PATTERN`, as GNU tar 1.34 checks it before reading on: the archive's label is the
