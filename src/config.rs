@@ -14,6 +14,7 @@ use crate::policy::admit::{Limits, SNAPSHOT_MAX_BYTES, SNAPSHOT_MAX_FILES};
 use crate::pool::BUF_ALIGN;
 use crate::resources::{address_space_limited, soft_limit};
 use crate::selection::given::Given;
+use crate::write::conflict::OldFiles;
 
 /// Size of one pool buffer and so of the largest single write. 1 MiB: large enough that a
 /// direct write reaches the disk's streaming rate (`dd bs=1M oflag=direct` writes 1.5 GB/s
@@ -190,32 +191,6 @@ pub struct Config {
     pub resume_options: [u8; 32],
     /// The hidden `--debug-kill-at EVENT:N` of the kill tests (resume/hook.rs).
     pub debug_kill: Option<String>,
-}
-
-/// What to do with a member whose path exists already.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OldFiles {
-    /// Replace it: unlink what is there (an empty directory too) and create the member (GNU
-    /// tar's default). An existing directory is kept and gets the member's metadata.
-    Replace,
-    /// `-k`: keep it and report the member (exit 1). An existing directory is kept silently,
-    /// its metadata untouched (GNU tar 1.34; it exits 2 for the files).
-    Keep,
-    /// `--skip-old-files`: keep it without a word and without changing the exit status; with
-    /// -v, "MEMBER: skipping existing file" (directories too), as GNU tar 1.34.
-    Skip,
-    /// `--keep-newer-files`: keep a non-directory whose mtime is the same as or later than the
-    /// member's ("Current 'PATH' is newer or same age", exit status unchanged), replace an
-    /// older one. A directory is never newer: a directory member removes an empty one and
-    /// makes it anew, keeps a non-empty one as it is (no metadata), as GNU tar 1.34.
-    KeepNewer,
-    /// `--no-overwrite-dir`: as Replace, but a directory that exists (before the run or made
-    /// earlier in it) keeps its mode and owner; it still gets the member's mtime (GNU tar 1.34
-    /// sets it).
-    NoOverwriteDir,
-    /// `-U`: as Replace, but an existing directory in a directory member's way is removed too
-    /// (when empty; a non-empty one stays, reported) and made anew, as GNU tar 1.34.
-    UnlinkFirst,
 }
 
 /// GNU tar 1.34's `--level=NUMBER` (for creating with -g; checked and ignored when reading):
