@@ -26,6 +26,7 @@ use anyhow::{Context, Result, anyhow};
 use super::backup::Backup;
 use super::conflict::{self, Decision, Member, OldFiles, Policy, There};
 use super::delayed::{Delayed, Record};
+use super::events::{Event, Events};
 use super::restart;
 use super::tree::{Create, NodeId, Removals, Tree, note_dir_mode, open_dir_beneath, setgid_dirs};
 use crate::archive::Timestamp;
@@ -33,7 +34,6 @@ use crate::archive::{Xattr, xattr_bytes};
 use crate::plan::{Entry, Node};
 use crate::policy::admit::FileCount;
 use crate::policy::safety::SafePath;
-use crate::report::locale_quoted;
 use crate::resume::state::CarriedDir;
 
 /// Mode a directory member is created with; its own mode is applied once it is complete, so a
@@ -157,8 +157,8 @@ pub fn is_member_error(e: &io::Error) -> bool {
 /// or `Current 'PATH' is newer or same age`), and the exit status stays as it was.
 #[derive(Debug)]
 pub enum KeptExisting {
-    /// `--skip-old-files`; with -v, `tell`, it names the member.
-    Skipped { tell: bool },
+    /// `--skip-old-files`.
+    Skipped,
     /// `--keep-newer-files`: what is at `path` (the path as extracted, as GNU tar names it) is
     /// as new as the member or newer.
     Newer { path: String },
@@ -167,7 +167,7 @@ pub enum KeptExisting {
 impl std::fmt::Display for KeptExisting {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            KeptExisting::Skipped { .. } => f.write_str("skipping existing file"),
+            KeptExisting::Skipped => f.write_str("skipping existing file"),
             KeptExisting::Newer { path } => write!(f, "Current '{path}' is newer or same age"),
         }
     }
@@ -232,8 +232,8 @@ pub struct Dest {
     tree: Tree,
     /// What a member does with what is at its path (conflict.rs).
     policy: Policy,
-    /// `-v`: members `--skip-old-files` keeps are named.
-    verbose: bool,
+    /// Where what is done is said (events.rs).
+    events: Arc<dyn Events>,
     /// Modes are restored exactly (root, or `-p`).
     exact: bool,
     /// The user's umask, applied when not `exact`.
@@ -293,7 +293,8 @@ impl Slot {
 /// What `Dest::open` needs besides the directory.
 pub struct DestOptions {
     pub old_files: OldFiles,
-    pub verbose: bool,
+    /// Where what is done is said (events.rs).
+    pub events: Arc<dyn Events>,
     /// Apply modes exactly (root, or `-p`).
     pub exact: bool,
     pub user_umask: u32,
@@ -367,7 +368,7 @@ impl Dest {
             left: false,
             backup: opts.backup,
             tree,
-            verbose: opts.verbose,
+            events: opts.events,
             exact: opts.exact,
             umask: opts.user_umask,
             implied_dir_mode: 0o777 & !opts.user_umask,
@@ -431,9 +432,9 @@ impl Dest {
         e
     }
 
-    /// `-v` (`write/purge.rs` names what it removes).
-    pub(super) fn verbose(&self) -> bool {
-        self.verbose
+    /// Where what is done is said.
+    pub fn events(&self) -> &dyn Events {
+        &*self.events
     }
 
     /// `--one-file-system`.
@@ -528,22 +529,15 @@ impl Dest {
         Ok(())
     }
 
-    /// `--backup`: renames what is at `name` (the member's path) to its backup name, saying
-    /// so with -v as GNU tar does ("Renaming 'd/c' to 'd/c~'"); whether it did.
+    /// `--backup`: renames what is at `name` (the member's path) to its backup name, and says
+    /// so (`Event::Renamed`); whether it did.
     fn backed_up(&self, entry: &Entry, dirfd: RawFd, name: &CStr) -> io::Result<bool> {
         let Some(backup) = &self.backup else { return Ok(false) };
         let Some(new) = backup.keep(dirfd, name)? else { return Ok(false) };
-        if self.verbose {
-            let path = entry.path.as_path();
-            let to = path.with_file_name(std::ffi::OsStr::from_bytes(&new));
-            let (from, to) = (path.as_os_str().as_bytes(), to.as_os_str().as_bytes());
-            // In the locale's quotation marks, as GNU tar's quote_n.
-            let utf8 = crate::report::locale::utf8_locale();
-            let (from, to) = (locale_quoted(from, utf8), locale_quoted(to, utf8));
-            let line = format!("Renaming {from} to {to}");
-            // A failed write to stdout is reported at the end (report.rs).
-            let _ = crate::report::list_line(&line, false);
-        }
+        let path = entry.path.as_path();
+        let to = path.with_file_name(std::ffi::OsStr::from_bytes(&new));
+        let (from, to) = (path.as_os_str().as_bytes(), to.as_os_str().as_bytes());
+        self.events.event(Event::Renamed { from, to });
         Ok(true)
     }
 
@@ -552,7 +546,7 @@ impl Dest {
     fn kept(&self, entry: &Entry, decision: Decision) -> io::Error {
         let kept = match decision {
             Decision::Refuse => return io::Error::from_raw_os_error(libc::EEXIST),
-            Decision::Skip => KeptExisting::Skipped { tell: self.verbose },
+            Decision::Skip => KeptExisting::Skipped,
             // GNU tar names the path as it extracts it, a leading `./` kept.
             Decision::KeepNewer => KeptExisting::Newer { path: entry.shown_path() },
             other => unreachable!("{other:?} keeps nothing"),
@@ -1590,9 +1584,23 @@ mod tests {
     }
 
     fn dest(dir: &Path) -> Dest {
+        dest_with(
+            dir,
+            OldFiles::Replace,
+            None,
+            Arc::new(super::super::events::Said { verbose: false }),
+        )
+    }
+
+    fn dest_with(
+        dir: &Path,
+        old_files: OldFiles,
+        backup: Option<Backup>,
+        events: Arc<dyn Events>,
+    ) -> Dest {
         let opts = DestOptions {
-            old_files: OldFiles::Replace,
-            verbose: false,
+            old_files,
+            events,
             exact: true,
             user_umask: 0o022,
             dir_fds: 8,
@@ -1601,11 +1609,34 @@ mod tests {
             dereference: false,
             delay_restore: false,
             recursive_unlink: false,
-            backup: None,
+            backup: backup.map(Arc::new),
             one_file_system: false,
             removals: None,
         };
         Dest::open(dir, opts).unwrap()
+    }
+
+    /// The writer says what it did through its sink, and prints nothing itself: `--backup`'s
+    /// rename, and what `--skip-old-files` and `--keep-newer-files` kept (`member_failed`).
+    #[test]
+    fn what_is_done_goes_to_the_sink() {
+        use super::super::events::Kept;
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(t.path().join("f"), "old").unwrap();
+        let kept = Arc::new(Kept::default());
+        let backup = Backup::new(Some("simple"), Some("~")).unwrap();
+        let mut d = dest_with(t.path(), OldFiles::Replace, backup, kept.clone());
+        drop(d.create_file(&entry("f", 0o644, 0), 0).unwrap());
+        assert_eq!(std::fs::read(t.path().join("f~")).unwrap(), b"old");
+
+        for (old, secs) in [(OldFiles::Skip, 0), (OldFiles::KeepNewer, 0)] {
+            let mut d = dest_with(t.path(), old, None, kept.clone());
+            let e = entry("f", 0o644, secs);
+            let err = d.create_file(&e, 0).unwrap_err();
+            super::super::member_failed(d.events(), &e, "cannot create", err).unwrap();
+        }
+        let said = kept.0.lock().unwrap().clone();
+        assert_eq!(said, ["renamed f f~", "skipped f", "kept newer f"]);
     }
 
     fn entry(path: &str, mode: u32, secs: i64) -> Entry {
