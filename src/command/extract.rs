@@ -22,6 +22,7 @@ use crate::policy::safety::{Sanitizer, Verdict};
 use crate::pool::{Pool, PoolBuf};
 use crate::reading::Reading;
 use crate::report;
+use crate::report::checkpoint;
 use crate::report::progress::{self, Progress};
 use crate::resume::Session;
 use crate::selection::confirm::Confirm;
@@ -546,6 +547,7 @@ fn produce(
             cfg,
             ids,
             reader: &mut archive.reader,
+            checkpoints: &mut archive.checkpoints,
             sanitizer: &mut sanitizer,
             renames: &mut renames,
             admission: &mut admission,
@@ -850,6 +852,8 @@ struct Stage<'a, 'b, R: Skip> {
     /// Our effective uid and gid (for the set-id rule).
     ids: (u32, u32),
     reader: &'a mut Reader<R>,
+    /// `--checkpoint`, told after each chunk of data where the reader has got to.
+    checkpoints: &'a mut Option<checkpoint::Observer>,
     sanitizer: &'a mut Sanitizer,
     /// `-G`: what the lists' renames may still walk (incremental.rs).
     renames: &'a mut crate::policy::incremental::RenameBudget,
@@ -1043,7 +1047,7 @@ impl<R: Skip> Stage<'_, '_, R> {
             if m.size > 0 {
                 let mut buf = self.piece(m.size as usize)?;
                 let got = self.reader.read_data(buf.full_mut());
-                crate::report::checkpoint::data_read(self.reader);
+                checkpoint::data_read(self.checkpoints, self.reader.offset(), self.reader.format());
                 let got = got.map_err(|e| anyhow!("{e:#}; {name} is left incomplete"))?;
                 if let Some((offset, n)) = got {
                     buf.set_len(n);
@@ -1066,7 +1070,7 @@ impl<R: Skip> Stage<'_, '_, R> {
         loop {
             let mut buf = self.buffer()?;
             let got = self.reader.read_data(buf.full_mut());
-            crate::report::checkpoint::data_read(self.reader);
+            checkpoint::data_read(self.checkpoints, self.reader.offset(), self.reader.format());
             let got = got.map_err(|e| anyhow!("{e:#}; {name} is left incomplete"))?;
             let Some((offset, n)) = got else { break };
             buf.set_len(n);
@@ -1088,7 +1092,11 @@ impl<R: Skip> Stage<'_, '_, R> {
             match lend::take(offset, left, ahead.ahead, rule, self.pool.buf_size()) {
                 lend::Take::Lend(n) => {
                     let lent = self.reader.lend_data(n);
-                    crate::report::checkpoint::data_read(self.reader);
+                    checkpoint::data_read(
+                        self.checkpoints,
+                        self.reader.offset(),
+                        self.reader.format(),
+                    );
                     let (offset, buf) = lent.map_err(incomplete)?;
                     self.send(Op::Data { offset, buf })?;
                     handed = true;
@@ -1114,14 +1122,22 @@ impl<R: Skip> Stage<'_, '_, R> {
                         let more = self.reader.read_data(&mut buf.full_mut()[rest..len]);
                         more.map_err(incomplete)?;
                     }
-                    crate::report::checkpoint::data_read(self.reader);
+                    checkpoint::data_read(
+                        self.checkpoints,
+                        self.reader.offset(),
+                        self.reader.format(),
+                    );
                     buf.set_len(len);
                     self.send(Op::Data { offset, buf })?;
                 }
                 lend::Take::Copy(n) => {
                     let mut buf = self.buffer()?;
                     let got = self.reader.read_data(&mut buf.full_mut()[..n]);
-                    crate::report::checkpoint::data_read(self.reader);
+                    checkpoint::data_read(
+                        self.checkpoints,
+                        self.reader.offset(),
+                        self.reader.format(),
+                    );
                     let got = got.map_err(incomplete)?;
                     let Some((offset, n)) = got else { return Ok(handed) };
                     buf.set_len(n);
