@@ -11,10 +11,10 @@ use crate::archive::Timestamp;
 use crate::cli::operands::{self, Selection};
 use crate::cli::{Args, IoBackend, Ordered};
 use crate::policy::admit::{Limits, SNAPSHOT_MAX_BYTES, SNAPSHOT_MAX_FILES};
+use crate::policy::conflict::OldFiles;
 use crate::pool::BUF_ALIGN;
 use crate::resources::{address_space_limited, soft_limit};
 use crate::selection::given::Given;
-use crate::write::conflict::OldFiles;
 
 /// Size of one pool buffer and so of the largest single write. 1 MiB: large enough that a
 /// direct write reaches the disk's streaming rate (`dd bs=1M oflag=direct` writes 1.5 GB/s

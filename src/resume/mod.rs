@@ -315,7 +315,7 @@ pub struct Report {
 /// files (kept, backed up, their directories' modes kept), or purges and answers cannot be
 /// done again, or what the run reads cannot be had again.
 pub fn refused_option(cfg: &Config) -> Option<&'static str> {
-    use crate::write::conflict::OldFiles;
+    use crate::policy::conflict::OldFiles;
     match () {
         _ if cfg.old_files == OldFiles::Keep => Some("-k (--keep-old-files)"),
         _ if cfg.old_files == OldFiles::Skip => Some("--skip-old-files"),

@@ -4,7 +4,6 @@
 
 pub mod backup;
 pub mod casefold;
-pub mod conflict;
 pub mod delayed;
 pub mod dest;
 pub mod direct;
@@ -301,7 +300,8 @@ pub fn create_n(
     // the writers' ordering by name cannot see: always one writer, one file after the other.
     // (With 4 writers asked for, 1 to 177 of 400 files written as `usr/lib/fN`, then as
     // `lib/fN` through `lib -> usr/lib`, kept the first content.)
-    let unlinks = cfg.recursive_unlink || cfg.old_files == conflict::OldFiles::UnlinkFirst;
+    let unlinks =
+        cfg.recursive_unlink || cfg.old_files == crate::policy::conflict::OldFiles::UnlinkFirst;
     if cfg.keep_directory_symlink && !unlinks && n > 1 && cfg.writer_threads_given {
         crate::report::warn(format!(
             "--keep-directory-symlink: one writer thread, not {n} (through a kept symlink one \
