@@ -4,12 +4,14 @@ use std::io::{IsTerminal, Write};
 
 use clap::CommandFactory;
 
+use fastuntar::command::extract::Summary;
+use fastuntar::command::{extract, list, to_stdout};
 use fastuntar::exit_codes::ExitCode;
-use fastuntar::extract::Summary;
-use fastuntar::{checkpoint, cli, config, extract, list, report, resources, to_stdout, totals};
+use fastuntar::report::totals;
+use fastuntar::{cli, config, report, resources};
 
 fn main() {
-    list::init_locale();
+    report::locale::init_locale();
     ignore_sigxfsz();
     resources::fit_address_space();
     let argv = cli::traditional(std::env::args_os().collect())
@@ -61,12 +63,10 @@ fn main() {
     // draw over `| less`).
     if cfg.reads_only() {
         let outcome = if cfg.list { list::run(&cfg) } else { to_stdout::run(&cfg) };
-        checkpoint::finish();
         print_totals(&cfg, &outcome);
         exit(code_of(&outcome));
     }
     let outcome = extract::run(&cfg);
-    checkpoint::finish();
     print_totals(&cfg, &outcome);
     let code = code_of(&outcome);
     if let Ok(summary) = &outcome {

@@ -8,7 +8,9 @@ pub mod delayed;
 pub mod dest;
 pub mod direct;
 pub mod direct_policy;
+pub mod events;
 pub mod journal;
+pub mod mount;
 pub mod multi;
 pub mod portable;
 pub mod purge;
@@ -65,21 +67,19 @@ pub fn incomplete(name: &str, what: &str, err: impl std::fmt::Display) -> anyhow
 }
 
 /// Sorts an io error on a member into "skip it, warn, go on" (Ok) or "stop the run" (Err),
-/// for both backends.
-pub fn member_failed(entry: &crate::plan::Entry, what: &str, e: std::io::Error) -> Result<()> {
+/// for both backends. What `--skip-old-files` and `--keep-newer-files` kept is not a failure
+/// (the exit status stays as it was): it goes to `events`.
+pub fn member_failed(
+    events: &dyn events::Events,
+    entry: &crate::plan::Entry,
+    what: &str,
+    e: std::io::Error,
+) -> Result<()> {
     if let Some(kept) = e.get_ref().and_then(|k| k.downcast_ref::<dest::KeptExisting>()) {
-        // `--keep-newer-files`: not a failure; GNU tar 1.34 always says it (exit 0).
-        if let dest::KeptExisting::Newer { .. } = kept {
-            crate::report::warn_of(crate::report::Warning::IgnoreNewer, kept);
-            return Ok(());
-        }
-        // `--skip-old-files`: not a failure. GNU tar 1.34 names it with -v only, without the
-        // trailing `/` of a directory member (`./d/` is "./d", `./` is ".").
-        if let dest::KeptExisting::Skipped { tell: true } = kept {
-            let name = entry.name.trim_end_matches('/');
-            let name = if name.is_empty() { &entry.name } else { name };
-            crate::report::warn_of(crate::report::Warning::ExistingFile, format!("{name}: {kept}"));
-        }
+        events.event(match kept {
+            dest::KeptExisting::Newer { path } => events::Event::KeptNewer { path },
+            dest::KeptExisting::Skipped => events::Event::Skipped { name: &entry.name },
+        });
         return Ok(());
     }
     // A symlink, FIFO or device node that was made, but whose metadata was not all set.
@@ -137,17 +137,20 @@ pub fn apply_namespace_op(dest: &mut dest::Dest, stats: &mut Stats, op: Op) -> R
         }
         Err(e) => {
             let e = dest.explain(&entry.path, e);
-            member_failed(&entry, what, e)?
+            member_failed(dest.events(), &entry, what, e)?
         }
     }
     Ok(None)
 }
 
+use std::ffi::{CStr, CString};
+use std::io;
+use std::os::fd::RawFd;
 use std::sync::Arc;
 
-use crate::admit::FileCount;
 use crate::cli::IoBackend;
 use crate::config::Config;
+use crate::policy::admit::FileCount;
 use crate::pool::{BUF_ALIGN, Pool};
 use crate::resources::FdBudget;
 use portable::Portable;
@@ -178,6 +181,42 @@ pub fn restart<T: Copy + Into<i64>>(mut call: impl FnMut() -> T) -> T {
 /// Tries of a system call interrupted again and again (`restart`), and of an interrupted
 /// io_uring open: the overlayfs case needed one more.
 pub const RESTARTS: u32 = 100;
+
+/// The names in the directory open as `dirfd`, without `.` and `..`.
+pub fn names_in(dirfd: RawFd) -> io::Result<Vec<CString>> {
+    // Safety: dup of an open fd; fdopendir takes the copy, closedir closes it.
+    let copy = unsafe { libc::dup(dirfd) };
+    if copy < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // Safety: `copy` is an open directory fd we own from here.
+    let dir = unsafe { libc::fdopendir(copy) };
+    if dir.is_null() {
+        let e = io::Error::last_os_error();
+        // Safety: fdopendir failed, so `copy` is still ours to close.
+        unsafe { libc::close(copy) };
+        return Err(e);
+    }
+    // The copy shares its offset with `dirfd`: read from the start.
+    // Safety: `dir` is an open DIR stream.
+    unsafe { libc::rewinddir(dir) };
+    let mut names = Vec::new();
+    loop {
+        // Safety: `dir` is an open DIR stream; the entry is valid until the next readdir.
+        let ent = unsafe { libc::readdir(dir) };
+        if ent.is_null() {
+            break;
+        }
+        // Safety: d_name is a NUL-terminated array inside the entry.
+        let n = unsafe { CStr::from_ptr((*ent).d_name.as_ptr()) };
+        if n.to_bytes() != b"." && n.to_bytes() != b".." {
+            names.push(n.to_owned());
+        }
+    }
+    // Safety: `dir` is open; this closes `copy` too.
+    unsafe { libc::closedir(dir) };
+    Ok(names)
+}
 
 /// The destination refused O_DIRECT: one warning per run, however many writers find out.
 pub fn direct_refused() {
@@ -261,7 +300,8 @@ pub fn create_n(
     // the writers' ordering by name cannot see: always one writer, one file after the other.
     // (With 4 writers asked for, 1 to 177 of 400 files written as `usr/lib/fN`, then as
     // `lib/fN` through `lib -> usr/lib`, kept the first content.)
-    let unlinks = cfg.recursive_unlink || cfg.old_files == crate::config::OldFiles::UnlinkFirst;
+    let unlinks =
+        cfg.recursive_unlink || cfg.old_files == crate::policy::conflict::OldFiles::UnlinkFirst;
     if cfg.keep_directory_symlink && !unlinks && n > 1 && cfg.writer_threads_given {
         crate::report::warn(format!(
             "--keep-directory-symlink: one writer thread, not {n} (through a kept symlink one \
@@ -284,9 +324,10 @@ pub fn create_n(
     let n = fds.writers;
     let dests = if n > 1 { n + 1 } else { 1 };
     let removals = (dests > 1).then(|| Arc::new(tree::Removals::default()));
+    let events: Arc<dyn events::Events> = Arc::new(events::Said { verbose: cfg.verbose > 0 });
     let opts = || dest::DestOptions {
         old_files: cfg.old_files,
-        verbose: cfg.verbose > 0,
+        events: events.clone(),
         exact,
         user_umask: old_umask,
         dir_fds: (fds.dirs / dests).max(1),

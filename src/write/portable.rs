@@ -65,7 +65,7 @@ impl Portable {
             }
             Err(e) => {
                 let e = self.dest.explain(&entry.path, e);
-                member_failed(&entry, "cannot create", e)
+                member_failed(self.dest.events(), &entry, "cannot create", e)
             }
         }
     }
@@ -96,7 +96,7 @@ impl Portable {
         pwrite_all(fd, &data[done..], offset + done as u64)
             .map_err(|e| super::incomplete(&f.entry.name, "write failed", e))?;
         self.stats.bytes += data.len() as u64;
-        crate::progress::bytes_written(data.len() as u64);
+        crate::report::progress::bytes_written(data.len() as u64);
         Ok(())
     }
 
@@ -114,7 +114,7 @@ impl Portable {
             }
         }
         if let Err(e) = self.dest.finish_file(fd, &f.entry) {
-            member_failed(&f.entry, "cannot set metadata", e)?;
+            member_failed(self.dest.events(), &f.entry, "cannot set metadata", e)?;
         }
         self.stats.files += 1;
         if f.direct || self.policy.wants(f.size, f.sparse) {

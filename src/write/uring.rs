@@ -25,7 +25,8 @@ use super::dest::{Dest, Slot};
 use super::direct::{DirectPolicy, clear_direct, reserve};
 use super::tree::{self, NodeId};
 use super::{Stats, Writer, apply_namespace_op, member_failed};
-use crate::plan::{Entry, Op, SafePath};
+use crate::plan::{Entry, Op};
+use crate::policy::safety::SafePath;
 use crate::pool::{Pool, PoolBuf};
 
 /// Submission queue size. 256 entries hold a batch for ~85 small files (open+write+close)
@@ -387,7 +388,7 @@ impl Uring {
             Err(e) => {
                 self.current = None;
                 let e = self.dest.explain(&entry.path, e);
-                return member_failed(&entry, "cannot create", e);
+                return member_failed(self.dest.events(), &entry, "cannot create", e);
             }
         };
         let direct = self.policy.wants(size, sparse);
@@ -544,7 +545,7 @@ impl Uring {
             && let Err(e) = self.dest.finish_file(fd, &f.entry)
         {
             let entry = f.entry.clone();
-            member_failed(&entry, "cannot set metadata", e)?;
+            member_failed(self.dest.events(), &entry, "cannot set metadata", e)?;
         }
         let f = &mut self.files[file];
         f.closing = true;
@@ -569,7 +570,7 @@ impl Uring {
                 let n = res as usize;
                 self.files[file].writes -= 1;
                 self.stats.bytes += n as u64;
-                crate::progress::bytes_written(n as u64);
+                crate::report::progress::bytes_written(n as u64);
                 if n == 0 && len > 0 {
                     return Err(super::incomplete(
                         &self.files[file].entry.name,
@@ -671,7 +672,7 @@ impl Uring {
         if self.current != Some(file) || f.ended {
             self.forget(file);
         }
-        member_failed(&entry, "cannot create", e)
+        member_failed(self.dest.events(), &entry, "cannot create", e)
     }
 
     fn forget(&mut self, file: usize) {

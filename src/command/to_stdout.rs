@@ -30,14 +30,16 @@ use std::time::SystemTime;
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use crate::admit::{Admission, FileCount, extracted_as_file};
 use crate::archive::{Format, Kind, Member, Reader, Skip};
+use crate::command::extract::{gnu_file_name, judge, skip_continuation, warn_unknown_type};
+use crate::command::listing;
 use crate::config::{CHUNK_SIZE, Config};
-use crate::extract::{gnu_file_name, judge, skip_continuation, warn_unknown_type};
-use crate::list;
-use crate::plan::SafePath;
+use crate::policy::admit::{Admission, FileCount, extracted_as_file};
+use crate::policy::safety::SafePath;
+use crate::policy::safety::Sanitizer;
+use crate::reading;
 use crate::report;
-use crate::safety::Sanitizer;
+use crate::report::{checkpoint, locale, time};
 
 /// Bytes gathered before one write(2) to stdout: file data is read straight into this buffer,
 /// and small files share one write.
@@ -49,7 +51,7 @@ const PIPE_BUF: usize = 64 << 10;
 
 /// Writes the files' data to stdout; returns the number of members read.
 pub fn run(cfg: &Config) -> Result<u64> {
-    let mut archive = list::open(cfg)?;
+    let mut archive = reading::open(cfg)?;
     // A duplicate of fd 1, written without Stdout's line buffering (which would look for
     // newlines in every chunk of data).
     let stdout = io::stdout().as_fd().try_clone_to_owned().context("cannot use stdout")?;
@@ -57,12 +59,13 @@ pub fn run(cfg: &Config) -> Result<u64> {
     let mut sanitizer = Sanitizer::new(cfg.strip_components, cfg.one_top_level.as_deref());
     let mut admission =
         Admission::new(cfg.snapshot, cfg.limits.clone(), FileCount::new(cfg.limits.max_files));
-    let utf8 = list::utf8_locale();
+    let utf8 = locale::utf8_locale();
     let mut scratch = Vec::new();
     // -v: names, -vv: GNU tar's long lines.
-    let mut lines = list::Lines::new(cfg, cfg.verbose > 1);
-    let mut confirm =
-        cfg.interactive.then(|| crate::confirm::Confirm::new(cfg.stdin_taken, beside_data(cfg)));
+    let mut lines = listing::Lines::new(cfg, cfg.verbose > 1);
+    let mut confirm = cfg
+        .interactive
+        .then(|| crate::selection::confirm::Confirm::new(cfg.stdin_taken, beside_data(cfg)));
     let mut members = 0;
     // The member whose data was written last, for a write that fails at the end.
     let mut last = String::new();
@@ -84,7 +87,7 @@ pub fn run(cfg: &Config) -> Result<u64> {
         let Some(path) = judged.map_err(|e| out.flush_before(e))? else { continue };
         if let Some(confirm) = confirm.as_mut()
             && !confirm
-                .ask("extract", &crate::confirm::asked_name(cfg, &m.name, &path))
+                .ask("extract", &crate::selection::confirm::asked_name(cfg, &m.name, &path))
                 .map_err(|e| out.flush_before(e))?
         {
             continue;
@@ -106,10 +109,10 @@ pub fn run(cfg: &Config) -> Result<u64> {
         }
         if let Some(command) = &cfg.to_command {
             let run = Piped { cfg, command, m: &m, path: &path, name: &name };
-            run.feed(&mut archive.reader, &mut scratch)?;
+            run.feed(&mut archive.reader, &mut archive.checkpoints, &mut scratch)?;
             continue;
         }
-        match data(&mut archive.reader, &m, &mut out, &mut scratch) {
+        match data(&mut archive.reader, &mut archive.checkpoints, &m, &mut out, &mut scratch) {
             Ok(()) => last = name,
             Err(Failure::Write(e)) => return stopped(members, &name, e),
             Err(Failure::Read(e)) => {
@@ -147,7 +150,12 @@ impl Piped<'_> {
     /// Runs the command, writes the data into its standard input, closes it and waits. The
     /// command's failure is reported (exit 2 at the end) and the run goes on; the archive's is
     /// the run's.
-    fn feed<R: Skip>(&self, reader: &mut Reader<R>, scratch: &mut Vec<u8>) -> Result<()> {
+    fn feed<R: Skip>(
+        &self,
+        reader: &mut Reader<R>,
+        checkpoints: &mut Option<checkpoint::Observer>,
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
         let mut child = Command::new("/bin/sh")
             .arg("-c")
             .arg(self.command)
@@ -164,7 +172,7 @@ impl Piped<'_> {
         let stdin = child.stdin.take().expect("stdin was piped");
         let mut pipe =
             Out { file: File::from(OwnedFd::from(stdin)), buf: vec![0; PIPE_BUF], filled: 0 };
-        let fed = data(reader, self.m, &mut pipe, scratch)
+        let fed = data(reader, checkpoints, self.m, &mut pipe, scratch)
             .and_then(|()| pipe.flush().map_err(Failure::Write));
         // End of its input: the command finishes.
         drop(pipe);
@@ -195,10 +203,10 @@ impl Piped<'_> {
         let (cfg, m) = (self.cfg, self.m);
         let os = |b: &[u8]| OsStr::from_bytes(b).to_os_string();
         let time = |secs: i64, nanos: u32| -> std::ffi::OsString {
-            format!("{secs}{}", list::ns_fraction(nanos)).into()
+            format!("{secs}{}", time::ns_fraction(nanos)).into()
         };
         // TAR_ATIME and TAR_CTIME: GNU tar gives its start time for members without them.
-        let start = crate::totals::started_at();
+        let start = crate::report::totals::started_at();
         let start = start.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
         let start = time(start.as_secs() as i64, start.subsec_nanos());
         let file = os(gnu_file_name(cfg, m, self.path));
@@ -238,6 +246,7 @@ enum Failure {
 /// after them, to its full size.
 fn data<R: Skip>(
     reader: &mut Reader<R>,
+    checkpoints: &mut Option<checkpoint::Observer>,
     m: &Member,
     out: &mut Out,
     scratch: &mut Vec<u8>,
@@ -246,7 +255,7 @@ fn data<R: Skip>(
         loop {
             let spare = out.spare().map_err(Failure::Write)?;
             let got = reader.read_data(spare);
-            crate::checkpoint::data_read(reader);
+            checkpoint::data_read(checkpoints, reader.offset(), reader.format());
             match got.map_err(Failure::Read)? {
                 Some((_, n)) => out.filled += n,
                 None => return Ok(()),
@@ -257,7 +266,7 @@ fn data<R: Skip>(
     let mut pos = 0;
     loop {
         let got = reader.read_data(scratch);
-        crate::checkpoint::data_read(reader);
+        checkpoint::data_read(checkpoints, reader.offset(), reader.format());
         let Some((offset, n)) = got.map_err(Failure::Read)? else { break };
         // The reader checked the map (in order, no overlaps, within the size); a chunk before
         // what was written already would corrupt the output, so it is not trusted blindly.

@@ -1,0 +1,8 @@
+//! What may land on disk and how: names made safe under DIR (safety.rs), the limits a member
+//! must keep (admit.rs), `-G`'s directory lists (incremental.rs), and what a member does with
+//! what is already at its path (conflict.rs).
+
+pub mod admit;
+pub mod conflict;
+pub mod incremental;
+pub mod safety;
