@@ -189,6 +189,8 @@ pub struct Config {
     pub resume_options: [u8; 32],
     /// The hidden `--debug-kill-at EVENT:N` of the kill tests (resume/hook.rs).
     pub debug_kill: Option<String>,
+    /// The hidden `--debug-uring`: how the writer learns whether io_uring is there.
+    pub ring_probe: crate::write::RingProbe,
 }
 
 /// What to do with a member whose path exists already.
@@ -476,6 +478,11 @@ impl Config {
             },
             resume_options: [0; 32],
             debug_kill: args.debug_kill_at.clone(),
+            ring_probe: match args.debug_uring {
+                None => crate::write::RingProbe::Kernel,
+                Some(crate::cli::DebugUring::Refused) => crate::write::RingProbe::Refused,
+                Some(crate::cli::DebugUring::NoOpenat) => crate::write::RingProbe::NoOpenat,
+            },
         };
         cfg.resume_options = crate::resume::options::digest(&cfg, &args.transform);
         Ok(cfg)

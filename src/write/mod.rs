@@ -187,6 +187,20 @@ pub fn direct_refused() {
     }
 }
 
+/// How the writer learns whether io_uring is there: from the kernel, or (the test suite's
+/// hidden `--debug-uring`) as a kernel that refuses it or lacks an operation would answer, so
+/// the fallback to the portable writer is tested on any kernel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RingProbe {
+    /// Ask the kernel.
+    #[default]
+    Kernel,
+    /// As kernel.io_uring_disabled=2: the ring's set-up fails with EPERM.
+    Refused,
+    /// As a 5.5 kernel: the ring is set up, its probe lacks IORING_OP_OPENAT.
+    NoOpenat,
+}
+
 /// Builds the writer the configuration asks for. `files` is the `--max-files` count that
 /// implied directories are counted against.
 pub fn create(cfg: &Config, pool: &Pool, files: Arc<FileCount>) -> Result<Box<dyn Writer>> {
@@ -319,7 +333,8 @@ pub fn create_n(
     let mut uring = 0;
     for dest in all {
         if uring_ok {
-            match uring::setup().and_then(probe_opcodes).and_then(probe_workers) {
+            let ring = uring::setup(cfg.ring_probe);
+            match ring.and_then(|r| probe_opcodes(r, cfg.ring_probe)).and_then(probe_workers) {
                 Ok(ring) => {
                     // Without a journal, files are created one after the other (journal.rs),
                     // also when the ring is here for direct writes.
@@ -352,12 +367,12 @@ pub fn create_n(
 /// EINVAL. IORING_REGISTER_PROBE (5.6 too) says which the kernel has; where it is missing or
 /// lacks one, the caller uses the portable writer. (5.4 and older, Ubuntu 20.04's kernel, refuse
 /// the set-up itself.)
-fn probe_opcodes(ring: io_uring::IoUring) -> std::io::Result<io_uring::IoUring> {
+fn probe_opcodes(ring: io_uring::IoUring, asked: RingProbe) -> std::io::Result<io_uring::IoUring> {
     use io_uring::opcode;
     let mut probe = io_uring::Probe::new();
     ring.submitter().register_probe(&mut probe)?;
-    // Fault injection for the fallback test: a 5.5 kernel's probe, without OPENAT.
-    let pretend_old = std::env::var_os("FASTUNTAR_TEST_NO_URING_OPS").is_some();
+    // `--debug-uring no-openat`: a 5.5 kernel's probe, without OPENAT.
+    let pretend_old = asked == RingProbe::NoOpenat;
     let needed = [
         ("IORING_OP_OPENAT", opcode::OpenAt::CODE),
         ("IORING_OP_WRITE", opcode::Write::CODE),
