@@ -7,10 +7,10 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 
-use crate::admit::{Limits, SNAPSHOT_MAX_BYTES, SNAPSHOT_MAX_FILES};
+use crate::archive::Timestamp;
+use crate::cli::operands::{self, Given, Selection};
 use crate::cli::{Args, IoBackend, Ordered};
-use crate::operands::{self, Given, Selection};
-use crate::plan::Timestamp;
+use crate::policy::admit::{Limits, SNAPSHOT_MAX_BYTES, SNAPSHOT_MAX_FILES};
 use crate::pool::BUF_ALIGN;
 use crate::resources::{address_space_limited, soft_limit};
 
@@ -73,7 +73,7 @@ pub struct Config {
     /// select.rs).
     pub members: Vec<Given>,
     /// `--transform` expressions, compiled (list.rs `Reading` applies them).
-    pub transforms: std::sync::Arc<crate::transform::Transforms>,
+    pub transforms: std::sync::Arc<crate::selection::transform::Transforms>,
     /// `--show-transformed-names`: -t and -v show names as extracted.
     pub show_transformed: bool,
     /// `-w`: ask before extracting each member (confirm.rs).
@@ -83,7 +83,7 @@ pub struct Config {
     /// `--pax-option delete=PATTERN`s: PAX keywords the reader skips.
     pub pax_delete: Vec<std::ffi::CString>,
     /// `--quoting-style`, `--quote-chars`: how listings write names (quoting.rs).
-    pub quoting: crate::quoting::Quoting,
+    pub quoting: crate::report::quoting::Quoting,
     /// `-R`: block numbers in the listing (list.rs).
     pub block_number: bool,
     /// `--index-file FILE`: the listing goes there (report.rs).
@@ -133,7 +133,7 @@ pub struct Config {
     /// `--totals`: "Total bytes read" at the end (totals.rs).
     pub totals: bool,
     /// `--checkpoint`, `--checkpoint-action` (checkpoint.rs); None when off.
-    pub checkpoint: Option<crate::checkpoint::Checkpoints>,
+    pub checkpoint: Option<crate::report::checkpoint::Checkpoints>,
     /// Bytes of a tar record (`-b N` × 512, `--record-size`; 10240 by default): `--totals`
     /// counts whole records, as GNU tar reads them.
     pub record_size: u64,
@@ -146,7 +146,7 @@ pub struct Config {
     /// `--one-file-system`: `-G` removes nothing on another filesystem than DIR's.
     pub one_file_system: bool,
     /// `--xattrs`: which extended attributes are restored (None: none, the default).
-    pub xattrs: Option<crate::xattrs::XattrFilter>,
+    pub xattrs: Option<crate::metadata::xattrs::XattrFilter>,
     /// `--acls`: POSIX ACLs are restored (acl.rs).
     pub acls: bool,
     pub strip_components: usize,
@@ -154,7 +154,7 @@ pub struct Config {
     /// `--numeric-owner`: owners are the archive's numbers, never its names (`owner.rs`).
     pub numeric_owner: bool,
     /// `--full-time`, `--utc`: how times are shown (list.rs `tartime`).
-    pub times: crate::list::TimeStyle,
+    pub times: crate::report::listing::TimeStyle,
     /// Modes exactly as archived, set-id bits included: `-p`, or root without
     /// `--no-same-permissions`.
     pub preserve_permissions: bool,
@@ -283,7 +283,7 @@ impl Config {
         }
         let chars: Vec<(bool, &[u8])> =
             args.quote_chars_ordered.iter().map(|(on, s)| (*on, s.as_bytes())).collect();
-        let quoting = crate::quoting::Quoting::new(args.quoting_style.as_deref(), &chars)
+        let quoting = crate::report::quoting::Quoting::new(args.quoting_style.as_deref(), &chars)
             .context("--quoting-style")?;
         let record_size = record_size(&args)?;
         let totals = match args.totals.as_deref() {
@@ -313,15 +313,16 @@ impl Config {
         // GNU tar looks at the first record of an archive file named without -I or a
         // compression flag, to learn its compression (checkpoint.rs).
         let sniffs = archive.is_some() && filter.is_none() && args.compression_flag == 0;
-        let checkpoint = crate::checkpoint::Checkpoints::new(&args.checkpoints, sniffs)?;
+        let checkpoint = crate::report::checkpoint::Checkpoints::new(&args.checkpoints, sniffs)?;
         let one_top_level = args
             .one_top_level
             .as_deref()
             .map(|d| top_level(d.as_ref(), archive.as_deref()))
             .transpose()?;
         crate::report::apply_warning_keywords(&args.warning)?;
-        let transforms =
-            crate::transform::Transforms::parse(&args.transform).context("--transform")?.into();
+        let transforms = crate::selection::transform::Transforms::parse(&args.transform)
+            .context("--transform")?
+            .into();
         let Selection { members, exclude, recursion, read_stdin } =
             operands::resolve(&args.ordered, args.file.is_none(), archive.is_none())?;
         let occurrence = match args.occurrence {
@@ -376,7 +377,12 @@ impl Config {
         }
         let xattrs = args
             .xattrs_on
-            .then(|| crate::xattrs::XattrFilter::new(&args.xattrs_include, &args.xattrs_exclude))
+            .then(|| {
+                crate::metadata::xattrs::XattrFilter::new(
+                    &args.xattrs_include,
+                    &args.xattrs_exclude,
+                )
+            })
             .transpose()?;
         let max_window_log = window_log(parse_size(&args.max_window).context("--max-window")?)?;
         let (writer_threads, writer_threads_given) = writer_threads(args.writer_threads)?;
@@ -442,7 +448,7 @@ impl Config {
             // Safety: geteuid has no preconditions.
             same_owner: args.same_owner || (!args.no_same_owner && unsafe { libc::geteuid() } == 0),
             numeric_owner: args.numeric_owner,
-            times: crate::list::TimeStyle { full: args.full_time, utc: args.utc },
+            times: crate::report::listing::TimeStyle { full: args.full_time, utc: args.utc },
             // Safety: geteuid has no preconditions.
             preserve_permissions: args.preserve_permissions
                 || (!args.no_same_permissions && unsafe { libc::geteuid() } == 0),
@@ -592,12 +598,13 @@ fn newer_than(args: &Args) -> Result<Option<Timestamp>> {
         (None, Some(text)) => ("--newer-mtime", text),
         (None, None) => return Ok(None),
     };
-    let since = crate::totals::started_at().duration_since(std::time::UNIX_EPOCH)?;
+    let since = crate::report::totals::started_at().duration_since(std::time::UNIX_EPOCH)?;
     let now = Timestamp { secs: since.as_secs() as i64, nanos: since.subsec_nanos() };
-    let at = crate::dates::date_or_file(text, now).with_context(|| option.to_string())?;
-    let style = crate::list::TimeStyle { full: false, utc: args.utc };
-    let said = crate::list::tartime(at, true, style);
-    if args.verbose > 0 && !crate::dates::names_a_file(text) && said != *text {
+    let at =
+        crate::selection::dates::date_or_file(text, now).with_context(|| option.to_string())?;
+    let style = crate::report::listing::TimeStyle { full: false, utc: args.utc };
+    let said = crate::report::listing::tartime(at, true, style);
+    if args.verbose > 0 && !crate::selection::dates::names_a_file(text) && said != *text {
         crate::report::warn(format!("Option {option}: Treating date '{text}' as {said}"));
     }
     Ok(Some(at))

@@ -4,12 +4,14 @@ use std::io::{IsTerminal, Write};
 
 use clap::CommandFactory;
 
+use fastuntar::command::extract::Summary;
+use fastuntar::command::{extract, list, to_stdout};
 use fastuntar::exit_codes::ExitCode;
-use fastuntar::extract::Summary;
-use fastuntar::{checkpoint, cli, config, extract, list, report, resources, to_stdout, totals};
+use fastuntar::report::{checkpoint, totals};
+use fastuntar::{cli, config, report, resources};
 
 fn main() {
-    list::init_locale();
+    report::locale::init_locale();
     ignore_sigxfsz();
     resources::fit_address_space();
     let argv = cli::traditional(std::env::args_os().collect())

@@ -4,83 +4,11 @@
 //! contiguous from 0 unless the member is sparse), then `End`. Everything else is one op.
 //! Paths are already safe (see `safety.rs`): relative, made of plain components only.
 
-use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path, PathBuf};
-
 use std::sync::Arc;
 
-use crate::archive::{Xattr, xattr_bytes};
+use crate::archive::{Timestamp, Xattr, xattr_bytes};
+use crate::policy::safety::SafePath;
 use crate::pool::PoolBuf;
-
-/// A relative path whose components are all plain names (no `/` root, `.`, `..`, or NUL).
-/// Only `safety.rs` constructs one.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct SafePath(pub(crate) PathBuf);
-
-/// A component of a SafePath as bytes.
-fn bytes(c: Component<'_>) -> &[u8] {
-    c.as_os_str().as_bytes()
-}
-
-impl SafePath {
-    pub fn as_path(&self) -> &Path {
-        &self.0
-    }
-
-    /// The path's components (none for DIR itself).
-    pub fn components(&self) -> impl Iterator<Item = &[u8]> + Clone {
-        self.0.components().map(bytes)
-    }
-
-    /// The components of the parent directory.
-    pub fn parent_components(&self) -> impl Iterator<Item = &[u8]> + Clone {
-        self.0.parent().unwrap_or(Path::new("")).components().map(bytes)
-    }
-
-    /// The last component (empty for DIR itself).
-    pub fn file_name(&self) -> &[u8] {
-        self.0.file_name().map_or(&[], |n| n.as_bytes())
-    }
-
-    /// DIR itself.
-    pub fn is_root(&self) -> bool {
-        self.0.as_os_str().is_empty()
-    }
-
-    /// As a question shows it: escaped for the locale (`utf8`), and `.` for DIR itself.
-    pub fn shown(&self, utf8: bool) -> String {
-        if self.is_root() {
-            return ".".to_string();
-        }
-        crate::report::quote(self.0.as_os_str().as_encoded_bytes(), utf8)
-    }
-
-    /// True when `other` lies beneath this path (not when they are equal).
-    pub fn is_ancestor_of(&self, other: &SafePath) -> bool {
-        other.0 != self.0 && other.0.starts_with(&self.0)
-    }
-
-    /// Length in bytes, with '/' separators.
-    pub fn byte_len(&self) -> usize {
-        self.0.as_os_str().len()
-    }
-
-    /// For messages: the path as it will be created, escaped like member names.
-    /// For messages: the path as printable text, `.` for the destination itself.
-    pub fn display(&self) -> String {
-        if self.is_root() {
-            return ".".to_string();
-        }
-        crate::report::printable(self.0.as_os_str().as_bytes())
-    }
-}
-
-/// Seconds and nanoseconds since the epoch, as a tar header or PAX record gives them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Timestamp {
-    pub secs: i64,
-    pub nanos: u32,
-}
 
 /// What every op needs to know about its member besides data.
 #[derive(Clone, Debug)]

@@ -1,4 +1,4 @@
-//! Whole-archive extraction through the library (`fastuntar::extract::run`), as the binary
+//! Whole-archive extraction through the library (`fastuntar::command::extract::run`), as the binary
 //! does it, into a scene that tempts every escape:
 //!
 //! ```text
@@ -29,8 +29,9 @@ use std::sync::OnceLock;
 
 use clap::Parser;
 use fastuntar::cli::Args;
+use fastuntar::command::extract;
 use fastuntar::config::Config;
-use fastuntar::{extract, report};
+use fastuntar::report;
 use libfuzzer_sys::fuzz_target;
 
 const SENTINEL: &[u8] = b"sentinel: must never change\n";

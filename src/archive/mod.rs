@@ -18,7 +18,8 @@ pub fn pax_deleted(pattern: &std::ffi::CStr, keyword: &str) -> bool {
     pax::keyword_matches(pattern, keyword.as_bytes())
 }
 pub use xattr::{
-    MAX_TOTAL as MAX_XATTR_TOTAL, MAX_VALUE as MAX_XATTR_VALUE, Xattr, held as xattr_bytes,
+    ACL_ACCESS_KEY, ACL_DEFAULT_KEY, MAX_TOTAL as MAX_XATTR_TOTAL, MAX_VALUE as MAX_XATTR_VALUE,
+    Xattr, held as xattr_bytes, is_acl_record,
 };
 
 /// What the tar reader reads: the decoded archive, which may also let data the reader does
@@ -95,8 +96,6 @@ pub struct Lendable {
 
 impl Skip for &[u8] {}
 impl Skip for std::io::Empty {}
-
-use crate::plan::Timestamp;
 
 /// The header format of a member, as GNU tar tells them apart when reading (`TAR_FORMAT` for
 /// `--to-command`).
@@ -205,7 +204,7 @@ pub struct Member {
 impl Member {
     /// A volume header named `label` (type 'V', mode 0, owned by 0/0), as GNU tar shows a
     /// POSIX archive's `GNU.volume.label`.
-    pub fn volume_header(label: Vec<u8>, mtime: crate::plan::Timestamp) -> Member {
+    pub fn volume_header(label: Vec<u8>, mtime: crate::archive::Timestamp) -> Member {
         Member {
             name: label,
             link_name: Vec::new(),
@@ -257,4 +256,10 @@ impl Member {
         let tail = crate::report::printable(&n[n.len() - SIDE..]);
         format!("{head}...{tail}")
     }
+}
+/// Seconds and nanoseconds since the epoch, as a tar header or PAX record gives them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Timestamp {
+    pub secs: i64,
+    pub nanos: u32,
 }

@@ -16,7 +16,7 @@
 
 use super::sparse::{self, PaxSparse};
 use super::xattr::{self, Xattrs};
-use crate::plan::Timestamp;
+use crate::archive::Timestamp;
 
 /// Longest kept value of a name-like key (`path`, `linkpath`, `GNU.sparse.name`).
 pub(super) const MAX_NAME_VALUE: usize = 1 << 20;

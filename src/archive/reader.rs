@@ -24,7 +24,7 @@ use super::format::{self, BLOCK, Block, BlockCheck, Header, SparseExtension, Typ
 use super::pax::{self, Extended, Overrides};
 use super::sparse::{self, MapBuilder, MapV1, PaxVersion};
 use super::{Format, Kind, Member, Segment, Skip};
-use crate::plan::Timestamp;
+use crate::archive::Timestamp;
 
 /// Largest GNU long name or long link target (`L`/`K` data) accepted.
 const MAX_LONG_NAME: u64 = 1 << 20;

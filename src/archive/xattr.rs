@@ -30,6 +30,16 @@ pub(super) const MAX_RECORD_VALUE: usize = MAX_VALUE.div_ceil(3) * 4;
 const SCHILY: &[u8] = b"SCHILY.xattr.";
 const LIBARCHIVE: &[u8] = b"LIBARCHIVE.xattr.";
 
+/// The PAX keys of the two ACLs, kept as attributes under these names (metadata/acl.rs turns
+/// them into the kernel's).
+pub const ACL_ACCESS_KEY: &[u8] = b"SCHILY.acl.access";
+pub const ACL_DEFAULT_KEY: &[u8] = b"SCHILY.acl.default";
+
+/// Whether a kept PAX record (`Xattr` name) is an ACL rather than an attribute.
+pub fn is_acl_record(name: &[u8]) -> bool {
+    name == ACL_ACCESS_KEY || name == ACL_DEFAULT_KEY
+}
+
 /// One extended attribute of a member.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Xattr {
@@ -54,10 +64,10 @@ pub(super) struct Xattrs {
     full: bool,
 }
 
-/// Whether a PAX key is an extended attribute record, or an ACL record (`acl.rs`), which is
+/// Whether a PAX key is an extended attribute record, or an ACL record, which is
 /// kept the same way under its own key as the name.
 pub(super) fn is_key(key: &[u8]) -> bool {
-    key.starts_with(SCHILY) || key.starts_with(LIBARCHIVE) || crate::acl::is_record(key)
+    key.starts_with(SCHILY) || key.starts_with(LIBARCHIVE) || is_acl_record(key)
 }
 
 impl Xattrs {
@@ -65,7 +75,7 @@ impl Xattrs {
     pub(super) fn record(&mut self, key: &[u8], value: Vec<u8>) {
         let (name, value, libarchive) = if let Some(name) = key.strip_prefix(SCHILY) {
             (schily_decode(name), value, false)
-        } else if crate::acl::is_record(key) {
+        } else if is_acl_record(key) {
             (key.to_vec(), value, false)
         } else {
             let name = key.strip_prefix(LIBARCHIVE).unwrap_or(key);
@@ -83,7 +93,7 @@ impl Xattrs {
     pub(super) fn too_large(&mut self, key: &[u8]) {
         let name = match key.strip_prefix(SCHILY) {
             Some(name) => Some(schily_decode(name)),
-            None if crate::acl::is_record(key) => Some(key.to_vec()),
+            None if is_acl_record(key) => Some(key.to_vec()),
             None => percent_decode(key.strip_prefix(LIBARCHIVE).unwrap_or(key)),
         };
         if let Some(name) = name {

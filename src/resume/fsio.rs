@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use super::decide::Found;
 use super::hook::{self, Event};
 use super::state::{STATE_MAX, STATE_NAME, State, TMP_NAME};
-use crate::plan::SafePath;
+use crate::policy::safety::SafePath;
 use crate::write::restart;
 
 fn cstr(s: &str) -> CString {

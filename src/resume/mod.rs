@@ -42,13 +42,13 @@ use decide::{Found, Here, Plan};
 use hook::Event;
 use state::{CarriedDir, Counts, InputId, Point, Probe, State};
 
-use crate::admit::Admission;
 use crate::archive::{Member, Reader, Skip, UnitStart};
+use crate::command::reading::Reading;
 use crate::config::Config;
 use crate::decode::{self, Format};
-use crate::list::Reading;
-use crate::plan::SafePath;
-use crate::select::Wanted;
+use crate::policy::admit::Admission;
+use crate::policy::safety::SafePath;
+use crate::selection::select::Wanted;
 
 /// The version written into every state (the options' digest is of this program's forms).
 pub const PROGRAM: &str = env!("CARGO_PKG_VERSION");
@@ -837,7 +837,7 @@ fn record(
     job: Option<&Job>,
     shared: &Shared,
 ) {
-    use crate::progress::WRITTEN;
+    use crate::report::progress::WRITTEN;
     let mut last = WRITTEN.load(Ordering::Relaxed);
     let mut due: Option<Instant> = None;
     loop {
@@ -946,13 +946,13 @@ impl Drop for Recorder {
 /// its start.
 pub fn open_input(cfg: &Config, session: &Session, drop_behind: bool) -> Result<decode::Input> {
     let Some((at, expect)) = session.reopen() else {
-        return crate::list::open_input(cfg, drop_behind);
+        return crate::command::reading::open_input(cfg, drop_behind);
     };
     let shown = dest_shown(cfg);
     let from_start = at.unit.compressed == 0;
     match (&cfg.url, &cfg.archive, expect) {
         // Decoded again from the start: opened as any run opens it (and its format found).
-        (None, _, _) if from_start => crate::list::open_input(cfg, drop_behind),
+        (None, _, _) if from_start => crate::command::reading::open_input(cfg, drop_behind),
         (None, Some(p), _) => decode::open_file_at(p, cfg.max_window_log, drop_behind, at),
         (Some(plan), _, Some(expect)) => decode::open_url_at(plan, cfg.max_window_log, at, expect)
             .map_err(|e| anyhow!("{shown}: cannot resume: {e:#}; {}", decide::START_OVER)),

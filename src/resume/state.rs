@@ -18,9 +18,10 @@ use std::path::PathBuf;
 
 use sha2::{Digest, Sha256};
 
+use crate::archive::Timestamp;
 use crate::archive::UnitStart;
 use crate::decode::{FileId, Format};
-use crate::plan::{SafePath, Timestamp};
+use crate::policy::safety::SafePath;
 use crate::write::delayed::{Record, decode_last, encode as encode_record};
 
 /// The state file's name in DIR, and the name it is written under before its rename.

@@ -10,6 +10,8 @@
 
 use std::path::Path;
 
+use super::mount::{device_of, mount_type};
+
 /// Filesystem types (as /proc/self/mountinfo names them) that compare names without case:
 /// FAT (`vfat`, `msdos`), `exfat`, SMB (`cifs`, `smb3`), `hfsplus` and `hfs`, and `fuseblk`
 /// (a FUSE filesystem on a block device: exfat-fuse, fusefat; ntfs-3g, which is not, only
@@ -28,26 +30,6 @@ pub fn caseless(dir: &Path) -> Option<String> {
         return Some(t);
     }
     casefolded(dir).then(|| "casefold".to_string())
-}
-
-/// DIR, or when it does not exist yet the nearest directory above it that does (where it will
-/// be made), and the `major:minor` of the filesystem it is on.
-pub(super) fn device_of(dir: &Path) -> Option<(&Path, u32, u32)> {
-    let dir = dir.ancestors().find(|d| d.as_os_str().is_empty() || d.is_dir())?;
-    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
-    let dev = std::os::unix::fs::MetadataExt::dev(&std::fs::metadata(dir).ok()?);
-    Some((dir, libc::major(dev), libc::minor(dev)))
-}
-
-/// The type of the filesystem mounted from device `major:minor`, from /proc/self/mountinfo
-/// (field 3 is `major:minor`; the type follows the ` - ` separator).
-pub(super) fn mount_type(major: u32, minor: u32) -> Option<String> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let dev = format!("{major}:{minor}");
-    info.lines().find_map(|line| {
-        let (mount, fs) = line.split_once(" - ")?;
-        (mount.split(' ').nth(2)? == dev).then(|| fs.split(' ').next().map(str::to_string))?
-    })
 }
 
 /// Whether `dir` has the casefold attribute (ext4, f2fs).

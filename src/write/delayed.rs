@@ -19,8 +19,8 @@ use std::os::fd::{FromRawFd, RawFd};
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
+use crate::archive::Timestamp;
 use crate::archive::Xattr;
-use crate::plan::Timestamp;
 
 /// Bytes of records kept in memory before they go to the file (a record is ~50 bytes and a
 /// path: a million directories of `d0123/456` are ~55 MB of records). 1 MiB, ~20,000 such

@@ -27,10 +27,12 @@ use super::backup::Backup;
 use super::delayed::{Delayed, Record};
 use super::restart;
 use super::tree::{Create, NodeId, Removals, Tree, note_dir_mode, open_dir_beneath, setgid_dirs};
-use crate::admit::FileCount;
+use crate::archive::Timestamp;
 use crate::archive::{Xattr, xattr_bytes};
 use crate::config::OldFiles;
-use crate::plan::{Entry, Node, SafePath, Timestamp};
+use crate::plan::{Entry, Node};
+use crate::policy::admit::FileCount;
+use crate::policy::safety::SafePath;
 use crate::report::locale_quoted;
 use crate::resume::state::CarriedDir;
 
@@ -509,7 +511,7 @@ impl Dest {
             let to = path.with_file_name(std::ffi::OsStr::from_bytes(&new));
             let (from, to) = (path.as_os_str().as_bytes(), to.as_os_str().as_bytes());
             // In the locale's quotation marks, as GNU tar's quote_n.
-            let utf8 = crate::list::utf8_locale();
+            let utf8 = crate::report::locale::utf8_locale();
             let (from, to) = (locale_quoted(from, utf8), locale_quoted(to, utf8));
             let line = format!("Renaming {from} to {to}");
             // A failed write to stdout is reported at the end (report.rs).

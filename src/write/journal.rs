@@ -21,8 +21,8 @@ use std::path::Path;
 /// the kernel lists under /proc/fs/jbd2 as `DEVICE-INODE` (`vda-8`, `loop0-8`; a journal on
 /// another device is listed under that device's name) are looked through.
 pub fn journal_less(dir: &Path) -> Option<String> {
-    let (_, major, minor) = super::casefold::device_of(dir)?;
-    let fstype = super::casefold::mount_type(major, minor)?;
+    let (_, major, minor) = super::mount::device_of(dir)?;
+    let fstype = super::mount::mount_type(major, minor)?;
     if !matches!(fstype.as_str(), "ext2" | "ext3" | "ext4") {
         return None;
     }

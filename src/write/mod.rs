@@ -9,6 +9,7 @@ pub mod dest;
 pub mod direct;
 pub mod direct_policy;
 pub mod journal;
+pub mod mount;
 pub mod multi;
 pub mod portable;
 pub mod purge;
@@ -145,9 +146,9 @@ pub fn apply_namespace_op(dest: &mut dest::Dest, stats: &mut Stats, op: Op) -> R
 
 use std::sync::Arc;
 
-use crate::admit::FileCount;
 use crate::cli::IoBackend;
 use crate::config::Config;
+use crate::policy::admit::FileCount;
 use crate::pool::{BUF_ALIGN, Pool};
 use crate::resources::FdBudget;
 use portable::Portable;

@@ -47,7 +47,8 @@ use anyhow::Result;
 use super::dest::Dest;
 use super::tree::PassThrough;
 use super::{Stats, Writer, apply_namespace_op};
-use crate::plan::{Op, SafePath, Sink, Stop};
+use crate::plan::{Op, Sink, Stop};
+use crate::policy::safety::SafePath;
 
 /// Ops per batch: one channel hand-off (a futex wake-up at worst) per ~20 small files.
 const BATCH_OPS: usize = 64;

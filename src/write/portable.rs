@@ -96,7 +96,7 @@ impl Portable {
         pwrite_all(fd, &data[done..], offset + done as u64)
             .map_err(|e| super::incomplete(&f.entry.name, "write failed", e))?;
         self.stats.bytes += data.len() as u64;
-        crate::progress::bytes_written(data.len() as u64);
+        crate::report::progress::bytes_written(data.len() as u64);
         Ok(())
     }
 

@@ -27,8 +27,9 @@ use anyhow::Result;
 
 use super::dest::{Dest, Removed, cstr_io, empty_tree, fstat, fstatat_nofollow, names_in};
 use super::restart;
-use crate::admit::TooManyFiles;
-use crate::plan::{Dumpdir, Entry, Move, SafePath};
+use crate::plan::{Dumpdir, Entry, Move};
+use crate::policy::admit::TooManyFiles;
+use crate::policy::safety::SafePath;
 use crate::report;
 
 impl Dest {
@@ -72,7 +73,7 @@ impl Dest {
         // The letter the list gives each name the directory holds ('Y', 'N', 'D'; 0: not
         // listed), found in one pass over the list: memory as the directory's own names.
         let mut letters: HashMap<&[u8], u8> = names.iter().map(|n| (n.as_bytes(), 0)).collect();
-        for e in crate::incremental::entries(&list.list) {
+        for e in crate::policy::incremental::entries(&list.list) {
             if let (b'Y' | b'N' | b'D', Some(l)) = (e[0], letters.get_mut(&e[1..]))
                 && *l == 0
             {
@@ -109,7 +110,7 @@ impl Dest {
             }
             if self.verbose() {
                 // Escaped already (as GNU tar's quote escapes): only the quotation marks.
-                let quoted = report::in_locale_quotes(&what, crate::list::utf8_locale());
+                let quoted = report::in_locale_quotes(&what, crate::report::locale::utf8_locale());
                 let _ = report::list_line(format!("fastuntar: Deleting {quoted}"), false);
             }
             if let Err(e) = remove_all(dir.as_raw_fd(), name) {

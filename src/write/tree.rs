@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::restart;
-use crate::admit::FileCount;
+use crate::policy::admit::FileCount;
 
 /// Whether a set-group-ID directory may hold files this run makes: DIR or a directory a walk
 /// opened was one, or a directory member asks to become one (`note_dir_mode`). A file made in

@@ -25,7 +25,8 @@ use super::dest::{Dest, Slot};
 use super::direct::{DirectPolicy, clear_direct, reserve};
 use super::tree::{self, NodeId};
 use super::{Stats, Writer, apply_namespace_op, member_failed};
-use crate::plan::{Entry, Op, SafePath};
+use crate::plan::{Entry, Op};
+use crate::policy::safety::SafePath;
 use crate::pool::{Pool, PoolBuf};
 
 /// Submission queue size. 256 entries hold a batch for ~85 small files (open+write+close)
@@ -570,7 +571,7 @@ impl Uring {
                 let n = res as usize;
                 self.files[file].writes -= 1;
                 self.stats.bytes += n as u64;
-                crate::progress::bytes_written(n as u64);
+                crate::report::progress::bytes_written(n as u64);
                 if n == 0 && len > 0 {
                     return Err(super::incomplete(
                         &self.files[file].entry.name,

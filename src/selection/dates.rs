@@ -20,7 +20,7 @@
 
 use anyhow::{Context, Result, bail};
 
-use crate::plan::Timestamp;
+use crate::archive::Timestamp;
 
 /// Whether a DATE argument names a file (GNU tar's rule: it starts with `/` or `.`).
 pub fn names_a_file(text: &str) -> bool {

@@ -42,10 +42,10 @@ use std::time::Duration;
 use anyhow::{Result, anyhow, bail};
 
 use crate::archive::{Kind, Member, Reader, Skip};
+use crate::cli::operands::unquote;
 use crate::config::Config;
-use crate::operands::unquote;
 use crate::report;
-use crate::totals;
+use crate::report::totals;
 
 /// GNU tar's `DEFAULT_CHECKPOINT`: records between checkpoints without a number.
 const DEFAULT_EVERY: u32 = 10;

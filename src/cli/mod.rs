@@ -1,5 +1,7 @@
 //! Raw command-line flags (clap derive). Resolution into settings happens in `config.rs`.
 
+pub mod operands;
+
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -94,8 +96,8 @@ fn places(matches: &clap::ArgMatches, id: &str) -> Vec<usize> {
 
 /// `--checkpoint` and `--checkpoint-action`, in command-line order: GNU tar runs the actions
 /// in the order given, a `--checkpoint=.N` among them (its dot action).
-fn checkpoints(matches: &clap::ArgMatches, args: &Args) -> Vec<crate::checkpoint::Arg> {
-    use crate::checkpoint::Arg;
+fn checkpoints(matches: &clap::ArgMatches, args: &Args) -> Vec<crate::report::checkpoint::Arg> {
+    use crate::report::checkpoint::Arg;
     by_place(
         matches,
         [
@@ -594,7 +596,7 @@ pub struct Args {
 
     /// `--checkpoint` and `--checkpoint-action` in command-line order (filled by `parse`).
     #[arg(skip)]
-    pub checkpoints: Vec<crate::checkpoint::Arg>,
+    pub checkpoints: Vec<crate::report::checkpoint::Arg>,
 
     /// Do not restore modification times: everything extracted keeps the time it was
     /// created (and no time is set, which saves a system call per member).

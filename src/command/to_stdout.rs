@@ -30,14 +30,15 @@ use std::time::SystemTime;
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use crate::admit::{Admission, FileCount, extracted_as_file};
 use crate::archive::{Format, Kind, Member, Reader, Skip};
+use crate::command::extract::{gnu_file_name, judge, skip_continuation, warn_unknown_type};
+use crate::command::reading;
 use crate::config::{CHUNK_SIZE, Config};
-use crate::extract::{gnu_file_name, judge, skip_continuation, warn_unknown_type};
-use crate::list;
-use crate::plan::SafePath;
+use crate::policy::admit::{Admission, FileCount, extracted_as_file};
+use crate::policy::safety::SafePath;
+use crate::policy::safety::Sanitizer;
 use crate::report;
-use crate::safety::Sanitizer;
+use crate::report::{listing, locale};
 
 /// Bytes gathered before one write(2) to stdout: file data is read straight into this buffer,
 /// and small files share one write.
@@ -49,7 +50,7 @@ const PIPE_BUF: usize = 64 << 10;
 
 /// Writes the files' data to stdout; returns the number of members read.
 pub fn run(cfg: &Config) -> Result<u64> {
-    let mut archive = list::open(cfg)?;
+    let mut archive = reading::open(cfg)?;
     // A duplicate of fd 1, written without Stdout's line buffering (which would look for
     // newlines in every chunk of data).
     let stdout = io::stdout().as_fd().try_clone_to_owned().context("cannot use stdout")?;
@@ -57,12 +58,13 @@ pub fn run(cfg: &Config) -> Result<u64> {
     let mut sanitizer = Sanitizer::new(cfg.strip_components, cfg.one_top_level.as_deref());
     let mut admission =
         Admission::new(cfg.snapshot, cfg.limits.clone(), FileCount::new(cfg.limits.max_files));
-    let utf8 = list::utf8_locale();
+    let utf8 = locale::utf8_locale();
     let mut scratch = Vec::new();
     // -v: names, -vv: GNU tar's long lines.
-    let mut lines = list::Lines::new(cfg, cfg.verbose > 1);
-    let mut confirm =
-        cfg.interactive.then(|| crate::confirm::Confirm::new(cfg.stdin_taken, beside_data(cfg)));
+    let mut lines = listing::Lines::new(cfg, cfg.verbose > 1);
+    let mut confirm = cfg
+        .interactive
+        .then(|| crate::selection::confirm::Confirm::new(cfg.stdin_taken, beside_data(cfg)));
     let mut members = 0;
     // The member whose data was written last, for a write that fails at the end.
     let mut last = String::new();
@@ -84,7 +86,7 @@ pub fn run(cfg: &Config) -> Result<u64> {
         let Some(path) = judged.map_err(|e| out.flush_before(e))? else { continue };
         if let Some(confirm) = confirm.as_mut()
             && !confirm
-                .ask("extract", &crate::confirm::asked_name(cfg, &m.name, &path))
+                .ask("extract", &crate::selection::confirm::asked_name(cfg, &m.name, &path))
                 .map_err(|e| out.flush_before(e))?
         {
             continue;
@@ -195,10 +197,10 @@ impl Piped<'_> {
         let (cfg, m) = (self.cfg, self.m);
         let os = |b: &[u8]| OsStr::from_bytes(b).to_os_string();
         let time = |secs: i64, nanos: u32| -> std::ffi::OsString {
-            format!("{secs}{}", list::ns_fraction(nanos)).into()
+            format!("{secs}{}", listing::ns_fraction(nanos)).into()
         };
         // TAR_ATIME and TAR_CTIME: GNU tar gives its start time for members without them.
-        let start = crate::totals::started_at();
+        let start = crate::report::totals::started_at();
         let start = start.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
         let start = time(start.as_secs() as i64, start.subsec_nanos());
         let file = os(gnu_file_name(cfg, m, self.path));
@@ -246,7 +248,7 @@ fn data<R: Skip>(
         loop {
             let spare = out.spare().map_err(Failure::Write)?;
             let got = reader.read_data(spare);
-            crate::checkpoint::data_read(reader);
+            crate::report::checkpoint::data_read(reader);
             match got.map_err(Failure::Read)? {
                 Some((_, n)) => out.filled += n,
                 None => return Ok(()),
@@ -257,7 +259,7 @@ fn data<R: Skip>(
     let mut pos = 0;
     loop {
         let got = reader.read_data(scratch);
-        crate::checkpoint::data_read(reader);
+        crate::report::checkpoint::data_read(reader);
         let Some((offset, n)) = got.map_err(Failure::Read)? else { break };
         // The reader checked the map (in order, no overlaps, within the size); a chunk before
         // what was written already would corrupt the output, so it is not trusted blindly.

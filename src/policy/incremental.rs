@@ -17,8 +17,9 @@
 //! `../` removed). The SNAPSHOT file of `-g` is not read when extracting or listing, as in
 //! GNU tar.
 
-use crate::plan::{Dumpdir, Move, SafePath};
-use crate::safety::{Sanitizer, Verdict};
+use crate::plan::{Dumpdir, Move};
+use crate::policy::safety::SafePath;
+use crate::policy::safety::{Sanitizer, Verdict};
 
 /// The entries of a raw list, up to the empty one that ends it (a list cut short ends where
 /// its data does; a last entry without its NUL counts).

@@ -28,7 +28,7 @@
 
 use std::ffi::CString;
 
-use crate::operands::{Flags, Given};
+use crate::cli::operands::{Flags, Given};
 
 /// FNM_LEADING_DIR from glibc's <fnmatch.h>: "PATTERN matches a leading dir of STRING".
 const FNM_LEADING_DIR: libc::c_int = 1 << 3;
@@ -338,7 +338,7 @@ impl Pattern {
             // could make quadratic.
             Pattern::Glob(_, Some(p))
                 if !name.is_ascii()
-                    && crate::list::utf8_locale()
+                    && crate::report::locale::utf8_locale()
                     && per_start_cost(name, anchored) <= PER_CHAR_BUDGET =>
             {
                 fnmatch_at_starts(p, name, anchored)

@@ -11,6 +11,13 @@
 //! stderr never shows up as an error here: Rust's runtime reopens a closed 0, 1 or 2 on
 //! /dev/null before main, so such output is discarded as `>/dev/null` would discard it.)
 
+pub mod checkpoint;
+pub mod listing;
+pub mod locale;
+pub mod progress;
+pub mod quoting;
+pub mod totals;
+
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
@@ -383,7 +390,7 @@ pub fn quote(bytes: &[u8], utf8: bool) -> String {
     out
 }
 
-/// `list::init_locale` found a UTF-8 locale: the C library's `iswprint` says which
+/// `locale::init_locale` found a UTF-8 locale: the C library's `iswprint` says which
 /// characters are printable (glibc: not unassigned code points, U+2028, noncharacters...).
 static LIBC_PRINTABLE: AtomicBool = AtomicBool::new(false);
 

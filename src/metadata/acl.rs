@@ -12,11 +12,8 @@
 //! version 2, then per entry u16 tag, u16 permissions, u32 id, sorted by tag and id, which is
 //! the order the kernel checks.
 
-use crate::owner::Owners;
-
-/// The PAX keys of the two ACLs.
-pub const ACCESS_KEY: &[u8] = b"SCHILY.acl.access";
-pub const DEFAULT_KEY: &[u8] = b"SCHILY.acl.default";
+use crate::archive::ACL_DEFAULT_KEY as DEFAULT_KEY;
+use crate::metadata::owner::Owners;
 
 /// The attributes they become.
 const ACCESS_XATTR: &[u8] = b"system.posix_acl_access";
@@ -31,11 +28,6 @@ const GROUP: u16 = 0x08;
 const MASK: u16 = 0x10;
 const OTHER: u16 = 0x20;
 const UNDEFINED_ID: u32 = u32::MAX;
-
-/// Whether a kept PAX record (`archive::Xattr` name) is an ACL rather than an attribute.
-pub fn is_record(name: &[u8]) -> bool {
-    name == ACCESS_KEY || name == DEFAULT_KEY
-}
 
 /// The extended attribute for the ACL record `key` with text `text`: its name and value.
 /// Err says what is wrong with the text (an unknown tag, user or group; bad permissions).
@@ -165,6 +157,7 @@ fn encode(entries: &[AclEntry]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::archive::ACL_ACCESS_KEY as ACCESS_KEY;
 
     /// The names these tests use: root is 0 (user and group), nothing else is known.
     fn known(name: &str, _user: bool) -> Option<u32> {

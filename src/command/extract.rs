@@ -10,20 +10,21 @@ use anyhow::{Context, Result, anyhow};
 
 use std::sync::Arc;
 
-use crate::admit::{Admission, FileCount, SNAPSHOT_DIR_MODE, SNAPSHOT_FILE_MODE};
 use crate::archive::{Kind, Member, Reader, Skip, Xattr};
+use crate::command::reading::Reading;
 use crate::config::{self, Config};
-use crate::confirm::Confirm;
 use crate::decode;
 use crate::lend;
-use crate::list::Reading;
-use crate::owner::Owners;
-use crate::plan::{Entry, Node, Op, SafePath, Sink, Stop};
+use crate::metadata::owner::Owners;
+use crate::plan::{Entry, Node, Op, Sink, Stop};
+use crate::policy::admit::{Admission, FileCount, SNAPSHOT_DIR_MODE, SNAPSHOT_FILE_MODE};
+use crate::policy::safety::SafePath;
+use crate::policy::safety::{Sanitizer, Verdict};
 use crate::pool::{Pool, PoolBuf};
-use crate::progress::{self, Progress};
 use crate::report;
+use crate::report::progress::{self, Progress};
 use crate::resume::Session;
-use crate::safety::{Sanitizer, Verdict};
+use crate::selection::confirm::Confirm;
 use crate::write::direct::DirectPolicy;
 use crate::write::{self, Stats};
 
@@ -487,14 +488,14 @@ fn produce(
     let Landing { direct, session } = landing;
     let Stream { mut archive } = input;
     let mut sanitizer = Sanitizer::new(cfg.strip_components, cfg.one_top_level.as_deref());
-    let mut renames = crate::incremental::RenameBudget::default();
+    let mut renames = crate::policy::incremental::RenameBudget::default();
     let mut admission = Admission::new(cfg.snapshot, cfg.limits.clone(), files);
-    let utf8 = crate::list::utf8_locale();
+    let utf8 = crate::report::locale::utf8_locale();
     // Safety: geteuid/getegid have no preconditions.
     let ids = unsafe { (libc::geteuid(), libc::getegid()) };
     let mut packer = None;
     let mut owners = Owners::new(cfg.numeric_owner);
-    let mut lines = crate::list::Lines::new(cfg, cfg.verbose > 1);
+    let mut lines = crate::report::listing::Lines::new(cfg, cfg.verbose > 1);
     let mut confirm = cfg.interactive.then(|| Confirm::new(cfg.stdin_taken, false));
     let mut members = 0;
     let mut probes = crate::resume::Probes::default();
@@ -689,8 +690,9 @@ fn attributes(
     if m.xattrs.is_empty() && !resets {
         return None;
     }
-    let (acls, plain): (Vec<Xattr>, Vec<Xattr>) =
-        std::mem::take(&mut m.xattrs).into_iter().partition(|x| crate::acl::is_record(&x.name));
+    let (acls, plain): (Vec<Xattr>, Vec<Xattr>) = std::mem::take(&mut m.xattrs)
+        .into_iter()
+        .partition(|x| crate::archive::is_acl_record(&x.name));
     if !resets {
         return cfg.xattrs.as_ref().and_then(|filter| filter.select(plain));
     }
@@ -703,16 +705,16 @@ fn attributes(
     let empty = |x: &Xattr| x.value.as_ref().is_some_and(|v| v.is_empty());
     let (mut access, mut default) = (false, false);
     for x in acls {
-        if x.name == crate::acl::ACCESS_KEY && empty(&x) {
+        if x.name == crate::archive::ACL_ACCESS_KEY && empty(&x) {
             continue;
         }
-        if x.name == crate::acl::DEFAULT_KEY && m.kind != Kind::Dir {
+        if x.name == crate::archive::ACL_DEFAULT_KEY && m.kind != Kind::Dir {
             continue;
         }
-        access |= x.name == crate::acl::ACCESS_KEY;
-        default |= x.name == crate::acl::DEFAULT_KEY;
+        access |= x.name == crate::archive::ACL_ACCESS_KEY;
+        default |= x.name == crate::archive::ACL_DEFAULT_KEY;
         let converted = match x.value {
-            Some(text) => crate::acl::to_xattr(&x.name, &text, owners),
+            Some(text) => crate::metadata::acl::to_xattr(&x.name, &text, owners),
             None => Err("too large to be kept".to_string()),
         };
         match converted {
@@ -726,10 +728,10 @@ fn attributes(
     }
     let mut reset = Vec::new();
     if !access {
-        reset.push(crate::acl::from_mode(m.mode));
+        reset.push(crate::metadata::acl::from_mode(m.mode));
     }
     if m.kind == Kind::Dir && !default {
-        reset.push(crate::acl::no_default());
+        reset.push(crate::metadata::acl::no_default());
     }
     kept.extend(reset.into_iter().map(|(name, value)| Xattr { name, value: Some(value) }));
     (!kept.is_empty()).then(|| kept.into())
@@ -739,13 +741,13 @@ fn attributes(
 /// ("implausibly old time stamp") or after now ("time stamp ... is N s in the future") is
 /// worth a warning (`--warning=no-timestamp` silences it; the exit status stays). The name is
 /// the one GNU tar uses: as extracted, relative to DIR, without a trailing `/`.
-fn check_time(cfg: &Config, m: &Member, path: &SafePath, t: crate::plan::Timestamp) {
+fn check_time(cfg: &Config, m: &Member, path: &SafePath, t: crate::archive::Timestamp) {
     let since_epoch = |at: std::time::SystemTime| {
         let d = at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         (d.as_secs() as i64, d.subsec_nanos())
     };
     // Nearly every time is before the run started: no clock is read for those.
-    if t.secs >= 0 && (t.secs, t.nanos) <= since_epoch(crate::totals::started_at()) {
+    if t.secs >= 0 && (t.secs, t.nanos) <= since_epoch(crate::report::totals::started_at()) {
         return;
     }
     let future = || {
@@ -758,14 +760,14 @@ fn check_time(cfg: &Config, m: &Member, path: &SafePath, t: crate::plan::Timesta
             nanos += 1_000_000_000;
             secs -= 1;
         }
-        Some(format!("{secs}{}", crate::list::ns_fraction(nanos as u32)))
+        Some(format!("{secs}{}", crate::report::listing::ns_fraction(nanos as u32)))
     };
     let ahead = future();
     if t.secs >= 0 && ahead.is_none() {
         return;
     }
     let name = report::printable(gnu_file_name(cfg, m, path));
-    let when = crate::list::tartime(t, true, cfg.times);
+    let when = crate::report::listing::tartime(t, true, cfg.times);
     match ahead {
         None => report::warn_of(
             report::Warning::Timestamp,
@@ -860,7 +862,7 @@ struct Stage<'a, 'b, R: Skip> {
     reader: &'a mut Reader<R>,
     sanitizer: &'a mut Sanitizer,
     /// `-G`: what the lists' renames may still walk (incremental.rs).
-    renames: &'a mut crate::incremental::RenameBudget,
+    renames: &'a mut crate::policy::incremental::RenameBudget,
     admission: &'a mut Admission,
     /// Owner names mapped to local ids, cached for the run.
     owners: &'a mut Owners,
@@ -869,7 +871,7 @@ struct Stage<'a, 'b, R: Skip> {
     /// be like (lend.rs).
     direct: DirectPolicy,
     /// What -v prints (list.rs).
-    lines: &'a mut crate::list::Lines,
+    lines: &'a mut crate::report::listing::Lines,
     /// The rest of the buffer small files are being packed into.
     packer: &'a mut Option<PoolBuf>,
     /// `-w`: the questions asked before each member.
@@ -890,7 +892,7 @@ impl<R: Skip> Stage<'_, '_, R> {
     /// its `Dir` op, waited for, so that `-v`'s "Deleting" lines come before the names of the
     /// members after it (with one writer thread the op is applied on that thread).
     fn purge(&mut self, entry: &Entry, raw: Vec<u8>) -> Result<(), MemberError> {
-        let list = crate::incremental::plan(raw, self.sanitizer, self.renames);
+        let list = crate::policy::incremental::plan(raw, self.sanitizer, self.renames);
         let (done, applied) = std::sync::mpsc::sync_channel(1);
         let op = Op::Purge { entry: entry.clone(), list: Box::new(list), done: Some(done) };
         self.send(op)?;
@@ -944,7 +946,8 @@ impl<R: Skip> Stage<'_, '_, R> {
         // A member named like the state file: no more resume points, and the state goes first.
         self.session.retire_if_ours(&path);
         if let Some(confirm) = self.confirm.as_mut()
-            && !confirm.ask("extract", &crate::confirm::asked_name(cfg, &m.name, &path))?
+            && !confirm
+                .ask("extract", &crate::selection::confirm::asked_name(cfg, &m.name, &path))?
         {
             return Ok(());
         }
@@ -1050,7 +1053,7 @@ impl<R: Skip> Stage<'_, '_, R> {
             if m.size > 0 {
                 let mut buf = self.piece(m.size as usize)?;
                 let got = self.reader.read_data(buf.full_mut());
-                crate::checkpoint::data_read(self.reader);
+                crate::report::checkpoint::data_read(self.reader);
                 let got = got.map_err(|e| anyhow!("{e:#}; {name} is left incomplete"))?;
                 if let Some((offset, n)) = got {
                     buf.set_len(n);
@@ -1073,7 +1076,7 @@ impl<R: Skip> Stage<'_, '_, R> {
         loop {
             let mut buf = self.buffer()?;
             let got = self.reader.read_data(buf.full_mut());
-            crate::checkpoint::data_read(self.reader);
+            crate::report::checkpoint::data_read(self.reader);
             let got = got.map_err(|e| anyhow!("{e:#}; {name} is left incomplete"))?;
             let Some((offset, n)) = got else { break };
             buf.set_len(n);
@@ -1095,7 +1098,7 @@ impl<R: Skip> Stage<'_, '_, R> {
             match lend::take(offset, left, ahead.ahead, rule, self.pool.buf_size()) {
                 lend::Take::Lend(n) => {
                     let lent = self.reader.lend_data(n);
-                    crate::checkpoint::data_read(self.reader);
+                    crate::report::checkpoint::data_read(self.reader);
                     let (offset, buf) = lent.map_err(incomplete)?;
                     self.send(Op::Data { offset, buf })?;
                     handed = true;
@@ -1121,14 +1124,14 @@ impl<R: Skip> Stage<'_, '_, R> {
                         let more = self.reader.read_data(&mut buf.full_mut()[rest..len]);
                         more.map_err(incomplete)?;
                     }
-                    crate::checkpoint::data_read(self.reader);
+                    crate::report::checkpoint::data_read(self.reader);
                     buf.set_len(len);
                     self.send(Op::Data { offset, buf })?;
                 }
                 lend::Take::Copy(n) => {
                     let mut buf = self.buffer()?;
                     let got = self.reader.read_data(&mut buf.full_mut()[..n]);
-                    crate::checkpoint::data_read(self.reader);
+                    crate::report::checkpoint::data_read(self.reader);
                     let got = got.map_err(incomplete)?;
                     let Some((offset, n)) = got else { return Ok(handed) };
                     buf.set_len(n);

@@ -8,9 +8,8 @@
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 
-use crate::plan::SafePath;
 use crate::report;
 
 /// Longest path (in bytes, relative to DIR) extracted: PATH_MAX less its NUL, the longest path
@@ -168,6 +167,69 @@ fn stripped(name: &[u8], n: usize) -> &[u8] {
         }
     }
     &[]
+}
+
+/// A relative path whose components are all plain names (no `/` root, `.`, `..`, or NUL).
+/// Only this file constructs one.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SafePath(pub(crate) PathBuf);
+
+/// A component of a SafePath as bytes.
+fn bytes(c: Component<'_>) -> &[u8] {
+    c.as_os_str().as_bytes()
+}
+
+impl SafePath {
+    pub fn as_path(&self) -> &Path {
+        &self.0
+    }
+
+    /// The path's components (none for DIR itself).
+    pub fn components(&self) -> impl Iterator<Item = &[u8]> + Clone {
+        self.0.components().map(bytes)
+    }
+
+    /// The components of the parent directory.
+    pub fn parent_components(&self) -> impl Iterator<Item = &[u8]> + Clone {
+        self.0.parent().unwrap_or(Path::new("")).components().map(bytes)
+    }
+
+    /// The last component (empty for DIR itself).
+    pub fn file_name(&self) -> &[u8] {
+        self.0.file_name().map_or(&[], |n| n.as_bytes())
+    }
+
+    /// DIR itself.
+    pub fn is_root(&self) -> bool {
+        self.0.as_os_str().is_empty()
+    }
+
+    /// As a question shows it: escaped for the locale (`utf8`), and `.` for DIR itself.
+    pub fn shown(&self, utf8: bool) -> String {
+        if self.is_root() {
+            return ".".to_string();
+        }
+        crate::report::quote(self.0.as_os_str().as_encoded_bytes(), utf8)
+    }
+
+    /// True when `other` lies beneath this path (not when they are equal).
+    pub fn is_ancestor_of(&self, other: &SafePath) -> bool {
+        other.0 != self.0 && other.0.starts_with(&self.0)
+    }
+
+    /// Length in bytes, with '/' separators.
+    pub fn byte_len(&self) -> usize {
+        self.0.as_os_str().len()
+    }
+
+    /// For messages: the path as it will be created, escaped like member names.
+    /// For messages: the path as printable text, `.` for the destination itself.
+    pub fn display(&self) -> String {
+        if self.is_root() {
+            return ".".to_string();
+        }
+        crate::report::printable(self.0.as_os_str().as_bytes())
+    }
 }
 
 #[cfg(test)]

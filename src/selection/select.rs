@@ -24,11 +24,11 @@
 
 use std::collections::HashMap;
 
+use crate::archive::Timestamp;
+use crate::cli::operands::Given;
 use crate::config::Config;
-use crate::exclude::{self, Exclude, Pattern, has_wildcards, matched_name, unescape};
-use crate::operands::Given;
-use crate::plan::Timestamp;
 use crate::report;
+use crate::selection::exclude::{self, Exclude, Pattern, has_wildcards, matched_name, unescape};
 
 pub struct Select {
     operands: Vec<Operand>,

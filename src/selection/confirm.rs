@@ -19,16 +19,16 @@ use crate::report;
 pub fn asked_name(
     cfg: &crate::config::Config,
     name: &[u8],
-    path: &crate::plan::SafePath,
+    path: &crate::policy::safety::SafePath,
 ) -> String {
     if cfg.strip_components > 0 || cfg.one_top_level.is_some() {
-        return path.shown(crate::list::utf8_locale());
+        return path.shown(crate::report::locale::utf8_locale());
     }
     let start = name.iter().position(|&b| b != b'/').unwrap_or(name.len());
     let end = name.iter().rposition(|&b| b != b'/').map_or(start, |e| e + 1).max(start);
     match &name[start..end] {
         b"" => ".".to_string(),
-        n => report::quote(n, crate::list::utf8_locale()),
+        n => report::quote(n, crate::report::locale::utf8_locale()),
     }
 }
 
@@ -61,7 +61,7 @@ impl Confirm {
                 Box::new(BufReader::new(io::stdin()))
             });
         }
-        let quoted = report::in_locale_quotes(name, crate::list::utf8_locale());
+        let quoted = report::in_locale_quotes(name, crate::report::locale::utf8_locale());
         let _ = report::list_bytes(format!("{action} {quoted}?").as_bytes(), self.beside_data);
         let mut yes = false;
         if !self.ended {

@@ -1,0 +1,256 @@
+//! The archive as every command reads it (`-x`, `-t`, `-O`): the member loop they share, with
+//! the reader's options set, the members chosen, their names transformed, and the checks at
+//! the archive's end.
+
+use std::io;
+use std::sync::Arc;
+
+use anyhow::Result;
+
+use crate::archive::{Kind, Member, Reader, Skip};
+use crate::config::Config;
+use crate::decode;
+use crate::report::locale::utf8_locale;
+use crate::selection::select::Wanted;
+use crate::selection::transform::{NameKind, Transforms};
+
+/// The archive as every stage reads it (extraction, `-t` here, `-O` in to_stdout.rs): its
+/// members with the reader's options set, which of them are wanted (MEMBER operands and
+/// `--exclude`), and the checks at its end.
+pub struct Reading {
+    pub reader: Reader<Box<dyn Skip + Send>>,
+    /// For checking the compressed stream after the end marker (`finish`).
+    trailer: Option<decode::Trailer>,
+    wanted: Wanted,
+    /// `--occurrence` found every name often enough: the archive is not read on (GNU tar
+    /// stops there too), and its end is not checked.
+    ended_early: bool,
+    /// `--transform` expressions (empty: none).
+    transforms: Arc<Transforms>,
+    /// `--show-omitted-dirs`.
+    show_omitted_dirs: bool,
+    /// `-V PATTERN`, until the first member has been checked against it.
+    label: Option<String>,
+    /// The download the archive comes from (a URL): `finish` completes it.
+    pub download: Option<Arc<decode::url::Download>>,
+    /// A member read and given back (`unread`): the next one `next_member` returns.
+    unread: Option<Member>,
+}
+
+/// Opens the archive and starts its decoder for a stage that only reads it.
+pub fn open(cfg: &Config) -> Result<Reading> {
+    let input = open_input(cfg, false)?;
+    let wanted = Wanted::new(cfg)?;
+    // Decoded frames wait in a pool of all of --memory, nothing else needing it (it is only
+    // touched where frames are decoded ahead, so a single-frame archive costs no memory).
+    let pools = cfg.pools(input.workers(cfg.threads))?;
+    let threads = input.threads(cfg.threads, pools, cfg.memory.is_some())?;
+    let decoded = input.decode(threads)?;
+    let download = decoded.download.clone();
+    let mut reading = Reading::new(cfg, decoded.reader, decoded.trailer, wanted);
+    reading.download = download;
+    Ok(reading)
+}
+
+/// The archive of `cfg` opened and its format found: a URL's download (`decode::open_url`),
+/// or a file, standard input or a `-I` program's output (`decode::open`).
+pub fn open_input(cfg: &Config, drop_behind: bool) -> Result<decode::Input> {
+    match &cfg.url {
+        Some(plan) => decode::open_url(plan, cfg.max_window_log),
+        None => decode::open(
+            cfg.archive.as_deref(),
+            cfg.filter.as_deref(),
+            cfg.max_window_log,
+            drop_behind,
+        ),
+    }
+}
+
+impl Reading {
+    /// The decoded stream `input` read as a tar archive, with `-i`, and the attributes kept
+    /// only when extracting with `--xattrs` (`-t` and `-O` show none).
+    pub fn new(
+        cfg: &Config,
+        input: Box<dyn Skip + Send>,
+        trailer: Option<decode::Trailer>,
+        wanted: Wanted,
+    ) -> Reading {
+        Reading::with_reader(cfg, Reader::new(input), trailer, wanted)
+    }
+
+    /// A resumed run's archive (src/resume/): `reader` begins at the resume point. The
+    /// volume label was checked by the interrupted run, and `--checkpoint` counts from there.
+    pub fn resumed(
+        cfg: &Config,
+        reader: Reader<Box<dyn Skip + Send>>,
+        trailer: Option<decode::Trailer>,
+        wanted: Wanted,
+    ) -> Reading {
+        let at = reader.offset();
+        let mut r = Reading::with_reader(cfg, reader, trailer, wanted);
+        r.label = None;
+        crate::report::checkpoint::skip_to(at);
+        r
+    }
+
+    fn with_reader(
+        cfg: &Config,
+        mut reader: Reader<Box<dyn Skip + Send>>,
+        trailer: Option<decode::Trailer>,
+        wanted: Wanted,
+    ) -> Reading {
+        reader.ignore_zeros(cfg.ignore_zeros);
+        reader.block_numbers(cfg.block_number);
+        reader.pax_delete(cfg.pax_delete.clone());
+        // Kept when extracting with --xattrs or --acls, and for -tv's mark with either.
+        let marks = cfg.list && cfg.verbose > 0;
+        let asked = cfg.xattrs.is_some() || cfg.acls;
+        reader.xattrs(asked && (marks || !cfg.reads_only()));
+        // -G: the directories' lists, to purge by, or to show (-t -vv, as GNU tar's -tvvv:
+        // its -t counts as one -v).
+        reader.dumpdirs(cfg.incremental && (!cfg.reads_only() || cfg.list && cfg.verbose > 1));
+        crate::report::checkpoint::start(cfg, trailer.is_some());
+        let transforms = cfg.transforms.clone();
+        let show_omitted_dirs = cfg.show_omitted_dirs;
+        let label = cfg.label.clone();
+        Reading {
+            reader,
+            trailer,
+            wanted,
+            ended_early: false,
+            transforms,
+            show_omitted_dirs,
+            label,
+            download: None,
+            unread: None,
+        }
+    }
+
+    /// Gives `m`, just read, back: `next_member` returns it again (a resumed run reads the
+    /// member at its resume point to check it before anything is written).
+    pub fn unread(&mut self, m: Member) {
+        self.unread = Some(m);
+    }
+
+    /// Which members are wanted (for a resume point's counts).
+    pub fn wanted(&self) -> &Wanted {
+        &self.wanted
+    }
+
+    /// The next member; at the end of the archive its size is noted for `--totals`. The
+    /// records read count for `--checkpoint`.
+    pub fn next_member(&mut self) -> Result<Option<Member>> {
+        if let Some(m) = self.unread.take() {
+            return Ok(Some(m));
+        }
+        let m = if self.ended_early {
+            None
+        } else {
+            let before = (self.reader.offset(), self.reader.format());
+            let m = self.reader.next_member();
+            crate::report::checkpoint::headers_read(before, &self.reader, &m);
+            m?
+        };
+        if let Some(pattern) = self.label.take() {
+            check_label(&pattern, self.reader.first_label())?;
+        }
+        if m.is_none() {
+            crate::report::totals::archive_ends_at(self.reader.offset());
+        }
+        Ok(m)
+    }
+
+    /// After `next_member`, how the archive ended where it did: with `-R` GNU tar's lines
+    /// for the zero blocks and the end of the input met (`block 9: ** Block of NULs **`,
+    /// `** End of File **`), each passed to `say` until it fails; then GNU tar's warning for
+    /// an end marker of one zero block.
+    pub fn say_ends(&mut self, say: &mut dyn FnMut(&str) -> io::Result<()>) -> io::Result<()> {
+        let ends = self.reader.take_ends();
+        let nuls = ends.zero_runs.iter().flat_map(|&(first, n)| first..first + n);
+        let mut lines = nuls
+            .map(|block| format!("block {block}: ** Block of NULs **"))
+            .chain(ends.eof_at.map(|block| format!("block {block}: ** End of File **")));
+        let said = lines.try_for_each(|line| say(&line));
+        if let Some(at) = ends.lone_zero_at {
+            let what = format!("A lone zero block at {at}");
+            crate::report::warn_of(crate::report::Warning::AloneZeroBlock, what);
+        }
+        said
+    }
+
+    /// Whether the member is wanted: selected by the MEMBER operands (which marks the operand
+    /// found), not older than `-N`'s date and not excluded, by its name as stored. With `--occurrence`, this is also
+    /// where the reading ends once every name was found (after this member, wanted or not, as
+    /// GNU tar's `read_and` checks). A wanted member's names are then `--transform`ed, as GNU
+    /// tar's `transform_stat_info` does after the same checks: its name (trailing `/`s set
+    /// aside, one put back), a symlink's or hard link's target; the stored name is kept for
+    /// listings. With `--show-omitted-dirs` a directory member not wanted is named.
+    pub fn wants(&mut self, m: &mut Member) -> bool {
+        let wanted = self.wanted.wants(&m.name, m.mtime);
+        self.ended_early = self.wanted.all_found(&m.name);
+        if !wanted && self.show_omitted_dirs && m.kind == Kind::Dir {
+            // GNU tar names it without its trailing `/`s.
+            let end = m.name.iter().rposition(|&b| b != b'/').map_or(m.name.len(), |e| e + 1);
+            crate::report::warn(format!("{}: Omitting", crate::report::printable(&m.name[..end])));
+        }
+        if wanted && !self.transforms.is_empty() {
+            let end = m.name.iter().rposition(|&b| b != b'/').map_or(0, |e| e + 1);
+            if let Some(mut name) = self.transforms.apply(&m.name[..end], NameKind::Member) {
+                if end < m.name.len() && !name.is_empty() {
+                    name.push(b'/');
+                }
+                m.stored_name = Some(std::mem::replace(&mut m.name, name));
+            }
+            let kind = match m.kind {
+                Kind::Symlink => Some(NameKind::SymlinkTarget),
+                Kind::Hardlink => Some(NameKind::HardlinkTarget),
+                _ => None,
+            };
+            if let Some(kind) = kind
+                && let Some(target) = self.transforms.apply(&m.link_name, kind)
+            {
+                m.link_name = target;
+            }
+        }
+        wanted
+    }
+
+    /// After the last member: reads a compressed stream on past the end marker, so its end
+    /// and checksum are checked (`extract::verify_trailer`), then reports the MEMBER operands
+    /// that selected nothing.
+    pub fn finish(self, utf8: bool) -> Result<()> {
+        if let Some(trailer) = self.trailer
+            && !self.ended_early
+        {
+            crate::command::extract::verify_trailer(self.reader, &trailer)?;
+        }
+        if let Some(d) = &self.download
+            && !self.ended_early
+        {
+            d.finish()?;
+        }
+        self.wanted.report_not_found(utf8);
+        Ok(())
+    }
+}
+
+/// `-V PATTERN`, as GNU tar 1.34 checks it before reading on: the archive's label is the
+/// name field of a volume header that is its first block, or the `GNU.volume.label` of a
+/// global header that is (`Reader::first_label`); it must match PATTERN (fnmatch(3) without
+/// flags).
+fn check_label(pattern: &str, label: Option<&[u8]>) -> Result<()> {
+    let utf8 = utf8_locale();
+    let quoted = |b: &[u8]| crate::report::locale_quoted(b, utf8);
+    let Some(label) = label else {
+        anyhow::bail!("Archive not labeled to match {}", quoted(pattern.as_bytes()));
+    };
+    let matches = match (std::ffi::CString::new(pattern), std::ffi::CString::new(label)) {
+        // Safety: two NUL-terminated strings that live across the call.
+        (Ok(p), Ok(l)) => (unsafe { libc::fnmatch(p.as_ptr(), l.as_ptr(), 0) }) == 0,
+        _ => false,
+    };
+    if !matches {
+        anyhow::bail!("Volume {} does not match {}", quoted(label), quoted(pattern.as_bytes()));
+    }
+    Ok(())
+}
