@@ -1,6 +1,7 @@
 //! Raw command-line flags (clap derive). Resolution into settings happens in `config.rs`.
 
 pub mod operands;
+pub mod resolve;
 
 use std::ffi::OsString;
 use std::path::PathBuf;

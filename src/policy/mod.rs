@@ -3,4 +3,5 @@
 
 pub mod admit;
 pub mod incremental;
+pub mod plan;
 pub mod safety;

@@ -43,7 +43,6 @@ use anyhow::{Result, anyhow, bail};
 
 use crate::archive::{Kind, Member, Reader, Skip};
 use crate::cli::operands::unquote;
-use crate::config::Config;
 use crate::report;
 use crate::report::totals;
 
@@ -258,7 +257,7 @@ struct Run {
     unread: Option<(u64, u64)>,
     /// Dots go to stderr (`-O`: stdout carries data).
     dots_to_stderr: bool,
-    /// For `exec`: the run's TAR_* variables (`Config::tar_env`), and `-x` or `-t`.
+    /// For `exec`: the run's TAR_* variables (`Plans::tar_env`), and `-x` or `-t`.
     env: [(&'static str, OsString); 3],
     subcommand: &'static str,
     /// /dev/tty, for `bell` and `ttyout`, once opened.
@@ -271,23 +270,25 @@ struct Run {
 /// `Reading::new` calls it as the archive is opened. `compressed`: the stream is decoded (or
 /// filtered) from the archive, not read as it is. A compressed file's first record counts its
 /// first checkpoint now, as GNU tar's look at it.
-pub fn start(cfg: &Config, compressed: bool) {
-    let Some(spec) = &cfg.checkpoint else { return };
+pub fn start(cfg: &super::plan::CheckpointPlan, compressed: bool) {
+    let spec = &cfg.spec;
     let seekable = !compressed
-        && cfg.filter.is_none()
-        && cfg.archive.as_deref().is_some_and(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file()));
+        && cfg
+            .plain_file
+            .as_deref()
+            .is_some_and(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file()));
     let mut run = Run {
         spec: spec.clone(),
-        record: cfg.record_size,
+        record: cfg.record,
         count: 0,
         records: 0,
         seekable,
         ignore_zeros: cfg.ignore_zeros,
         ended: false,
         unread: None,
-        dots_to_stderr: cfg.to_stdout,
-        env: cfg.tar_env(),
-        subcommand: if cfg.list { "-t" } else { "-x" },
+        dots_to_stderr: cfg.dots_to_stderr,
+        env: cfg.env.clone(),
+        subcommand: cfg.subcommand,
         tty: None,
         tty_cleanup: false,
     };

@@ -14,6 +14,7 @@
 pub mod checkpoint;
 pub mod listing;
 pub mod locale;
+pub mod plan;
 pub mod progress;
 pub mod quoting;
 pub mod totals;
@@ -119,13 +120,60 @@ fn bit(w: Warning) -> u64 {
     1 << (w as u32)
 }
 
-/// Turns classes off (`--warning=no-KEYWORD`) or on again, for the whole run.
-pub fn set_warning(w: Warning, on: bool) {
-    if on {
-        WARNINGS_OFF.fetch_and(!bit(w), Ordering::Relaxed);
-    } else {
-        WARNINGS_OFF.fetch_or(bit(w), Ordering::Relaxed);
+/// The warning classes `--warning` turned off: a value the resolve step makes
+/// (cli/resolve.rs) and the run installs (`set_warnings`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Warnings {
+    off: u64,
+}
+
+impl Warnings {
+    /// `--warning` KEYWORDs applied in order, as GNU tar: `all`, `none`, a keyword, or `no-`
+    /// and a keyword. An unknown one is an error naming the valid ones.
+    pub fn parse(given: &[String]) -> anyhow::Result<Warnings> {
+        let mut warnings = Warnings::default();
+        for arg in given {
+            let (on, word) = match arg.strip_prefix("no-") {
+                Some(rest) => (false, rest),
+                None => (true, arg.as_str()),
+            };
+            let all = WARNING_KEYWORDS.iter().filter_map(|(_, w)| *w);
+            match word {
+                "all" => all.for_each(|w| warnings.set(w, on)),
+                "none" => all.for_each(|w| warnings.set(w, !on)),
+                _ => match WARNING_KEYWORDS.iter().find(|(k, _)| *k == word) {
+                    Some((_, Some(w))) => warnings.set(*w, on),
+                    Some((_, None)) => {}
+                    None => {
+                        let valid: Vec<&str> = WARNING_KEYWORDS.iter().map(|(k, _)| *k).collect();
+                        anyhow::bail!(
+                            "invalid argument '{arg}' for '--warning' (valid: all, none, {}, \
+                             each also with no-)",
+                            valid.join(", ")
+                        );
+                    }
+                },
+            }
+        }
+        Ok(warnings)
     }
+
+    fn set(&mut self, w: Warning, on: bool) {
+        match on {
+            true => self.off &= !bit(w),
+            false => self.off |= bit(w),
+        }
+    }
+
+    /// Whether warnings of class `w` are said.
+    pub fn is_on(&self, w: Warning) -> bool {
+        self.off & bit(w) == 0
+    }
+}
+
+/// Installs the run's warning classes (main.rs, once, before anything is said).
+pub fn set_warnings(w: Warnings) {
+    WARNINGS_OFF.store(w.off, Ordering::Relaxed);
 }
 
 /// A warning of class `w`, unless `--warning=no-...` turned it off.
@@ -133,35 +181,6 @@ pub fn warn_of(w: Warning, msg: impl std::fmt::Display) {
     if WARNINGS_OFF.load(Ordering::Relaxed) & bit(w) == 0 {
         warn(msg);
     }
-}
-
-/// Applies `--warning` KEYWORDs in order, as GNU tar: `all`, `none`, a keyword, or `no-`
-/// and a keyword. An unknown one is an error naming the valid ones.
-pub fn apply_warning_keywords(given: &[String]) -> anyhow::Result<()> {
-    for arg in given {
-        let (on, word) = match arg.strip_prefix("no-") {
-            Some(rest) => (false, rest),
-            None => (true, arg.as_str()),
-        };
-        let all = WARNING_KEYWORDS.iter().filter_map(|(_, w)| *w);
-        match word {
-            "all" => all.for_each(|w| set_warning(w, on)),
-            "none" => all.for_each(|w| set_warning(w, !on)),
-            _ => match WARNING_KEYWORDS.iter().find(|(k, _)| *k == word) {
-                Some((_, Some(w))) => set_warning(*w, on),
-                Some((_, None)) => {}
-                None => {
-                    let valid: Vec<&str> = WARNING_KEYWORDS.iter().map(|(k, _)| *k).collect();
-                    anyhow::bail!(
-                        "invalid argument '{arg}' for '--warning' (valid: all, none, {}, each \
-                         also with no-)",
-                        valid.join(", ")
-                    );
-                }
-            },
-        }
-    }
-    Ok(())
 }
 
 /// Something worth saying that does not change the exit code (e.g. a stripped leading `/`).

@@ -5,5 +5,6 @@
 pub mod confirm;
 pub mod dates;
 pub mod exclude;
+pub mod plan;
 pub mod select;
 pub mod transform;

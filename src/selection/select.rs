@@ -24,9 +24,8 @@
 
 use std::collections::HashMap;
 
+use super::plan::Given;
 use crate::archive::Timestamp;
-use crate::cli::operands::Given;
-use crate::config::Config;
 use crate::report;
 use crate::selection::exclude::{self, Exclude, Pattern, has_wildcards, matched_name, unescape};
 
@@ -255,7 +254,7 @@ pub struct Wanted {
 }
 
 impl Wanted {
-    pub fn new(cfg: &Config) -> anyhow::Result<Wanted> {
+    pub fn new(cfg: &super::plan::SelectionPlan) -> anyhow::Result<Wanted> {
         Ok(Wanted {
             select: Select::new(
                 &cfg.members,

@@ -11,6 +11,7 @@ pub mod direct_policy;
 pub mod journal;
 pub mod mount;
 pub mod multi;
+pub mod plan;
 pub mod portable;
 pub mod purge;
 pub mod tree;
@@ -146,11 +147,10 @@ pub fn apply_namespace_op(dest: &mut dest::Dest, stats: &mut Stats, op: Op) -> R
 
 use std::sync::Arc;
 
-use crate::cli::IoBackend;
-use crate::config::Config;
 use crate::policy::admit::FileCount;
 use crate::pool::{BUF_ALIGN, Pool};
 use crate::resources::FdBudget;
+use plan::{Backend, Layout, RingProbe, WriterPlan};
 use portable::Portable;
 
 /// Calls `call`, a system call returning a negative value on failure, again while it fails
@@ -188,27 +188,6 @@ pub fn direct_refused() {
     }
 }
 
-/// How the writer learns whether io_uring is there: from the kernel, or (the test suite's
-/// hidden `--debug-uring`) as a kernel that refuses it or lacks an operation would answer, so
-/// the fallback to the portable writer is tested on any kernel.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum RingProbe {
-    /// Ask the kernel.
-    #[default]
-    Kernel,
-    /// As kernel.io_uring_disabled=2: the ring's set-up fails with EPERM.
-    Refused,
-    /// As a 5.5 kernel: the ring is set up, its probe lacks IORING_OP_OPENAT.
-    NoOpenat,
-}
-
-/// Builds the writer the configuration asks for. `files` is the `--max-files` count that
-/// implied directories are counted against.
-pub fn create(cfg: &Config, pool: &Pool, files: Arc<FileCount>) -> Result<Box<dyn Writer>> {
-    let mut w = create_n(cfg, pool, None, files, 1, None)?;
-    Ok(w.workers.pop().expect("one writer"))
-}
-
 /// Writers for `--writer-threads N` (N > 1), and the dispatcher's own `Dest`.
 pub struct Writers {
     pub workers: Vec<Box<dyn Writer>>,
@@ -234,63 +213,30 @@ const AUTO_PORTABLE_FROM: usize = 2;
 /// Content-Length), for the direct-IO policy. `frames`: the decoder's frame pool, whose
 /// buffers may come as file data (lend.rs).
 pub fn create_n(
-    cfg: &Config,
+    plan: &WriterPlan,
     pool: &Pool,
     frames: Option<&Pool>,
     files: Arc<FileCount>,
-    n: usize,
     archive: Option<u64>,
 ) -> Result<Writers> {
     // Modes are applied exactly with -p and as root (GNU tar's --preserve-permissions default
-    // for root, undone by --no-same-permissions; config.rs); otherwise the archive's modes
-    // minus the umask, like tar without -p.
+    // for root, undone by --no-same-permissions; cli/resolve.rs); otherwise the archive's
+    // modes minus the umask, like tar without -p.
     // Safety: umask has no memory effects.
     let old_umask = unsafe { libc::umask(0) };
     // Safety: as above; DIR itself is created like `mkdir -p`, under the user's umask.
     unsafe { libc::umask(old_umask) };
-    let exact = cfg.preserve_permissions;
-    // Where names are compared without case, one portable writer (casefold.rs), unless the
-    // user chose the writer threads and the backend.
-    let caseless = match (cfg.writer_threads_given, cfg.io) {
-        (true, IoBackend::Uring | IoBackend::Portable) => None,
-        _ => casefold::caseless(&cfg.dest),
-    };
-    if let Some(fstype) = &caseless
-        && cfg.verbose > 0
-    {
-        crate::report::warn(format!(
-            "{}: names are compared without case here ({fstype}): one writer thread, no io_uring",
-            cfg.dest.display()
-        ));
+    let exact = plan.exact_modes;
+    // Decided at the edge from DIR's filesystem (cli/resolve.rs `writer_layout`); one writer
+    // where it was not.
+    let one = Layout { threads: 1, serial: false, journal_less: false, notes: Vec::new() };
+    let layout = plan.layout.as_ref().unwrap_or(&one);
+    for note in &layout.notes {
+        crate::report::warn(note);
     }
-    // On ext4 without a journal, one writer thread (journal.rs), unless chosen.
-    let journal_less = match cfg.writer_threads_given {
-        true => None,
-        false => journal::journal_less(&cfg.dest),
-    };
-    // Said by --json's writer counts only: -v lists names, as GNU tar's does, and many
-    // virtual machines' disks have no journal.
-    let serial = caseless.is_some() || cfg.keep_directory_symlink;
-    // `-U` and `--recursive-unlink` remove directories that other writers' caches may hold,
-    // and `--keep-directory-symlink` gives one file two names (`lib/x`, `usr/lib/x`), which
-    // the writers' ordering by name cannot see: always one writer, one file after the other.
-    // (With 4 writers asked for, 1 to 177 of 400 files written as `usr/lib/fN`, then as
-    // `lib/fN` through `lib -> usr/lib`, kept the first content.)
-    let unlinks = cfg.recursive_unlink || cfg.old_files == crate::config::OldFiles::UnlinkFirst;
-    if cfg.keep_directory_symlink && !unlinks && n > 1 && cfg.writer_threads_given {
-        crate::report::warn(format!(
-            "--keep-directory-symlink: one writer thread, not {n} (through a kept symlink one \
-             file may have two names)"
-        ));
-    }
-    let one = serial || journal_less.is_some();
-    let n = if unlinks || cfg.keep_directory_symlink || (one && !cfg.writer_threads_given) {
-        1
-    } else {
-        n
-    };
+    let (n, serial, journal_less) = (layout.threads, layout.serial, layout.journal_less);
     let fds = FdBudget::from_rlimit(n);
-    if fds.writers < n && cfg.writer_threads_given {
+    if fds.writers < n && plan.threads_given {
         crate::report::warn(format!(
             "{} writer threads need more file descriptors than ulimit -n {} leaves; using {}",
             n, fds.limit, fds.writers
@@ -300,46 +246,41 @@ pub fn create_n(
     let dests = if n > 1 { n + 1 } else { 1 };
     let removals = (dests > 1).then(|| Arc::new(tree::Removals::default()));
     let opts = || dest::DestOptions {
-        old_files: cfg.old_files,
-        verbose: cfg.verbose > 0,
+        old_files: plan.old_files,
+        verbose: plan.verbose,
         exact,
         user_umask: old_umask,
         dir_fds: (fds.dirs / dests).max(1),
         files: files.clone(),
-        keep_dir_symlinks: cfg.keep_directory_symlink,
-        dereference: cfg.dereference,
-        delay_restore: cfg.delay_directory_restore,
-        recursive_unlink: cfg.recursive_unlink,
-        backup: cfg.backup.clone(),
-        one_file_system: cfg.one_file_system,
+        keep_dir_symlinks: plan.keep_directory_symlink,
+        dereference: plan.dereference,
+        delay_restore: plan.delay_restore,
+        recursive_unlink: plan.recursive_unlink,
+        backup: plan.backup.clone(),
+        one_file_system: plan.one_file_system,
         removals: removals.clone(),
     };
     let mut all =
-        (0..dests).map(|_| dest::Dest::open(&cfg.dest, opts())).collect::<Result<Vec<_>>>()?;
+        (0..dests).map(|_| dest::Dest::open(&plan.dest, opts())).collect::<Result<Vec<_>>>()?;
     // From here on modes are applied explicitly.
     // Safety: umask has no memory effects.
     unsafe { libc::umask(0) };
-    let plan = direct_plan(cfg, &all[0], pool, archive);
-    let policy = plan.policy();
+    let direct_plan = direct_plan(plan, &all[0], pool, archive);
+    let policy = direct_plan.policy();
     let direct = policy.threshold.is_some();
     let dispatcher = if n > 1 { all.pop() } else { None };
     let files_each = (fds.files / n).max(1);
-    let mut uring_ok = match cfg.io {
-        IoBackend::Uring => true,
-        IoBackend::Portable => false,
-        IoBackend::Auto if journal_less.is_some() => direct,
-        IoBackend::Auto => !serial && (n < AUTO_PORTABLE_FROM || direct),
-    };
+    let mut uring_ok = uring_first(plan.backend, serial, journal_less, n, direct);
     let mut workers: Vec<Box<dyn Writer>> = Vec::with_capacity(n);
     let mut uring = 0;
     for dest in all {
         if uring_ok {
-            let ring = uring::setup(cfg.ring_probe);
-            match ring.and_then(|r| probe_opcodes(r, cfg.ring_probe)).and_then(probe_workers) {
+            let ring = uring::setup(plan.ring_probe);
+            match ring.and_then(|r| probe_opcodes(r, plan.ring_probe)).and_then(probe_workers) {
                 Ok(ring) => {
                     // Without a journal, files are created one after the other (journal.rs),
                     // also when the ring is here for direct writes.
-                    let here = n >= uring::OPEN_BUFFERED_HERE_FROM || journal_less.is_some();
+                    let here = n >= uring::OPEN_BUFFERED_HERE_FROM || journal_less;
                     let w = uring::Uring::new(ring, pool, frames, dest, policy, files_each, here);
                     workers.push(Box::new(w));
                     uring += 1;
@@ -349,7 +290,7 @@ pub fn create_n(
                     // Asked for, the fallback is worth a word; chosen by `auto`, only with -v:
                     // Docker's default seccomp profile refuses io_uring, and a line on every
                     // run in a container would say nothing the user can act on.
-                    if cfg.io == IoBackend::Uring || cfg.verbose > 0 {
+                    if plan.backend == Backend::Uring || plan.verbose {
                         crate::report::warn(format!(
                             "io_uring is not available ({e}); using the portable writer"
                         ));
@@ -360,7 +301,20 @@ pub fn create_n(
         }
         workers.push(Box::new(Portable::new(dest, policy)));
     }
-    Ok(Writers { workers, uring, dest: dispatcher, direct: plan })
+    Ok(Writers { workers, uring, dest: dispatcher, direct: direct_plan })
+}
+
+/// Whether the writers try io_uring first (else the portable writer): `--io uring` always,
+/// `portable` never; `auto` where files go direct (`direct`) and, when DIR's ext4 has a
+/// journal and no one writer is wanted (`serial`), also with fewer than AUTO_PORTABLE_FROM
+/// writer threads (`n`).
+fn uring_first(backend: Backend, serial: bool, journal_less: bool, n: usize, direct: bool) -> bool {
+    match backend {
+        Backend::Uring => true,
+        Backend::Portable => false,
+        Backend::Auto if journal_less => direct,
+        Backend::Auto => !serial && (n < AUTO_PORTABLE_FROM || direct),
+    }
 }
 
 /// The ring's operations that the writer uses: OPENAT, WRITE and CLOSE came with Linux 5.6, and
@@ -420,7 +374,7 @@ fn probe_workers(mut ring: io_uring::IoUring) -> std::io::Result<io_uring::IoUri
 /// Probes DIR and decides which files go direct (direct_policy.rs); warns when `--direct-io`
 /// cannot be had.
 fn direct_plan(
-    cfg: &Config,
+    plan: &WriterPlan,
     dest: &dest::Dest,
     pool: &Pool,
     archive: Option<u64>,
@@ -429,10 +383,10 @@ fn direct_plan(
     // O_DIRECT needs the data's address and length aligned: every pool buffer starts on a
     // BUF_ALIGN boundary and is buf_size long.
     let pool_align = BUF_ALIGN.min(1 << pool.buf_size().trailing_zeros());
-    let plan =
-        direct_policy::decide(cfg.direct_io, cfg.direct_io_threshold, &probed, archive, pool_align);
-    if let Some(w) = plan.warning() {
+    let decided =
+        direct_policy::decide(plan.direct, plan.direct_threshold, &probed, archive, pool_align);
+    if let Some(w) = decided.warning() {
         crate::report::warn(w);
     }
-    plan
+    decided
 }
