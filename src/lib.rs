@@ -16,6 +16,7 @@ pub mod metadata;
 pub mod plan;
 pub mod policy;
 pub mod pool;
+pub mod reading;
 pub mod report;
 pub mod resources;
 pub mod resume;

@@ -780,7 +780,7 @@ impl<R: Skip> Reader<R> {
                 // ignored, as GNU tar does; nothing after it is looked at.
                 let mut second: Block = [0; BLOCK];
                 // Not after a read error: a corrupt stream is reported as such (its trailer
-                // check, extract::verify_trailer).
+                // check, reading.rs verify_trailer).
                 let lone = match self.read_block(&mut second) {
                     Ok(Fill::Full) => second != [0; BLOCK],
                     Ok(Fill::Eof | Fill::Partial(_)) => true,

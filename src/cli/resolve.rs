@@ -15,12 +15,13 @@ use crate::archive::Timestamp;
 use crate::budget::{Budget, tight_memory, url_window};
 use crate::cli::operands::{self, Selection};
 use crate::cli::{Args, Ordered};
-use crate::command::reading::ReadPlan;
+use crate::command::listing::ListingPlan;
 use crate::command::{Command, Plans};
 use crate::decode::plan::InputPlan;
 use crate::policy::admit::{Limits, SNAPSHOT_MAX_BYTES, SNAPSHOT_MAX_FILES};
 use crate::policy::plan::{MemberPlan, OldFiles};
-use crate::report::plan::{CheckpointPlan, ListingPlan, ReportPlan};
+use crate::reading::ReadPlan;
+use crate::report::plan::{CheckpointPlan, ReportPlan};
 use crate::resume::{Flag, ResumePlan};
 use crate::selection::plan::SelectionPlan;
 use crate::write::plan::{Backend, DestFs, DirectIo, Layout, RingProbe, WriterPlan};
@@ -137,11 +138,11 @@ pub fn resolve(args: Args, edge: &Edge, notes: &mut Vec<String>) -> Result<Plans
         record_size,
         index_file: args.index_file.clone(),
         warnings,
-        listing: listing_plan(&args, quoting, &policy),
         checkpoint,
     };
+    let listing = listing_plan(&args, quoting, &policy);
     let resume = resume_plan(&args, &input, &selection, &policy, &writer, &read)?;
-    Ok(Plans { command, input, resume, read, selection, policy, writer, report, tar_env })
+    Ok(Plans { command, input, resume, read, selection, policy, writer, report, listing, tar_env })
 }
 
 /// The operations and options of GNU tar that fastuntar does not have: one line each.
@@ -230,7 +231,7 @@ fn listing_plan(
         strip_components: args.strip_components,
         one_top_level: policy.one_top_level.clone(),
         quoting,
-        times: crate::report::listing::TimeStyle { full: args.full_time, utc: args.utc },
+        times: crate::report::time::TimeStyle { full: args.full_time, utc: args.utc },
         xattrs: policy.xattrs.clone(),
         acls: args.acls_on,
     }
@@ -288,8 +289,8 @@ fn newer_than(args: &Args, now: Timestamp, notes: &mut Vec<String>) -> Result<Op
         (None, None) => return Ok(None),
     };
     let at = dates::date_or_file(text, now).with_context(|| option.to_string())?;
-    let style = crate::report::listing::TimeStyle { full: false, utc: args.utc };
-    let said = crate::report::listing::tartime(at, true, style);
+    let style = crate::report::time::TimeStyle { full: false, utc: args.utc };
+    let said = crate::report::time::tartime(at.secs, at.nanos, true, style);
     if args.verbose > 0 && !dates::names_a_file(text) && said != *text {
         notes.push(format!("Option {option}: Treating date '{text}' as {said}"));
     }

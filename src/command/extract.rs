@@ -13,7 +13,6 @@ use std::sync::Arc;
 use crate::archive::{Kind, Member, Reader, Skip, Xattr};
 use crate::budget::{self, Pools};
 use crate::command::Plans;
-use crate::command::reading::Reading;
 use crate::decode;
 use crate::lend;
 use crate::metadata::owner::Owners;
@@ -23,6 +22,7 @@ use crate::policy::plan::MemberPlan;
 use crate::policy::safety::SafePath;
 use crate::policy::safety::{Sanitizer, Verdict};
 use crate::pool::{Pool, PoolBuf};
+use crate::reading::Reading;
 use crate::report;
 use crate::report::progress::{self, Progress};
 use crate::resume::Session;
@@ -500,8 +500,7 @@ fn produce(
     let ids = unsafe { (libc::geteuid(), libc::getegid()) };
     let mut packer = None;
     let mut owners = Owners::new(policy.numeric_owner);
-    let mut lines =
-        crate::report::listing::Lines::new(&plans.report.listing, plans.report.verbose > 1);
+    let mut lines = crate::command::listing::Lines::new(&plans.listing, plans.report.verbose > 1);
     let selection = &plans.selection;
     let mut confirm = selection.interactive.then(|| Confirm::new(selection.stdin_taken, false));
     let mut members = 0;
@@ -594,16 +593,6 @@ fn produce(
     }
     archive.finish(utf8)?;
     Ok(members)
-}
-
-/// The tar end marker comes before the end of a compressed stream: reads on so the decoder
-/// checks the frame's end and checksum and what follows it, as `zstd -d | tar -x` would, but
-/// only within a budget (decode.rs TRAILER_DECODED): gigabytes of trailing data are not decoded.
-pub fn verify_trailer<R: Skip>(reader: Reader<R>, trailer: &decode::Trailer) -> Result<()> {
-    let end = reader.offset();
-    trailer
-        .check(reader.into_inner())
-        .map_err(|e| anyhow!("archive offset {end}: after the end of the archive: {e}"))
 }
 
 enum MemberError {
@@ -767,14 +756,14 @@ fn check_time(plans: &Plans, m: &Member, path: &SafePath, t: crate::archive::Tim
             nanos += 1_000_000_000;
             secs -= 1;
         }
-        Some(format!("{secs}{}", crate::report::listing::ns_fraction(nanos as u32)))
+        Some(format!("{secs}{}", crate::report::time::ns_fraction(nanos as u32)))
     };
     let ahead = future();
     if t.secs >= 0 && ahead.is_none() {
         return;
     }
     let name = report::printable(gnu_file_name(&plans.policy, m, path));
-    let when = crate::report::listing::tartime(t, true, plans.report.listing.times);
+    let when = crate::report::time::tartime(t.secs, t.nanos, true, plans.listing.times);
     match ahead {
         None => report::warn_of(
             report::Warning::Timestamp,
@@ -882,7 +871,7 @@ struct Stage<'a, 'b, R: Skip> {
     /// be like (lend.rs).
     direct: DirectPolicy,
     /// What -v prints (list.rs).
-    lines: &'a mut crate::report::listing::Lines,
+    lines: &'a mut crate::command::listing::Lines,
     /// The rest of the buffer small files are being packed into.
     packer: &'a mut Option<PoolBuf>,
     /// `-w`: the questions asked before each member.
@@ -967,7 +956,7 @@ impl<R: Skip> Stage<'_, '_, R> {
             // As `tar -xv` prints it: quoted for the locale, `-xvv` GNU tar's long lines. A
             // failed write stops the names, not the extraction; main.rs reports it at the end
             // (exit 2), as GNU tar does.
-            let line = self.lines.of(&m, &plans.report.listing, self.reader.volume_label());
+            let line = self.lines.of(&m, &plans.listing, self.reader.volume_label());
             let _ = report::list_line(&line, false);
         }
         let entry = self.entry(&mut m, name, path);

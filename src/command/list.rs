@@ -5,16 +5,16 @@ use std::io::{self, Write};
 use anyhow::Result;
 
 use crate::command::Plans;
-use crate::command::reading::open;
-use crate::report::listing::Lines;
+use crate::command::listing::Lines;
+use crate::reading::open;
 use crate::report::locale::utf8_locale;
 
 pub fn run(plans: &Plans) -> Result<u64> {
-    let mut archive = open(plans)?;
+    let mut archive = open(&plans.input, &plans.selection, &plans.read)?;
     let report = &plans.report;
     let mut out = io::BufWriter::new(crate::report::listing());
     let utf8 = utf8_locale();
-    let mut lines = Lines::new(&report.listing, report.verbose > 0);
+    let mut lines = Lines::new(&plans.listing, report.verbose > 0);
     // Checkpoints and "Omitting" lines print straight to stdout and stderr: each line goes out
     // before them.
     let line_by_line = crate::report::checkpoint::on() || plans.read.show_omitted_dirs;
@@ -30,7 +30,7 @@ pub fn run(plans: &Plans) -> Result<u64> {
             continue;
         }
         members += 1;
-        let line = lines.of(&m, &report.listing, archive.reader.volume_label());
+        let line = lines.of(&m, &plans.listing, archive.reader.volume_label());
         let mut written = out.write_all(&line).and_then(|()| out.write_all(b"\n"));
         if let Some(raw) = m.dumpdir.as_deref().filter(|_| report.verbose > 1) {
             written =

@@ -1,9 +1,10 @@
 //! The three commands, each a loop over the archive's members: `-x` (extract.rs), `-t`
-//! (list.rs) and `-O` (to_stdout.rs); reading.rs is the member loop they share.
+//! (list.rs) and `-O` (to_stdout.rs), over the member loop they share (src/reading.rs);
+//! listing.rs makes the lines `-t` and `-v` print.
 
 pub mod extract;
 pub mod list;
-pub mod reading;
+pub mod listing;
 pub mod to_stdout;
 
 use crate::decode::plan::InputPlan;
@@ -22,8 +23,8 @@ pub struct Plans {
     pub input: InputPlan,
     /// Resume points: whether, where, and against which options (resume/; with the input).
     pub resume: ResumePlan,
-    /// How the archive is read (reading.rs).
-    pub read: reading::ReadPlan,
+    /// How the archive is read (src/reading.rs).
+    pub read: crate::reading::ReadPlan,
     /// Which members, under which names (selection/).
     pub selection: SelectionPlan,
     /// What may land and how (policy/).
@@ -32,6 +33,8 @@ pub struct Plans {
     pub writer: WriterPlan,
     /// What is said and where (report/).
     pub report: ReportPlan,
+    /// How `-t` and `-v` lines look (listing.rs).
+    pub listing: listing::ListingPlan,
     /// The TAR_* variables every program the run starts gets (`--to-command`, a checkpoint's
     /// `exec`): TAR_VERSION, TAR_ARCHIVE (`-` for standard input), TAR_BLOCKING_FACTOR.
     pub tar_env: [(&'static str, std::ffi::OsString); 3],

@@ -33,13 +33,14 @@ use anyhow::{Context, Result, anyhow, bail};
 use crate::archive::{Format, Kind, Member, Reader, Skip};
 use crate::budget::CHUNK_SIZE;
 use crate::command::extract::{gnu_file_name, judge, skip_continuation, warn_unknown_type};
-use crate::command::reading;
+use crate::command::listing;
 use crate::command::{Command as Run, Plans};
 use crate::policy::admit::{Admission, FileCount, extracted_as_file};
 use crate::policy::safety::SafePath;
 use crate::policy::safety::Sanitizer;
+use crate::reading;
 use crate::report;
-use crate::report::{listing, locale};
+use crate::report::{locale, time};
 
 /// Bytes gathered before one write(2) to stdout: file data is read straight into this buffer,
 /// and small files share one write.
@@ -51,7 +52,7 @@ const PIPE_BUF: usize = 64 << 10;
 
 /// Writes the files' data to stdout; returns the number of members read.
 pub fn run(plans: &Plans) -> Result<u64> {
-    let mut archive = reading::open(plans)?;
+    let mut archive = reading::open(&plans.input, &plans.selection, &plans.read)?;
     let (policy, verbose) = (&plans.policy, plans.report.verbose);
     let beside_data = beside_data(&plans.command);
     // A duplicate of fd 1, written without Stdout's line buffering (which would look for
@@ -64,7 +65,7 @@ pub fn run(plans: &Plans) -> Result<u64> {
     let utf8 = locale::utf8_locale();
     let mut scratch = Vec::new();
     // -v: names, -vv: GNU tar's long lines.
-    let mut lines = listing::Lines::new(&plans.report.listing, verbose > 1);
+    let mut lines = listing::Lines::new(&plans.listing, verbose > 1);
     let selection = &plans.selection;
     let mut confirm = selection
         .interactive
@@ -99,7 +100,7 @@ pub fn run(plans: &Plans) -> Result<u64> {
             continue;
         }
         if verbose > 0 {
-            let listed = lines.of(&m, &plans.report.listing, archive.reader.volume_label());
+            let listed = lines.of(&m, &plans.listing, archive.reader.volume_label());
             // Beside the data on stdout: on stderr (or in the index file).
             let _ = report::list_line(&listed, beside_data);
         }
@@ -207,7 +208,7 @@ impl Piped<'_> {
         let (plans, m) = (self.plans, self.m);
         let os = |b: &[u8]| OsStr::from_bytes(b).to_os_string();
         let time = |secs: i64, nanos: u32| -> std::ffi::OsString {
-            format!("{secs}{}", listing::ns_fraction(nanos)).into()
+            format!("{secs}{}", time::ns_fraction(nanos)).into()
         };
         // TAR_ATIME and TAR_CTIME: GNU tar gives its start time for members without them.
         let start = crate::report::totals::started_at();

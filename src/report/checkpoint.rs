@@ -42,8 +42,8 @@ use std::time::Duration;
 use anyhow::{Result, anyhow, bail};
 
 use crate::archive::{Kind, Member, Reader, Skip};
-use crate::cli::operands::unquote;
 use crate::report;
+use crate::report::quoting::unquote;
 use crate::report::totals;
 
 /// GNU tar's `DEFAULT_CHECKPOINT`: records between checkpoints without a number.
@@ -161,7 +161,7 @@ impl Action {
 }
 
 /// GNU tar's `copy_string_unquote`: one pair of matching quotes around the whole string
-/// removed (`echo='"a b"'`), then C escapes decoded (`operands::unquote`: `\t`, `\n`, `\033`,
+/// removed (`echo='"a b"'`), then C escapes decoded (`quoting::unquote`: `\t`, `\n`, `\033`,
 /// ...). A lone quote character becomes empty (GNU tar 1.34 overruns its buffer there).
 fn unquoted(s: &str) -> Vec<u8> {
     let b = s.as_bytes();

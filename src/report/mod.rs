@@ -12,11 +12,11 @@
 //! /dev/null before main, so such output is discarded as `>/dev/null` would discard it.)
 
 pub mod checkpoint;
-pub mod listing;
 pub mod locale;
 pub mod plan;
 pub mod progress;
 pub mod quoting;
+pub mod time;
 pub mod totals;
 
 use std::fs::File;

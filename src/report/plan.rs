@@ -1,6 +1,6 @@
 //! The reporting plan: what a run says and where, as the resolve step (cli/resolve.rs) fixed
-//! it: verbosity, `--json`, `--totals`, `--index-file`, `--warning`'s classes, the listing's
-//! form (listing.rs) and `--checkpoint`'s actions (checkpoint.rs).
+//! it: verbosity, `--json`, `--totals`, `--index-file`, `--warning`'s classes and
+//! `--checkpoint`'s actions (checkpoint.rs).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -22,33 +22,8 @@ pub struct ReportPlan {
     pub index_file: Option<PathBuf>,
     /// The warning classes `--warning` turned off.
     pub warnings: Warnings,
-    /// How `-t` and `-v` lines look.
-    pub listing: ListingPlan,
     /// `--checkpoint`, `--checkpoint-action`; None when off.
     pub checkpoint: Option<CheckpointPlan>,
-}
-
-/// How `-t` and `-v` lines look (listing.rs `Lines`).
-#[derive(Debug, Clone)]
-pub struct ListingPlan {
-    /// `-R`: lines start `block N: `, N a member's header block plus this (0 for `-t`, 1
-    /// when extracting); None without `-R`.
-    pub block_past: Option<u64>,
-    /// `--numeric-owner`: ids, never names.
-    pub numeric_owner: bool,
-    /// `-V` was given: a POSIX volume label is dated 1970, as GNU tar 1.34 shows it.
-    pub label_given: bool,
-    /// `--show-transformed-names`: names as extracted (`strip_components`, `one_top_level`).
-    pub show_transformed: bool,
-    pub strip_components: usize,
-    pub one_top_level: Option<PathBuf>,
-    /// `--quoting-style`, `--quote-chars` (quoting.rs).
-    pub quoting: super::quoting::Quoting,
-    /// `--full-time`, `--utc`.
-    pub times: super::listing::TimeStyle,
-    /// `--xattrs`' filter and `--acls`, for the mark after the mode.
-    pub xattrs: Option<crate::metadata::xattrs::XattrFilter>,
-    pub acls: bool,
 }
 
 /// `--checkpoint`'s spec and what it needs to know of the run (checkpoint.rs `start`).

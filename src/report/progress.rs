@@ -5,13 +5,11 @@
 
 use std::io::IsTerminal;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use indicatif::{HumanBytes, ProgressBar, ProgressDrawTarget, ProgressStyle};
-
-use crate::decode::url::NetStats;
 
 /// indicatif's own redraw limit; the issue asks for ~10 redraws a second at most.
 const REDRAW_HZ: u8 = 10;
@@ -27,6 +25,22 @@ pub fn member_seen() {
 
 pub fn bytes_written(n: u64) {
     WRITTEN.fetch_add(n, Ordering::Relaxed);
+}
+
+/// A download's counters (decode/url/), for the progress bar and the summary.
+#[derive(Debug, Default)]
+pub struct NetStats {
+    /// Bytes received that count (not those passed over after a restart).
+    pub downloaded: AtomicU64,
+    /// Connections with a request open now.
+    pub connections: AtomicUsize,
+    /// Connection threads started.
+    pub threads: AtomicUsize,
+    pub retries: AtomicU64,
+    /// Bytes received again and passed over (a server without ranges, restarted from 0).
+    pub refetched: AtomicU64,
+    /// A progress bar counts the retries: no line for each.
+    pub bar: AtomicBool,
 }
 
 /// A download's part of the bar: rate, connections in use, retries, bytes re-fetched.

@@ -425,9 +425,77 @@ fn end_esc(out: &mut Vec<u8>, escaping: bool, pending: &mut bool) {
     }
 }
 
+/// GNU tar's `unquote_string` (misc.c): `\\`, `\a`, `\b`, `\f`, `\n`, `\r`, `\t`, `\v`, `\?`
+/// (DEL) and up to three octal digits are decoded; any other backslash stays, with the byte
+/// after it. The name ends at a decoded NUL, as the C string it becomes.
+pub fn unquote(s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut i = 0;
+    while i < s.len() {
+        if s[i] != b'\\' {
+            out.push(s[i]);
+            i += 1;
+            continue;
+        }
+        i += 1;
+        let Some(&c) = s.get(i) else {
+            out.push(b'\\');
+            break;
+        };
+        let decoded = match c {
+            b'\\' => b'\\',
+            b'a' => 0x07,
+            b'b' => 0x08,
+            b'f' => 0x0c,
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b't' => b'\t',
+            b'v' => 0x0b,
+            b'?' => 0x7f,
+            b'0'..=b'7' => {
+                let mut value = 0u32;
+                let mut n = 0;
+                while n < 3 && s.get(i).is_some_and(|d| (b'0'..=b'7').contains(d)) {
+                    value = value * 8 + u32::from(s[i] - b'0');
+                    i += 1;
+                    n += 1;
+                }
+                // A char holds the low 8 bits (`\777` is 0xff).
+                out.push(value as u8);
+                continue;
+            }
+            other => {
+                out.push(b'\\');
+                other
+            }
+        };
+        out.push(decoded);
+        i += 1;
+    }
+    if let Some(nul) = out.iter().position(|&b| b == 0) {
+        out.truncate(nul);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// GNU tar 1.34: `tar -tf t.tar 'src/\141b'` lists `src/ab`, `'src/\?'` looks for
+    /// `src/<DEL>`, `'src/a\'` and `'src/\q'` keep their backslashes.
+    #[test]
+    fn unquote_like_gnu_tar() {
+        assert_eq!(unquote(b"src/\\141b"), b"src/ab");
+        assert_eq!(unquote(b"src/\\?"), b"src/\x7f");
+        assert_eq!(unquote(b"src/a\\"), b"src/a\\");
+        assert_eq!(unquote(b"src/\\q\\*"), b"src/\\q\\*");
+        assert_eq!(unquote(b"\\\\\\n\\t\\a\\b\\f\\r\\v"), b"\\\n\t\x07\x08\x0c\r\x0b");
+        assert_eq!(unquote(b"\\18"), b"\x018");
+        assert_eq!(unquote(b"\\1234"), b"S4");
+        assert_eq!(unquote(b"\\777"), b"\xff");
+        assert_eq!(unquote(b"cut\\0here"), b"cut");
+    }
 
     fn q(style: &str, name: &[u8], utf8: bool) -> String {
         let quoting = Quoting::new(Some(style), &[]).unwrap();

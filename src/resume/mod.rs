@@ -43,11 +43,11 @@ use hook::Event;
 use state::{CarriedDir, Counts, InputId, Point, Probe, State};
 
 use crate::archive::{Member, Reader, Skip, UnitStart};
-use crate::command::reading::Reading;
 use crate::decode::plan::InputPlan;
 use crate::decode::{self, Format};
 use crate::policy::admit::Admission;
 use crate::policy::safety::SafePath;
+use crate::reading::Reading;
 use crate::selection::select::Wanted;
 
 /// The version written into every state (the options' digest is of this program's forms).
@@ -563,7 +563,7 @@ impl Session {
     /// selection's counts as they were. Says that the run resumes (unless -q).
     pub fn reading(
         &self,
-        plan: &crate::command::reading::ReadPlan,
+        plan: &crate::reading::ReadPlan,
         mut wanted: Wanted,
         decoded: decode::Decoded,
     ) -> Result<Reading> {

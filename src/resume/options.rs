@@ -18,9 +18,9 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::command::reading::ReadPlan;
 use crate::decode::plan::InputPlan;
 use crate::policy::plan::MemberPlan;
+use crate::reading::ReadPlan;
 use crate::selection::plan::SelectionPlan;
 use crate::write::plan::WriterPlan;
 

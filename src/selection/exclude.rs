@@ -28,7 +28,7 @@
 
 use std::ffi::CString;
 
-use super::plan::{Flags, Given};
+use crate::selection::given::{Flags, Given};
 
 /// FNM_LEADING_DIR from glibc's <fnmatch.h>: "PATTERN matches a leading dir of STRING".
 const FNM_LEADING_DIR: libc::c_int = 1 << 3;

@@ -24,10 +24,10 @@
 
 use std::collections::HashMap;
 
-use super::plan::Given;
 use crate::archive::Timestamp;
 use crate::report;
 use crate::selection::exclude::{self, Exclude, Pattern, has_wildcards, matched_name, unescape};
+use crate::selection::given::Given;
 
 pub struct Select {
     operands: Vec<Operand>,

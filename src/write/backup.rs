@@ -129,7 +129,7 @@ impl Backup {
 /// The highest N of each name's `NAME.~N~` in the directory.
 fn highest_numbered(dirfd: RawFd) -> io::Result<Highest> {
     let mut highest = Highest::new();
-    for entry in super::dest::names_in(dirfd)? {
+    for entry in super::names_in(dirfd)? {
         let Some(rest) = entry.as_bytes().strip_suffix(b"~") else { continue };
         let Some(at) = rest.windows(2).rposition(|w| w == b".~") else { continue };
         let digits = &rest[at + 2..];

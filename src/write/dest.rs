@@ -1243,7 +1243,7 @@ pub(super) fn empty_tree(dirfd: RawFd, name: &CStr) -> io::Result<()> {
         }
     }
     let listed = |fd: &OwnedFd| -> io::Result<Vec<(CString, bool)>> {
-        Ok(names_in(fd.as_raw_fd())?.into_iter().map(|n| (n, false)).collect())
+        Ok(super::names_in(fd.as_raw_fd())?.into_iter().map(|n| (n, false)).collect())
     };
     let top = open_dir_beneath(dirfd, name)?;
     let names = listed(&top)?;
@@ -1266,42 +1266,6 @@ pub(super) fn empty_tree(dirfd: RawFd, name: &CStr) -> io::Result<()> {
         stack.push((sub, inner));
     }
     if gone(dirfd, name)? { Ok(()) } else { Err(io::Error::from_raw_os_error(libc::ENOTEMPTY)) }
-}
-
-/// The names in the directory open as `dirfd`, without `.` and `..`.
-pub(super) fn names_in(dirfd: RawFd) -> io::Result<Vec<CString>> {
-    // Safety: dup of an open fd; fdopendir takes the copy, closedir closes it.
-    let copy = unsafe { libc::dup(dirfd) };
-    if copy < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // Safety: `copy` is an open directory fd we own from here.
-    let dir = unsafe { libc::fdopendir(copy) };
-    if dir.is_null() {
-        let e = io::Error::last_os_error();
-        // Safety: fdopendir failed, so `copy` is still ours to close.
-        unsafe { libc::close(copy) };
-        return Err(e);
-    }
-    // The copy shares its offset with `dirfd`: read from the start.
-    // Safety: `dir` is an open DIR stream.
-    unsafe { libc::rewinddir(dir) };
-    let mut names = Vec::new();
-    loop {
-        // Safety: `dir` is an open DIR stream; the entry is valid until the next readdir.
-        let ent = unsafe { libc::readdir(dir) };
-        if ent.is_null() {
-            break;
-        }
-        // Safety: d_name is a NUL-terminated array inside the entry.
-        let n = unsafe { CStr::from_ptr((*ent).d_name.as_ptr()) };
-        if n.to_bytes() != b"." && n.to_bytes() != b".." {
-            names.push(n.to_owned());
-        }
-    }
-    // Safety: `dir` is open; this closes `copy` too.
-    unsafe { libc::closedir(dir) };
-    Ok(names)
 }
 
 /// Whether `name` in `dirfd` is a symlink (false when it cannot be told).

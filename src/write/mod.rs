@@ -145,6 +145,9 @@ pub fn apply_namespace_op(dest: &mut dest::Dest, stats: &mut Stats, op: Op) -> R
     Ok(None)
 }
 
+use std::ffi::{CStr, CString};
+use std::io;
+use std::os::fd::RawFd;
 use std::sync::Arc;
 
 use crate::policy::admit::FileCount;
@@ -179,6 +182,42 @@ pub fn restart<T: Copy + Into<i64>>(mut call: impl FnMut() -> T) -> T {
 /// Tries of a system call interrupted again and again (`restart`), and of an interrupted
 /// io_uring open: the overlayfs case needed one more.
 pub const RESTARTS: u32 = 100;
+
+/// The names in the directory open as `dirfd`, without `.` and `..`.
+pub fn names_in(dirfd: RawFd) -> io::Result<Vec<CString>> {
+    // Safety: dup of an open fd; fdopendir takes the copy, closedir closes it.
+    let copy = unsafe { libc::dup(dirfd) };
+    if copy < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // Safety: `copy` is an open directory fd we own from here.
+    let dir = unsafe { libc::fdopendir(copy) };
+    if dir.is_null() {
+        let e = io::Error::last_os_error();
+        // Safety: fdopendir failed, so `copy` is still ours to close.
+        unsafe { libc::close(copy) };
+        return Err(e);
+    }
+    // The copy shares its offset with `dirfd`: read from the start.
+    // Safety: `dir` is an open DIR stream.
+    unsafe { libc::rewinddir(dir) };
+    let mut names = Vec::new();
+    loop {
+        // Safety: `dir` is an open DIR stream; the entry is valid until the next readdir.
+        let ent = unsafe { libc::readdir(dir) };
+        if ent.is_null() {
+            break;
+        }
+        // Safety: d_name is a NUL-terminated array inside the entry.
+        let n = unsafe { CStr::from_ptr((*ent).d_name.as_ptr()) };
+        if n.to_bytes() != b"." && n.to_bytes() != b".." {
+            names.push(n.to_owned());
+        }
+    }
+    // Safety: `dir` is open; this closes `copy` too.
+    unsafe { libc::closedir(dir) };
+    Ok(names)
+}
 
 /// The destination refused O_DIRECT: one warning per run, however many writers find out.
 pub fn direct_refused() {

@@ -25,7 +25,8 @@ use std::os::unix::ffi::OsStrExt;
 
 use anyhow::Result;
 
-use super::dest::{Dest, Removed, cstr_io, empty_tree, fstat, fstatat_nofollow, names_in};
+use super::dest::{Dest, Removed, cstr_io, empty_tree, fstat, fstatat_nofollow};
+use super::names_in;
 use super::restart;
 use crate::plan::{Dumpdir, Entry, Move};
 use crate::policy::admit::TooManyFiles;

@@ -12,11 +12,11 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 use url::Url;
 
-use super::NetStats;
 use super::http::{Answer, Client, Failed};
 use super::ranges::{self, BLOCK, Resume};
 use super::retry::{self, Failure};
 use super::validator::{self, ContentRange, Validator};
+use crate::report::progress::NetStats;
 
 /// What one connection thread is given.
 pub struct Job {

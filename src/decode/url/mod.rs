@@ -23,13 +23,15 @@ pub mod validator;
 
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use sha2::{Digest, Sha256};
 use url::Url;
+
+use crate::report::progress::NetStats;
 
 use fetch::{Fixed, Shared};
 use http::{Answer, Client, Settings};
@@ -90,22 +92,6 @@ pub struct Identity {
 pub struct Start {
     pub from: u64,
     pub expect: Option<Identity>,
-}
-
-/// Counters for the progress bar and the summary.
-#[derive(Debug, Default)]
-pub struct NetStats {
-    /// Bytes received that count (not those passed over after a restart).
-    pub downloaded: AtomicU64,
-    /// Connections with a request open now.
-    pub connections: AtomicUsize,
-    /// Connection threads started.
-    pub threads: AtomicUsize,
-    pub retries: AtomicU64,
-    /// Bytes received again and passed over (a server without ranges, restarted from 0).
-    pub refetched: AtomicU64,
-    /// A progress bar counts the retries: no line for each.
-    pub bar: AtomicBool,
 }
 
 /// An open download: its reader for the decoders, and `finish` for the end of the run.

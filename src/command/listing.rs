@@ -1,11 +1,36 @@
 //! The lines `-t` and `-v` print for each member, in GNU tar's forms (its list.c): the name
 //! quoted for the locale, or the long line of `-tv` and `-xvv` (mode, owner, size, date).
 
+use std::path::PathBuf;
+
 use crate::archive::{Kind, Member, Timestamp};
 use crate::metadata::owner::Owners;
 use crate::report::locale::utf8_locale;
-use crate::report::plan::ListingPlan;
 use crate::report::quote;
+use crate::report::time::tartime;
+
+/// How `-t` and `-v` lines look (`Lines`).
+#[derive(Debug, Clone)]
+pub struct ListingPlan {
+    /// `-R`: lines start `block N: `, N a member's header block plus this (0 for `-t`, 1
+    /// when extracting); None without `-R`.
+    pub block_past: Option<u64>,
+    /// `--numeric-owner`: ids, never names.
+    pub numeric_owner: bool,
+    /// `-V` was given: a POSIX volume label is dated 1970, as GNU tar 1.34 shows it.
+    pub label_given: bool,
+    /// `--show-transformed-names`: names as extracted (`strip_components`, `one_top_level`).
+    pub show_transformed: bool,
+    pub strip_components: usize,
+    pub one_top_level: Option<PathBuf>,
+    /// `--quoting-style`, `--quote-chars` (quoting.rs).
+    pub quoting: crate::report::quoting::Quoting,
+    /// `--full-time`, `--utc`.
+    pub times: crate::report::time::TimeStyle,
+    /// `--xattrs`' filter and `--acls`, for the mark after the mode.
+    pub xattrs: Option<crate::metadata::xattrs::XattrFilter>,
+    pub acls: bool,
+}
 
 /// GNU tar's starting widths for "user/group size" and the date column (list.c).
 const UGS_WIDTH: usize = 18;
@@ -138,7 +163,7 @@ fn long_line(
     };
     let pad = user.len() + 1 + group.len() + size.len();
     widths.ugs = widths.ugs.max(pad);
-    let date = tartime(m.mtime, cfg.times.full, cfg.times);
+    let date = tartime(m.mtime.secs, m.mtime.nanos, cfg.times.full, cfg.times);
     widths.date = widths.date.max(date.len());
     let mut line = format!(
         "{}{} {user}/{group} {:>w$} {:<dw$} ",
@@ -209,47 +234,6 @@ fn mode_string(m: &Member) -> String {
     .collect()
 }
 
-/// How times are shown: `--full-time`, `--utc`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct TimeStyle {
-    pub full: bool,
-    pub utc: bool,
-}
-
-/// GNU tar's `tartime`: "YYYY-MM-DD HH:MM" in local time (UTC with `--utc`), or with `full`
-/// "YYYY-MM-DD HH:MM:SS" and the nanoseconds without trailing zeros (".5"); the number of
-/// seconds where the time is out of the calendar's range.
-pub fn tartime(t: Timestamp, full: bool, style: TimeStyle) -> String {
-    let secs = t.secs as libc::time_t;
-    let mut tm = std::mem::MaybeUninit::<libc::tm>::zeroed();
-    // Safety: valid pointers to a time_t and a tm buffer.
-    let ok = !unsafe {
-        if style.utc {
-            libc::gmtime_r(&secs, tm.as_mut_ptr())
-        } else {
-            libc::localtime_r(&secs, tm.as_mut_ptr())
-        }
-    }
-    .is_null();
-    if !ok {
-        return t.secs.to_string();
-    }
-    // Safety: localtime_r/gmtime_r succeeded.
-    let tm = unsafe { tm.assume_init() };
-    let date = format!(
-        "{:04}-{:02}-{:02} {:02}:{:02}",
-        tm.tm_year as i64 + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min
-    );
-    if !full {
-        return date;
-    }
-    format!("{date}:{:02}{}", tm.tm_sec, ns_fraction(t.nanos))
-}
-
 /// The column GNU tar 1.34 adds after the mode with `--xattrs` or `--acls` (its
 /// `xattrs_print_char`): `+` for a member with ACLs (with --acls), `*` for one with an
 /// attribute `--xattrs` would restore, else a space; nothing without either option.
@@ -265,15 +249,6 @@ fn mark(m: &Member, cfg: &ListingPlan) -> &'static str {
         m.xattrs.iter().any(|x| !acl(&x) && f.wants(&x.name))
     };
     if cfg.xattrs.as_ref().is_some_and(restored) { "*" } else { " " }
-}
-
-/// GNU tar's `code_ns_fraction`: `.` and the nanoseconds without trailing zeros; nothing for 0.
-pub fn ns_fraction(ns: u32) -> String {
-    if ns == 0 {
-        return String::new();
-    }
-    let digits = format!("{ns:09}");
-    format!(".{}", digits.trim_end_matches('0'))
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use std::io;
 use std::sync::Arc;
 
-use anyhow::Result;
+use anyhow::{Result, anyhow};
 
 use crate::archive::{Kind, Member, Reader, Skip};
 use crate::decode;
@@ -60,17 +60,20 @@ pub struct Reading {
 }
 
 /// Opens the archive and starts its decoder for a stage that only reads it.
-pub fn open(plans: &super::Plans) -> Result<Reading> {
-    let source = &plans.input;
+pub fn open(
+    source: &decode::plan::InputPlan,
+    selection: &crate::selection::plan::SelectionPlan,
+    plan: &ReadPlan,
+) -> Result<Reading> {
     let input = decode::open_input(source, false)?;
-    let wanted = Wanted::new(&plans.selection)?;
+    let wanted = Wanted::new(selection)?;
     // Decoded frames wait in a pool of all of --memory, nothing else needing it (it is only
     // touched where frames are decoded ahead, so a single-frame archive costs no memory).
     let pools = source.pools(input.workers(source.threads))?;
     let threads = input.threads(source.threads, pools, source.budget.explicit)?;
     let decoded = input.decode(threads)?;
     let download = decoded.download.clone();
-    let mut reading = Reading::new(&plans.read, decoded.reader, decoded.trailer, wanted);
+    let mut reading = Reading::new(plan, decoded.reader, decoded.trailer, wanted);
     reading.download = download;
     Ok(reading)
 }
@@ -222,13 +225,13 @@ impl Reading {
     }
 
     /// After the last member: reads a compressed stream on past the end marker, so its end
-    /// and checksum are checked (`extract::verify_trailer`), then reports the MEMBER operands
+    /// and checksum are checked (`verify_trailer`), then reports the MEMBER operands
     /// that selected nothing.
     pub fn finish(self, utf8: bool) -> Result<()> {
         if let Some(trailer) = self.trailer
             && !self.ended_early
         {
-            crate::command::extract::verify_trailer(self.reader, &trailer)?;
+            verify_trailer(self.reader, &trailer)?;
         }
         if let Some(d) = &self.download
             && !self.ended_early
@@ -238,6 +241,16 @@ impl Reading {
         self.wanted.report_not_found(utf8);
         Ok(())
     }
+}
+
+/// The tar end marker comes before the end of a compressed stream: reads on so the decoder
+/// checks the frame's end and checksum and what follows it, as `zstd -d | tar -x` would, but
+/// only within a budget (decode.rs TRAILER_DECODED): gigabytes of trailing data are not decoded.
+fn verify_trailer<R: Skip>(reader: Reader<R>, trailer: &decode::Trailer) -> Result<()> {
+    let end = reader.offset();
+    trailer
+        .check(reader.into_inner())
+        .map_err(|e| anyhow!("archive offset {end}: after the end of the archive: {e}"))
 }
 
 /// `-V PATTERN`, as GNU tar 1.34 checks it before reading on: the archive's label is the
