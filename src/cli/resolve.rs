@@ -937,6 +937,213 @@ pub(crate) mod tests {
         }
     }
 
+    fn args(extra: &[&str]) -> Args {
+        let mut argv: Vec<OsString> = ["fastuntar"].map(Into::into).into();
+        argv.extend(extra.iter().map(Into::into));
+        crate::cli::parse(argv)
+    }
+
+    fn plans_of(extra: &[&str], edge: &Edge) -> Result<Plans> {
+        resolve(args(extra), edge, &mut Vec::new())
+    }
+
+    /// `-f`, else the first operand, else $TAPE; `-` and nothing are standard input, never a
+    /// terminal.
+    #[test]
+    fn where_the_archive_comes_from() {
+        let tape = Edge { tape: Some("/dev/st0".into()), ..edge() };
+        let tty = Edge { stdin_tty: true, ..edge() };
+        let p = |s: &str| Some(PathBuf::from(s));
+        for (argv, edge, want) in [
+            (&["-x", "-f", "a.tar"][..], edge(), Some(p("a.tar"))),
+            (&["-x", "a.tar", "b"], edge(), Some(p("a.tar"))),
+            (&["-x", "-f", "a.tar"], tape.clone(), Some(p("a.tar"))),
+            (&["-x"], tape.clone(), Some(p("/dev/st0"))),
+            (&["-x", "-f", "-"], tape, Some(None)),
+            (&["-x"], edge(), Some(None)),
+            (&["-x", "-f", "-"], tty.clone(), None),
+            (&["-x"], tty.clone(), None),
+            (&["-x", "-f", "a.tar"], tty, Some(p("a.tar"))),
+        ] {
+            let got = archive_source(&args(argv), &edge).ok();
+            assert_eq!(got, want, "{argv:?} tape {:?} tty {}", edge.tape, edge.stdin_tty);
+        }
+    }
+
+    #[test]
+    fn which_command_runs() {
+        for (argv, want) in [
+            (&["-x", "-f", "a"][..], Command::Extract),
+            (&["-t", "-f", "a"], Command::List),
+            (&["-x", "-O", "-f", "a"], Command::ToStdout),
+            (
+                &["-x", "--to-command", "wc", "--ignore-command-error", "-f", "a"],
+                Command::ToCommand { command: "wc".into(), ignore_errors: true },
+            ),
+        ] {
+            assert_eq!(command(&args(argv)), want, "{argv:?}");
+        }
+    }
+
+    /// Decoder threads: all CPUs when only reading, one fewer when writing, one under
+    /// `ulimit -v`; writer threads: the CPUs up to 8, one under a low RLIMIT_NPROC (not for
+    /// root), a given count kept (at most MAX_WRITERS).
+    #[test]
+    fn thread_counts() {
+        let e = |cpus, limited, nproc, root| Edge {
+            cpus,
+            address_space_limited: limited,
+            nproc_limit: nproc,
+            root,
+            ..edge()
+        };
+        for (edge, listing, want) in [
+            (e(4, false, None, false), true, 4),
+            (e(4, false, None, false), false, 3),
+            (e(1, false, None, false), false, 1),
+            (e(4, true, None, false), true, 1),
+            (e(1000, false, None, false), true, MAX_THREADS),
+        ] {
+            assert_eq!(default_threads(listing, &edge), want, "{edge:?} {listing}");
+        }
+        for (flag, edge, want) in [
+            (None, e(4, false, None, false), Some((4, false))),
+            (None, e(32, false, None, false), Some((DEFAULT_MAX_WRITERS, false))),
+            (None, e(4, false, Some(100), false), Some((1, false))),
+            (None, e(4, false, Some(100), true), Some((4, false))),
+            (None, e(4, false, Some(4096), false), Some((4, false))),
+            (None, e(4, true, None, false), Some((1, false))),
+            (Some(2), e(1, false, Some(100), false), Some((2, true))),
+            (
+                Some(100_000),
+                e(4, false, None, false),
+                Some((crate::write::multi::MAX_WRITERS, true)),
+            ),
+            (Some(0), e(4, false, None, false), None),
+        ] {
+            assert_eq!(writer_threads(flag, &edge).ok(), want, "{flag:?} {edge:?}");
+        }
+    }
+
+    #[test]
+    fn old_files_and_direct_io() {
+        for (argv, want) in [
+            (&[][..], OldFiles::Replace),
+            (&["-k"], OldFiles::Keep),
+            (&["--skip-old-files"], OldFiles::Skip),
+            (&["--keep-newer-files"], OldFiles::KeepNewer),
+            (&["--no-overwrite-dir"], OldFiles::NoOverwriteDir),
+            (&["-U"], OldFiles::UnlinkFirst),
+        ] {
+            let argv: Vec<&str> = ["-x", "-f", "a"].iter().chain(argv).copied().collect();
+            assert_eq!(old_files(&args(&argv)), want, "{argv:?}");
+        }
+        use crate::cli::DirectIo as Flag;
+        for (when, never, want) in [
+            (None, false, DirectIo::Auto),
+            (Some(Flag::Auto), false, DirectIo::Auto),
+            (Some(Flag::Always), false, DirectIo::Always),
+            (Some(Flag::Never), false, DirectIo::Never),
+            (Some(Flag::Always), true, DirectIo::Never),
+            (None, true, DirectIo::Never),
+        ] {
+            assert_eq!(direct_io(when, never), want, "{when:?} {never}");
+        }
+    }
+
+    /// The options that leave a run without resume points, first one named.
+    #[test]
+    fn options_that_refuse_resume_points() {
+        for (argv, want) in [
+            (&[][..], None),
+            (&["-U"], None),
+            (&["--recursive-unlink"], None),
+            (&["-k"], Some("-k (--keep-old-files)")),
+            (&["--skip-old-files"], Some("--skip-old-files")),
+            (&["--keep-newer-files"], Some("--keep-newer-files")),
+            (&["--no-overwrite-dir"], Some("--no-overwrite-dir")),
+            (&["--backup"], Some("--backup")),
+            (&["-G"], Some("-G (--incremental)")),
+            (&["-w"], Some("-w (--interactive)")),
+            (&["-N", "@0"], Some("-N (--newer)")),
+            (&["-I", "zstd"], Some("-I (--use-compress-program)")),
+            (&["--backup", "-w"], Some("--backup")),
+        ] {
+            let argv: Vec<&str> = ["-x", "-f", "a.tar"].iter().chain(argv).copied().collect();
+            let plans = plans_of(&argv, &edge()).unwrap();
+            assert_eq!(plans.resume.refused, want, "{argv:?}");
+        }
+        let sum = format!("sha256:{}", "0".repeat(64));
+        let url = ["-x", "-f", "https://h/a.tar", "--checksum", &sum];
+        assert_eq!(plans_of(&url, &edge()).unwrap().resume.refused, Some("--checksum"));
+    }
+
+    /// Root restores owners and exact modes by default; others only when asked.
+    #[test]
+    fn root_restores_owners_and_modes() {
+        let root = Edge { root: true, ..edge() };
+        for (argv, edge, owner, exact) in [
+            (&[][..], edge(), false, false),
+            (&[], root.clone(), true, true),
+            (&["--no-same-owner", "--no-same-permissions"], root, false, false),
+            (&["--same-owner", "-p"], edge(), true, true),
+        ] {
+            let argv: Vec<&str> = ["-x", "-f", "a"].iter().chain(argv).copied().collect();
+            let plans = plans_of(&argv, &edge).unwrap();
+            assert_eq!((plans.policy.same_owner, plans.writer.exact_modes), (owner, exact));
+        }
+    }
+
+    /// create_n's six conditions: a given count, `-U`/`--recursive-unlink`,
+    /// `--keep-directory-symlink`, names without case, an ext4 without a journal.
+    #[test]
+    fn writer_layouts() {
+        let caseless = DestFs { caseless: Some("vfat".into()), journal_less: None };
+        let no_journal = DestFs { caseless: None, journal_less: Some("ext4".into()) };
+        let plain = DestFs::default();
+        let layout = |argv: &[&str], fs: &DestFs, verbose| {
+            let mut argv: Vec<&str> =
+                ["-x", "-f", "a", "-C", "/d"].iter().chain(argv).copied().collect();
+            if verbose {
+                argv.push("-v");
+            }
+            let plans = plans_of(&argv, &edge()).unwrap();
+            writer_layout(&plans.writer, fs)
+        };
+        // (extra args, filesystem, -v) -> (threads, serial, journal-less, notes)
+        for (argv, fs, verbose, want) in [
+            (&[][..], &plain, false, (4, false, false, 0)),
+            (&["--writer-threads", "2"], &plain, false, (2, false, false, 0)),
+            (&[], &caseless, false, (1, true, false, 0)),
+            (&[], &caseless, true, (1, true, false, 1)),
+            (&["--writer-threads", "2"], &caseless, false, (2, true, false, 0)),
+            (&[], &no_journal, false, (1, false, true, 0)),
+            (&["--writer-threads", "3"], &no_journal, false, (3, false, true, 0)),
+            (&["-U", "--writer-threads", "3"], &plain, false, (1, false, false, 0)),
+            (&["--recursive-unlink"], &plain, false, (1, false, false, 0)),
+            (&["--keep-directory-symlink"], &plain, false, (1, true, false, 0)),
+            (&["-h", "--writer-threads", "4"], &plain, false, (1, true, false, 1)),
+            (&["-h", "-U", "--writer-threads", "4"], &plain, false, (1, true, false, 0)),
+        ] {
+            let l = layout(argv, fs, verbose);
+            let got = (l.threads, l.serial, l.journal_less, l.notes.len());
+            assert_eq!(got, want, "{argv:?} {fs:?} -v {verbose}: {:?}", l.notes);
+        }
+        let note = &layout(&[], &caseless, true).notes[0];
+        assert!(note.starts_with("/d: names are compared without case here (vfat)"), "{note}");
+    }
+
+    /// Warnings the resolve step leaves to the caller, in order.
+    #[test]
+    fn notes_in_order() {
+        let mut notes = Vec::new();
+        let argv = ["-x", "-f", "a", "-v", "--level", "1", "-N", "@1800000000"];
+        resolve(args(&argv), &edge(), &mut notes).unwrap();
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].starts_with("Option --after-date: Treating date '@1800000000' as"));
+        assert_eq!(notes[1], "--level is meaningless without --listed-incremental");
+    }
+
     #[test]
     fn one_top_level_of_a_url() {
         let url = "https://h/p/snapshot-1-abc.tar.zst?X-Amz-Credential=AK%2F2026/us/s3&Sig=x/y";

@@ -447,6 +447,28 @@ fn first_utf8_char(b: &[u8]) -> Option<char> {
 mod tests {
     use super::*;
 
+    /// `--warning` keywords in order: `all`, `none`, a class, `no-` a class; an unknown one
+    /// is refused.
+    #[test]
+    fn warning_classes() {
+        let w = |given: &[&str]| {
+            let given: Vec<String> = given.iter().map(|g| g.to_string()).collect();
+            super::Warnings::parse(&given)
+        };
+        let on = |given: &[&str], class| w(given).unwrap().is_on(class);
+        use super::Warning::*;
+        assert!(on(&[], Timestamp));
+        assert!(!on(&["no-timestamp"], Timestamp));
+        assert!(on(&["no-timestamp"], IgnoreNewer));
+        assert!(!on(&["none"], XattrWrite));
+        assert!(on(&["none", "xattr-write"], XattrWrite));
+        assert!(on(&["no-timestamp", "all"], Timestamp));
+        assert!(!on(&["all", "no-all"], ExistingFile));
+        assert!(on(&["no-none"], UnknownCast));
+        assert!(on(&["no-file-changed"], Timestamp));
+        assert!(w(&["no-such-thing"]).is_err());
+    }
+
     #[test]
     fn index_file_symlinks_followed_only_for_the_own_descriptors() {
         for p in ["/dev/stdout", "/dev/stderr", "/dev/fd/1", "/proc/self/fd/12"] {

@@ -429,3 +429,33 @@ fn direct_plan(
     }
     decided
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--io` and what the layout and the direct-IO policy decided: which backend is tried
+    /// first.
+    #[test]
+    fn which_backend_is_tried_first() {
+        use Backend::*;
+        // (backend, serial, journal-less, writer threads, files direct) -> io_uring first
+        for (backend, serial, journal_less, n, direct, want) in [
+            (Uring, true, true, 8, false, true),
+            (Portable, false, false, 1, true, false),
+            (Auto, false, false, 1, false, true),
+            (Auto, false, false, AUTO_PORTABLE_FROM, false, false),
+            (Auto, false, false, AUTO_PORTABLE_FROM, true, true),
+            (Auto, true, false, 1, true, false),
+            (Auto, false, true, 1, false, false),
+            (Auto, false, true, 1, true, true),
+            (Auto, true, true, 1, true, true),
+        ] {
+            let got = uring_first(backend, serial, journal_less, n, direct);
+            assert_eq!(
+                got, want,
+                "{backend:?} serial {serial} journal-less {journal_less} {n} {direct}"
+            );
+        }
+    }
+}
