@@ -1,7 +1,7 @@
 //! The member policy plan: what may land and how, as the resolve step (cli/resolve.rs) fixed
 //! it: safe paths (`--strip-components`, `--one-top-level`), admission (`--snapshot`, the
-//! limits), ownership, modes, times and attributes, `-G`, and what to do with a path that
-//! exists already (`OldFiles`, carried out by write/).
+//! limits), ownership, times and attributes, `-G`. (What to do with a path that exists
+//! already is the writer plan's: write/conflict.rs.)
 
 use std::path::PathBuf;
 
@@ -38,30 +38,4 @@ impl MemberPlan {
     pub fn renames(&self) -> bool {
         self.strip_components != 0 || self.one_top_level.is_some()
     }
-}
-
-/// What to do with a member whose path exists already.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OldFiles {
-    /// Replace it: unlink what is there (an empty directory too) and create the member (GNU
-    /// tar's default). An existing directory is kept and gets the member's metadata.
-    Replace,
-    /// `-k`: keep it and report the member (exit 1). An existing directory is kept silently,
-    /// its metadata untouched (GNU tar 1.34; it exits 2 for the files).
-    Keep,
-    /// `--skip-old-files`: keep it without a word and without changing the exit status; with
-    /// -v, "MEMBER: skipping existing file" (directories too), as GNU tar 1.34.
-    Skip,
-    /// `--keep-newer-files`: keep a non-directory whose mtime is the same as or later than the
-    /// member's ("Current 'PATH' is newer or same age", exit status unchanged), replace an
-    /// older one. A directory is never newer: a directory member removes an empty one and
-    /// makes it anew, keeps a non-empty one as it is (no metadata), as GNU tar 1.34.
-    KeepNewer,
-    /// `--no-overwrite-dir`: as Replace, but a directory that exists (before the run or made
-    /// earlier in it) keeps its mode and owner; it still gets the member's mtime (GNU tar 1.34
-    /// sets it).
-    NoOverwriteDir,
-    /// `-U`: as Replace, but an existing directory in a directory member's way is removed too
-    /// (when empty; a non-empty one stays, reported) and made anew, as GNU tar 1.34.
-    UnlinkFirst,
 }

@@ -24,16 +24,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context, Result, anyhow};
 
 use super::backup::Backup;
+use super::conflict::{self, Decision, Member, OldFiles, Policy, There};
 use super::delayed::{Delayed, Record};
+use super::events::{Event, Events};
 use super::restart;
 use super::tree::{Create, NodeId, Removals, Tree, note_dir_mode, open_dir_beneath, setgid_dirs};
 use crate::archive::Timestamp;
 use crate::archive::{Xattr, xattr_bytes};
 use crate::plan::{Entry, Node};
 use crate::policy::admit::FileCount;
-use crate::policy::plan::OldFiles;
 use crate::policy::safety::SafePath;
-use crate::report::locale_quoted;
 use crate::resume::state::CarriedDir;
 
 /// Mode a directory member is created with; its own mode is applied once it is complete, so a
@@ -157,8 +157,8 @@ pub fn is_member_error(e: &io::Error) -> bool {
 /// or `Current 'PATH' is newer or same age`), and the exit status stays as it was.
 #[derive(Debug)]
 pub enum KeptExisting {
-    /// `--skip-old-files`; with -v, `tell`, it names the member.
-    Skipped { tell: bool },
+    /// `--skip-old-files`.
+    Skipped,
     /// `--keep-newer-files`: what is at `path` (the path as extracted, as GNU tar names it) is
     /// as new as the member or newer.
     Newer { path: String },
@@ -167,7 +167,7 @@ pub enum KeptExisting {
 impl std::fmt::Display for KeptExisting {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            KeptExisting::Skipped { .. } => f.write_str("skipping existing file"),
+            KeptExisting::Skipped => f.write_str("skipping existing file"),
             KeptExisting::Newer { path } => write!(f, "Current '{path}' is newer or same age"),
         }
     }
@@ -219,11 +219,21 @@ impl From<Record> for DeferredDir {
     }
 }
 
+/// How a directory member's directory is there (`Dest::make_dir`).
+enum DirMade {
+    /// Made by this member.
+    New,
+    /// There before, and the member's: it gets the member's metadata (`keep_mode`:
+    /// `--no-overwrite-dir`, its mode and owner stay).
+    There { keep_mode: bool },
+}
+
 pub struct Dest {
     tree: Tree,
-    old_files: OldFiles,
-    /// `-v`: members `--skip-old-files` keeps are named.
-    verbose: bool,
+    /// What a member does with what is at its path (conflict.rs).
+    policy: Policy,
+    /// Where what is done is said (events.rs).
+    events: Arc<dyn Events>,
     /// Modes are restored exactly (root, or `-p`).
     exact: bool,
     /// The user's umask, applied when not `exact`.
@@ -239,10 +249,6 @@ pub struct Dest {
     closing: Vec<DeferredDir>,
     /// Bytes of extended attributes `open` and `closing` hold (at most DEFERRED_XATTRS).
     deferred_xattrs: usize,
-    /// `--recursive-unlink` (`DestOptions`).
-    recursive_unlink: bool,
-    /// `-h` (`DestOptions`).
-    dereference: bool,
     /// `--delay-directory-restore`, or a directory member of an incremental archive met
     /// (`Entry::delay_restore`): directories the archive leaves wait for the end of the run
     /// in `delayed` (write/delayed.rs), not in `closing`.
@@ -287,7 +293,8 @@ impl Slot {
 /// What `Dest::open` needs besides the directory.
 pub struct DestOptions {
     pub old_files: OldFiles,
-    pub verbose: bool,
+    /// Where what is done is said (events.rs).
+    pub events: Arc<dyn Events>,
     /// Apply modes exactly (root, or `-p`).
     pub exact: bool,
     pub user_umask: u32,
@@ -346,17 +353,22 @@ impl Dest {
         }
         // DIR stays open as long as the tree, which the Dest owns with `delayed`.
         let delayed = Delayed::new(tree.root_fd().as_raw_fd());
-        Ok(Dest {
+        let policy = Policy {
+            old_files: opts.old_files,
             recursive_unlink: opts.recursive_unlink,
+            backup: opts.backup.is_some(),
+            keep_dir_symlinks: opts.keep_dir_symlinks,
             dereference: opts.dereference,
+        };
+        Ok(Dest {
+            policy,
             delay: opts.delay_restore,
             delayed,
             delay_failed: None,
             left: false,
             backup: opts.backup,
             tree,
-            old_files: opts.old_files,
-            verbose: opts.verbose,
+            events: opts.events,
             exact: opts.exact,
             umask: opts.user_umask,
             implied_dir_mode: 0o777 & !opts.user_umask,
@@ -420,9 +432,9 @@ impl Dest {
         e
     }
 
-    /// `-v` (`write/purge.rs` names what it removes).
-    pub(super) fn verbose(&self) -> bool {
-        self.verbose
+    /// Where what is done is said.
+    pub fn events(&self) -> &dyn Events {
+        &*self.events
     }
 
     /// `--one-file-system`.
@@ -432,7 +444,7 @@ impl Dest {
 
     /// -k or --skip-old-files: what exists stays as it is (a directory's metadata too).
     pub fn keeps_old(&self) -> bool {
-        self.old_files != OldFiles::Replace
+        self.policy.old_files != OldFiles::Replace
     }
 
     pub fn tree(&mut self) -> &mut Tree {
@@ -468,22 +480,38 @@ impl Dest {
         Ok(Slot { dir, node, name })
     }
 
-    /// Clears the way for a new non-directory at `slot`: with -k refuses (EEXIST), with
-    /// --skip-old-files passes (`KeptExisting`), with --keep-newer-files passes what is as new
-    /// as the member or newer, otherwise unlinks what is there (an empty directory is removed;
-    /// a non-empty one is an error).
+    /// Clears the way for a new non-directory at `slot`, whose creation found the name taken,
+    /// as `conflict::decide` says: with -k refuses (EEXIST), with --skip-old-files passes
+    /// (`KeptExisting`), with --keep-newer-files passes what is as new as the member or newer,
+    /// otherwise backs up or unlinks what is there (an empty directory is removed; a non-empty
+    /// one is an error, unless --recursive-unlink).
     pub fn remove_existing(&mut self, entry: &Entry, slot: &Slot) -> io::Result<()> {
-        if let Some(kept) = self.keeps_existing() {
-            return Err(kept);
+        let newer =
+            self.policy.compares_age() && self.newer_there(entry, slot.dirfd(), &slot.name)?;
+        let there = There::Other { newer, dir_link: false };
+        match conflict::decide(&self.policy, Member::Other, there) {
+            Decision::Replace { backup, recursive } => self.clear(entry, slot, backup, recursive),
+            kept => Err(self.kept(entry, kept)),
         }
-        self.keep_if_newer(entry, slot.dirfd(), &slot.name)?;
-        if self.backed_up(entry, slot.dirfd(), &slot.name)? {
+    }
+
+    /// Moves what is at `slot` out of the member's way: renamed to its backup name (`backup`,
+    /// where backup.rs finds one), else removed, a directory only when empty unless
+    /// `recursive`.
+    fn clear(
+        &mut self,
+        entry: &Entry,
+        slot: &Slot,
+        backup: bool,
+        recursive: bool,
+    ) -> io::Result<()> {
+        if backup && self.backed_up(entry, slot.dirfd(), &slot.name)? {
             return Ok(());
         }
         match remove_entry(slot.dirfd(), &slot.name)? {
             Removed::Entry => return Ok(()),
             Removed::Dir => {}
-            Removed::Full(e) if !self.recursive_unlink => return Err(e),
+            Removed::Full(e) if !recursive => return Err(e),
             Removed::Full(_) => empty_tree(slot.dirfd(), &slot.name)?,
         }
         self.tree.detach(entry.path.components());
@@ -501,38 +529,29 @@ impl Dest {
         Ok(())
     }
 
-    /// `--backup`: renames what is at `name` (the member's path) to its backup name, saying
-    /// so with -v as GNU tar does ("Renaming 'd/c' to 'd/c~'"); whether it did.
+    /// `--backup`: renames what is at `name` (the member's path) to its backup name, and says
+    /// so (`Event::Renamed`); whether it did.
     fn backed_up(&self, entry: &Entry, dirfd: RawFd, name: &CStr) -> io::Result<bool> {
         let Some(backup) = &self.backup else { return Ok(false) };
         let Some(new) = backup.keep(dirfd, name)? else { return Ok(false) };
-        if self.verbose {
-            let path = entry.path.as_path();
-            let to = path.with_file_name(std::ffi::OsStr::from_bytes(&new));
-            let (from, to) = (path.as_os_str().as_bytes(), to.as_os_str().as_bytes());
-            // In the locale's quotation marks, as GNU tar's quote_n.
-            let utf8 = crate::report::locale::utf8_locale();
-            let (from, to) = (locale_quoted(from, utf8), locale_quoted(to, utf8));
-            let line = format!("Renaming {from} to {to}");
-            // A failed write to stdout is reported at the end (report.rs).
-            let _ = crate::report::list_line(&line, false);
-        }
+        let path = entry.path.as_path();
+        let to = path.with_file_name(std::ffi::OsStr::from_bytes(&new));
+        let (from, to) = (path.as_os_str().as_bytes(), to.as_os_str().as_bytes());
+        self.events.event(Event::Renamed { from, to });
         Ok(true)
     }
 
-    /// The error for a member whose path exists, when -k or --skip-old-files keeps it.
-    fn keeps_existing(&self) -> Option<io::Error> {
-        match self.old_files {
-            OldFiles::Replace
-            | OldFiles::KeepNewer
-            | OldFiles::NoOverwriteDir
-            | OldFiles::UnlinkFirst => None,
-            OldFiles::Keep => Some(io::Error::from_raw_os_error(libc::EEXIST)),
-            OldFiles::Skip => {
-                let kept = KeptExisting::Skipped { tell: self.verbose };
-                Some(io::Error::new(io::ErrorKind::AlreadyExists, kept))
-            }
-        }
+    /// The error for a member that leaves what is at its path as it is: -k's EEXIST, or
+    /// `KeptExisting` for --skip-old-files and --keep-newer-files.
+    fn kept(&self, entry: &Entry, decision: Decision) -> io::Error {
+        let kept = match decision {
+            Decision::Refuse => return io::Error::from_raw_os_error(libc::EEXIST),
+            Decision::Skip => KeptExisting::Skipped,
+            // GNU tar names the path as it extracts it, a leading `./` kept.
+            Decision::KeepNewer => KeptExisting::Newer { path: entry.shown_path() },
+            other => unreachable!("{other:?} keeps nothing"),
+        };
+        io::Error::new(io::ErrorKind::AlreadyExists, kept)
     }
 
     /// `--keep-newer-files`: whether what is at `slot` now (fstatat of the name in the held
@@ -555,10 +574,8 @@ impl Dest {
 
     /// With `--keep-newer-files`, `KeptExisting::Newer` when `newer_there`.
     fn keep_if_newer(&self, entry: &Entry, dirfd: RawFd, name: &CStr) -> io::Result<()> {
-        if self.old_files == OldFiles::KeepNewer && self.newer_there(entry, dirfd, name)? {
-            // GNU tar names the path as it extracts it, a leading `./` kept.
-            let kept = KeptExisting::Newer { path: entry.shown_path() };
-            return Err(io::Error::new(io::ErrorKind::AlreadyExists, kept));
+        if self.policy.compares_age() && self.newer_there(entry, dirfd, name)? {
+            return Err(self.kept(entry, Decision::KeepNewer));
         }
         Ok(())
     }
@@ -598,90 +615,13 @@ impl Dest {
         // rest of the run (after this member's `enter`, as there).
         self.delay |= entry.delay_restore;
         let p = &entry.path;
-        // DIR itself is always there.
-        let mut existed = p.is_root();
-        if !p.is_root() {
-            let slot = self.slot(p)?;
-            let (dirfd, name) = (slot.dirfd(), slot.name.as_ptr());
-            // Safety: valid dirfd and C string.
-            let r = restart(|| unsafe { libc::mkdirat(dirfd, name, DIR_CREATE_MODE) });
-            if r != 0 {
-                let e = io::Error::last_os_error();
-                if e.raw_os_error() != Some(libc::EEXIST) {
-                    return Err(e);
-                }
-                let dir_link =
-                    || self.tree.follows() && is_symlink_nofollow(slot.dirfd(), &slot.name);
-                if !is_dir_nofollow(slot.dirfd(), &slot.name)?
-                    && dir_link()
-                    && self.dir(p.components(), false).is_ok()
-                {
-                    // `--keep-directory-symlink`: a symlink that leads to a directory (inside
-                    // DIR) stays, and the member changes nothing, as in GNU tar. `-h`: it
-                    // stays, and the directory it leads to is the member's (GNU tar's
-                    // `deref_stat`), its metadata deferred below.
-                    if !self.dereference {
-                        return Ok(());
-                    }
-                    existed = true;
-                } else if !is_dir_nofollow(slot.dirfd(), &slot.name)? {
-                    // Something else is in the way: replace it (never with -k, nor with
-                    // --keep-newer-files when it is as new as the member or newer).
-                    if let Some(kept) = self.keeps_existing() {
-                        return Err(kept);
-                    }
-                    self.keep_if_newer(entry, slot.dirfd(), &slot.name)?;
-                    // Safety: valid dirfd and C string.
-                    if !self.backed_up(entry, dirfd, &slot.name)?
-                        && restart(|| unsafe { libc::unlinkat(dirfd, name, 0) }) != 0
-                    {
-                        return Err(io::Error::last_os_error());
-                    }
-                    // Safety: as above.
-                    if restart(|| unsafe { libc::mkdirat(dirfd, name, DIR_CREATE_MODE) }) != 0 {
-                        return Err(io::Error::last_os_error());
-                    }
-                } else if self.old_files == OldFiles::UnlinkFirst || self.recursive_unlink {
-                    // GNU tar's -U and --recursive-unlink: the directory there goes (when
-                    // empty, or with everything in it) and is made anew; a non-empty one stays
-                    // under -U alone, and the member fails (ENOTEMPTY), its metadata unset.
-                    match remove_entry(dirfd, &slot.name)? {
-                        Removed::Full(e) if !self.recursive_unlink => return Err(e),
-                        Removed::Full(_) => empty_tree(dirfd, &slot.name)?,
-                        Removed::Entry | Removed::Dir => {}
-                    }
-                    self.remake_dir(dirfd, &slot.name, p)?;
-                } else if self.old_files == OldFiles::KeepNewer {
-                    // GNU tar 1.34 with --keep-newer-files (`maybe_recoverable`): a directory
-                    // is never newer, so it is removed, which only works when it is empty; then
-                    // it is made anew, else it stays as it is, its metadata too.
-                    // Safety: valid dirfd and C string.
-                    if restart(|| unsafe { libc::unlinkat(dirfd, name, libc::AT_REMOVEDIR) }) != 0 {
-                        let e = io::Error::last_os_error();
-                        return match e.raw_os_error() {
-                            Some(libc::ENOTEMPTY | libc::EEXIST | libc::EBUSY) => Ok(()),
-                            _ => Err(e),
-                        };
-                    }
-                    self.remake_dir(dirfd, &slot.name, p)?;
-                } else {
-                    existed = true;
-                }
-            }
-        }
-        // GNU tar 1.34 with -k or --skip-old-files leaves a directory that exists (made before
-        // the run or earlier in it) as it is: no mode, owner or time from this member.
-        // With --keep-newer-files only DIR itself gets here existing (it cannot be removed).
+        let (existed, keep_mode) = match self.make_dir(entry)? {
+            None => return Ok(()),
+            Some(DirMade::New) => (false, false),
+            Some(DirMade::There { keep_mode }) => (true, keep_mode),
+        };
         let mut mode = self.mode(entry.mode);
         let mut owner = entry.owner;
-        let keep_mode = existed && self.old_files == OldFiles::NoOverwriteDir;
-        if existed {
-            match self.old_files {
-                OldFiles::Replace | OldFiles::NoOverwriteDir | OldFiles::UnlinkFirst => {}
-                OldFiles::Keep | OldFiles::KeepNewer => return Ok(()),
-                OldFiles::Skip => return Err(self.keeps_existing().expect("skipping")),
-            }
-        }
         let (node, fd) = self.dir(p.components(), false)?;
         let st = fstat(fd.as_raw_fd())?;
         note_dir_mode(st.st_mode);
@@ -741,6 +681,109 @@ impl Dest {
             borrowed,
         });
         Ok(())
+    }
+
+    /// The directory of a directory member: made, or found there and kept, as
+    /// `conflict::decide` says. None: the member changes nothing (what is there stays, its
+    /// metadata too).
+    fn make_dir(&mut self, entry: &Entry) -> io::Result<Option<DirMade>> {
+        let p = &entry.path;
+        // DIR itself is always there.
+        if p.is_root() {
+            return self.carry_out_dir(entry, None, There::Dest);
+        }
+        let slot = self.slot(p)?;
+        // Safety: valid dirfd and C string.
+        let r =
+            restart(|| unsafe { libc::mkdirat(slot.dirfd(), slot.name.as_ptr(), DIR_CREATE_MODE) });
+        if r == 0 {
+            return Ok(Some(DirMade::New));
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EEXIST) {
+            return Err(e);
+        }
+        let there = if is_dir_nofollow(slot.dirfd(), &slot.name)? {
+            There::Dir
+        } else {
+            // `--keep-directory-symlink`: a symlink that leads to a directory inside DIR.
+            let dir_link = self.policy.keep_dir_symlinks
+                && is_symlink_nofollow(slot.dirfd(), &slot.name)
+                && self.dir(p.components(), false).is_ok();
+            let newer =
+                self.policy.compares_age() && self.newer_there(entry, slot.dirfd(), &slot.name)?;
+            There::Other { newer, dir_link }
+        };
+        self.carry_out_dir(entry, Some(&slot), there)
+    }
+
+    /// Carries out `conflict::decide` for the directory member `entry` finding `there` at its
+    /// `slot` (None: DIR itself).
+    fn carry_out_dir(
+        &mut self,
+        entry: &Entry,
+        slot: Option<&Slot>,
+        there: There,
+    ) -> io::Result<Option<DirMade>> {
+        let decision = conflict::decide(&self.policy, Member::Dir, there);
+        let Some(slot) = slot else {
+            // DIR itself: never made, removed or replaced.
+            return match decision {
+                Decision::Leave => Ok(None),
+                Decision::Reuse { keep_mode } => Ok(Some(DirMade::There { keep_mode })),
+                kept => Err(self.kept(entry, kept)),
+            };
+        };
+        let (dirfd, name) = (slot.dirfd(), slot.name.as_ptr());
+        match decision {
+            Decision::Create => {}
+            Decision::Refuse | Decision::Skip | Decision::KeepNewer => {
+                return Err(self.kept(entry, decision));
+            }
+            // `--keep-directory-symlink` without `-h`, or a directory -k or
+            // --keep-newer-files keeps: GNU tar 1.34 sets no mode, owner or time.
+            Decision::Leave => return Ok(None),
+            Decision::Reuse { keep_mode } => return Ok(Some(DirMade::There { keep_mode })),
+            Decision::Replace { backup, .. } => {
+                // A non-directory in the way.
+                // Safety: valid dirfd and C string.
+                if !(backup && self.backed_up(entry, dirfd, &slot.name)?)
+                    && restart(|| unsafe { libc::unlinkat(dirfd, name, 0) }) != 0
+                {
+                    return Err(io::Error::last_os_error());
+                }
+                // Safety: as above.
+                if restart(|| unsafe { libc::mkdirat(dirfd, name, DIR_CREATE_MODE) }) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            Decision::Remake { recursive } => {
+                // GNU tar's -U and --recursive-unlink: the directory there goes (when empty,
+                // or with everything in it) and is made anew; a non-empty one stays under -U
+                // alone, and the member fails (ENOTEMPTY), its metadata unset.
+                match remove_entry(dirfd, &slot.name)? {
+                    Removed::Full(e) if !recursive => return Err(e),
+                    Removed::Full(_) => empty_tree(dirfd, &slot.name)?,
+                    Removed::Entry | Removed::Dir => {}
+                }
+                self.remake_dir(dirfd, &slot.name, &entry.path)?;
+            }
+            Decision::RemakeIfEmpty => {
+                // GNU tar 1.34 with --keep-newer-files (`maybe_recoverable`): a directory is
+                // never newer, so it is removed, which only works when it is empty; then it is
+                // made anew, else it stays as it is, its metadata too.
+                // Safety: valid dirfd and C string.
+                if restart(|| unsafe { libc::unlinkat(dirfd, name, libc::AT_REMOVEDIR) }) != 0 {
+                    let e = io::Error::last_os_error();
+                    return match e.raw_os_error() {
+                        Some(libc::ENOTEMPTY | libc::EEXIST | libc::EBUSY) => Ok(None),
+                        _ => Err(e),
+                    };
+                }
+                self.remake_dir(dirfd, &slot.name, &entry.path)?;
+            }
+        }
+        Ok(Some(DirMade::New))
     }
 
     /// A member at `path` is next: every deferred directory it does not lie beneath is done
@@ -1541,9 +1584,23 @@ mod tests {
     }
 
     fn dest(dir: &Path) -> Dest {
+        dest_with(
+            dir,
+            OldFiles::Replace,
+            None,
+            Arc::new(super::super::events::Said { verbose: false }),
+        )
+    }
+
+    fn dest_with(
+        dir: &Path,
+        old_files: OldFiles,
+        backup: Option<Backup>,
+        events: Arc<dyn Events>,
+    ) -> Dest {
         let opts = DestOptions {
-            old_files: OldFiles::Replace,
-            verbose: false,
+            old_files,
+            events,
             exact: true,
             user_umask: 0o022,
             dir_fds: 8,
@@ -1552,11 +1609,34 @@ mod tests {
             dereference: false,
             delay_restore: false,
             recursive_unlink: false,
-            backup: None,
+            backup: backup.map(Arc::new),
             one_file_system: false,
             removals: None,
         };
         Dest::open(dir, opts).unwrap()
+    }
+
+    /// The writer says what it did through its sink, and prints nothing itself: `--backup`'s
+    /// rename, and what `--skip-old-files` and `--keep-newer-files` kept (`member_failed`).
+    #[test]
+    fn what_is_done_goes_to_the_sink() {
+        use super::super::events::Kept;
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(t.path().join("f"), "old").unwrap();
+        let kept = Arc::new(Kept::default());
+        let backup = Backup::new(Some("simple"), Some("~")).unwrap();
+        let mut d = dest_with(t.path(), OldFiles::Replace, backup, kept.clone());
+        drop(d.create_file(&entry("f", 0o644, 0), 0).unwrap());
+        assert_eq!(std::fs::read(t.path().join("f~")).unwrap(), b"old");
+
+        for (old, secs) in [(OldFiles::Skip, 0), (OldFiles::KeepNewer, 0)] {
+            let mut d = dest_with(t.path(), old, None, kept.clone());
+            let e = entry("f", 0o644, secs);
+            let err = d.create_file(&e, 0).unwrap_err();
+            super::super::member_failed(d.events(), &e, "cannot create", err).unwrap();
+        }
+        let said = kept.0.lock().unwrap().clone();
+        assert_eq!(said, ["renamed f f~", "skipped f", "kept newer f"]);
     }
 
     fn entry(path: &str, mode: u32, secs: i64) -> Entry {

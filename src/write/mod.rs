@@ -4,10 +4,12 @@
 
 pub mod backup;
 pub mod casefold;
+pub mod conflict;
 pub mod delayed;
 pub mod dest;
 pub mod direct;
 pub mod direct_policy;
+pub mod events;
 pub mod journal;
 pub mod mount;
 pub mod multi;
@@ -67,21 +69,19 @@ pub fn incomplete(name: &str, what: &str, err: impl std::fmt::Display) -> anyhow
 }
 
 /// Sorts an io error on a member into "skip it, warn, go on" (Ok) or "stop the run" (Err),
-/// for both backends.
-pub fn member_failed(entry: &crate::plan::Entry, what: &str, e: std::io::Error) -> Result<()> {
+/// for both backends. What `--skip-old-files` and `--keep-newer-files` kept is not a failure
+/// (the exit status stays as it was): it goes to `events`.
+pub fn member_failed(
+    events: &dyn events::Events,
+    entry: &crate::plan::Entry,
+    what: &str,
+    e: std::io::Error,
+) -> Result<()> {
     if let Some(kept) = e.get_ref().and_then(|k| k.downcast_ref::<dest::KeptExisting>()) {
-        // `--keep-newer-files`: not a failure; GNU tar 1.34 always says it (exit 0).
-        if let dest::KeptExisting::Newer { .. } = kept {
-            crate::report::warn_of(crate::report::Warning::IgnoreNewer, kept);
-            return Ok(());
-        }
-        // `--skip-old-files`: not a failure. GNU tar 1.34 names it with -v only, without the
-        // trailing `/` of a directory member (`./d/` is "./d", `./` is ".").
-        if let dest::KeptExisting::Skipped { tell: true } = kept {
-            let name = entry.name.trim_end_matches('/');
-            let name = if name.is_empty() { &entry.name } else { name };
-            crate::report::warn_of(crate::report::Warning::ExistingFile, format!("{name}: {kept}"));
-        }
+        events.event(match kept {
+            dest::KeptExisting::Newer { path } => events::Event::KeptNewer { path },
+            dest::KeptExisting::Skipped => events::Event::Skipped { name: &entry.name },
+        });
         return Ok(());
     }
     // A symlink, FIFO or device node that was made, but whose metadata was not all set.
@@ -139,7 +139,7 @@ pub fn apply_namespace_op(dest: &mut dest::Dest, stats: &mut Stats, op: Op) -> R
         }
         Err(e) => {
             let e = dest.explain(&entry.path, e);
-            member_failed(&entry, what, e)?
+            member_failed(dest.events(), &entry, what, e)?
         }
     }
     Ok(None)
@@ -284,9 +284,10 @@ pub fn create_n(
     let n = fds.writers;
     let dests = if n > 1 { n + 1 } else { 1 };
     let removals = (dests > 1).then(|| Arc::new(tree::Removals::default()));
+    let events: Arc<dyn events::Events> = Arc::new(events::Said { verbose: plan.verbose });
     let opts = || dest::DestOptions {
         old_files: plan.old_files,
-        verbose: plan.verbose,
+        events: events.clone(),
         exact,
         user_umask: old_umask,
         dir_fds: (fds.dirs / dests).max(1),

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::policy::plan::OldFiles;
+use crate::write::conflict::OldFiles;
 
 #[derive(Debug, Clone)]
 pub struct WriterPlan {

@@ -65,7 +65,7 @@ impl Portable {
             }
             Err(e) => {
                 let e = self.dest.explain(&entry.path, e);
-                member_failed(&entry, "cannot create", e)
+                member_failed(self.dest.events(), &entry, "cannot create", e)
             }
         }
     }
@@ -114,7 +114,7 @@ impl Portable {
             }
         }
         if let Err(e) = self.dest.finish_file(fd, &f.entry) {
-            member_failed(&f.entry, "cannot set metadata", e)?;
+            member_failed(self.dest.events(), &f.entry, "cannot set metadata", e)?;
         }
         self.stats.files += 1;
         if f.direct || self.policy.wants(f.size, f.sparse) {

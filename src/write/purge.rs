@@ -26,6 +26,7 @@ use std::os::unix::ffi::OsStrExt;
 use anyhow::Result;
 
 use super::dest::{Dest, Removed, cstr_io, empty_tree, fstat, fstatat_nofollow};
+use super::events::Event;
 use super::names_in;
 use super::restart;
 use crate::plan::{Dumpdir, Entry, Move};
@@ -109,11 +110,7 @@ impl Dest {
                 report::warn(format!("{what}: directory is on a different device: not purging"));
                 continue;
             }
-            if self.verbose() {
-                // Escaped already (as GNU tar's quote escapes): only the quotation marks.
-                let quoted = report::in_locale_quotes(&what, crate::report::locale::utf8_locale());
-                let _ = report::list_line(format!("fastuntar: Deleting {quoted}"), false);
-            }
+            self.events().event(Event::Deleting { path: &what });
             if let Err(e) = remove_all(dir.as_raw_fd(), name) {
                 report::failed(&what, format!("Cannot remove: {e}"));
             }

@@ -389,7 +389,7 @@ impl Uring {
             Err(e) => {
                 self.current = None;
                 let e = self.dest.explain(&entry.path, e);
-                return member_failed(&entry, "cannot create", e);
+                return member_failed(self.dest.events(), &entry, "cannot create", e);
             }
         };
         let direct = self.policy.wants(size, sparse);
@@ -546,7 +546,7 @@ impl Uring {
             && let Err(e) = self.dest.finish_file(fd, &f.entry)
         {
             let entry = f.entry.clone();
-            member_failed(&entry, "cannot set metadata", e)?;
+            member_failed(self.dest.events(), &entry, "cannot set metadata", e)?;
         }
         let f = &mut self.files[file];
         f.closing = true;
@@ -673,7 +673,7 @@ impl Uring {
         if self.current != Some(file) || f.ended {
             self.forget(file);
         }
-        member_failed(&entry, "cannot create", e)
+        member_failed(self.dest.events(), &entry, "cannot create", e)
     }
 
     fn forget(&mut self, file: usize) {
