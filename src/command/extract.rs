@@ -344,26 +344,9 @@ fn pipeline_many(
     let scoped = thread::scope(|s| {
         // Writer threads first: when one cannot start (`ulimit -u`, pids.max), the others are
         // hung up on and the run goes on with one writer on this thread.
-        let mut handles = Vec::new();
-        let mut spawn_failed = false;
-        for (i, (w, rx)) in others.iter_mut().zip(rxs).enumerate() {
-            let shared = &shared;
-            match thread::Builder::new()
-                .spawn_scoped(s, move || run_worker(i + 1, &mut **w, rx, shared))
-            {
-                Ok(h) => handles.push(h),
-                Err(_) => {
-                    spawn_failed = true;
-                    break;
-                }
-            }
-        }
-        if spawn_failed {
-            dispatch_cell.lock().unwrap_or_else(|e| e.into_inner()).close();
-            for h in handles {
-                let _ = h.join();
-            }
-            return None;
+        let (handles, all_started) = spawn_writers(s, others, rxs, &shared);
+        if !all_started {
+            return hang_up(&dispatch_cell, handles);
         }
         // Behind a lock only so that this thread can hang up on the writers if the producer
         // cannot start (the closure that would have owned it is gone then); never contended.
@@ -381,12 +364,8 @@ fn pipeline_many(
             // The writer threads took the thread slots the decoder needed (`ulimit -u`):
             // hang up on them and go on with one writer, as when one of them cannot start.
             Err(_) => {
-                cell.lock().unwrap_or_else(|e| e.into_inner()).close();
                 drop(rx0);
-                for h in handles {
-                    let _ = h.join();
-                }
-                return None;
+                return hang_up(cell, handles);
             }
         };
         // Optional, so started after every thread the run needs (see pipeline_one).
@@ -399,24 +378,90 @@ fn pipeline_many(
         drop(flusher);
         Some((produced, results))
     });
-    let Some((produced, mut results)) = scoped else {
+    let Some((produced, results)) = scoped else {
         let input = input.into_inner().unwrap_or_else(|e| e.into_inner()).expect("not consumed");
         return pipeline_one(plans, input, pool, &mut **first, files_for_one, landing);
     };
+    let dispatch = dispatch_cell.into_inner().unwrap_or_else(|e| e.into_inner());
+    finish_many(dispatch, &shared, produced, results)
+}
+
+/// The end of `pipeline_many`, every thread joined: DIR's last directories stamped, the
+/// writers' stats added up, and the run's error chosen.
+fn finish_many(
+    mut dispatch: write::multi::Dispatch,
+    shared: &write::multi::Shared,
+    produced: Result<u64>,
+    results: Vec<Result<Stats>>,
+) -> Result<(u64, Stats)> {
     // Every worker has landed its files: stamp the directories the archive left last.
-    let mut dispatch = dispatch_cell.into_inner().unwrap_or_else(|e| e.into_inner());
-    let mut stats = std::mem::take(&mut dispatch.stats);
     let dest = &mut dispatch.dest;
     dest.leave_all();
     // As with one writer: stamped unless a writer failed (its files may not have landed).
     let stamped = if shared.first_failed().is_none() { dest.settle() } else { Ok(()) };
-    let mut first_err = None;
-    if let Some(Err(e)) = shared
-        .first_failed()
+    let (stats, errors) =
+        outcome(std::mem::take(&mut dispatch.stats), shared.first_failed(), results);
+    let mut errors = errors.into_iter();
+    // A write failure is the root cause when both sides failed: the producer only saw a
+    // worker gone. Another writer's failure is the run's error; this one's member failed too
+    // (a full disk fails the files in flight on every writer): it is named as well.
+    if let Some(e) = errors.next() {
+        for also in errors {
+            report::diagnostic(&format!("fastuntar: {also:#}"));
+        }
+        return Err(e);
+    }
+    let members = produced?;
+    stamped?;
+    Ok((members, stats))
+}
+
+/// The writer threads of `pipeline_many` but the first (which runs on the calling thread),
+/// each with its queue; and whether all of them started.
+fn spawn_writers<'scope>(
+    s: &'scope thread::Scope<'scope, '_>,
+    others: &'scope mut [Box<dyn write::Writer>],
+    rxs: Vec<Receiver<Vec<Op>>>,
+    shared: &'scope write::multi::Shared,
+) -> (Vec<thread::ScopedJoinHandle<'scope, Result<Stats>>>, bool) {
+    let mut handles = Vec::new();
+    for (i, (w, rx)) in others.iter_mut().zip(rxs).enumerate() {
+        let worker = move || write::multi::run_worker(i + 1, &mut **w, rx, shared);
+        match thread::Builder::new().spawn_scoped(s, worker) {
+            Ok(h) => handles.push(h),
+            Err(_) => return (handles, false),
+        }
+    }
+    (handles, true)
+}
+
+/// A thread of `pipeline_many` could not start: the writer threads that did are hung up on
+/// (their queues closed) and waited for; the run goes on with one writer (None).
+fn hang_up<T, U>(
+    dispatch: &std::sync::Mutex<write::multi::Dispatch>,
+    handles: Vec<thread::ScopedJoinHandle<'_, T>>,
+) -> Option<U> {
+    dispatch.lock().unwrap_or_else(|e| e.into_inner()).close();
+    for h in handles {
+        let _ = h.join();
+    }
+    None
+}
+
+/// What the writers of `pipeline_many` did together: their stats added to the dispatcher's
+/// (`stats`), and their errors, the run's first: the one of the writer that failed first
+/// (`first_failed`, as the writers noted it), else the first in writer order.
+fn outcome(
+    mut stats: Stats,
+    first_failed: Option<usize>,
+    mut results: Vec<Result<Stats>>,
+) -> (Stats, Vec<anyhow::Error>) {
+    let mut errors = Vec::new();
+    if let Some(Err(e)) = first_failed
         .and_then(|i| results.get_mut(i))
         .map(|r| std::mem::replace(r, Ok(Stats::default())))
     {
-        first_err = Some(e);
+        errors.push(e);
     }
     for r in results {
         match r {
@@ -427,20 +472,10 @@ fn pipeline_many(
                 stats.links += s.links;
                 stats.bytes += s.bytes;
             }
-            // Another writer's failure is the run's error; this one's member failed too (a
-            // full disk fails the files in flight on every writer): it is named as well.
-            Err(e) if first_err.is_some() => report::diagnostic(&format!("fastuntar: {e:#}")),
-            Err(e) => first_err = Some(e),
+            Err(e) => errors.push(e),
         }
     }
-    // A write failure is the root cause when both sides failed: the producer only saw a
-    // worker gone.
-    if let Some(e) = first_err {
-        return Err(e);
-    }
-    let members = produced?;
-    stamped?;
-    Ok((members, stats))
+    (stats, errors)
 }
 
 /// Feeds ops to the writer, a batch at a time, and has it submit after each batch. While no
@@ -480,6 +515,77 @@ struct Landing<'s> {
     session: &'s Session,
 }
 
+/// What the member loop keeps from one member to the next.
+struct Kept {
+    sanitizer: Sanitizer,
+    /// `-G`: what the lists' renames may still walk (incremental.rs).
+    renames: crate::policy::incremental::RenameBudget,
+    admission: Admission,
+    owners: Owners,
+    lines: crate::command::listing::Lines,
+    packer: Option<PoolBuf>,
+    confirm: Option<Confirm>,
+    probes: crate::resume::Probes,
+}
+
+impl Kept {
+    fn new(plans: &Plans, files: Arc<FileCount>) -> Kept {
+        let policy = &plans.policy;
+        let selection = &plans.selection;
+        Kept {
+            sanitizer: Sanitizer::new(policy.strip_components, policy.one_top_level.as_deref()),
+            renames: crate::policy::incremental::RenameBudget::default(),
+            admission: Admission::new(policy.snapshot, policy.limits.clone(), files),
+            owners: Owners::new(policy.numeric_owner),
+            lines: crate::command::listing::Lines::new(&plans.listing, plans.report.verbose > 1),
+            packer: None,
+            confirm: selection.interactive.then(|| Confirm::new(selection.stdin_taken, false)),
+            probes: crate::resume::Probes::default(),
+        }
+    }
+}
+
+/// The members read when the writer stopped (`Stop::Gone`: its own error says why), or the
+/// sink's own failure.
+fn stopped(members: u64, stop: Stop) -> Result<u64> {
+    match stop {
+        Stop::Gone => Ok(members),
+        Stop::Fatal(e) => Err(e),
+    }
+}
+
+/// Where a resumed run starts: the members before its resume point and their admission
+/// counts, and the directories still waiting for their metadata there, which wait again
+/// before any member (the Err: the members, and why the sink took no more). 0 for a run from
+/// the start.
+fn resumed(
+    session: &Session,
+    admission: &mut Admission,
+    out: &mut dyn Sink,
+) -> Result<u64, (u64, Stop)> {
+    let mut members = 0;
+    if let Some((counts, n)) = session.resumed_counts() {
+        admission.restore(counts.bytes, counts.files);
+        members = n;
+    }
+    match session.carried_dirs() {
+        Some(carried) => out.push(Op::Restore(Box::new(carried))).map_err(|e| (members, e)),
+        None => Ok(()),
+    }
+    .map(|()| members)
+}
+
+/// The next member of `archive`, None at its end. On an error, the members decoded before it
+/// are still written.
+fn next_member(archive: &mut Reading, out: &mut dyn Sink) -> Result<Option<Member>> {
+    let next = archive.next_member();
+    // -R's lines for zero blocks; a failed write is said at the end (report.rs).
+    let _ = archive.say_ends(&mut |line| report::list_line(line, false));
+    next.inspect_err(|_| {
+        let _ = out.flush();
+    })
+}
+
 /// Reads members, judges their paths and sends the ops. Returns the number of members.
 fn produce(
     plans: &Plans,
@@ -491,57 +597,25 @@ fn produce(
 ) -> Result<u64> {
     let Landing { direct, session } = landing;
     let Stream { mut archive } = input;
-    let policy = &plans.policy;
-    let mut sanitizer = Sanitizer::new(policy.strip_components, policy.one_top_level.as_deref());
-    let mut renames = crate::policy::incremental::RenameBudget::default();
-    let mut admission = Admission::new(policy.snapshot, policy.limits.clone(), files);
+    let mut kept = Kept::new(plans, files);
     let utf8 = crate::report::locale::utf8_locale();
     // Safety: geteuid/getegid have no preconditions.
     let ids = unsafe { (libc::geteuid(), libc::getegid()) };
-    let mut packer = None;
-    let mut owners = Owners::new(policy.numeric_owner);
-    let mut lines = crate::command::listing::Lines::new(&plans.listing, plans.report.verbose > 1);
-    let selection = &plans.selection;
-    let mut confirm = selection.interactive.then(|| Confirm::new(selection.stdin_taken, false));
-    let mut members = 0;
-    let mut probes = crate::resume::Probes::default();
     let keep_probes = session.keeps_probes();
-    if let Some((counts, n)) = session.resumed_counts() {
-        admission.restore(counts.bytes, counts.files);
-        members = n;
-    }
-    // A resumed run: the directories still waiting for their metadata at the resume point
-    // wait again, before any member.
-    if let Some(carried) = session.carried_dirs()
-        && let Err(e) = out.push(Op::Restore(Box::new(carried)))
-    {
-        return match e {
-            Stop::Gone => Ok(members),
-            Stop::Fatal(e) => Err(e),
-        };
-    }
+    let mut members = match resumed(session, &mut kept.admission, out) {
+        Ok(members) => members,
+        Err((members, stop)) => return stopped(members, stop),
+    };
+    let says_renaming = plans.report.verbose > 0 && plans.writer.backup.is_some();
     loop {
-        let next = archive.next_member();
-        // -R's lines for zero blocks; a failed write is said at the end (report.rs).
-        let _ = archive.say_ends(&mut |line| report::list_line(line, false));
-        let mut member = match next {
-            Ok(Some(m)) => m,
-            Ok(None) => break,
-            Err(e) => {
-                // Members decoded before the error are still written.
-                let _ = out.flush();
-                return Err(e);
-            }
-        };
+        let Some(mut member) = next_member(&mut archive, out)? else { break };
         // A resume point before this member, when the recorder asked for one.
+        let (wanted, admission, probes) = (archive.wanted(), &kept.admission, &kept.probes);
         if let Some(mark) =
-            session.mark(&archive.reader, &member, members, archive.wanted(), &admission, &probes)
+            session.mark(&archive.reader, &member, members, wanted, admission, probes)
             && let Err(e) = out.push(Op::Mark(mark))
         {
-            return match e {
-                Stop::Gone => Ok(members),
-                Stop::Fatal(e) => Err(e),
-            };
+            return stopped(members, e);
         }
         members += 1;
         progress::member_seen();
@@ -552,44 +626,36 @@ fn produce(
             plans,
             ids,
             reader: &mut archive.reader,
-            sanitizer: &mut sanitizer,
-            renames: &mut renames,
-            admission: &mut admission,
-            owners: &mut owners,
+            sanitizer: &mut kept.sanitizer,
+            renames: &mut kept.renames,
+            admission: &mut kept.admission,
+            owners: &mut kept.owners,
             pool,
             direct,
-            lines: &mut lines,
-            packer: &mut packer,
-            confirm: &mut confirm,
+            lines: &mut kept.lines,
+            packer: &mut kept.packer,
+            confirm: &mut kept.confirm,
             out: &mut *out,
             session,
-            probes: keep_probes.then_some(&mut probes),
+            probes: keep_probes.then_some(&mut kept.probes),
         };
-        let says_renaming = plans.report.verbose > 0 && plans.writer.backup.is_some();
         match stage.member(member).and_then(|()| match says_renaming {
             true => stage.landed(),
             false => Ok(()),
         }) {
             Ok(()) => crate::resume::hook::at(crate::resume::hook::Event::Member),
             Err(MemberError::Gone(WriterGone)) => return Ok(members),
-            Err(MemberError::Fatal(e)) => {
-                let _ = out.flush();
-                return Err(e);
-            }
-            Err(MemberError::Read(e)) => {
-                // What was decoded before the error is still written.
+            // What was decoded before the error is still written.
+            Err(MemberError::Fatal(e) | MemberError::Read(e)) => {
                 let _ = out.flush();
                 return Err(e);
             }
         }
     }
-    match out.flush() {
-        Ok(()) => {}
-        // The writer stopped: its own error says why.
-        Err(Stop::Gone) => return Ok(members),
-        // The sink's own failure (the dispatcher's directory or link, or on one thread the
-        // writer's last writes, closes and metadata, which only the flush lands).
-        Err(Stop::Fatal(e)) => return Err(e),
+    // The sink's own failure: the dispatcher's directory or link, or on one thread the
+    // writer's last writes, closes and metadata, which only the flush lands.
+    if let Err(e) = out.flush() {
+        return stopped(members, e);
     }
     archive.finish(utf8)?;
     Ok(members)

@@ -261,26 +261,14 @@ pub fn create_n(
     // Modes are applied exactly with -p and as root (GNU tar's --preserve-permissions default
     // for root, undone by --no-same-permissions; cli/resolve.rs); otherwise the archive's
     // modes minus the umask, like tar without -p.
-    // Safety: umask has no memory effects.
-    let old_umask = unsafe { libc::umask(0) };
-    // Safety: as above; DIR itself is created like `mkdir -p`, under the user's umask.
-    unsafe { libc::umask(old_umask) };
-    let exact = plan.exact_modes;
+    let (exact, old_umask) = (plan.exact_modes, user_umask());
     // Decided at the edge from DIR's filesystem (cli/resolve.rs `writer_layout`); one writer
     // where it was not.
     let one = Layout { threads: 1, serial: false, journal_less: false, notes: Vec::new() };
     let layout = plan.layout.as_ref().unwrap_or(&one);
-    for note in &layout.notes {
-        crate::report::warn(note);
-    }
+    layout.notes.iter().for_each(crate::report::warn);
     let (n, serial, journal_less) = (layout.threads, layout.serial, layout.journal_less);
-    let fds = FdBudget::from_rlimit(n);
-    if fds.writers < n && plan.threads_given {
-        crate::report::warn(format!(
-            "{} writer threads need more file descriptors than ulimit -n {} leaves; using {}",
-            n, fds.limit, fds.writers
-        ));
-    }
+    let fds = fd_budget(n, plan.threads_given);
     let n = fds.writers;
     let dests = if n > 1 { n + 1 } else { 1 };
     let removals = (dests > 1).then(|| Arc::new(tree::Removals::default()));
@@ -315,8 +303,7 @@ pub fn create_n(
     let mut uring = 0;
     for dest in all {
         if uring_ok {
-            let ring = uring::setup(plan.ring_probe);
-            match ring.and_then(|r| probe_opcodes(r, plan.ring_probe)).and_then(probe_workers) {
+            match ring(plan) {
                 Ok(ring) => {
                     // Without a journal, files are created one after the other (journal.rs),
                     // also when the ring is here for direct writes.
@@ -342,6 +329,35 @@ pub fn create_n(
         workers.push(Box::new(Portable::new(dest, policy)));
     }
     Ok(Writers { workers, uring, dest: dispatcher, direct: direct_plan })
+}
+
+/// The process's umask, left as it is: DIR itself is created like `mkdir -p`, under it.
+fn user_umask() -> libc::mode_t {
+    // Safety: umask has no memory effects; this reads it and puts it back.
+    let old = unsafe { libc::umask(0) };
+    // Safety: as above.
+    unsafe { libc::umask(old) };
+    old
+}
+
+/// The file descriptors for `n` writer threads (resources.rs): fewer threads where `ulimit
+/// -n` leaves too few, with a warning when the count was asked for (`given`).
+fn fd_budget(n: usize, given: bool) -> FdBudget {
+    let fds = FdBudget::from_rlimit(n);
+    if fds.writers < n && given {
+        crate::report::warn(format!(
+            "{} writer threads need more file descriptors than ulimit -n {} leaves; using {}",
+            n, fds.limit, fds.writers
+        ));
+    }
+    fds
+}
+
+/// A ring for one writer, with the operations and the worker threads it needs, or why not
+/// (`plan.ring_probe`: the kernel's answer, or the one the test suite asks for).
+fn ring(plan: &WriterPlan) -> std::io::Result<io_uring::IoUring> {
+    let ring = uring::setup(plan.ring_probe)?;
+    probe_workers(probe_opcodes(ring, plan.ring_probe)?)
 }
 
 /// Whether the writers try io_uring first (else the portable writer): `--io uring` always,
