@@ -8,7 +8,7 @@ use fastuntar::cli::resolve::Edge;
 use fastuntar::command::extract::Summary;
 use fastuntar::command::{Command, Plans, extract, list, to_stdout};
 use fastuntar::exit_codes::ExitCode;
-use fastuntar::report::{checkpoint, totals};
+use fastuntar::report::totals;
 use fastuntar::{cli, report, resources, write};
 
 fn main() {
@@ -96,12 +96,10 @@ fn run(plans: Plans) -> ! {
             Command::List => list::run(&plans),
             _ => to_stdout::run(&plans),
         };
-        checkpoint::finish();
         print_totals(report, &outcome);
         exit(code_of(&outcome));
     }
     let outcome = extract::run(&plans);
-    checkpoint::finish();
     print_totals(report, &outcome);
     let code = code_of(&outcome);
     if let Ok(summary) = &outcome {

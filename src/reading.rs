@@ -9,6 +9,7 @@ use anyhow::{Result, anyhow};
 
 use crate::archive::{Kind, Member, Reader, Skip};
 use crate::decode;
+use crate::report::checkpoint::{Header, Observer};
 use crate::report::locale::utf8_locale;
 use crate::selection::select::Wanted;
 use crate::selection::transform::{NameKind, Transforms};
@@ -57,6 +58,9 @@ pub struct Reading {
     pub download: Option<Arc<decode::url::Download>>,
     /// A member read and given back (`unread`): the next one `next_member` returns.
     unread: Option<Member>,
+    /// `--checkpoint`: told where the reader has got to, here after each header and by the
+    /// data loops (extract.rs, to_stdout.rs) after each chunk. None: checkpoints are off.
+    pub checkpoints: Option<Observer>,
 }
 
 /// Opens the archive and starts its decoder for a stage that only reads it.
@@ -101,7 +105,9 @@ impl Reading {
         let at = reader.offset();
         let mut r = Reading::with_reader(plan, reader, trailer, wanted);
         r.label = None;
-        crate::report::checkpoint::skip_to(at);
+        if let Some(c) = &mut r.checkpoints {
+            c.skip_to(at);
+        }
         r
     }
 
@@ -116,9 +122,7 @@ impl Reading {
         reader.pax_delete(plan.pax_delete.clone());
         reader.xattrs(plan.xattrs);
         reader.dumpdirs(plan.dumpdirs);
-        if let Some(checkpoint) = &plan.checkpoint {
-            crate::report::checkpoint::start(checkpoint, trailer.is_some());
-        }
+        let checkpoints = plan.checkpoint.as_ref().map(|c| Observer::start(c, trailer.is_some()));
         let transforms = plan.transforms.clone();
         let show_omitted_dirs = plan.show_omitted_dirs;
         let label = plan.label.clone();
@@ -132,6 +136,7 @@ impl Reading {
             label,
             download: None,
             unread: None,
+            checkpoints,
         }
     }
 
@@ -157,7 +162,9 @@ impl Reading {
         } else {
             let before = (self.reader.offset(), self.reader.format());
             let m = self.reader.next_member();
-            crate::report::checkpoint::headers_read(before, &self.reader, &m);
+            if let Some(c) = &mut self.checkpoints {
+                c.headers_read(before, self.reader.offset(), header_of(&m));
+            }
             m?
         };
         if let Some(pattern) = self.label.take() {
@@ -240,6 +247,25 @@ impl Reading {
         }
         self.wanted.report_not_found(utf8);
         Ok(())
+    }
+}
+
+/// What a header read found, as checkpoints count it: a member with the bytes of data GNU tar
+/// would pass over if it did not read them (a file's size, a sparse file's stored segments;
+/// None for members without data), the end, or a failure.
+fn header_of(got: &Result<Option<Member>>) -> Header {
+    match got {
+        Ok(Some(m)) => Header::Member {
+            data: match (m.kind, &m.sparse) {
+                (Kind::File | Kind::Other(_), Some(segments)) => {
+                    Some(segments.iter().map(|s| s.len).sum())
+                }
+                (Kind::File | Kind::Other(_), None) => Some(m.size),
+                _ => None,
+            },
+        },
+        Ok(None) => Header::End,
+        Err(_) => Header::Failed,
     }
 }
 

@@ -196,6 +196,18 @@ struct DataLayout {
     segments: Option<Vec<Segment>>,
 }
 
+/// The format a member's header block is in, by its magic (`Header::magic_kind`: Some(true)
+/// ustar, Some(false) GNU, None V7) and whether a PAX local header came before it. A PAX
+/// global header alone leaves it ustar, as GNU tar 1.34 says.
+fn format_of(magic: Option<bool>, pax_local: bool) -> Format {
+    match magic {
+        Some(true) if pax_local => Format::Pax,
+        Some(true) => Format::Ustar,
+        Some(false) => Format::Gnu,
+        None => Format::V7,
+    }
+}
+
 /// The member kind a header's type flag stands for, and whether it is a type without data of
 /// its own (a declared size may or may not be stored). None for an extension header.
 fn kind_of(flag: TypeFlag, name: &[u8]) -> Option<(Kind, bool)> {
@@ -897,13 +909,7 @@ impl<R: Skip> Reader<R> {
         let h = Header(blk);
         // At least as far back as the headers go, so never below 0.
         let block = off / BLOCK as u64 - ext.long_name_blocks - ext.long_link_blocks;
-        let format = match h.magic_kind() {
-            // A PAX global header alone leaves it ustar, as GNU tar 1.34 says.
-            Some(true) if ext.local.is_some() => Format::Pax,
-            Some(true) => Format::Ustar,
-            Some(false) => Format::Gnu,
-            None => Format::V7,
-        };
+        let format = format_of(h.magic_kind(), ext.local.is_some());
         self.format = format;
         let mut local = ext.local.unwrap_or_default();
         let xattrs = std::mem::take(&mut local.xattrs).into_list();
@@ -926,32 +932,12 @@ impl<R: Skip> Reader<R> {
         // one it is a plain directory's data, skipped.
         let dumpdir =
             if self.dumpdirs && h.type_flag() == TypeFlag::DumpDir && format == Format::Gnu {
-                let size = fields.size;
-                if size > pax::MAX_DUMPDIR as u64 {
-                    // Its data is passed over as a plain directory's; the directory is made,
-                    // not purged (exit 2).
-                    let what = format!(
-                        "dumpdir of {size} bytes is larger than fastuntar reads ({} MiB); not \
-                         purged",
-                        pax::MAX_DUMPDIR >> 20
-                    );
-                    crate::report::failed(&display, what);
-                    None
-                } else {
-                    // Read with its padding (a peeked block only ever precedes a header): nothing
-                    // is left of the member's data. Pages of the buffer that no data reaches are
-                    // never touched.
-                    let total = (size + pad) as usize;
-                    let mut list = vec![0; total];
-                    let (k, res) = read_full(&mut self.inner, &mut list);
-                    self.pos += k as u64;
-                    if k < total {
-                        return Err(self.msg(Some(&display), self.pos, &short_read(res)));
-                    }
-                    list.truncate(size as usize);
+                let list = self.read_dumpdir(fields.size, pad, &display)?;
+                if list.is_some() {
+                    // Read with its padding: nothing is left of the member's data.
                     (layout.data_left, pad) = (0, 0);
-                    Some(list)
                 }
+                list
             } else if kind == Kind::Dir {
                 pax_dumpdir
             } else {
@@ -996,6 +982,31 @@ impl<R: Skip> Reader<R> {
             dumpdir,
             is_dumpdir,
         })
+    }
+
+    /// A GNU `D` member's list (`-G`), `size` bytes of data and `pad` after them, read with
+    /// its padding (a peeked block only ever precedes a header). None, its data left to be
+    /// passed over as a plain directory's, when it is larger than `pax::MAX_DUMPDIR`: the
+    /// directory is made, not purged (exit 2).
+    fn read_dumpdir(&mut self, size: u64, pad: u64, display: &str) -> Res<Option<Vec<u8>>> {
+        if size > pax::MAX_DUMPDIR as u64 {
+            let what = format!(
+                "dumpdir of {size} bytes is larger than fastuntar reads ({} MiB); not purged",
+                pax::MAX_DUMPDIR >> 20
+            );
+            crate::report::failed(display, what);
+            return Ok(None);
+        }
+        // Pages of the buffer that no data reaches are never touched.
+        let total = (size + pad) as usize;
+        let mut list = vec![0; total];
+        let (k, res) = read_full(&mut self.inner, &mut list);
+        self.pos += k as u64;
+        if k < total {
+            return Err(self.msg(Some(display), self.pos, &short_read(res)));
+        }
+        list.truncate(size as usize);
+        Ok(Some(list))
     }
 
     /// The member's name, link target and owner names: PAX (local, then global) over GNU
@@ -1171,6 +1182,22 @@ impl<R: Skip> Reader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The format a member is listed and checkpointed under: its header's magic, PAX only
+    /// with a local extended header (a global one alone leaves it ustar, as GNU tar says).
+    #[test]
+    fn formats_by_magic() {
+        let cases = [
+            ((Some(true), true), Format::Pax),
+            ((Some(true), false), Format::Ustar),
+            ((Some(false), true), Format::Gnu),
+            ((Some(false), false), Format::Gnu),
+            ((None, true), Format::V7),
+        ];
+        for ((magic, pax_local), want) in cases {
+            assert_eq!(format_of(magic, pax_local), want, "{magic:?} {pax_local}");
+        }
+    }
 
     const MTIME: u64 = 1_000_000;
 

@@ -24,6 +24,7 @@ use crate::policy::safety::{Sanitizer, Verdict};
 use crate::pool::{Pool, PoolBuf};
 use crate::reading::Reading;
 use crate::report;
+use crate::report::checkpoint;
 use crate::report::progress::{self, Progress};
 use crate::resume::Session;
 use crate::selection::confirm::Confirm;
@@ -626,6 +627,7 @@ fn produce(
             plans,
             ids,
             reader: &mut archive.reader,
+            checkpoints: &mut archive.checkpoints,
             sanitizer: &mut kept.sanitizer,
             renames: &mut kept.renames,
             admission: &mut kept.admission,
@@ -926,6 +928,8 @@ struct Stage<'a, 'b, R: Skip> {
     /// Our effective uid and gid (for the set-id rule).
     ids: (u32, u32),
     reader: &'a mut Reader<R>,
+    /// `--checkpoint`, told after each chunk of data where the reader has got to.
+    checkpoints: &'a mut Option<checkpoint::Observer>,
     sanitizer: &'a mut Sanitizer,
     /// `-G`: what the lists' renames may still walk (incremental.rs).
     renames: &'a mut crate::policy::incremental::RenameBudget,
@@ -1130,7 +1134,7 @@ impl<R: Skip> Stage<'_, '_, R> {
             if m.size > 0 {
                 let mut buf = self.piece(m.size as usize)?;
                 let got = self.reader.read_data(buf.full_mut());
-                crate::report::checkpoint::data_read(self.reader);
+                checkpoint::data_read(self.checkpoints, self.reader.offset(), self.reader.format());
                 let got = got.map_err(|e| anyhow!("{e:#}; {name} is left incomplete"))?;
                 if let Some((offset, n)) = got {
                     buf.set_len(n);
@@ -1153,7 +1157,7 @@ impl<R: Skip> Stage<'_, '_, R> {
         loop {
             let mut buf = self.buffer()?;
             let got = self.reader.read_data(buf.full_mut());
-            crate::report::checkpoint::data_read(self.reader);
+            checkpoint::data_read(self.checkpoints, self.reader.offset(), self.reader.format());
             let got = got.map_err(|e| anyhow!("{e:#}; {name} is left incomplete"))?;
             let Some((offset, n)) = got else { break };
             buf.set_len(n);
@@ -1175,7 +1179,11 @@ impl<R: Skip> Stage<'_, '_, R> {
             match lend::take(offset, left, ahead.ahead, rule, self.pool.buf_size()) {
                 lend::Take::Lend(n) => {
                     let lent = self.reader.lend_data(n);
-                    crate::report::checkpoint::data_read(self.reader);
+                    checkpoint::data_read(
+                        self.checkpoints,
+                        self.reader.offset(),
+                        self.reader.format(),
+                    );
                     let (offset, buf) = lent.map_err(incomplete)?;
                     self.send(Op::Data { offset, buf })?;
                     handed = true;
@@ -1201,14 +1209,22 @@ impl<R: Skip> Stage<'_, '_, R> {
                         let more = self.reader.read_data(&mut buf.full_mut()[rest..len]);
                         more.map_err(incomplete)?;
                     }
-                    crate::report::checkpoint::data_read(self.reader);
+                    checkpoint::data_read(
+                        self.checkpoints,
+                        self.reader.offset(),
+                        self.reader.format(),
+                    );
                     buf.set_len(len);
                     self.send(Op::Data { offset, buf })?;
                 }
                 lend::Take::Copy(n) => {
                     let mut buf = self.buffer()?;
                     let got = self.reader.read_data(&mut buf.full_mut()[..n]);
-                    crate::report::checkpoint::data_read(self.reader);
+                    checkpoint::data_read(
+                        self.checkpoints,
+                        self.reader.offset(),
+                        self.reader.format(),
+                    );
                     let got = got.map_err(incomplete)?;
                     let Some((offset, n)) = got else { return Ok(handed) };
                     buf.set_len(n);

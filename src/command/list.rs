@@ -17,7 +17,7 @@ pub fn run(plans: &Plans) -> Result<u64> {
     let mut lines = Lines::new(&plans.listing, report.verbose > 0);
     // Checkpoints and "Omitting" lines print straight to stdout and stderr: each line goes out
     // before them.
-    let line_by_line = crate::report::checkpoint::on() || plans.read.show_omitted_dirs;
+    let line_by_line = archive.checkpoints.is_some() || plans.read.show_omitted_dirs;
     let mut members = 0;
     loop {
         // The ends met before an error are said before it, as GNU tar does.

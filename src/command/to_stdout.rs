@@ -40,7 +40,7 @@ use crate::policy::safety::SafePath;
 use crate::policy::safety::Sanitizer;
 use crate::reading;
 use crate::report;
-use crate::report::{locale, time};
+use crate::report::{checkpoint, locale, time};
 
 /// Bytes gathered before one write(2) to stdout: file data is read straight into this buffer,
 /// and small files share one write.
@@ -117,10 +117,10 @@ pub fn run(plans: &Plans) -> Result<u64> {
         if let Run::ToCommand { command, ignore_errors } = &plans.command {
             let ignore_errors = *ignore_errors;
             let run = Piped { plans, command, ignore_errors, m: &m, path: &path, name: &name };
-            run.feed(&mut archive.reader, &mut scratch)?;
+            run.feed(&mut archive.reader, &mut archive.checkpoints, &mut scratch)?;
             continue;
         }
-        match data(&mut archive.reader, &m, &mut out, &mut scratch) {
+        match data(&mut archive.reader, &mut archive.checkpoints, &m, &mut out, &mut scratch) {
             Ok(()) => last = name,
             Err(Failure::Write(e)) => return stopped(members, &name, e),
             Err(Failure::Read(e)) => {
@@ -160,7 +160,12 @@ impl Piped<'_> {
     /// Runs the command, writes the data into its standard input, closes it and waits. The
     /// command's failure is reported (exit 2 at the end) and the run goes on; the archive's is
     /// the run's.
-    fn feed<R: Skip>(&self, reader: &mut Reader<R>, scratch: &mut Vec<u8>) -> Result<()> {
+    fn feed<R: Skip>(
+        &self,
+        reader: &mut Reader<R>,
+        checkpoints: &mut Option<checkpoint::Observer>,
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
         let mut child = Command::new("/bin/sh")
             .arg("-c")
             .arg(self.command)
@@ -177,7 +182,7 @@ impl Piped<'_> {
         let stdin = child.stdin.take().expect("stdin was piped");
         let mut pipe =
             Out { file: File::from(OwnedFd::from(stdin)), buf: vec![0; PIPE_BUF], filled: 0 };
-        let fed = data(reader, self.m, &mut pipe, scratch)
+        let fed = data(reader, checkpoints, self.m, &mut pipe, scratch)
             .and_then(|()| pipe.flush().map_err(Failure::Write));
         // End of its input: the command finishes.
         drop(pipe);
@@ -251,6 +256,7 @@ enum Failure {
 /// after them, to its full size.
 fn data<R: Skip>(
     reader: &mut Reader<R>,
+    checkpoints: &mut Option<checkpoint::Observer>,
     m: &Member,
     out: &mut Out,
     scratch: &mut Vec<u8>,
@@ -259,7 +265,7 @@ fn data<R: Skip>(
         loop {
             let spare = out.spare().map_err(Failure::Write)?;
             let got = reader.read_data(spare);
-            crate::report::checkpoint::data_read(reader);
+            checkpoint::data_read(checkpoints, reader.offset(), reader.format());
             match got.map_err(Failure::Read)? {
                 Some((_, n)) => out.filled += n,
                 None => return Ok(()),
@@ -270,7 +276,7 @@ fn data<R: Skip>(
     let mut pos = 0;
     loop {
         let got = reader.read_data(scratch);
-        crate::report::checkpoint::data_read(reader);
+        checkpoint::data_read(checkpoints, reader.offset(), reader.format());
         let Some((offset, n)) = got.map_err(Failure::Read)? else { break };
         // The reader checked the map (in order, no overlaps, within the size); a chunk before
         // what was written already would corrupt the output, so it is not trusted blindly.

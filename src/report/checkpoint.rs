@@ -9,7 +9,7 @@
 //! `exec=COMMAND`, `totals`; "Read checkpoint N" on stderr when none is given.
 //!
 //! fastuntar reads the stream in larger pieces, so the count follows the reader's offset
-//! (`Reader::offset`): `Reading::next_member` (list.rs) reports after each header, and the
+//! (`Reader::offset`): `Reading::next_member` (reading.rs) reports after each header, and the
 //! three consumers' data loops (extract.rs, to_stdout.rs) after each chunk of data, and every
 //! record the reader has reached by then is counted, in order. So checkpoints come during a
 //! big member's data (a burst per chunk of up to 1 MiB), on the reader thread, and before the
@@ -29,19 +29,18 @@
 //! with no newline, as GNU tar; `echo` lines on standard error as "fastuntar: TEXT"; `bell`
 //! and `ttyout` to /dev/tty. They are printed with `-q` too: they were asked for (and no
 //! progress bar is drawn over them). When checkpoints are off the readers pay one branch per
-//! header and per chunk (`RUN` unset).
+//! header and per chunk (the run's `Reading` holds no `Observer`).
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::process::Command;
-use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use anyhow::{Result, anyhow, bail};
 
-use crate::archive::{Kind, Member, Reader, Skip};
+use super::plan::CheckpointPlan;
 use crate::report;
 use crate::report::quoting::unquote;
 use crate::report::totals;
@@ -234,10 +233,9 @@ fn strtol(text: &[u8]) -> i64 {
     if negative { -v } else { v }
 }
 
-/// The checkpoint state of the run, set by `start` (unset: checkpoints are off).
-static RUN: OnceLock<Mutex<Run>> = OnceLock::new();
-
-struct Run {
+/// The checkpoints of one run, watching its reader: `Reading` (reading.rs) holds it and
+/// tells it where the reader has got to, after each header and each chunk of data.
+pub struct Observer {
     spec: Checkpoints,
     /// Bytes of a record.
     record: u64,
@@ -262,131 +260,120 @@ struct Run {
     subcommand: &'static str,
     /// /dev/tty, for `bell` and `ttyout`, once opened.
     tty: Option<File>,
-    /// A `\r` was printed: `finish` blanks the `ttyout` line.
+    /// A `\r` was printed: dropping the observer blanks the `ttyout` line.
     tty_cleanup: bool,
 }
 
-/// Sets checkpoints up for the run `cfg` describes (nothing when they are off), once:
-/// `Reading::new` calls it as the archive is opened. `compressed`: the stream is decoded (or
-/// filtered) from the archive, not read as it is. A compressed file's first record counts its
-/// first checkpoint now, as GNU tar's look at it.
-pub fn start(cfg: &super::plan::CheckpointPlan, compressed: bool) {
-    let spec = &cfg.spec;
-    let seekable = !compressed
-        && cfg
-            .plain_file
-            .as_deref()
-            .is_some_and(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file()));
-    let mut run = Run {
-        spec: spec.clone(),
-        record: cfg.record,
-        count: 0,
-        records: 0,
-        seekable,
-        ignore_zeros: cfg.ignore_zeros,
-        ended: false,
-        unread: None,
-        dots_to_stderr: cfg.dots_to_stderr,
-        env: cfg.env.clone(),
-        subcommand: cfg.subcommand,
-        tty: None,
-        tty_cleanup: false,
-    };
-    if spec.sniffs && compressed {
-        // Read before the decompressor starts: no record of the tar stream yet.
-        run.read("gnu");
-    }
-    let _ = RUN.set(Mutex::new(run));
+/// What a header read found (`Observer::headers_read`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Header {
+    /// A member, with the bytes of data GNU tar would pass over if it did not read them
+    /// (None: a member without data).
+    Member { data: Option<u64> },
+    /// The end of the archive.
+    End,
+    /// The read failed.
+    Failed,
 }
 
-/// A resumed run (src/resume/) begins reading at `offset`: the records before it count as
-/// read by the interrupted run, and no burst of actions fires for them.
-pub fn skip_to(offset: u64) {
-    if let Some(run) = RUN.get() {
-        let mut run = lock(run);
-        run.records = offset / run.record;
-    }
-}
-
-fn lock(run: &Mutex<Run>) -> MutexGuard<'_, Run> {
-    run.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Whether checkpoints are on. The `-t` listing, which buffers its lines, then writes each
-/// one out before the next header is read, so that its names and the checkpoints' output
-/// (dots on the same stdout, lines on stderr with `2>&1`) come in GNU tar's order.
-pub fn on() -> bool {
-    RUN.get().is_some()
-}
-
-/// After `Reader::next_member` (`got`), which started at `before` (the reader's offset and
-/// format then): the records it reached count, under the format before it (GNU tar reads a
-/// header's record before it decodes the header). A previous member whose data was not read
-/// at all was passed over as GNU tar's lseek would pass it; with `-i`, the end of the archive
-/// is the read that found the end of the input.
-pub fn headers_read<R: Skip>(
-    before: (u64, &'static str),
-    reader: &Reader<R>,
-    got: &Result<Option<Member>>,
-) {
-    let Some(run) = RUN.get() else { return };
-    let mut run = lock(run);
-    let (from, format) = before;
-    if let Some((start, size)) = run.unread.take()
-        && run.seekable
-        && from == start
-    {
-        run.pass_over(start, size);
-    }
-    let to = reader.offset();
-    run.reach(to, format);
-    match got {
-        Ok(Some(m)) => run.unread = data_size(m).map(|n| (to, n)),
-        Ok(None) if !run.ended => {
-            run.ended = true;
-            if run.ignore_zeros {
-                run.read_record(format);
-            }
+impl Observer {
+    /// The checkpoints `cfg` asks for: `Reading::new` starts them as the archive is opened.
+    /// `compressed`: the stream is decoded (or filtered) from the archive, not read as it is.
+    /// A compressed file's first record counts its first checkpoint now, as GNU tar's look at
+    /// it.
+    pub fn start(cfg: &CheckpointPlan, compressed: bool) -> Observer {
+        let spec = &cfg.spec;
+        let seekable = !compressed
+            && cfg
+                .plain_file
+                .as_deref()
+                .is_some_and(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file()));
+        let mut run = Observer {
+            spec: spec.clone(),
+            record: cfg.record,
+            count: 0,
+            records: 0,
+            seekable,
+            ignore_zeros: cfg.ignore_zeros,
+            ended: false,
+            unread: None,
+            dots_to_stderr: cfg.dots_to_stderr,
+            env: cfg.env.clone(),
+            subcommand: cfg.subcommand,
+            tty: None,
+            tty_cleanup: false,
+        };
+        if spec.sniffs && compressed {
+            // Read before the decompressor starts: no record of the tar stream yet.
+            run.read("gnu");
         }
-        _ => {}
+        run
+    }
+
+    /// A resumed run (src/resume/) begins reading at `offset`: the records before it count
+    /// as read by the interrupted run, and no burst of actions fires for them.
+    pub fn skip_to(&mut self, offset: u64) {
+        self.records = offset / self.record;
+    }
+
+    /// After a header read that started at `from` under `format` (the reader's offset and
+    /// format then) and left the reader at `to`, finding `got`: the records it reached count,
+    /// under the format before it (GNU tar reads a header's record before it decodes the
+    /// header). A previous member whose data was not read at all was passed over as GNU tar's
+    /// lseek would pass it; with `-i`, the end of the archive is the read that found the end
+    /// of the input.
+    pub fn headers_read(&mut self, (from, format): (u64, &'static str), to: u64, got: Header) {
+        if let Some((start, size)) = self.unread.take()
+            && self.seekable
+            && from == start
+        {
+            self.pass_over(start, size);
+        }
+        self.reach(to, format);
+        match got {
+            Header::Member { data } => self.unread = data.map(|n| (to, n)),
+            Header::End if !self.ended => {
+                self.ended = true;
+                if self.ignore_zeros {
+                    self.read_record(format);
+                }
+            }
+            Header::End | Header::Failed => {}
+        }
+    }
+
+    /// After a chunk of member data was read (or failed), the reader at `offset` under
+    /// `format`: the records reached by then count.
+    pub fn data_read(&mut self, offset: u64, format: &'static str) {
+        self.reach(offset, format);
     }
 }
 
-/// After a chunk of member data was read (or failed): the records reached by then count.
-pub fn data_read<R: Skip>(reader: &Reader<R>) {
-    let Some(run) = RUN.get() else { return };
-    lock(run).reach(reader.offset(), reader.format());
+/// `Observer::data_read` for the data loops, where checkpoints may be off (None).
+pub fn data_read(observer: &mut Option<Observer>, offset: u64, format: &'static str) {
+    if let Some(o) = observer {
+        o.data_read(offset, format);
+    }
 }
 
 /// At the end of the run, before `--totals` (GNU tar's `checkpoint_finish`): a `ttyout`
 /// line ended by `\r` is blanked on the terminal.
-pub fn finish() {
-    let Some(run) = RUN.get() else { return };
-    let mut run = lock(run);
-    let run = &mut *run;
-    let ttyouts = run.spec.actions.iter().filter(|a| matches!(a, Action::TtyOut(_))).count();
-    if let Some(tty) = &mut run.tty
-        && run.tty_cleanup
-    {
-        let mut blank = vec![b' '; width(tty)];
-        blank.push(b'\r');
-        for _ in 0..ttyouts {
-            let _ = tty.write_all(&blank);
+impl Drop for Observer {
+    fn drop(&mut self) {
+        let ttyouts = self.spec.actions.iter().filter(|a| matches!(a, Action::TtyOut(_))).count();
+        if let Some(tty) = &mut self.tty
+            && self.tty_cleanup
+        {
+            let mut blank = vec![b' '; width(tty)];
+            blank.push(b'\r');
+            for _ in 0..ttyouts {
+                let _ = tty.write_all(&blank);
+            }
         }
     }
 }
 
-/// Bytes of a member's data that GNU tar would pass over when it does not read them: a
-/// file's size (a sparse file's stored segments). None for members without data.
-fn data_size(m: &Member) -> Option<u64> {
-    match (m.kind, &m.sparse) {
-        (Kind::File | Kind::Other(_), Some(segments)) => Some(segments.iter().map(|s| s.len).sum()),
-        (Kind::File | Kind::Other(_), None) => Some(m.size),
-        _ => None,
-    }
-}
-
-impl Run {
+impl Observer {
     /// The stream up to `offset` was read: one read per record reached since the last call.
     fn reach(&mut self, offset: u64, format: &'static str) {
         while self.records < offset.div_ceil(self.record) {
@@ -658,6 +645,38 @@ fn width(tty: &File) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An observer is a value each run holds, not a global: two runs in one process count
+    /// from the start each (a resumed one from its resume point), and nothing has to be reset.
+    #[test]
+    fn each_run_counts_its_own_records() {
+        let spec = given(&[("n", "3"), ("a", "sleep=0")]);
+        let record = 10240;
+        let cfg = CheckpointPlan {
+            spec: Checkpoints::new(&spec, false).unwrap().unwrap(),
+            record,
+            plain_file: None,
+            ignore_zeros: false,
+            dots_to_stderr: false,
+            env: [
+                ("TAR_VERSION", "0".into()),
+                ("TAR_ARCHIVE", "a.tar".into()),
+                ("TAR_BLOCKING_FACTOR", "20".into()),
+            ],
+            subcommand: "-x",
+        };
+        for _ in 0..2 {
+            let mut o = Observer::start(&cfg, false);
+            o.headers_read((0, "gnu"), 7 * record, Header::Member { data: Some(record) });
+            assert_eq!((o.count, o.records), (7, 7));
+            o.data_read(8 * record, "gnu");
+            assert_eq!((o.count, o.records), (8, 8));
+        }
+        let mut resumed = Observer::start(&cfg, false);
+        resumed.skip_to(100 * record);
+        resumed.data_read(101 * record, "gnu");
+        assert_eq!((resumed.count, resumed.records), (1, 101));
+    }
 
     fn given(args: &[(&str, &str)]) -> Vec<Arg> {
         args.iter()

@@ -271,92 +271,112 @@ pub fn parse(text: &str, now: Timestamp) -> Result<Timestamp> {
         let Some(c) = sc.peek() else { break };
         let after_time = std::mem::replace(&mut zone_may_follow, false);
         if c.is_ascii_digit() {
-            let (n, len) = sc.number()?;
-            if sc.peek() == Some(b'-') && sc.digit_at(1) && len <= 4 {
-                // YYYY-MM-DD or YY-MM-DD, then perhaps `T` and the time.
-                sc.i += 1;
-                let (m, _) = sc.number()?;
-                if !sc.eat(b'-') {
-                    bail!("a day expected");
-                }
-                let (d, _) = sc.number()?;
-                let year = match (len, n) {
-                    (1 | 2, 69..) => 1900 + n,
-                    (1 | 2, _) => 2000 + n,
-                    _ => n,
-                };
-                items.set_date(year, m, d)?;
-                if matches!(sc.peek(), Some(b'T' | b't')) && sc.digit_at(1) {
-                    sc.i += 1;
-                    let (hour, _) = sc.number()?;
-                    if sc.peek() != Some(b':') {
-                        bail!("a time expected");
-                    }
-                    sc.time(hour, &mut items)?;
-                    zone_may_follow = true;
-                }
-            } else if sc.peek() == Some(b':') && len <= 2 {
-                sc.time(n, &mut items)?;
-                zone_may_follow = true;
-            } else if len == 8 && !sc.peek().is_some_and(|c| c.is_ascii_alphabetic()) {
-                items.set_date(n / 10000, n / 100 % 100, n % 100)?;
-            } else {
-                sc.skip_space();
-                let word = sc.word();
-                if let Some(m) = month(&word) {
-                    let year = year_after(&mut sc)?;
-                    items.set_date(year.unwrap_or_else(|| this_year(now)), m, n)?;
-                } else if let Some(unit) = unit(&word) {
-                    items.add(unit, n);
-                } else {
-                    bail!("a unit expected after {n}");
-                }
-            }
+            zone_may_follow = number_item(&mut sc, &mut items, now)?;
         } else if (c == b'+' || c == b'-') && sc.digit_at(1) {
-            let sign = if c == b'-' { -1 } else { 1 };
-            sc.i += 1;
-            let start = sc.i;
-            let (n, _) = sc.number()?;
-            sc.skip_space();
-            if let Some(unit) = unit(&sc.word()) {
-                items.add(unit, sign * n);
-            } else if after_time {
-                sc.i = start;
-                sc.offset(sign, &mut items)?;
-            } else {
-                bail!("a unit expected after {}{n}", c as char);
-            }
+            signed_item(&mut sc, &mut items, c, after_time)?;
         } else if c.is_ascii_alphabetic() {
-            let word = sc.word();
-            match word.as_str() {
-                "ago" => match items.last.take() {
-                    Some((slot, n)) => {
-                        items.by[slot] = items.by[slot].saturating_sub(n.saturating_mul(2))
-                    }
-                    None => bail!("'ago' after no unit"),
-                },
-                "now" | "today" => items.relative = true,
-                "yesterday" => items.add("day", -1),
-                "tomorrow" => items.add("day", 1),
-                "utc" | "gmt" | "ut" | "z" => items.set_zone(0)?,
-                w => {
-                    if let Some(m) = month(w) {
-                        sc.skip_space();
-                        let (day, _) = sc.number()?;
-                        let year = year_after(&mut sc)?;
-                        items.set_date(year.unwrap_or_else(|| this_year(now)), m, day)?;
-                    } else if let Some(unit) = unit(w) {
-                        items.add(unit, 1);
-                    } else {
-                        bail!("unknown word '{w}'");
-                    }
-                }
-            }
+            word_item(&mut sc, &mut items, now)?;
         } else {
             bail!("unexpected '{}'", c as char);
         }
     }
     Ok(resolve(&items, now))
+}
+
+/// An item that starts with a digit: a date (`YYYY-MM-DD`, perhaps with `T` and a time;
+/// `YYYYMMDD`), a time (`HH:MM`), `D MONTH [YEAR]`, or `N UNIT`. Whether it was a time (a zone
+/// may follow).
+fn number_item(sc: &mut Scan, items: &mut Items, now: Timestamp) -> Result<bool> {
+    let (n, len) = sc.number()?;
+    if sc.peek() == Some(b'-') && sc.digit_at(1) && len <= 4 {
+        // YYYY-MM-DD or YY-MM-DD, then perhaps `T` and the time.
+        sc.i += 1;
+        let (m, _) = sc.number()?;
+        if !sc.eat(b'-') {
+            bail!("a day expected");
+        }
+        let (d, _) = sc.number()?;
+        let year = match (len, n) {
+            (1 | 2, 69..) => 1900 + n,
+            (1 | 2, _) => 2000 + n,
+            _ => n,
+        };
+        items.set_date(year, m, d)?;
+        if matches!(sc.peek(), Some(b'T' | b't')) && sc.digit_at(1) {
+            sc.i += 1;
+            let (hour, _) = sc.number()?;
+            if sc.peek() != Some(b':') {
+                bail!("a time expected");
+            }
+            sc.time(hour, items)?;
+            return Ok(true);
+        }
+    } else if sc.peek() == Some(b':') && len <= 2 {
+        sc.time(n, items)?;
+        return Ok(true);
+    } else if len == 8 && !sc.peek().is_some_and(|c| c.is_ascii_alphabetic()) {
+        items.set_date(n / 10000, n / 100 % 100, n % 100)?;
+    } else {
+        sc.skip_space();
+        let word = sc.word();
+        if let Some(m) = month(&word) {
+            let year = year_after(sc)?;
+            items.set_date(year.unwrap_or_else(|| this_year(now)), m, n)?;
+        } else if let Some(unit) = unit(&word) {
+            items.add(unit, n);
+        } else {
+            bail!("a unit expected after {n}");
+        }
+    }
+    Ok(false)
+}
+
+/// An item that starts with a sign (`c`) and a digit: `+N UNIT`, `-N UNIT`, or right after a
+/// time (`after_time`) its zone offset.
+fn signed_item(sc: &mut Scan, items: &mut Items, c: u8, after_time: bool) -> Result<()> {
+    let sign = if c == b'-' { -1 } else { 1 };
+    sc.i += 1;
+    let start = sc.i;
+    let (n, _) = sc.number()?;
+    sc.skip_space();
+    if let Some(unit) = unit(&sc.word()) {
+        items.add(unit, sign * n);
+    } else if after_time {
+        sc.i = start;
+        sc.offset(sign, items)?;
+    } else {
+        bail!("a unit expected after {}{n}", c as char);
+    }
+    Ok(())
+}
+
+/// An item that starts with a letter: `ago`, `now`, `today`, `yesterday`, `tomorrow`, a
+/// zone (`UTC`), `MONTH D [YEAR]`, or a unit alone (one of it).
+fn word_item(sc: &mut Scan, items: &mut Items, now: Timestamp) -> Result<()> {
+    let word = sc.word();
+    match word.as_str() {
+        "ago" => match items.last.take() {
+            Some((slot, n)) => items.by[slot] = items.by[slot].saturating_sub(n.saturating_mul(2)),
+            None => bail!("'ago' after no unit"),
+        },
+        "now" | "today" => items.relative = true,
+        "yesterday" => items.add("day", -1),
+        "tomorrow" => items.add("day", 1),
+        "utc" | "gmt" | "ut" | "z" => items.set_zone(0)?,
+        w => {
+            if let Some(m) = month(w) {
+                sc.skip_space();
+                let (day, _) = sc.number()?;
+                let year = year_after(sc)?;
+                items.set_date(year.unwrap_or_else(|| this_year(now)), m, day)?;
+            } else if let Some(unit) = unit(w) {
+                items.add(unit, 1);
+            } else {
+                bail!("unknown word '{w}'");
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The year after `MONTH D` or `D MONTH`, if one follows (a number that does not start a time).

@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 
 use anyhow::Result;
@@ -33,6 +33,33 @@ use crate::plan::{Dumpdir, Entry, Move};
 use crate::policy::admit::TooManyFiles;
 use crate::policy::safety::SafePath;
 use crate::report;
+
+/// The letter the list gives each name the directory holds (`Y`, `N`, `D`; 0: not listed),
+/// found in one pass over the list: memory as the directory's own names. The first entry for
+/// a name counts.
+fn letters<'a>(names: &'a [CString], list: &[u8]) -> HashMap<&'a [u8], u8> {
+    let mut letters: HashMap<&[u8], u8> = names.iter().map(|n| (n.as_bytes(), 0)).collect();
+    for e in crate::policy::incremental::entries(list) {
+        if let (b'Y' | b'N' | b'D', Some(l)) = (e[0], letters.get_mut(&e[1..]))
+            && *l == 0
+        {
+            *l = e[0];
+        }
+    }
+    letters
+}
+
+/// Whether a name the directory holds stays, by the letter the list gives it (GNU tar 1.34's
+/// `purge_directory`): `D` keeps a directory, `Y` a non-directory, `N` either; what the list
+/// does not name goes.
+fn stays(letter: u8, is_dir: bool) -> bool {
+    match letter {
+        b'D' => is_dir,
+        b'Y' => !is_dir,
+        0 => false,
+        _ => true,
+    }
+}
 
 impl Dest {
     /// Carries out `list`'s renames and removals in the directory member `entry` names (its
@@ -72,22 +99,28 @@ impl Dest {
         if list.unused_temp {
             report::warn(format!("{}: Malformed dumpdir: 'X' never used", entry.name));
         }
-        // The letter the list gives each name the directory holds ('Y', 'N', 'D'; 0: not
-        // listed), found in one pass over the list: memory as the directory's own names.
-        let mut letters: HashMap<&[u8], u8> = names.iter().map(|n| (n.as_bytes(), 0)).collect();
-        for e in crate::policy::incremental::entries(&list.list) {
-            if let (b'Y' | b'N' | b'D', Some(l)) = (e[0], letters.get_mut(&e[1..]))
-                && *l == 0
-            {
-                *l = e[0];
-            }
-        }
+        let letters = letters(&names, &list.list);
+        self.remove_unlisted(entry, dir.as_raw_fd(), &names, &letters, root_dev);
+        Ok(())
+    }
+
+    /// Removes what the directory `dir` (member `entry`'s) holds and the list does not keep
+    /// (`stays`), each said (`Event::Deleting`) and any failure reported. With
+    /// `--one-file-system` (`root_dev`) nothing on another device is removed.
+    fn remove_unlisted(
+        &mut self,
+        entry: &Entry,
+        dir: RawFd,
+        names: &[CString],
+        letters: &HashMap<&[u8], u8>,
+        root_dev: Option<libc::dev_t>,
+    ) {
         // As GNU tar names what it removes: `src/f`, `./src/f` for `./src/`, `./f` for `./`.
         let shown = format!("{}/", entry.shown_path());
-        for name in &names {
+        for name in names {
             let bytes = name.as_bytes();
             let what = format!("{shown}{}", report::printable(bytes));
-            let st = match fstatat_nofollow(dir.as_raw_fd(), name) {
+            let st = match fstatat_nofollow(dir, name) {
                 Ok(st) => st,
                 Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
                 Err(e) => {
@@ -97,13 +130,7 @@ impl Dest {
                 }
             };
             let is_dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
-            let stays = match letters.get(bytes).copied().unwrap_or(0) {
-                b'D' => is_dir,
-                b'Y' => !is_dir,
-                0 => false,
-                _ => true,
-            };
-            if stays {
+            if stays(letters.get(bytes).copied().unwrap_or(0), is_dir) {
                 continue;
             }
             if root_dev.is_some_and(|d| d != st.st_dev) {
@@ -111,7 +138,7 @@ impl Dest {
                 continue;
             }
             self.events().event(Event::Deleting { path: &what });
-            if let Err(e) = remove_all(dir.as_raw_fd(), name) {
+            if let Err(e) = remove_all(dir, name) {
                 report::failed(&what, format!("Cannot remove: {e}"));
             }
             if is_dir {
@@ -119,7 +146,6 @@ impl Dest {
                 self.tree().detach(child.components().map(|c| c.as_os_str().as_bytes()));
             }
         }
-        Ok(())
     }
 
     /// The renames, in order; false (reported) at the first that fails, as GNU tar stops; Err
@@ -242,4 +268,24 @@ fn random_suffix() -> String {
         bytes = t.to_le_bytes()[..6].try_into().expect("6 bytes");
     }
     bytes.iter().map(|b| CHARS[*b as usize % CHARS.len()] as char).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// GNU tar 1.34's rule: `D` keeps a directory, `Y` a non-directory, `N` either; what the
+    /// list does not name goes; the first entry for a name counts.
+    #[test]
+    fn what_a_list_keeps() {
+        let names: Vec<CString> = ["d", "f", "n", "gone"].map(|n| CString::new(n).unwrap()).into();
+        let letters = letters(&names, b"Dd\0Yf\0Nn\0Nd\0Yx\0");
+        let letter = |n: &str| letters[n.as_bytes()];
+        assert_eq!([letter("d"), letter("f"), letter("n"), letter("gone")], [b'D', b'Y', b'N', 0]);
+        let keeps = |n: &str| [stays(letter(n), true), stays(letter(n), false)];
+        assert_eq!(keeps("d"), [true, false]);
+        assert_eq!(keeps("f"), [false, true]);
+        assert_eq!(keeps("n"), [true, true]);
+        assert_eq!(keeps("gone"), [false, false]);
+    }
 }
