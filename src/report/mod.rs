@@ -27,7 +27,6 @@ use std::sync::{Mutex, OnceLock};
 
 static SKIPPED: AtomicU64 = AtomicU64::new(0);
 static FAILED: AtomicU64 = AtomicU64::new(0);
-static QUIET_WARNINGS: AtomicBool = AtomicBool::new(false);
 /// A diagnostic could not be written to stderr.
 static DIAGNOSTIC_LOST: AtomicBool = AtomicBool::new(false);
 /// The first failed write to stdout or the index file, as said at the end (`stdout: write
@@ -185,9 +184,7 @@ pub fn warn_of(w: Warning, msg: impl std::fmt::Display) {
 
 /// Something worth saying that does not change the exit code (e.g. a stripped leading `/`).
 pub fn warn(msg: impl std::fmt::Display) {
-    if !QUIET_WARNINGS.load(Ordering::Relaxed) {
-        diagnostic(&format!("fastuntar: {msg}"));
-    }
+    diagnostic(&format!("fastuntar: {msg}"));
 }
 
 pub fn skipped_count() -> u64 {
