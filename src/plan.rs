@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use crate::archive::{Timestamp, Xattr, xattr_bytes};
+use crate::policy::incremental::Dumpdir;
 use crate::policy::safety::SafePath;
 use crate::pool::PoolBuf;
 
@@ -101,34 +102,6 @@ pub enum Op {
     /// A resumed run's first op: the directories whose metadata was still to be applied at
     /// the resume point (`Dest::restore_carried`), and whether directories are delayed.
     Restore(Box<(bool, Vec<crate::resume::state::CarriedDir>)>),
-}
-
-/// A directory's names as an incremental archive (`tar -g`) lists them, checked and made
-/// safe by the decoder side (`incremental.rs`).
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Dumpdir {
-    /// The list as stored (NUL-ended entries, a letter and a name each). Only its 'Y' (in this
-    /// archive), 'N' (not in it: unchanged since) and 'D' (a directory) entries are looked up,
-    /// by the purge, for the names the directory holds: nothing per entry is allocated, so a
-    /// list costs its own size whatever its count of names.
-    pub list: Vec<u8>,
-    /// Renames of directories to make first, in order.
-    pub moves: Vec<Move>,
-    /// An 'X' made a temporary directory that no rename used: GNU tar's warning.
-    pub unused_temp: bool,
-    /// Why the list cannot be used (GNU tar's words): the directory is then not purged, and
-    /// this is reported if the directory exists.
-    pub malformed: Option<String>,
-}
-
-/// One step of a dumpdir's renames.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Move {
-    /// 'X': a temporary directory is made in this directory (the stand-in a swap of two
-    /// names goes through).
-    TempDir(SafePath),
-    /// 'R' then 'T': rename a directory; None is the temporary directory.
-    Rename { from: Option<SafePath>, to: Option<SafePath> },
 }
 
 /// What a `Special` op makes (mknodat's type and device number).

@@ -34,7 +34,7 @@ pub struct ReadPlan {
     /// `-V PATTERN`: the archive's volume label must match.
     pub label: Option<String>,
     /// `--checkpoint`: set up as the archive is opened.
-    pub checkpoint: Option<crate::report::plan::CheckpointPlan>,
+    pub checkpoint: Option<crate::report::checkpoint::CheckpointPlan>,
 }
 
 /// The archive as every stage reads it (extraction, `-t` here, `-O` in to_stdout.rs): its

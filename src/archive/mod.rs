@@ -183,7 +183,7 @@ pub struct Member {
     /// Extended attributes from the member's PAX `x` header, in record order; read only with
     /// `Reader::xattrs` (empty, and nothing allocated, otherwise or when it has none).
     pub xattrs: Vec<Xattr>,
-    /// The name as stored, where `--transform` changed `name` (list.rs `Reading::wants`):
+    /// The name as stored, where `--transform` changed `name` (reading.rs `Reading::wants`):
     /// `-t` and `-v` show it unless `--show-transformed-names`.
     pub stored_name: Option<Vec<u8>>,
     pub format: Format,

@@ -19,12 +19,13 @@ use crate::command::listing::ListingPlan;
 use crate::command::{Command, Plans};
 use crate::decode::plan::InputPlan;
 use crate::policy::admit::{Limits, SNAPSHOT_MAX_BYTES, SNAPSHOT_MAX_FILES};
+use crate::policy::conflict::OldFiles;
 use crate::policy::plan::MemberPlan;
 use crate::reading::ReadPlan;
-use crate::report::plan::{CheckpointPlan, ReportPlan};
+use crate::report::checkpoint::CheckpointPlan;
+use crate::report::plan::ReportPlan;
 use crate::resume::{Flag, ResumePlan};
 use crate::selection::plan::SelectionPlan;
-use crate::write::conflict::OldFiles;
 use crate::write::plan::{Backend, DestFs, DirectIo, Layout, RingProbe, WriterPlan};
 
 /// What the resolve step needs of the process's surroundings, read once at the edge

@@ -940,7 +940,7 @@ struct Stage<'a, 'b, R: Skip> {
     /// How the writers write each file: what a chunk handed on in the decoder's buffer must
     /// be like (lend.rs).
     direct: DirectPolicy,
-    /// What -v prints (list.rs).
+    /// What -v prints (listing.rs).
     lines: &'a mut crate::command::listing::Lines,
     /// The rest of the buffer small files are being packed into.
     packer: &'a mut Option<PoolBuf>,

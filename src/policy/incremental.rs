@@ -17,9 +17,35 @@
 //! `../` removed). The SNAPSHOT file of `-g` is not read when extracting or listing, as in
 //! GNU tar.
 
-use crate::plan::{Dumpdir, Move};
-use crate::policy::safety::SafePath;
-use crate::policy::safety::{Sanitizer, Verdict};
+use crate::policy::safety::{SafePath, Sanitizer, Verdict};
+
+/// A directory's names as an incremental archive (`tar -g`) lists them, checked and made
+/// safe by the decoder side (`plan` here), for the writer's purge (write/purge.rs).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Dumpdir {
+    /// The list as stored (NUL-ended entries, a letter and a name each). Only its 'Y' (in this
+    /// archive), 'N' (not in it: unchanged since) and 'D' (a directory) entries are looked up,
+    /// by the purge, for the names the directory holds: nothing per entry is allocated, so a
+    /// list costs its own size whatever its count of names.
+    pub list: Vec<u8>,
+    /// Renames of directories to make first, in order.
+    pub moves: Vec<Move>,
+    /// An 'X' made a temporary directory that no rename used: GNU tar's warning.
+    pub unused_temp: bool,
+    /// Why the list cannot be used (GNU tar's words): the directory is then not purged, and
+    /// this is reported if the directory exists.
+    pub malformed: Option<String>,
+}
+
+/// One step of a dumpdir's renames.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Move {
+    /// 'X': a temporary directory is made in this directory (the stand-in a swap of two
+    /// names goes through).
+    TempDir(SafePath),
+    /// 'R' then 'T': rename a directory; None is the temporary directory.
+    Rename { from: Option<SafePath>, to: Option<SafePath> },
+}
 
 /// The entries of a raw list, up to the empty one that ends it (a list cut short ends where
 /// its data does; a last entry without its NUL counts).

@@ -1,7 +1,9 @@
 //! What may land on disk and how: names made safe under DIR (safety.rs), the limits a member
-//! must keep (admit.rs), and `-G`'s directory lists (incremental.rs).
+//! must keep (admit.rs), `-G`'s directory lists (incremental.rs), and what a member does with
+//! what is already at its path (conflict.rs).
 
 pub mod admit;
+pub mod conflict;
 pub mod incremental;
 pub mod plan;
 pub mod safety;

@@ -35,12 +35,12 @@ use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Result, anyhow, bail};
 
-use super::plan::CheckpointPlan;
 use crate::report;
 use crate::report::quoting::unquote;
 use crate::report::totals;
@@ -231,6 +231,24 @@ fn strtol(text: &[u8]) -> i64 {
     let digits: String = s.chars().take_while(char::is_ascii_digit).collect();
     let v = digits.parse::<i64>().unwrap_or(if digits.is_empty() { 0 } else { i64::MAX });
     if negative { -v } else { v }
+}
+
+/// `--checkpoint`'s spec and what it needs to know of the run (checkpoint.rs `start`).
+#[derive(Debug, Clone)]
+pub struct CheckpointPlan {
+    pub spec: Checkpoints,
+    /// Bytes of a tar record.
+    pub record: u64,
+    /// The archive file read as it is (no `-I`), whose data GNU tar would seek over when it
+    /// is a regular file; None for standard input, a URL or a filter.
+    pub plain_file: Option<PathBuf>,
+    /// `-i`: zero blocks are read past.
+    pub ignore_zeros: bool,
+    /// Dots go to stderr (`-O`: stdout carries data).
+    pub dots_to_stderr: bool,
+    /// For `exec`: the run's TAR_* variables, and `-x` or `-t`.
+    pub env: [(&'static str, OsString); 3],
+    pub subcommand: &'static str,
 }
 
 /// The checkpoints of one run, watching its reader: `Reading` (reading.rs) holds it and

@@ -2,10 +2,10 @@
 //! it: verbosity, `--json`, `--totals`, `--index-file`, `--warning`'s classes and
 //! `--checkpoint`'s actions (checkpoint.rs).
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 
 use super::Warnings;
+use super::checkpoint::CheckpointPlan;
 
 #[derive(Debug, Clone)]
 pub struct ReportPlan {
@@ -24,22 +24,4 @@ pub struct ReportPlan {
     pub warnings: Warnings,
     /// `--checkpoint`, `--checkpoint-action`; None when off.
     pub checkpoint: Option<CheckpointPlan>,
-}
-
-/// `--checkpoint`'s spec and what it needs to know of the run (checkpoint.rs `start`).
-#[derive(Debug, Clone)]
-pub struct CheckpointPlan {
-    pub spec: super::checkpoint::Checkpoints,
-    /// Bytes of a tar record.
-    pub record: u64,
-    /// The archive file read as it is (no `-I`), whose data GNU tar would seek over when it
-    /// is a regular file; None for standard input, a URL or a filter.
-    pub plain_file: Option<PathBuf>,
-    /// `-i`: zero blocks are read past.
-    pub ignore_zeros: bool,
-    /// Dots go to stderr (`-O`: stdout carries data).
-    pub dots_to_stderr: bool,
-    /// For `exec`: the run's TAR_* variables, and `-x` or `-t`.
-    pub env: [(&'static str, OsString); 3],
-    pub subcommand: &'static str,
 }

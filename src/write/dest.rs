@@ -24,7 +24,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context, Result, anyhow};
 
 use super::backup::Backup;
-use super::conflict::{self, Decision, Member, OldFiles, Policy, There};
 use super::delayed::{Delayed, Record};
 use super::events::{Event, Events};
 use super::restart;
@@ -33,6 +32,7 @@ use crate::archive::Timestamp;
 use crate::archive::{Xattr, xattr_bytes};
 use crate::plan::{Entry, Node};
 use crate::policy::admit::FileCount;
+use crate::policy::conflict::{self, Decision, Member, OldFiles, Policy, There};
 use crate::policy::safety::SafePath;
 use crate::resume::state::CarriedDir;
 

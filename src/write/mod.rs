@@ -4,7 +4,6 @@
 
 pub mod backup;
 pub mod casefold;
-pub mod conflict;
 pub mod delayed;
 pub mod dest;
 pub mod direct;

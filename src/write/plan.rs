@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::write::conflict::OldFiles;
+use crate::policy::conflict::OldFiles;
 
 #[derive(Debug, Clone)]
 pub struct WriterPlan {

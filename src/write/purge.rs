@@ -29,8 +29,9 @@ use super::dest::{Dest, Removed, cstr_io, empty_tree, fstat, fstatat_nofollow};
 use super::events::Event;
 use super::names_in;
 use super::restart;
-use crate::plan::{Dumpdir, Entry, Move};
+use crate::plan::Entry;
 use crate::policy::admit::TooManyFiles;
+use crate::policy::incremental::{Dumpdir, Move};
 use crate::policy::safety::SafePath;
 use crate::report;
 

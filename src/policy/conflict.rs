@@ -1,7 +1,7 @@
 //! What a member does with what is already at its path: a pure decision, from the options
 //! (`-k`, `--skip-old-files`, `--keep-newer-files`, `--no-overwrite-dir`, `-U`,
 //! `--recursive-unlink`, `--backup`, `--keep-directory-symlink`, `-h`) and what is there.
-//! `Dest` (dest.rs) looks at the disk, asks `decide`, and carries the answer out. The table
+//! `Dest` (write/dest.rs) looks at the disk, asks `decide`, and carries the answer out. The table
 //! is GNU tar 1.34's (extract.c `maybe_recoverable`, `extract_dir`, `file_newer_p`), checked
 //! against it by tests/suite/dropin.rs and the differential suites; `tests` here holds it as
 //! vectors.
