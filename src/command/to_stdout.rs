@@ -89,15 +89,11 @@ pub fn run(plans: &Plans) -> Result<u64> {
         let name = m.display_name();
         let judged = judge(policy, &mut sanitizer, &mut admission, &m, &name);
         let Some(path) = judged.map_err(|e| out.flush_before(e))? else { continue };
-        if let Some(confirm) = confirm.as_mut()
-            && !confirm
-                .ask(
-                    "extract",
-                    &crate::selection::confirm::asked_name(policy.renames(), &m.name, &path),
-                )
-                .map_err(|e| out.flush_before(e))?
-        {
-            continue;
+        if let Some(confirm) = confirm.as_mut() {
+            let asked = crate::selection::confirm::asked_name(policy.renames(), &m.name, &path);
+            if !confirm.ask("extract", &asked).map_err(|e| out.flush_before(e))? {
+                continue;
+            }
         }
         if verbose > 0 {
             let listed = lines.of(&m, &plans.listing, archive.reader.volume_label());
@@ -115,8 +111,8 @@ pub fn run(plans: &Plans) -> Result<u64> {
             continue;
         }
         if let Run::ToCommand { command, ignore_errors } = &plans.command {
-            let ignore_errors = *ignore_errors;
-            let run = Piped { plans, command, ignore_errors, m: &m, path: &path, name: &name };
+            let (m, path, name, ignore_errors) = (&m, &path, &name, *ignore_errors);
+            let run = Piped { plans, command, ignore_errors, m, path, name };
             run.feed(&mut archive.reader, &mut archive.checkpoints, &mut scratch)?;
             continue;
         }
