@@ -190,18 +190,8 @@ impl Walker {
 
     fn walk(&mut self, data: &[u8], at: &mut usize, base: u64) -> Result<Option<Event>, WalkError> {
         loop {
-            // Ends that need no more bytes.
-            match self.state {
-                State::Body { left: 0, last: false } => self.state = State::BlockHeader,
-                State::Body { left: 0, last: true } if self.checksum_pending => {
-                    self.state = State::Checksum { left: 4 };
-                }
-                State::Body { left: 0, last: true } | State::Checksum { left: 0 } => {
-                    self.state = State::Magic;
-                    return Ok(Some(Event::End { offset: self.offset, at: *at }));
-                }
-                State::Skip { left: 0 } => self.state = State::Magic,
-                _ => {}
+            if let Some(end) = self.ended(*at) {
+                return Ok(Some(end));
             }
             if *at == data.len() {
                 return Ok(None);
@@ -241,18 +231,7 @@ impl Walker {
                         return Ok(None);
                     }
                     let header = self.parse_header(len)?;
-                    // The header began `len` bytes back: in this piece, or partly in earlier
-                    // ones, whose share of it is in `carry`.
-                    let (at_start, carried) = match self.started.checked_sub(base) {
-                        Some(k) => (k as usize, 0),
-                        None => (0, (base - self.started) as usize),
-                    };
-                    let mut c = Carried { bytes: [0; MAX_HEADER], len: carried as u8 };
-                    c.bytes[..carried].copy_from_slice(&self.carry[..carried]);
-                    self.carry_len = 0;
-                    self.state = State::BlockHeader;
-                    let offset = self.started;
-                    return Ok(Some(Event::Start { offset, at: at_start, header, carried: c }));
+                    return Ok(Some(self.frame_started(base, header)));
                 }
                 State::BlockHeader => {
                     if self.carry_len == 0 {
@@ -265,17 +244,10 @@ impl Walker {
                         | u32::from(self.carry[1]) << 8
                         | u32::from(self.carry[2]) << 16;
                     self.carry_len = 0;
-                    let last = h & 1 == 1;
-                    let size = u64::from(h >> 3);
-                    let left = match (h >> 1) & 3 {
-                        0 | 2 if size > MAX_BLOCK => {
-                            return self.fail(format!("block of {size} bytes (corrupt frame)"));
-                        }
-                        0 | 2 => size,
-                        1 => 1,
-                        _ => return self.fail("reserved block type (corrupt frame)"),
-                    };
-                    self.state = State::Body { left, last };
+                    match block_body(h) {
+                        Ok((left, last)) => self.state = State::Body { left, last },
+                        Err(what) => return self.fail(what),
+                    }
                 }
                 State::Body { left, last } => {
                     self.state = State::Body { left: self.pass(data, at, left), last };
@@ -288,6 +260,39 @@ impl Walker {
                 }
             }
         }
+    }
+
+    /// The ends that need no more bytes: a block's, then the checksum's or the frame's (an
+    /// `End` event, the walk `at` in the piece), or a skippable frame's.
+    fn ended(&mut self, at: usize) -> Option<Event> {
+        match self.state {
+            State::Body { left: 0, last: false } => self.state = State::BlockHeader,
+            State::Body { left: 0, last: true } if self.checksum_pending => {
+                self.state = State::Checksum { left: 4 };
+            }
+            State::Body { left: 0, last: true } | State::Checksum { left: 0 } => {
+                self.state = State::Magic;
+                return Some(Event::End { offset: self.offset, at });
+            }
+            State::Skip { left: 0 } => self.state = State::Magic,
+            _ => {}
+        }
+        None
+    }
+
+    /// The frame whose `header` was just read, as an event: it began `len` bytes back, in this
+    /// piece (which starts at stream offset `base`), or partly in earlier ones, whose share of
+    /// it is in `carry`.
+    fn frame_started(&mut self, base: u64, header: FrameHeader) -> Event {
+        let (at, carried) = match self.started.checked_sub(base) {
+            Some(k) => (k as usize, 0),
+            None => (0, (base - self.started) as usize),
+        };
+        let mut c = Carried { bytes: [0; MAX_HEADER], len: carried as u8 };
+        c.bytes[..carried].copy_from_slice(&self.carry[..carried]);
+        self.carry_len = 0;
+        self.state = State::BlockHeader;
+        Event::Start { offset: self.started, at, header, carried: c }
     }
 
     /// Walks all of `data`, pushing what it finds onto `events`.
@@ -359,9 +364,37 @@ fn le(b: &[u8]) -> u64 {
     b.iter().rev().fold(0, |v, &x| v << 8 | u64::from(x))
 }
 
+/// A block header (RFC 8878 3.1.1.2, its 3 bytes as a little-endian number): the bytes of its
+/// body that follow (an RLE block's is one byte) and whether it is the frame's last block. Err
+/// for a block larger than `MAX_BLOCK` or of the reserved type.
+fn block_body(h: u32) -> Result<(u64, bool), String> {
+    let last = h & 1 == 1;
+    let size = u64::from(h >> 3);
+    let left = match (h >> 1) & 3 {
+        0 | 2 if size > MAX_BLOCK => return Err(format!("block of {size} bytes (corrupt frame)")),
+        0 | 2 => size,
+        1 => 1,
+        _ => return Err("reserved block type (corrupt frame)".into()),
+    };
+    Ok((left, last))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Block headers by type: raw and compressed carry their size, RLE one byte, the reserved
+    /// type and a block over 128 KiB are corrupt.
+    #[test]
+    fn block_headers() {
+        let h = |size: u32, kind: u32, last: bool| size << 3 | kind << 1 | u32::from(last);
+        assert_eq!(block_body(h(100, 0, false)), Ok((100, false)));
+        assert_eq!(block_body(h(7, 2, true)), Ok((7, true)));
+        assert_eq!(block_body(h(5000, 1, false)), Ok((1, false)));
+        assert!(block_body(h(1, 3, false)).is_err());
+        assert!(block_body(h(128 << 10, 2, false)).is_ok());
+        assert!(block_body(h((128 << 10) + 1, 0, false)).is_err());
+    }
 
     /// Frames of various shapes, with the offsets where each starts and ends.
     fn sample() -> (Vec<u8>, Vec<(u64, u64)>) {

@@ -86,110 +86,124 @@ impl<R: Read> crate::archive::Skip for Lz4Frames<R> {}
 impl<R: Read> Read for Lz4Frames<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
-            match std::mem::replace(&mut self.state, State::Poisoned) {
+            let state = std::mem::replace(&mut self.state, State::Poisoned);
+            let step = match state {
                 State::Done => {
                     self.state = State::Done;
-                    return Ok(0);
+                    Some(0)
                 }
                 State::Poisoned => {
                     return Err(io::Error::other("an earlier error stopped the decoder"));
                 }
-                State::In(mut d) => {
-                    let n = d.read(buf)?;
-                    if n > 0 || buf.is_empty() {
-                        self.state = State::In(d);
-                        return Ok(n);
-                    }
-                    let (_magic, spy) = d.into_inner().into_inner();
-                    if spy.eof {
-                        return Err(io::Error::new(
-                            io::ErrorKind::UnexpectedEof,
-                            "frame without its end mark",
-                        ));
-                    }
-                    self.seen_frame = true;
-                    self.state = State::Between(spy.inner, None);
-                }
-                State::Legacy { mut r, mut out, at } => {
-                    if at < out.len() {
-                        let n = buf.len().min(out.len() - at);
-                        buf[..n].copy_from_slice(&out[at..at + n]);
-                        self.state = State::Legacy { r, out, at: at + n };
-                        return Ok(n);
-                    }
-                    // Next block: its compressed size, or a new frame's magic, or the end.
-                    let Some(word) = read_word(&mut r)? else {
-                        self.state = State::Done;
-                        return Ok(0);
-                    };
-                    let size = u32::from_le_bytes(word);
-                    if size == LZ4_MAGIC
-                        || size == LEGACY_MAGIC
-                        || size & 0xFFFF_FFF0 == 0x184D_2A50
-                    {
-                        self.seen_frame = true;
-                        self.state = State::Between(r, Some(word));
-                        continue;
-                    }
-                    let size = size as usize;
-                    if size > LEGACY_BOUND {
-                        return Err(io::Error::new(
-                            io::ErrorKind::InvalidData,
-                            format!("legacy block of {size} bytes is larger than any valid one"),
-                        ));
-                    }
-                    let mut block = vec![0u8; size];
-                    r.read_exact(&mut block)?;
-                    out.resize(LEGACY_BLOCK, 0);
-                    let n = lz4_flex::block::decompress_into(&block, &mut out)
-                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
-                    out.truncate(n);
-                    self.state = State::Legacy { r, out, at: 0 };
-                }
-                State::Between(mut r, pending) => {
-                    let word = match pending {
-                        Some(w) => Some(w),
-                        None => read_word(&mut r)?,
-                    };
-                    let Some(word) = word else {
-                        self.state = State::Done;
-                        return Ok(0);
-                    };
-                    let magic = u32::from_le_bytes(word);
-                    if magic == LZ4_MAGIC {
-                        let replay = Cursor::new(word).chain(Spy { inner: r, eof: false });
-                        self.state = State::In(Box::new(FrameDecoder::new(replay)));
-                    } else if magic == LEGACY_MAGIC {
-                        self.state = State::Legacy { r, out: Vec::new(), at: 0 };
-                    } else if magic & 0xFFFF_FFF0 == 0x184D_2A50 {
-                        let size = read_word(&mut r)?.ok_or_else(|| {
-                            io::Error::new(
-                                io::ErrorKind::UnexpectedEof,
-                                "truncated skippable frame",
-                            )
-                        })?;
-                        let size = u32::from_le_bytes(size) as u64;
-                        let skipped = io::copy(&mut (&mut r).take(size), &mut io::sink())?;
-                        if skipped < size {
-                            return Err(io::Error::new(
-                                io::ErrorKind::UnexpectedEof,
-                                "truncated skippable frame",
-                            ));
-                        }
-                        self.state = State::Between(r, None);
-                    } else if self.seen_frame {
-                        // `lz4 -d` ignores undecodable data after a complete frame.
-                        self.state = State::Done;
-                        return Ok(0);
-                    } else {
-                        return Err(io::Error::new(
-                            io::ErrorKind::InvalidData,
-                            format!("not an LZ4 frame (magic {magic:#010x})"),
-                        ));
-                    }
-                }
+                State::In(d) => self.in_frame(d, buf)?,
+                State::Legacy { r, out, at } => self.in_legacy(r, out, at, buf)?,
+                State::Between(r, pending) => self.between(r, pending)?,
+            };
+            if let Some(n) = step {
+                return Ok(n);
             }
         }
+    }
+}
+
+/// Each state's step: Some(n) when `buf` got `n` bytes (0: the end), None to go on from the
+/// state it left.
+impl<R: Read> Lz4Frames<R> {
+    /// Inside a frame: its decoded bytes, then, at its end mark, the next frame.
+    fn in_frame(&mut self, mut d: Box<Framed<R>>, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        let n = d.read(buf)?;
+        if n > 0 || buf.is_empty() {
+            self.state = State::In(d);
+            return Ok(Some(n));
+        }
+        let (_magic, spy) = d.into_inner().into_inner();
+        if spy.eof {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "frame without its end mark"));
+        }
+        self.seen_frame = true;
+        self.state = State::Between(spy.inner, None);
+        Ok(None)
+    }
+
+    /// Inside a legacy frame: the current block's decoded bytes, then the next block (its
+    /// compressed size), or a new frame's magic, or the end.
+    fn in_legacy(
+        &mut self,
+        mut r: R,
+        mut out: Vec<u8>,
+        at: usize,
+        buf: &mut [u8],
+    ) -> io::Result<Option<usize>> {
+        if at < out.len() {
+            let n = buf.len().min(out.len() - at);
+            buf[..n].copy_from_slice(&out[at..at + n]);
+            self.state = State::Legacy { r, out, at: at + n };
+            return Ok(Some(n));
+        }
+        let Some(word) = read_word(&mut r)? else {
+            self.state = State::Done;
+            return Ok(Some(0));
+        };
+        let size = u32::from_le_bytes(word);
+        if size == LZ4_MAGIC || size == LEGACY_MAGIC || size & 0xFFFF_FFF0 == 0x184D_2A50 {
+            self.seen_frame = true;
+            self.state = State::Between(r, Some(word));
+            return Ok(None);
+        }
+        let size = size as usize;
+        if size > LEGACY_BOUND {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("legacy block of {size} bytes is larger than any valid one"),
+            ));
+        }
+        let mut block = vec![0u8; size];
+        r.read_exact(&mut block)?;
+        out.resize(LEGACY_BLOCK, 0);
+        let n = lz4_flex::block::decompress_into(&block, &mut out)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+        out.truncate(n);
+        self.state = State::Legacy { r, out, at: 0 };
+        Ok(None)
+    }
+
+    /// At a frame boundary (`pending`: the magic already read): a frame, a legacy frame, a
+    /// skippable frame passed over, the end, or what follows the last frame.
+    fn between(&mut self, mut r: R, pending: Option<[u8; 4]>) -> io::Result<Option<usize>> {
+        let word = match pending {
+            Some(w) => Some(w),
+            None => read_word(&mut r)?,
+        };
+        let Some(word) = word else {
+            self.state = State::Done;
+            return Ok(Some(0));
+        };
+        let magic = u32::from_le_bytes(word);
+        if magic == LZ4_MAGIC {
+            let replay = Cursor::new(word).chain(Spy { inner: r, eof: false });
+            self.state = State::In(Box::new(FrameDecoder::new(replay)));
+        } else if magic == LEGACY_MAGIC {
+            self.state = State::Legacy { r, out: Vec::new(), at: 0 };
+        } else if magic & 0xFFFF_FFF0 == 0x184D_2A50 {
+            let truncated =
+                || io::Error::new(io::ErrorKind::UnexpectedEof, "truncated skippable frame");
+            let size = u32::from_le_bytes(read_word(&mut r)?.ok_or_else(truncated)?) as u64;
+            let skipped = io::copy(&mut (&mut r).take(size), &mut io::sink())?;
+            if skipped < size {
+                return Err(truncated());
+            }
+            self.state = State::Between(r, None);
+        } else if self.seen_frame {
+            // `lz4 -d` ignores undecodable data after a complete frame.
+            self.state = State::Done;
+            return Ok(Some(0));
+        } else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("not an LZ4 frame (magic {magic:#010x})"),
+            ));
+        }
+        Ok(None)
     }
 }
 

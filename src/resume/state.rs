@@ -376,44 +376,9 @@ impl State {
     /// A state from the file's bytes, checked: magic, version, length and checksum, then
     /// every field against its bounds. Nothing is allocated beyond what the bytes hold.
     pub fn decode(file: &[u8]) -> Result<State, Bad> {
-        if file.len() > STATE_MAX {
-            return bad(format!("it is larger than {} MiB", STATE_MAX >> 20));
-        }
-        if file.len() < HEAD + SUM || &file[..8] != MAGIC {
-            return bad("it is not a fastuntar resume state");
-        }
-        let version = u32::from_le_bytes(file[8..12].try_into().expect("4"));
-        if version != VERSION {
-            return bad(format!(
-                "it is of format version {version}, this fastuntar reads {VERSION}"
-            ));
-        }
-        let len = u32::from_le_bytes(file[12..16].try_into().expect("4")) as usize;
-        if HEAD + len + SUM != file.len() {
-            return bad("its length field does not match its size");
-        }
-        let (signed, sum) = file.split_at(HEAD + len);
-        if Sha256::digest(signed).as_slice() != sum {
-            return bad("its checksum does not match (corrupt)");
-        }
-        let mut i = In(&signed[HEAD..]);
+        let mut i = In(fields(file)?);
         let program = i.text(64)?;
-        let input = match i.u8()? {
-            0 => InputId::File(FileId {
-                fsid: i.u64()?,
-                ino: i.u64()?,
-                size: i.u64()?,
-                mtime_ns: i.i128()?,
-            }),
-            1 => {
-                let url = i.text(64 << 10)?;
-                let etag = i.opt(4096)?.map(|b| String::from_utf8_lossy(b).into_owned());
-                let lm = i.opt(256)?.map(|b| String::from_utf8_lossy(b).into_owned());
-                let length = i.opt_u64()?;
-                InputId::Url { url, etag, last_modified: lm, length }
-            }
-            k => return bad(format!("an input of kind {k}")),
-        };
+        let input = input_id(&mut i)?;
         let code = i.u8()?;
         let Some(&(format, _)) = FORMATS.iter().find(|(_, c)| *c == code) else {
             return bad(format!("a format of {code}"));
@@ -438,30 +403,8 @@ impl State {
             return bad("counts beyond the members before the resume point");
         }
         let delay = i.flag()?;
-        let n = i.count(5, usize::MAX)?;
-        let mut dirs = Vec::with_capacity(n);
-        for _ in 0..n {
-            let code = i.u8()?;
-            let Some(&(state, _)) = DIR_STATES.iter().find(|(_, c)| *c == code) else {
-                return bad(format!("a directory state of {code}"));
-            };
-            let rec = i.bytes(STATE_MAX)?;
-            let (record, start) = decode_last(rec).or_else(|_| bad("a directory record"))?;
-            if start != 0 {
-                return bad("a directory record with bytes before it");
-            }
-            check_record(&record)?;
-            dirs.push(CarriedDir { state, record });
-        }
-        let n = i.count(36, MAX_PROBES)?;
-        let mut probes = Vec::with_capacity(n);
-        for _ in 0..n {
-            let path = safe_path(i.bytes(MAX_PATH)?)?;
-            if path.is_root() {
-                return bad("a probe of DIR itself");
-            }
-            probes.push(Probe { path, ino: i.u64()?, size: i.u64()?, mtime_ns: i.i128()? });
-        }
+        let dirs = carried_dirs(&mut i)?;
+        let probes = probes(&mut i)?;
         let written = i.i128()?;
         if !i.0.is_empty() {
             return bad("bytes after its last field");
@@ -480,6 +423,84 @@ impl State {
             written,
         })
     }
+}
+
+/// The fields of a state file, once its size, magic, version, length and checksum are
+/// checked.
+fn fields(file: &[u8]) -> Result<&[u8], Bad> {
+    if file.len() > STATE_MAX {
+        return bad(format!("it is larger than {} MiB", STATE_MAX >> 20));
+    }
+    if file.len() < HEAD + SUM || &file[..8] != MAGIC {
+        return bad("it is not a fastuntar resume state");
+    }
+    let version = u32::from_le_bytes(file[8..12].try_into().expect("4"));
+    if version != VERSION {
+        return bad(format!("it is of format version {version}, this fastuntar reads {VERSION}"));
+    }
+    let len = u32::from_le_bytes(file[12..16].try_into().expect("4")) as usize;
+    if HEAD + len + SUM != file.len() {
+        return bad("its length field does not match its size");
+    }
+    let (signed, sum) = file.split_at(HEAD + len);
+    if Sha256::digest(signed).as_slice() != sum {
+        return bad("its checksum does not match (corrupt)");
+    }
+    Ok(&signed[HEAD..])
+}
+
+/// Which archive the state is of: a file's identity, or a URL's with its validators.
+fn input_id(i: &mut In) -> Result<InputId, Bad> {
+    Ok(match i.u8()? {
+        0 => InputId::File(FileId {
+            fsid: i.u64()?,
+            ino: i.u64()?,
+            size: i.u64()?,
+            mtime_ns: i.i128()?,
+        }),
+        1 => {
+            let url = i.text(64 << 10)?;
+            let etag = i.opt(4096)?.map(|b| String::from_utf8_lossy(b).into_owned());
+            let lm = i.opt(256)?.map(|b| String::from_utf8_lossy(b).into_owned());
+            let length = i.opt_u64()?;
+            InputId::Url { url, etag, last_modified: lm, length }
+        }
+        k => return bad(format!("an input of kind {k}")),
+    })
+}
+
+/// The directories carried over, each a state and a deferred directory record, checked.
+fn carried_dirs(i: &mut In) -> Result<Vec<CarriedDir>, Bad> {
+    let n = i.count(5, usize::MAX)?;
+    let mut dirs = Vec::with_capacity(n);
+    for _ in 0..n {
+        let code = i.u8()?;
+        let Some(&(state, _)) = DIR_STATES.iter().find(|(_, c)| *c == code) else {
+            return bad(format!("a directory state of {code}"));
+        };
+        let rec = i.bytes(STATE_MAX)?;
+        let (record, start) = decode_last(rec).or_else(|_| bad("a directory record"))?;
+        if start != 0 {
+            return bad("a directory record with bytes before it");
+        }
+        check_record(&record)?;
+        dirs.push(CarriedDir { state, record });
+    }
+    Ok(dirs)
+}
+
+/// The files probed to tell whether DIR was changed since, never DIR itself.
+fn probes(i: &mut In) -> Result<Vec<Probe>, Bad> {
+    let n = i.count(36, MAX_PROBES)?;
+    let mut probes = Vec::with_capacity(n);
+    for _ in 0..n {
+        let path = safe_path(i.bytes(MAX_PATH)?)?;
+        if path.is_root() {
+            return bad("a probe of DIR itself");
+        }
+        probes.push(Probe { path, ino: i.u64()?, size: i.u64()?, mtime_ns: i.i128()? });
+    }
+    Ok(probes)
 }
 
 /// A resume point that could be: on a block boundary, after its unit's start and within
