@@ -6,9 +6,9 @@
 //! buffers that return to the pool once written; `report` says what happened.
 
 pub mod archive;
+pub mod budget;
 pub mod cli;
 pub mod command;
-pub mod config;
 pub mod decode;
 pub mod exit_codes;
 pub mod lend;

@@ -4,11 +4,12 @@ use std::io::{IsTerminal, Write};
 
 use clap::CommandFactory;
 
+use fastuntar::cli::resolve::Edge;
 use fastuntar::command::extract::Summary;
-use fastuntar::command::{extract, list, to_stdout};
+use fastuntar::command::{Command, Plans, extract, list, to_stdout};
 use fastuntar::exit_codes::ExitCode;
 use fastuntar::report::totals;
-use fastuntar::{cli, config, report, resources};
+use fastuntar::{cli, report, resources, write};
 
 fn main() {
     report::locale::init_locale();
@@ -24,6 +25,13 @@ fn main() {
             std::process::exit(e.status);
         }
     };
+    print_generated(&args);
+    let plans = resolve(args);
+    run(plans);
+}
+
+/// `--completions`, `--man`, `--show-defaults`, `--usage`: the text, then exit.
+fn print_generated(args: &cli::Args) {
     if let Some(shell) = args.completions {
         let mut text = Vec::new();
         clap_complete::generate(shell, &mut cli::Args::command(), "fastuntar", &mut text);
@@ -45,14 +53,36 @@ fn main() {
         let usage = cli::Args::command().render_usage().to_string();
         print_all(format!("{usage}\n").as_bytes(), "the usage");
     }
-    let cfg = match config::Config::from_args(args) {
-        Ok(cfg) => cfg,
+}
+
+/// The plans for this run (cli/resolve.rs), from the arguments and what the edge reads of the
+/// process's surroundings; with the writers' layout for DIR's filesystem when extracting.
+/// What the resolve step warns about is said here; a refusal exits 2.
+fn resolve(args: cli::Args) -> Plans {
+    let mut notes = Vec::new();
+    let plans = Edge::read().and_then(|edge| cli::resolve::resolve(args, &edge, &mut notes));
+    for note in &notes {
+        report::warn(note);
+    }
+    let mut plans = match plans {
+        Ok(plans) => plans,
         Err(e) => {
             report::diagnostic(&format!("fastuntar: {e:#}"));
             std::process::exit(ExitCode::Fatal as i32);
         }
     };
-    if let Some(path) = &cfg.index_file
+    report::set_warnings(plans.report.warnings);
+    if !plans.command.reads_only() {
+        let fs = write::plan::DestFs::probe(&plans.writer);
+        plans.writer.layout = Some(cli::resolve::writer_layout(&plans.writer, &fs));
+    }
+    plans
+}
+
+/// Runs the command the plans say, then exits with its code.
+fn run(plans: Plans) -> ! {
+    let report = &plans.report;
+    if let Some(path) = &report.index_file
         && let Err(e) = report::open_index_file(path)
     {
         report::diagnostic(&format!("fastuntar: {e}"));
@@ -61,22 +91,25 @@ fn main() {
     totals::start();
     // -t and -O: no summary line, no progress (with -O stdout carries data, and they would
     // draw over `| less`).
-    if cfg.reads_only() {
-        let outcome = if cfg.list { list::run(&cfg) } else { to_stdout::run(&cfg) };
-        print_totals(&cfg, &outcome);
+    if plans.command.reads_only() {
+        let outcome = match plans.command {
+            Command::List => list::run(&plans),
+            _ => to_stdout::run(&plans),
+        };
+        print_totals(report, &outcome);
         exit(code_of(&outcome));
     }
-    let outcome = extract::run(&cfg);
-    print_totals(&cfg, &outcome);
+    let outcome = extract::run(&plans);
+    print_totals(report, &outcome);
     let code = code_of(&outcome);
     if let Ok(summary) = &outcome {
         let tty = std::io::stderr().is_terminal();
-        match summary_to(cfg.json, cfg.quiet, cfg.verbose > 0 || cfg.totals, tty) {
+        match summary_to(report.json, report.quiet, report.verbose > 0 || report.totals, tty) {
             SummaryTo::Json => {
                 let _ = report::print_line(&json(summary, code));
             }
             SummaryTo::Stderr => {
-                report::info(&format!("fastuntar: {}", line(summary, cfg.verbose > 0)))
+                report::info(&format!("fastuntar: {}", line(summary, report.verbose > 0)))
             }
             SummaryTo::Nowhere => {}
         }
@@ -108,9 +141,9 @@ fn summary_to(json: bool, quiet: bool, asked: bool, stderr_tty: bool) -> Summary
 
 /// `--totals`, after a run that read its archive to the end (GNU tar prints nothing after a
 /// fatal error), before the summary line.
-fn print_totals<T>(cfg: &config::Config, outcome: &anyhow::Result<T>) {
-    if cfg.totals && outcome.is_ok() {
-        report::diagnostic(&totals::line(cfg.record_size));
+fn print_totals<T>(plan: &report::plan::ReportPlan, outcome: &anyhow::Result<T>) {
+    if plan.totals && outcome.is_ok() {
+        report::diagnostic(&totals::line(plan.record_size));
     }
 }
 

@@ -8,12 +8,34 @@ use std::sync::Arc;
 use anyhow::{Result, anyhow};
 
 use crate::archive::{Kind, Member, Reader, Skip};
-use crate::config::Config;
 use crate::decode;
 use crate::report::checkpoint::{Header, Observer};
 use crate::report::locale::utf8_locale;
 use crate::selection::select::Wanted;
 use crate::selection::transform::{NameKind, Transforms};
+
+/// How the archive is read, as the resolve step fixed it (cli/resolve.rs).
+#[derive(Debug, Clone)]
+pub struct ReadPlan {
+    /// `-i`: read past zero blocks.
+    pub ignore_zeros: bool,
+    /// `-R`: the reader keeps each member's block number.
+    pub block_numbers: bool,
+    /// `--pax-option delete=PATTERN`s: PAX keywords the reader skips.
+    pub pax_delete: Vec<std::ffi::CString>,
+    /// Extended attributes are kept (extracting with `--xattrs` or `--acls`, and `-tv`'s mark).
+    pub xattrs: bool,
+    /// `-G`'s directory lists are kept (to purge by, or to show with `-t -vv`).
+    pub dumpdirs: bool,
+    /// `--show-omitted-dirs`: each directory member not wanted is named ("Omitting").
+    pub show_omitted_dirs: bool,
+    /// `--transform` expressions (the selection plan's), applied to wanted members.
+    pub transforms: Arc<Transforms>,
+    /// `-V PATTERN`: the archive's volume label must match.
+    pub label: Option<String>,
+    /// `--checkpoint`: set up as the archive is opened.
+    pub checkpoint: Option<crate::report::checkpoint::CheckpointPlan>,
+}
 
 /// The archive as every stage reads it (extraction, `-t` here, `-O` in to_stdout.rs): its
 /// members with the reader's options set, which of them are wanted (MEMBER operands and
@@ -42,56 +64,46 @@ pub struct Reading {
 }
 
 /// Opens the archive and starts its decoder for a stage that only reads it.
-pub fn open(cfg: &Config) -> Result<Reading> {
-    let input = open_input(cfg, false)?;
-    let wanted = Wanted::new(cfg)?;
+pub fn open(
+    source: &decode::plan::InputPlan,
+    selection: &crate::selection::plan::SelectionPlan,
+    plan: &ReadPlan,
+) -> Result<Reading> {
+    let input = decode::open_input(source, false)?;
+    let wanted = Wanted::new(selection)?;
     // Decoded frames wait in a pool of all of --memory, nothing else needing it (it is only
     // touched where frames are decoded ahead, so a single-frame archive costs no memory).
-    let pools = cfg.pools(input.workers(cfg.threads))?;
-    let threads = input.threads(cfg.threads, pools, cfg.memory.is_some())?;
+    let pools = source.pools(input.workers(source.threads))?;
+    let threads = input.threads(source.threads, pools, source.budget.explicit)?;
     let decoded = input.decode(threads)?;
     let download = decoded.download.clone();
-    let mut reading = Reading::new(cfg, decoded.reader, decoded.trailer, wanted);
+    let mut reading = Reading::new(plan, decoded.reader, decoded.trailer, wanted);
     reading.download = download;
     Ok(reading)
-}
-
-/// The archive of `cfg` opened and its format found: a URL's download (`decode::open_url`),
-/// or a file, standard input or a `-I` program's output (`decode::open`).
-pub fn open_input(cfg: &Config, drop_behind: bool) -> Result<decode::Input> {
-    match &cfg.url {
-        Some(plan) => decode::open_url(plan, cfg.max_window_log),
-        None => decode::open(
-            cfg.archive.as_deref(),
-            cfg.filter.as_deref(),
-            cfg.max_window_log,
-            drop_behind,
-        ),
-    }
 }
 
 impl Reading {
     /// The decoded stream `input` read as a tar archive, with `-i`, and the attributes kept
     /// only when extracting with `--xattrs` (`-t` and `-O` show none).
     pub fn new(
-        cfg: &Config,
+        plan: &ReadPlan,
         input: Box<dyn Skip + Send>,
         trailer: Option<decode::Trailer>,
         wanted: Wanted,
     ) -> Reading {
-        Reading::with_reader(cfg, Reader::new(input), trailer, wanted)
+        Reading::with_reader(plan, Reader::new(input), trailer, wanted)
     }
 
     /// A resumed run's archive (src/resume/): `reader` begins at the resume point. The
     /// volume label was checked by the interrupted run, and `--checkpoint` counts from there.
     pub fn resumed(
-        cfg: &Config,
+        plan: &ReadPlan,
         reader: Reader<Box<dyn Skip + Send>>,
         trailer: Option<decode::Trailer>,
         wanted: Wanted,
     ) -> Reading {
         let at = reader.offset();
-        let mut r = Reading::with_reader(cfg, reader, trailer, wanted);
+        let mut r = Reading::with_reader(plan, reader, trailer, wanted);
         r.label = None;
         if let Some(c) = &mut r.checkpoints {
             c.skip_to(at);
@@ -100,25 +112,20 @@ impl Reading {
     }
 
     fn with_reader(
-        cfg: &Config,
+        plan: &ReadPlan,
         mut reader: Reader<Box<dyn Skip + Send>>,
         trailer: Option<decode::Trailer>,
         wanted: Wanted,
     ) -> Reading {
-        reader.ignore_zeros(cfg.ignore_zeros);
-        reader.block_numbers(cfg.block_number);
-        reader.pax_delete(cfg.pax_delete.clone());
-        // Kept when extracting with --xattrs or --acls, and for -tv's mark with either.
-        let marks = cfg.list && cfg.verbose > 0;
-        let asked = cfg.xattrs.is_some() || cfg.acls;
-        reader.xattrs(asked && (marks || !cfg.reads_only()));
-        // -G: the directories' lists, to purge by, or to show (-t -vv, as GNU tar's -tvvv:
-        // its -t counts as one -v).
-        reader.dumpdirs(cfg.incremental && (!cfg.reads_only() || cfg.list && cfg.verbose > 1));
-        let checkpoints = Observer::start(cfg, trailer.is_some());
-        let transforms = cfg.transforms.clone();
-        let show_omitted_dirs = cfg.show_omitted_dirs;
-        let label = cfg.label.clone();
+        reader.ignore_zeros(plan.ignore_zeros);
+        reader.block_numbers(plan.block_numbers);
+        reader.pax_delete(plan.pax_delete.clone());
+        reader.xattrs(plan.xattrs);
+        reader.dumpdirs(plan.dumpdirs);
+        let checkpoints = plan.checkpoint.as_ref().map(|c| Observer::start(c, trailer.is_some()));
+        let transforms = plan.transforms.clone();
+        let show_omitted_dirs = plan.show_omitted_dirs;
+        let label = plan.label.clone();
         Reading {
             reader,
             trailer,

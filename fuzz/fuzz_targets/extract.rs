@@ -30,7 +30,9 @@ use std::sync::OnceLock;
 use clap::Parser;
 use fastuntar::cli::Args;
 use fastuntar::command::extract;
-use fastuntar::config::Config;
+use fastuntar::cli::resolve::{Edge, resolve, writer_layout};
+use fastuntar::command::Plans;
+use fastuntar::write::plan::DestFs;
 use fastuntar::report;
 use libfuzzer_sys::fuzz_target;
 
@@ -89,7 +91,7 @@ impl Scene {
         fs::write(root.join("sentinel"), SENTINEL).unwrap();
         fs::write(outside.join("f"), OUTSIDE_F).unwrap();
         fs::write(outside.join("hl"), OUTSIDE_HL).unwrap();
-        // Explicit modes: `extract::run` leaves the process umask at 0 (`write::create`), so
+        // Explicit modes: `extract::run` leaves the process umask at 0 (`write::create_n`), so
         // files made after the first run would otherwise get different modes.
         fs::set_permissions(root.join("sentinel"), fs::Permissions::from_mode(0o640)).unwrap();
         fs::set_permissions(outside.join("f"), fs::Permissions::from_mode(0o644)).unwrap();
@@ -205,13 +207,17 @@ fn brief(e: Option<&(u32, u32, u64, i64, Vec<u8>)>) -> Option<(u32, u32, u64, i6
     })
 }
 
-fn config(archive: &Path, dest: &Path, backend: &[&str]) -> Config {
+fn config(archive: &Path, dest: &Path, backend: &[&str]) -> Plans {
     let mut argv = vec!["fastuntar", "-x"];
     let (a, d) = (archive.to_str().unwrap(), dest.to_str().unwrap());
     argv.extend([a, "-C", d, "-q", "--memory", "1M", "--max-window", "64M"]);
     argv.extend(backend);
     let args = Args::try_parse_from(argv).expect("fixed arguments parse");
-    Config::from_args(args).expect("fixed arguments resolve")
+    let edge = Edge::read().expect("the edge reads");
+    let mut plans = resolve(args, &edge, &mut Vec::new()).expect("fixed arguments resolve");
+    let fs = DestFs::probe(&plans.writer);
+    plans.writer.layout = Some(writer_layout(&plans.writer, &fs));
+    plans
 }
 
 const BACKENDS: [&[&str]; 2] =

@@ -1,6 +1,7 @@
 //! Raw command-line flags (clap derive). Resolution into settings happens in `config.rs`.
 
 pub mod operands;
+pub mod resolve;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -1049,6 +1050,11 @@ pub struct Args {
     #[arg(long = "debug-kill-at", value_name = "EVENT:N", hide = true)]
     pub debug_kill_at: Option<String>,
 
+    /// For the test suite: act as a kernel whose io_uring is refused (`refused`: as
+    /// kernel.io_uring_disabled=2) or lacks IORING_OP_OPENAT (`no-openat`: a 5.5 kernel).
+    #[arg(long = "debug-uring", value_enum, value_name = "KERNEL", hide = true)]
+    pub debug_uring: Option<DebugUring>,
+
     /// Print the end-of-run summary as one JSON object on standard output.
     #[arg(long = "json")]
     pub json: bool,
@@ -1139,6 +1145,15 @@ pub enum DirectIo {
     Always,
     /// No file.
     Never,
+}
+
+/// The hidden `--debug-uring`'s kernels (write::RingProbe).
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DebugUring {
+    /// io_uring refused, as kernel.io_uring_disabled=2.
+    Refused,
+    /// A ring without IORING_OP_OPENAT, as Linux 5.5's.
+    NoOpenat,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -20,7 +20,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::cli::Ordered;
 use crate::report::quoting::unquote;
-use crate::selection::given::{Flags, Given};
+pub use crate::selection::given::{Flags, Given};
 
 /// GNU tar's `vcs_file_table` (tar.c): what `--exclude-vcs` excludes.
 pub const VCS_FILES: &[&str] = &[
@@ -83,11 +83,6 @@ pub fn resolve(
         slash,
         recursion,
     };
-    let member = |text: &[u8], unquote_names: bool, wildcards: Option<bool>, flags| Given {
-        text: if unquote_names { unquote(text) } else { text.to_vec() },
-        wildcards: wildcards.unwrap_or(false),
-        flags,
-    };
     for o in ordered {
         let member_flags = flags(anchored, true, ignore_case, slash, recursion);
         let exclude_flags = flags(anchored, false, ignore_case, slash, recursion);
@@ -99,40 +94,9 @@ pub fn resolve(
                 sel.members.push(member(text.as_bytes(), unquote_names, wildcards, member_flags));
             }
             Ordered::FilesFrom(path) => {
-                let what = || format!("--files-from {}", path.display());
-                let text = read(path, stdin_taken).with_context(what)?;
                 sel.read_stdin |= path.as_os_str() == "-";
-                // Without --null, a NUL ends the name and makes NUL the separator from there
-                // on, as in GNU tar (names.c read_name_from_file, which warns so).
-                let (lines, rest) = if null {
-                    (&[][..], &text[..])
-                } else {
-                    match text.iter().position(|&b| b == 0) {
-                        Some(at) => {
-                            crate::report::warn(format!(
-                                "{}: a name read contains a NUL byte; NUL separates the names \
-                                 after it",
-                                path.display()
-                            ));
-                            (&text[..at], &text[at + 1..])
-                        }
-                        None => (&text[..], &[][..]),
-                    }
-                };
-                let names = lines.split(|&b| b == b'\n').chain(rest.split(|&b| b == 0));
-                for (i, name) in names.enumerate() {
-                    if name.is_empty() {
-                        continue;
-                    }
-                    if name[0] == b'-' && !null && !verbatim {
-                        bail!(
-                            "{}: name {}: it starts with '-' (GNU tar would read an option there; \
-                             --verbatim-files-from reads it as a name)",
-                            path.display(),
-                            i + 1
-                        );
-                    }
-                    sel.members.push(member(name, unquote_names, wildcards, member_flags));
+                for name in files_from(path, stdin_taken, null, verbatim)? {
+                    sel.members.push(member(&name, unquote_names, wildcards, member_flags));
                 }
             }
             Ordered::Exclude(p) => {
@@ -146,15 +110,10 @@ pub fn resolve(
                 let what = || format!("--exclude-from {}", path.display());
                 let text = read(path, stdin_taken).with_context(what)?;
                 sel.read_stdin |= path.as_os_str() == "-";
-                for line in text.split(|&b| b == b'\n') {
-                    let line = &line[..line.iter().position(|&b| b == 0).unwrap_or(line.len())];
-                    let end = line.iter().rposition(|b| !is_c_space(*b)).map_or(0, |e| e + 1);
-                    if end > 0 {
-                        let text = line[..end].to_vec();
-                        let wildcards = wildcards.unwrap_or(true);
-                        sel.exclude.push(Given { text, wildcards, flags: exclude_flags });
-                    }
-                }
+                let wildcards = wildcards.unwrap_or(true);
+                let given =
+                    |text: &[u8]| Given { text: text.to_vec(), wildcards, flags: exclude_flags };
+                sel.exclude.extend(exclude_patterns(&text).map(given));
             }
             Ordered::Wildcards(on) => wildcards = Some(*on),
             Ordered::Null(on) => null = *on,
@@ -183,6 +142,67 @@ pub fn resolve(
     }
     sel.recursion = recursion;
     Ok(sel)
+}
+
+/// A MEMBER name as given: C escapes decoded unless `--no-unquote`, literal unless
+/// `--wildcards`.
+fn member(text: &[u8], unquote_names: bool, wildcards: Option<bool>, flags: Flags) -> Given {
+    Given {
+        text: if unquote_names { unquote(text) } else { text.to_vec() },
+        wildcards: wildcards.unwrap_or(false),
+        flags,
+    }
+}
+
+/// The names a `-T` FILE gives (`-` is standard input), as `list_names` reads them: a name
+/// starting with `-` is refused unless `--null` or `--verbatim-files-from`.
+fn files_from(path: &Path, stdin_taken: bool, null: bool, verbatim: bool) -> Result<Vec<Vec<u8>>> {
+    let what = || format!("--files-from {}", path.display());
+    let text = read(path, stdin_taken).with_context(what)?;
+    let (names, nul) = list_names(&text, null);
+    if nul {
+        crate::report::warn(format!(
+            "{}: a name read contains a NUL byte; NUL separates the names after it",
+            path.display()
+        ));
+    }
+    let mut out = Vec::with_capacity(names.len());
+    for (i, name) in names {
+        if name[0] == b'-' && !null && !verbatim {
+            bail!(
+                "{}: name {}: it starts with '-' (GNU tar would read an option there; \
+                 --verbatim-files-from reads it as a name)",
+                path.display(),
+                i + 1
+            );
+        }
+        out.push(name.to_vec());
+    }
+    Ok(out)
+}
+
+/// The names of a `-T` FILE with their numbers (from 0, empty lines counted), empty ones
+/// left out: one a line, or with `--null` one per NUL. Without `--null` a NUL ends the name
+/// and makes NUL the separator from there on, as in GNU tar (names.c read_name_from_file,
+/// which warns so: the bool).
+fn list_names(text: &[u8], null: bool) -> (Vec<(usize, &[u8])>, bool) {
+    let (lines, rest, nul) = match text.iter().position(|&b| b == 0) {
+        _ if null => (&[][..], text, false),
+        Some(at) => (&text[..at], &text[at + 1..], true),
+        None => (text, &[][..], false),
+    };
+    let names = lines.split(|&b| b == b'\n').chain(rest.split(|&b| b == 0));
+    (names.enumerate().filter(|(_, n)| !n.is_empty()).collect(), nul)
+}
+
+/// The patterns of an `--exclude-from` FILE: one a line, cut at a NUL, trailing blanks
+/// dropped, empty ones left out.
+fn exclude_patterns(text: &[u8]) -> impl Iterator<Item = &[u8]> {
+    text.split(|&b| b == b'\n').filter_map(|line| {
+        let line = &line[..line.iter().position(|&b| b == 0).unwrap_or(line.len())];
+        let end = line.iter().rposition(|b| !is_c_space(*b)).map_or(0, |e| e + 1);
+        (end > 0).then(|| &line[..end])
+    })
 }
 
 /// C's isspace in the C locale.

@@ -11,12 +11,14 @@ use anyhow::{Context, Result, anyhow};
 use std::sync::Arc;
 
 use crate::archive::{Kind, Member, Reader, Skip, Xattr};
-use crate::config::{self, Config};
+use crate::budget::{self, Pools};
+use crate::command::Plans;
 use crate::decode;
 use crate::lend;
 use crate::metadata::owner::Owners;
 use crate::plan::{Entry, Node, Op, Sink, Stop};
 use crate::policy::admit::{Admission, FileCount, SNAPSHOT_DIR_MODE, SNAPSHOT_FILE_MODE};
+use crate::policy::plan::MemberPlan;
 use crate::policy::safety::SafePath;
 use crate::policy::safety::{Sanitizer, Verdict};
 use crate::pool::{Pool, PoolBuf};
@@ -61,25 +63,25 @@ pub struct Summary {
     pub resume: crate::resume::Report,
 }
 
-pub fn run(cfg: &Config) -> Result<Summary> {
+pub fn run(plans: &Plans) -> Result<Summary> {
+    let (source, writer) = (&plans.input, &plans.writer);
     let start = Instant::now();
     let _umask = UmaskGuard::current();
     // `--direct-io` drops the archive's pages behind the reader from the start; auto from
     // when it has decided to write direct (below).
-    let drop_behind = cfg.direct_io == crate::cli::DirectIo::Always;
+    let drop_behind = writer.direct == write::plan::DirectIo::Always;
     // What this run does about resuming is decided before anything is opened or written.
-    let mut session = crate::resume::Session::prepare(cfg)?;
-    let input = crate::resume::open_input(cfg, &session, drop_behind)?;
+    let mut session = crate::resume::Session::prepare(&plans.resume, source)?;
+    let input = crate::resume::open_input(source, &session, drop_behind)?;
     session.opened(&input)?;
-    let pools = cfg.pools(input.workers(cfg.threads))?;
+    let pools = source.pools(input.workers(source.threads))?;
     let count = pool_count(pools, input.size, input.format);
     let pool = crate::pool::allocate(pools.buf_size, count)?;
-    let threads = input.threads(cfg.threads, pools, cfg.memory.is_some())?;
+    let threads = input.threads(source.threads, pools, source.budget.explicit)?;
     let memory = (pool.count() as u64 * pools.buf_size as u64, threads.pool_bytes());
-    let files = FileCount::new(cfg.limits.max_files);
+    let files = FileCount::new(plans.policy.limits.max_files);
     let frames = threads.frame_pool();
-    let writers =
-        write::create_n(cfg, &pool, frames, files.clone(), cfg.writer_threads, input.size)?;
+    let writers = write::create_n(writer, &pool, frames, files.clone(), input.size)?;
     let writer_counts = (writers.workers.len(), writers.uring);
     let direct = writers.direct;
     if direct.threshold.is_some() {
@@ -88,7 +90,7 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     // Checkpoints, when asked for, are the progress display: no bar to draw over them.
     let net = input.download.as_ref().map(|d| d.stats.clone());
     let progress = Progress::start(
-        !cfg.quiet && cfg.checkpoint.is_none(),
+        !plans.report.quiet && plans.report.checkpoint.is_none(),
         input.size,
         input.consumed.clone(),
         net,
@@ -97,12 +99,13 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     let counters = decoded.counters();
     let stream_download = decoded.download.clone();
 
-    let stream = Stream { archive: session.reading(cfg, decoded)? };
-    let (members, stats) = pipeline(cfg, stream, &pool, writers, files, &session)?;
+    let wanted = crate::selection::select::Wanted::new(&plans.selection)?;
+    let stream = Stream { archive: session.reading(&plans.read, wanted, decoded)? };
+    let (members, stats) = pipeline(plans, stream, &pool, writers, files, &session)?;
     progress.finish();
     session.complete()?;
     let elapsed = start.elapsed();
-    let sync = if cfg.sync { Some(sync_dest(&cfg.dest)?) } else { None };
+    let sync = if writer.sync { Some(sync_dest(&writer.dest)?) } else { None };
     let decoding = counters.summary();
     let download = download_summary(stream_download.as_deref());
     Ok(Summary {
@@ -155,7 +158,7 @@ struct Stream {
 /// pool, and registering (pinning) one costs ~50 ms and its RSS at start-up. Compressed
 /// archives are assumed to expand at most COMPRESSED_EXPANSION times; beyond that only speed,
 /// never correctness, depends on the pool size.
-fn pool_count(pools: config::Pools, size: Option<u64>, format: decode::Format) -> usize {
+fn pool_count(pools: Pools, size: Option<u64>, format: decode::Format) -> usize {
     /// zstd -1 on snapshot data gives ~2x, text archives ~5-10x.
     const COMPRESSED_EXPANSION: u64 = 16;
     let Some(size) = size else { return pools.files };
@@ -164,7 +167,7 @@ fn pool_count(pools: config::Pools, size: Option<u64>, format: decode::Format) -
         _ => size.saturating_mul(COMPRESSED_EXPANSION),
     };
     let needed = usize::try_from(expanded.div_ceil(pools.buf_size as u64)).unwrap_or(usize::MAX);
-    needed.saturating_add(1).clamp(config::MIN_BUFFERS.min(pools.files), pools.files)
+    needed.saturating_add(1).clamp(budget::MIN_BUFFERS.min(pools.files), pools.files)
 }
 
 /// The writers apply modes themselves under umask 0; this gives the caller its umask back
@@ -202,7 +205,7 @@ fn sync_dest(dest: &std::path::Path) -> Result<Duration> {
 
 /// Runs the decoder thread and the writer(s) until the archive ends or one side fails.
 fn pipeline(
-    cfg: &Config,
+    plans: &Plans,
     input: Stream,
     pool: &Pool,
     mut writers: write::Writers,
@@ -212,14 +215,14 @@ fn pipeline(
     let landing = Landing { direct: writers.direct.policy(), session };
     let Some(dest) = writers.dest.take() else {
         let mut writer = writers.workers.pop().expect("one writer");
-        return pipeline_one(cfg, input, pool, &mut *writer, files, landing);
+        return pipeline_one(plans, input, pool, &mut *writer, files, landing);
     };
-    pipeline_many(cfg, input, pool, writers.workers, dest, files, landing)
+    pipeline_many(plans, input, pool, writers.workers, dest, files, landing)
 }
 
 /// One writer, on this thread.
 fn pipeline_one(
-    cfg: &Config,
+    plans: &Plans,
     input: Stream,
     pool: &Pool,
     writer: &mut dyn write::Writer,
@@ -240,7 +243,7 @@ fn pipeline_one(
             // The channel closes when the producer ends: the sender is moved in here.
             let tx = tx;
             let mut out = Batcher { tx: &tx, ops: Vec::with_capacity(BATCH_OPS), bytes: 0 };
-            produce(cfg, input, pool, &mut out, files, landing)
+            produce(plans, input, pool, &mut out, files, landing)
         });
         let producer = producer?;
         // Started only now: it is optional, and must not take the thread slot the decoder
@@ -267,7 +270,7 @@ fn pipeline_one(
         Ok(result) => result,
         Err(spawn) => {
             let input = input.into_inner().unwrap_or_else(|e| e.into_inner()).expect("not taken");
-            pipeline_inline(cfg, input, pool, writer, files_inline, landing, &spawn)
+            pipeline_inline(plans, input, pool, writer, files_inline, landing, &spawn)
         }
     }
 }
@@ -277,7 +280,7 @@ fn pipeline_one(
 /// everything it holds whenever the decoder would wait for a buffer (`Sink::flush`), so
 /// neither waits for what only the other could do.
 fn pipeline_inline(
-    cfg: &Config,
+    plans: &Plans,
     input: Stream,
     pool: &Pool,
     writer: &mut dyn write::Writer,
@@ -290,7 +293,8 @@ fn pipeline_inline(
         "cannot start a thread ({spawn}: ulimit -u or pids.max, or ulimit -v): decoding and \
          writing on one thread"
     ));
-    let produced = produce(cfg, input, pool, &mut Inline { writer: &mut *writer }, files, landing);
+    let produced =
+        produce(plans, input, pool, &mut Inline { writer: &mut *writer }, files, landing);
     let finished = writer.finish();
     match (produced, finished) {
         (Ok(members), Ok(stats)) => Ok((members, stats)),
@@ -319,7 +323,7 @@ impl Sink for Inline<'_> {
 /// Several writer threads (`write/multi.rs`): the decoder thread dispatches, worker 0 runs on
 /// this thread, the others on their own.
 fn pipeline_many(
-    cfg: &Config,
+    plans: &Plans,
     input: Stream,
     pool: &Pool,
     mut workers: Vec<Box<dyn write::Writer>>,
@@ -341,26 +345,9 @@ fn pipeline_many(
     let scoped = thread::scope(|s| {
         // Writer threads first: when one cannot start (`ulimit -u`, pids.max), the others are
         // hung up on and the run goes on with one writer on this thread.
-        let mut handles = Vec::new();
-        let mut spawn_failed = false;
-        for (i, (w, rx)) in others.iter_mut().zip(rxs).enumerate() {
-            let shared = &shared;
-            match thread::Builder::new()
-                .spawn_scoped(s, move || run_worker(i + 1, &mut **w, rx, shared))
-            {
-                Ok(h) => handles.push(h),
-                Err(_) => {
-                    spawn_failed = true;
-                    break;
-                }
-            }
-        }
-        if spawn_failed {
-            dispatch_cell.lock().unwrap_or_else(|e| e.into_inner()).close();
-            for h in handles {
-                let _ = h.join();
-            }
-            return None;
+        let (handles, all_started) = spawn_writers(s, others, rxs, &shared);
+        if !all_started {
+            return hang_up(&dispatch_cell, handles);
         }
         // Behind a lock only so that this thread can hang up on the writers if the producer
         // cannot start (the closure that would have owned it is gone then); never contended.
@@ -369,7 +356,7 @@ fn pipeline_many(
         let producer = thread::Builder::new().spawn_scoped(s, move || {
             let input = input.lock().unwrap_or_else(|e| e.into_inner()).take().expect("input");
             let mut dispatch = cell.lock().unwrap_or_else(|e| e.into_inner());
-            let r = produce(cfg, input, pool, &mut *dispatch, files, landing);
+            let r = produce(plans, input, pool, &mut *dispatch, files, landing);
             dispatch.close();
             r
         });
@@ -378,12 +365,8 @@ fn pipeline_many(
             // The writer threads took the thread slots the decoder needed (`ulimit -u`):
             // hang up on them and go on with one writer, as when one of them cannot start.
             Err(_) => {
-                cell.lock().unwrap_or_else(|e| e.into_inner()).close();
                 drop(rx0);
-                for h in handles {
-                    let _ = h.join();
-                }
-                return None;
+                return hang_up(cell, handles);
             }
         };
         // Optional, so started after every thread the run needs (see pipeline_one).
@@ -396,24 +379,90 @@ fn pipeline_many(
         drop(flusher);
         Some((produced, results))
     });
-    let Some((produced, mut results)) = scoped else {
+    let Some((produced, results)) = scoped else {
         let input = input.into_inner().unwrap_or_else(|e| e.into_inner()).expect("not consumed");
-        return pipeline_one(cfg, input, pool, &mut **first, files_for_one, landing);
+        return pipeline_one(plans, input, pool, &mut **first, files_for_one, landing);
     };
+    let dispatch = dispatch_cell.into_inner().unwrap_or_else(|e| e.into_inner());
+    finish_many(dispatch, &shared, produced, results)
+}
+
+/// The end of `pipeline_many`, every thread joined: DIR's last directories stamped, the
+/// writers' stats added up, and the run's error chosen.
+fn finish_many(
+    mut dispatch: write::multi::Dispatch,
+    shared: &write::multi::Shared,
+    produced: Result<u64>,
+    results: Vec<Result<Stats>>,
+) -> Result<(u64, Stats)> {
     // Every worker has landed its files: stamp the directories the archive left last.
-    let mut dispatch = dispatch_cell.into_inner().unwrap_or_else(|e| e.into_inner());
-    let mut stats = std::mem::take(&mut dispatch.stats);
     let dest = &mut dispatch.dest;
     dest.leave_all();
     // As with one writer: stamped unless a writer failed (its files may not have landed).
     let stamped = if shared.first_failed().is_none() { dest.settle() } else { Ok(()) };
-    let mut first_err = None;
-    if let Some(Err(e)) = shared
-        .first_failed()
+    let (stats, errors) =
+        outcome(std::mem::take(&mut dispatch.stats), shared.first_failed(), results);
+    let mut errors = errors.into_iter();
+    // A write failure is the root cause when both sides failed: the producer only saw a
+    // worker gone. Another writer's failure is the run's error; this one's member failed too
+    // (a full disk fails the files in flight on every writer): it is named as well.
+    if let Some(e) = errors.next() {
+        for also in errors {
+            report::diagnostic(&format!("fastuntar: {also:#}"));
+        }
+        return Err(e);
+    }
+    let members = produced?;
+    stamped?;
+    Ok((members, stats))
+}
+
+/// The writer threads of `pipeline_many` but the first (which runs on the calling thread),
+/// each with its queue; and whether all of them started.
+fn spawn_writers<'scope>(
+    s: &'scope thread::Scope<'scope, '_>,
+    others: &'scope mut [Box<dyn write::Writer>],
+    rxs: Vec<Receiver<Vec<Op>>>,
+    shared: &'scope write::multi::Shared,
+) -> (Vec<thread::ScopedJoinHandle<'scope, Result<Stats>>>, bool) {
+    let mut handles = Vec::new();
+    for (i, (w, rx)) in others.iter_mut().zip(rxs).enumerate() {
+        let worker = move || write::multi::run_worker(i + 1, &mut **w, rx, shared);
+        match thread::Builder::new().spawn_scoped(s, worker) {
+            Ok(h) => handles.push(h),
+            Err(_) => return (handles, false),
+        }
+    }
+    (handles, true)
+}
+
+/// A thread of `pipeline_many` could not start: the writer threads that did are hung up on
+/// (their queues closed) and waited for; the run goes on with one writer (None).
+fn hang_up<T, U>(
+    dispatch: &std::sync::Mutex<write::multi::Dispatch>,
+    handles: Vec<thread::ScopedJoinHandle<'_, T>>,
+) -> Option<U> {
+    dispatch.lock().unwrap_or_else(|e| e.into_inner()).close();
+    for h in handles {
+        let _ = h.join();
+    }
+    None
+}
+
+/// What the writers of `pipeline_many` did together: their stats added to the dispatcher's
+/// (`stats`), and their errors, the run's first: the one of the writer that failed first
+/// (`first_failed`, as the writers noted it), else the first in writer order.
+fn outcome(
+    mut stats: Stats,
+    first_failed: Option<usize>,
+    mut results: Vec<Result<Stats>>,
+) -> (Stats, Vec<anyhow::Error>) {
+    let mut errors = Vec::new();
+    if let Some(Err(e)) = first_failed
         .and_then(|i| results.get_mut(i))
         .map(|r| std::mem::replace(r, Ok(Stats::default())))
     {
-        first_err = Some(e);
+        errors.push(e);
     }
     for r in results {
         match r {
@@ -424,20 +473,10 @@ fn pipeline_many(
                 stats.links += s.links;
                 stats.bytes += s.bytes;
             }
-            // Another writer's failure is the run's error; this one's member failed too (a
-            // full disk fails the files in flight on every writer): it is named as well.
-            Err(e) if first_err.is_some() => report::diagnostic(&format!("fastuntar: {e:#}")),
-            Err(e) => first_err = Some(e),
+            Err(e) => errors.push(e),
         }
     }
-    // A write failure is the root cause when both sides failed: the producer only saw a
-    // worker gone.
-    if let Some(e) = first_err {
-        return Err(e);
-    }
-    let members = produced?;
-    stamped?;
-    Ok((members, stats))
+    (stats, errors)
 }
 
 /// Feeds ops to the writer, a batch at a time, and has it submit after each batch. While no
@@ -477,9 +516,80 @@ struct Landing<'s> {
     session: &'s Session,
 }
 
+/// What the member loop keeps from one member to the next.
+struct Kept {
+    sanitizer: Sanitizer,
+    /// `-G`: what the lists' renames may still walk (incremental.rs).
+    renames: crate::policy::incremental::RenameBudget,
+    admission: Admission,
+    owners: Owners,
+    lines: crate::command::listing::Lines,
+    packer: Option<PoolBuf>,
+    confirm: Option<Confirm>,
+    probes: crate::resume::Probes,
+}
+
+impl Kept {
+    fn new(plans: &Plans, files: Arc<FileCount>) -> Kept {
+        let policy = &plans.policy;
+        let selection = &plans.selection;
+        Kept {
+            sanitizer: Sanitizer::new(policy.strip_components, policy.one_top_level.as_deref()),
+            renames: crate::policy::incremental::RenameBudget::default(),
+            admission: Admission::new(policy.snapshot, policy.limits.clone(), files),
+            owners: Owners::new(policy.numeric_owner),
+            lines: crate::command::listing::Lines::new(&plans.listing, plans.report.verbose > 1),
+            packer: None,
+            confirm: selection.interactive.then(|| Confirm::new(selection.stdin_taken, false)),
+            probes: crate::resume::Probes::default(),
+        }
+    }
+}
+
+/// The members read when the writer stopped (`Stop::Gone`: its own error says why), or the
+/// sink's own failure.
+fn stopped(members: u64, stop: Stop) -> Result<u64> {
+    match stop {
+        Stop::Gone => Ok(members),
+        Stop::Fatal(e) => Err(e),
+    }
+}
+
+/// Where a resumed run starts: the members before its resume point and their admission
+/// counts, and the directories still waiting for their metadata there, which wait again
+/// before any member (the Err: the members, and why the sink took no more). 0 for a run from
+/// the start.
+fn resumed(
+    session: &Session,
+    admission: &mut Admission,
+    out: &mut dyn Sink,
+) -> Result<u64, (u64, Stop)> {
+    let mut members = 0;
+    if let Some((counts, n)) = session.resumed_counts() {
+        admission.restore(counts.bytes, counts.files);
+        members = n;
+    }
+    match session.carried_dirs() {
+        Some(carried) => out.push(Op::Restore(Box::new(carried))).map_err(|e| (members, e)),
+        None => Ok(()),
+    }
+    .map(|()| members)
+}
+
+/// The next member of `archive`, None at its end. On an error, the members decoded before it
+/// are still written.
+fn next_member(archive: &mut Reading, out: &mut dyn Sink) -> Result<Option<Member>> {
+    let next = archive.next_member();
+    // -R's lines for zero blocks; a failed write is said at the end (report.rs).
+    let _ = archive.say_ends(&mut |line| report::list_line(line, false));
+    next.inspect_err(|_| {
+        let _ = out.flush();
+    })
+}
+
 /// Reads members, judges their paths and sends the ops. Returns the number of members.
 fn produce(
-    cfg: &Config,
+    plans: &Plans,
     input: Stream,
     pool: &Pool,
     out: &mut dyn Sink,
@@ -488,55 +598,25 @@ fn produce(
 ) -> Result<u64> {
     let Landing { direct, session } = landing;
     let Stream { mut archive } = input;
-    let mut sanitizer = Sanitizer::new(cfg.strip_components, cfg.one_top_level.as_deref());
-    let mut renames = crate::policy::incremental::RenameBudget::default();
-    let mut admission = Admission::new(cfg.snapshot, cfg.limits.clone(), files);
+    let mut kept = Kept::new(plans, files);
     let utf8 = crate::report::locale::utf8_locale();
     // Safety: geteuid/getegid have no preconditions.
     let ids = unsafe { (libc::geteuid(), libc::getegid()) };
-    let mut packer = None;
-    let mut owners = Owners::new(cfg.numeric_owner);
-    let mut lines = crate::command::listing::Lines::new(cfg, cfg.verbose > 1);
-    let mut confirm = cfg.interactive.then(|| Confirm::new(cfg.stdin_taken, false));
-    let mut members = 0;
-    let mut probes = crate::resume::Probes::default();
     let keep_probes = session.keeps_probes();
-    if let Some((counts, n)) = session.resumed_counts() {
-        admission.restore(counts.bytes, counts.files);
-        members = n;
-    }
-    // A resumed run: the directories still waiting for their metadata at the resume point
-    // wait again, before any member.
-    if let Some(carried) = session.carried_dirs()
-        && let Err(e) = out.push(Op::Restore(Box::new(carried)))
-    {
-        return match e {
-            Stop::Gone => Ok(members),
-            Stop::Fatal(e) => Err(e),
-        };
-    }
+    let mut members = match resumed(session, &mut kept.admission, out) {
+        Ok(members) => members,
+        Err((members, stop)) => return stopped(members, stop),
+    };
+    let says_renaming = plans.report.verbose > 0 && plans.writer.backup.is_some();
     loop {
-        let next = archive.next_member();
-        // -R's lines for zero blocks; a failed write is said at the end (report.rs).
-        let _ = archive.say_ends(&mut |line| report::list_line(line, false));
-        let mut member = match next {
-            Ok(Some(m)) => m,
-            Ok(None) => break,
-            Err(e) => {
-                // Members decoded before the error are still written.
-                let _ = out.flush();
-                return Err(e);
-            }
-        };
+        let Some(mut member) = next_member(&mut archive, out)? else { break };
         // A resume point before this member, when the recorder asked for one.
+        let (wanted, admission, probes) = (archive.wanted(), &kept.admission, &kept.probes);
         if let Some(mark) =
-            session.mark(&archive.reader, &member, members, archive.wanted(), &admission, &probes)
+            session.mark(&archive.reader, &member, members, wanted, admission, probes)
             && let Err(e) = out.push(Op::Mark(mark))
         {
-            return match e {
-                Stop::Gone => Ok(members),
-                Stop::Fatal(e) => Err(e),
-            };
+            return stopped(members, e);
         }
         members += 1;
         progress::member_seen();
@@ -544,54 +624,46 @@ fn produce(
             continue;
         }
         let mut stage = Stage {
-            cfg,
+            plans,
             ids,
             reader: &mut archive.reader,
             checkpoints: &mut archive.checkpoints,
-            sanitizer: &mut sanitizer,
-            renames: &mut renames,
-            admission: &mut admission,
-            owners: &mut owners,
+            sanitizer: &mut kept.sanitizer,
+            renames: &mut kept.renames,
+            admission: &mut kept.admission,
+            owners: &mut kept.owners,
             pool,
             direct,
-            lines: &mut lines,
-            packer: &mut packer,
-            confirm: &mut confirm,
+            lines: &mut kept.lines,
+            packer: &mut kept.packer,
+            confirm: &mut kept.confirm,
             out: &mut *out,
             session,
-            probes: keep_probes.then_some(&mut probes),
+            probes: keep_probes.then_some(&mut kept.probes),
         };
-        let says_renaming = cfg.verbose > 0 && cfg.backup.is_some();
         match stage.member(member).and_then(|()| match says_renaming {
             true => stage.landed(),
             false => Ok(()),
         }) {
             Ok(()) => crate::resume::hook::at(crate::resume::hook::Event::Member),
             Err(MemberError::Gone(WriterGone)) => return Ok(members),
-            Err(MemberError::Fatal(e)) => {
-                let _ = out.flush();
-                return Err(e);
-            }
-            Err(MemberError::Read(e)) => {
-                // What was decoded before the error is still written.
+            // What was decoded before the error is still written.
+            Err(MemberError::Fatal(e) | MemberError::Read(e)) => {
                 let _ = out.flush();
                 return Err(e);
             }
         }
     }
+    // The sink's own failure: the dispatcher's directory or link, or on one thread the
+    // writer's last writes, closes and metadata, which only the flush lands.
     let mut flushed = out.flush();
     crate::resume::hook::before_end(|| {
         if flushed.is_ok() {
             flushed = out.flush();
         }
     });
-    match flushed {
-        Ok(()) => {}
-        // The writer stopped: its own error says why.
-        Err(Stop::Gone) => return Ok(members),
-        // The sink's own failure (the dispatcher's directory or link, or on one thread the
-        // writer's last writes, closes and metadata, which only the flush lands).
-        Err(Stop::Fatal(e)) => return Err(e),
+    if let Err(e) = flushed {
+        return stopped(members, e);
     }
     archive.finish(utf8)?;
     Ok(members)
@@ -640,7 +712,7 @@ fn setid_checked(mode: u32, archived: (u32, u32), owner: (u32, u32)) -> u32 {
 /// with a warning where the member is skipped), and whether `--snapshot`'s layout and the
 /// limits admit it (Err: the run stops, before any of it is written).
 pub(crate) fn judge(
-    cfg: &Config,
+    policy: &MemberPlan,
     sanitizer: &mut Sanitizer,
     admission: &mut Admission,
     m: &Member,
@@ -649,7 +721,7 @@ pub(crate) fn judge(
     let path = match sanitizer.judge(&m.name) {
         Verdict::Extract(p) => p,
         Verdict::Nothing => return Ok(None),
-        Verdict::Refuse(why) if cfg.snapshot => {
+        Verdict::Refuse(why) if policy.snapshot => {
             return Err(anyhow!("{name}: {why} (--snapshot stops here)"));
         }
         Verdict::Refuse(why) => {
@@ -664,7 +736,7 @@ pub(crate) fn judge(
     // A `./` member is DIR itself. GNU tar gives DIR its mode and mtime (as root, or with -p),
     // and so do we; but a snapshot never holds one (Agave writes no directory entries), and
     // DIR is the operator's: a 0700 ledger directory stays 0700.
-    if cfg.snapshot && path.is_root() {
+    if policy.snapshot && path.is_root() {
         return Ok(None);
     }
     admission.admit(m, path.as_path()).map_err(|e| anyhow!("{name}: {e:#}"))?;
@@ -679,12 +751,12 @@ pub(crate) fn judge(
 /// gets GNU tar's reset (an access ACL from its mode; a directory, no default ACL). None when
 /// there are none (no allocation for a member without attributes).
 fn attributes(
-    cfg: &Config,
+    policy: &MemberPlan,
     m: &mut Member,
     name: &str,
     owners: &mut Owners,
 ) -> Option<Arc<[Xattr]>> {
-    let resets = cfg.acls && matches!(m.kind, Kind::File | Kind::Dir);
+    let resets = policy.acls && matches!(m.kind, Kind::File | Kind::Dir);
     if m.xattrs.is_empty() && !resets {
         return None;
     }
@@ -692,9 +764,9 @@ fn attributes(
         .into_iter()
         .partition(|x| crate::archive::is_acl_record(&x.name));
     if !resets {
-        return cfg.xattrs.as_ref().and_then(|filter| filter.select(plain));
+        return policy.xattrs.as_ref().and_then(|filter| filter.select(plain));
     }
-    let mut kept: Vec<Xattr> = match &cfg.xattrs {
+    let mut kept: Vec<Xattr> = match &policy.xattrs {
         Some(filter) => filter.select(plain).map(|x| x.to_vec()).unwrap_or_default(),
         None => Vec::new(),
     };
@@ -739,7 +811,7 @@ fn attributes(
 /// ("implausibly old time stamp") or after now ("time stamp ... is N s in the future") is
 /// worth a warning (`--warning=no-timestamp` silences it; the exit status stays). The name is
 /// the one GNU tar uses: as extracted, relative to DIR, without a trailing `/`.
-fn check_time(cfg: &Config, m: &Member, path: &SafePath, t: crate::archive::Timestamp) {
+fn check_time(plans: &Plans, m: &Member, path: &SafePath, t: crate::archive::Timestamp) {
     let since_epoch = |at: std::time::SystemTime| {
         let d = at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         (d.as_secs() as i64, d.subsec_nanos())
@@ -764,8 +836,8 @@ fn check_time(cfg: &Config, m: &Member, path: &SafePath, t: crate::archive::Time
     if t.secs >= 0 && ahead.is_none() {
         return;
     }
-    let name = report::printable(gnu_file_name(cfg, m, path));
-    let when = crate::report::time::tartime(t.secs, t.nanos, true, cfg.times);
+    let name = report::printable(gnu_file_name(&plans.policy, m, path));
+    let when = crate::report::time::tartime(t.secs, t.nanos, true, plans.listing.times);
     match ahead {
         None => report::warn_of(
             report::Warning::Timestamp,
@@ -781,8 +853,12 @@ fn check_time(cfg: &Config, m: &Member, path: &SafePath, t: crate::archive::Time
 /// The name GNU tar gives the file made of `m` in its messages and `--to-command`'s
 /// TAR_FILENAME (its `file_name` after `safer_name_suffix`): as extracted, relative to DIR,
 /// with a leading `./` kept and trailing `/`s dropped.
-pub(crate) fn gnu_file_name<'a>(cfg: &Config, m: &'a Member, path: &'a SafePath) -> &'a [u8] {
-    if cfg.strip_components != 0 || cfg.one_top_level.is_some() {
+pub(crate) fn gnu_file_name<'a>(
+    policy: &MemberPlan,
+    m: &'a Member,
+    path: &'a SafePath,
+) -> &'a [u8] {
+    if policy.renames() {
         return std::os::unix::ffi::OsStrExt::as_bytes(path.as_path().as_os_str());
     }
     let n = &m.name;
@@ -854,7 +930,7 @@ impl Sink for Batcher<'_> {
 const PACK_FRACTION: usize = 8;
 
 struct Stage<'a, 'b, R: Skip> {
-    cfg: &'a Config,
+    plans: &'a Plans,
     /// Our effective uid and gid (for the set-id rule).
     ids: (u32, u32),
     reader: &'a mut Reader<R>,
@@ -938,63 +1014,74 @@ impl<R: Skip> Stage<'_, '_, R> {
 
     /// One member: judge its path, admit it, send its ops (and data).
     fn member(&mut self, mut m: Member) -> Result<(), MemberError> {
-        let cfg = self.cfg;
+        let plans = self.plans;
         let name = m.display_name();
-        let Some(path) = judge(cfg, self.sanitizer, self.admission, &m, &name)? else {
+        let Some(path) = judge(&plans.policy, self.sanitizer, self.admission, &m, &name)? else {
             return Ok(());
         };
         // A member named like the state file: no more resume points, and the state goes first.
         self.session.retire_if_ours(&path);
-        if let Some(confirm) = self.confirm.as_mut()
-            && !confirm
-                .ask("extract", &crate::selection::confirm::asked_name(cfg, &m.name, &path))?
-        {
-            return Ok(());
+        if let Some(confirm) = self.confirm.as_mut() {
+            let asked =
+                crate::selection::confirm::asked_name(plans.policy.renames(), &m.name, &path);
+            if !confirm.ask("extract", &asked)? {
+                return Ok(());
+            }
         }
-        if cfg.verbose > 0 {
+        if plans.report.verbose > 0 {
             // As `tar -xv` prints it: quoted for the locale, `-xvv` GNU tar's long lines. A
             // failed write stops the names, not the extraction; main.rs reports it at the end
             // (exit 2), as GNU tar does.
-            let line = self.lines.of(&m, cfg, self.reader.volume_label());
+            let line = self.lines.of(&m, &plans.listing, self.reader.volume_label());
             let _ = report::list_line(&line, false);
         }
+        let entry = self.entry(&mut m, name, path);
+        self.send_member(entry, m)
+    }
+
+    /// What lands of `m` at `path`: its owner, mode, time and attributes as the member policy
+    /// restores them.
+    fn entry(&mut self, m: &mut Member, name: String, path: SafePath) -> Entry {
+        let policy = &self.plans.policy;
         // The archive's owner, as GNU tar restores it (names looked up only when it matters:
         // ownership is restored, or set-id bits depend on it).
-        let archived = (!cfg.snapshot && (cfg.same_owner || m.mode & 0o6000 != 0))
-            .then(|| self.owners.ids(&m));
-        let owner = archived.filter(|_| cfg.same_owner);
-        let mode = match (cfg.snapshot, m.kind, archived) {
+        let archived = (!policy.snapshot && (policy.same_owner || m.mode & 0o6000 != 0))
+            .then(|| self.owners.ids(m));
+        let owner = archived.filter(|_| policy.same_owner);
+        let mode = match (policy.snapshot, m.kind, archived) {
             (true, Kind::Dir, _) => SNAPSHOT_DIR_MODE,
             (true, _, _) => SNAPSHOT_FILE_MODE,
             (false, _, Some(a)) => setid_checked(m.mode & 0o7777, a, owner.unwrap_or(self.ids)),
             (false, _, None) => m.mode & 0o7777,
         };
         // `-m` (also with --snapshot: it only concerns times): no time is set at all.
-        let mtime = (!cfg.touch).then_some(m.mtime);
-        let xattrs = attributes(cfg, &mut m, &name, self.owners);
-        let archived_mtime = m.mtime;
+        let mtime = (!policy.touch).then_some(m.mtime);
+        let xattrs = attributes(policy, m, &name, self.owners);
         // GNU tar checks the times it sets: not a hard link's (it has its target's), not
         // what it skips.
         if let Some(t) = mtime
             && !matches!(m.kind, Kind::Hardlink | Kind::Other(b'V' | b'M'))
         {
-            check_time(cfg, &m, &path, t);
+            check_time(self.plans, m, &path, t);
         }
-        let delay_restore = m.is_dumpdir;
-        let entry = Entry {
+        Entry {
             name,
             path,
             mode,
             mtime,
-            archived_mtime,
+            archived_mtime: m.mtime,
             owner,
             offset: m.offset,
             xattrs,
-            delay_restore,
-        };
+            delay_restore: m.is_dumpdir,
+        }
+    }
+
+    /// Sends the ops of `m`, whose `entry` is decided, by its type.
+    fn send_member(&mut self, entry: Entry, mut m: Member) -> Result<(), MemberError> {
         match m.kind {
             Kind::Dir => {
-                if cfg.incremental
+                if self.plans.policy.incremental
                     && let Some(raw) = m.dumpdir.take()
                 {
                     self.purge(&entry, raw)?;

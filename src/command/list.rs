@@ -4,19 +4,20 @@ use std::io::{self, Write};
 
 use anyhow::Result;
 
+use crate::command::Plans;
 use crate::command::listing::Lines;
-use crate::config::Config;
 use crate::reading::open;
 use crate::report::locale::utf8_locale;
 
-pub fn run(cfg: &Config) -> Result<u64> {
-    let mut archive = open(cfg)?;
+pub fn run(plans: &Plans) -> Result<u64> {
+    let mut archive = open(&plans.input, &plans.selection, &plans.read)?;
+    let report = &plans.report;
     let mut out = io::BufWriter::new(crate::report::listing());
     let utf8 = utf8_locale();
-    let mut lines = Lines::new(cfg, cfg.verbose > 0);
+    let mut lines = Lines::new(&plans.listing, report.verbose > 0);
     // Checkpoints and "Omitting" lines print straight to stdout and stderr: each line goes out
     // before them.
-    let line_by_line = archive.checkpoints.is_some() || cfg.show_omitted_dirs;
+    let line_by_line = archive.checkpoints.is_some() || plans.read.show_omitted_dirs;
     let mut members = 0;
     loop {
         // The ends met before an error are said before it, as GNU tar does.
@@ -29,9 +30,9 @@ pub fn run(cfg: &Config) -> Result<u64> {
             continue;
         }
         members += 1;
-        let line = lines.of(&m, cfg, archive.reader.volume_label());
+        let line = lines.of(&m, &plans.listing, archive.reader.volume_label());
         let mut written = out.write_all(&line).and_then(|()| out.write_all(b"\n"));
-        if let Some(raw) = m.dumpdir.as_deref().filter(|_| cfg.verbose > 1) {
+        if let Some(raw) = m.dumpdir.as_deref().filter(|_| report.verbose > 1) {
             written =
                 written.and_then(|()| out.write_all(&crate::policy::incremental::listing(raw)));
         }

@@ -1,12 +1,36 @@
 //! The lines `-t` and `-v` print for each member, in GNU tar's forms (its list.c): the name
 //! quoted for the locale, or the long line of `-tv` and `-xvv` (mode, owner, size, date).
 
+use std::path::PathBuf;
+
 use crate::archive::{Kind, Member, Timestamp};
-use crate::config::Config;
 use crate::metadata::owner::Owners;
 use crate::report::locale::utf8_locale;
 use crate::report::quote;
 use crate::report::time::tartime;
+
+/// How `-t` and `-v` lines look (`Lines`).
+#[derive(Debug, Clone)]
+pub struct ListingPlan {
+    /// `-R`: lines start `block N: `, N a member's header block plus this (0 for `-t`, 1
+    /// when extracting); None without `-R`.
+    pub block_past: Option<u64>,
+    /// `--numeric-owner`: ids, never names.
+    pub numeric_owner: bool,
+    /// `-V` was given: a POSIX volume label is dated 1970, as GNU tar 1.34 shows it.
+    pub label_given: bool,
+    /// `--show-transformed-names`: names as extracted (`strip_components`, `one_top_level`).
+    pub show_transformed: bool,
+    pub strip_components: usize,
+    pub one_top_level: Option<PathBuf>,
+    /// `--quoting-style`, `--quote-chars` (quoting.rs).
+    pub quoting: crate::report::quoting::Quoting,
+    /// `--full-time`, `--utc`.
+    pub times: crate::report::time::TimeStyle,
+    /// `--xattrs`' filter and `--acls`, for the mark after the mode.
+    pub xattrs: Option<crate::metadata::xattrs::XattrFilter>,
+    pub acls: bool,
+}
 
 /// GNU tar's starting widths for "user/group size" and the date column (list.c).
 const UGS_WIDTH: usize = 18;
@@ -29,10 +53,10 @@ pub struct Lines {
 }
 
 impl Lines {
-    pub fn new(cfg: &Config, long: bool) -> Lines {
+    pub fn new(cfg: &ListingPlan, long: bool) -> Lines {
         Lines {
             long,
-            block_past: cfg.block_number.then_some(u64::from(!cfg.list)),
+            block_past: cfg.block_past,
             utf8: utf8_locale(),
             widths: Widths { ugs: UGS_WIDTH, date: DATE_WIDTH },
             owners: Owners::new(cfg.numeric_owner),
@@ -42,14 +66,14 @@ impl Lines {
 
     /// The line (or lines) for `m`; `label` is the reader's POSIX volume label so far.
     /// Bytes: `--quoting-style=literal` writes names as stored.
-    pub fn of(&mut self, m: &Member, cfg: &Config, label: Option<(&[u8], i64)>) -> Vec<u8> {
+    pub fn of(&mut self, m: &Member, cfg: &ListingPlan, label: Option<(&[u8], i64)>) -> Vec<u8> {
         let mut out = Vec::new();
         if !self.label_shown
             && m.format == crate::archive::Format::Pax
             && let Some((name, secs)) = label
         {
             self.label_shown = true;
-            let secs = if cfg.label.is_some() { 0 } else { secs };
+            let secs = if cfg.label_given { 0 } else { secs };
             let v = Member::volume_header(name.to_vec(), Timestamp { secs, nanos: 0 });
             // -R: block 0, extracting too.
             if self.block_past.is_some() {
@@ -73,7 +97,7 @@ impl Lines {
         out
     }
 
-    fn line(&mut self, m: &Member, name: &[u8], cfg: &Config) -> Vec<u8> {
+    fn line(&mut self, m: &Member, name: &[u8], cfg: &ListingPlan) -> Vec<u8> {
         let name = cfg.quoting.quote(name, self.utf8);
         if !self.long {
             return name;
@@ -116,7 +140,7 @@ fn long_line(
     utf8: bool,
     widths: &mut Widths,
     owners: &mut Owners,
-    cfg: &Config,
+    cfg: &ListingPlan,
 ) -> Vec<u8> {
     let numeric = cfg.numeric_owner;
     let user = if m.uname.is_empty() || numeric {
@@ -213,7 +237,7 @@ fn mode_string(m: &Member) -> String {
 /// The column GNU tar 1.34 adds after the mode with `--xattrs` or `--acls` (its
 /// `xattrs_print_char`): `+` for a member with ACLs (with --acls), `*` for one with an
 /// attribute `--xattrs` would restore, else a space; nothing without either option.
-fn mark(m: &Member, cfg: &Config) -> &'static str {
+fn mark(m: &Member, cfg: &ListingPlan) -> &'static str {
     if cfg.xattrs.is_none() && !cfg.acls {
         return "";
     }

@@ -31,9 +31,10 @@ use std::time::SystemTime;
 use anyhow::{Context, Result, anyhow, bail};
 
 use crate::archive::{Format, Kind, Member, Reader, Skip};
+use crate::budget::CHUNK_SIZE;
 use crate::command::extract::{gnu_file_name, judge, skip_continuation, warn_unknown_type};
 use crate::command::listing;
-use crate::config::{CHUNK_SIZE, Config};
+use crate::command::{Command as Run, Plans};
 use crate::policy::admit::{Admission, FileCount, extracted_as_file};
 use crate::policy::safety::SafePath;
 use crate::policy::safety::Sanitizer;
@@ -50,29 +51,32 @@ const OUT_BUF: usize = CHUNK_SIZE;
 const PIPE_BUF: usize = 64 << 10;
 
 /// Writes the files' data to stdout; returns the number of members read.
-pub fn run(cfg: &Config) -> Result<u64> {
-    let mut archive = reading::open(cfg)?;
+pub fn run(plans: &Plans) -> Result<u64> {
+    let mut archive = reading::open(&plans.input, &plans.selection, &plans.read)?;
+    let (policy, verbose) = (&plans.policy, plans.report.verbose);
+    let beside_data = beside_data(&plans.command);
     // A duplicate of fd 1, written without Stdout's line buffering (which would look for
     // newlines in every chunk of data).
     let stdout = io::stdout().as_fd().try_clone_to_owned().context("cannot use stdout")?;
     let mut out = Out { file: File::from(stdout), buf: vec![0; OUT_BUF], filled: 0 };
-    let mut sanitizer = Sanitizer::new(cfg.strip_components, cfg.one_top_level.as_deref());
-    let mut admission =
-        Admission::new(cfg.snapshot, cfg.limits.clone(), FileCount::new(cfg.limits.max_files));
+    let mut sanitizer = Sanitizer::new(policy.strip_components, policy.one_top_level.as_deref());
+    let files = FileCount::new(policy.limits.max_files);
+    let mut admission = Admission::new(policy.snapshot, policy.limits.clone(), files);
     let utf8 = locale::utf8_locale();
     let mut scratch = Vec::new();
     // -v: names, -vv: GNU tar's long lines.
-    let mut lines = listing::Lines::new(cfg, cfg.verbose > 1);
-    let mut confirm = cfg
+    let mut lines = listing::Lines::new(&plans.listing, verbose > 1);
+    let selection = &plans.selection;
+    let mut confirm = selection
         .interactive
-        .then(|| crate::selection::confirm::Confirm::new(cfg.stdin_taken, beside_data(cfg)));
+        .then(|| crate::selection::confirm::Confirm::new(selection.stdin_taken, beside_data));
     let mut members = 0;
     // The member whose data was written last, for a write that fails at the end.
     let mut last = String::new();
     loop {
         let next = archive.next_member();
         // -R's lines for zero blocks, beside the data as the names.
-        let _ = archive.say_ends(&mut |line| report::list_line(line, beside_data(cfg)));
+        let _ = archive.say_ends(&mut |line| report::list_line(line, beside_data));
         let mut m = match next {
             Ok(Some(m)) => m,
             Ok(None) => break,
@@ -83,19 +87,18 @@ pub fn run(cfg: &Config) -> Result<u64> {
             continue;
         }
         let name = m.display_name();
-        let judged = judge(cfg, &mut sanitizer, &mut admission, &m, &name);
+        let judged = judge(policy, &mut sanitizer, &mut admission, &m, &name);
         let Some(path) = judged.map_err(|e| out.flush_before(e))? else { continue };
-        if let Some(confirm) = confirm.as_mut()
-            && !confirm
-                .ask("extract", &crate::selection::confirm::asked_name(cfg, &m.name, &path))
-                .map_err(|e| out.flush_before(e))?
-        {
-            continue;
+        if let Some(confirm) = confirm.as_mut() {
+            let asked = crate::selection::confirm::asked_name(policy.renames(), &m.name, &path);
+            if !confirm.ask("extract", &asked).map_err(|e| out.flush_before(e))? {
+                continue;
+            }
         }
-        if cfg.verbose > 0 {
-            let listed = lines.of(&m, cfg, archive.reader.volume_label());
+        if verbose > 0 {
+            let listed = lines.of(&m, &plans.listing, archive.reader.volume_label());
             // Beside the data on stdout: on stderr (or in the index file).
-            let _ = report::list_line(&listed, beside_data(cfg));
+            let _ = report::list_line(&listed, beside_data);
         }
         match m.kind {
             Kind::Other(b'M') => skip_continuation(&name),
@@ -107,8 +110,9 @@ pub fn run(cfg: &Config) -> Result<u64> {
         if !extracted_as_file(m.kind) {
             continue;
         }
-        if let Some(command) = &cfg.to_command {
-            let run = Piped { cfg, command, m: &m, path: &path, name: &name };
+        if let Run::ToCommand { command, ignore_errors } = &plans.command {
+            let (m, path, name, ignore_errors) = (&m, &path, &name, *ignore_errors);
+            let run = Piped { plans, command, ignore_errors, m, path, name };
             run.feed(&mut archive.reader, &mut archive.checkpoints, &mut scratch)?;
             continue;
         }
@@ -139,7 +143,9 @@ fn stopped(members: u64, name: &str, e: io::Error) -> Result<u64> {
 
 /// One member's data piped into its own run of `--to-command`.
 struct Piped<'a> {
-    cfg: &'a Config,
+    plans: &'a Plans,
+    /// `--ignore-command-error`.
+    ignore_errors: bool,
     command: &'a str,
     m: &'a Member,
     path: &'a SafePath,
@@ -189,7 +195,7 @@ impl Piped<'_> {
             }
         }
         if let Some(code) = status.code() {
-            if code != 0 && !self.cfg.ignore_command_error {
+            if code != 0 && !self.ignore_errors {
                 report::failed(&pid.to_string(), format!("Child returned status {code}"));
             }
         } else if let Some(signal) = status.signal() {
@@ -200,7 +206,7 @@ impl Piped<'_> {
 
     /// GNU tar's `stat_to_env` for a regular file.
     fn env(&self) -> Vec<(&'static str, std::ffi::OsString)> {
-        let (cfg, m) = (self.cfg, self.m);
+        let (plans, m) = (self.plans, self.m);
         let os = |b: &[u8]| OsStr::from_bytes(b).to_os_string();
         let time = |secs: i64, nanos: u32| -> std::ffi::OsString {
             format!("{secs}{}", time::ns_fraction(nanos)).into()
@@ -209,8 +215,8 @@ impl Piped<'_> {
         let start = crate::report::totals::started_at();
         let start = start.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
         let start = time(start.as_secs() as i64, start.subsec_nanos());
-        let file = os(gnu_file_name(cfg, m, self.path));
-        let mut env = cfg.tar_env().to_vec();
+        let file = os(gnu_file_name(&plans.policy, m, self.path));
+        let mut env = plans.tar_env.to_vec();
         env.extend([
             ("TAR_VOLUME", "1".into()),
             ("TAR_FORMAT", m.format.name().into()),
@@ -336,6 +342,6 @@ impl Out {
 
 /// Whether stdout carries the members' data, so the listing goes to stderr (not with
 /// `--to-command`, whose commands get the data).
-fn beside_data(cfg: &Config) -> bool {
-    cfg.to_command.is_none()
+fn beside_data(command: &Run) -> bool {
+    !matches!(command, Run::ToCommand { .. })
 }

@@ -8,6 +8,7 @@ mod gz;
 mod lz4;
 mod members;
 pub mod parallel;
+pub mod plan;
 mod source;
 pub mod url;
 mod xz;
@@ -27,7 +28,7 @@ use parallel::{DecodeStats, ParallelZstd};
 use source::{Budget, Source};
 
 use crate::archive::{Skip, UnitStart};
-use crate::config::Pools;
+use crate::budget::Pools;
 use crate::pool::Pool;
 
 /// Read size for the compressed input. 1 MiB keeps read syscalls to ~100 per 100 MB and matches
@@ -704,6 +705,17 @@ impl<R: Read> Read for Named<R> {
 /// under `ulimit -u` is free again when the real one starts).
 fn can_start_a_thread() -> bool {
     std::thread::Builder::new().spawn(|| {}).is_ok_and(|t| t.join().is_ok())
+}
+
+/// The archive of `cfg` opened and its format found: a URL's download (`open_url`),
+/// or a file, standard input or a `-I` program's output (`decode::open`).
+pub fn open_input(cfg: &plan::InputPlan, drop_behind: bool) -> Result<Input> {
+    match &cfg.url {
+        Some(plan) => open_url(plan, cfg.max_window_log),
+        None => {
+            open(cfg.archive.as_deref(), cfg.filter.as_deref(), cfg.max_window_log, drop_behind)
+        }
+    }
 }
 
 #[cfg(test)]

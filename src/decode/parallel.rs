@@ -96,7 +96,7 @@ pub const JOBS_PER_DECODER: usize = 4;
 pub const HEAD_EXTRA: usize = 1;
 
 /// `ahead_cap` for a frame pool of `count` buffers: all but the reader's HEAD_EXTRA. The pool
-/// is the decoder's alone (config.rs `Pools`): FRAME_BYTES per worker by default, so each
+/// is the decoder's alone (budget.rs `Pools`): FRAME_BYTES per worker by default, so each
 /// worker's share holds one of Agave's 32 MiB frames whole.
 pub fn ahead_cap(count: usize) -> usize {
     count.saturating_sub(HEAD_EXTRA).max(1)
@@ -1751,7 +1751,7 @@ mod tests {
         let parts = parts((0..12).map(|i| 100_000 + i * 37_000));
         let want: Vec<u8> = parts.concat();
         let data = frames(&parts);
-        // 2 buffers, the smallest frame pool (`config::divide`): `ahead_cap` 1, and with 4
+        // 2 buffers, the smallest frame pool (`budget::divide`): `ahead_cap` 1, and with 4
         // workers a share of none, so every frame streams.
         for workers in [0, 1, 2, 4] {
             for (buffers, read) in [(2, 512), (4, 512), (16, 100_000), (64, 7)] {

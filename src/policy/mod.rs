@@ -5,4 +5,5 @@
 pub mod admit;
 pub mod conflict;
 pub mod incremental;
+pub mod plan;
 pub mod safety;

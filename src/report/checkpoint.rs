@@ -35,12 +35,12 @@ use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Result, anyhow, bail};
 
-use crate::config::Config;
 use crate::report;
 use crate::report::quoting::unquote;
 use crate::report::totals;
@@ -233,6 +233,24 @@ fn strtol(text: &[u8]) -> i64 {
     if negative { -v } else { v }
 }
 
+/// `--checkpoint`'s spec and what it needs to know of the run (checkpoint.rs `start`).
+#[derive(Debug, Clone)]
+pub struct CheckpointPlan {
+    pub spec: Checkpoints,
+    /// Bytes of a tar record.
+    pub record: u64,
+    /// The archive file read as it is (no `-I`), whose data GNU tar would seek over when it
+    /// is a regular file; None for standard input, a URL or a filter.
+    pub plain_file: Option<PathBuf>,
+    /// `-i`: zero blocks are read past.
+    pub ignore_zeros: bool,
+    /// Dots go to stderr (`-O`: stdout carries data).
+    pub dots_to_stderr: bool,
+    /// For `exec`: the run's TAR_* variables, and `-x` or `-t`.
+    pub env: [(&'static str, OsString); 3],
+    pub subcommand: &'static str,
+}
+
 /// The checkpoints of one run, watching its reader: `Reading` (reading.rs) holds it and
 /// tells it where the reader has got to, after each header and each chunk of data.
 pub struct Observer {
@@ -255,7 +273,7 @@ pub struct Observer {
     unread: Option<(u64, u64)>,
     /// Dots go to stderr (`-O`: stdout carries data).
     dots_to_stderr: bool,
-    /// For `exec`: the run's TAR_* variables (`Config::tar_env`), and `-x` or `-t`.
+    /// For `exec`: the run's TAR_* variables (`Plans::tar_env`), and `-x` or `-t`.
     env: [(&'static str, OsString); 3],
     subcommand: &'static str,
     /// /dev/tty, for `bell` and `ttyout`, once opened.
@@ -277,30 +295,29 @@ pub enum Header {
 }
 
 impl Observer {
-    /// The checkpoints of the run `cfg` describes (None when they are off): `Reading::new`
-    /// starts them as the archive is opened. `compressed`: the stream is decoded (or
-    /// filtered) from the archive, not read as it is. A compressed file's first record counts
-    /// its first checkpoint now, as GNU tar's look at it.
-    pub fn start(cfg: &Config, compressed: bool) -> Option<Observer> {
-        let spec = cfg.checkpoint.as_ref()?;
+    /// The checkpoints `cfg` asks for: `Reading::new` starts them as the archive is opened.
+    /// `compressed`: the stream is decoded (or filtered) from the archive, not read as it is.
+    /// A compressed file's first record counts its first checkpoint now, as GNU tar's look at
+    /// it.
+    pub fn start(cfg: &CheckpointPlan, compressed: bool) -> Observer {
+        let spec = &cfg.spec;
         let seekable = !compressed
-            && cfg.filter.is_none()
             && cfg
-                .archive
+                .plain_file
                 .as_deref()
                 .is_some_and(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file()));
         let mut run = Observer {
             spec: spec.clone(),
-            record: cfg.record_size,
+            record: cfg.record,
             count: 0,
             records: 0,
             seekable,
             ignore_zeros: cfg.ignore_zeros,
             ended: false,
             unread: None,
-            dots_to_stderr: cfg.to_stdout,
-            env: cfg.tar_env(),
-            subcommand: if cfg.list { "-t" } else { "-x" },
+            dots_to_stderr: cfg.dots_to_stderr,
+            env: cfg.env.clone(),
+            subcommand: cfg.subcommand,
             tty: None,
             tty_cleanup: false,
         };
@@ -308,7 +325,7 @@ impl Observer {
             // Read before the decompressor starts: no record of the tar stream yet.
             run.read("gnu");
         }
-        Some(run)
+        run
     }
 
     /// A resumed run (src/resume/) begins reading at `offset`: the records before it count
@@ -651,19 +668,29 @@ mod tests {
     /// from the start each (a resumed one from its resume point), and nothing has to be reset.
     #[test]
     fn each_run_counts_its_own_records() {
-        let argv = ["fastuntar", "-x", "-f", "a.tar", "-C", "/nonexistent-dir", "--checkpoint=3"];
-        let mut argv: Vec<OsString> = argv.map(Into::into).into();
-        argv.push("--checkpoint-action=sleep=0".into());
-        let cfg = Config::from_args(crate::cli::parse(argv)).unwrap();
-        let record = cfg.record_size;
+        let spec = given(&[("n", "3"), ("a", "sleep=0")]);
+        let record = 10240;
+        let cfg = CheckpointPlan {
+            spec: Checkpoints::new(&spec, false).unwrap().unwrap(),
+            record,
+            plain_file: None,
+            ignore_zeros: false,
+            dots_to_stderr: false,
+            env: [
+                ("TAR_VERSION", "0".into()),
+                ("TAR_ARCHIVE", "a.tar".into()),
+                ("TAR_BLOCKING_FACTOR", "20".into()),
+            ],
+            subcommand: "-x",
+        };
         for _ in 0..2 {
-            let mut o = Observer::start(&cfg, false).unwrap();
+            let mut o = Observer::start(&cfg, false);
             o.headers_read((0, "gnu"), 7 * record, Header::Member { data: Some(record) });
             assert_eq!((o.count, o.records), (7, 7));
             o.data_read(8 * record, "gnu");
             assert_eq!((o.count, o.records), (8, 8));
         }
-        let mut resumed = Observer::start(&cfg, false).unwrap();
+        let mut resumed = Observer::start(&cfg, false);
         resumed.skip_to(100 * record);
         resumed.data_read(101 * record, "gnu");
         assert_eq!((resumed.count, resumed.records), (1, 101));

@@ -13,6 +13,7 @@
 
 pub mod checkpoint;
 pub mod locale;
+pub mod plan;
 pub mod progress;
 pub mod quoting;
 pub mod time;
@@ -26,7 +27,6 @@ use std::sync::{Mutex, OnceLock};
 
 static SKIPPED: AtomicU64 = AtomicU64::new(0);
 static FAILED: AtomicU64 = AtomicU64::new(0);
-static QUIET_WARNINGS: AtomicBool = AtomicBool::new(false);
 /// A diagnostic could not be written to stderr.
 static DIAGNOSTIC_LOST: AtomicBool = AtomicBool::new(false);
 /// The first failed write to stdout or the index file, as said at the end (`stdout: write
@@ -119,13 +119,60 @@ fn bit(w: Warning) -> u64 {
     1 << (w as u32)
 }
 
-/// Turns classes off (`--warning=no-KEYWORD`) or on again, for the whole run.
-pub fn set_warning(w: Warning, on: bool) {
-    if on {
-        WARNINGS_OFF.fetch_and(!bit(w), Ordering::Relaxed);
-    } else {
-        WARNINGS_OFF.fetch_or(bit(w), Ordering::Relaxed);
+/// The warning classes `--warning` turned off: a value the resolve step makes
+/// (cli/resolve.rs) and the run installs (`set_warnings`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Warnings {
+    off: u64,
+}
+
+impl Warnings {
+    /// `--warning` KEYWORDs applied in order, as GNU tar: `all`, `none`, a keyword, or `no-`
+    /// and a keyword. An unknown one is an error naming the valid ones.
+    pub fn parse(given: &[String]) -> anyhow::Result<Warnings> {
+        let mut warnings = Warnings::default();
+        for arg in given {
+            let (on, word) = match arg.strip_prefix("no-") {
+                Some(rest) => (false, rest),
+                None => (true, arg.as_str()),
+            };
+            let all = WARNING_KEYWORDS.iter().filter_map(|(_, w)| *w);
+            match word {
+                "all" => all.for_each(|w| warnings.set(w, on)),
+                "none" => all.for_each(|w| warnings.set(w, !on)),
+                _ => match WARNING_KEYWORDS.iter().find(|(k, _)| *k == word) {
+                    Some((_, Some(w))) => warnings.set(*w, on),
+                    Some((_, None)) => {}
+                    None => {
+                        let valid: Vec<&str> = WARNING_KEYWORDS.iter().map(|(k, _)| *k).collect();
+                        anyhow::bail!(
+                            "invalid argument '{arg}' for '--warning' (valid: all, none, {}, \
+                             each also with no-)",
+                            valid.join(", ")
+                        );
+                    }
+                },
+            }
+        }
+        Ok(warnings)
     }
+
+    fn set(&mut self, w: Warning, on: bool) {
+        match on {
+            true => self.off &= !bit(w),
+            false => self.off |= bit(w),
+        }
+    }
+
+    /// Whether warnings of class `w` are said.
+    pub fn is_on(&self, w: Warning) -> bool {
+        self.off & bit(w) == 0
+    }
+}
+
+/// Installs the run's warning classes (main.rs, once, before anything is said).
+pub fn set_warnings(w: Warnings) {
+    WARNINGS_OFF.store(w.off, Ordering::Relaxed);
 }
 
 /// A warning of class `w`, unless `--warning=no-...` turned it off.
@@ -135,40 +182,9 @@ pub fn warn_of(w: Warning, msg: impl std::fmt::Display) {
     }
 }
 
-/// Applies `--warning` KEYWORDs in order, as GNU tar: `all`, `none`, a keyword, or `no-`
-/// and a keyword. An unknown one is an error naming the valid ones.
-pub fn apply_warning_keywords(given: &[String]) -> anyhow::Result<()> {
-    for arg in given {
-        let (on, word) = match arg.strip_prefix("no-") {
-            Some(rest) => (false, rest),
-            None => (true, arg.as_str()),
-        };
-        let all = WARNING_KEYWORDS.iter().filter_map(|(_, w)| *w);
-        match word {
-            "all" => all.for_each(|w| set_warning(w, on)),
-            "none" => all.for_each(|w| set_warning(w, !on)),
-            _ => match WARNING_KEYWORDS.iter().find(|(k, _)| *k == word) {
-                Some((_, Some(w))) => set_warning(*w, on),
-                Some((_, None)) => {}
-                None => {
-                    let valid: Vec<&str> = WARNING_KEYWORDS.iter().map(|(k, _)| *k).collect();
-                    anyhow::bail!(
-                        "invalid argument '{arg}' for '--warning' (valid: all, none, {}, each \
-                         also with no-)",
-                        valid.join(", ")
-                    );
-                }
-            },
-        }
-    }
-    Ok(())
-}
-
 /// Something worth saying that does not change the exit code (e.g. a stripped leading `/`).
 pub fn warn(msg: impl std::fmt::Display) {
-    if !QUIET_WARNINGS.load(Ordering::Relaxed) {
-        diagnostic(&format!("fastuntar: {msg}"));
-    }
+    diagnostic(&format!("fastuntar: {msg}"));
 }
 
 pub fn skipped_count() -> u64 {
@@ -427,6 +443,28 @@ fn first_utf8_char(b: &[u8]) -> Option<char> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--warning` keywords in order: `all`, `none`, a class, `no-` a class; an unknown one
+    /// is refused.
+    #[test]
+    fn warning_classes() {
+        let w = |given: &[&str]| {
+            let given: Vec<String> = given.iter().map(|g| g.to_string()).collect();
+            super::Warnings::parse(&given)
+        };
+        let on = |given: &[&str], class| w(given).unwrap().is_on(class);
+        use super::Warning::*;
+        assert!(on(&[], Timestamp));
+        assert!(!on(&["no-timestamp"], Timestamp));
+        assert!(on(&["no-timestamp"], IgnoreNewer));
+        assert!(!on(&["none"], XattrWrite));
+        assert!(on(&["none", "xattr-write"], XattrWrite));
+        assert!(on(&["no-timestamp", "all"], Timestamp));
+        assert!(!on(&["all", "no-all"], ExistingFile));
+        assert!(on(&["no-none"], UnknownCast));
+        assert!(on(&["no-file-changed"], Timestamp));
+        assert!(w(&["no-such-thing"]).is_err());
+    }
 
     #[test]
     fn index_file_symlinks_followed_only_for_the_own_descriptors() {

@@ -43,7 +43,7 @@ use hook::Event;
 use state::{CarriedDir, Counts, InputId, Point, Probe, State};
 
 use crate::archive::{Member, Reader, Skip, UnitStart};
-use crate::config::Config;
+use crate::decode::plan::InputPlan;
 use crate::decode::{self, Format};
 use crate::policy::admit::Admission;
 use crate::policy::safety::SafePath;
@@ -245,7 +245,7 @@ struct Fixed {
 
 /// DIR opened and locked for a run that writes resume points, made first as the writers
 /// would make it, with a temporary state a killed run left removed; and DIR's identity.
-fn take_dir(cfg: &Config, dir: Option<OwnedFd>, shown: &str) -> Result<(OwnedFd, (u64, u64))> {
+fn take_dir(cfg: &ResumePlan, dir: Option<OwnedFd>, shown: &str) -> Result<(OwnedFd, (u64, u64))> {
     let d = match dir {
         Some(d) => d,
         None => {
@@ -329,26 +329,30 @@ pub struct Report {
     pub points: u64,
 }
 
-/// The options that make a run unable to resume from a member boundary:
-/// with them the killed run's half-written files after the point would count as existing
-/// files (kept, backed up, their directories' modes kept), or purges and answers cannot be
-/// done again, or what the run reads cannot be had again.
-pub fn refused_option(cfg: &Config) -> Option<&'static str> {
-    use crate::policy::conflict::OldFiles;
-    match () {
-        _ if cfg.old_files == OldFiles::Keep => Some("-k (--keep-old-files)"),
-        _ if cfg.old_files == OldFiles::Skip => Some("--skip-old-files"),
-        _ if cfg.old_files == OldFiles::KeepNewer => Some("--keep-newer-files"),
-        _ if cfg.old_files == OldFiles::NoOverwriteDir => Some("--no-overwrite-dir"),
-        _ if cfg.backup.is_some() => Some("--backup"),
-        _ if cfg.incremental => Some("-G (--incremental)"),
-        _ if cfg.interactive => Some("-w (--interactive)"),
-        _ if cfg.newer.is_some() => Some("-N (--newer)"),
-        _ if cfg.filter.is_some() => Some("-I (--use-compress-program)"),
-        _ if cfg.url.as_ref().is_some_and(|u| u.checksum.is_some()) => Some("--checksum"),
-        _ if cfg.url.as_ref().is_some_and(|u| u.keep.is_some()) => Some("--keep-archive"),
-        _ => None,
-    }
+/// What the resolve step fixed about resume points (cli/resolve.rs): the flag, DIR, which
+/// option refuses them, and the digest of the options that change what lands. The input
+/// stage's: resume points are offsets in the input.
+#[derive(Debug, Clone)]
+pub struct ResumePlan {
+    /// `--resume`, `--no-resume`, or neither.
+    pub flag: Flag,
+    /// DIR, where the state is kept.
+    pub dest: std::path::PathBuf,
+    /// The option given that makes a run unable to resume from a member boundary (resolve.rs
+    /// `refused_option`).
+    pub refused: Option<&'static str>,
+    /// The digest of the options that change what lands (options.rs).
+    pub options: [u8; 32],
+    /// The hidden `--debug-kill-at EVENT:N` of the kill tests (hook.rs).
+    pub debug_kill: Option<String>,
+    /// `--writeback-every`: bytes written between syncfs calls (None: off, and no points).
+    pub writeback: Option<u64>,
+    /// `--writeback-every` was given: the interval is not adapted to a URL's length.
+    pub writeback_given: bool,
+    /// `-q`.
+    pub quiet: bool,
+    /// `-t`, `-O`: nothing is written.
+    pub reads_only: bool,
 }
 
 /// A run killed a moment ago may still hold DIR's lock while the kernel tears it down (its
@@ -370,22 +374,22 @@ fn lock_waiting(dir: &OwnedFd) -> std::io::Result<bool> {
     }
 }
 
-fn dest_shown(cfg: &Config) -> String {
-    crate::report::printable(std::os::unix::ffi::OsStrExt::as_bytes(cfg.dest.as_os_str()))
+fn dest_shown(dest: &std::path::Path) -> String {
+    crate::report::printable(std::os::unix::ffi::OsStrExt::as_bytes(dest.as_os_str()))
 }
 
 impl Session {
     /// Decides, before anything is opened or written, what this run does about resuming:
     /// reads the state DIR holds and compares it with this run (decide.rs). A refusal is the
     /// Err: one line, exit 2, nothing written.
-    pub fn prepare(cfg: &Config) -> Result<Session> {
+    pub fn prepare(cfg: &ResumePlan, source: &InputPlan) -> Result<Session> {
         if let Some(k) = &cfg.debug_kill {
             let (event, n) = hook::parse(k).map_err(|e| anyhow!("--debug-kill-at: {e}"))?;
             hook::arm(event, n);
         }
-        let shown = dest_shown(cfg);
+        let shown = dest_shown(&cfg.dest);
         let refuse = |line: String| anyhow!("{shown}: cannot resume: {line}");
-        let not_a_file = match (&cfg.url, &cfg.archive) {
+        let not_a_file = match (&source.url, &source.archive) {
             (Some(_), _) => None,
             (None, None) => Some("standard input"),
             (None, Some(p)) => match std::fs::metadata(p) {
@@ -394,9 +398,9 @@ impl Session {
             },
         };
         let options = decide::Options {
-            reads_only: cfg.reads_only(),
+            reads_only: cfg.reads_only,
             not_a_file,
-            refused: refused_option(cfg),
+            refused: cfg.refused,
             no_writeback: cfg.writeback.is_none(),
         };
         let eligible = decide::eligible(&options);
@@ -406,16 +410,16 @@ impl Session {
             off: eligible.clone(),
             resumed: None,
             fixed: None,
-            options: cfg.resume_options,
+            options: cfg.options,
             dest_id: (0, 0),
             every: cfg.writeback.unwrap_or(0),
             every_given: cfg.writeback_given,
             shared: Arc::default(),
-            asked: cfg.resume == Flag::Resume,
+            asked: cfg.flag == Flag::Resume,
             quiet: cfg.quiet,
         };
-        if cfg.reads_only() {
-            if cfg.resume == Flag::Resume {
+        if cfg.reads_only {
+            if cfg.flag == Flag::Resume {
                 bail!("--resume applies to -x into a directory");
             }
             return Ok(session);
@@ -424,7 +428,7 @@ impl Session {
         if let Some(d) = &dir
             && !lock_waiting(d).map_err(|e| anyhow!("{shown}: cannot lock: {e}"))?
         {
-            if cfg.resume == Flag::Resume {
+            if cfg.flag == Flag::Resume {
                 return Err(refuse("another fastuntar is extracting into it".into()));
             }
             if !cfg.quiet {
@@ -436,7 +440,7 @@ impl Session {
             session.off = Some("another fastuntar is extracting into DIR".into());
             return Ok(session);
         }
-        let found = match (&dir, cfg.resume) {
+        let found = match (&dir, cfg.flag) {
             (Some(d), Flag::Auto | Flag::Resume) => fsio::read_state(d),
             _ => Found::Absent,
         };
@@ -444,7 +448,7 @@ impl Session {
             Some(d) => fsio::dir_id(d).map_err(|e| anyhow!("{shown}: {e}"))?,
             None => (0, 0),
         };
-        let input = match (&cfg.url, &cfg.archive) {
+        let input = match (&source.url, &source.archive) {
             (None, Some(p)) => {
                 std::fs::File::open(p).and_then(|f| decode::FileId::of(&f)).ok().map(InputId::File)
             }
@@ -452,17 +456,17 @@ impl Session {
         };
         let here = Here {
             program: PROGRAM.into(),
-            options: cfg.resume_options,
+            options: cfg.options,
             dest: dest_id,
             input,
-            url: cfg.url.is_some(),
+            url: source.url.is_some(),
         };
         session.dest_id = dest_id;
         let absent = matches!(found, Found::Absent);
-        match decide::decide(cfg.resume, found, eligible, &here) {
+        match decide::decide(cfg.flag, found, eligible, &here) {
             Plan::Refuse(line) => return Err(refuse(line)),
             Plan::Fresh { off, clear } => {
-                if absent && cfg.resume == Flag::Resume && !cfg.quiet {
+                if absent && cfg.flag == Flag::Resume && !cfg.quiet {
                     crate::report::warn(format!(
                         "{shown}: --resume: no resume point there; starting from the beginning"
                     ));
@@ -480,7 +484,7 @@ impl Session {
                         // Asked for: say why it cannot be. Else points are only a default, and
                         // DIR that takes no state (a read-only mount, no write permission)
                         // gets the writers' own errors per member, as with GNU tar.
-                        Err(e) if cfg.resume == Flag::Resume => return Err(e),
+                        Err(e) if cfg.flag == Flag::Resume => return Err(e),
                         Err(e) => session.off = Some(format!("{e:#}")),
                     }
                 } else if session.asked && !session.quiet {
@@ -582,15 +586,19 @@ impl Session {
     /// The archive as extraction reads it: from its start, or for a resumed run from the
     /// resume point, where the member read must be the one the state names (`anchor`), with
     /// selection's counts as they were. Says that the run resumes (unless -q).
-    pub fn reading(&self, cfg: &Config, decoded: decode::Decoded) -> Result<Reading> {
-        let mut wanted = Wanted::new(cfg)?;
+    pub fn reading(
+        &self,
+        plan: &crate::reading::ReadPlan,
+        mut wanted: Wanted,
+        decoded: decode::Decoded,
+    ) -> Result<Reading> {
         let decode::Decoded { reader, trailer, download, .. } = decoded;
         let Some(s) = &self.resumed else {
-            let mut r = Reading::new(cfg, reader, trailer, wanted);
+            let mut r = Reading::new(plan, reader, trailer, wanted);
             r.download = download;
             return Ok(r);
         };
-        let shown = dest_shown(cfg);
+        let shown = dest_shown(&self.dest);
         let changed = |what: &str| {
             anyhow!(
                 "{shown}: cannot resume: the archive changed since the interrupted run ({what}); {}",
@@ -602,7 +610,7 @@ impl Session {
         }
         let p = s.point;
         let reader = Reader::resume(reader, p.tar, p.unit.decoded)?;
-        let mut r = Reading::resumed(cfg, reader, trailer, wanted);
+        let mut r = Reading::resumed(plan, reader, trailer, wanted);
         r.download = download;
         match r.next_member()? {
             Some(m) if m.offset == p.tar && anchor(&m) == p.anchor => r.unread(m),
@@ -622,7 +630,7 @@ impl Session {
                 if s.counts.skipped == 1 { "" } else { "s" }
             ));
         }
-        if !cfg.quiet
+        if !self.quiet
             && let Some(r) = self.report().resumed
         {
             crate::report::info(&format!(
@@ -965,17 +973,17 @@ impl Drop for Recorder {
     }
 }
 
-/// Opens the archive of `cfg` for this run: at the resume point (`Session::reopen`), or from
-/// its start.
-pub fn open_input(cfg: &Config, session: &Session, drop_behind: bool) -> Result<decode::Input> {
+/// Opens the archive `cfg` names for this run: at the resume point (`Session::reopen`), or
+/// from its start.
+pub fn open_input(cfg: &InputPlan, session: &Session, drop_behind: bool) -> Result<decode::Input> {
     let Some((at, expect)) = session.reopen() else {
-        return crate::reading::open_input(cfg, drop_behind);
+        return decode::open_input(cfg, drop_behind);
     };
-    let shown = dest_shown(cfg);
+    let shown = dest_shown(&session.dest);
     let from_start = at.unit.compressed == 0;
     match (&cfg.url, &cfg.archive, expect) {
         // Decoded again from the start: opened as any run opens it (and its format found).
-        (None, _, _) if from_start => crate::reading::open_input(cfg, drop_behind),
+        (None, _, _) if from_start => decode::open_input(cfg, drop_behind),
         (None, Some(p), _) => decode::open_file_at(p, cfg.max_window_log, drop_behind, at),
         (Some(plan), _, Some(expect)) => decode::open_url_at(plan, cfg.max_window_log, at, expect)
             .map_err(|e| anyhow!("{shown}: cannot resume: {e:#}; {}", decide::START_OVER)),

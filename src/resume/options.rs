@@ -18,11 +18,22 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::config::Config;
+use crate::decode::plan::InputPlan;
+use crate::policy::plan::MemberPlan;
+use crate::reading::ReadPlan;
+use crate::selection::plan::SelectionPlan;
+use crate::write::plan::WriterPlan;
 
-/// The digest of `cfg`'s options that change what lands; `transforms` are the `--transform`
+/// The digest of the options that change what lands; `transforms` are the `--transform`
 /// arguments as given (the compiled expressions keep no text).
-pub fn digest(cfg: &Config, transforms: &[String]) -> [u8; 32] {
+pub fn digest(
+    input: &InputPlan,
+    selection: &SelectionPlan,
+    policy: &MemberPlan,
+    writer: &WriterPlan,
+    read: &ReadPlan,
+    transforms: &[String],
+) -> [u8; 32] {
     // Safety: umask, geteuid and getegid have no memory effects; the umask is put back.
     let (umask, uid, gid) = unsafe {
         let m = libc::umask(0o022);
@@ -36,46 +47,45 @@ pub fn digest(cfg: &Config, transforms: &[String]) -> [u8; 32] {
         h.update((value.len() as u64).to_le_bytes());
         h.update(value.as_bytes());
     };
-    field("members", format!("{:?}", cfg.members));
-    field("starting_file", format!("{:?}", cfg.starting_file));
-    field("occurrence", format!("{:?}", cfg.occurrence));
-    field("recursion", format!("{:?}", cfg.recursion));
-    field("exclude", format!("{:?}", cfg.exclude));
+    field("members", format!("{:?}", selection.members));
+    field("starting_file", format!("{:?}", selection.starting_file));
+    field("occurrence", format!("{:?}", selection.occurrence));
+    field("recursion", format!("{:?}", selection.recursion));
+    field("exclude", format!("{:?}", selection.exclude));
     field("transform", format!("{transforms:?}"));
-    field("pax_delete", format!("{:?}", cfg.pax_delete));
-    field("strip_components", format!("{:?}", cfg.strip_components));
-    field("one_top_level", format!("{:?}", cfg.one_top_level));
-    field("ignore_zeros", format!("{:?}", cfg.ignore_zeros));
-    field("old_files", format!("{:?}", cfg.old_files));
-    field("recursive_unlink", format!("{:?}", cfg.recursive_unlink));
-    field("keep_directory_symlink", format!("{:?}", cfg.keep_directory_symlink));
-    field("dereference", format!("{:?}", cfg.dereference));
-    field("touch", format!("{:?}", cfg.touch));
-    field("preserve_permissions", format!("{:?}", cfg.preserve_permissions));
-    field("same_owner", format!("{:?}", cfg.same_owner));
-    field("numeric_owner", format!("{:?}", cfg.numeric_owner));
-    field("xattrs", format!("{:?}", cfg.xattrs));
-    field("acls", format!("{:?}", cfg.acls));
+    field("pax_delete", format!("{:?}", read.pax_delete));
+    field("strip_components", format!("{:?}", policy.strip_components));
+    field("one_top_level", format!("{:?}", policy.one_top_level));
+    field("ignore_zeros", format!("{:?}", read.ignore_zeros));
+    field("old_files", format!("{:?}", writer.old_files));
+    field("recursive_unlink", format!("{:?}", writer.recursive_unlink));
+    field("keep_directory_symlink", format!("{:?}", writer.keep_directory_symlink));
+    field("dereference", format!("{:?}", writer.dereference));
+    field("touch", format!("{:?}", policy.touch));
+    field("preserve_permissions", format!("{:?}", writer.exact_modes));
+    field("same_owner", format!("{:?}", policy.same_owner));
+    field("numeric_owner", format!("{:?}", policy.numeric_owner));
+    field("xattrs", format!("{:?}", policy.xattrs));
+    field("acls", format!("{:?}", policy.acls));
     field("ids", format!("{umask:o} {uid} {gid}"));
-    field("snapshot", format!("{:?}", cfg.snapshot));
-    field("limits", format!("{:?}", cfg.limits));
-    field("max_window_log", format!("{:?}", cfg.max_window_log));
-    field("delay_directory_restore", format!("{:?}", cfg.delay_directory_restore));
-    field("label", format!("{:?}", cfg.label));
-    field("filter", format!("{:?}", cfg.filter));
+    field("snapshot", format!("{:?}", policy.snapshot));
+    field("limits", format!("{:?}", policy.limits));
+    field("max_window_log", format!("{:?}", input.max_window_log));
+    field("delay_directory_restore", format!("{:?}", writer.delay_restore));
+    field("label", format!("{:?}", read.label));
+    field("filter", format!("{:?}", input.filter));
     h.finalize().into()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     fn digest_of(extra: &[&str]) -> [u8; 32] {
         let mut argv: Vec<std::ffi::OsString> =
             ["fastuntar", "-x", "-f", "a.tar.zst", "-C", "/nonexistent-dir"].map(Into::into).into();
         argv.extend(extra.iter().map(Into::into));
-        let cfg = Config::from_args(crate::cli::parse(argv)).unwrap();
-        cfg.resume_options
+        let edge = crate::cli::resolve::tests::edge();
+        let plans = crate::cli::resolve::resolve(crate::cli::parse(argv), &edge, &mut Vec::new());
+        plans.unwrap().resume.options
     }
 
     /// What changes what lands changes the digest; what changes only speed or what is said

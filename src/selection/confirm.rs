@@ -16,12 +16,8 @@ use crate::report;
 /// The name a question shows, as GNU tar's `file_name`: the member's (transformed) name less
 /// leading and trailing `/` (`./dot/f` stays so), or with `--strip-components` or
 /// `--one-top-level` the path it is extracted to.
-pub fn asked_name(
-    cfg: &crate::config::Config,
-    name: &[u8],
-    path: &crate::policy::safety::SafePath,
-) -> String {
-    if cfg.strip_components > 0 || cfg.one_top_level.is_some() {
+pub fn asked_name(renamed: bool, name: &[u8], path: &crate::policy::safety::SafePath) -> String {
+    if renamed {
         return path.shown(crate::report::locale::utf8_locale());
     }
     let start = name.iter().position(|&b| b != b'/').unwrap_or(name.len());

@@ -6,5 +6,6 @@ pub mod confirm;
 pub mod dates;
 pub mod exclude;
 pub mod given;
+pub mod plan;
 pub mod select;
 pub mod transform;

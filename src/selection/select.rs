@@ -25,7 +25,6 @@
 use std::collections::HashMap;
 
 use crate::archive::Timestamp;
-use crate::config::Config;
 use crate::report;
 use crate::selection::exclude::{self, Exclude, Pattern, has_wildcards, matched_name, unescape};
 use crate::selection::given::Given;
@@ -255,7 +254,7 @@ pub struct Wanted {
 }
 
 impl Wanted {
-    pub fn new(cfg: &Config) -> anyhow::Result<Wanted> {
+    pub fn new(cfg: &super::plan::SelectionPlan) -> anyhow::Result<Wanted> {
         Ok(Wanted {
             select: Select::new(
                 &cfg.members,

@@ -12,7 +12,7 @@ pub struct DirectPolicy {
     /// The destination's O_DIRECT alignment (offset, length and memory).
     pub align: usize,
     /// What the user asked for: a refusal of O_DIRECT is warned about after `--direct-io`.
-    pub asked: crate::cli::DirectIo,
+    pub asked: crate::write::plan::DirectIo,
 }
 
 /// Page size: the last chunk of a direct file is split at a page boundary, not just at the
@@ -29,7 +29,7 @@ impl DirectPolicy {
     /// buffered, and after `--direct-io` the user is told (once per run). Auto chose direct IO
     /// itself and says nothing.
     pub fn refused(&mut self) {
-        if self.threshold.is_some() && self.asked == crate::cli::DirectIo::Always {
+        if self.threshold.is_some() && self.asked == crate::write::plan::DirectIo::Always {
             super::direct_refused();
         }
         self.threshold = None;

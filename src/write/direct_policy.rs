@@ -36,7 +36,7 @@ use std::os::fd::RawFd;
 
 use super::align::{self, NewFile};
 use super::direct::DirectPolicy;
-use crate::cli::DirectIo;
+use super::plan::DirectIo;
 
 /// Smallest file written direct by `auto` (and by `--direct-io` unless
 /// `--direct-io-threshold` says otherwise).

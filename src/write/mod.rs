@@ -12,6 +12,7 @@ pub mod events;
 pub mod journal;
 pub mod mount;
 pub mod multi;
+pub mod plan;
 pub mod portable;
 pub mod purge;
 pub mod tree;
@@ -148,11 +149,10 @@ use std::io;
 use std::os::fd::RawFd;
 use std::sync::Arc;
 
-use crate::cli::IoBackend;
-use crate::config::Config;
 use crate::policy::admit::FileCount;
 use crate::pool::{BUF_ALIGN, Pool};
 use crate::resources::FdBudget;
+use plan::{Backend, Layout, RingProbe, WriterPlan};
 use portable::Portable;
 
 /// Calls `call`, a system call returning a negative value on failure, again while it fails
@@ -226,13 +226,6 @@ pub fn direct_refused() {
     }
 }
 
-/// Builds the writer the configuration asks for. `files` is the `--max-files` count that
-/// implied directories are counted against.
-pub fn create(cfg: &Config, pool: &Pool, files: Arc<FileCount>) -> Result<Box<dyn Writer>> {
-    let mut w = create_n(cfg, pool, None, files, 1, None)?;
-    Ok(w.workers.pop().expect("one writer"))
-}
-
 /// Writers for `--writer-threads N` (N > 1), and the dispatcher's own `Dest`.
 pub struct Writers {
     pub workers: Vec<Box<dyn Writer>>,
@@ -258,113 +251,62 @@ const AUTO_PORTABLE_FROM: usize = 2;
 /// Content-Length), for the direct-IO policy. `frames`: the decoder's frame pool, whose
 /// buffers may come as file data (lend.rs).
 pub fn create_n(
-    cfg: &Config,
+    plan: &WriterPlan,
     pool: &Pool,
     frames: Option<&Pool>,
     files: Arc<FileCount>,
-    n: usize,
     archive: Option<u64>,
 ) -> Result<Writers> {
     // Modes are applied exactly with -p and as root (GNU tar's --preserve-permissions default
-    // for root, undone by --no-same-permissions; config.rs); otherwise the archive's modes
-    // minus the umask, like tar without -p.
-    // Safety: umask has no memory effects.
-    let old_umask = unsafe { libc::umask(0) };
-    // Safety: as above; DIR itself is created like `mkdir -p`, under the user's umask.
-    unsafe { libc::umask(old_umask) };
-    let exact = cfg.preserve_permissions;
-    // Where names are compared without case, one portable writer (casefold.rs), unless the
-    // user chose the writer threads and the backend.
-    let caseless = match (cfg.writer_threads_given, cfg.io) {
-        (true, IoBackend::Uring | IoBackend::Portable) => None,
-        _ => casefold::caseless(&cfg.dest),
-    };
-    if let Some(fstype) = &caseless
-        && cfg.verbose > 0
-    {
-        crate::report::warn(format!(
-            "{}: names are compared without case here ({fstype}): one writer thread, no io_uring",
-            cfg.dest.display()
-        ));
-    }
-    // On ext4 without a journal, one writer thread (journal.rs), unless chosen.
-    let journal_less = match cfg.writer_threads_given {
-        true => None,
-        false => journal::journal_less(&cfg.dest),
-    };
-    // Said by --json's writer counts only: -v lists names, as GNU tar's does, and many
-    // virtual machines' disks have no journal.
-    let serial = caseless.is_some() || cfg.keep_directory_symlink;
-    // `-U` and `--recursive-unlink` remove directories that other writers' caches may hold,
-    // and `--keep-directory-symlink` gives one file two names (`lib/x`, `usr/lib/x`), which
-    // the writers' ordering by name cannot see: always one writer, one file after the other.
-    // (With 4 writers asked for, 1 to 177 of 400 files written as `usr/lib/fN`, then as
-    // `lib/fN` through `lib -> usr/lib`, kept the first content.)
-    let unlinks =
-        cfg.recursive_unlink || cfg.old_files == crate::policy::conflict::OldFiles::UnlinkFirst;
-    if cfg.keep_directory_symlink && !unlinks && n > 1 && cfg.writer_threads_given {
-        crate::report::warn(format!(
-            "--keep-directory-symlink: one writer thread, not {n} (through a kept symlink one \
-             file may have two names)"
-        ));
-    }
-    let one = serial || journal_less.is_some();
-    let n = if unlinks || cfg.keep_directory_symlink || (one && !cfg.writer_threads_given) {
-        1
-    } else {
-        n
-    };
-    let fds = FdBudget::from_rlimit(n);
-    if fds.writers < n && cfg.writer_threads_given {
-        crate::report::warn(format!(
-            "{} writer threads need more file descriptors than ulimit -n {} leaves; using {}",
-            n, fds.limit, fds.writers
-        ));
-    }
+    // for root, undone by --no-same-permissions; cli/resolve.rs); otherwise the archive's
+    // modes minus the umask, like tar without -p.
+    let (exact, old_umask) = (plan.exact_modes, user_umask());
+    // Decided at the edge from DIR's filesystem (cli/resolve.rs `writer_layout`); one writer
+    // where it was not.
+    let one = Layout { threads: 1, serial: false, journal_less: false, notes: Vec::new() };
+    let layout = plan.layout.as_ref().unwrap_or(&one);
+    layout.notes.iter().for_each(crate::report::warn);
+    let (n, serial, journal_less) = (layout.threads, layout.serial, layout.journal_less);
+    let fds = fd_budget(n, plan.threads_given);
     let n = fds.writers;
     let dests = if n > 1 { n + 1 } else { 1 };
     let removals = (dests > 1).then(|| Arc::new(tree::Removals::default()));
-    let events: Arc<dyn events::Events> = Arc::new(events::Said { verbose: cfg.verbose > 0 });
+    let events: Arc<dyn events::Events> = Arc::new(events::Said { verbose: plan.verbose });
     let opts = || dest::DestOptions {
-        old_files: cfg.old_files,
+        old_files: plan.old_files,
         events: events.clone(),
         exact,
         user_umask: old_umask,
         dir_fds: (fds.dirs / dests).max(1),
         files: files.clone(),
-        keep_dir_symlinks: cfg.keep_directory_symlink,
-        dereference: cfg.dereference,
-        delay_restore: cfg.delay_directory_restore,
-        recursive_unlink: cfg.recursive_unlink,
-        backup: cfg.backup.clone(),
-        one_file_system: cfg.one_file_system,
+        keep_dir_symlinks: plan.keep_directory_symlink,
+        dereference: plan.dereference,
+        delay_restore: plan.delay_restore,
+        recursive_unlink: plan.recursive_unlink,
+        backup: plan.backup.clone(),
+        one_file_system: plan.one_file_system,
         removals: removals.clone(),
     };
     let mut all =
-        (0..dests).map(|_| dest::Dest::open(&cfg.dest, opts())).collect::<Result<Vec<_>>>()?;
+        (0..dests).map(|_| dest::Dest::open(&plan.dest, opts())).collect::<Result<Vec<_>>>()?;
     // From here on modes are applied explicitly.
     // Safety: umask has no memory effects.
     unsafe { libc::umask(0) };
-    let plan = direct_plan(cfg, &all[0], pool, archive);
-    let policy = plan.policy();
+    let direct_plan = direct_plan(plan, &all[0], pool, archive);
+    let policy = direct_plan.policy();
     let direct = policy.threshold.is_some();
     let dispatcher = if n > 1 { all.pop() } else { None };
     let files_each = (fds.files / n).max(1);
-    let mut uring_ok = match cfg.io {
-        IoBackend::Uring => true,
-        IoBackend::Portable => false,
-        IoBackend::Auto if journal_less.is_some() => direct,
-        IoBackend::Auto => !serial && (n < AUTO_PORTABLE_FROM || direct),
-    };
+    let mut uring_ok = uring_first(plan.backend, serial, journal_less, n, direct);
     let mut workers: Vec<Box<dyn Writer>> = Vec::with_capacity(n);
     let mut uring = 0;
     for dest in all {
         if uring_ok {
-            match uring::setup().and_then(probe_opcodes).and_then(probe_workers) {
+            match ring(plan) {
                 Ok(ring) => {
                     // Without a journal, files are created one after the other (journal.rs),
                     // also when the ring is here for direct writes.
-                    let here = n >= uring::OPEN_BUFFERED_HERE_FROM || journal_less.is_some();
+                    let here = n >= uring::OPEN_BUFFERED_HERE_FROM || journal_less;
                     let w = uring::Uring::new(ring, pool, frames, dest, policy, files_each, here);
                     workers.push(Box::new(w));
                     uring += 1;
@@ -374,7 +316,7 @@ pub fn create_n(
                     // Asked for, the fallback is worth a word; chosen by `auto`, only with -v:
                     // Docker's default seccomp profile refuses io_uring, and a line on every
                     // run in a container would say nothing the user can act on.
-                    if cfg.io == IoBackend::Uring || cfg.verbose > 0 {
+                    if plan.backend == Backend::Uring || plan.verbose {
                         crate::report::warn(format!(
                             "io_uring is not available ({e}); using the portable writer"
                         ));
@@ -385,7 +327,49 @@ pub fn create_n(
         }
         workers.push(Box::new(Portable::new(dest, policy)));
     }
-    Ok(Writers { workers, uring, dest: dispatcher, direct: plan })
+    Ok(Writers { workers, uring, dest: dispatcher, direct: direct_plan })
+}
+
+/// The process's umask, left as it is: DIR itself is created like `mkdir -p`, under it.
+fn user_umask() -> libc::mode_t {
+    // Safety: umask has no memory effects; this reads it and puts it back.
+    let old = unsafe { libc::umask(0) };
+    // Safety: as above.
+    unsafe { libc::umask(old) };
+    old
+}
+
+/// The file descriptors for `n` writer threads (resources.rs): fewer threads where `ulimit
+/// -n` leaves too few, with a warning when the count was asked for (`given`).
+fn fd_budget(n: usize, given: bool) -> FdBudget {
+    let fds = FdBudget::from_rlimit(n);
+    if fds.writers < n && given {
+        crate::report::warn(format!(
+            "{} writer threads need more file descriptors than ulimit -n {} leaves; using {}",
+            n, fds.limit, fds.writers
+        ));
+    }
+    fds
+}
+
+/// A ring for one writer, with the operations and the worker threads it needs, or why not
+/// (`plan.ring_probe`: the kernel's answer, or the one the test suite asks for).
+fn ring(plan: &WriterPlan) -> std::io::Result<io_uring::IoUring> {
+    let ring = uring::setup(plan.ring_probe)?;
+    probe_workers(probe_opcodes(ring, plan.ring_probe)?)
+}
+
+/// Whether the writers try io_uring first (else the portable writer): `--io uring` always,
+/// `portable` never; `auto` where files go direct (`direct`) and, when DIR's ext4 has a
+/// journal and no one writer is wanted (`serial`), also with fewer than AUTO_PORTABLE_FROM
+/// writer threads (`n`).
+fn uring_first(backend: Backend, serial: bool, journal_less: bool, n: usize, direct: bool) -> bool {
+    match backend {
+        Backend::Uring => true,
+        Backend::Portable => false,
+        Backend::Auto if journal_less => direct,
+        Backend::Auto => !serial && (n < AUTO_PORTABLE_FROM || direct),
+    }
 }
 
 /// The ring's operations that the writer uses: OPENAT, WRITE and CLOSE came with Linux 5.6, and
@@ -393,12 +377,12 @@ pub fn create_n(
 /// EINVAL. IORING_REGISTER_PROBE (5.6 too) says which the kernel has; where it is missing or
 /// lacks one, the caller uses the portable writer. (5.4 and older, Ubuntu 20.04's kernel, refuse
 /// the set-up itself.)
-fn probe_opcodes(ring: io_uring::IoUring) -> std::io::Result<io_uring::IoUring> {
+fn probe_opcodes(ring: io_uring::IoUring, asked: RingProbe) -> std::io::Result<io_uring::IoUring> {
     use io_uring::opcode;
     let mut probe = io_uring::Probe::new();
     ring.submitter().register_probe(&mut probe)?;
-    // Fault injection for the fallback test: a 5.5 kernel's probe, without OPENAT.
-    let pretend_old = std::env::var_os("FASTUNTAR_TEST_NO_URING_OPS").is_some();
+    // `--debug-uring no-openat`: a 5.5 kernel's probe, without OPENAT.
+    let pretend_old = asked == RingProbe::NoOpenat;
     let needed = [
         ("IORING_OP_OPENAT", opcode::OpenAt::CODE),
         ("IORING_OP_WRITE", opcode::Write::CODE),
@@ -445,7 +429,7 @@ fn probe_workers(mut ring: io_uring::IoUring) -> std::io::Result<io_uring::IoUri
 /// Probes DIR and decides which files go direct (direct_policy.rs); warns when `--direct-io`
 /// cannot be had.
 fn direct_plan(
-    cfg: &Config,
+    plan: &WriterPlan,
     dest: &dest::Dest,
     pool: &Pool,
     archive: Option<u64>,
@@ -454,10 +438,40 @@ fn direct_plan(
     // O_DIRECT needs the data's address and length aligned: every pool buffer starts on a
     // BUF_ALIGN boundary and is buf_size long.
     let pool_align = BUF_ALIGN.min(1 << pool.buf_size().trailing_zeros());
-    let plan =
-        direct_policy::decide(cfg.direct_io, cfg.direct_io_threshold, &probed, archive, pool_align);
-    if let Some(w) = plan.warning() {
+    let decided =
+        direct_policy::decide(plan.direct, plan.direct_threshold, &probed, archive, pool_align);
+    if let Some(w) = decided.warning() {
         crate::report::warn(w);
     }
-    plan
+    decided
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--io` and what the layout and the direct-IO policy decided: which backend is tried
+    /// first.
+    #[test]
+    fn which_backend_is_tried_first() {
+        use Backend::*;
+        // (backend, serial, journal-less, writer threads, files direct) -> io_uring first
+        for (backend, serial, journal_less, n, direct, want) in [
+            (Uring, true, true, 8, false, true),
+            (Portable, false, false, 1, true, false),
+            (Auto, false, false, 1, false, true),
+            (Auto, false, false, AUTO_PORTABLE_FROM, false, false),
+            (Auto, false, false, AUTO_PORTABLE_FROM, true, true),
+            (Auto, true, false, 1, true, false),
+            (Auto, false, true, 1, false, false),
+            (Auto, false, true, 1, true, true),
+            (Auto, true, true, 1, true, true),
+        ] {
+            let got = uring_first(backend, serial, journal_less, n, direct);
+            assert_eq!(
+                got, want,
+                "{backend:?} serial {serial} journal-less {journal_less} {n} {direct}"
+            );
+        }
+    }
 }

@@ -221,9 +221,10 @@ impl Table {
 }
 
 /// Why the ring could not be set up (the caller falls back to the portable backend).
-pub fn setup() -> io::Result<IoUring> {
-    if std::env::var_os("FASTUNTAR_TEST_NO_URING").is_some() {
-        // Fault injection for the fallback test: behave like kernel.io_uring_disabled=2.
+/// `probe`: the kernel's answer, or the one the test suite asks for (`--debug-uring`).
+pub fn setup(probe: super::RingProbe) -> io::Result<IoUring> {
+    if probe == super::RingProbe::Refused {
+        // Behave like kernel.io_uring_disabled=2.
         return Err(io::Error::from_raw_os_error(libc::EPERM));
     }
     IoUring::builder().setup_cqsize(CQ_ENTRIES).build(RING_ENTRIES)

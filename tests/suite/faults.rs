@@ -840,9 +840,9 @@ fn input_pipe_closed_early() {
 // ---------------------------------------------------------------------------------------------
 // io_uring unavailable
 
-/// `FASTUNTAR_TEST_NO_URING=1` simulates a kernel that refuses io_uring, and
-/// `FASTUNTAR_TEST_NO_URING_OPS=1` a 5.5 kernel whose ring lacks IORING_OP_OPENAT (its probe
-/// is read, then OPENAT is taken for missing): exactly one warning, exit 0, the tree complete.
+/// The hidden `--debug-uring refused` simulates a kernel that refuses io_uring, and
+/// `--debug-uring no-openat` a 5.5 kernel whose ring lacks IORING_OP_OPENAT (its probe is
+/// read, then OPENAT is taken for missing): exactly one warning, exit 0, the tree complete.
 #[test]
 fn no_uring_falls_back_to_portable() {
     let td = scratch("nouring");
@@ -850,17 +850,18 @@ fn no_uring_falls_back_to_portable() {
     let members: [(&str, &[u8]); 4] = [("d/", b""), ("d/a", b"a\n"), ("big", &big), ("e", b"")];
     let archive = td.path().join("a.tar");
     fs::write(&archive, tar_of(&members)).unwrap();
-    for (var, why) in [
-        ("FASTUNTAR_TEST_NO_URING", "io_uring is not available (Operation not permitted"),
-        ("FASTUNTAR_TEST_NO_URING_OPS", "io_uring has no IORING_OP_OPENAT"),
+    for (kernel, why) in [
+        ("refused", "io_uring is not available (Operation not permitted"),
+        ("no-openat", "io_uring has no IORING_OP_OPENAT"),
     ] {
         for_each_config("no_uring_falls_back_to_portable", &uring_rows(), |args| {
             let dest = td.path().join("dest");
             empty_dir(&dest);
-            let mut cmd = fastuntar(archive.to_str().unwrap(), &dest, args);
-            cmd.env(var, "1");
+            let args: Vec<&str> = args.iter().copied().chain(["--debug-uring", kernel]).collect();
+            let cmd = fastuntar(archive.to_str().unwrap(), &dest, &args);
+            let var = format!("--debug-uring {kernel}");
             let out = run(cmd, None);
-            out.expect(0, var)?;
+            out.expect(0, &var)?;
             let lines: Vec<&str> = out.stderr.lines().collect();
             if lines.len() != 1 || !lines[0].contains(why) {
                 return Err(format!("{var}: want exactly one line with {why:?}:\n{}", out.stderr));
@@ -873,12 +874,11 @@ fn no_uring_falls_back_to_portable() {
     for verbose in [false, true] {
         let dest = td.path().join("dest");
         empty_dir(&dest);
-        let mut args = vec!["--direct-io", "--writer-threads", "1"];
+        let mut args = vec!["--direct-io", "--writer-threads", "1", "--debug-uring", "refused"];
         if verbose {
             args.push("-v");
         }
-        let mut cmd = fastuntar(archive.to_str().unwrap(), &dest, &args);
-        cmd.env("FASTUNTAR_TEST_NO_URING", "1");
+        let cmd = fastuntar(archive.to_str().unwrap(), &dest, &args);
         let out = run(cmd, None);
         out.expect(0, "auto without io_uring").unwrap();
         let warned = out.stderr.contains("io_uring is not available");

@@ -186,7 +186,7 @@ fn member_name_control_chars_are_printed_raw() {
     assert!(!Path::new(&dir.path().join("evil")).exists());
 }
 
-/// Found while writing tests/faults.rs: `write::create` sets the process umask to 0 (to apply
+/// Found while writing tests/faults.rs: `write::create_n` sets the process umask to 0 (to apply
 /// archive modes exactly) before `Dest::open` runs `create_dir_all(DIR)`, so a missing `-C`
 /// directory, and every missing parent of it, is created mode 0777: world-writable, for any
 /// local user to plant entries in what a validator then uses. (GNU tar does not create `-C`

@@ -1,0 +1,33 @@
+//! The input plan: where the archive comes from and how it is decoded, as the resolve step
+//! (cli/resolve.rs) fixed it. The input stage (decode/, and resume/ which opens it at a resume
+//! point) reads only this, never the flags.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use crate::budget::{Budget, Pools};
+
+#[derive(Debug, Clone)]
+pub struct InputPlan {
+    /// The archive file; None for standard input (or a URL: `url`).
+    pub archive: Option<PathBuf>,
+    /// `PROG -d` (split at spaces) to pipe the archive through first (`-I PROG`, `--lzip`, ...).
+    pub filter: Option<Vec<String>>,
+    /// The archive is read from this URL (decode/url/), with these settings.
+    pub url: Option<super::url::Plan>,
+    /// log2 of the largest zstd window accepted (`--max-window`).
+    pub max_window_log: u32,
+    /// Decoder threads (frames of a multi-frame archive decode in parallel).
+    pub threads: usize,
+    /// The buffer memory, divided into pools once the decoder threads are known.
+    pub budget: Budget,
+}
+
+impl InputPlan {
+    /// The buffer pools for a run whose zstd frames `workers` threads decode besides the
+    /// reader (budget.rs `divide`).
+    pub fn pools(&self, workers: usize) -> Result<Pools> {
+        self.budget.pools(workers)
+    }
+}
