@@ -472,10 +472,7 @@ fn resume_plan(
     writer: &WriterPlan,
     read: &ReadPlan,
 ) -> Result<ResumePlan> {
-    let writeback = match &args.writeback_every {
-        Some(size) => parse_size(size).context("--writeback-every")?,
-        None => crate::resume::WRITEBACK_DEFAULT,
-    };
+    let writeback = parse_size(&args.writeback_every).context("--writeback-every")?;
     Ok(ResumePlan {
         flag: match (args.resume, args.no_resume) {
             (_, true) => Flag::Off,
@@ -494,7 +491,6 @@ fn resume_plan(
         ),
         debug_kill: args.debug_kill_at.clone(),
         writeback: Some(writeback).filter(|&n| n > 0),
-        writeback_given: args.writeback_every.is_some(),
         quiet: args.quiet,
         reads_only: args.list || args.to_stdout || args.to_command.is_some(),
     })

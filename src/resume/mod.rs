@@ -67,23 +67,6 @@ const POLL_DUE: Duration = Duration::from_millis(1);
 /// member, the probes' paths and a boxed op: 256 of them in a 2 GB archive.
 const MARK_MAX: u64 = 8 << 20;
 
-/// `--writeback-every`'s default: see its help (cli.rs) for the measurement.
-pub const WRITEBACK_DEFAULT: u64 = 256 << 20;
-
-/// The writeback interval for a URL of `length` bytes when `--writeback-every` was not given.
-/// A resume point is durable only after the syncfs that follows it, so a killed run resumes
-/// up to one interval behind where it stopped and downloads that much again. 256M behind
-/// cost a 1,348 MB archive 40 % of its bytes again (issue 30: killed at half the run, the
-/// rerun took 0.73-0.92x of a full one); 1/32 of the length keeps the lag a few percent of
-/// any archive, and the floor of 32M keeps syncfs to a few calls a second at 400 MB/s. A
-/// download leaves the disk idle most of the time, so the syncs cost it nothing.
-pub fn url_writeback(length: Option<u64>, every: u64) -> u64 {
-    match length {
-        Some(n) => (n / 32).max(32 << 20).min(every),
-        None => every,
-    }
-}
-
 /// A resume point on its way from the decoder to the state file.
 #[derive(Debug)]
 pub struct Mark {
@@ -275,8 +258,6 @@ pub struct Session {
     options: [u8; 32],
     dest_id: (u64, u64),
     every: u64,
-    /// `--writeback-every` was given: `every` stays what it says.
-    every_given: bool,
     shared: Arc<Shared>,
     asked: bool,
     quiet: bool,
@@ -347,8 +328,6 @@ pub struct ResumePlan {
     pub debug_kill: Option<String>,
     /// `--writeback-every`: bytes written between syncfs calls (None: off, and no points).
     pub writeback: Option<u64>,
-    /// `--writeback-every` was given: the interval is not adapted to a URL's length.
-    pub writeback_given: bool,
     /// `-q`.
     pub quiet: bool,
     /// `-t`, `-O`: nothing is written.
@@ -413,7 +392,6 @@ impl Session {
             options: cfg.options,
             dest_id: (0, 0),
             every: cfg.writeback.unwrap_or(0),
-            every_given: cfg.writeback_given,
             shared: Arc::default(),
             asked: cfg.flag == Flag::Resume,
             quiet: cfg.quiet,
@@ -529,9 +507,6 @@ impl Session {
     /// The archive is open: what identifies it goes into the states, and a resumed run checks
     /// that it is the one the state names (the file opened, not the path looked at before).
     pub fn opened(&mut self, input: &decode::Input) -> Result<()> {
-        if input.download.is_some() && !self.every_given && self.every > 0 {
-            self.every = url_writeback(input.size, self.every);
-        }
         if self.off.is_some() {
             return Ok(());
         }
@@ -997,22 +972,6 @@ mod tests {
 
     fn p(s: &str) -> SafePath {
         state::safe_path(s.as_bytes()).unwrap()
-    }
-
-    #[test]
-    fn a_urls_writeback_interval_follows_its_length() {
-        const M: u64 = 1 << 20;
-        let d = WRITEBACK_DEFAULT;
-        for (length, every, want) in [
-            (None, d, d),                       // length unknown: the default
-            (Some(100 * M), d, 32 * M),         // small: the floor
-            (Some(1348 * M), d, 1348 * M / 32), // the issue-30 benchmark: 42.1M
-            (Some(8192 * M), d, 256 * M),       // from 8 GiB on: the default
-            (Some(300_000 * M), d, 256 * M),    // a snapshot
-            (Some(1348 * M), 16 * M, 16 * M),   // never above a smaller default
-        ] {
-            assert_eq!(url_writeback(length, every), want, "{length:?}, every {every}");
-        }
     }
 
     #[test]
