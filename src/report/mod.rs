@@ -112,15 +112,12 @@ pub const WARNING_KEYWORDS: &[(&str, Option<Warning>)] = &[
     ("failed-read", None),
 ];
 
-/// The warning classes turned off, one bit per `Warning`.
-static WARNINGS_OFF: AtomicU64 = AtomicU64::new(0);
-
 fn bit(w: Warning) -> u64 {
     1 << (w as u32)
 }
 
 /// The warning classes `--warning` turned off: a value the resolve step makes
-/// (cli/resolve.rs) and the run installs (`set_warnings`).
+/// (cli/resolve.rs) and hands to whoever warns (the reporting and writer plans).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Warnings {
     off: u64,
@@ -168,17 +165,12 @@ impl Warnings {
     pub fn is_on(&self, w: Warning) -> bool {
         self.off & bit(w) == 0
     }
-}
 
-/// Installs the run's warning classes (main.rs, once, before anything is said).
-pub fn set_warnings(w: Warnings) {
-    WARNINGS_OFF.store(w.off, Ordering::Relaxed);
-}
-
-/// A warning of class `w`, unless `--warning=no-...` turned it off.
-pub fn warn_of(w: Warning, msg: impl std::fmt::Display) {
-    if WARNINGS_OFF.load(Ordering::Relaxed) & bit(w) == 0 {
-        warn(msg);
+    /// A warning of class `w`, unless `--warning=no-...` turned it off.
+    pub fn warn(&self, w: Warning, msg: impl std::fmt::Display) {
+        if self.is_on(w) {
+            warn(msg);
+        }
     }
 }
 
