@@ -527,6 +527,8 @@ struct Kept {
     packer: Option<PoolBuf>,
     confirm: Option<Confirm>,
     probes: crate::resume::Probes,
+    /// The contiguous-file warning was said (once per run).
+    said_contiguous: bool,
 }
 
 impl Kept {
@@ -542,6 +544,7 @@ impl Kept {
             packer: None,
             confirm: selection.interactive.then(|| Confirm::new(selection.stdin_taken, false)),
             probes: crate::resume::Probes::default(),
+            said_contiguous: false,
         }
     }
 }
@@ -640,6 +643,7 @@ fn produce(
             out: &mut *out,
             session,
             probes: keep_probes.then_some(&mut kept.probes),
+            said_contiguous: &mut kept.said_contiguous,
         };
         match stage.member(member).and_then(|()| match says_renaming {
             true => stage.landed(),
@@ -876,9 +880,8 @@ pub(crate) fn warn_unknown_type(warnings: report::Warnings, name: &str, flag: u8
 
 /// A contiguous file (type `7`) is extracted as a regular file; GNU tar 1.34 says so once per
 /// run, as it creates the first (`open_output_file`; not with -O or --to-command).
-fn warn_contiguous(warnings: report::Warnings) {
-    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+fn warn_contiguous(warnings: report::Warnings, said: &mut bool) {
+    if !std::mem::replace(said, true) {
         warnings
             .warn(report::Warning::ContiguousCast, "Extracting contiguous files as regular files");
     }
@@ -949,6 +952,8 @@ struct Stage<'a, 'b, R: Skip> {
     session: &'a Session,
     /// The files resume points name as probes (None: no points this run).
     probes: Option<&'a mut crate::resume::Probes>,
+    /// The contiguous-file warning was said.
+    said_contiguous: &'a mut bool,
 }
 
 impl<R: Skip> Stage<'_, '_, R> {
@@ -1113,7 +1118,7 @@ impl<R: Skip> Stage<'_, '_, R> {
             }
             Kind::File => {
                 if m.type_flag == b'7' {
-                    warn_contiguous(self.plans.report.warnings);
+                    warn_contiguous(self.plans.report.warnings, self.said_contiguous);
                 }
                 self.file(entry, &m)
             }
