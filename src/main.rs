@@ -71,7 +71,6 @@ fn resolve(args: cli::Args) -> Plans {
             std::process::exit(ExitCode::Fatal as i32);
         }
     };
-    report::set_warnings(plans.report.warnings);
     if !plans.command.reads_only() {
         let fs = write::plan::DestFs::probe(&plans.writer);
         plans.writer.layout = Some(cli::resolve::writer_layout(&plans.writer, &fs));

@@ -35,6 +35,8 @@ pub struct ReadPlan {
     pub label: Option<String>,
     /// `--checkpoint`: set up as the archive is opened.
     pub checkpoint: Option<crate::report::checkpoint::CheckpointPlan>,
+    /// The warning classes `--warning` left on (the lone zero block's).
+    pub warnings: crate::report::Warnings,
 }
 
 /// The archive as every stage reads it (extraction, `-t` here, `-O` in to_stdout.rs): its
@@ -61,6 +63,8 @@ pub struct Reading {
     /// `--checkpoint`: told where the reader has got to, here after each header and by the
     /// data loops (extract.rs, to_stdout.rs) after each chunk. None: checkpoints are off.
     pub checkpoints: Option<Observer>,
+    /// The warning classes `--warning` left on.
+    warnings: crate::report::Warnings,
 }
 
 /// Opens the archive and starts its decoder for a stage that only reads it.
@@ -137,6 +141,7 @@ impl Reading {
             download: None,
             unread: None,
             checkpoints,
+            warnings: plan.warnings,
         }
     }
 
@@ -189,7 +194,7 @@ impl Reading {
         let said = lines.try_for_each(|line| say(&line));
         if let Some(at) = ends.lone_zero_at {
             let what = format!("A lone zero block at {at}");
-            crate::report::warn_of(crate::report::Warning::AloneZeroBlock, what);
+            self.warnings.warn(crate::report::Warning::AloneZeroBlock, what);
         }
         said
     }

@@ -22,6 +22,7 @@ use crate::policy::admit::{Limits, SNAPSHOT_MAX_BYTES, SNAPSHOT_MAX_FILES};
 use crate::policy::conflict::OldFiles;
 use crate::policy::plan::MemberPlan;
 use crate::reading::ReadPlan;
+use crate::report::Warnings;
 use crate::report::checkpoint::CheckpointPlan;
 use crate::report::plan::ReportPlan;
 use crate::resume::{Flag, ResumePlan};
@@ -114,12 +115,12 @@ pub fn resolve(args: Args, edge: &Edge, notes: &mut Vec<String>) -> Result<Plans
         Some(dir) => top_level(dir.as_ref(), archive.as_deref())?,
         None => None,
     };
-    let warnings = crate::report::Warnings::parse(&args.warning)?;
+    let warnings = Warnings::parse(&args.warning)?;
     let selection = selection_plan(&args, archive.is_none(), edge, notes)?;
     refuse_json(&args)?;
     let input = input_plan(&args, archive, filter, edge)?;
     let policy = member_plan(&args, one_top_level, edge)?;
-    let writer = writer_plan(&args, edge)?;
+    let writer = writer_plan(&args, edge, warnings)?;
     let command = command(&args);
     let tar_env = tar_env(input.archive.as_deref(), record_size);
     let checkpoint = checkpoint.map(|spec| CheckpointPlan {
@@ -131,7 +132,7 @@ pub fn resolve(args: Args, edge: &Edge, notes: &mut Vec<String>) -> Result<Plans
         env: tar_env.clone(),
         subcommand: if args.list { "-t" } else { "-x" },
     });
-    let read = read_plan(&args, &selection, &policy, &command, checkpoint.clone())?;
+    let read = read_plan(&args, &selection, &policy, &command, checkpoint.clone(), warnings)?;
     let report = ReportPlan {
         verbose: args.verbose,
         quiet: args.quiet,
@@ -371,7 +372,7 @@ fn member_plan(args: &Args, one_top_level: Option<PathBuf>, edge: &Edge) -> Resu
 }
 
 /// How members land in DIR.
-fn writer_plan(args: &Args, edge: &Edge) -> Result<WriterPlan> {
+fn writer_plan(args: &Args, edge: &Edge, warnings: Warnings) -> Result<WriterPlan> {
     let direct_threshold = match &args.direct_io_threshold {
         Some(t) => parse_size(t).context("--direct-io-threshold")?,
         None => crate::write::direct_policy::DEFAULT_THRESHOLD,
@@ -400,6 +401,7 @@ fn writer_plan(args: &Args, edge: &Edge) -> Result<WriterPlan> {
         backup: backup.map(Arc::new),
         one_file_system: args.one_file_system,
         verbose: args.verbose > 0,
+        warnings,
         ring_probe: match args.debug_uring {
             None => RingProbe::Kernel,
             Some(crate::cli::DebugUring::Refused) => RingProbe::Refused,
@@ -442,6 +444,7 @@ fn read_plan(
     policy: &MemberPlan,
     command: &Command,
     checkpoint: Option<CheckpointPlan>,
+    warnings: Warnings,
 ) -> Result<ReadPlan> {
     let reads_only = command.reads_only();
     // Kept when extracting with --xattrs or --acls, and for -tv's mark with either.
@@ -459,6 +462,7 @@ fn read_plan(
         transforms: selection.transforms.clone(),
         label: args.label.clone(),
         checkpoint,
+        warnings,
     })
 }
 

@@ -527,6 +527,8 @@ struct Kept {
     packer: Option<PoolBuf>,
     confirm: Option<Confirm>,
     probes: crate::resume::Probes,
+    /// The contiguous-file warning was said (once per run).
+    said_contiguous: bool,
 }
 
 impl Kept {
@@ -542,6 +544,7 @@ impl Kept {
             packer: None,
             confirm: selection.interactive.then(|| Confirm::new(selection.stdin_taken, false)),
             probes: crate::resume::Probes::default(),
+            said_contiguous: false,
         }
     }
 }
@@ -640,6 +643,7 @@ fn produce(
             out: &mut *out,
             session,
             probes: keep_probes.then_some(&mut kept.probes),
+            said_contiguous: &mut kept.said_contiguous,
         };
         match stage.member(member).and_then(|()| match says_renaming {
             true => stage.landed(),
@@ -755,6 +759,7 @@ fn attributes(
     m: &mut Member,
     name: &str,
     owners: &mut Owners,
+    warnings: report::Warnings,
 ) -> Option<Arc<[Xattr]>> {
     let resets = policy.acls && matches!(m.kind, Kind::File | Kind::Dir);
     if m.xattrs.is_empty() && !resets {
@@ -790,10 +795,8 @@ fn attributes(
         match converted {
             Ok((name, value)) => kept.push(Xattr { name, value: Some(value) }),
             // GNU tar warns (acl_from_text, acl_set_file_at) and exits 0.
-            Err(e) => report::warn_of(
-                report::Warning::XattrWrite,
-                format!("{name}: cannot restore its ACL: {e}"),
-            ),
+            Err(e) => warnings
+                .warn(report::Warning::XattrWrite, format!("{name}: cannot restore its ACL: {e}")),
         }
     }
     let mut reset = Vec::new();
@@ -838,16 +841,11 @@ fn check_time(plans: &Plans, m: &Member, path: &SafePath, t: crate::archive::Tim
     }
     let name = report::printable(gnu_file_name(&plans.policy, m, path));
     let when = crate::report::time::tartime(t.secs, t.nanos, true, plans.listing.times);
-    match ahead {
-        None => report::warn_of(
-            report::Warning::Timestamp,
-            format!("{name}: implausibly old time stamp {when}"),
-        ),
-        Some(ahead) => report::warn_of(
-            report::Warning::Timestamp,
-            format!("{name}: time stamp {when} is {ahead} s in the future"),
-        ),
-    }
+    let said = match ahead {
+        None => format!("{name}: implausibly old time stamp {when}"),
+        Some(ahead) => format!("{name}: time stamp {when} is {ahead} s in the future"),
+    };
+    plans.report.warnings.warn(report::Warning::Timestamp, said);
 }
 
 /// The name GNU tar gives the file made of `m` in its messages and `--to-command`'s
@@ -873,8 +871,8 @@ pub(crate) fn gnu_file_name<'a>(
 
 /// A member of an unknown type is extracted as a regular file, as GNU tar does, with its
 /// warning.
-pub(crate) fn warn_unknown_type(name: &str, flag: u8) {
-    report::warn_of(
+pub(crate) fn warn_unknown_type(warnings: report::Warnings, name: &str, flag: u8) {
+    warnings.warn(
         report::Warning::UnknownCast,
         format!("{name}: unknown file type '{}', extracted as a regular file", flag.escape_ascii()),
     );
@@ -882,13 +880,10 @@ pub(crate) fn warn_unknown_type(name: &str, flag: u8) {
 
 /// A contiguous file (type `7`) is extracted as a regular file; GNU tar 1.34 says so once per
 /// run, as it creates the first (`open_output_file`; not with -O or --to-command).
-fn warn_contiguous() {
-    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
-        report::warn_of(
-            report::Warning::ContiguousCast,
-            "Extracting contiguous files as regular files",
-        );
+fn warn_contiguous(warnings: report::Warnings, said: &mut bool) {
+    if !std::mem::replace(said, true) {
+        warnings
+            .warn(report::Warning::ContiguousCast, "Extracting contiguous files as regular files");
     }
 }
 
@@ -957,6 +952,8 @@ struct Stage<'a, 'b, R: Skip> {
     session: &'a Session,
     /// The files resume points name as probes (None: no points this run).
     probes: Option<&'a mut crate::resume::Probes>,
+    /// The contiguous-file warning was said.
+    said_contiguous: &'a mut bool,
 }
 
 impl<R: Skip> Stage<'_, '_, R> {
@@ -1056,7 +1053,7 @@ impl<R: Skip> Stage<'_, '_, R> {
         };
         // `-m` (also with --snapshot: it only concerns times): no time is set at all.
         let mtime = (!policy.touch).then_some(m.mtime);
-        let xattrs = attributes(policy, m, &name, self.owners);
+        let xattrs = attributes(policy, m, &name, self.owners, self.plans.report.warnings);
         // GNU tar checks the times it sets: not a hard link's (it has its target's), not
         // what it skips.
         if let Some(t) = mtime
@@ -1116,12 +1113,12 @@ impl<R: Skip> Stage<'_, '_, R> {
                 Ok(())
             }
             Kind::Other(flag) => {
-                warn_unknown_type(&entry.name, flag);
+                warn_unknown_type(self.plans.report.warnings, &entry.name, flag);
                 self.file(entry, &m)
             }
             Kind::File => {
                 if m.type_flag == b'7' {
-                    warn_contiguous();
+                    warn_contiguous(self.plans.report.warnings, self.said_contiguous);
                 }
                 self.file(entry, &m)
             }

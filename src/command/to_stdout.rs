@@ -103,7 +103,7 @@ pub fn run(plans: &Plans) -> Result<u64> {
         match m.kind {
             Kind::Other(b'M') => skip_continuation(&name),
             Kind::Other(b'V') => {}
-            Kind::Other(flag) => warn_unknown_type(&name, flag),
+            Kind::Other(flag) => warn_unknown_type(plans.report.warnings, &name, flag),
             _ => {}
         }
         // Directories, links, FIFOs, devices: nothing to write, as in GNU tar.

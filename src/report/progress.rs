@@ -14,7 +14,10 @@ use indicatif::{HumanBytes, ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// indicatif's own redraw limit; the issue asks for ~10 redraws a second at most.
 const REDRAW_HZ: u8 = 10;
 
-/// Members seen by the decoder.
+/// Members seen by the decoder. These two counters stay process-wide: the progress thread
+/// (and resume's writeback thread, `WRITTEN`) reads them while the decoder and every writer
+/// thread add to them, from deep in the data loops (a value handed to each would be an `Arc`
+/// in every writer for the same effect); they only grow, and readers use how much they grew.
 pub static MEMBERS: AtomicU64 = AtomicU64::new(0);
 /// Bytes the writer has landed.
 pub static WRITTEN: AtomicU64 = AtomicU64::new(0);

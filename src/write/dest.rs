@@ -654,7 +654,7 @@ impl Dest {
                 // made in the directory, which GNU tar does not let happen).
                 let (acls, now): (Vec<Xattr>, Vec<Xattr>) =
                     xs.iter().cloned().partition(|x| is_acl_attr(&x.name));
-                fset_xattrs(fd.as_raw_fd(), &entry.name, &now);
+                fset_xattrs(fd.as_raw_fd(), &entry.name, &now, &*self.events);
                 xattrs = (!acls.is_empty()).then(|| acls.into());
                 self.deferred_xattrs += xattrs.as_deref().map_or(0, xattr_bytes);
             } else {
@@ -1006,7 +1006,7 @@ impl Dest {
             owner: d.owner,
             xattrs: d.xattrs.as_deref().map(|x| (d.name.as_str(), x)),
         };
-        match set_meta(fd.as_raw_fd(), &entry, true) {
+        match set_meta(fd.as_raw_fd(), &entry, true, &*self.events) {
             // Someone else's directory (`-C /tmp` and an archive of `./`), a filesystem
             // without modes: the member is reported, the run goes on (GNU tar: "Cannot
             // utime", "Cannot change mode").
@@ -1109,7 +1109,7 @@ impl<'a> MetaOf<'a> {
 /// mode and the time; a FUSE filesystem without chmod still takes the time), and the first
 /// failure is returned. Where the owner could not be set, the set-id bits are not: the file
 /// belongs to whoever extracts it.
-pub fn set_meta(fd: RawFd, m: &MetaOf, set_mode: bool) -> io::Result<()> {
+pub fn set_meta(fd: RawFd, m: &MetaOf, set_mode: bool, events: &dyn Events) -> io::Result<()> {
     let owner = match m.owner {
         // Safety: fd is open.
         Some((uid, gid)) => cvt(restart(|| unsafe { libc::fchown(fd, uid, gid) }))
@@ -1123,8 +1123,8 @@ pub fn set_meta(fd: RawFd, m: &MetaOf, set_mode: bool) -> io::Result<()> {
         xs.iter().filter(|x| is_acl_attr(&x.name) == acl).cloned().collect()
     };
     match m.xattrs {
-        Some((member, xs)) if has_acl => fset_xattrs(fd, member, &only(xs, false)),
-        Some((member, xs)) => fset_xattrs(fd, member, xs),
+        Some((member, xs)) if has_acl => fset_xattrs(fd, member, &only(xs, false), events),
+        Some((member, xs)) => fset_xattrs(fd, member, xs, events),
         None => {}
     }
     let mode = match (set_mode, &owner) {
@@ -1137,7 +1137,7 @@ pub fn set_meta(fd: RawFd, m: &MetaOf, set_mode: bool) -> io::Result<()> {
         }
     };
     if has_acl && let Some((member, xs)) = m.xattrs {
-        fset_xattrs(fd, member, &only(xs, true));
+        fset_xattrs(fd, member, &only(xs, true), events);
     }
     let time = match m.mtime {
         Some(mtime) => {
@@ -1156,8 +1156,8 @@ fn is_acl_attr(name: &[u8]) -> bool {
 }
 
 /// `set_xattrs` through `fd`, an open file or directory of ours.
-fn fset_xattrs(fd: RawFd, member: &str, xattrs: &[Xattr]) {
-    set_xattrs(member, xattrs, |name, value| {
+fn fset_xattrs(fd: RawFd, member: &str, xattrs: &[Xattr], events: &dyn Events) {
+    set_xattrs(member, xattrs, events, |name, value| {
         // Safety: fd is open; name is a C string, value a valid slice.
         cvt(restart(|| unsafe {
             libc::fsetxattr(fd, name.as_ptr(), value.as_ptr().cast(), value.len(), 0)
@@ -1172,7 +1172,12 @@ fn fset_xattrs(fd: RawFd, member: &str, xattrs: &[Xattr]) {
 /// CAP_SYS_ADMIN or user.* on a symlink, ENOSPC when they do not fit the inode, ...) makes one
 /// warning for the member, naming the first refusal (`--warning=no-xattr-write` silences it);
 /// the exit status stays, as in GNU tar 1.34, which warns once per attribute.
-pub fn set_xattrs(member: &str, xattrs: &[Xattr], set: impl Fn(&CStr, &[u8]) -> io::Result<()>) {
+pub fn set_xattrs(
+    member: &str,
+    xattrs: &[Xattr],
+    events: &dyn Events,
+    set: impl Fn(&CStr, &[u8]) -> io::Result<()>,
+) {
     let mut first: Option<(String, String)> = None;
     let mut more = 0;
     for x in xattrs {
@@ -1194,12 +1199,8 @@ pub fn set_xattrs(member: &str, xattrs: &[Xattr], set: impl Fn(&CStr, &[u8]) -> 
             }
         }
     }
-    if let Some((name, e)) = first {
-        let more = if more > 0 { format!(" (and {more} more not set)") } else { String::new() };
-        crate::report::warn_of(
-            crate::report::Warning::XattrWrite,
-            format!("{member}: cannot set extended attribute '{name}': {e}{more}"),
-        );
+    if let Some((name, error)) = first {
+        events.event(Event::XattrsNotSet { member, name: &name, error: &error, more });
     }
 }
 
@@ -1360,7 +1361,7 @@ impl Dest {
         if meta.owner == Some(self.own_ids) && !setgid_dirs() {
             meta.owner = None;
         }
-        set_meta(fd, &meta, set_mode)
+        set_meta(fd, &meta, set_mode, &*self.events)
     }
 
     /// A symlink: created with symlinkat; owner, attributes and mtime (unless `-m`) set
@@ -1446,7 +1447,7 @@ impl Dest {
     ) -> io::Result<()> {
         let node = self.tree.retry_emfile(|| open_path_nofollow(slot.dirfd(), &slot.name))?;
         made_as(&node, kind)?;
-        set_meta_opath(&node, meta, set_mode)
+        set_meta_opath(&node, meta, set_mode, &*self.events)
             .map_err(|e| io::Error::new(e.kind(), MetadataFailed(e)))
     }
 }
@@ -1477,7 +1478,7 @@ fn open_path_nofollow(dirfd: RawFd, name: &CStr) -> io::Result<OwnedFd> {
 /// fsetxattr refuse (EBADF): owner and times through the fd itself (AT_EMPTY_PATH), mode and
 /// attributes through the fd's /proc/self/fd entry, which names exactly the inode the fd holds
 /// (a magic link, not a path that can be swapped).
-fn set_meta_opath(fd: &OwnedFd, m: &MetaOf, set_mode: bool) -> io::Result<()> {
+fn set_meta_opath(fd: &OwnedFd, m: &MetaOf, set_mode: bool, events: &dyn Events) -> io::Result<()> {
     let raw = fd.as_raw_fd();
     // Each step is tried whatever the one before did, as in `set_meta` (a symlink whose owner
     // cannot be set still gets its time), and the first failure is returned.
@@ -1494,7 +1495,7 @@ fn set_meta_opath(fd: &OwnedFd, m: &MetaOf, set_mode: bool) -> io::Result<()> {
         // fsetxattr refuses an O_PATH fd; setxattr through the magic link reaches the very
         // inode `fd` holds, a symlink itself included (the magic link is not a symlink to
         // follow further).
-        set_xattrs(member, xattrs, |name, value| {
+        set_xattrs(member, xattrs, events, |name, value| {
             // Safety: valid C strings and value slice.
             cvt(restart(|| unsafe {
                 libc::setxattr(proc.as_ptr(), name.as_ptr(), value.as_ptr().cast(), value.len(), 0)
@@ -1588,7 +1589,7 @@ mod tests {
             dir,
             OldFiles::Replace,
             None,
-            Arc::new(super::super::events::Said { verbose: false }),
+            Arc::new(super::super::events::Said { verbose: false, warnings: Default::default() }),
         )
     }
 
@@ -1637,6 +1638,28 @@ mod tests {
         }
         let said = kept.0.lock().unwrap().clone();
         assert_eq!(said, ["renamed f f~", "skipped f", "kept newer f"]);
+    }
+
+    /// Attributes the kernel refuses are an event to the sink, one per member naming the
+    /// first refusal (escaped) and counting the rest; none when every one is set.
+    #[test]
+    fn attributes_not_set_go_to_the_sink() {
+        use super::super::events::Kept;
+        let kept = Kept::default();
+        let x = |name: &[u8], value: Option<&[u8]>| Xattr {
+            name: name.to_vec(),
+            value: value.map(|v| v.to_vec()),
+        };
+        let refuse_b = |name: &CStr, _: &[u8]| match name.to_bytes().starts_with(b"user.b") {
+            true => Err(io::Error::from_raw_os_error(libc::ENOTSUP)),
+            false => Ok(()),
+        };
+        let all = [x(b"user.a", Some(b"1")), x(b"user.b\n", Some(b"2")), x(b"user.c", None)];
+        set_xattrs("m", &all, &kept, refuse_b);
+        set_xattrs("n", &all[..1], &kept, refuse_b);
+        let said = kept.0.lock().unwrap().clone();
+        let enotsup = io::Error::from_raw_os_error(libc::ENOTSUP).to_string();
+        assert_eq!(said, [format!("xattrs not set m user.b\\n: {enotsup} +1")]);
     }
 
     fn entry(path: &str, mode: u32, secs: i64) -> Entry {

@@ -3,7 +3,7 @@
 //! its `Renaming` and `Deleting` lines, the `--skip-old-files` and `--keep-newer-files`
 //! warnings), and a test can pass its own sink to see what happened.
 
-use crate::report::{self, Warning, locale};
+use crate::report::{self, Warning, Warnings, locale};
 
 /// One thing a writer did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,6 +19,9 @@ pub enum Event<'a> {
     /// `--keep-newer-files` kept what is at `path` (as GNU tar names it), as new as the
     /// member or newer.
     KeptNewer { path: &'a str },
+    /// `--xattrs`, `--acls`: attributes of member `member` were not set; `name` (escaped
+    /// already) is the first refused, for `error`, and `more` others were refused as well.
+    XattrsNotSet { member: &'a str, name: &'a str, error: &'a str, more: usize },
 }
 
 /// Where writers send their events. Shared by every writer thread of a run.
@@ -27,9 +30,11 @@ pub trait Events: Send + Sync {
 }
 
 /// The events said as GNU tar 1.34 says them: `Renaming`, `Deleting` and "skipping existing
-/// file" with -v (`verbose`), "Current 'PATH' is newer or same age" always.
+/// file" with -v (`verbose`), "Current 'PATH' is newer or same age" and attributes not set
+/// always; the warnings each in the classes `--warning` left on (`warnings`).
 pub struct Said {
     pub verbose: bool,
+    pub warnings: Warnings,
 }
 
 impl Events for Said {
@@ -53,13 +58,21 @@ impl Events for Said {
                 // "./d", `./` is ".").
                 let trimmed = name.trim_end_matches('/');
                 let name = if trimmed.is_empty() { name } else { trimmed };
-                report::warn_of(Warning::ExistingFile, format!("{name}: skipping existing file"));
+                let said = format!("{name}: skipping existing file");
+                self.warnings.warn(Warning::ExistingFile, said);
             }
             Event::KeptNewer { path } => {
-                report::warn_of(
-                    Warning::IgnoreNewer,
-                    format!("Current '{path}' is newer or same age"),
-                );
+                let said = format!("Current '{path}' is newer or same age");
+                self.warnings.warn(Warning::IgnoreNewer, said);
+            }
+            Event::XattrsNotSet { member, name, error, more } => {
+                let more = match more {
+                    0 => String::new(),
+                    n => format!(" (and {n} more not set)"),
+                };
+                let said =
+                    format!("{member}: cannot set extended attribute '{name}': {error}{more}");
+                self.warnings.warn(Warning::XattrWrite, said);
             }
             Event::Renamed { .. } | Event::Deleting { .. } | Event::Skipped { .. } => {}
         }
@@ -81,6 +94,9 @@ impl Events for Kept {
             Event::Deleting { path } => format!("deleting {path}"),
             Event::Skipped { name } => format!("skipped {name}"),
             Event::KeptNewer { path } => format!("kept newer {path}"),
+            Event::XattrsNotSet { member, name, error, more } => {
+                format!("xattrs not set {member} {name}: {error} +{more}")
+            }
         };
         self.0.lock().unwrap().push(said);
     }

@@ -271,7 +271,8 @@ pub fn create_n(
     let n = fds.writers;
     let dests = if n > 1 { n + 1 } else { 1 };
     let removals = (dests > 1).then(|| Arc::new(tree::Removals::default()));
-    let events: Arc<dyn events::Events> = Arc::new(events::Said { verbose: plan.verbose });
+    let events: Arc<dyn events::Events> =
+        Arc::new(events::Said { verbose: plan.verbose, warnings: plan.warnings });
     let opts = || dest::DestOptions {
         old_files: plan.old_files,
         events: events.clone(),

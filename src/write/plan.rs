@@ -42,6 +42,8 @@ pub struct WriterPlan {
     pub one_file_system: bool,
     /// `-v`: the writer's lines (`Renaming`, the io_uring fallback).
     pub verbose: bool,
+    /// The warning classes `--warning` left on, for what the writers warn of (events.rs).
+    pub warnings: crate::report::Warnings,
     /// The hidden `--debug-uring`: how the writer learns whether io_uring is there.
     pub ring_probe: RingProbe,
     /// `--sync`: DIR's filesystem is synced at the end.
