@@ -23,11 +23,9 @@
 
 pub mod decide;
 mod fsio;
-pub mod hook;
 pub mod options;
 pub mod state;
 
-use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -39,12 +37,13 @@ use sha2::{Digest, Sha256};
 
 pub use decide::Flag;
 use decide::{Found, Here, Plan};
-use hook::Event;
-use state::{CarriedDir, Counts, InputId, Point, Probe, State};
+use state::{InputId, Probe, State};
 
 use crate::archive::{Member, Reader, Skip, UnitStart};
 use crate::decode::plan::InputPlan;
 use crate::decode::{self, Format};
+use crate::mark::hook::{self, Event};
+use crate::mark::{CarriedDir, Counts, Frontier, Mark, Point};
 use crate::policy::admit::Admission;
 use crate::policy::safety::SafePath;
 use crate::reading::Reading;
@@ -81,73 +80,6 @@ pub fn url_writeback(length: Option<u64>, every: u64) -> u64 {
     match length {
         Some(n) => (n / 32).max(32 << 20).min(every),
         None => every,
-    }
-}
-
-/// A resume point on its way from the decoder to the state file.
-#[derive(Debug)]
-pub struct Mark {
-    pub point: Point,
-    pub counts: Counts,
-    /// Files extracted before the point, to be looked at when the state is written.
-    pub probes: Vec<SafePath>,
-    /// Filled in by whoever applies directory metadata, as it stood at the point.
-    pub delay: bool,
-    pub dirs: Vec<CarriedDir>,
-    /// Where it is published.
-    pub frontier: Arc<Frontier>,
-}
-
-/// The deferred directories a mark carries at most (bytes of records): past it the point is
-/// not taken. A snapshot's state is a chain of a few directories, under 1 KiB.
-pub const CARRIED_MAX: usize = 1 << 20;
-
-/// The newest resume point whose members have all landed.
-#[derive(Debug, Default)]
-pub struct Frontier {
-    newest: Mutex<Option<Box<Mark>>>,
-}
-
-impl Frontier {
-    fn publish(&self, mark: Box<Mark>) {
-        *self.newest.lock().unwrap_or_else(|e| e.into_inner()) = Some(mark);
-        hook::at(Event::Published);
-    }
-
-    fn take(&self) -> Option<Box<Mark>> {
-        self.newest.lock().unwrap_or_else(|e| e.into_inner()).take()
-    }
-}
-
-/// Resume points a writer holds until every member before each has landed.
-#[derive(Default)]
-pub struct Pending {
-    queue: VecDeque<Box<Mark>>,
-}
-
-impl Pending {
-    /// `mark`, with the deferred directories as they stand (None: more than a state holds;
-    /// this point is dropped, a later one will do).
-    pub fn hold(&mut self, mut mark: Box<Mark>, dirs: Option<(bool, Vec<CarriedDir>)>) {
-        if let Some((delay, dirs)) = dirs {
-            mark.delay = delay;
-            mark.dirs = dirs;
-            self.queue.push_back(mark);
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.queue.is_empty()
-    }
-
-    /// Publishes the points whose members have all landed: `landed(T)` says whether every
-    /// member before decoded offset T has.
-    pub fn publish(&mut self, mut landed: impl FnMut(u64) -> bool) {
-        while self.queue.front().is_some_and(|m| landed(m.point.tar)) {
-            let m = self.queue.pop_front().expect("checked");
-            let frontier = m.frontier.clone();
-            frontier.publish(m);
-        }
     }
 }
 
@@ -343,7 +275,7 @@ pub struct ResumePlan {
     pub refused: Option<&'static str>,
     /// The digest of the options that change what lands (options.rs).
     pub options: [u8; 32],
-    /// The hidden `--debug-kill-at EVENT:N` of the kill tests (hook.rs).
+    /// The hidden `--debug-kill-at EVENT:N` of the kill tests (src/mark/hook.rs).
     pub debug_kill: Option<String>,
     /// `--writeback-every`: bytes written between syncfs calls (None: off, and no points).
     pub writeback: Option<u64>,
@@ -1029,31 +961,5 @@ mod tests {
         for i in [8, 16, 32, 64, 128, 256, 512] {
             assert!(got.contains(&format!("f{i}")), "{got:?}");
         }
-    }
-
-    #[test]
-    fn pending_points_are_published_once_landed() {
-        let frontier = Arc::new(Frontier::default());
-        let mut pending = Pending::default();
-        let mark = |tar: u64| {
-            Box::new(Mark {
-                point: Point { member: tar / 512, tar, unit: UnitStart::START, anchor: [0; 32] },
-                counts: Counts::default(),
-                probes: Vec::new(),
-                delay: false,
-                dirs: Vec::new(),
-                frontier: frontier.clone(),
-            })
-        };
-        pending.hold(mark(512), Some((false, Vec::new())));
-        pending.hold(mark(4096), Some((false, Vec::new())));
-        // Too large to carry: dropped.
-        pending.hold(mark(8192), None);
-        pending.publish(|t| t <= 1024);
-        assert_eq!(frontier.take().map(|m| m.point.tar), Some(512));
-        assert!(frontier.take().is_none());
-        pending.publish(|_| true);
-        assert_eq!(frontier.take().map(|m| m.point.tar), Some(4096));
-        assert!(pending.is_empty());
     }
 }
