@@ -310,6 +310,31 @@ fn dest_shown(dest: &std::path::Path) -> String {
     crate::report::printable(std::os::unix::ffi::OsStrExt::as_bytes(dest.as_os_str()))
 }
 
+/// Why the input named cannot be read again from a resume point, seen before it is opened:
+/// standard input, or a path that is not a regular file (None: a file, a URL, or a path not
+/// there, which opening reports).
+fn not_a_file(url: bool, archive: Option<&std::path::Path>) -> Option<&'static str> {
+    match (url, archive) {
+        (true, _) => None,
+        (false, None) => Some("standard input"),
+        (false, Some(p)) => match std::fs::metadata(p) {
+            Ok(m) if !m.is_file() => Some("not a regular file"),
+            _ => None,
+        },
+    }
+}
+
+/// The archive file's identity as it is now, to hold against a state's (None: a URL, standard
+/// input, or a file that cannot be opened).
+fn file_id(url: bool, archive: Option<&std::path::Path>) -> Option<InputId> {
+    match (url, archive) {
+        (false, Some(p)) => {
+            std::fs::File::open(p).and_then(|f| decode::FileId::of(&f)).ok().map(InputId::File)
+        }
+        _ => None,
+    }
+}
+
 impl Session {
     /// Decides, before anything is opened or written, what this run does about resuming:
     /// reads the state DIR holds and compares it with this run (decide.rs). A refusal is the
@@ -321,35 +346,13 @@ impl Session {
         }
         let shown = dest_shown(&cfg.dest);
         let refuse = |line: String| anyhow!("{shown}: cannot resume: {line}");
-        let not_a_file = match (&source.url, &source.archive) {
-            (Some(_), _) => None,
-            (None, None) => Some("standard input"),
-            (None, Some(p)) => match std::fs::metadata(p) {
-                Ok(m) if !m.is_file() => Some("not a regular file"),
-                _ => None,
-            },
-        };
-        let options = decide::Options {
+        let eligible = decide::eligible(&decide::Options {
             reads_only: cfg.reads_only,
-            not_a_file,
+            not_a_file: not_a_file(source.url.is_some(), source.archive.as_deref()),
             refused: cfg.refused,
             no_writeback: cfg.writeback.is_none(),
-        };
-        let eligible = decide::eligible(&options);
-        let mut session = Session {
-            dest: cfg.dest.clone(),
-            dir: None,
-            off: eligible.clone(),
-            resumed: None,
-            fixed: None,
-            options: cfg.options,
-            dest_id: (0, 0),
-            every: cfg.writeback.unwrap_or(0),
-            every_given: cfg.writeback_given,
-            shared: Arc::default(),
-            asked: cfg.flag == Flag::Resume,
-            quiet: cfg.quiet,
-        };
+        });
+        let mut session = Session::new(cfg, eligible.clone());
         if cfg.reads_only {
             if cfg.flag == Flag::Resume {
                 bail!("--resume applies to -x into a directory");
@@ -360,40 +363,23 @@ impl Session {
         if let Some(d) = &dir
             && !lock_waiting(d).map_err(|e| anyhow!("{shown}: cannot lock: {e}"))?
         {
-            if cfg.flag == Flag::Resume {
-                return Err(refuse("another fastuntar is extracting into it".into()));
-            }
-            if !cfg.quiet {
-                crate::report::warn(format!(
-                    "{shown}: another fastuntar is extracting into it: this run reads and \
-                     writes no resume point"
-                ));
-            }
-            session.off = Some("another fastuntar is extracting into DIR".into());
-            return Ok(session);
+            return session.busy(cfg, &shown);
         }
         let found = match (&dir, cfg.flag) {
             (Some(d), Flag::Auto | Flag::Resume) => fsio::read_state(d),
             _ => Found::Absent,
         };
-        let dest_id = match &dir {
+        session.dest_id = match &dir {
             Some(d) => fsio::dir_id(d).map_err(|e| anyhow!("{shown}: {e}"))?,
             None => (0, 0),
-        };
-        let input = match (&source.url, &source.archive) {
-            (None, Some(p)) => {
-                std::fs::File::open(p).and_then(|f| decode::FileId::of(&f)).ok().map(InputId::File)
-            }
-            _ => None,
         };
         let here = Here {
             program: PROGRAM.into(),
             options: cfg.options,
-            dest: dest_id,
-            input,
+            dest: session.dest_id,
+            input: file_id(source.url.is_some(), source.archive.as_deref()),
             url: source.url.is_some(),
         };
-        session.dest_id = dest_id;
         let absent = matches!(found, Found::Absent);
         match decide::decide(cfg.flag, found, eligible, &here) {
             Plan::Refuse(line) => return Err(refuse(line)),
@@ -406,25 +392,7 @@ impl Session {
                 if clear && let Some(d) = &dir {
                     fsio::remove_state(d).map_err(|e| anyhow!("{shown}: {e}"))?;
                 }
-                session.off = off;
-                if session.off.is_none() {
-                    match take_dir(cfg, dir, &shown) {
-                        Ok(d) => {
-                            session.dest_id = d.1;
-                            session.dir = Some(Arc::new(d.0));
-                        }
-                        // Asked for: say why it cannot be. Else points are only a default, and
-                        // DIR that takes no state (a read-only mount, no write permission)
-                        // gets the writers' own errors per member, as with GNU tar.
-                        Err(e) if cfg.flag == Flag::Resume => return Err(e),
-                        Err(e) => session.off = Some(format!("{e:#}")),
-                    }
-                } else if session.asked && !session.quiet {
-                    crate::report::warn(format!(
-                        "no resume points: {}",
-                        session.off.as_deref().unwrap_or("")
-                    ));
-                }
+                session.start_fresh(cfg, dir, off, &shown)?;
             }
             Plan::Resume(mut state) => {
                 let d = dir.expect("a state was read from it");
@@ -437,6 +405,70 @@ impl Session {
             }
         }
         Ok(session)
+    }
+
+    /// A session that has opened nothing yet; resume points are `off` for that reason.
+    fn new(cfg: &ResumePlan, off: Option<String>) -> Session {
+        Session {
+            dest: cfg.dest.clone(),
+            dir: None,
+            off,
+            resumed: None,
+            fixed: None,
+            options: cfg.options,
+            dest_id: (0, 0),
+            every: cfg.writeback.unwrap_or(0),
+            every_given: cfg.writeback_given,
+            shared: Arc::default(),
+            asked: cfg.flag == Flag::Resume,
+            quiet: cfg.quiet,
+        }
+    }
+
+    /// Another fastuntar holds DIR's lock: `--resume` is refused; otherwise this run reads
+    /// and writes no resume point.
+    fn busy(mut self, cfg: &ResumePlan, shown: &str) -> Result<Session> {
+        if cfg.flag == Flag::Resume {
+            bail!("{shown}: cannot resume: another fastuntar is extracting into it");
+        }
+        if !cfg.quiet {
+            crate::report::warn(format!(
+                "{shown}: another fastuntar is extracting into it: this run reads and writes no \
+                 resume point"
+            ));
+        }
+        self.off = Some("another fastuntar is extracting into DIR".into());
+        Ok(self)
+    }
+
+    /// A run from the beginning writes resume points unless they are `off` (then says why
+    /// when they were asked for): DIR is made, opened and locked for it.
+    fn start_fresh(
+        &mut self,
+        cfg: &ResumePlan,
+        dir: Option<OwnedFd>,
+        off: Option<String>,
+        shown: &str,
+    ) -> Result<()> {
+        self.off = off;
+        if let Some(why) = &self.off {
+            if self.asked && !self.quiet {
+                crate::report::warn(format!("no resume points: {why}"));
+            }
+            return Ok(());
+        }
+        match take_dir(cfg, dir, shown) {
+            Ok((d, id)) => {
+                self.dest_id = id;
+                self.dir = Some(Arc::new(d));
+            }
+            // Asked for: say why it cannot be. Else points are only a default, and DIR that
+            // takes no state (a read-only mount, no write permission) gets the writers' own
+            // errors per member, as with GNU tar.
+            Err(e) if cfg.flag == Flag::Resume => return Err(e),
+            Err(e) => self.off = Some(format!("{e:#}")),
+        }
+        Ok(())
     }
 
     /// Where to open the archive again, for a resumed run: the unit's start in the first
@@ -945,6 +977,30 @@ mod tests {
         ] {
             assert_eq!(url_writeback(length, every), want, "{length:?}, every {every}");
         }
+    }
+
+    /// What can be read again from a resume point is known before the input is opened:
+    /// a regular file or a URL, not standard input or a directory, FIFO or device.
+    #[test]
+    fn inputs_that_cannot_be_read_again_are_told_apart() {
+        let dir =
+            std::env::temp_dir().join(format!("fastuntar-resume-input-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("a.tar");
+        std::fs::write(&file, b"x").unwrap();
+        let gone = dir.join("gone.tar");
+        let dev = std::path::Path::new("/dev/null");
+        assert_eq!(not_a_file(false, None), Some("standard input"));
+        assert_eq!(not_a_file(false, Some(&dir)), Some("not a regular file"));
+        assert_eq!(not_a_file(false, Some(dev)), Some("not a regular file"));
+        assert_eq!(not_a_file(false, Some(&file)), None);
+        assert_eq!(not_a_file(false, Some(&gone)), None, "opening it says why");
+        assert_eq!(not_a_file(true, None), None);
+        assert!(matches!(file_id(false, Some(&file)), Some(InputId::File(f)) if f.size == 1));
+        assert_eq!(file_id(false, Some(&gone)), None);
+        assert_eq!(file_id(true, Some(&file)), None);
+        assert_eq!(file_id(false, None), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
