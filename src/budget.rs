@@ -173,12 +173,12 @@ fn divide(
 pub const URL_WINDOW: u64 = 16 << 20;
 
 /// The reorder window of a download for `memory` (`--memory`, None for the default): a
-/// quarter of an explicit budget, between 1 MiB and 64 MiB, in whole 256 KiB blocks.
-pub fn url_window(memory: Option<u64>) -> u64 {
-    use crate::decode::url::ranges::BLOCK;
+/// quarter of an explicit budget, between 1 MiB and 64 MiB, in whole blocks of `block` bytes
+/// (the download's, `decode::url::ranges::BLOCK`).
+pub fn url_window(memory: Option<u64>, block: u64) -> u64 {
     match memory {
         None => URL_WINDOW,
-        Some(m) => (m / 4).clamp(1 << 20, 64 << 20) / BLOCK * BLOCK,
+        Some(m) => (m / 4).clamp(1 << 20, 64 << 20) / block * block,
     }
 }
 
@@ -260,15 +260,17 @@ mod tests {
 
     #[test]
     fn the_url_window_is_part_of_the_budget() {
+        // A download's block (decode::url::ranges::BLOCK).
+        const BLOCK: u64 = 256 << 10;
         let mib = |p: Pools| (p.files * p.buf_size) as u64 >> 20;
         let big = 1 << 40;
-        assert_eq!(url_window(None), 16 << 20);
-        assert_eq!(mib(divide(None, 0, false, big, url_window(None)).unwrap()), 48);
+        assert_eq!(url_window(None, BLOCK), 16 << 20);
+        assert_eq!(mib(divide(None, 0, false, big, url_window(None, BLOCK)).unwrap()), 48);
         let m = 64 << 20;
-        assert_eq!(mib(divide(Some(m), 0, false, big, url_window(Some(m))).unwrap()), 48);
-        assert_eq!(url_window(Some(4 << 20)), 1 << 20);
-        assert_eq!(url_window(Some(1 << 32)), 64 << 20);
-        assert_eq!(url_window(Some(10 << 20)) % (256 << 10), 0);
+        assert_eq!(mib(divide(Some(m), 0, false, big, url_window(Some(m), BLOCK)).unwrap()), 48);
+        assert_eq!(url_window(Some(4 << 20), BLOCK), 1 << 20);
+        assert_eq!(url_window(Some(1 << 32), BLOCK), 64 << 20);
+        assert_eq!(url_window(Some(10 << 20), BLOCK) % (256 << 10), 0);
     }
     const MIB: u64 = 1 << 20;
 

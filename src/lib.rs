@@ -12,6 +12,7 @@ pub mod command;
 pub mod decode;
 pub mod exit_codes;
 pub mod lend;
+pub mod mark;
 pub mod metadata;
 pub mod plan;
 pub mod policy;

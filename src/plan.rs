@@ -95,13 +95,13 @@ pub enum Op {
     /// it after each member, so the writer's `Renaming` line comes right after the member's
     /// name and before the next one's, as in GNU tar, with any number of writers.
     Barrier(std::sync::mpsc::SyncSender<()>),
-    /// A resume point before the next member (src/resume/): whoever applies directory
+    /// A resume point before the next member (src/mark/, src/resume/): whoever applies directory
     /// metadata fills in the directories still waiting, and publishes the point once every
     /// member before it has landed.
-    Mark(Box<crate::resume::Mark>),
+    Mark(Box<crate::mark::Mark>),
     /// A resumed run's first op: the directories whose metadata was still to be applied at
     /// the resume point (`Dest::restore_carried`), and whether directories are delayed.
-    Restore(Box<(bool, Vec<crate::resume::state::CarriedDir>)>),
+    Restore(Box<(bool, Vec<crate::mark::CarriedDir>)>),
 }
 
 /// What a `Special` op makes (mknodat's type and device number).

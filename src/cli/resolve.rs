@@ -919,7 +919,7 @@ fn url_plan(
         cacert: args.cacert.clone(),
         keep: args.keep_archive.clone(),
         checksum,
-        window: url_window(memory),
+        window: url_window(memory, url::ranges::BLOCK),
         verbose: args.verbose > 0,
         quiet: args.quiet,
     }))

@@ -649,7 +649,7 @@ fn produce(
             true => stage.landed(),
             false => Ok(()),
         }) {
-            Ok(()) => crate::resume::hook::at(crate::resume::hook::Event::Member),
+            Ok(()) => crate::mark::hook::at(crate::mark::hook::Event::Member),
             Err(MemberError::Gone(WriterGone)) => return Ok(members),
             // What was decoded before the error is still written.
             Err(MemberError::Fatal(e) | MemberError::Read(e)) => {
@@ -661,7 +661,7 @@ fn produce(
     // The sink's own failure: the dispatcher's directory or link, or on one thread the
     // writer's last writes, closes and metadata, which only the flush lands.
     let mut flushed = out.flush();
-    crate::resume::hook::before_end(|| {
+    crate::mark::hook::before_end(|| {
         if flushed.is_ok() {
             flushed = out.flush();
         }

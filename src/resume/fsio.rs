@@ -9,8 +9,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::decide::Found;
-use super::hook::{self, Event};
 use super::state::{STATE_MAX, STATE_NAME, State, TMP_NAME};
+use crate::mark::hook::{self, Event};
 use crate::policy::safety::SafePath;
 use crate::write::restart;
 

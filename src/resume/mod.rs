@@ -23,11 +23,9 @@
 
 pub mod decide;
 mod fsio;
-pub mod hook;
 pub mod options;
 pub mod state;
 
-use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -39,12 +37,13 @@ use sha2::{Digest, Sha256};
 
 pub use decide::Flag;
 use decide::{Found, Here, Plan};
-use hook::Event;
-use state::{CarriedDir, Counts, InputId, Point, Probe, State};
+use state::{InputId, Probe, State};
 
 use crate::archive::{Member, Reader, Skip, UnitStart};
 use crate::decode::plan::InputPlan;
 use crate::decode::{self, Format};
+use crate::mark::hook::{self, Event};
+use crate::mark::{CarriedDir, Counts, Frontier, Mark, Point};
 use crate::policy::admit::Admission;
 use crate::policy::safety::SafePath;
 use crate::reading::Reading;
@@ -66,73 +65,6 @@ const POLL_DUE: Duration = Duration::from_millis(1);
 /// Decoded bytes between two resume points at most. A point costs the decoder a digest of the
 /// member, the probes' paths and a boxed op: 256 of them in a 2 GB archive.
 const MARK_MAX: u64 = 8 << 20;
-
-/// A resume point on its way from the decoder to the state file.
-#[derive(Debug)]
-pub struct Mark {
-    pub point: Point,
-    pub counts: Counts,
-    /// Files extracted before the point, to be looked at when the state is written.
-    pub probes: Vec<SafePath>,
-    /// Filled in by whoever applies directory metadata, as it stood at the point.
-    pub delay: bool,
-    pub dirs: Vec<CarriedDir>,
-    /// Where it is published.
-    pub frontier: Arc<Frontier>,
-}
-
-/// The deferred directories a mark carries at most (bytes of records): past it the point is
-/// not taken. A snapshot's state is a chain of a few directories, under 1 KiB.
-pub const CARRIED_MAX: usize = 1 << 20;
-
-/// The newest resume point whose members have all landed.
-#[derive(Debug, Default)]
-pub struct Frontier {
-    newest: Mutex<Option<Box<Mark>>>,
-}
-
-impl Frontier {
-    fn publish(&self, mark: Box<Mark>) {
-        *self.newest.lock().unwrap_or_else(|e| e.into_inner()) = Some(mark);
-        hook::at(Event::Published);
-    }
-
-    fn take(&self) -> Option<Box<Mark>> {
-        self.newest.lock().unwrap_or_else(|e| e.into_inner()).take()
-    }
-}
-
-/// Resume points a writer holds until every member before each has landed.
-#[derive(Default)]
-pub struct Pending {
-    queue: VecDeque<Box<Mark>>,
-}
-
-impl Pending {
-    /// `mark`, with the deferred directories as they stand (None: more than a state holds;
-    /// this point is dropped, a later one will do).
-    pub fn hold(&mut self, mut mark: Box<Mark>, dirs: Option<(bool, Vec<CarriedDir>)>) {
-        if let Some((delay, dirs)) = dirs {
-            mark.delay = delay;
-            mark.dirs = dirs;
-            self.queue.push_back(mark);
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.queue.is_empty()
-    }
-
-    /// Publishes the points whose members have all landed: `landed(T)` says whether every
-    /// member before decoded offset T has.
-    pub fn publish(&mut self, mut landed: impl FnMut(u64) -> bool) {
-        while self.queue.front().is_some_and(|m| landed(m.point.tar)) {
-            let m = self.queue.pop_front().expect("checked");
-            let frontier = m.frontier.clone();
-            frontier.publish(m);
-        }
-    }
-}
 
 /// A digest of member `m` as read: its names, type, mode, owner, size, time and place. The
 /// resumed run reads the member at the resume point again and must find the same, or the
@@ -324,7 +256,7 @@ pub struct ResumePlan {
     pub refused: Option<&'static str>,
     /// The digest of the options that change what lands (options.rs).
     pub options: [u8; 32],
-    /// The hidden `--debug-kill-at EVENT:N` of the kill tests (hook.rs).
+    /// The hidden `--debug-kill-at EVENT:N` of the kill tests (src/mark/hook.rs).
     pub debug_kill: Option<String>,
     /// `--writeback-every`: bytes written between syncfs calls (None: off, and no points).
     pub writeback: Option<u64>,
@@ -357,6 +289,31 @@ fn dest_shown(dest: &std::path::Path) -> String {
     crate::report::printable(std::os::unix::ffi::OsStrExt::as_bytes(dest.as_os_str()))
 }
 
+/// Why the input named cannot be read again from a resume point, seen before it is opened:
+/// standard input, or a path that is not a regular file (None: a file, a URL, or a path not
+/// there, which opening reports).
+fn not_a_file(url: bool, archive: Option<&std::path::Path>) -> Option<&'static str> {
+    match (url, archive) {
+        (true, _) => None,
+        (false, None) => Some("standard input"),
+        (false, Some(p)) => match std::fs::metadata(p) {
+            Ok(m) if !m.is_file() => Some("not a regular file"),
+            _ => None,
+        },
+    }
+}
+
+/// The archive file's identity as it is now, to hold against a state's (None: a URL, standard
+/// input, or a file that cannot be opened).
+fn file_id(url: bool, archive: Option<&std::path::Path>) -> Option<InputId> {
+    match (url, archive) {
+        (false, Some(p)) => {
+            std::fs::File::open(p).and_then(|f| decode::FileId::of(&f)).ok().map(InputId::File)
+        }
+        _ => None,
+    }
+}
+
 impl Session {
     /// Decides, before anything is opened or written, what this run does about resuming:
     /// reads the state DIR holds and compares it with this run (decide.rs). A refusal is the
@@ -368,34 +325,13 @@ impl Session {
         }
         let shown = dest_shown(&cfg.dest);
         let refuse = |line: String| anyhow!("{shown}: cannot resume: {line}");
-        let not_a_file = match (&source.url, &source.archive) {
-            (Some(_), _) => None,
-            (None, None) => Some("standard input"),
-            (None, Some(p)) => match std::fs::metadata(p) {
-                Ok(m) if !m.is_file() => Some("not a regular file"),
-                _ => None,
-            },
-        };
-        let options = decide::Options {
+        let eligible = decide::eligible(&decide::Options {
             reads_only: cfg.reads_only,
-            not_a_file,
+            not_a_file: not_a_file(source.url.is_some(), source.archive.as_deref()),
             refused: cfg.refused,
             no_writeback: cfg.writeback.is_none(),
-        };
-        let eligible = decide::eligible(&options);
-        let mut session = Session {
-            dest: cfg.dest.clone(),
-            dir: None,
-            off: eligible.clone(),
-            resumed: None,
-            fixed: None,
-            options: cfg.options,
-            dest_id: (0, 0),
-            every: cfg.writeback.unwrap_or(0),
-            shared: Arc::default(),
-            asked: cfg.flag == Flag::Resume,
-            quiet: cfg.quiet,
-        };
+        });
+        let mut session = Session::new(cfg, eligible.clone());
         if cfg.reads_only {
             if cfg.flag == Flag::Resume {
                 bail!("--resume applies to -x into a directory");
@@ -406,40 +342,23 @@ impl Session {
         if let Some(d) = &dir
             && !lock_waiting(d).map_err(|e| anyhow!("{shown}: cannot lock: {e}"))?
         {
-            if cfg.flag == Flag::Resume {
-                return Err(refuse("another fastuntar is extracting into it".into()));
-            }
-            if !cfg.quiet {
-                crate::report::warn(format!(
-                    "{shown}: another fastuntar is extracting into it: this run reads and \
-                     writes no resume point"
-                ));
-            }
-            session.off = Some("another fastuntar is extracting into DIR".into());
-            return Ok(session);
+            return session.busy(cfg, &shown);
         }
         let found = match (&dir, cfg.flag) {
             (Some(d), Flag::Auto | Flag::Resume) => fsio::read_state(d),
             _ => Found::Absent,
         };
-        let dest_id = match &dir {
+        session.dest_id = match &dir {
             Some(d) => fsio::dir_id(d).map_err(|e| anyhow!("{shown}: {e}"))?,
             None => (0, 0),
-        };
-        let input = match (&source.url, &source.archive) {
-            (None, Some(p)) => {
-                std::fs::File::open(p).and_then(|f| decode::FileId::of(&f)).ok().map(InputId::File)
-            }
-            _ => None,
         };
         let here = Here {
             program: PROGRAM.into(),
             options: cfg.options,
-            dest: dest_id,
-            input,
+            dest: session.dest_id,
+            input: file_id(source.url.is_some(), source.archive.as_deref()),
             url: source.url.is_some(),
         };
-        session.dest_id = dest_id;
         let absent = matches!(found, Found::Absent);
         match decide::decide(cfg.flag, found, eligible, &here) {
             Plan::Refuse(line) => return Err(refuse(line)),
@@ -452,25 +371,7 @@ impl Session {
                 if clear && let Some(d) = &dir {
                     fsio::remove_state(d).map_err(|e| anyhow!("{shown}: {e}"))?;
                 }
-                session.off = off;
-                if session.off.is_none() {
-                    match take_dir(cfg, dir, &shown) {
-                        Ok(d) => {
-                            session.dest_id = d.1;
-                            session.dir = Some(Arc::new(d.0));
-                        }
-                        // Asked for: say why it cannot be. Else points are only a default, and
-                        // DIR that takes no state (a read-only mount, no write permission)
-                        // gets the writers' own errors per member, as with GNU tar.
-                        Err(e) if cfg.flag == Flag::Resume => return Err(e),
-                        Err(e) => session.off = Some(format!("{e:#}")),
-                    }
-                } else if session.asked && !session.quiet {
-                    crate::report::warn(format!(
-                        "no resume points: {}",
-                        session.off.as_deref().unwrap_or("")
-                    ));
-                }
+                session.start_fresh(cfg, dir, off, &shown)?;
             }
             Plan::Resume(mut state) => {
                 let d = dir.expect("a state was read from it");
@@ -483,6 +384,69 @@ impl Session {
             }
         }
         Ok(session)
+    }
+
+    /// A session that has opened nothing yet; resume points are `off` for that reason.
+    fn new(cfg: &ResumePlan, off: Option<String>) -> Session {
+        Session {
+            dest: cfg.dest.clone(),
+            dir: None,
+            off,
+            resumed: None,
+            fixed: None,
+            options: cfg.options,
+            dest_id: (0, 0),
+            every: cfg.writeback.unwrap_or(0),
+            shared: Arc::default(),
+            asked: cfg.flag == Flag::Resume,
+            quiet: cfg.quiet,
+        }
+    }
+
+    /// Another fastuntar holds DIR's lock: `--resume` is refused; otherwise this run reads
+    /// and writes no resume point.
+    fn busy(mut self, cfg: &ResumePlan, shown: &str) -> Result<Session> {
+        if cfg.flag == Flag::Resume {
+            bail!("{shown}: cannot resume: another fastuntar is extracting into it");
+        }
+        if !cfg.quiet {
+            crate::report::warn(format!(
+                "{shown}: another fastuntar is extracting into it: this run reads and writes no \
+                 resume point"
+            ));
+        }
+        self.off = Some("another fastuntar is extracting into DIR".into());
+        Ok(self)
+    }
+
+    /// A run from the beginning writes resume points unless they are `off` (then says why
+    /// when they were asked for): DIR is made, opened and locked for it.
+    fn start_fresh(
+        &mut self,
+        cfg: &ResumePlan,
+        dir: Option<OwnedFd>,
+        off: Option<String>,
+        shown: &str,
+    ) -> Result<()> {
+        self.off = off;
+        if let Some(why) = &self.off {
+            if self.asked && !self.quiet {
+                crate::report::warn(format!("no resume points: {why}"));
+            }
+            return Ok(());
+        }
+        match take_dir(cfg, dir, shown) {
+            Ok((d, id)) => {
+                self.dest_id = id;
+                self.dir = Some(Arc::new(d));
+            }
+            // Asked for: say why it cannot be. Else points are only a default, and DIR that
+            // takes no state (a read-only mount, no write permission) gets the writers' own
+            // errors per member, as with GNU tar.
+            Err(e) if cfg.flag == Flag::Resume => return Err(e),
+            Err(e) => self.off = Some(format!("{e:#}")),
+        }
+        Ok(())
     }
 
     /// Where to open the archive again, for a resumed run: the unit's start in the first
@@ -974,6 +938,30 @@ mod tests {
         state::safe_path(s.as_bytes()).unwrap()
     }
 
+    /// What can be read again from a resume point is known before the input is opened:
+    /// a regular file or a URL, not standard input or a directory, FIFO or device.
+    #[test]
+    fn inputs_that_cannot_be_read_again_are_told_apart() {
+        let dir =
+            std::env::temp_dir().join(format!("fastuntar-resume-input-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("a.tar");
+        std::fs::write(&file, b"x").unwrap();
+        let gone = dir.join("gone.tar");
+        let dev = std::path::Path::new("/dev/null");
+        assert_eq!(not_a_file(false, None), Some("standard input"));
+        assert_eq!(not_a_file(false, Some(&dir)), Some("not a regular file"));
+        assert_eq!(not_a_file(false, Some(dev)), Some("not a regular file"));
+        assert_eq!(not_a_file(false, Some(&file)), None);
+        assert_eq!(not_a_file(false, Some(&gone)), None, "opening it says why");
+        assert_eq!(not_a_file(true, None), None);
+        assert!(matches!(file_id(false, Some(&file)), Some(InputId::File(f)) if f.size == 1));
+        assert_eq!(file_id(false, Some(&gone)), None);
+        assert_eq!(file_id(true, Some(&file)), None);
+        assert_eq!(file_id(false, None), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn probes_are_the_last_files_and_spread_ones() {
         let mut probes = Probes::default();
@@ -988,31 +976,5 @@ mod tests {
         for i in [8, 16, 32, 64, 128, 256, 512] {
             assert!(got.contains(&format!("f{i}")), "{got:?}");
         }
-    }
-
-    #[test]
-    fn pending_points_are_published_once_landed() {
-        let frontier = Arc::new(Frontier::default());
-        let mut pending = Pending::default();
-        let mark = |tar: u64| {
-            Box::new(Mark {
-                point: Point { member: tar / 512, tar, unit: UnitStart::START, anchor: [0; 32] },
-                counts: Counts::default(),
-                probes: Vec::new(),
-                delay: false,
-                dirs: Vec::new(),
-                frontier: frontier.clone(),
-            })
-        };
-        pending.hold(mark(512), Some((false, Vec::new())));
-        pending.hold(mark(4096), Some((false, Vec::new())));
-        // Too large to carry: dropped.
-        pending.hold(mark(8192), None);
-        pending.publish(|t| t <= 1024);
-        assert_eq!(frontier.take().map(|m| m.point.tar), Some(512));
-        assert!(frontier.take().is_none());
-        pending.publish(|_| true);
-        assert_eq!(frontier.take().map(|m| m.point.tar), Some(4096));
-        assert!(pending.is_empty());
     }
 }

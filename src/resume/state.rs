@@ -21,8 +21,9 @@ use sha2::{Digest, Sha256};
 use crate::archive::Timestamp;
 use crate::archive::UnitStart;
 use crate::decode::{FileId, Format};
+use crate::mark::record::{Record, decode_last, encode as encode_record};
+use crate::mark::{CarriedDir, Counts, DirState, Point};
 use crate::policy::safety::SafePath;
-use crate::write::delayed::{Record, decode_last, encode as encode_record};
 
 /// The state file's name in DIR, and the name it is written under before its rename.
 pub const STATE_NAME: &str = ".fastuntar-resume";
@@ -62,34 +63,6 @@ pub enum InputId {
     },
 }
 
-/// Where the resumed run begins: member `member` (its number from 0), whose first header is
-/// at `tar` in the decoded stream, inside the input unit `unit`; `anchor` is a digest of the
-/// member as read (`resume::anchor`), which must be the same when read again.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Point {
-    pub member: u64,
-    pub tar: u64,
-    pub unit: UnitStart,
-    pub anchor: [u8; 32],
-}
-
-/// A directory whose metadata was still to be applied at the resume point.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DirState {
-    /// Above the member before the resume point (`Dest`'s `open`).
-    Open,
-    /// Left by the archive, waiting for files in flight beneath it (`closing`).
-    Closing,
-    /// `--delay-directory-restore`: waiting for the end of the run (write/delayed.rs).
-    Delayed,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CarriedDir {
-    pub state: DirState,
-    pub record: Record,
-}
-
 /// A file extracted before the resume point, as it was when the state was written: it must
 /// be there unchanged for the resume (`rm -rf DIR/*` leaves the state file, a dotfile).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,20 +71,6 @@ pub struct Probe {
     pub ino: u64,
     pub size: u64,
     pub mtime_ns: i128,
-}
-
-/// What selection and the limits had counted before the resume point.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Counts {
-    /// `-K` had not yet selected a member.
-    pub starting: bool,
-    /// Members each MEMBER operand had counted, in command-line order.
-    pub found: Vec<u64>,
-    /// `--max-bytes`' count and the files and directories counted (`--max-files`).
-    pub bytes: u64,
-    pub files: u64,
-    /// Members reported as not extracted (the exit status is 2 if any).
-    pub skipped: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -24,17 +24,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context, Result, anyhow};
 
 use super::backup::Backup;
-use super::delayed::{Delayed, Record};
+use super::delayed::Delayed;
 use super::events::{Event, Events};
 use super::restart;
 use super::tree::{Create, NodeId, Removals, Tree, note_dir_mode, open_dir_beneath, setgid_dirs};
 use crate::archive::Timestamp;
 use crate::archive::{Xattr, xattr_bytes};
+use crate::mark::CarriedDir;
+use crate::mark::hook;
+use crate::mark::record::Record;
 use crate::plan::{Entry, Node};
 use crate::policy::admit::FileCount;
 use crate::policy::conflict::{self, Decision, Member, OldFiles, Policy, There};
 use crate::policy::safety::SafePath;
-use crate::resume::state::CarriedDir;
 
 /// Mode a directory member is created with; its own mode is applied once it is complete, so a
 /// 0555 directory can still be filled.
@@ -831,7 +833,7 @@ impl Dest {
     /// whether directories are delayed. None past `cap` bytes of records (a point that large
     /// is not taken; a later one will be).
     pub fn carried(&self, cap: usize) -> Option<(bool, Vec<CarriedDir>)> {
-        use crate::resume::state::DirState;
+        use crate::mark::DirState;
         let mut out = Vec::new();
         let mut bytes = 0usize;
         let waiting = self.open.iter().map(|d| (DirState::Open, d));
@@ -856,7 +858,7 @@ impl Dest {
     /// for their metadata again, as they waited when the interrupted run stopped. One that is
     /// gone or replaced since is left alone, as `deferred_fd` leaves it.
     pub fn restore_carried(&mut self, delay: bool, dirs: Vec<CarriedDir>) -> Result<()> {
-        use crate::resume::state::DirState;
+        use crate::mark::DirState;
         self.delay |= delay;
         self.resumed = true;
         for c in dirs {
@@ -935,7 +937,7 @@ impl Dest {
 
     /// The archive has ended (or failed): every deferred directory is done.
     pub fn leave_all(&mut self) {
-        crate::resume::hook::final_pass();
+        hook::final_pass();
         self.left = true;
         while let Some(d) = self.open.pop() {
             if self.delay {
@@ -997,7 +999,7 @@ impl Dest {
     }
 
     fn apply_dir(&mut self, d: &DeferredDir) -> Result<()> {
-        crate::resume::hook::at(crate::resume::hook::Event::Stamp);
+        hook::at(hook::Event::Stamp);
         self.deferred_xattrs -= d.xattrs.as_deref().map_or(0, xattr_bytes);
         let Some(fd) = self.deferred_fd(d) else { return Ok(()) };
         let entry = MetaOf {

@@ -251,7 +251,7 @@ pub struct Dispatch {
     /// Waits for workers (for the summary and the performance notes).
     pub waits: u64,
     /// Resume points waiting for their members to land (src/resume/).
-    marks: crate::resume::Pending,
+    marks: crate::mark::Pending,
 }
 
 impl Dispatch {
@@ -539,7 +539,7 @@ impl Sink for Dispatch {
         self.publish_marks();
         match op {
             Op::Mark(m) => {
-                let dirs = self.dest.carried(crate::resume::CARRIED_MAX);
+                let dirs = self.dest.carried(crate::mark::CARRIED_MAX);
                 self.marks.hold(m, dirs);
                 // The batches being filled go now: a worker's part-filled batch would hold the
                 // point back until it fills, which a slow input (a URL) may take minutes to do.

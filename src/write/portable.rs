@@ -32,7 +32,7 @@ pub struct Portable {
     cur: Option<OpenFile>,
     stats: Stats,
     /// Resume points waiting for their members to land (src/resume/).
-    marks: crate::resume::Pending,
+    marks: crate::mark::Pending,
 }
 
 impl Portable {
@@ -142,7 +142,7 @@ impl Writer for Portable {
             }
             // Every member before it has landed: the previous End was applied.
             Op::Mark(m) => {
-                let dirs = self.dest.carried(crate::resume::CARRIED_MAX);
+                let dirs = self.dest.carried(crate::mark::CARRIED_MAX);
                 self.marks.hold(m, dirs);
                 let floor = self.pending_floor();
                 self.marks.publish(|t| floor >= t);

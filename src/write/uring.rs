@@ -117,7 +117,7 @@ pub struct Uring {
     /// Resume points waiting for their members to land (src/resume/), and the files closed
     /// when they were last looked at (nothing lands between two closes but namespace ops,
     /// which land at once: the slab is scanned once per close, not once per op).
-    marks: crate::resume::Pending,
+    marks: crate::mark::Pending,
     marks_seen: u64,
 }
 
@@ -705,7 +705,7 @@ impl Writer for Uring {
         self.publish_marks();
         match op {
             Op::Mark(m) => {
-                let dirs = self.dest.carried(crate::resume::CARRIED_MAX);
+                let dirs = self.dest.carried(crate::mark::CARRIED_MAX);
                 self.marks.hold(m, dirs);
                 self.marks_seen = u64::MAX;
                 self.publish_marks();

@@ -23,8 +23,8 @@ pub mod validator;
 
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -37,6 +37,7 @@ use fetch::{Fixed, Shared};
 use http::{Answer, Client, Settings};
 use ranges::Mode;
 use retry::Failure;
+use validator::ContentRange;
 pub use validator::Validator;
 
 /// Connections by default (`--connections`). Mirrors cap each connection (nginx's
@@ -151,51 +152,10 @@ pub fn open(plan: &Plan, start: Start) -> Result<Download> {
         cacert: plan.cacert.clone(),
         connections: plan.connections,
     })?;
-    let from = start.from;
     let piece = ranges::piece_size(plan.window, plan.connections);
-    let if_range = start.expect.as_ref().and_then(|i| i.validator.if_range());
     let stats = Arc::new(NetStats::default());
-    let mut end = (plan.connections > 1).then(|| from + piece - 1);
-    let (answer, ranged, length, mode) = loop {
-        let a = first_answer(&client, &url, (from, end), if_range, plan, &stats)?;
-        let (ranged, length) = match a.status {
-            206 if validator::range_is(a.content_range, from, end, None) => {
-                (true, a.content_range.and_then(|c| c.1))
-            }
-            206 => bail!(
-                "{given}: asked for bytes {from}-{}, the server answered Content-Range {}",
-                end.map_or(String::new(), |e| e.to_string()),
-                fetch::describe(a.content_range)
-            ),
-            200 if from == 0 => (false, a.content_length),
-            200 => bail!(
-                "{given}: asked for the archive from byte {from}, the server sent the whole \
-                 file (200): it changed, or it no longer answers ranges"
-            ),
-            416 if from == 0 && a.content_range.and_then(|c| c.1) == Some(0) => (true, Some(0)),
-            s => bail!("{given}: {}", fetch::status_text(s)),
-        };
-        if let Some(expect) = &start.expect {
-            if let Some(why) = expect.validator.changed(&a.validator) {
-                bail!("{given}: the archive changed on the server: {why}");
-            }
-            if expect.length != length {
-                bail!("{given}: the archive changed on the server: its length is not the same");
-            }
-        }
-        let count = length.map_or(0, |l| l.saturating_sub(from).div_ceil(piece));
-        let if_range = a.validator.if_range().is_some();
-        let mode = ranges::mode(plan.connections, ranged, length, if_range, count);
-        // Pieces were asked for, but they cannot be used: the whole file in one answer instead
-        // (nothing was consumed yet).
-        let partial =
-            a.status == 206 && a.content_range.and_then(|c| c.0).map(|r| r.1 + 1) != length;
-        if mode == Mode::Whole && end.is_some() && partial {
-            end = None;
-            continue;
-        }
-        break (a, ranged, length, mode);
-    };
+    let (answer, ranged, length, mode) = first_contact(&client, &url, plan, &start, piece, &stats)?;
+    let from = start.from;
     let validator = answer.validator.clone();
     let identity = Identity { url: answer.url.to_string(), validator: validator.clone(), length };
     if plan.verbose && answer.url.as_str() != url.as_str() {
@@ -235,27 +195,105 @@ pub fn open(plan: &Plan, start: Start) -> Result<Download> {
         Mode::Pieces(n) => (n, None),
         Mode::Whole => (1, Some(shared.whole())),
     };
-    let first_job = Mutex::new(first_job);
+    let started = start_connections(&shared, threads, first_job)
+        .with_context(|| format!("{given}: cannot start a connection thread"))?;
+    stats.threads.store(started, Ordering::Relaxed);
+    // Their sockets open as they start; the writers' descriptor budget is made before that.
+    crate::resources::promise_fds(started);
+    Ok(Download { shared, guard, identity, stats, keep, checksum: plan.checksum, ranged })
+}
+
+/// The first ranged GET from `start` (pieces of `piece` bytes): the answer, whether the server
+/// answers ranges, the archive's length and how it is fetched. Asked for a piece whose answer
+/// cannot be used as one, it asks again for the whole (nothing was consumed yet).
+fn first_contact(
+    client: &Client,
+    url: &Url,
+    plan: &Plan,
+    start: &Start,
+    piece: u64,
+    stats: &NetStats,
+) -> Result<(Answer, bool, Option<u64>, Mode)> {
+    let from = start.from;
+    let if_range = start.expect.as_ref().and_then(|i| i.validator.if_range());
+    let mut end = (plan.connections > 1).then(|| from + piece - 1);
+    loop {
+        let a = first_answer(client, url, (from, end), if_range, plan, stats)?;
+        let verdict = first_verdict(a.status, a.content_range, a.content_length, (from, end));
+        let (ranged, length) = verdict.map_err(|e| anyhow!("{}: {e}", shown(&plan.url)))?;
+        let expect = start.expect.as_ref();
+        if let Some(why) = expect.and_then(|x| changed_since(x, &a.validator, length)) {
+            bail!("{}: the archive changed on the server: {why}", shown(&plan.url));
+        }
+        let count = length.map_or(0, |l| l.saturating_sub(from).div_ceil(piece));
+        let if_range = a.validator.if_range().is_some();
+        let mode = ranges::mode(plan.connections, ranged, length, if_range, count);
+        let partial =
+            a.status == 206 && a.content_range.and_then(|c| c.0).map(|r| r.1 + 1) != length;
+        if mode == Mode::Whole && end.is_some() && partial {
+            end = None;
+            continue;
+        }
+        return Ok((a, ranged, length, mode));
+    }
+}
+
+/// What the first answer to a request for bytes `from`-`end` (`end` None: to the end) says:
+/// whether the server answers ranges and the archive's length, or why the run stops.
+fn first_verdict(
+    status: u16,
+    range: Option<ContentRange>,
+    content_length: Option<u64>,
+    (from, end): (u64, Option<u64>),
+) -> Result<(bool, Option<u64>), String> {
+    match status {
+        206 if validator::range_is(range, from, end, None) => Ok((true, range.and_then(|c| c.1))),
+        206 => Err(format!(
+            "asked for bytes {from}-{}, the server answered Content-Range {}",
+            end.map_or(String::new(), |e| e.to_string()),
+            fetch::describe(range)
+        )),
+        200 if from == 0 => Ok((false, content_length)),
+        200 => Err(format!(
+            "asked for the archive from byte {from}, the server sent the whole file (200): it \
+             changed, or it no longer answers ranges"
+        )),
+        416 if from == 0 && range.and_then(|c| c.1) == Some(0) => Ok((true, Some(0))),
+        s => Err(fetch::status_text(s)),
+    }
+}
+
+/// Why the archive on the server is not the one a resumed run expects (its validator, then its
+/// length), or None.
+fn changed_since(expect: &Identity, now: &Validator, length: Option<u64>) -> Option<String> {
+    expect
+        .validator
+        .changed(now)
+        .or_else(|| (expect.length != length).then(|| "its length is not the same".into()))
+}
+
+/// Starts `threads` connection threads, the first with `first_job`: how many started. Fewer
+/// where threads cannot be had (ulimit -u); none is an error.
+fn start_connections(
+    shared: &Arc<Shared>,
+    threads: usize,
+    first_job: Option<fetch::Job>,
+) -> std::io::Result<usize> {
+    let mut first_job = first_job;
     let mut started = 0;
     for i in 0..threads {
         let sh = shared.clone();
-        let job = first_job.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let job = first_job.take();
         let spawned = std::thread::Builder::new()
             .name(format!("fastuntar-net{i}"))
             .spawn(move || fetch::connection(sh, job));
         match spawned {
             Ok(_) => started += 1,
-            // Fewer connections where threads cannot be had (ulimit -u); none is an error.
-            Err(e) if started == 0 => {
-                return Err(e).context(format!("{given}: cannot start a connection thread"));
-            }
+            Err(e) if started == 0 => return Err(e),
             Err(_) => break,
         }
     }
-    stats.threads.store(started, Ordering::Relaxed);
-    // Their sockets open as they start; the writers' descriptor budget is made before that.
-    crate::resources::promise_fds(started);
-    Ok(Download { shared, guard, identity, stats, keep, checksum: plan.checksum, ranged })
+    Ok(started)
 }
 
 /// The first answer, with retries for what may pass (a 503 while a mirror starts, a stall);
@@ -423,5 +461,50 @@ mod tests {
         assert_eq!(incomplete_name(Path::new("/a/b.tar")), Path::new("/a/b.tar.incomplete"));
         assert_eq!(shown("https://u:secret@h/x?s=1"), "https://u:***@h/x?s=1");
         assert_eq!(shown("https://h/x?X-Amz-Signature=a%2Fb"), "https://h/x?X-Amz-Signature=a%2Fb");
+    }
+
+    /// The first answer's status and Content-Range, for the range asked: ranged or not, the
+    /// length, or the line that stops the run.
+    #[test]
+    fn the_first_answer_decides_ranges_and_length() {
+        let whole = (0, None);
+        let piece = (0, Some(1023));
+        assert_eq!(
+            first_verdict(206, Some((Some((0, 1023)), Some(5000))), None, piece),
+            Ok((true, Some(5000)))
+        );
+        assert_eq!(
+            first_verdict(206, Some((Some((0, 4999)), Some(5000))), None, whole),
+            Ok((true, Some(5000)))
+        );
+        assert_eq!(first_verdict(200, None, Some(5000), piece), Ok((false, Some(5000))));
+        assert_eq!(first_verdict(200, None, None, whole), Ok((false, None)));
+        // An empty archive: nothing to range over.
+        assert_eq!(first_verdict(416, Some((None, Some(0))), None, piece), Ok((true, Some(0))));
+        let refused = [
+            first_verdict(206, Some((Some((1, 1023)), Some(5000))), None, piece),
+            first_verdict(206, None, None, piece),
+            // A resumed run asked from byte 4096 and got the whole file.
+            first_verdict(200, None, Some(5000), (4096, None)),
+            first_verdict(416, Some((None, Some(5000))), None, (4096, None)),
+            first_verdict(204, None, None, whole),
+        ];
+        assert!(refused[0].as_ref().unwrap_err().contains("asked for bytes 0-1023"));
+        assert!(refused[2].as_ref().unwrap_err().contains("sent the whole file (200)"));
+        assert!(refused.iter().all(Result::is_err), "{refused:?}");
+    }
+
+    /// A resumed run's archive must show the same validator and length again.
+    #[test]
+    fn a_resumed_download_must_be_the_same_archive() {
+        let v = |etag: &str| Validator { etag: Some(etag.into()), last_modified: None };
+        let expect =
+            Identity { url: "https://h/a".into(), validator: v("\"1\""), length: Some(10) };
+        assert_eq!(changed_since(&expect, &v("\"1\""), Some(10)), None);
+        assert!(changed_since(&expect, &v("\"2\""), Some(10)).is_some());
+        assert_eq!(
+            changed_since(&expect, &v("\"1\""), Some(11)).as_deref(),
+            Some("its length is not the same")
+        );
     }
 }
