@@ -925,6 +925,12 @@ impl Dest {
         !self.closing.is_empty() && self.tree.marked(path.components())
     }
 
+    /// `--keep-directory-symlink` (or `-h`): a symlink to a directory inside DIR stands for
+    /// it, so one file may be reached by two names.
+    pub fn keeps_dir_symlinks(&self) -> bool {
+        self.policy.keep_dir_symlinks
+    }
+
     /// Whether `path` is at or beneath a directory the archive has left whose metadata is not
     /// applied yet (`closing`), as a user: a hard link to a file there must see the directory
     /// as stamped, as with one writer, since its search permission decides whether the link
