@@ -658,19 +658,25 @@ fn produce(
             }
         }
     }
-    // The sink's own failure: the dispatcher's directory or link, or on one thread the
-    // writer's last writes, closes and metadata, which only the flush lands.
+    if let Err(e) = flush_at_end(out) {
+        return stopped(members, e);
+    }
+    archive.finish(utf8)?;
+    Ok(members)
+}
+
+/// Sends what the sink holds after the last member. Its failure is the sink's own: the
+/// dispatcher's directory or link, or on one thread the writer's last writes, closes and
+/// metadata, which only the flush lands. A kill test armed at the first state waits here
+/// for it (mark/hook.rs `before_end`), the sink flushed meanwhile so points get published.
+fn flush_at_end(out: &mut dyn Sink) -> Result<(), Stop> {
     let mut flushed = out.flush();
     crate::mark::hook::before_end(|| {
         if flushed.is_ok() {
             flushed = out.flush();
         }
     });
-    if let Err(e) = flushed {
-        return stopped(members, e);
-    }
-    archive.finish(utf8)?;
-    Ok(members)
+    flushed
 }
 
 enum MemberError {
