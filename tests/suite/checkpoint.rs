@@ -217,13 +217,16 @@ fn dots_like_gnu_tar() {
         return;
     };
     let rows = [
-        // On stdout, between the names, no newline after the last: -t, -tv, -xv.
+        // On stdout, between the names, never a newline after one: -t, -tv, -xv. (Whether the
+        // dots or a name come last depends on the order `tar -c` read the tree in, which is
+        // the filesystem's: on the load protocol's fresh ext4 a name came last.)
         stdin_row(&a, &["--checkpoint=.5", "-tf", "-"], compared),
         row(&a, &["--checkpoint=.1", "-tvf", "{archive}"], compared),
         row(&a, &["--checkpoint=.5", "-xvf", "{archive}", "-C", "{dest}"], |s| {
             let out = &s.gnu.out.stdout;
             let dots = out.iter().filter(|&&b| b == b'.').count();
-            expect(dots >= 6 && out.ends_with(b"."), s, "6 dots or more, one last")
+            let newline_after_a_dot = out.windows(2).any(|w| w == b".\n");
+            expect(dots >= 6 && !newline_after_a_dot, s, "6 dots or more, no newline after one")
         }),
         // `--checkpoint=.` alone is every 10th; with -O the dots go to stderr.
         row(&a, &["--checkpoint=.", "-xOf", "{archive}"], |s| {
