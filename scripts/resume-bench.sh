@@ -48,7 +48,11 @@ run() {
     echo "$label rc=$rc wall=$wall cpu=$(echo "$u + $s" | bc) $resumed"
 }
 used() { # bytes in use on the scratch ext4 (delayed allocations included)
-    stat -f -c '%b %f %S' "$mnt" | awk '{ printf "%d\n", ($1 - $2) * $3 }'
+    # Bash's 64-bit arithmetic: awk's printf "%d" stops at 2^31 (mawk), which made every
+    # run before 2026-11-27 16:00 kill at 2 GiB / 2 of a 4 GB tree, not at half of it.
+    local blocks free size
+    read -r blocks free size < <(stat -f -c '%b %f %S' "$mnt")
+    echo $(((blocks - free) * size))
 }
 # killed_at_half SOURCE FULL_USED: SIGKILL once the run has written half of what a full run
 # leaves on the filesystem (polled every 10 ms), so the kill lands at half the archive however

@@ -64,6 +64,9 @@ pub struct Reader<R: Skip> {
     first_label: Option<Vec<u8>>,
     /// Values from PAX global (`g`) headers seen so far.
     global: Overrides,
+    /// The `g` headers behind `global` and `volume_label`, as read, for a resumed run to read
+    /// again (`carried`); None once they pass GLOBALS_MAX.
+    globals: Option<Globals>,
     /// Name of the last member returned, for messages about what follows it.
     prev: Option<String>,
     /// The member whose data is being read.
@@ -305,6 +308,31 @@ fn one_line(name: &str) -> String {
     out
 }
 
+/// The PAX global headers a resumed run reads again (`Reader::carried`, `Reader::resume`),
+/// in the order they came: each one's records as read and its header's mtime (the volume
+/// label's time).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Globals {
+    pub headers: Vec<GlobalHeader>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GlobalHeader {
+    pub mtime: i64,
+    pub records: Vec<u8>,
+}
+
+/// The most bytes of `g` records carried to a resumed run, all headers together: what a
+/// state file holds for them. `git archive`'s one header is 52 bytes (and sets nothing, so
+/// it is not kept); a writer's defaults (`uname`, `mtime`) a few hundred.
+pub const GLOBALS_MAX: usize = 64 << 10;
+
+impl Globals {
+    pub fn bytes(&self) -> usize {
+        self.headers.iter().map(|g| g.records.len()).sum()
+    }
+}
+
 impl<R: Skip> Reader<R> {
     /// A reader at the start of an archive (`inner` yields the decoded tar bytes).
     pub fn new(inner: R) -> Self {
@@ -321,6 +349,7 @@ impl<R: Skip> Reader<R> {
             volume_label: None,
             first_label: None,
             global: Overrides::default(),
+            globals: Some(Globals::default()),
             prev: None,
             cur: None,
             scratch: Vec::new(),
@@ -334,10 +363,16 @@ impl<R: Skip> Reader<R> {
     /// A reader that begins at member boundary `at` of the archive (a resumed run,
     /// src/resume/), on `inner`, which yields the decoded stream from offset `from` (the start
     /// of the input unit holding `at`): the `at - from` bytes before it are passed over.
-    /// Offsets in messages and members stay the archive's own. The caller has checked that
-    /// nothing was carried across `at` (`carries_nothing` held there).
-    pub fn resume(inner: R, at: u64, from: u64) -> Result<Self> {
+    /// Offsets in messages and members stay the archive's own. `globals` are the PAX global
+    /// headers read before `at` (`carried` there), read again first.
+    pub fn resume(inner: R, at: u64, from: u64, globals: &Globals) -> Result<Self> {
         let mut r = Reader::new(inner);
+        for g in &globals.headers {
+            let mut parser = pax::Parser::new(g.records.len() as u64, true, false);
+            let parsed = parser.feed(&g.records).and_then(|()| parser.finish());
+            let parsed = parsed.map_err(|e| anyhow!("a PAX global header carried over: {e}"))?;
+            r.take_global(parsed, g.mtime, Some(g.records.clone()));
+        }
         r.pos = from;
         let gap = at.checked_sub(from).filter(|_| at.is_multiple_of(BLOCK as u64));
         let Some(gap) = gap else {
@@ -352,11 +387,11 @@ impl<R: Skip> Reader<R> {
         self.inner.unit_at_or_before(t)
     }
 
-    /// Whether nothing read so far reaches past the member boundary it is at: no PAX global
-    /// (`g`) value and no volume label, which apply to every member after them. A resumed run
-    /// starts a fresh reader, so it begins only where this held.
-    pub fn carries_nothing(&self) -> bool {
-        self.global == Overrides::default() && self.volume_label.is_none()
+    /// What a resumed run must read again before the member boundary it is at: the PAX global
+    /// (`g`) headers that set a value or a volume label, which apply to every member after
+    /// them. None when they are more than GLOBALS_MAX: no resume point past them.
+    pub fn carried(&self) -> Option<&Globals> {
+        self.globals.as_ref()
     }
 
     /// `-R`: note the zero blocks and the end of the input as they are met (`take_ends`).
@@ -854,17 +889,43 @@ impl<R: Skip> Reader<R> {
             parser.delete(&self.pax_deleted);
         }
         parser.keep_dumpdir(self.dumpdirs);
-        self.stream(size, off, |chunk| parser.feed(chunk))?;
+        // A `g` header's records are kept as read while they fit (`carried`).
+        let held = self.globals.as_ref().map_or(0, Globals::bytes) as u64;
+        let keep = global && size <= (GLOBALS_MAX as u64).saturating_sub(held);
+        let mut records = Vec::new();
+        self.stream(size, off, |chunk| {
+            if keep {
+                records.extend_from_slice(chunk);
+            }
+            parser.feed(chunk)
+        })?;
         let parsed = parser.finish().map_err(|e| self.msg(None, off, &e))?;
         if global {
-            if let Some(label) = parsed.volume_label {
-                self.volume_label = Some((label, h.mtime().unwrap_or(0)));
-            }
-            self.global.merge_global(parsed.overrides);
+            self.take_global(parsed, h.mtime().unwrap_or(0), keep.then_some(records));
         } else {
             ext.local = Some(parsed);
         }
         Ok(())
+    }
+
+    /// Applies a `g` header's records (`parsed`; `mtime` is its header's) to every later
+    /// member. One that sets anything is kept for a resumed run (`records`, as read; None:
+    /// past GLOBALS_MAX, and nothing can be carried from here on).
+    fn take_global(&mut self, parsed: pax::Extended, mtime: i64, records: Option<Vec<u8>>) {
+        let sets = parsed.overrides != Overrides::default() || parsed.volume_label.is_some();
+        if let Some(label) = parsed.volume_label {
+            self.volume_label = Some((label, mtime));
+        }
+        self.global.merge_global(parsed.overrides);
+        if sets {
+            self.globals = match (self.globals.take(), records) {
+                (Some(mut g), Some(records)) => {
+                    g.headers.push(GlobalHeader { mtime, records });
+                    Some(g)
+                }
+                _ => None,
+            };
+        }
     }
 
     /// The size of an extension header's data (its own size field; PAX does not apply).
@@ -1597,19 +1658,72 @@ mod tests {
         let ar = Ar::new().file("a", b"one").file("b", &[7; 700]).file("c", b"three").end();
         let plain = read_ok(&ar);
         let c = plain[2].m.offset;
+        let none = Globals::default();
         for from in [0, plain[1].m.offset, c] {
-            let mut r = Reader::resume(&ar[from as usize..], c, from).unwrap();
+            let mut r = Reader::resume(&ar[from as usize..], c, from, &none).unwrap();
             let m = r.next_member().unwrap().unwrap();
             assert_eq!((m.name.as_slice(), m.offset), (&b"c"[..], c), "from {from}");
-            assert!(r.carries_nothing());
+            assert_eq!(r.carried(), Some(&none));
         }
-        assert!(Reader::resume(&ar[..], c + 1, 0).is_err(), "not a block boundary");
-        assert!(Reader::resume(&ar[..], 512, 1024).is_err(), "before its unit");
-        assert!(Reader::resume(&ar[..], 100 * 512, 0).is_err(), "past the end");
-        let global = Ar::new().start().pax(b'g', &[("uid", b"8")]).file("a", b"").end();
-        let mut r = Reader::new(&global[..]);
-        r.next_member().unwrap();
-        assert!(!r.carries_nothing());
+        assert!(Reader::resume(&ar[..], c + 1, 0, &none).is_err(), "not a block boundary");
+        assert!(Reader::resume(&ar[..], 512, 1024, &none).is_err(), "before its unit");
+        assert!(Reader::resume(&ar[..], 100 * 512, 0, &none).is_err(), "past the end");
+    }
+
+    /// PAX global headers apply to every member after them: a reader resumed past them reads
+    /// the carried ones again and returns the members an uninterrupted reader returns. Those
+    /// that set nothing (`git archive`'s comment) are not carried; more than GLOBALS_MAX of
+    /// them leave no resume point.
+    #[test]
+    fn globals_are_carried_to_a_resumed_reader() {
+        let ar = Ar::new()
+            .start()
+            .pax(b'g', &[("comment", &b"0123abcd"[..])])
+            .pax(
+                b'g',
+                &[("uid", &b"8"[..]), ("uname", &b"eight"[..]), ("mtime", &b"1600000000.5"[..])],
+            )
+            .file("a", b"one")
+            .pax(b'g', &[("GNU.volume.label", &b"vol"[..]), ("uid", &b"9"[..])])
+            .file("b", &[7; 700])
+            .file("c", b"three")
+            .end();
+        let whole = read_ok(&ar);
+        let mut r = Reader::new(&ar[..]);
+        let mut carried = Vec::new();
+        while let Some(m) = r.next_member().unwrap() {
+            carried.push((m.offset, r.carried().cloned().unwrap()));
+        }
+        // The comment is not kept; the two that set values are, in order.
+        let last = &carried[2].1;
+        assert_eq!(last.headers.len(), 2);
+        assert_eq!(carried[0].1.headers.len(), 1);
+        for (i, (at, globals)) in carried.iter().enumerate() {
+            let mut r = Reader::resume(&ar[*at as usize..], *at, *at, globals).unwrap();
+            let mut rest = vec![r.next_member().unwrap().unwrap()];
+            // The label is the carried one from the first member on (`-v`'s lines show it).
+            let label = r.volume_label().map(|(l, t)| (l.to_vec(), t));
+            assert_eq!(label, (i > 0).then(|| (b"vol".to_vec(), 1_000_000)), "at member {i}");
+            while let Some(m) = r.next_member().unwrap() {
+                rest.push(m);
+            }
+            // Every field a carried header may set, and the offsets.
+            let seen = |m: &Member| format!("{m:?}");
+            let want: Vec<_> = whole[i..].iter().map(|e| seen(&e.m)).collect();
+            assert_eq!(rest.iter().map(seen).collect::<Vec<_>>(), want, "resumed at member {i}");
+        }
+        // A carried header the parser refuses (a forged state): an error, not a guess.
+        let bad =
+            Globals { headers: vec![GlobalHeader { mtime: 0, records: b"9 uid=8".to_vec() }] };
+        assert!(Reader::resume(&ar[..], 0, 0, &bad).is_err());
+        // Past GLOBALS_MAX: nothing can be carried; a large one that sets nothing is no bar.
+        let big = vec![b'x'; GLOBALS_MAX];
+        for (key, carried) in [("path", false), ("comment", true)] {
+            let ar = Ar::new().start().pax(b'g', &[(key, &big[..])]).file("a", b"").end();
+            let mut r = Reader::new(&ar[..]);
+            r.next_member().unwrap();
+            assert_eq!(r.carried().is_some(), carried, "{key}");
+        }
     }
 
     #[test]

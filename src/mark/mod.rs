@@ -12,7 +12,7 @@ pub mod record;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use crate::archive::UnitStart;
+use crate::archive::{Globals, UnitStart};
 use crate::policy::safety::SafePath;
 use hook::Event;
 use record::Record;
@@ -66,6 +66,8 @@ pub struct Mark {
     pub counts: Counts,
     /// Files extracted before the point, to be looked at when the state is written.
     pub probes: Vec<SafePath>,
+    /// The PAX global headers read before the point, read again by the resumed run.
+    pub globals: Globals,
     /// Filled in by whoever applies directory metadata, as it stood at the point.
     pub delay: bool,
     pub dirs: Vec<CarriedDir>,
@@ -140,6 +142,7 @@ mod tests {
                 point: Point { member: tar / 512, tar, unit: UnitStart::START, anchor: [0; 32] },
                 counts: Counts::default(),
                 probes: Vec::new(),
+                globals: Globals::default(),
                 delay: false,
                 dirs: Vec::new(),
                 frontier: frontier.clone(),

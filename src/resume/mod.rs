@@ -185,6 +185,8 @@ pub struct Session {
     dir: Option<Arc<OwnedFd>>,
     /// Why this run writes no resume points (None: it does).
     off: Option<String>,
+    /// DIR, when another process held its lock past LOCK_WAIT (`busy`).
+    contended: Option<OwnedFd>,
     resumed: Option<Box<State>>,
     fixed: Option<Fixed>,
     options: [u8; 32],
@@ -342,7 +344,7 @@ impl Session {
         if let Some(d) = &dir
             && !lock_waiting(d).map_err(|e| anyhow!("{shown}: cannot lock: {e}"))?
         {
-            return session.busy(cfg, &shown);
+            return session.busy(cfg, dir, &shown);
         }
         let found = match (&dir, cfg.flag) {
             (Some(d), Flag::Auto | Flag::Resume) => fsio::read_state(d),
@@ -392,6 +394,7 @@ impl Session {
             dest: cfg.dest.clone(),
             dir: None,
             off,
+            contended: None,
             resumed: None,
             fixed: None,
             options: cfg.options,
@@ -404,8 +407,9 @@ impl Session {
     }
 
     /// Another fastuntar holds DIR's lock: `--resume` is refused; otherwise this run reads
-    /// and writes no resume point.
-    fn busy(mut self, cfg: &ResumePlan, shown: &str) -> Result<Session> {
+    /// and writes no resume point (and tries the lock again when it completes: `complete`).
+    fn busy(mut self, cfg: &ResumePlan, dir: Option<OwnedFd>, shown: &str) -> Result<Session> {
+        self.contended = dir;
         if cfg.flag == Flag::Resume {
             bail!("{shown}: cannot resume: another fastuntar is extracting into it");
         }
@@ -548,7 +552,7 @@ impl Session {
             return Err(changed("its MEMBER operands"));
         }
         let p = s.point;
-        let reader = Reader::resume(reader, p.tar, p.unit.decoded)?;
+        let reader = Reader::resume(reader, p.tar, p.unit.decoded, &s.globals)?;
         let mut r = Reading::resumed(plan, reader, trailer, wanted);
         r.download = download;
         match r.next_member()? {
@@ -622,10 +626,9 @@ impl Session {
             return None;
         }
         let fixed = self.fixed.as_ref()?;
-        // A PAX global header or a volume label reaches past the boundary: not here.
-        if !reader.carries_nothing() {
-            return None;
-        }
+        // PAX global headers reach past the boundary: carried with the point, unless they
+        // are too large to.
+        let globals = reader.carried()?.clone();
         let unit = match fixed.seekable {
             true => reader.unit_at_or_before(m.offset)?,
             false => UnitStart::START,
@@ -640,6 +643,7 @@ impl Session {
             point,
             counts,
             probes: probes.paths(),
+            globals,
             delay: false,
             dirs: Vec::new(),
             frontier: self.shared.frontier.clone(),
@@ -719,10 +723,20 @@ impl Session {
             bail!("{e}");
         }
         hook::at(Event::End);
+        let shown = || self.dest.display();
         if let Some(d) = &self.dir
             && !rec.retired
         {
-            fsio::remove_state_at_end(d).map_err(|e| anyhow!("{}: {e}", self.dest.display()))?;
+            fsio::remove_state_at_end(d).map_err(|e| anyhow!("{}: {e}", shown()))?;
+        }
+        // Extracted without the lock: a run killed just before may have held it that long
+        // (its io_uring requests still tearing down) and left a state this run has made stale.
+        // Its lock free now, the state goes, or the next run would resume from it. Still held:
+        // a live run owns it.
+        if let Some(d) = &self.contended
+            && fsio::lock(d).map_err(|e| anyhow!("{}: cannot lock: {e}", shown()))?
+        {
+            fsio::remove_state_at_end(d).map_err(|e| anyhow!("{}: {e}", shown()))?;
         }
         Ok(())
     }
@@ -862,7 +876,7 @@ fn write(job: &Job, dir: &OwnedFd, syncs: &[OwnedFd], mark: Mark) {
     let written = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i128);
-    let Mark { point, mut counts, delay, dirs, .. } = mark;
+    let Mark { point, mut counts, delay, dirs, globals, .. } = mark;
     counts.skipped = crate::report::skipped_count();
     let state = State {
         program: PROGRAM.into(),
@@ -875,6 +889,7 @@ fn write(job: &Job, dir: &OwnedFd, syncs: &[OwnedFd], mark: Mark) {
         delay,
         dirs,
         probes,
+        globals,
         written,
     };
     let bytes = state.encode();

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use sha2::{Digest, Sha256};
 
 use crate::archive::Timestamp;
-use crate::archive::UnitStart;
+use crate::archive::{GLOBALS_MAX, GlobalHeader, Globals, UnitStart};
 use crate::decode::{FileId, Format};
 use crate::mark::record::{Record, decode_last, encode as encode_record};
 use crate::mark::{CarriedDir, Counts, DirState, Point};
@@ -36,7 +36,8 @@ pub const TMP_NAME: &str = ".fastuntar-resume.tmp";
 pub const STATE_MAX: usize = 4 << 20;
 
 const MAGIC: &[u8; 8] = b"FUTRESUM";
-const VERSION: u32 = 1;
+/// 2: the PAX global headers carried (`State::globals`).
+const VERSION: u32 = 2;
 const HEAD: usize = 16;
 const SUM: usize = 32;
 
@@ -90,6 +91,8 @@ pub struct State {
     pub delay: bool,
     pub dirs: Vec<CarriedDir>,
     pub probes: Vec<Probe>,
+    /// The PAX global headers read before the point, read again before it.
+    pub globals: Globals,
     /// When the resume point was written (ns since the epoch).
     pub written: i128,
 }
@@ -320,6 +323,11 @@ impl State {
             o.u64(p.size);
             o.i128(p.mtime_ns);
         }
+        o.u32(self.globals.headers.len() as u32);
+        for g in &self.globals.headers {
+            o.u64(g.mtime as u64);
+            o.bytes(&g.records);
+        }
         o.i128(self.written);
         seal(&o.0)
     }
@@ -363,6 +371,7 @@ impl State {
         let delay = i.flag()?;
         let dirs = carried_dirs(&mut i)?;
         let probes = probes(&mut i)?;
+        let globals = globals(&mut i)?;
         let written = i.i128()?;
         if !i.0.is_empty() {
             return bad("bytes after its last field");
@@ -378,6 +387,7 @@ impl State {
             delay,
             dirs,
             probes,
+            globals,
             written,
         })
     }
@@ -473,6 +483,22 @@ fn probes(i: &mut In) -> Result<Vec<Probe>, Bad> {
     Ok(probes)
 }
 
+/// The PAX global headers carried over: at most GLOBALS_MAX bytes of records in all, as the
+/// reader keeps them (`Reader::carried`); their records are parsed again by the reader's own
+/// PAX parser, with its bounds, when the resumed run begins.
+fn globals(i: &mut In) -> Result<Globals, Bad> {
+    let n = i.count(12, GLOBALS_MAX)?;
+    let mut headers = Vec::with_capacity(n);
+    let mut total = 0;
+    for _ in 0..n {
+        let mtime = i.u64()? as i64;
+        let records = i.bytes(GLOBALS_MAX - total)?.to_vec();
+        total += records.len();
+        headers.push(GlobalHeader { mtime, records });
+    }
+    Ok(Globals { headers })
+}
+
 /// A resume point that could be: on a block boundary, after its unit's start and within
 /// reach of it, the unit inside the archive.
 fn check_point(p: &Point, input: &InputId) -> Result<(), Bad> {
@@ -553,6 +579,9 @@ pub(crate) mod tests {
                 size: 6,
                 mtime_ns: 7,
             }],
+            globals: Globals {
+                headers: vec![GlobalHeader { mtime: -3, records: b"11 uid=80\n".to_vec() }],
+            },
             written: 123,
         }
     }
@@ -619,6 +648,10 @@ pub(crate) mod tests {
         assert!(signed(s.clone(), |s| s.probes = vec![s.probes[0].clone(); 17]).is_err());
         let big = vec![Xattr { name: b"user.x".to_vec(), value: Some(vec![0; 70_000]) }];
         assert!(signed(s.clone(), |s| s.dirs[1].record.xattrs = Some(big.into())).is_err());
+        let g = |n: usize| GlobalHeader { mtime: 0, records: vec![b'x'; n] };
+        assert!(signed(s.clone(), |s| s.globals.headers = vec![g(GLOBALS_MAX)]).is_ok());
+        let over = vec![g(GLOBALS_MAX / 2), g(GLOBALS_MAX / 2 + 1)];
+        assert!(signed(s.clone(), |s| s.globals.headers = over).is_err(), "globals over the bound");
         // A 5 MiB body: refused by its size before anything is read.
         let mut huge = s.clone();
         huge.counts.found = vec![0; 700_000];

@@ -28,7 +28,7 @@ use std::time::SystemTime;
 use fastuntar::resume::state::State;
 use http::{ARCHIVE, Faults, Server};
 use util::engine::{Encoding, ZSTD_1, ZSTD_64K};
-use util::rawtar::{Header, Tar};
+use util::rawtar::{self, Header, Tar};
 use util::snapshot::{Compare, Snapshot, assert_same, snapshot};
 use util::{Cmd, Output, Rng, TestDir, have_tools};
 
@@ -312,6 +312,34 @@ fn plain_tar_killed_anywhere_resumes_at_a_member() {
     o.same(&dest, "plain, seek");
 }
 
+/// A PAX global header that sets values (Python's `tarfile` with `pax_headers`, `pax -o`)
+/// applies to every member after it: each resume point carries it, and the resumed run reads
+/// it again before its first member. Before, such an archive got no resume point at all.
+#[test]
+fn pax_global_headers_are_carried_to_the_resumed_run() {
+    let test = "pax_global_headers_are_carried_to_the_resumed_run";
+    if !have_tools(test, &["tar"]) {
+        return;
+    }
+    let td = TestDir::new(test);
+    let records = [
+        rawtar::pax_record("comment", "made by a test"),
+        rawtar::pax_record("mtime", "1234567890.5"),
+        rawtar::pax_record("uname", "nobody"),
+    ]
+    .concat();
+    let mut global = Tar::new();
+    global.entry(&Header::new("pax_global_header", b'g'), &records);
+    let tar = [global.unterminated(), archive()].concat();
+    let o = oracle(&td, &tar);
+    for enc in [ZSTD_64K, Encoding::Plain] {
+        let src = Source::File(write_archive(&td, enc, &tar));
+        let points = ["member:300", "renamed:2", "final-stamp:1"];
+        let n = kill_and_resume(&td, &o, &src, &[], &points, &format!("global header {enc:?}"));
+        assert!(n >= 1, "{enc:?}: none of {} reruns resumed", points.len());
+    }
+}
+
 /// A single zstd frame cannot be entered in the middle: the resumed run decodes from the start
 /// and passes over the members before the point without writing them, and says so.
 #[test]
@@ -494,6 +522,60 @@ fn refused(td: &TestDir, src: &Source, dest: &Path, extra: &[&str], why: &str, c
     assert!(lines[0].contains("--no-resume"), "{ctx}: the way out\n{}", r.describe());
     assert_same(&before, "before", &snapshot(dest), "after", &Compare::exact(), ctx);
     let _ = td;
+}
+
+/// Takes DIR's lock as another fastuntar holds it (flock on DIR, src/resume/fsio.rs `lock`).
+fn hold_lock(dest: &Path) -> std::fs::File {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(dest).unwrap();
+    // Safety: an open fd; flock takes no pointers.
+    let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    assert_eq!(r, 0, "the lock of {}", dest.display());
+    f
+}
+
+/// DIR locked by another process past the 10 s wait (a killed run whose io_uring requests
+/// are still being torn down, or a live run): `--resume` is refused in one line; a plain run
+/// extracts without resume points, and if the lock is free again when it completes it removes
+/// the state left there, which it has made stale (else the next run would resume from it).
+#[test]
+fn a_locked_dir_is_extracted_without_points_and_its_stale_state_removed() {
+    let test = "a_locked_dir_is_extracted_without_points_and_its_stale_state_removed";
+    let Some((td, tar, o)) = set_up(test) else {
+        return;
+    };
+    let src = Source::File(write_archive(&td, ZSTD_64K, &tar));
+    let (dest, _) = interrupted(&td, &src);
+    let lock = hold_lock(&dest);
+    let r = again(&src, &dest, &[], &["--resume"]);
+    r.expect_code(2);
+    let lines = r.diagnostics();
+    assert_eq!(lines.len(), 1, "one line\n{}", r.describe());
+    assert!(lines[0].contains("another fastuntar is extracting into it"), "{}", r.describe());
+    assert!(dest.join(STATE).exists(), "the refused run removed the state");
+
+    // A plain run: slowed by checkpoints (a second each, 3 of them), so the lock is let go
+    // while it extracts, once it has said it goes on without resume points.
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(util::fastuntar_path())
+        .args(["-x", "-f"])
+        .arg(src.arg())
+        .arg("-C")
+        .arg(&dest)
+        .args(["--checkpoint=100", "--checkpoint-action=sleep=1"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    while stderr.read_line(&mut said).unwrap() > 0 && !said.contains("no resume point") {}
+    assert!(said.contains("another fastuntar is extracting into it"), "{said}");
+    drop(lock);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}\n{said}{rest}");
+    o.same(&dest, "extracted while another process held the lock");
 }
 
 #[test]
