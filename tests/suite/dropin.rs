@@ -69,8 +69,8 @@ fn row<'a>(archive: &Path, case: &Case<'a>) -> gnu::Case<'a> {
 
 fn run_both(td: &TestDir, archive: &Path, case: &Case) -> Both {
     let row = row(archive, case);
-    let gnu = gnu::run(td, &row, Cmd::new("tar"), "gnu", &[]);
-    let ours = gnu::run(td, &row, fastuntar(), "ours", &row.ours_only);
+    let gnu = gnu::run_gnu(td, &row);
+    let ours = gnu::run_ours(td, &row, &fastuntar);
     Both { gnu: gnu.out, ours: ours.out, gnu_dest: gnu.dest, ours_dest: ours.dest }
 }
 

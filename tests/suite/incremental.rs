@@ -12,7 +12,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
-use util::snapshot::{Compare, diff, snapshot};
+use util::gnu::{self, Case, Ran};
+use util::snapshot::snapshot;
 use util::{Cmd, Output, TestDir, fastuntar, gnu_tar};
 
 /// The rows this suite runs over (tests/util/engine.rs): one writer of each backend and four
@@ -104,94 +105,43 @@ fn levels(td: &TestDir, format: &str) -> Vec<PathBuf> {
     vec![l0, l1, l2]
 }
 
-/// `-v` output as GNU tar's would read: our program name for GNU tar's.
-fn stdout_as_gnu(out: &Output) -> String {
-    out.stdout_str().replace("fastuntar: ", "tar: ")
+/// `gnu::said_sorted`, without the error numbers our messages end with (GNU tar's do not).
+fn said(out: &Output, prog: &str) -> Vec<String> {
+    let unnumbered = |l: String| match l.rfind(" (os error ") {
+        Some(i) if l.ends_with(')') => l[..i].to_string(),
+        _ => l,
+    };
+    gnu::said_sorted(out, prog).into_iter().map(unnumbered).collect()
 }
 
-/// Diagnostics without program names and the closing "Exiting with failure status" line.
-fn said(out: &Output, prog: &str) -> Vec<String> {
-    let mut lines: Vec<String> = out
-        .diagnostics()
-        .iter()
-        .map(|l| l.strip_prefix(&format!("{prog}: ")).unwrap_or(l).to_string())
-        .filter(|l| !l.starts_with("Exiting with failure status"))
-        // Our messages end an error's text with its number, GNU tar's do not.
-        .map(|l| match l.rfind(" (os error ") {
-            Some(i) if l.ends_with(')') => l[..i].to_string(),
-            _ => l,
-        })
-        .collect();
-    lines.sort();
-    lines
+/// `said`, the member our lines name left out: GNU tar's name none.
+fn said_unnamed(out: &Output, prog: &str) -> Vec<String> {
+    let lines = said(out, prog).into_iter();
+    let unnamed = |l: String| l.split_once(": ").map_or(l.clone(), |(_, rest)| rest.to_string());
+    if prog == "tar" { lines.collect() } else { lines.map(unnamed).collect() }
+}
+
+/// The row of `FLAGS -f ARCHIVE` and then each of `then` into DEST: GNU tar run in DEST
+/// (TESTING.md F17), fastuntar with `-C DEST`; exit status, stdout (`-v`'s "Deleting" lines)
+/// and tree compared after each.
+fn levels_row<'a>(archives: &[PathBuf], flags: &[&str]) -> Case<'a> {
+    let args: Vec<&str> = flags.iter().copied().chain(["-f", "{archive}"]).collect();
+    Case::new(&archives[0], &args).then(&archives[1..]).gnu_in_dest()
 }
 
 #[test]
 fn levels_restore_like_gnu_tar() {
     let Some(td) = util::gnu::dir("levels_restore_like_gnu_tar", &[]) else { return };
-    let mut failures = Vec::new();
+    let mut rows = Vec::new();
     for format in ["gnu", "posix"] {
         let archives = levels(&td, format);
         // The swap goes through the temporary directory: the list says so.
         let listed = gnu_tar(["-tvvG", "-f", archives[2].to_str().unwrap()]);
         assert!(listed.stdout_str().contains("\nX src\n"), "{}", listed.stdout_str());
-        for (i, flags) in [&["-G"][..], &["-g", "/dev/null"]].iter().enumerate() {
-            let gnu_dir = td.fresh("gnu");
-            let mut gnu_steps = Vec::new();
-            for a in &archives {
-                // GNU tar runs in DIR, not with -C: it makes the 'X' temporary directory with
-                // mkdtemp(3) relative to its working directory, not to -C's (GNU's bug: with
-                // -C the swap fails, "Cannot create temporary directory", or, where the working
-                // directory happens to hold a `src`, the directory is made there).
-                let out = Cmd::new("tar")
-                    .arg("-xv")
-                    .args(*flags)
-                    .arg("-f")
-                    .arg(a)
-                    .current_dir(&gnu_dir)
-                    .run();
-                gnu_steps.push((out, snapshot(&gnu_dir)));
-            }
-            // The flags spelled both ways; the writer rows on the first only (the second is
-            // the same path).
-            let all = rows(&format!("{format} {flags:?}"));
-            let runs = if i == 0 { &all[..] } else { &all[..1] };
-            for run in runs {
-                let row = run.name();
-                let ours_dir = td.fresh("ours");
-                for (level, (a, (gnu, gnu_tree))) in archives.iter().zip(&gnu_steps).enumerate() {
-                    let ours = run
-                        .cmd()
-                        .arg("-xv")
-                        .args(*flags)
-                        .arg("-f")
-                        .arg(a)
-                        .arg("-C")
-                        .arg(&ours_dir)
-                        .run();
-                    let label = format!("{format} level {level} {flags:?} {row:?}");
-                    if ours.code != gnu.code || stdout_as_gnu(&ours) != gnu.stdout_str() {
-                        failures.push(format!(
-                            "{label}: exit {:?} (GNU {:?}), stdout:\n{}--- GNU tar ---\n{}",
-                            ours.code,
-                            gnu.code,
-                            stdout_as_gnu(&ours),
-                            gnu.stdout_str()
-                        ));
-                    }
-                    if said(&ours, "fastuntar") != said(gnu, "tar") {
-                        failures.push(format!(
-                            "{label}: said {:?}, GNU tar {:?}",
-                            said(&ours, "fastuntar"),
-                            said(gnu, "tar")
-                        ));
-                    }
-                    let cmp = Compare::extraction(td.started);
-                    let d = diff(gnu_tree, "GNU tar", &snapshot(&ours_dir), "fastuntar", &cmp);
-                    failures.extend(d.into_iter().map(|d| format!("{label}: {d}")));
-                }
-            }
-        }
+        // The flags spelled both ways; the writer rows on the first only (the second is the
+        // same path).
+        rows.push(levels_row(&archives, &["-xv", "-G"]).said(said).over(&MATRIX));
+        rows.push(levels_row(&archives, &["-xv", "-g", "/dev/null"]).said(said));
         // The last level restored is the source tree as it was dumped.
         let names = |root: &Path| -> Vec<Vec<u8>> { snapshot(root).entries.into_keys().collect() };
         let restored = td.fresh("check");
@@ -201,32 +151,20 @@ fn levels_restore_like_gnu_tar() {
         }
         assert_eq!(names(&restored), names(&td.join(format!("tree-{format}"))), "{format}");
     }
-    assert!(failures.is_empty(), "-G differs from GNU tar:\n  {}", failures.join("\n  "));
+    gnu::check(&td, &rows);
 }
 
 #[test]
 fn lists_shown_like_gnu_tar() {
     let Some(td) = util::gnu::dir("lists_shown_like_gnu_tar", &[]) else { return };
-    let mut failures = Vec::new();
-    for format in ["gnu", "posix"] {
-        for a in levels(&td, format) {
-            for flags in
-                [&["-tvvG"][..], &["-tvG"], &["-tG"], &["-tvv"], &["-tvv", "-g", "/dev/null"]]
-            {
-                let gnu = Cmd::new("tar").args(flags).arg("-f").arg(&a).run();
-                let ours = fastuntar().args(flags).arg("-f").arg(&a).run();
-                if (gnu.code, &gnu.stdout) != (ours.code, &ours.stdout) {
-                    failures.push(format!(
-                        "{format} {} {flags:?}:\n{}--- GNU tar ---\n{}",
-                        a.display(),
-                        ours.stdout_str(),
-                        gnu.stdout_str()
-                    ));
-                }
-            }
-        }
-    }
-    assert!(failures.is_empty(), "listings differ:\n  {}", failures.join("\n  "));
+    let archives: Vec<PathBuf> = ["gnu", "posix"].iter().flat_map(|f| levels(&td, f)).collect();
+    let flags: [&[&str]; 5] =
+        [&["-tvvG"], &["-tvG"], &["-tG"], &["-tvv"], &["-tvv", "-g", "/dev/null"]];
+    let row = |(a, flags): (&PathBuf, &&[&str])| {
+        let args: Vec<&str> = flags.iter().copied().chain(["-f", "{archive}"]).collect();
+        Case::new(a, &args).only_stdout()
+    };
+    gnu::check(&td, archives.iter().flat_map(|a| flags.iter().map(move |f| (a, f))).map(row));
 }
 
 /// A raw archive of one GNU dumpdir member `name` with the list `list`.
@@ -304,37 +242,9 @@ fn malformed_lists_like_gnu_tar() {
             util::tree::set_mtime(&d.join(rel), 1_500_000_000, 0);
         }
     };
-    let gnu_dir = td.fresh("gnu");
-    prepare(&gnu_dir);
-    let gnu = Cmd::new("tar").arg("-xG").arg("-f").arg(&archive).current_dir(&gnu_dir).run();
-    let mut failures = Vec::new();
-    for run in rows("malformed_lists_like_gnu_tar") {
-        let row = run.name();
-        let ours_dir = td.fresh("ours");
-        prepare(&ours_dir);
-        let ours = run.cmd().arg("-xG").arg("-f").arg(&archive).arg("-C").arg(&ours_dir).run();
-        if ours.code != gnu.code {
-            failures.push(format!(
-                "{row:?}: exit {:?}, GNU tar {:?}: {}",
-                ours.code,
-                gnu.code,
-                ours.describe()
-            ));
-        }
-        // GNU tar's lines name no member; ours do. The same errors, in the same words.
-        let gnu_said: Vec<String> = said(&gnu, "tar");
-        let ours_said: Vec<String> = said(&ours, "fastuntar")
-            .into_iter()
-            .map(|l| l.split_once(": ").map_or(l.clone(), |(_, rest)| rest.to_string()))
-            .collect();
-        if ours_said != gnu_said {
-            failures.push(format!("{row:?}: said {ours_said:?}, GNU tar {gnu_said:?}"));
-        }
-        let cmp = Compare::extraction(td.started);
-        let d = diff(&snapshot(&gnu_dir), "GNU tar", &snapshot(&ours_dir), "fastuntar", &cmp);
-        failures.extend(d.into_iter().map(|d| format!("{row:?}: {d}")));
-    }
-    assert!(failures.is_empty(), "malformed lists differ:\n  {}", failures.join("\n  "));
+    // GNU tar's lines name no member; ours do. The same errors, in the same words.
+    let row = levels_row(&[archive], &["-xG"]).prepare(&prepare).said(said_unnamed);
+    gnu::check(&td, [row.over(&MATRIX)]);
 }
 
 /// `--one-file-system`: what is mounted inside a purged directory is left alone (GNU tar's
@@ -347,35 +257,36 @@ fn one_file_system_keeps_mounts() {
         return;
     };
     let archive = dumpdir_archive(&td, "m.tar", &[("m/", b"Ykeep\0\0")]);
+    let mounted = |dest: &Path| {
+        write(dest, "m/keep", "k");
+        let mnt = dest.join("m/mnt");
+        fs::create_dir_all(&mnt).unwrap();
+        let mount = Cmd::new("mount").args(["-t", "tmpfs", "tmpfs"]).arg(&mnt).run();
+        assert!(mount.success(), "{}", mount.describe());
+        write(&mnt, "inside", "i");
+        // The scene's own files: the same times in both trees.
+        for f in ["m/keep", "m/mnt/inside"] {
+            util::tree::set_mtime(&dest.join(f), 1_500_000_000, 0);
+        }
+    };
     for flags in [&["--one-file-system"][..], &[]] {
-        let mut results = Vec::new();
-        for prog in ["tar", util::BIN] {
-            let dest = td.fresh("dest");
-            write(&dest, "m/keep", "k");
-            fs::create_dir_all(dest.join("m/mnt")).unwrap();
-            let mnt = dest.join("m/mnt");
-            let mount = Cmd::new("mount").args(["-t", "tmpfs", "tmpfs"]).arg(&mnt).run();
-            assert!(mount.success(), "{}", mount.describe());
-            write(&mnt, "inside", "i");
-            let out = Cmd::new(prog)
-                .args(flags)
-                .arg("-xG")
-                .arg("-f")
-                .arg(&archive)
-                .arg("-C")
-                .arg(&dest)
-                .run();
+        let args: Vec<&str> =
+            flags.iter().copied().chain(["-xG", "-f", "{archive}", "-C", "{dest}"]).collect();
+        let row = Case::new(&archive, &args).prepare(&mounted).said(said);
+        let both = gnu::both(&td, &row);
+        let survived = [&both.gnu, &both.ours].map(|r| {
+            let mnt = r.dest.join("m/mnt");
             let survived = mnt.join("inside").exists();
             Cmd::new("umount").arg("-l").arg(&mnt).run();
-            let prog_name = if prog == "tar" { "tar" } else { "fastuntar" };
-            results.push((out.code, survived, said(&out, prog_name)));
-        }
-        assert_eq!(results[0], results[1], "{flags:?}: GNU tar, then fastuntar");
+            survived
+        });
+        gnu::assert_none(&both.differences);
         // Removing a mount point fails either way (EBUSY, GNU tar's "Cannot remove"); with
         // the option nothing is tried.
-        assert!(results[0].1, "{flags:?}: {results:?}");
-        let warned = results[1].2.iter().any(|l| l.contains("on a different device: not purging"));
-        assert_eq!(warned, !flags.is_empty(), "{flags:?}: {results:?}");
+        assert_eq!(survived, [true, true], "{flags:?}: GNU tar, then fastuntar");
+        let said = said(&both.ours.out, "fastuntar");
+        let warned = said.iter().any(|l| l.contains("on a different device: not purging"));
+        assert_eq!(warned, !flags.is_empty(), "{flags:?}: {said:?}");
     }
 }
 
@@ -411,32 +322,15 @@ fn a_swap_at_the_top_of_an_archive_of_dot() {
     let l1 = dump(1);
     let listed = gnu_tar(["-tvvG", "-f", l1.to_str().unwrap()]);
     assert!(listed.stdout_str().contains("\nX .\n"), "{}", listed.stdout_str());
-    let gnu_dir = td.fresh("gnu");
-    let gnu: Vec<Output> = [&l0, &l1]
-        .iter()
-        .map(|a| Cmd::new("tar").arg("-xvG").arg("-f").arg(a).current_dir(&gnu_dir).run())
-        .collect();
-    let mut failures = Vec::new();
-    for run in rows("a_swap_at_the_top_of_an_archive_of_dot") {
-        let row = run.name();
-        let ours_dir = td.fresh("ours");
-        for (a, gnu) in [&l0, &l1].iter().zip(&gnu) {
-            let ours = run.cmd().arg("-xvG").arg("-f").arg(a).arg("-C").arg(&ours_dir).run();
-            if ours.code != gnu.code || stdout_as_gnu(&ours) != gnu.stdout_str() {
-                failures.push(format!(
-                    "{row:?} {}: {}\n{}",
-                    a.display(),
-                    gnu.describe(),
-                    ours.describe()
-                ));
-            }
-        }
-        let cmp = Compare::extraction(td.started);
-        let d = diff(&snapshot(&gnu_dir), "GNU tar", &snapshot(&ours_dir), "fastuntar", &cmp);
-        failures.extend(d.into_iter().map(|d| format!("{row:?}: {d}")));
-        assert_eq!(fs::read(ours_dir.join("q/pf")).ok(), Some(b"p".to_vec()), "{row:?}: the swap");
-    }
-    assert!(failures.is_empty(), "-G on an archive of . differs:\n  {}", failures.join("\n  "));
+    let swapped = |_: &Ran, o: &Ran| -> Vec<String> {
+        let pf = fs::read(o.dest.join("q/pf")).ok();
+        (pf.as_deref() != Some(b"p"))
+            .then(|| format!("the swap: q/pf is {pf:?}"))
+            .into_iter()
+            .collect()
+    };
+    let row = levels_row(&[l0, l1], &["-xvG"]).over(&MATRIX).also(&swapped);
+    gnu::check(&td, [row]);
 }
 
 /// A list of millions of names costs its own size, not a heap allocation per name: 32 MiB of

@@ -9,12 +9,18 @@
 //! what is compared). GNU tar runs with `TAR_OPTIONS` empty unless the row sets it, and
 //! fastuntar with the row's `ours_only` flags besides (the matrix's writer rows: GNU tar has
 //! none of them), under every run of `over` when the row names a matrix (GNU tar once).
+//!
+//! A row may also give GNU tar other arguments (a spelling only fastuntar has), later archives
+//! extracted into the same DEST (the levels of an incremental dump, each compared), a user
+//! both run as, and further checks of the two runs (`also`: attributes, ACLs, a line one of
+//! them must print), which is how a row checks that GNU tar's result has what the row is
+//! about, so that a fastuntar doing nothing cannot pass.
 
 use std::borrow::Borrow;
 use std::path::{Path, PathBuf};
 
 use super::engine::{Encoding, Matrix};
-use super::snapshot::{Compare, diff, snapshot};
+use super::snapshot::{Compare, Snapshot, diff, snapshot};
 use super::{Cmd, Input, Output, TestDir, fastuntar, have_tools};
 
 /// What stderr says that is compared: the lines a normalizer keeps, given the program's name
@@ -24,6 +30,8 @@ pub type Said = fn(&Output, &str) -> Vec<String>;
 /// One row of a table.
 #[derive(Clone)]
 pub struct Case<'a> {
+    /// What a failure calls the row besides its archive and arguments.
+    pub name: &'a str,
     /// The archive `{archive}` stands for.
     pub archive: PathBuf,
     /// The arguments, the same for both programs (with `{archive}` and `{dest}`).
@@ -37,6 +45,16 @@ pub struct Case<'a> {
     /// Run in the destination (GNU tar puts what `-K` selects in its working directory, and
     /// makes `-G`'s temporary directory there); else in the test directory.
     pub in_dest: bool,
+    /// GNU tar alone runs in the destination, and fastuntar gets `-C {dest}` after the
+    /// arguments (GNU tar's `-G` swaps fail with `-C`, TESTING.md F17; ours must not).
+    pub gnu_in_dest: bool,
+    /// GNU tar's arguments where they are not `args` (a spelling only fastuntar has).
+    pub gnu_args: Option<Vec<String>>,
+    /// Archives extracted after `archive`, in order, into the same destination with the same
+    /// arguments (incremental levels); what each run did is compared.
+    pub then: Vec<PathBuf>,
+    /// Both run as this (uid, gid) (the test prepares a destination the user may write).
+    pub user: Option<(u32, u32)>,
     /// Added to fastuntar's arguments only.
     pub ours_only: Vec<&'static str>,
     /// fastuntar under every run of this matrix (a table's writer rows), GNU tar once.
@@ -49,19 +67,32 @@ pub struct Case<'a> {
     pub stdout: bool,
     pub tree: bool,
     pub file_times: bool,
+    /// Trees are compared with owners (uid, gid), and with DEST's own mode and mtime.
+    pub owners: bool,
+    pub dest_root: bool,
     pub said: Option<Said>,
+    /// Further checks of the two runs (GNU tar's, fastuntar's); what it returns are failures.
+    pub also: Option<Also<'a>>,
 }
+
+/// A row's further checks of GNU tar's run and fastuntar's: one line a failure.
+pub type Also<'a> = &'a dyn Fn(&Ran, &Ran) -> Vec<String>;
 
 impl<'a> Case<'a> {
     /// A row comparing exit status, stdout and tree.
     pub fn new<S: AsRef<str>>(archive: &Path, args: &[S]) -> Case<'a> {
         Case {
+            name: "",
             archive: archive.to_path_buf(),
             args: args.iter().map(|a| a.as_ref().to_string()).collect(),
             env: Vec::new(),
             prepare: None,
             stdin: None,
             in_dest: false,
+            gnu_in_dest: false,
+            gnu_args: None,
+            then: Vec::new(),
+            user: None,
             ours_only: Vec::new(),
             over: None,
             code: None,
@@ -69,7 +100,10 @@ impl<'a> Case<'a> {
             stdout: true,
             tree: true,
             file_times: true,
+            owners: false,
+            dest_root: true,
             said: None,
+            also: None,
         }
     }
 
@@ -104,6 +138,11 @@ impl<'a> Case<'a> {
         Case { tree: false, ..Case::new(archive, &args) }
     }
 
+    pub fn named(mut self, name: &'a str) -> Self {
+        self.name = name;
+        self
+    }
+
     pub fn env(mut self, key: &'a str, value: &'a str) -> Self {
         self.env.push((key, value));
         self
@@ -133,6 +172,46 @@ impl<'a> Case<'a> {
 
     pub fn in_dest(mut self) -> Self {
         self.in_dest = true;
+        self
+    }
+
+    /// GNU tar alone runs in DEST; fastuntar gets `-C {dest}` (`gnu_in_dest`).
+    pub fn gnu_in_dest(mut self) -> Self {
+        self.gnu_in_dest = true;
+        self
+    }
+
+    /// GNU tar runs `args` instead of the row's (with `{archive}` and `{dest}`).
+    pub fn gnu_args<S: AsRef<str>>(mut self, args: &[S]) -> Self {
+        self.gnu_args = Some(args.iter().map(|a| a.as_ref().to_string()).collect());
+        self
+    }
+
+    /// `archives` are extracted after the row's, in order, into the same DEST.
+    pub fn then(mut self, archives: &[PathBuf]) -> Self {
+        self.then.extend_from_slice(archives);
+        self
+    }
+
+    pub fn user(mut self, uid: u32, gid: u32) -> Self {
+        self.user = Some((uid, gid));
+        self
+    }
+
+    /// Trees are compared with owners.
+    pub fn owners(mut self) -> Self {
+        self.owners = true;
+        self
+    }
+
+    /// Trees are compared without DEST's own mode and mtime.
+    pub fn without_dest_root(mut self) -> Self {
+        self.dest_root = false;
+        self
+    }
+
+    pub fn also(mut self, also: Also<'a>) -> Self {
+        self.also = Some(also);
         self
     }
 
@@ -168,6 +247,11 @@ impl<'a> Case<'a> {
         Case { stdout: false, tree: false, ..self }
     }
 
+    /// Stdout is not compared.
+    pub fn without_stdout(self) -> Self {
+        Case { stdout: false, ..self }
+    }
+
     /// Only the exit status and stdout are compared.
     pub fn only_stdout(self) -> Self {
         Case { tree: false, ..self }
@@ -182,7 +266,9 @@ impl<'a> Case<'a> {
     pub fn label(&self) -> String {
         let env: Vec<String> = self.env.iter().map(|(k, v)| format!("{k}={v:?} ")).collect();
         let name = self.archive.file_name().unwrap_or_default().to_string_lossy();
-        format!("{}{name}: {:?} {:?}", env.concat(), self.args, self.ours_only)
+        let row = if self.name.is_empty() { String::new() } else { format!("{}: ", self.name) };
+        let gnu = self.gnu_args.as_ref().map_or(String::new(), |g| format!(" (GNU tar {g:?})"));
+        format!("{row}{}{name}: {:?} {:?}{gnu}", env.concat(), self.args, self.ours_only)
     }
 }
 
@@ -195,40 +281,117 @@ pub enum Stdin {
     File(PathBuf),
 }
 
-/// What one program did with a row.
+/// What one program did with a row: its last run, DEST, and for each earlier archive (`then`)
+/// its run and the tree it left (when trees are compared).
 pub struct Ran {
     pub out: Output,
     pub dest: PathBuf,
+    pub levels: Vec<(Output, Option<Snapshot>)>,
 }
 
-/// Runs `case` with `prog` (GNU tar's or fastuntar's command, `extra` after its arguments).
-pub fn run(td: &TestDir, case: &Case, mut cmd: Cmd, prefix: &str, extra: &[&str]) -> Ran {
-    let dest = td.fresh(prefix);
+/// GNU tar's run of `case`.
+pub fn run_gnu(td: &TestDir, case: &Case) -> Ran {
+    run(td, case, &|| Cmd::new("tar"), true)
+}
+
+/// fastuntar's run of `case`, each command made by `cmd` (a matrix run's, or `fastuntar`).
+pub fn run_ours(td: &TestDir, case: &Case, cmd: &dyn Fn() -> Cmd) -> Ran {
+    run(td, case, cmd, false)
+}
+
+fn run(td: &TestDir, case: &Case, make: &dyn Fn() -> Cmd, gnu: bool) -> Ran {
+    let dest = td.fresh(if gnu { "gnu" } else { "ours" });
     if let Some(prepare) = case.prepare {
         prepare(&dest);
     }
-    for a in &case.args {
-        let a = a
-            .replace("{dest}", dest.to_str().unwrap())
-            .replace("{archive}", case.archive.to_str().unwrap());
-        cmd.arg(a);
-    }
-    cmd.args(extra).env("TAR_OPTIONS", "");
-    for (k, v) in &case.env {
-        cmd.env(k, v);
-    }
-    cmd.current_dir(if case.in_dest { &dest } else { td.path() });
-    match &case.stdin {
-        Some(Stdin::Bytes(bytes)) => cmd.stdin(Input::Bytes(bytes.clone())),
-        Some(Stdin::File(path)) => cmd.stdin(Input::File(path.clone())),
-        None => &mut cmd,
+    let mut args = match (&case.gnu_args, gnu) {
+        (Some(g), true) => g.clone(),
+        _ => case.args.clone(),
     };
-    Ran { out: cmd.run(), dest }
+    if !gnu {
+        args.extend(case.ours_only.iter().map(|a| a.to_string()));
+        if case.gnu_in_dest {
+            args.extend(["-C".to_string(), "{dest}".to_string()]);
+        }
+    }
+    let mut levels = Vec::new();
+    let mut last = None;
+    for archive in std::iter::once(&case.archive).chain(&case.then) {
+        if let Some(out) = last.take() {
+            levels.push((out, case.tree.then(|| snapshot(&dest))));
+        }
+        let mut cmd = make();
+        for a in &args {
+            cmd.arg(
+                a.replace("{dest}", dest.to_str().unwrap())
+                    .replace("{archive}", archive.to_str().unwrap()),
+            );
+        }
+        cmd.env("TAR_OPTIONS", "");
+        for (k, v) in &case.env {
+            cmd.env(k, v);
+        }
+        if let Some((uid, gid)) = case.user {
+            cmd.user(uid, gid);
+        }
+        let in_dest = case.in_dest || (gnu && case.gnu_in_dest);
+        cmd.current_dir(if in_dest { &dest } else { td.path() });
+        match &case.stdin {
+            Some(Stdin::Bytes(bytes)) => cmd.stdin(Input::Bytes(bytes.clone())),
+            Some(Stdin::File(path)) => cmd.stdin(Input::File(path.clone())),
+            None => &mut cmd,
+        };
+        last = Some(cmd.run());
+    }
+    Ran { out: last.expect("a row has an archive"), dest, levels }
+}
+
+/// What a run printed on stdout, as compared: DEST masked as `{dest}`, fastuntar's name at
+/// the start of a line (`-v`'s "Deleting" lines) as GNU tar's; bytes that are not UTF-8 as
+/// they are.
+fn shown(out: &Output, dest: &Path) -> Vec<u8> {
+    let Ok(s) = std::str::from_utf8(&out.stdout) else { return out.stdout.clone() };
+    let s = s.replace(dest.to_str().unwrap(), "{dest}");
+    let lines: Vec<&str> = s.split('\n').collect();
+    let named =
+        |l: &&str| l.strip_prefix("fastuntar: ").map_or(l.to_string(), |r| format!("tar: {r}"));
+    lines.iter().map(named).collect::<Vec<_>>().join("\n").into_bytes()
 }
 
 /// How `ours` differs from `gnu` under `case`, one line each, labelled.
 pub fn compare(td: &TestDir, case: &Case, gnu: &Ran, ours: &Ran, row: &str) -> Vec<String> {
     let label = format!("{}{row}", case.label());
+    let mut out = Vec::new();
+    let tree = |r: &Ran| case.tree.then(|| snapshot(&r.dest));
+    let steps = gnu
+        .levels
+        .iter()
+        .zip(&ours.levels)
+        .map(|((go, gt), (oo, ot))| ((go, gt.clone()), (oo, ot.clone())));
+    let last = ((&gnu.out, tree(gnu)), (&ours.out, tree(ours)));
+    let n = gnu.levels.len();
+    for (i, ((go, gt), (oo, ot))) in steps.chain([last]).enumerate() {
+        let label = if n == 0 { label.clone() } else { format!("{label} level {i}") };
+        let (g, o) = (
+            Step { out: go, tree: gt, dest: &gnu.dest },
+            Step { out: oo, tree: ot, dest: &ours.dest },
+        );
+        out.extend(compare_step(td, case, &label, &g, &o));
+    }
+    if let Some(also) = case.also {
+        out.extend(also(gnu, ours).into_iter().map(|l| format!("{label}: {l}")));
+    }
+    out
+}
+
+/// One run of each program on one archive of a row.
+struct Step<'r> {
+    out: &'r Output,
+    tree: Option<Snapshot>,
+    dest: &'r Path,
+}
+
+fn compare_step(td: &TestDir, case: &Case, label: &str, gnu: &Step, ours: &Step) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(code) = case.code.filter(|&c| ours.out.code != Some(c)) {
         out.push(format!(
@@ -246,23 +409,28 @@ pub fn compare(td: &TestDir, case: &Case, gnu: &Ran, ours: &Ran, row: &str) -> V
             gnu.out.stderr_str()
         ));
     }
-    let shown = |r: &Ran| r.out.stdout_str().replace(r.dest.to_str().unwrap(), "{dest}");
-    if case.stdout && shown(gnu) != shown(ours) {
+    let (gs, os) = (shown(gnu.out, gnu.dest), shown(ours.out, ours.dest));
+    if case.stdout && gs != os {
+        let text = |b: &[u8]| match std::str::from_utf8(b) {
+            Ok(s) => s.to_string(),
+            Err(_) => format!("({} bytes, not UTF-8)\n", b.len()),
+        };
         out.push(format!(
             "{label}: stdout differs\n--- GNU tar ---\n{}--- fastuntar ---\n{}",
-            shown(gnu),
-            shown(ours)
+            text(&gs),
+            text(&os)
         ));
     }
     if let Some(said) = case.said {
-        let (g, o) = (said(&gnu.out, "tar"), said(&ours.out, "fastuntar"));
+        let (g, o) = (said(gnu.out, "tar"), said(ours.out, "fastuntar"));
         if g != o {
             out.push(format!("{label}: said {o:?}, GNU tar {g:?}"));
         }
     }
-    if case.tree {
-        let cmp = Compare::extraction(td.started);
-        let mut d = diff(&snapshot(&gnu.dest), "GNU tar", &snapshot(&ours.dest), "fastuntar", &cmp);
+    if let (Some(g), Some(o)) = (&gnu.tree, &ours.tree) {
+        let cmp =
+            Compare { owner: case.owners, root: case.dest_root, ..Compare::extraction(td.started) };
+        let mut d = diff(g, "GNU tar", o, "fastuntar", &cmp);
         d.retain(|line| case.file_times || !line.contains(": mtime "));
         if !d.is_empty() {
             out.push(format!("{label}: trees differ:\n    {}", d.join("\n    ")));
@@ -286,8 +454,8 @@ pub fn both(td: &TestDir, case: &Case) -> Both {
         "{}: gnu::both runs a row once; `differences` runs a matrix",
         case.label()
     );
-    let gnu = run(td, case, Cmd::new("tar"), "gnu", &[]);
-    let ours = run(td, case, fastuntar(), "ours", &case.ours_only);
+    let gnu = run_gnu(td, case);
+    let ours = run_ours(td, case, &fastuntar);
     let differences = compare(td, case, &gnu, &ours, "");
     Both { gnu, ours, differences }
 }
@@ -297,10 +465,10 @@ pub fn differences(td: &TestDir, case: &Case) -> Vec<String> {
     let Some(matrix) = case.over else {
         return both(td, case).differences;
     };
-    let gnu = run(td, case, Cmd::new("tar"), "gnu", &[]);
+    let gnu = run_gnu(td, case);
     let mut out = Vec::new();
     for r in super::engine::runs(&case.label(), matrix, &[Encoding::Plain]) {
-        let ours = run(td, case, r.cmd(), "ours", &case.ours_only);
+        let ours = run_ours(td, case, &|| r.cmd());
         out.extend(compare(td, case, &gnu, &ours, &format!(" [{}]", r.name())));
     }
     out
@@ -317,6 +485,20 @@ pub fn check<'a>(td: &TestDir, cases: impl IntoIterator<Item = impl Borrow<Case<
 pub fn check_with(td: &TestDir, cases: &[Case], mut failures: Vec<String>) {
     failures.extend(cases.iter().flat_map(|c| differences(td, c)));
     assert_none(&failures);
+}
+
+/// What stderr says, as a row's `said` compares it: the diagnostics without the program's
+/// name and the closing "Exiting with failure status" line, sorted (several writers report in
+/// their own order).
+pub fn said_sorted(out: &Output, prog: &str) -> Vec<String> {
+    let mut lines: Vec<String> = out
+        .diagnostics()
+        .iter()
+        .map(|l| l.strip_prefix(&format!("{prog}: ")).unwrap_or(l).to_string())
+        .filter(|l| !l.starts_with("Exiting with failure status"))
+        .collect();
+    lines.sort();
+    lines
 }
 
 /// Fails with every line of `failures`, if there are any.

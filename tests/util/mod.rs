@@ -205,19 +205,23 @@ pub struct TestDir {
 
 impl TestDir {
     pub fn new(test: &str) -> TestDir {
-        let started = SystemTime::now() - Duration::from_secs(1);
         let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
         fs::create_dir_all(base).unwrap();
+        TestDir::in_dir(test, base)
+            .unwrap_or_else(|e| panic!("cannot create a temp dir in {}: {e}", base.display()))
+    }
+
+    /// A test directory under `base` (`/dev/shm`, for what the build's file system cannot
+    /// hold), or why not.
+    pub fn in_dir(test: &str, base: &Path) -> std::io::Result<TestDir> {
+        let started = SystemTime::now() - Duration::from_secs(1);
         let safe: String = test
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
             .take(40)
             .collect();
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("{safe}-"))
-            .tempdir_in(base)
-            .unwrap_or_else(|e| panic!("cannot create a temp dir in {}: {e}", base.display()));
-        TestDir { dir, started }
+        let dir = tempfile::Builder::new().prefix(&format!("{safe}-")).tempdir_in(base)?;
+        Ok(TestDir { dir, started })
     }
 
     pub fn path(&self) -> &Path {
