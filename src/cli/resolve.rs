@@ -250,7 +250,7 @@ fn selection_plan(
     let transforms =
         crate::selection::transform::Transforms::parse(&args.transform).context("--transform")?;
     let Selection { members, exclude, recursion, read_stdin } =
-        operands::resolve(&args.ordered, args.file.is_none(), stdin_archive)?;
+        operands::resolve(&args.ordered, args.file.is_none(), stdin_archive, notes)?;
     let occurrence = match args.occurrence {
         None => 0,
         Some(n) if n > 0 && members.is_empty() => {
