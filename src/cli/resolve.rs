@@ -53,10 +53,10 @@ pub struct Edge {
 }
 
 impl Edge {
-    /// Reads the surroundings, once.
-    pub fn read() -> Result<Edge> {
+    /// Reads the surroundings, once; `started`: when the run started (`Reporter::started_at`).
+    pub fn read(started: std::time::SystemTime) -> Result<Edge> {
         use std::io::IsTerminal;
-        let since = crate::report::totals::started_at().duration_since(std::time::UNIX_EPOCH)?;
+        let since = started.duration_since(std::time::UNIX_EPOCH)?;
         Ok(Edge {
             tape: std::env::var_os("TAPE").filter(|t| !t.is_empty()).map(PathBuf::from),
             stdin_tty: std::io::stdin().is_terminal(),
