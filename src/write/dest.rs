@@ -1642,7 +1642,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         std::fs::write(t.path().join("f"), "old").unwrap();
         let kept = Arc::new(Kept::default());
-        let backup = Backup::new(Some("simple"), Some("~")).unwrap();
+        let backup = Backup::new("simple", "~").unwrap();
         let mut d = dest_with(t.path(), OldFiles::Replace, backup, kept.clone());
         drop(d.create_file(&entry("f", 0o644, 0), 0).unwrap());
         assert_eq!(std::fs::read(t.path().join("f~")).unwrap(), b"old");
