@@ -1,6 +1,7 @@
 //! fastuntar: parse the command line, run the extraction, turn the outcome into an exit code.
 
 use std::io::{IsTerminal, Write};
+use std::sync::Arc;
 
 use clap::CommandFactory;
 
@@ -8,10 +9,13 @@ use fastuntar::cli::resolve::Edge;
 use fastuntar::command::extract::Summary;
 use fastuntar::command::{Command, Plans, extract, list, to_stdout};
 use fastuntar::exit_codes::ExitCode;
-use fastuntar::report::totals;
+use fastuntar::report::Reporter;
 use fastuntar::{cli, report, resources, write};
 
 fn main() {
+    // The run's reporter, its clock started now: every line the run says, and the counts
+    // its exit status comes from.
+    let reporter = Arc::new(Reporter::new());
     report::locale::init_locale();
     ignore_sigxfsz();
     resources::fit_address_space();
@@ -21,53 +25,54 @@ fn main() {
     let args = match argv {
         Ok(argv) => cli::parse(argv),
         Err(e) => {
-            report::diagnostic(&format!("fastuntar: {e}"));
+            reporter.diagnostic(&format!("fastuntar: {e}"));
             std::process::exit(e.status);
         }
     };
-    print_generated(&args);
-    let plans = resolve(args);
-    run(plans);
+    print_generated(&args, &reporter);
+    let plans = resolve(args, &reporter);
+    run(plans, &reporter);
 }
 
 /// `--completions`, `--man`, `--show-defaults`, `--usage`: the text, then exit.
-fn print_generated(args: &cli::Args) {
+fn print_generated(args: &cli::Args, reporter: &Reporter) {
     if let Some(shell) = args.completions {
         let mut text = Vec::new();
         clap_complete::generate(shell, &mut cli::Args::command(), "fastuntar", &mut text);
-        print_all(&text, "the completions");
+        print_all(&text, "the completions", reporter);
     }
     if args.man {
         let mut text = Vec::new();
         let man = clap_mangen::Man::new(cli::Args::command());
         if let Err(e) = man.render(&mut text) {
-            report::diagnostic(&format!("fastuntar: cannot write the man page: {e}"));
+            reporter.diagnostic(&format!("fastuntar: cannot write the man page: {e}"));
             std::process::exit(ExitCode::Fatal as i32);
         }
-        print_all(&text, "the man page");
+        print_all(&text, "the man page", reporter);
     }
     if args.show_defaults {
-        print_all(b"-f- -b20 --quoting-style=escape\n", "the defaults");
+        print_all(b"-f- -b20 --quoting-style=escape\n", "the defaults", reporter);
     }
     if args.usage {
         let usage = cli::Args::command().render_usage().to_string();
-        print_all(format!("{usage}\n").as_bytes(), "the usage");
+        print_all(format!("{usage}\n").as_bytes(), "the usage", reporter);
     }
 }
 
 /// The plans for this run (cli/resolve.rs), from the arguments and what the edge reads of the
 /// process's surroundings; with the writers' layout for DIR's filesystem when extracting.
 /// What the resolve step warns about is said here; a refusal exits 2.
-fn resolve(args: cli::Args) -> Plans {
+fn resolve(args: cli::Args, reporter: &Reporter) -> Plans {
     let mut notes = Vec::new();
-    let plans = Edge::read().and_then(|edge| cli::resolve::resolve(args, &edge, &mut notes));
+    let edge = Edge::read(reporter.started_at());
+    let plans = edge.and_then(|edge| cli::resolve::resolve(args, &edge, &mut notes));
     for note in &notes {
-        report::warn(note);
+        reporter.warn(note);
     }
     let mut plans = match plans {
         Ok(plans) => plans,
         Err(e) => {
-            report::diagnostic(&format!("fastuntar: {e:#}"));
+            reporter.diagnostic(&format!("fastuntar: {e:#}"));
             std::process::exit(ExitCode::Fatal as i32);
         }
     };
@@ -79,41 +84,41 @@ fn resolve(args: cli::Args) -> Plans {
 }
 
 /// Runs the command the plans say, then exits with its code.
-fn run(plans: Plans) -> ! {
+fn run(plans: Plans, reporter: &Arc<Reporter>) -> ! {
     let report = &plans.report;
     if let Some(path) = &report.index_file
-        && let Err(e) = report::open_index_file(path)
+        && let Err(e) = reporter.open_index_file(path)
     {
-        report::diagnostic(&format!("fastuntar: {e}"));
+        reporter.diagnostic(&format!("fastuntar: {e}"));
         std::process::exit(ExitCode::Fatal as i32);
     }
-    totals::start();
     // -t and -O: no summary line, no progress (with -O stdout carries data, and they would
     // draw over `| less`).
     if plans.command.reads_only() {
         let outcome = match plans.command {
-            Command::List => list::run(&plans),
-            _ => to_stdout::run(&plans),
+            Command::List => list::run(&plans, reporter),
+            _ => to_stdout::run(&plans, reporter),
         };
-        print_totals(report, &outcome);
-        exit(code_of(&outcome));
+        print_totals(report, &outcome, reporter);
+        exit(code_of(&outcome, reporter), reporter);
     }
-    let outcome = extract::run(&plans);
-    print_totals(report, &outcome);
-    let code = code_of(&outcome);
+    let outcome = extract::run(&plans, reporter);
+    print_totals(report, &outcome, reporter);
+    let code = code_of(&outcome, reporter);
     if let Ok(summary) = &outcome {
         let tty = std::io::stderr().is_terminal();
+        let skipped = reporter.skipped_count();
         match summary_to(report.json, report.quiet, report.verbose > 0 || report.totals, tty) {
             SummaryTo::Json => {
-                let _ = report::print_line(&json(summary, code));
+                let _ = reporter.print_line(&json(summary, code, skipped));
             }
             SummaryTo::Stderr => {
-                report::info(&format!("fastuntar: {}", line(summary, report.verbose > 0)))
+                report::info(&format!("fastuntar: {}", line(summary, report.verbose > 0, skipped)))
             }
             SummaryTo::Nowhere => {}
         }
     }
-    exit(code);
+    exit(code, reporter);
 }
 
 /// Where the end-of-run summary goes.
@@ -140,35 +145,30 @@ fn summary_to(json: bool, quiet: bool, asked: bool, stderr_tty: bool) -> Summary
 
 /// `--totals`, after a run that read its archive to the end (GNU tar prints nothing after a
 /// fatal error), before the summary line.
-fn print_totals<T>(plan: &report::plan::ReportPlan, outcome: &anyhow::Result<T>) {
+fn print_totals<T>(plan: &report::plan::ReportPlan, outcome: &anyhow::Result<T>, r: &Reporter) {
     if plan.totals && outcome.is_ok() {
-        report::diagnostic(&totals::line(plan.record_size));
+        r.diagnostic(&r.totals_line(plan.record_size));
     }
 }
 
-/// The exit code of a run's outcome, saying its error if it failed.
-fn code_of<T>(outcome: &anyhow::Result<T>) -> ExitCode {
-    match outcome {
-        Ok(_) if report::failed_count() > 0 => ExitCode::Fatal,
-        // GNU tar: a member that could not be extracted makes the run exit 2.
-        Ok(_) if report::skipped_count() > 0 => ExitCode::Fatal,
-        Ok(_) => ExitCode::Success,
-        Err(e) => {
-            report::diagnostic(&format!("fastuntar: {e:#}"));
-            ExitCode::Fatal
-        }
+/// The exit code of a run's outcome (`Reporter::status`: GNU tar's 2 also for a member that
+/// could not be extracted), saying its error if it failed.
+fn code_of<T>(outcome: &anyhow::Result<T>, reporter: &Reporter) -> ExitCode {
+    if let Err(e) = outcome {
+        reporter.diagnostic(&format!("fastuntar: {e:#}"));
     }
+    reporter.status(outcome.is_ok())
 }
 
 /// Exits with `code`, or with 2 when output was lost (report.rs): a failed write to stdout is
 /// said here, once; a diagnostic that stderr did not take cannot be said at all.
-fn exit(code: ExitCode) -> ! {
+fn exit(code: ExitCode, reporter: &Reporter) -> ! {
     let mut code = code;
-    if let Some(e) = report::stdout_failure() {
-        report::diagnostic(&format!("fastuntar: {e}"));
+    if let Some(e) = reporter.stdout_failure() {
+        reporter.diagnostic(&format!("fastuntar: {e}"));
         code = ExitCode::Fatal;
     }
-    if report::diagnostic_lost() {
+    if reporter.diagnostic_lost() {
         code = ExitCode::Fatal;
     }
     std::process::exit(code as i32);
@@ -176,11 +176,11 @@ fn exit(code: ExitCode) -> ! {
 
 /// Prints generated text (completions, man page) and exits: 0, also when the reader closed
 /// the pipe early (`fastuntar --man | head`); 2 with a message on any other failure.
-fn print_all(text: &[u8], what: &str) -> ! {
+fn print_all(text: &[u8], what: &str, reporter: &Reporter) -> ! {
     let mut out = std::io::stdout().lock();
     match out.write_all(text).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            report::diagnostic(&format!("fastuntar: cannot write {what}: {e}"));
+            reporter.diagnostic(&format!("fastuntar: cannot write {what}: {e}"));
             std::process::exit(ExitCode::Fatal as i32);
         }
         _ => std::process::exit(ExitCode::Success as i32),
@@ -201,8 +201,9 @@ fn rate_mb_s(bytes: u64, secs: f64) -> f64 {
 }
 
 /// The human summary: members, bytes, direct/buffered files, elapsed, MB/s (and sync time);
-/// with -v also which files were to go direct and why (stdout is -v's listing, GNU tar's).
-fn line(s: &Summary, verbose: bool) -> String {
+/// with -v also which files were to go direct and why (stdout is -v's listing, GNU tar's);
+/// `skipped`: the run's members not extracted.
+fn line(s: &Summary, verbose: bool, skipped: u64) -> String {
     let secs = s.elapsed.as_secs_f64();
     let st = &s.stats;
     let mut out = format!(
@@ -236,7 +237,6 @@ fn line(s: &Summary, verbose: bool) -> String {
     if let Some(sync) = s.sync {
         out += &format!("; sync {:.2} s", sync.as_secs_f64());
     }
-    let skipped = report::skipped_count();
     if skipped > 0 {
         out += &format!("; {skipped} skipped");
     }
@@ -250,7 +250,7 @@ fn line(s: &Summary, verbose: bool) -> String {
 }
 
 /// The same as one JSON object (numbers, and a URL's final address escaped by `json_string`).
-fn json(s: &Summary, code: ExitCode) -> String {
+fn json(s: &Summary, code: ExitCode, skipped: u64) -> String {
     let download = match &s.download {
         None => String::new(),
         Some(d) => format!(
@@ -318,7 +318,7 @@ fn json(s: &Summary, code: ExitCode) -> String {
         download,
         resumed,
         s.resume.points,
-        report::skipped_count(),
+        skipped,
         code as i32
     )
 }

@@ -9,6 +9,7 @@ use anyhow::{Result, anyhow};
 
 use crate::archive::{Kind, Member, Reader, Skip};
 use crate::decode;
+use crate::report::Reporter;
 use crate::report::checkpoint::{Header, Observer};
 use crate::report::locale::utf8_locale;
 use crate::selection::select::Wanted;
@@ -65,6 +66,8 @@ pub struct Reading {
     pub checkpoints: Option<Observer>,
     /// The warning classes `--warning` left on.
     warnings: crate::report::Warnings,
+    /// What the reading says and counts (the run's).
+    report: Arc<Reporter>,
 }
 
 /// Opens the archive and starts its decoder for a stage that only reads it.
@@ -72,6 +75,7 @@ pub fn open(
     source: &decode::plan::InputPlan,
     selection: &crate::selection::plan::SelectionPlan,
     plan: &ReadPlan,
+    report: &Arc<Reporter>,
 ) -> Result<Reading> {
     let input = decode::open_input(source, false)?;
     let wanted = Wanted::new(selection)?;
@@ -81,7 +85,7 @@ pub fn open(
     let threads = input.threads(source.threads, pools, source.budget.explicit)?;
     let decoded = input.decode(threads)?;
     let download = decoded.download.clone();
-    let mut reading = Reading::new(plan, decoded.reader, decoded.trailer, wanted);
+    let mut reading = Reading::new(plan, decoded.reader, decoded.trailer, wanted, report.clone());
     reading.download = download;
     Ok(reading)
 }
@@ -94,8 +98,9 @@ impl Reading {
         input: Box<dyn Skip + Send>,
         trailer: Option<decode::Trailer>,
         wanted: Wanted,
+        report: Arc<Reporter>,
     ) -> Reading {
-        Reading::with_reader(plan, Reader::new(input), trailer, wanted)
+        Reading::with_reader(plan, Reader::new(input), (trailer, wanted), report)
     }
 
     /// A resumed run's archive (src/resume/): `reader` begins at the resume point. The
@@ -105,9 +110,10 @@ impl Reading {
         reader: Reader<Box<dyn Skip + Send>>,
         trailer: Option<decode::Trailer>,
         wanted: Wanted,
+        report: Arc<Reporter>,
     ) -> Reading {
         let at = reader.offset();
-        let mut r = Reading::with_reader(plan, reader, trailer, wanted);
+        let mut r = Reading::with_reader(plan, reader, (trailer, wanted), report);
         r.label = None;
         if let Some(c) = &mut r.checkpoints {
             c.skip_to(at);
@@ -118,15 +124,16 @@ impl Reading {
     fn with_reader(
         plan: &ReadPlan,
         mut reader: Reader<Box<dyn Skip + Send>>,
-        trailer: Option<decode::Trailer>,
-        wanted: Wanted,
+        (trailer, wanted): (Option<decode::Trailer>, Wanted),
+        report: Arc<Reporter>,
     ) -> Reading {
         reader.ignore_zeros(plan.ignore_zeros);
         reader.block_numbers(plan.block_numbers);
         reader.pax_delete(plan.pax_delete.clone());
         reader.xattrs(plan.xattrs);
         reader.dumpdirs(plan.dumpdirs);
-        let checkpoints = plan.checkpoint.as_ref().map(|c| Observer::start(c, trailer.is_some()));
+        let checkpoints =
+            plan.checkpoint.as_ref().map(|c| Observer::start(c, trailer.is_some(), report.clone()));
         let transforms = plan.transforms.clone();
         let show_omitted_dirs = plan.show_omitted_dirs;
         let label = plan.label.clone();
@@ -142,6 +149,7 @@ impl Reading {
             unread: None,
             checkpoints,
             warnings: plan.warnings,
+            report,
         }
     }
 
@@ -167,6 +175,9 @@ impl Reading {
         } else {
             let before = (self.reader.offset(), self.reader.format());
             let m = self.reader.next_member();
+            for (name, what) in self.reader.take_failures() {
+                self.report.failed(&name, what);
+            }
             if let Some(c) = &mut self.checkpoints {
                 c.headers_read(before, self.reader.offset(), header_of(&m));
             }
@@ -176,7 +187,7 @@ impl Reading {
             check_label(&pattern, self.reader.first_label())?;
         }
         if m.is_none() {
-            crate::report::totals::archive_ends_at(self.reader.offset());
+            self.report.archive_ends_at(self.reader.offset());
         }
         Ok(m)
     }
@@ -194,7 +205,7 @@ impl Reading {
         let said = lines.try_for_each(|line| say(&line));
         if let Some(at) = ends.lone_zero_at {
             let what = format!("A lone zero block at {at}");
-            self.warnings.warn(crate::report::Warning::AloneZeroBlock, what);
+            self.warnings.warn(&self.report, crate::report::Warning::AloneZeroBlock, what);
         }
         said
     }
@@ -212,7 +223,8 @@ impl Reading {
         if !wanted && self.show_omitted_dirs && m.kind == Kind::Dir {
             // GNU tar names it without its trailing `/`s.
             let end = m.name.iter().rposition(|&b| b != b'/').map_or(m.name.len(), |e| e + 1);
-            crate::report::warn(format!("{}: Omitting", crate::report::printable(&m.name[..end])));
+            let name = crate::report::printable(&m.name[..end]);
+            self.report.warn(format!("{name}: Omitting"));
         }
         if wanted && !self.transforms.is_empty() {
             let end = m.name.iter().rposition(|&b| b != b'/').map_or(0, |e| e + 1);
@@ -250,7 +262,7 @@ impl Reading {
         {
             d.finish()?;
         }
-        self.wanted.report_not_found(utf8);
+        self.wanted.report_not_found(utf8, &self.report);
         Ok(())
     }
 }

@@ -69,15 +69,6 @@ pub fn fit_address_space() {
     }
 }
 
-/// Descriptors an input will open after the writers' budget is made (a URL's connections,
-/// `promise_fds`), counted as open by `FdBudget::from_rlimit`.
-static PROMISED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-/// Keeps `n` descriptors out of the writers' budget: the input will open them later.
-pub fn promise_fds(n: usize) {
-    PROMISED.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-}
-
 /// How many of `asked` connections (a socket each) the open-file limit allows (raised to the
 /// hard limit first, as for the writers): see `fit_connections`.
 pub fn connections_fit(asked: usize) -> usize {
@@ -116,11 +107,11 @@ impl FdBudget {
     /// the writers' fixed descriptors leave, a quarter is for files in flight (at most
     /// MAX_FILES_IN_FLIGHT), the rest for directories (at most MAX_CACHED_DIRS). Never less
     /// than one of each per writer: running out later shrinks the directory cache and retries
-    /// (`write/tree.rs`).
-    pub fn from_rlimit(writers: usize) -> FdBudget {
+    /// (`write/tree.rs`). `later`: descriptors the input will open after this budget is made
+    /// (a URL's connections, a socket each), counted as open now.
+    pub fn from_rlimit(writers: usize, later: usize) -> FdBudget {
         let limit = raise_nofile().unwrap_or(1024);
-        let promised = PROMISED.load(std::sync::atomic::Ordering::Relaxed);
-        FdBudget::divide(limit, open_fds().unwrap_or(RESERVED_FDS) + promised, writers)
+        FdBudget::divide(limit, open_fds().unwrap_or(RESERVED_FDS) + later, writers)
     }
 
     fn divide(limit: u64, open_now: usize, wanted: usize) -> FdBudget {

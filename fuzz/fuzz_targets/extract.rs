@@ -25,15 +25,13 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
-use clap::Parser;
-use fastuntar::cli::Args;
-use fastuntar::command::extract;
 use fastuntar::cli::resolve::{Edge, resolve, writer_layout};
 use fastuntar::command::Plans;
+use fastuntar::command::extract;
+use fastuntar::report::Reporter;
 use fastuntar::write::plan::DestFs;
-use fastuntar::report;
 use libfuzzer_sys::fuzz_target;
 
 const SENTINEL: &[u8] = b"sentinel: must never change\n";
@@ -196,7 +194,6 @@ fn set_mtime(p: &Path, secs: i64) {
     assert_eq!(r, 0, "utimensat {}", p.display());
 }
 
-
 /// An entry without its content, for messages: (type, mode, size, mtime, content hash).
 fn brief(e: Option<&(u32, u32, u64, i64, Vec<u8>)>) -> Option<(u32, u32, u64, i64, u64)> {
     e.map(|(t, m, s, mt, c)| {
@@ -207,13 +204,15 @@ fn brief(e: Option<&(u32, u32, u64, i64, Vec<u8>)>) -> Option<(u32, u32, u64, i6
     })
 }
 
-fn config(archive: &Path, dest: &Path, backend: &[&str]) -> Plans {
+fn config(archive: &Path, dest: &Path, backend: &[&str], report: &Reporter) -> Plans {
     let mut argv = vec!["fastuntar", "-x"];
     let (a, d) = (archive.to_str().unwrap(), dest.to_str().unwrap());
     argv.extend([a, "-C", d, "-q", "--memory", "1M", "--max-window", "64M"]);
     argv.extend(backend);
-    let args = Args::try_parse_from(argv).expect("fixed arguments parse");
-    let edge = Edge::read().expect("the edge reads");
+    // `cli::parse`, as main: `-C` is read from the options in command-line order, which
+    // clap's own parse leaves out (the run then extracted into the working directory).
+    let args = fastuntar::cli::parse(argv.iter().map(Into::into).collect());
+    let edge = Edge::read(report.started_at()).expect("the edge reads");
     let mut plans = resolve(args, &edge, &mut Vec::new()).expect("fixed arguments resolve");
     let fs = DestFs::probe(&plans.writer);
     plans.writer.layout = Some(writer_layout(&plans.writer, &fs));
@@ -229,9 +228,10 @@ fuzz_target!(|data: &[u8]| {
     let mut results = Vec::new();
     for backend in BACKENDS {
         let scene = Scene::new();
-        let cfg = config(&archive, &scene.dest, backend);
-        let skipped = report::skipped_count();
-        let r = extract::run(&cfg);
+        // Each run its own reporter, as each run of the binary: the counts start from 0.
+        let report = Arc::new(Reporter::new());
+        let cfg = config(&archive, &scene.dest, backend, &report);
+        let r = extract::run(&cfg, &report);
         let what =
             format!("{backend:?} ({})", r.as_ref().err().map_or("ok".into(), |e| format!("{e:#}")));
         if let Err(e) = &r {
@@ -240,7 +240,7 @@ fuzz_target!(|data: &[u8]| {
         }
         scene.check(&what);
         let tree = if r.is_ok() { Some(scene.tree()) } else { None };
-        results.push((r.is_ok(), report::skipped_count() - skipped, tree, what));
+        results.push((r.is_ok(), report.skipped_count(), tree, what));
     }
     let (a, b) = (&results[0], &results[1]);
     assert_eq!(a.0, b.0, "backends disagree on success: {} vs {}", a.3, b.3);

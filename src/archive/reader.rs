@@ -78,6 +78,9 @@ pub struct Reader<R: Skip> {
     block_numbers: bool,
     /// What the reader met since `take_ends` was last asked.
     ends: Ends,
+    /// Members read with a failure the run goes on after (a dumpdir too large to read), as
+    /// (name, what), until `take_failures`: the caller says them, and the run exits 2.
+    failures: Vec<(String, String)>,
 }
 
 /// How the archive ended, said after the member read before it (`Reading::say_ends`): for
@@ -357,6 +360,7 @@ impl<R: Skip> Reader<R> {
             format: Format::Gnu,
             block_numbers: false,
             ends: Ends::default(),
+            failures: Vec::new(),
         }
     }
 
@@ -397,6 +401,11 @@ impl<R: Skip> Reader<R> {
     /// `-R`: note the zero blocks and the end of the input as they are met (`take_ends`).
     pub fn block_numbers(&mut self, on: bool) {
         self.block_numbers = on;
+    }
+
+    /// The failures met since the last call (`failures`).
+    pub fn take_failures(&mut self) -> Vec<(String, String)> {
+        std::mem::take(&mut self.failures)
     }
 
     /// How the archive ended, as met since the last call (`Ends`).
@@ -1055,7 +1064,7 @@ impl<R: Skip> Reader<R> {
                 "dumpdir of {size} bytes is larger than fastuntar reads ({} MiB); not purged",
                 pax::MAX_DUMPDIR >> 20
             );
-            crate::report::failed(display, what);
+            self.failures.push((display.to_string(), what));
             return Ok(None);
         }
         // Pages of the buffer that no data reaches are never touched.

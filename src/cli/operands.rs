@@ -64,10 +64,12 @@ pub struct Selection {
 
 /// Reads `ordered` (cli.rs) in order. `skip_first_operand`: the first operand is the archive
 /// (no -f). `stdin_taken`: the archive is read from standard input, so no `-T -`/`-X -`.
+/// What is worth a warning (a `-T` list with a NUL) goes to `notes`.
 pub fn resolve(
     ordered: &[Ordered],
     skip_first_operand: bool,
     stdin_taken: bool,
+    notes: &mut Vec<String>,
 ) -> Result<Selection> {
     let mut sel =
         Selection { members: Vec::new(), exclude: Vec::new(), recursion: true, read_stdin: false };
@@ -95,7 +97,7 @@ pub fn resolve(
             }
             Ordered::FilesFrom(path) => {
                 sel.read_stdin |= path.as_os_str() == "-";
-                for name in files_from(path, stdin_taken, null, verbatim)? {
+                for name in files_from(path, stdin_taken, null, verbatim, notes)? {
                     sel.members.push(member(&name, unquote_names, wildcards, member_flags));
                 }
             }
@@ -156,12 +158,18 @@ fn member(text: &[u8], unquote_names: bool, wildcards: Option<bool>, flags: Flag
 
 /// The names a `-T` FILE gives (`-` is standard input), as `list_names` reads them: a name
 /// starting with `-` is refused unless `--null` or `--verbatim-files-from`.
-fn files_from(path: &Path, stdin_taken: bool, null: bool, verbatim: bool) -> Result<Vec<Vec<u8>>> {
+fn files_from(
+    path: &Path,
+    stdin_taken: bool,
+    null: bool,
+    verbatim: bool,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Vec<u8>>> {
     let what = || format!("--files-from {}", path.display());
     let text = read(path, stdin_taken).with_context(what)?;
     let (names, nul) = list_names(&text, null);
     if nul {
-        crate::report::warn(format!(
+        notes.push(format!(
             "{}: a name read contains a NUL byte; NUL separates the names after it",
             path.display()
         ));
@@ -253,7 +261,7 @@ mod tests {
             Ordered::Unquote(true),
             op("\\141"),
         ];
-        let sel = resolve(&ordered, true, false).unwrap();
+        let sel = resolve(&ordered, true, false, &mut Vec::new()).unwrap();
         assert_eq!(
             sel.members,
             [
@@ -278,21 +286,24 @@ mod tests {
         let ex = dir.path().join("ex");
         std::fs::write(&ex, "y \nab\r\n  \n\ncut\0off\n").unwrap();
         let ff = |p: &PathBuf| Ordered::FilesFrom(p.clone());
-        let sel = resolve(&[ff(&names), Ordered::ExcludeFrom(ex.clone())], false, false).unwrap();
+        let sel =
+            resolve(&[ff(&names), Ordered::ExcludeFrom(ex.clone())], false, false, &mut Vec::new())
+                .unwrap();
         let names_given: Vec<_> = sel.members.iter().map(|g| g.text.clone()).collect();
         assert_eq!(names_given, [&b"a"[..], b"b c ", b"b"]);
         let ex_given: Vec<_> = sel.exclude.iter().map(|g| g.text.clone()).collect();
         assert_eq!(ex_given, [&b"y"[..], b"ab", b"cut"]);
-        let e = resolve(&[ff(&dashed)], false, false).unwrap_err();
+        let e = resolve(&[ff(&dashed)], false, false, &mut Vec::new()).unwrap_err();
         assert!(format!("{e:#}").contains("dashed: name 2: it starts with '-'"), "{e:#}");
-        let sel = resolve(&[Ordered::Verbatim(true), ff(&dashed)], false, false).unwrap();
+        let sel = resolve(&[Ordered::Verbatim(true), ff(&dashed)], false, false, &mut Vec::new())
+            .unwrap();
         assert_eq!(sel.members.len(), 2);
-        let sel = resolve(&[ff(&nul)], false, false).unwrap_err();
+        let sel = resolve(&[ff(&nul)], false, false, &mut Vec::new()).unwrap_err();
         assert!(format!("{sel:#}").contains("it starts with '-'"));
-        let sel = resolve(&[Ordered::Null(true), ff(&nul)], false, false).unwrap();
+        let sel = resolve(&[Ordered::Null(true), ff(&nul)], false, false, &mut Vec::new()).unwrap();
         let names_given: Vec<_> = sel.members.iter().map(|g| g.text.clone()).collect();
         assert_eq!(names_given, [&b"-n1"[..], b"n2"]);
-        let e = resolve(&[ff(&PathBuf::from("-"))], false, true).unwrap_err();
+        let e = resolve(&[ff(&PathBuf::from("-"))], false, true, &mut Vec::new()).unwrap_err();
         assert!(format!("{e:#}").contains("standard input is already the archive"));
     }
 }

@@ -50,13 +50,17 @@ pub struct Edge {
     pub usable_memory: u64,
     /// The run's start, from which relative dates (`-N yesterday`) count.
     pub now: Timestamp,
+    /// `$VERSION_CONTROL`: the kind of backups `--backup` without CONTROL makes.
+    pub version_control: Option<String>,
+    /// `$SIMPLE_BACKUP_SUFFIX`: the backups' suffix without `--suffix`.
+    pub backup_suffix: Option<String>,
 }
 
 impl Edge {
-    /// Reads the surroundings, once.
-    pub fn read() -> Result<Edge> {
+    /// Reads the surroundings, once; `started`: when the run started (`Reporter::started_at`).
+    pub fn read(started: std::time::SystemTime) -> Result<Edge> {
         use std::io::IsTerminal;
-        let since = crate::report::totals::started_at().duration_since(std::time::UNIX_EPOCH)?;
+        let since = started.duration_since(std::time::UNIX_EPOCH)?;
         Ok(Edge {
             tape: std::env::var_os("TAPE").filter(|t| !t.is_empty()).map(PathBuf::from),
             stdin_tty: std::io::stdin().is_terminal(),
@@ -67,6 +71,8 @@ impl Edge {
             nproc_limit: crate::resources::soft_limit(libc::RLIMIT_NPROC),
             usable_memory: crate::budget::usable_memory(),
             now: Timestamp { secs: since.as_secs() as i64, nanos: since.subsec_nanos() },
+            version_control: std::env::var("VERSION_CONTROL").ok(),
+            backup_suffix: std::env::var("SIMPLE_BACKUP_SUFFIX").ok(),
         })
     }
 }
@@ -250,7 +256,7 @@ fn selection_plan(
     let transforms =
         crate::selection::transform::Transforms::parse(&args.transform).context("--transform")?;
     let Selection { members, exclude, recursion, read_stdin } =
-        operands::resolve(&args.ordered, args.file.is_none(), stdin_archive)?;
+        operands::resolve(&args.ordered, args.file.is_none(), stdin_archive, notes)?;
     let occurrence = match args.occurrence {
         None => 0,
         Some(n) if n > 0 && members.is_empty() => {
@@ -371,6 +377,20 @@ fn member_plan(args: &Args, one_top_level: Option<PathBuf>, edge: &Edge) -> Resu
     })
 }
 
+/// `--backup[=CONTROL]` and `--suffix=SUFFIX` with what GNU tar reads of the environment for
+/// them: the CONTROL (`$VERSION_CONTROL` for `--backup` without one; empty: the default) and
+/// SUFFIX (`$SIMPLE_BACKUP_SUFFIX` without `--suffix`, else `~`) the backups take, or None
+/// without either option. `--suffix` alone turns backups on, as in GNU tar.
+fn backup_wanted<'a>(args: &'a Args, edge: &'a Edge) -> Option<(&'a str, &'a str)> {
+    let control = match (args.backup.as_deref(), args.suffix.as_deref()) {
+        (None, None) => return None,
+        (Some(""), _) | (None, Some(_)) => edge.version_control.as_deref().unwrap_or(""),
+        (Some(control), _) => control,
+    };
+    let suffix = args.suffix.as_deref().or(edge.backup_suffix.as_deref()).unwrap_or("~");
+    Some((control, suffix))
+}
+
 /// How members land in DIR.
 fn writer_plan(args: &Args, edge: &Edge, warnings: Warnings) -> Result<WriterPlan> {
     let direct_threshold = match &args.direct_io_threshold {
@@ -378,7 +398,10 @@ fn writer_plan(args: &Args, edge: &Edge, warnings: Warnings) -> Result<WriterPla
         None => crate::write::direct_policy::DEFAULT_THRESHOLD,
     };
     let (threads, threads_given) = writer_threads(args.writer_threads, edge)?;
-    let backup = crate::write::backup::Backup::new(args.backup.as_deref(), args.suffix.as_deref())?;
+    let backup = match backup_wanted(args, edge) {
+        Some((control, suffix)) => crate::write::backup::Backup::new(control, suffix)?,
+        None => None,
+    };
     Ok(WriterPlan {
         dest: destination(args)?,
         backend: match args.io {
@@ -940,6 +963,32 @@ pub(crate) mod tests {
             nproc_limit: None,
             usable_memory: 16 << 30,
             now: Timestamp { secs: 1_800_000_000, nanos: 0 },
+            version_control: None,
+            backup_suffix: None,
+        }
+    }
+
+    /// `--backup` and `--suffix` against `$VERSION_CONTROL` and `$SIMPLE_BACKUP_SUFFIX`: the
+    /// options win, the environment fills in what they leave out.
+    #[test]
+    fn backups_from_options_and_environment() {
+        let env = Edge {
+            version_control: Some("numbered".into()),
+            backup_suffix: Some(".bak".into()),
+            ..edge()
+        };
+        for (argv, edge, want) in [
+            (&["-x"][..], edge(), None),
+            (&["-x"], env.clone(), None),
+            (&["-x", "--backup"], edge(), Some(("", "~"))),
+            (&["-x", "--backup"], env.clone(), Some(("numbered", ".bak"))),
+            (&["-x", "--backup=simple"], env.clone(), Some(("simple", ".bak"))),
+            (&["-x", "--suffix=.old"], edge(), Some(("", ".old"))),
+            (&["-x", "--suffix=.old"], env.clone(), Some(("numbered", ".old"))),
+            (&["-x", "--backup=off", "--suffix=.old"], env.clone(), Some(("off", ".old"))),
+        ] {
+            let args = args(argv);
+            assert_eq!(super::backup_wanted(&args, &edge), want, "{argv:?}");
         }
     }
 

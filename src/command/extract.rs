@@ -23,9 +23,9 @@ use crate::policy::safety::SafePath;
 use crate::policy::safety::{Sanitizer, Verdict};
 use crate::pool::{Pool, PoolBuf};
 use crate::reading::Reading;
-use crate::report;
 use crate::report::checkpoint;
-use crate::report::progress::{self, Progress};
+use crate::report::progress::Progress;
+use crate::report::{self, Reporter};
 use crate::resume::Session;
 use crate::selection::confirm::Confirm;
 use crate::write::direct::DirectPolicy;
@@ -63,7 +63,9 @@ pub struct Summary {
     pub resume: crate::resume::Report,
 }
 
-pub fn run(plans: &Plans) -> Result<Summary> {
+/// Extracts as `plans` say; what the run says and counts goes to `report` (its exit status
+/// too: `Reporter::status`).
+pub fn run(plans: &Plans, report: &Arc<Reporter>) -> Result<Summary> {
     let (source, writer) = (&plans.input, &plans.writer);
     let start = Instant::now();
     let _umask = UmaskGuard::current();
@@ -71,7 +73,7 @@ pub fn run(plans: &Plans) -> Result<Summary> {
     // when it has decided to write direct (below).
     let drop_behind = writer.direct == write::plan::DirectIo::Always;
     // What this run does about resuming is decided before anything is opened or written.
-    let mut session = crate::resume::Session::prepare(&plans.resume, source)?;
+    let mut session = crate::resume::Session::prepare(&plans.resume, source, report)?;
     let input = crate::resume::open_input(source, &session, drop_behind)?;
     session.opened(&input)?;
     let pools = source.pools(input.workers(source.threads))?;
@@ -81,7 +83,12 @@ pub fn run(plans: &Plans) -> Result<Summary> {
     let memory = (pool.count() as u64 * pools.buf_size as u64, threads.pool_bytes());
     let files = FileCount::new(plans.policy.limits.max_files);
     let frames = threads.frame_pool();
-    let writers = write::create_n(writer, &pool, frames, files.clone(), input.size)?;
+    // What the writers did goes to the run's reporter, said as the writer plan says.
+    let events =
+        Arc::new(write::events::Said::new(writer.verbose, writer.warnings, report.clone()));
+    let later_fds = input.download.as_ref().map_or(0, |d| d.later_fds());
+    let incoming = write::Incoming { size: input.size, later_fds };
+    let writers = write::create_n(writer, &pool, frames, files.clone(), incoming, events)?;
     let writer_counts = (writers.workers.len(), writers.uring);
     let direct = writers.direct;
     if direct.threshold.is_some() {
@@ -94,6 +101,7 @@ pub fn run(plans: &Plans) -> Result<Summary> {
         input.size,
         input.consumed.clone(),
         net,
+        report.clone(),
     );
     let decoded = input.decode(threads)?;
     let counters = decoded.counters();
@@ -101,7 +109,7 @@ pub fn run(plans: &Plans) -> Result<Summary> {
 
     let wanted = crate::selection::select::Wanted::new(&plans.selection)?;
     let stream = Stream { archive: session.reading(&plans.read, wanted, decoded)? };
-    let (members, stats) = pipeline(plans, stream, &pool, writers, files, &session)?;
+    let (members, stats) = pipeline(plans, stream, &pool, writers, files, &session, report)?;
     progress.finish();
     session.complete()?;
     let elapsed = start.elapsed();
@@ -211,29 +219,28 @@ fn pipeline(
     mut writers: write::Writers,
     files: Arc<FileCount>,
     session: &Session,
+    report: &Reporter,
 ) -> Result<(u64, Stats)> {
-    let landing = Landing { direct: writers.direct.policy(), session };
+    let direct = writers.direct.policy();
+    let pipe = Pipe { plans, pool, files, direct, session, report };
     let Some(dest) = writers.dest.take() else {
         let mut writer = writers.workers.pop().expect("one writer");
-        return pipeline_one(plans, input, pool, &mut *writer, files, landing);
+        return pipeline_one(pipe, input, &mut *writer);
     };
-    pipeline_many(plans, input, pool, writers.workers, dest, files, landing)
+    pipeline_many(pipe, input, writers.workers, dest)
 }
 
 /// One writer, on this thread.
 fn pipeline_one(
-    plans: &Plans,
+    pipe: Pipe<'_>,
     input: Stream,
-    pool: &Pool,
     writer: &mut dyn write::Writer,
-    files: Arc<FileCount>,
-    landing: Landing<'_>,
 ) -> Result<(u64, Stats)> {
     let (tx, rx) = sync_channel::<Vec<Op>>(BATCH_QUEUE);
     // Behind a lock so that the input is still here when the decoder thread cannot start
     // (never contended).
     let input = std::sync::Mutex::new(Some(input));
-    let files_inline = files.clone();
+    let pipe_inline = pipe.clone();
     let threaded = thread::scope(|s| {
         let input = &input;
         // A user at RLIMIT_NPROC (`ulimit -u`, threads count) or at a cgroup's pids.max
@@ -243,12 +250,12 @@ fn pipeline_one(
             // The channel closes when the producer ends: the sender is moved in here.
             let tx = tx;
             let mut out = Batcher { tx: &tx, ops: Vec::with_capacity(BATCH_OPS), bytes: 0 };
-            produce(plans, input, pool, &mut out, files, landing)
+            produce(pipe, input, &mut out)
         });
         let producer = producer?;
         // Started only now: it is optional, and must not take the thread slot the decoder
         // needs under a low `ulimit -u`.
-        let flusher = landing.session.recorder();
+        let flusher = pipe_inline.session.recorder();
         let written = consume(writer, rx);
         // The writer is done with the channel (finished, or failed and dropped its receiver,
         // which makes the producer's next send fail); the producer stops either way.
@@ -270,7 +277,7 @@ fn pipeline_one(
         Ok(result) => result,
         Err(spawn) => {
             let input = input.into_inner().unwrap_or_else(|e| e.into_inner()).expect("not taken");
-            pipeline_inline(plans, input, pool, writer, files_inline, landing, &spawn)
+            pipeline_inline(pipe_inline, input, writer, &spawn)
         }
     }
 }
@@ -280,21 +287,17 @@ fn pipeline_one(
 /// everything it holds whenever the decoder would wait for a buffer (`Sink::flush`), so
 /// neither waits for what only the other could do.
 fn pipeline_inline(
-    plans: &Plans,
+    pipe: Pipe<'_>,
     input: Stream,
-    pool: &Pool,
     writer: &mut dyn write::Writer,
-    files: Arc<FileCount>,
-    landing: Landing<'_>,
     spawn: &std::io::Error,
 ) -> Result<(u64, Stats)> {
     // EAGAIN: the process limit, or no address space left for a stack (ulimit -v).
-    report::warn(format!(
+    pipe.report.warn(format!(
         "cannot start a thread ({spawn}: ulimit -u or pids.max, or ulimit -v): decoding and \
          writing on one thread"
     ));
-    let produced =
-        produce(plans, input, pool, &mut Inline { writer: &mut *writer }, files, landing);
+    let produced = produce(pipe, input, &mut Inline { writer: &mut *writer });
     let finished = writer.finish();
     match (produced, finished) {
         (Ok(members), Ok(stats)) => Ok((members, stats)),
@@ -323,13 +326,10 @@ impl Sink for Inline<'_> {
 /// Several writer threads (`write/multi.rs`): the decoder thread dispatches, worker 0 runs on
 /// this thread, the others on their own.
 fn pipeline_many(
-    plans: &Plans,
+    pipe: Pipe<'_>,
     input: Stream,
-    pool: &Pool,
     mut workers: Vec<Box<dyn write::Writer>>,
     dest: write::dest::Dest,
-    files: Arc<FileCount>,
-    landing: Landing<'_>,
 ) -> Result<(u64, Stats)> {
     use write::multi::{Dispatch, QUEUE_BATCHES, Shared, run_worker};
     let shared = Arc::new(Shared::new(workers.len()));
@@ -341,7 +341,7 @@ fn pipeline_many(
     // Behind a lock so that the input is still here when a thread cannot start and the run
     // goes on with one writer (never contended).
     let input = std::sync::Mutex::new(Some(input));
-    let files_for_one = files.clone();
+    let pipe_for_one = pipe.clone();
     let scoped = thread::scope(|s| {
         // Writer threads first: when one cannot start (`ulimit -u`, pids.max), the others are
         // hung up on and the run goes on with one writer on this thread.
@@ -356,7 +356,7 @@ fn pipeline_many(
         let producer = thread::Builder::new().spawn_scoped(s, move || {
             let input = input.lock().unwrap_or_else(|e| e.into_inner()).take().expect("input");
             let mut dispatch = cell.lock().unwrap_or_else(|e| e.into_inner());
-            let r = produce(plans, input, pool, &mut *dispatch, files, landing);
+            let r = produce(pipe, input, &mut *dispatch);
             dispatch.close();
             r
         });
@@ -370,7 +370,7 @@ fn pipeline_many(
             }
         };
         // Optional, so started after every thread the run needs (see pipeline_one).
-        let flusher = landing.session.recorder();
+        let flusher = pipe_for_one.session.recorder();
         let mut results = vec![run_worker(0, &mut **first, rx0, &shared)];
         for h in handles {
             results.push(h.join().unwrap_or_else(|_| Err(anyhow!("writer thread panicked"))));
@@ -381,10 +381,10 @@ fn pipeline_many(
     });
     let Some((produced, results)) = scoped else {
         let input = input.into_inner().unwrap_or_else(|e| e.into_inner()).expect("not consumed");
-        return pipeline_one(plans, input, pool, &mut **first, files_for_one, landing);
+        return pipeline_one(pipe_for_one, input, &mut **first);
     };
     let dispatch = dispatch_cell.into_inner().unwrap_or_else(|e| e.into_inner());
-    finish_many(dispatch, &shared, produced, results)
+    finish_many(dispatch, &shared, produced, results, pipe_for_one.report)
 }
 
 /// The end of `pipeline_many`, every thread joined: DIR's last directories stamped, the
@@ -394,6 +394,7 @@ fn finish_many(
     shared: &write::multi::Shared,
     produced: Result<u64>,
     results: Vec<Result<Stats>>,
+    report: &Reporter,
 ) -> Result<(u64, Stats)> {
     // Every worker has landed its files: stamp the directories the archive left last.
     let dest = &mut dispatch.dest;
@@ -408,7 +409,7 @@ fn finish_many(
     // (a full disk fails the files in flight on every writer): it is named as well.
     if let Some(e) = errors.next() {
         for also in errors {
-            report::diagnostic(&format!("fastuntar: {also:#}"));
+            report.diagnostic(&format!("fastuntar: {also:#}"));
         }
         return Err(e);
     }
@@ -508,12 +509,17 @@ fn consume(writer: &mut dyn write::Writer, rx: Receiver<Vec<Op>>) -> Result<()> 
 /// Marks a send to a writer that has stopped: the writer's own error explains why.
 struct WriterGone;
 
-/// What every stage of the pipeline hands on to the member loop: which files go direct, and
-/// the resume session that takes points between members.
-#[derive(Clone, Copy)]
-struct Landing<'s> {
+/// What every way of running the pipeline (one writer, several, or all on one thread) hands
+/// on to the member loop: the plans, the file-data pool, the `--max-files` count, which files
+/// go direct, the resume session that takes points between members, and the run's reporter.
+#[derive(Clone)]
+struct Pipe<'s> {
+    plans: &'s Plans,
+    pool: &'s Pool,
+    files: Arc<FileCount>,
     direct: DirectPolicy,
     session: &'s Session,
+    report: &'s Reporter,
 }
 
 /// What the member loop keeps from one member to the next.
@@ -581,25 +587,22 @@ fn resumed(
 
 /// The next member of `archive`, None at its end. On an error, the members decoded before it
 /// are still written.
-fn next_member(archive: &mut Reading, out: &mut dyn Sink) -> Result<Option<Member>> {
+fn next_member(
+    archive: &mut Reading,
+    out: &mut dyn Sink,
+    report: &Reporter,
+) -> Result<Option<Member>> {
     let next = archive.next_member();
     // -R's lines for zero blocks; a failed write is said at the end (report.rs).
-    let _ = archive.say_ends(&mut |line| report::list_line(line, false));
+    let _ = archive.say_ends(&mut |line| report.list_line(line, false));
     next.inspect_err(|_| {
         let _ = out.flush();
     })
 }
 
 /// Reads members, judges their paths and sends the ops. Returns the number of members.
-fn produce(
-    plans: &Plans,
-    input: Stream,
-    pool: &Pool,
-    out: &mut dyn Sink,
-    files: Arc<FileCount>,
-    landing: Landing<'_>,
-) -> Result<u64> {
-    let Landing { direct, session } = landing;
+fn produce(pipe: Pipe<'_>, input: Stream, out: &mut dyn Sink) -> Result<u64> {
+    let Pipe { plans, pool, files, direct, session, report } = pipe;
     let Stream { mut archive } = input;
     let mut kept = Kept::new(plans, files);
     let utf8 = crate::report::locale::utf8_locale();
@@ -612,7 +615,7 @@ fn produce(
     };
     let says_renaming = plans.report.verbose > 0 && plans.writer.backup.is_some();
     loop {
-        let Some(mut member) = next_member(&mut archive, out)? else { break };
+        let Some(mut member) = next_member(&mut archive, out, report)? else { break };
         // A resume point before this member, when the recorder asked for one.
         let (wanted, admission, probes) = (archive.wanted(), &kept.admission, &kept.probes);
         if let Some(mark) =
@@ -622,12 +625,13 @@ fn produce(
             return stopped(members, e);
         }
         members += 1;
-        progress::member_seen();
+        report.tally.members.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if !archive.wants(&mut member) {
             continue;
         }
         let mut stage = Stage {
             plans,
+            report,
             ids,
             reader: &mut archive.reader,
             checkpoints: &mut archive.checkpoints,
@@ -725,22 +729,22 @@ pub(crate) fn judge(
     policy: &MemberPlan,
     sanitizer: &mut Sanitizer,
     admission: &mut Admission,
-    m: &Member,
-    name: &str,
+    (m, name): (&Member, &str),
+    report: &Reporter,
 ) -> Result<Option<SafePath>> {
-    let path = match sanitizer.judge(&m.name) {
+    let path = match judged(sanitizer, &m.name, report) {
         Verdict::Extract(p) => p,
         Verdict::Nothing => return Ok(None),
         Verdict::Refuse(why) if policy.snapshot => {
             return Err(anyhow!("{name}: {why} (--snapshot stops here)"));
         }
         Verdict::Refuse(why) => {
-            report::skipped(name, why);
+            report.skipped(name, why);
             return Ok(None);
         }
     };
     if path.as_path().as_os_str().is_empty() && m.kind != Kind::Dir {
-        report::skipped(name, "member name is empty; skipped");
+        report.skipped(name, "member name is empty; skipped");
         return Ok(None);
     }
     // A `./` member is DIR itself. GNU tar gives DIR its mode and mtime (as root, or with -p),
@@ -751,6 +755,16 @@ pub(crate) fn judge(
     }
     admission.admit(m, path.as_path()).map_err(|e| anyhow!("{name}: {e:#}"))?;
     Ok(Some(path))
+}
+
+/// `sanitizer`'s verdict on `raw` (a name, a link target, a dumpdir's name), with the
+/// warning it made due said to `report`.
+pub(crate) fn judged(sanitizer: &mut Sanitizer, raw: &[u8], report: &Reporter) -> Verdict {
+    let verdict = sanitizer.judge(raw);
+    if let Some(note) = sanitizer.take_note() {
+        report.warn(note);
+    }
+    verdict
 }
 
 /// The extended attributes to restore on `m`: those `--xattrs` selects, then with `--acls`
@@ -765,7 +779,7 @@ fn attributes(
     m: &mut Member,
     name: &str,
     owners: &mut Owners,
-    warnings: report::Warnings,
+    (warnings, report): (report::Warnings, &Reporter),
 ) -> Option<Arc<[Xattr]>> {
     let resets = policy.acls && matches!(m.kind, Kind::File | Kind::Dir);
     if m.xattrs.is_empty() && !resets {
@@ -801,8 +815,11 @@ fn attributes(
         match converted {
             Ok((name, value)) => kept.push(Xattr { name, value: Some(value) }),
             // GNU tar warns (acl_from_text, acl_set_file_at) and exits 0.
-            Err(e) => warnings
-                .warn(report::Warning::XattrWrite, format!("{name}: cannot restore its ACL: {e}")),
+            Err(e) => report.warning(
+                warnings,
+                report::Warning::XattrWrite,
+                format!("{name}: cannot restore its ACL: {e}"),
+            ),
         }
     }
     let mut reset = Vec::new();
@@ -820,13 +837,18 @@ fn attributes(
 /// ("implausibly old time stamp") or after now ("time stamp ... is N s in the future") is
 /// worth a warning (`--warning=no-timestamp` silences it; the exit status stays). The name is
 /// the one GNU tar uses: as extracted, relative to DIR, without a trailing `/`.
-fn check_time(plans: &Plans, m: &Member, path: &SafePath, t: crate::archive::Timestamp) {
+fn check_time(
+    (plans, report): (&Plans, &Reporter),
+    m: &Member,
+    path: &SafePath,
+    t: crate::archive::Timestamp,
+) {
     let since_epoch = |at: std::time::SystemTime| {
         let d = at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         (d.as_secs() as i64, d.subsec_nanos())
     };
     // Nearly every time is before the run started: no clock is read for those.
-    if t.secs >= 0 && (t.secs, t.nanos) <= since_epoch(crate::report::totals::started_at()) {
+    if t.secs >= 0 && (t.secs, t.nanos) <= since_epoch(report.started_at()) {
         return;
     }
     let future = || {
@@ -851,7 +873,7 @@ fn check_time(plans: &Plans, m: &Member, path: &SafePath, t: crate::archive::Tim
         None => format!("{name}: implausibly old time stamp {when}"),
         Some(ahead) => format!("{name}: time stamp {when} is {ahead} s in the future"),
     };
-    plans.report.warnings.warn(report::Warning::Timestamp, said);
+    plans.report.warnings.warn(report, report::Warning::Timestamp, said);
 }
 
 /// The name GNU tar gives the file made of `m` in its messages and `--to-command`'s
@@ -877,8 +899,13 @@ pub(crate) fn gnu_file_name<'a>(
 
 /// A member of an unknown type is extracted as a regular file, as GNU tar does, with its
 /// warning.
-pub(crate) fn warn_unknown_type(warnings: report::Warnings, name: &str, flag: u8) {
+pub(crate) fn warn_unknown_type(
+    (warnings, report): (report::Warnings, &Reporter),
+    name: &str,
+    flag: u8,
+) {
     warnings.warn(
+        report,
         report::Warning::UnknownCast,
         format!("{name}: unknown file type '{}', extracted as a regular file", flag.escape_ascii()),
     );
@@ -886,16 +913,16 @@ pub(crate) fn warn_unknown_type(warnings: report::Warnings, name: &str, flag: u8
 
 /// A contiguous file (type `7`) is extracted as a regular file; GNU tar 1.34 says so once per
 /// run, as it creates the first (`open_output_file`; not with -O or --to-command).
-fn warn_contiguous(warnings: report::Warnings, said: &mut bool) {
+fn warn_contiguous((warnings, report): (report::Warnings, &Reporter), said: &mut bool) {
     if !std::mem::replace(said, true) {
-        warnings
-            .warn(report::Warning::ContiguousCast, "Extracting contiguous files as regular files");
+        let said = "Extracting contiguous files as regular files";
+        warnings.warn(report, report::Warning::ContiguousCast, said);
     }
 }
 
 /// A multi-volume continuation (`M`) is the rest of a file begun in another volume: skipped.
-pub(crate) fn skip_continuation(name: &str) {
-    report::skipped(name, "continued from another volume; skipped");
+pub(crate) fn skip_continuation(name: &str, report: &Reporter) {
+    report.skipped(name, "continued from another volume; skipped");
 }
 
 /// Collects ops into batches for the channel.
@@ -932,6 +959,7 @@ const PACK_FRACTION: usize = 8;
 
 struct Stage<'a, 'b, R: Skip> {
     plans: &'a Plans,
+    report: &'a Reporter,
     /// Our effective uid and gid (for the set-id rule).
     ids: (u32, u32),
     reader: &'a mut Reader<R>,
@@ -972,6 +1000,9 @@ impl<R: Skip> Stage<'_, '_, R> {
     /// members after it (with one writer thread the op is applied on that thread).
     fn purge(&mut self, entry: &Entry, raw: Vec<u8>) -> Result<(), MemberError> {
         let list = crate::policy::incremental::plan(raw, self.sanitizer, self.renames);
+        if let Some(note) = self.sanitizer.take_note() {
+            self.report.warn(note);
+        }
         let (done, applied) = std::sync::mpsc::sync_channel(1);
         let op = Op::Purge { entry: entry.clone(), list: Box::new(list), done: Some(done) };
         self.send(op)?;
@@ -1019,7 +1050,9 @@ impl<R: Skip> Stage<'_, '_, R> {
     fn member(&mut self, mut m: Member) -> Result<(), MemberError> {
         let plans = self.plans;
         let name = m.display_name();
-        let Some(path) = judge(&plans.policy, self.sanitizer, self.admission, &m, &name)? else {
+        let Some(path) =
+            judge(&plans.policy, self.sanitizer, self.admission, (&m, &name), self.report)?
+        else {
             return Ok(());
         };
         // A member named like the state file: no more resume points, and the state goes first.
@@ -1027,7 +1060,7 @@ impl<R: Skip> Stage<'_, '_, R> {
         if let Some(confirm) = self.confirm.as_mut() {
             let asked =
                 crate::selection::confirm::asked_name(plans.policy.renames(), &m.name, &path);
-            if !confirm.ask("extract", &asked)? {
+            if !confirm.ask("extract", &asked, self.report)? {
                 return Ok(());
             }
         }
@@ -1036,7 +1069,7 @@ impl<R: Skip> Stage<'_, '_, R> {
             // failed write stops the names, not the extraction; main.rs reports it at the end
             // (exit 2), as GNU tar does.
             let line = self.lines.of(&m, &plans.listing, self.reader.volume_label());
-            let _ = report::list_line(&line, false);
+            let _ = self.report.list_line(&line, false);
         }
         let entry = self.entry(&mut m, name, path);
         self.send_member(entry, m)
@@ -1059,13 +1092,14 @@ impl<R: Skip> Stage<'_, '_, R> {
         };
         // `-m` (also with --snapshot: it only concerns times): no time is set at all.
         let mtime = (!policy.touch).then_some(m.mtime);
-        let xattrs = attributes(policy, m, &name, self.owners, self.plans.report.warnings);
+        let xattrs =
+            attributes(policy, m, &name, self.owners, (self.plans.report.warnings, self.report));
         // GNU tar checks the times it sets: not a hard link's (it has its target's), not
         // what it skips.
         if let Some(t) = mtime
             && !matches!(m.kind, Kind::Hardlink | Kind::Other(b'V' | b'M'))
         {
-            check_time(self.plans, m, &path, t);
+            check_time((self.plans, self.report), m, &path, t);
         }
         Entry {
             name,
@@ -1092,12 +1126,13 @@ impl<R: Skip> Stage<'_, '_, R> {
                 self.send(Op::Dir(entry))
             }
             Kind::Symlink => self.send(Op::Symlink { entry, target: m.link_name }),
-            Kind::Hardlink => match self.sanitizer.judge(&m.link_name) {
+            Kind::Hardlink => match judged(self.sanitizer, &m.link_name, self.report) {
                 Verdict::Extract(target) if !target.as_path().as_os_str().is_empty() => {
                     self.send(Op::Hardlink { entry, target })
                 }
                 _ => {
-                    report::skipped(&entry.name, "hard link target is unsafe or empty; skipped");
+                    let why = "hard link target is unsafe or empty; skipped";
+                    self.report.skipped(&entry.name, why);
                     Ok(())
                 }
             },
@@ -1115,16 +1150,19 @@ impl<R: Skip> Stage<'_, '_, R> {
             // A GNU volume label names the archive, not a file: GNU tar ignores it.
             Kind::Other(b'V') => Ok(()),
             Kind::Other(b'M') => {
-                skip_continuation(&entry.name);
+                skip_continuation(&entry.name, self.report);
                 Ok(())
             }
             Kind::Other(flag) => {
-                warn_unknown_type(self.plans.report.warnings, &entry.name, flag);
+                warn_unknown_type((self.plans.report.warnings, self.report), &entry.name, flag);
                 self.file(entry, &m)
             }
             Kind::File => {
                 if m.type_flag == b'7' {
-                    warn_contiguous(self.plans.report.warnings, self.said_contiguous);
+                    warn_contiguous(
+                        (self.plans.report.warnings, self.report),
+                        self.said_contiguous,
+                    );
                 }
                 self.file(entry, &m)
             }

@@ -26,6 +26,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -39,7 +40,7 @@ use crate::policy::admit::{Admission, FileCount, extracted_as_file};
 use crate::policy::safety::SafePath;
 use crate::policy::safety::Sanitizer;
 use crate::reading;
-use crate::report;
+use crate::report::Reporter;
 use crate::report::{checkpoint, locale, time};
 
 /// Bytes gathered before one write(2) to stdout: file data is read straight into this buffer,
@@ -50,9 +51,10 @@ const OUT_BUF: usize = CHUNK_SIZE;
 /// would only wait for the command anyway.
 const PIPE_BUF: usize = 64 << 10;
 
-/// Writes the files' data to stdout; returns the number of members read.
-pub fn run(plans: &Plans) -> Result<u64> {
-    let mut archive = reading::open(&plans.input, &plans.selection, &plans.read)?;
+/// Writes the files' data to stdout; returns the number of members read. What the run says
+/// and counts goes to `report`.
+pub fn run(plans: &Plans, report: &Arc<Reporter>) -> Result<u64> {
+    let mut archive = reading::open(&plans.input, &plans.selection, &plans.read, report)?;
     let (policy, verbose) = (&plans.policy, plans.report.verbose);
     let beside_data = beside_data(&plans.command);
     // A duplicate of fd 1, written without Stdout's line buffering (which would look for
@@ -76,7 +78,7 @@ pub fn run(plans: &Plans) -> Result<u64> {
     loop {
         let next = archive.next_member();
         // -R's lines for zero blocks, beside the data as the names.
-        let _ = archive.say_ends(&mut |line| report::list_line(line, beside_data));
+        let _ = archive.say_ends(&mut |line| report.list_line(line, beside_data));
         let mut m = match next {
             Ok(Some(m)) => m,
             Ok(None) => break,
@@ -87,23 +89,23 @@ pub fn run(plans: &Plans) -> Result<u64> {
             continue;
         }
         let name = m.display_name();
-        let judged = judge(policy, &mut sanitizer, &mut admission, &m, &name);
+        let judged = judge(policy, &mut sanitizer, &mut admission, (&m, &name), report);
         let Some(path) = judged.map_err(|e| out.flush_before(e))? else { continue };
         if let Some(confirm) = confirm.as_mut() {
             let asked = crate::selection::confirm::asked_name(policy.renames(), &m.name, &path);
-            if !confirm.ask("extract", &asked).map_err(|e| out.flush_before(e))? {
+            if !confirm.ask("extract", &asked, report).map_err(|e| out.flush_before(e))? {
                 continue;
             }
         }
         if verbose > 0 {
             let listed = lines.of(&m, &plans.listing, archive.reader.volume_label());
             // Beside the data on stdout: on stderr (or in the index file).
-            let _ = report::list_line(&listed, beside_data);
+            let _ = report.list_line(&listed, beside_data);
         }
         match m.kind {
-            Kind::Other(b'M') => skip_continuation(&name),
+            Kind::Other(b'M') => skip_continuation(&name, report),
             Kind::Other(b'V') => {}
-            Kind::Other(flag) => warn_unknown_type(plans.report.warnings, &name, flag),
+            Kind::Other(flag) => warn_unknown_type((plans.report.warnings, report), &name, flag),
             _ => {}
         }
         // Directories, links, FIFOs, devices: nothing to write, as in GNU tar.
@@ -112,7 +114,7 @@ pub fn run(plans: &Plans) -> Result<u64> {
         }
         if let Run::ToCommand { command, ignore_errors } = &plans.command {
             let (m, path, name, ignore_errors) = (&m, &path, &name, *ignore_errors);
-            let run = Piped { plans, command, ignore_errors, m, path, name };
+            let run = Piped { plans, report, command, ignore_errors, m, path, name };
             run.feed(&mut archive.reader, &mut archive.checkpoints, &mut scratch)?;
             continue;
         }
@@ -144,6 +146,7 @@ fn stopped(members: u64, name: &str, e: io::Error) -> Result<u64> {
 /// One member's data piped into its own run of `--to-command`.
 struct Piped<'a> {
     plans: &'a Plans,
+    report: &'a Reporter,
     /// `--ignore-command-error`.
     ignore_errors: bool,
     command: &'a str,
@@ -188,7 +191,7 @@ impl Piped<'_> {
             // The command stopped reading: it gets no more (and the reader skips the rest).
             Err(Failure::Write(e)) if e.kind() == io::ErrorKind::BrokenPipe => {}
             Err(Failure::Write(e)) => {
-                report::failed(self.name, format!("cannot write to {pid}: {e}"))
+                self.report.failed(self.name, format!("cannot write to {pid}: {e}"))
             }
             Err(Failure::Read(e)) => {
                 return Err(anyhow!("{e:#}; {} got its data incomplete", self.name));
@@ -196,10 +199,10 @@ impl Piped<'_> {
         }
         if let Some(code) = status.code() {
             if code != 0 && !self.ignore_errors {
-                report::failed(&pid.to_string(), format!("Child returned status {code}"));
+                self.report.failed(&pid.to_string(), format!("Child returned status {code}"));
             }
         } else if let Some(signal) = status.signal() {
-            report::warn(format!("{pid}: Child terminated on signal {signal}"));
+            self.report.warn(format!("{pid}: Child terminated on signal {signal}"));
         }
         Ok(())
     }
@@ -212,7 +215,7 @@ impl Piped<'_> {
             format!("{secs}{}", time::ns_fraction(nanos)).into()
         };
         // TAR_ATIME and TAR_CTIME: GNU tar gives its start time for members without them.
-        let start = crate::report::totals::started_at();
+        let start = self.report.started_at();
         let start = start.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
         let start = time(start.as_secs() as i64, start.subsec_nanos());
         let file = os(gnu_file_name(&plans.policy, m, self.path));

@@ -6,7 +6,7 @@
 //! environment variable for this: a flag on the command line arms it (docs/TESTING.md).
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
@@ -39,10 +39,20 @@ const NAMES: [(&str, Event); 8] = [
     ("end", Event::End),
 ];
 
-static ARMED: OnceLock<(Event, AtomicU64)> = OnceLock::new();
-/// The armed kill is at the first occurrence of its event.
-static FIRST: OnceLock<bool> = OnceLock::new();
-static FINAL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// The kill `--debug-kill-at` armed. Process-wide by nature (it kills the process) and set
+/// once, from the command line; never set in a real run, nor in a test that extracts in its
+/// own process.
+static ARMED: OnceLock<Armed> = OnceLock::new();
+
+struct Armed {
+    event: Event,
+    /// Occurrences of `event` left before the kill.
+    left: AtomicU64,
+    /// The kill is at the first occurrence of its event.
+    first: bool,
+    /// The run has reached its final directory pass (FinalStamp counts from there).
+    final_pass: AtomicBool,
+}
 
 /// Parses `EVENT:N` (N ≥ 1).
 pub fn parse(text: &str) -> Result<(Event, u64), String> {
@@ -57,13 +67,20 @@ pub fn parse(text: &str) -> Result<(Event, u64), String> {
 
 /// Arms the hook: the process dies at the `n`-th `event`.
 pub fn arm(event: Event, n: u64) {
-    let _ = ARMED.set((event, AtomicU64::new(n)));
-    let _ = FIRST.set(n == 1);
+    let _ = ARMED.set(Armed {
+        event,
+        left: AtomicU64::new(n),
+        first: n == 1,
+        final_pass: AtomicBool::new(false),
+    });
 }
 
-/// The run has reached its final directory pass (FinalStamp counts from here).
+/// The run has reached its final directory pass (FinalStamp counts from here). Unarmed:
+/// nothing.
 pub fn final_pass() {
-    FINAL.store(true, Ordering::Relaxed);
+    if let Some(armed) = ARMED.get() {
+        armed.final_pass.store(true, Ordering::Relaxed);
+    }
 }
 
 /// The decoder has sent every member. A kill armed at the first step of the state protocol of
@@ -76,14 +93,16 @@ pub fn final_pass() {
 /// `publish` is called while waiting: the writer publishes the points whose members have
 /// landed when it is next driven, and nothing drives it once every member is sent.
 pub fn before_end(mut publish: impl FnMut()) {
-    let Some((armed, left)) = ARMED.get() else { return };
+    let Some(armed) = ARMED.get() else { return };
     let state_step =
-        matches!(armed, Event::Published | Event::Written | Event::Synced | Event::Renamed);
-    if !state_step || FIRST.get() != Some(&true) {
+        matches!(armed.event, Event::Published | Event::Written | Event::Synced | Event::Renamed);
+    if !state_step || !armed.first {
         return;
     }
     let start = std::time::Instant::now();
-    while left.load(Ordering::SeqCst) > 0 && start.elapsed() < std::time::Duration::from_secs(60) {
+    while armed.left.load(Ordering::SeqCst) > 0
+        && start.elapsed() < std::time::Duration::from_secs(60)
+    {
         publish();
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
@@ -92,11 +111,10 @@ pub fn before_end(mut publish: impl FnMut()) {
 /// One `event` happened: dies if it is the armed one's N-th.
 #[inline]
 pub fn at(event: Event) {
-    let Some((armed, left)) = ARMED.get() else { return };
-    let hit = |e: Event| e == *armed && left.fetch_sub(1, Ordering::SeqCst) == 1;
-    if hit(event)
-        || (event == Event::Stamp && FINAL.load(Ordering::Relaxed) && hit(Event::FinalStamp))
-    {
+    let Some(armed) = ARMED.get() else { return };
+    let hit = |e: Event| e == armed.event && armed.left.fetch_sub(1, Ordering::SeqCst) == 1;
+    let final_pass = || armed.final_pass.load(Ordering::Relaxed);
+    if hit(event) || (event == Event::Stamp && final_pass() && hit(Event::FinalStamp)) {
         // Safety: raise has no memory effects; SIGKILL cannot be caught, so nothing runs after.
         unsafe { libc::raise(libc::SIGKILL) };
     }

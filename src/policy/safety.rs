@@ -10,8 +10,6 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
-use crate::report;
-
 /// Longest path (in bytes, relative to DIR) extracted: PATH_MAX less its NUL, the longest path
 /// the kernel accepts in one call. GNU tar fails longer members with "File name too long"
 /// (ENAMETOOLONG from openat relative to DIR); so do we, before anything is tracked for them.
@@ -31,8 +29,19 @@ pub struct Sanitizer {
     strip_components: usize,
     /// `--one-top-level`'s directory, as components.
     top: Vec<Vec<u8>>,
-    warned_absolute: bool,
+    /// An absolute name was judged: its warning is due (`take_note`), once per run.
+    absolute: Absolute,
 }
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Absolute {
+    None,
+    Due,
+    Said,
+}
+
+/// GNU tar's warning, once, at the first absolute name.
+const REMOVING_SLASH: &str = "Removing leading '/' from member names";
 
 impl Sanitizer {
     /// `top`: `--one-top-level`'s directory (relative, plain components), put in front of
@@ -41,7 +50,19 @@ impl Sanitizer {
         let top = top
             .map(|t| t.components().map(|c| c.as_os_str().as_bytes().to_vec()).collect())
             .unwrap_or_default();
-        Sanitizer { strip_components, top, warned_absolute: false }
+        Sanitizer { strip_components, top, absolute: Absolute::None }
+    }
+
+    /// The warning the last `judge` made due, once per sanitizer: "Removing leading '/' from
+    /// member names" at the first absolute name. The caller says it.
+    pub fn take_note(&mut self) -> Option<&'static str> {
+        match self.absolute {
+            Absolute::Due => {
+                self.absolute = Absolute::Said;
+                Some(REMOVING_SLASH)
+            }
+            _ => None,
+        }
     }
 
     /// Judges a member name or a hard-link target (both get the same treatment in GNU tar,
@@ -50,9 +71,8 @@ impl Sanitizer {
         if raw.contains(&0) {
             return Verdict::Refuse("member name contains a NUL byte; skipped");
         }
-        if raw.first() == Some(&b'/') && !self.warned_absolute {
-            self.warned_absolute = true;
-            report::warn("Removing leading '/' from member names");
+        if raw.first() == Some(&b'/') && self.absolute == Absolute::None {
+            self.absolute = Absolute::Due;
         }
         // GNU tar counts `.` components when stripping (`./top/a` with 1 gives `top/a`), so strip
         // first and drop `.` afterwards.

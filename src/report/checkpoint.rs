@@ -37,13 +37,13 @@ use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Result, anyhow, bail};
 
-use crate::report;
 use crate::report::quoting::unquote;
-use crate::report::totals;
+use crate::report::{Reporter, totals};
 
 /// GNU tar's `DEFAULT_CHECKPOINT`: records between checkpoints without a number.
 const DEFAULT_EVERY: u32 = 10;
@@ -280,6 +280,8 @@ pub struct Observer {
     tty: Option<File>,
     /// A `\r` was printed: dropping the observer blanks the `ttyout` line.
     tty_cleanup: bool,
+    /// Where dots and lines go, and the run's clock (`%d`, `%T`).
+    report: Arc<Reporter>,
 }
 
 /// What a header read found (`Observer::headers_read`).
@@ -299,7 +301,7 @@ impl Observer {
     /// `compressed`: the stream is decoded (or filtered) from the archive, not read as it is.
     /// A compressed file's first record counts its first checkpoint now, as GNU tar's look at
     /// it.
-    pub fn start(cfg: &CheckpointPlan, compressed: bool) -> Observer {
+    pub fn start(cfg: &CheckpointPlan, compressed: bool, report: Arc<Reporter>) -> Observer {
         let spec = &cfg.spec;
         let seekable = !compressed
             && cfg
@@ -320,6 +322,7 @@ impl Observer {
             subcommand: cfg.subcommand,
             tty: None,
             tty_cleanup: false,
+            report,
         };
         if spec.sniffs && compressed {
             // Read before the decompressor starts: no record of the tar stream yet.
@@ -428,14 +431,14 @@ impl Observer {
     fn act(&mut self, action: &Action, format: &'static str) {
         match action {
             Action::Dot => {
-                report::list_dot(self.dots_to_stderr);
+                self.report.list_dot(self.dots_to_stderr);
             }
             Action::Bell => self.write_tty(b"\x07"),
             Action::Echo(text) => {
                 let mut line = PREFIX.to_vec();
                 let text = text.as_deref().unwrap_or(DEFAULT_ECHO);
                 self.expand(&mut line, PREFIX.len(), text, libc::STDERR_FILENO);
-                report::diagnostic(&String::from_utf8_lossy(&line));
+                self.report.diagnostic(&String::from_utf8_lossy(&line));
             }
             Action::TtyOut(text) => {
                 if self.open_tty() {
@@ -448,7 +451,8 @@ impl Observer {
             Action::Sleep(secs) => std::thread::sleep(Duration::from_secs(*secs)),
             Action::Exec(command) => self.exec(command, format),
             Action::Totals => {
-                report::diagnostic(&totals::stats("Total bytes read", self.records * self.record))
+                let said = self.report.stats("Total bytes read", self.records * self.record);
+                self.report.diagnostic(&said)
             }
         }
     }
@@ -482,7 +486,7 @@ impl Observer {
             .status();
         if let Err(e) = status {
             let command = String::from_utf8_lossy(command);
-            report::diagnostic(&format!("fastuntar: {command}: Cannot exec: {e}"));
+            self.report.diagnostic(&format!("fastuntar: {command}: Cannot exec: {e}"));
         }
     }
 
@@ -490,8 +494,13 @@ impl Observer {
     /// `len` columns; returns the columns after it. `fd` is where the line goes, for `%*`'s
     /// width.
     fn expand(&mut self, out: &mut Vec<u8>, len: usize, input: &[u8], fd: i32) -> usize {
-        let mut values =
-            Values { number: self.count, read: self.records * self.record, fd, cleanup: false };
+        let mut values = Values {
+            number: self.count,
+            read: self.records * self.record,
+            elapsed: self.report.elapsed(),
+            fd,
+            cleanup: false,
+        };
         let len = format(out, len, input, &mut values);
         self.tty_cleanup |= values.cleanup;
         len
@@ -504,6 +513,8 @@ struct Values {
     number: u64,
     /// `%T`: bytes of the archive read (or passed over) before this read.
     read: u64,
+    /// `%d`, `%T`'s rate: seconds since the run started.
+    elapsed: f64,
     /// Where the text goes (`%*` pads to its width).
     fd: i32,
     /// A `\r` was written.
@@ -570,13 +581,13 @@ fn format(out: &mut Vec<u8>, mut len: usize, input: &[u8], values: &mut Values) 
             }
             b'u' => values.number.to_string().into_bytes(),
             b's' => b"read".to_vec(),
-            b'd' => format!("{:.0}", totals::elapsed()).into_bytes(),
+            b'd' => format!("{:.0}", values.elapsed).into_bytes(),
             b'T' => {
                 let label = match arg {
                     Some(a) => split_labels(a).into_iter().next().unwrap_or_default(),
                     None => "R".to_string(),
                 };
-                totals::stats(&label, values.read).into_bytes()
+                totals::format_stats(&label, values.read, values.elapsed).into_bytes()
             }
             b't' => local_time(arg.unwrap_or(b"%c")),
             _ => vec![b'%', op],
@@ -684,13 +695,13 @@ mod tests {
             subcommand: "-x",
         };
         for _ in 0..2 {
-            let mut o = Observer::start(&cfg, false);
+            let mut o = Observer::start(&cfg, false, Arc::default());
             o.headers_read((0, "gnu"), 7 * record, Header::Member { data: Some(record) });
             assert_eq!((o.count, o.records), (7, 7));
             o.data_read(8 * record, "gnu");
             assert_eq!((o.count, o.records), (8, 8));
         }
-        let mut resumed = Observer::start(&cfg, false);
+        let mut resumed = Observer::start(&cfg, false, Arc::default());
         resumed.skip_to(100 * record);
         resumed.data_read(101 * record, "gnu");
         assert_eq!((resumed.count, resumed.records), (1, 101));
@@ -777,7 +788,7 @@ mod tests {
     }
 
     fn expanded(text: &str, len: usize) -> (String, usize) {
-        let mut v = Values { number: 7, read: 61440, fd: -1, cleanup: false };
+        let mut v = Values { number: 7, read: 61440, elapsed: 0.0, fd: -1, cleanup: false };
         let mut out = Vec::new();
         let len = format(&mut out, len, text.as_bytes(), &mut v);
         (String::from_utf8_lossy(&out).into_owned(), len)

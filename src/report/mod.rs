@@ -1,6 +1,6 @@
-//! Everything fastuntar prints goes through here. Non-fatal problems: one reporting helper
-//! that prints `fastuntar: MEMBER: message` and remembers that something was skipped, so the
-//! exit code is decided in one place (main.rs).
+//! Everything fastuntar prints goes through here. Non-fatal problems: the run's `Reporter`
+//! (reporter.rs), a value the command hands down, prints `fastuntar: MEMBER: message` and
+//! remembers that something was skipped, so the exit code is decided in one place (main.rs).
 //!
 //! Printing never panics (`println!` does on a closed pipe or a full disk). As GNU tar 1.34
 //! (gnulib's `close_stdout`): a failed write to standard output (`-v` names, `--json`) stops
@@ -16,54 +16,15 @@ pub mod locale;
 pub mod plan;
 pub mod progress;
 pub mod quoting;
+pub mod reporter;
 pub mod time;
 pub mod totals;
 
-use std::fs::File;
+pub use reporter::Reporter;
+
 use std::io::{self, Write};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
-
-// The run's counts and output failures below are still process-wide (issue 32 wants them in a
-// `Reporter` value handed down from main; not done yet): they only grow, no unit test reads
-// them, and the suites run the binary, one process per run.
-static SKIPPED: AtomicU64 = AtomicU64::new(0);
-static FAILED: AtomicU64 = AtomicU64::new(0);
-/// A diagnostic could not be written to stderr.
-static DIAGNOSTIC_LOST: AtomicBool = AtomicBool::new(false);
-/// The first failed write to stdout or the index file, as said at the end (`stdout: write
-/// error: ...`); nothing is written to either after that.
-static STDOUT_FAILED: Mutex<Option<String>> = Mutex::new(None);
-/// `--index-file FILE`: the listing goes there instead of stdout (GNU tar's `stdlis`), with
-/// FILE's name as messages show it. Set once, by main from the `ReportPlan` before anything
-/// is read, and never changed: a test that opens no index file never sees it.
-static INDEX_FILE: OnceLock<(File, String)> = OnceLock::new();
-
-/// A member was skipped or only partly restored; the run goes on and will exit 2, as GNU tar
-/// exits for a member it could not extract ("Exiting with failure status due to previous
-/// errors").
-pub fn skipped(member: &str, msg: impl std::fmt::Display) {
-    SKIPPED.fetch_add(1, Ordering::Relaxed);
-    diagnostic(&format!("fastuntar: {member}: {msg}"));
-}
-
-/// An error the run goes on after, but which makes it exit 2 (GNU tar's "Exiting with failure
-/// status due to previous errors"): a MEMBER operand that selected nothing.
-pub fn failed(name: &str, msg: impl std::fmt::Display) {
-    FAILED.fetch_add(1, Ordering::Relaxed);
-    diagnostic(&format!("fastuntar: {name}: {msg}"));
-}
-
-/// Members a resumed run's interrupted run reported skipped before its resume point: counted
-/// as this run's own (the exit status is 2 if any), without their lines again.
-pub fn carry_skipped(n: u64) {
-    SKIPPED.fetch_add(n, Ordering::Relaxed);
-}
-
-pub fn failed_count() -> u64 {
-    FAILED.load(Ordering::Relaxed)
-}
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The classes of warnings GNU tar's `--warning=[no-]KEYWORD` turns on and off, for the
 /// messages fastuntar prints of them. GNU tar's other keywords (about creating archives, or
@@ -170,36 +131,18 @@ impl Warnings {
         self.off & bit(w) == 0
     }
 
-    /// A warning of class `w`, unless `--warning=no-...` turned it off.
-    pub fn warn(&self, w: Warning, msg: impl std::fmt::Display) {
-        if self.is_on(w) {
-            warn(msg);
-        }
+    /// A warning of class `w` to `to`, unless `--warning=no-...` turned it off.
+    pub fn warn(&self, to: &Reporter, w: Warning, msg: impl std::fmt::Display) {
+        to.warning(*self, w, msg);
     }
 }
 
-/// Something worth saying that does not change the exit code (e.g. a stripped leading `/`).
-pub fn warn(msg: impl std::fmt::Display) {
-    diagnostic(&format!("fastuntar: {msg}"));
-}
-
-pub fn skipped_count() -> u64 {
-    SKIPPED.load(Ordering::Relaxed)
-}
-
 /// Writes `line` and a newline to stderr in one write, so lines from two threads never mix.
-fn write_stderr(line: &str) -> io::Result<()> {
+pub(crate) fn write_stderr(line: &str) -> io::Result<()> {
     let mut buf = Vec::with_capacity(line.len() + 1);
     buf.extend_from_slice(line.as_bytes());
     buf.push(b'\n');
     io::stderr().lock().write_all(&buf)
-}
-
-/// An error, warning or skip message for stderr. If it cannot be written the run will exit 2.
-pub fn diagnostic(line: &str) {
-    if write_stderr(line).is_err() {
-        DIAGNOSTIC_LOST.store(true, Ordering::Relaxed);
-    }
 }
 
 /// A line for stderr that is information only (the closing summary): a failure is ignored.
@@ -207,103 +150,11 @@ pub fn info(line: &str) {
     let _ = write_stderr(line);
 }
 
-/// Whether a diagnostic could not be written.
-pub fn diagnostic_lost() -> bool {
-    DIAGNOSTIC_LOST.load(Ordering::Relaxed)
-}
-
-/// Writes `line` and a newline to stdout (`--json`). After the first failure (kept for
-/// `stdout_failure`) nothing more is written and every call fails.
-pub fn print_line(line: &str) -> io::Result<()> {
-    write_out(&with_newline(line.as_bytes()), None, false)
-}
-
-/// A line of the listing (GNU tar's `stdlis`): `-v` names, `Renaming`, `Deleting`. It goes
-/// to `--index-file`'s FILE, else to stdout, or, when stdout carries data (`beside_data`:
-/// `-O`), to stderr. A failed write is handled as `print_line`'s (stderr's as a diagnostic's).
-pub fn list_line(line: impl AsRef<[u8]>, beside_data: bool) -> io::Result<()> {
-    list_bytes(&with_newline(line.as_ref()), beside_data)
-}
-
-/// `list_line` without a newline (`-w`'s questions).
-pub fn list_bytes(bytes: &[u8], beside_data: bool) -> io::Result<()> {
-    to_listing(bytes, beside_data, false)
-}
-
-/// A checkpoint's dot, where the listing goes. Unlike a name, a dot that finds its reader
-/// gone (`| head -c1`) or stderr unwritable is not an error: nothing is lost that anyone reads.
-pub fn list_dot(beside_data: bool) {
-    let _ = to_listing(b".", beside_data, true);
-}
-
-/// Writes to the listing: `--index-file`'s FILE, else stdout, or stderr `beside_data`.
-/// `loss_ok`: a closed stdout pipe or a failed stderr write is not kept for the end.
-fn to_listing(bytes: &[u8], beside_data: bool, loss_ok: bool) -> io::Result<()> {
-    match INDEX_FILE.get() {
-        Some((file, name)) => write_out(bytes, Some((file, name)), false),
-        None if beside_data => io::stderr().lock().write_all(bytes).inspect_err(|_| {
-            if !loss_ok {
-                DIAGNOSTIC_LOST.store(true, Ordering::Relaxed);
-            }
-        }),
-        None => write_out(bytes, None, loss_ok),
-    }
-}
-
-fn with_newline(line: &[u8]) -> Vec<u8> {
+pub(crate) fn with_newline(line: &[u8]) -> Vec<u8> {
     let mut buf = Vec::with_capacity(line.len() + 1);
     buf.extend_from_slice(line);
     buf.push(b'\n');
     buf
-}
-
-/// Writes to stdout, or to the index file (`to`), unless a write to either failed before.
-/// `pipe_gone_ok`: a closed pipe fails this write only, and is not kept for the end.
-fn write_out(bytes: &[u8], to: Option<(&File, &String)>, pipe_gone_ok: bool) -> io::Result<()> {
-    let mut failed = STDOUT_FAILED.lock().unwrap_or_else(|e| e.into_inner());
-    if failed.is_some() {
-        return Err(io::Error::other("an earlier write to the listing failed"));
-    }
-    let r = match to {
-        Some((mut file, _)) => file.write_all(bytes),
-        None => {
-            let mut out = io::stdout().lock();
-            out.write_all(bytes).and_then(|()| out.flush())
-        }
-    };
-    if let Err(e) = &r
-        && !(pipe_gone_ok && e.kind() == io::ErrorKind::BrokenPipe)
-    {
-        let what = to.map_or("stdout", |(_, name)| name.as_str());
-        *failed = Some(format!("{what}: write error: {e}"));
-    }
-    r
-}
-
-/// `--index-file FILE`: creates (or empties) FILE for the listing, as GNU tar does before it
-/// reads the archive. A symlink as FILE's last component is not followed (O_NOFOLLOW) but
-/// refused in one line, unless it is one of the system's names for this process's own
-/// descriptors (`index_file_may_be_a_symlink`): FILE may be in a directory an archive has
-/// written, and GNU tar, following a `DIR/INDEX -> ../outside` an earlier archive made, empties
-/// and writes the file outside.
-pub fn open_index_file(path: &Path) -> anyhow::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let name = printable(path.as_os_str().as_encoded_bytes());
-    let follow = index_file_may_be_a_symlink(path);
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    if !follow {
-        options.custom_flags(libc::O_NOFOLLOW);
-    }
-    let file = options.open(path).map_err(|e| {
-        let last_is_symlink = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink());
-        match e.raw_os_error() == Some(libc::ELOOP) && last_is_symlink && !follow {
-            true => anyhow::anyhow!("{name}: Cannot open: a symlink (--index-file follows none)"),
-            false => anyhow::anyhow!("{name}: Cannot open: {e}"),
-        }
-    })?;
-    let _ = INDEX_FILE.set((file, name));
-    Ok(())
 }
 
 /// Whether `--index-file`'s FILE may be followed when it is a symlink: only the system's names
@@ -315,27 +166,6 @@ fn index_file_may_be_a_symlink(path: &Path) -> bool {
     matches!(p, b"/dev/stdout" | b"/dev/stderr")
         || p.strip_prefix(b"/dev/fd/").is_some_and(fd)
         || p.strip_prefix(b"/proc/self/fd/").is_some_and(fd)
-}
-
-/// Where the `-t` listing goes: `--index-file`'s FILE, else stdout.
-pub fn listing() -> Box<dyn Write> {
-    match INDEX_FILE.get() {
-        Some((file, _)) => Box::new(file),
-        None => Box::new(io::stdout().lock()),
-    }
-}
-
-/// Notes a failed write to the listing made elsewhere (`-t` writes through its own buffer),
-/// for the end of the run.
-pub fn stdout_failed(e: &io::Error) {
-    let what = INDEX_FILE.get().map_or("stdout", |(_, name)| name.as_str());
-    let mut failed = STDOUT_FAILED.lock().unwrap_or_else(|e| e.into_inner());
-    failed.get_or_insert_with(|| format!("{what}: write error: {e}"));
-}
-
-/// The first failed write to stdout or the index file, as said at the end of the run.
-pub fn stdout_failure() -> Option<String> {
-    STDOUT_FAILED.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
 /// A name or value from the archive made safe for a one-line message: control characters,

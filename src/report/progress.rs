@@ -1,7 +1,8 @@
 //! Progress on a terminal: input consumed of the archive's size (a spinner with bytes and rate
-//! for stdin), bytes written, members/s, ETA. Fed by relaxed atomic counters that the pipeline
-//! bumps once per member and once per written chunk; a separate thread redraws at most
-//! `REDRAW_HZ` times a second, so the extraction threads never wait on the terminal.
+//! for stdin), bytes written, members/s, ETA. Fed by the run's tally (`Reporter::tally`,
+//! relaxed atomics the reader bumps once per member and the writers' sink once per landed
+//! write); a separate thread redraws at most `REDRAW_HZ` times a second, so the extraction
+//! threads never wait on the terminal.
 
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -9,26 +10,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::Reporter;
 use indicatif::{HumanBytes, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// indicatif's own redraw limit; the issue asks for ~10 redraws a second at most.
 const REDRAW_HZ: u8 = 10;
-
-/// Members seen by the decoder. These two counters stay process-wide: the progress thread
-/// (and resume's writeback thread, `WRITTEN`) reads them while the decoder and every writer
-/// thread add to them, from deep in the data loops (a value handed to each would be an `Arc`
-/// in every writer for the same effect); they only grow, and readers use how much they grew.
-pub static MEMBERS: AtomicU64 = AtomicU64::new(0);
-/// Bytes the writer has landed.
-pub static WRITTEN: AtomicU64 = AtomicU64::new(0);
-
-pub fn member_seen() {
-    MEMBERS.fetch_add(1, Ordering::Relaxed);
-}
-
-pub fn bytes_written(n: u64) {
-    WRITTEN.fetch_add(n, Ordering::Relaxed);
-}
 
 /// A download's counters (decode/url/), for the progress bar and the summary.
 #[derive(Debug, Default)]
@@ -79,6 +65,7 @@ impl Progress {
         total: Option<u64>,
         consumed: Arc<AtomicU64>,
         net: Option<Arc<NetStats>>,
+        report: Arc<Reporter>,
     ) -> Progress {
         let stop = Arc::new(AtomicBool::new(false));
         if !enabled || !std::io::stderr().is_terminal() {
@@ -114,8 +101,8 @@ impl Progress {
             let start = Instant::now();
             while !flag.load(Ordering::Relaxed) {
                 let secs = start.elapsed().as_secs_f64().max(1e-3);
-                let members = MEMBERS.load(Ordering::Relaxed);
-                let written = WRITTEN.load(Ordering::Relaxed);
+                let members = report.tally.members.load(Ordering::Relaxed);
+                let written = report.tally.written.load(Ordering::Relaxed);
                 bar.set_position(consumed.load(Ordering::Relaxed));
                 let download = net.as_deref().map_or(String::new(), |n| download_line(n, secs));
                 bar.set_message(format!(

@@ -7,52 +7,17 @@
 //! no record padding and a 10240-byte one followed by 40 KiB of zeros all give 10240, plain,
 //! on a pipe or zstd-compressed; with `-b 4` the 6144-byte one gives 6144 ("6.0KiB").
 
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Instant, SystemTime};
+// The numbers, the run's start and the clock are the run's (`Reporter::totals_line`,
+// `Reporter::stats`): here only how GNU tar writes them.
 
-/// Bytes of the tar stream the reader consumed when the archive ended.
-static END: AtomicU64 = AtomicU64::new(0);
-/// When the run started: the clock the rate is measured by, and the wall time GNU tar calls
-/// its start time (`--to-command`'s TAR_ATIME and TAR_CTIME, the time stamp warnings).
-static START: OnceLock<(Instant, SystemTime)> = OnceLock::new();
-
-/// Starts the clock the rate is measured by (GNU tar's starts when the archive is opened).
-pub fn start() {
-    started_at();
-}
-
-/// The wall-clock time the run started (now, when `start` was not called).
-pub fn started_at() -> SystemTime {
-    START.get_or_init(|| (Instant::now(), SystemTime::now())).1
-}
-
-/// The reader consumed `end` bytes of tar stream by the end of the archive.
-pub fn archive_ends_at(end: u64) {
-    END.store(end, Ordering::Relaxed);
-}
-
-/// The line, for records of `record` bytes.
-pub fn line(record: u64) -> String {
-    format_line(END.load(Ordering::Relaxed).div_ceil(record) * record, elapsed())
-}
-
-/// Seconds since `start` (GNU tar's `compute_duration`).
-pub fn elapsed() -> f64 {
-    START.get().map_or(0.0, |(s, _)| s.elapsed().as_secs_f64())
-}
-
-/// GNU tar's `print_stats` for `bytes` read by now: "TEXT: N (SIZE, RATE/s)", without the
-/// "TEXT: " when `text` is empty (the checkpoint actions' `totals` and `%T`).
-pub fn stats(text: &str, bytes: u64) -> String {
-    format_stats(text, bytes, elapsed())
-}
-
-fn format_line(bytes: u64, secs: f64) -> String {
+/// "Total bytes read: N (SIZE, RATE/s)", after `secs` seconds.
+pub(crate) fn format_line(bytes: u64, secs: f64) -> String {
     format_stats("Total bytes read", bytes, secs)
 }
 
-fn format_stats(text: &str, bytes: u64, secs: f64) -> String {
+/// GNU tar's `print_stats` for `bytes` read after `secs` seconds: "TEXT: N (SIZE, RATE/s)",
+/// without the "TEXT: " when `text` is empty (the checkpoint actions' `totals` and `%T`).
+pub(crate) fn format_stats(text: &str, bytes: u64, secs: f64) -> String {
     // GNU tar: the rate as an integer number of bytes per second, "?" without a duration.
     let rate =
         if secs > 0.0 { format!("{}/s", human(bytes as f64 / secs)) } else { "?/s".to_string() };

@@ -47,6 +47,7 @@ use crate::mark::{CarriedDir, Counts, Frontier, Mark, Point};
 use crate::policy::admit::Admission;
 use crate::policy::safety::SafePath;
 use crate::reading::Reading;
+use crate::report::Reporter;
 use crate::selection::select::Wanted;
 
 /// The version written into every state (the options' digest is of this program's forms).
@@ -195,6 +196,8 @@ pub struct Session {
     shared: Arc<Shared>,
     asked: bool,
     quiet: bool,
+    /// What the session says, and the run's counts it records and carries on.
+    report: Arc<Reporter>,
 }
 
 /// The run's resume point, for the summary and `--json`.
@@ -319,8 +322,12 @@ fn file_id(url: bool, archive: Option<&std::path::Path>) -> Option<InputId> {
 impl Session {
     /// Decides, before anything is opened or written, what this run does about resuming:
     /// reads the state DIR holds and compares it with this run (decide.rs). A refusal is the
-    /// Err: one line, exit 2, nothing written.
-    pub fn prepare(cfg: &ResumePlan, source: &InputPlan) -> Result<Session> {
+    /// Err: one line, exit 2, nothing written. What it says goes to `report`.
+    pub fn prepare(
+        cfg: &ResumePlan,
+        source: &InputPlan,
+        report: &Arc<Reporter>,
+    ) -> Result<Session> {
         if let Some(k) = &cfg.debug_kill {
             let (event, n) = hook::parse(k).map_err(|e| anyhow!("--debug-kill-at: {e}"))?;
             hook::arm(event, n);
@@ -333,7 +340,7 @@ impl Session {
             refused: cfg.refused,
             no_writeback: cfg.writeback.is_none(),
         });
-        let mut session = Session::new(cfg, eligible.clone());
+        let mut session = Session::new(cfg, eligible.clone(), report.clone());
         if cfg.reads_only {
             if cfg.flag == Flag::Resume {
                 bail!("--resume applies to -x into a directory");
@@ -366,7 +373,7 @@ impl Session {
             Plan::Refuse(line) => return Err(refuse(line)),
             Plan::Fresh { off, clear } => {
                 if absent && cfg.flag == Flag::Resume && !cfg.quiet {
-                    crate::report::warn(format!(
+                    session.report.warn(format!(
                         "{shown}: --resume: no resume point there; starting from the beginning"
                     ));
                 }
@@ -389,7 +396,7 @@ impl Session {
     }
 
     /// A session that has opened nothing yet; resume points are `off` for that reason.
-    fn new(cfg: &ResumePlan, off: Option<String>) -> Session {
+    fn new(cfg: &ResumePlan, off: Option<String>, report: Arc<Reporter>) -> Session {
         Session {
             dest: cfg.dest.clone(),
             dir: None,
@@ -403,6 +410,7 @@ impl Session {
             shared: Arc::default(),
             asked: cfg.flag == Flag::Resume,
             quiet: cfg.quiet,
+            report,
         }
     }
 
@@ -414,7 +422,7 @@ impl Session {
             bail!("{shown}: cannot resume: another fastuntar is extracting into it");
         }
         if !cfg.quiet {
-            crate::report::warn(format!(
+            self.report.warn(format!(
                 "{shown}: another fastuntar is extracting into it: this run reads and writes no \
                  resume point"
             ));
@@ -435,7 +443,7 @@ impl Session {
         self.off = off;
         if let Some(why) = &self.off {
             if self.asked && !self.quiet {
-                crate::report::warn(format!("no resume points: {why}"));
+                self.report.warn(format!("no resume points: {why}"));
             }
             return Ok(());
         }
@@ -521,7 +529,7 @@ impl Session {
     fn no_points(&mut self, why: &str) -> Result<()> {
         self.off = Some(why.to_string());
         if self.asked && !self.quiet {
-            crate::report::warn(format!("no resume points: {why}"));
+            self.report.warn(format!("no resume points: {why}"));
         }
         Ok(())
     }
@@ -537,7 +545,7 @@ impl Session {
     ) -> Result<Reading> {
         let decode::Decoded { reader, trailer, download, .. } = decoded;
         let Some(s) = &self.resumed else {
-            let mut r = Reading::new(plan, reader, trailer, wanted);
+            let mut r = Reading::new(plan, reader, trailer, wanted, self.report.clone());
             r.download = download;
             return Ok(r);
         };
@@ -553,7 +561,7 @@ impl Session {
         }
         let p = s.point;
         let reader = Reader::resume(reader, p.tar, p.unit.decoded, &s.globals)?;
-        let mut r = Reading::resumed(plan, reader, trailer, wanted);
+        let mut r = Reading::resumed(plan, reader, trailer, wanted, self.report.clone());
         r.download = download;
         match r.next_member()? {
             Some(m) if m.offset == p.tar && anchor(&m) == p.anchor => r.unread(m),
@@ -565,8 +573,8 @@ impl Session {
             }
         }
         if s.counts.skipped > 0 {
-            crate::report::carry_skipped(s.counts.skipped);
-            crate::report::diagnostic(&format!(
+            self.report.carry_skipped(s.counts.skipped);
+            self.report.diagnostic(&format!(
                 "fastuntar: the interrupted run reported {} member{} it could not extract \
                  before the resume point (the exit status counts them)",
                 s.counts.skipped,
@@ -704,11 +712,11 @@ impl Session {
             _ => None,
         };
         let every = self.every;
-        let shared = self.shared.clone();
+        let (shared, report) = (self.shared.clone(), self.report.clone());
         let (tx, rx) = std::sync::mpsc::channel::<()>();
         let spawned = thread::Builder::new()
             .name("writeback".into())
-            .spawn(move || record(&rx, every, &dir, &syncs, job.as_ref(), &shared));
+            .spawn(move || record(&rx, every, &dir, &syncs, job.as_ref(), (&shared, &report)));
         match spawned {
             Ok(t) => Recorder { stop: Some(tx), thread: Some(t) },
             Err(_) => none,
@@ -819,10 +827,10 @@ fn record(
     dir: &OwnedFd,
     syncs: &[OwnedFd],
     job: Option<&Job>,
-    shared: &Shared,
+    (shared, report): (&Shared, &Reporter),
 ) {
-    use crate::report::progress::WRITTEN;
-    let mut last = WRITTEN.load(Ordering::Relaxed);
+    let written = &report.tally.written;
+    let mut last = written.load(Ordering::Relaxed);
     let mut due: Option<Instant> = None;
     loop {
         let wait = if due.is_some() { POLL_DUE } else { POLL };
@@ -830,7 +838,7 @@ fn record(
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
             _ => return,
         }
-        let now = WRITTEN.load(Ordering::Relaxed);
+        let now = written.load(Ordering::Relaxed);
         if due.is_none() && now.saturating_sub(last) >= every {
             due = Some(Instant::now());
             if job.is_some() {
@@ -841,7 +849,7 @@ fn record(
         if let Some(job) = job
             && let Some(mark) = shared.frontier.take()
         {
-            write(job, dir, syncs, *mark);
+            write(job, (dir, syncs), *mark, report);
             (last, due) = (now, None);
             continue;
         }
@@ -854,8 +862,9 @@ fn record(
     }
 }
 
-/// Writes `mark` as the state file (fsio::write_state), with the probes looked at now.
-fn write(job: &Job, dir: &OwnedFd, syncs: &[OwnedFd], mark: Mark) {
+/// Writes `mark` as the state file (fsio::write_state), with the probes looked at now and the
+/// run's skipped members (`report`).
+fn write(job: &Job, (dir, syncs): (&OwnedFd, &[OwnedFd]), mark: Mark, report: &Reporter) {
     let mut rec = job.shared.recording.lock().unwrap_or_else(|e| e.into_inner());
     if rec.retired || rec.failed || rec.fatal.is_some() {
         return;
@@ -877,7 +886,7 @@ fn write(job: &Job, dir: &OwnedFd, syncs: &[OwnedFd], mark: Mark) {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i128);
     let Mark { point, mut counts, delay, dirs, globals, .. } = mark;
-    counts.skipped = crate::report::skipped_count();
+    counts.skipped = report.skipped_count();
     let state = State {
         program: PROGRAM.into(),
         input: job.fixed.input.clone(),
@@ -905,7 +914,7 @@ fn write(job: &Job, dir: &OwnedFd, syncs: &[OwnedFd], mark: Mark) {
         }
         Err(fsio::WriteError::State(e)) => {
             rec.failed = true;
-            crate::report::warn(format!(
+            report.warn(format!(
                 "cannot write the resume state ({e}); this run writes no more resume points"
             ));
         }

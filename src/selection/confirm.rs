@@ -46,8 +46,9 @@ impl Confirm {
     }
 
     /// Asks whether to `action` (`extract`) the member shown as `name` (escaped already).
-    /// Err only when /dev/tty is needed and cannot be opened (fatal, as in GNU tar).
-    pub fn ask(&mut self, action: &str, name: &str) -> Result<bool> {
+    /// Err only when /dev/tty is needed and cannot be opened (fatal, as in GNU tar). The
+    /// question goes to the listing, through `to`.
+    pub fn ask(&mut self, action: &str, name: &str, to: &report::Reporter) -> Result<bool> {
         if self.answers.is_none() {
             self.answers = Some(if self.stdin_taken {
                 let tty =
@@ -58,7 +59,7 @@ impl Confirm {
             });
         }
         let quoted = report::in_locale_quotes(name, crate::report::locale::utf8_locale());
-        let _ = report::list_bytes(format!("{action} {quoted}?").as_bytes(), self.beside_data);
+        let _ = to.list_bytes(format!("{action} {quoted}?").as_bytes(), self.beside_data);
         let mut yes = false;
         if !self.ended {
             let mut line = Vec::new();
@@ -69,7 +70,7 @@ impl Confirm {
             }
         }
         if self.ended {
-            let _ = report::list_bytes(b"\n", self.beside_data);
+            let _ = to.list_bytes(b"\n", self.beside_data);
         }
         Ok(yes)
     }

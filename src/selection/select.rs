@@ -231,7 +231,7 @@ impl Select {
 
     /// At the end of a run that read the whole archive: one error line for each operand that
     /// selected nothing (the run exits 2), with a hint when it would have been a pattern.
-    pub fn report_not_found(&self, utf8: bool) {
+    pub fn report_not_found(&self, utf8: bool, to: &report::Reporter) {
         for o in self.operands.iter().filter(|o| !self.was_found(o)) {
             let hint = if o.hint { " (--wildcards would match it as a pattern)" } else { "" };
             let what = if o.found == 0 {
@@ -239,7 +239,7 @@ impl Select {
             } else {
                 "Required occurrence not found in archive"
             };
-            report::failed(&report::quote(&o.text, utf8), format!("{what}{hint}"));
+            to.failed(&report::quote(&o.text, utf8), format!("{what}{hint}"));
         }
     }
 }
@@ -285,8 +285,8 @@ impl Wanted {
     }
 
     /// After the whole archive was read: the operands that selected nothing (exit 2).
-    pub fn report_not_found(&self, utf8: bool) {
-        self.select.report_not_found(utf8);
+    pub fn report_not_found(&self, utf8: bool, to: &report::Reporter) {
+        self.select.report_not_found(utf8, to);
     }
 
     /// The selection's counts, for a resume point (`Select::export`).

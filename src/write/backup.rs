@@ -4,7 +4,9 @@
 //! GNU's version control: `simple`/`never` (NAME + SUFFIX), `numbered`/`t` (NAME.~N~, one more
 //! than the highest there), `existing`/`nil` (numbered where numbered backups exist, else
 //! simple; the default, or `$VERSION_CONTROL`), `none`/`off` (no backups). SUFFIX defaults to
-//! `$SIMPLE_BACKUP_SUFFIX`, else `~`.
+//! `$SIMPLE_BACKUP_SUFFIX`, else `~`. The options and the environment are settled by the
+//! resolve step (cli/resolve.rs `backup_wanted`); this only reads the CONTROL and SUFFIX it
+//! is given.
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -39,18 +41,9 @@ pub struct Backup {
 type Highest = HashMap<Vec<u8>, u64>;
 
 impl Backup {
-    /// From `--backup[=CONTROL]` (`control`: None when the option is absent, Some("") when
-    /// given without a value) and `--suffix`; None when no backups are made.
-    pub fn new(control: Option<&str>, suffix: Option<&str>) -> Result<Option<Backup>> {
-        let Some(control) = control else {
-            if suffix.is_some() {
-                // GNU tar: --suffix alone turns backups on, as --backup without CONTROL.
-                return Backup::new(Some(""), suffix);
-            }
-            return Ok(None);
-        };
-        let env = std::env::var("VERSION_CONTROL").unwrap_or_default();
-        let control = if control.is_empty() { env.as_str() } else { control };
+    /// Backups by CONTROL (empty: the default) and SUFFIX, as the resolve step settled them
+    /// (`backup_wanted`); None when CONTROL makes none.
+    pub fn new(control: &str, suffix: &str) -> Result<Option<Backup>> {
         let control = match control {
             "" | "existing" | "nil" => Control::Existing,
             "simple" | "never" => Control::Simple,
@@ -61,14 +54,11 @@ impl Backup {
                  existing, nil, numbered, t)"
             ),
         };
-        let suffix = match suffix {
-            Some(s) => s.to_string(),
-            None => std::env::var("SIMPLE_BACKUP_SUFFIX").unwrap_or_else(|_| "~".into()),
-        };
         if suffix.is_empty() || suffix.contains('/') {
             bail!("--suffix: '{suffix}' cannot name a backup (empty, or with a '/')");
         }
-        Ok(Some(Backup { control, suffix: suffix.into_bytes(), numbered: Mutex::default() }))
+        let suffix = suffix.as_bytes().to_vec();
+        Ok(Some(Backup { control, suffix, numbered: Mutex::default() }))
     }
 
     /// Renames what is at `name` in `dirfd` to its backup name: Some(backup name) when it did,
@@ -182,12 +172,13 @@ mod tests {
 
     #[test]
     fn controls_and_suffixes() {
-        assert!(Backup::new(None, None).unwrap().is_none());
-        assert!(Backup::new(Some("off"), None).unwrap().is_none());
-        assert_eq!(Backup::new(Some("t"), None).unwrap().unwrap().control, Control::Numbered);
-        assert_eq!(Backup::new(Some("never"), None).unwrap().unwrap().control, Control::Simple);
-        assert!(Backup::new(Some("sometimes"), None).is_err());
-        assert!(Backup::new(Some("simple"), Some("a/b")).is_err());
-        assert_eq!(Backup::new(None, Some(".old")).unwrap().unwrap().suffix, b".old");
+        assert!(Backup::new("off", "~").unwrap().is_none());
+        assert_eq!(Backup::new("", "~").unwrap().unwrap().control, Control::Existing);
+        assert_eq!(Backup::new("t", "~").unwrap().unwrap().control, Control::Numbered);
+        assert_eq!(Backup::new("never", "~").unwrap().unwrap().control, Control::Simple);
+        assert!(Backup::new("sometimes", "~").is_err());
+        assert!(Backup::new("simple", "a/b").is_err());
+        assert!(Backup::new("simple", "").is_err());
+        assert_eq!(Backup::new("", ".old").unwrap().unwrap().suffix, b".old");
     }
 }

@@ -19,7 +19,6 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result, anyhow};
 
@@ -27,7 +26,7 @@ use super::backup::Backup;
 use super::delayed::Delayed;
 use super::events::{Event, Events};
 use super::restart;
-use super::tree::{Create, NodeId, Removals, Tree, note_dir_mode, open_dir_beneath, setgid_dirs};
+use super::tree::{Create, NodeId, Removals, SetgidDirs, Tree, open_dir_beneath};
 use crate::archive::Timestamp;
 use crate::archive::{Xattr, xattr_bytes};
 use crate::mark::CarriedDir;
@@ -113,22 +112,20 @@ fn cause(e: &io::Error) -> &io::Error {
     e
 }
 
-/// Whether DIR itself is writable (`Dest::open`). Then EACCES concerns one member: a directory
-/// inside DIR that the user may not write to (an earlier extraction's 0555 directory, someone
-/// else's), reported as GNU tar reports it while the rest is extracted. Where DIR is not, every
-/// member would fail the same way, and the first one ends the run. (Until 2026-11-24 EACCES
-/// always ended it, with the members already in flight.)
-static DIR_WRITABLE: AtomicBool = AtomicBool::new(false);
-
-/// An error that concerns one member only: report it and go on. Anything else is fatal.
-pub fn is_member_error(e: &io::Error) -> bool {
+/// An error that concerns one member only (report it and go on); anything else is fatal.
+/// EACCES concerns one member when DIR itself is writable (`dir_writable`, found by
+/// `Dest::open`): a directory inside DIR that the user may not write to (an earlier
+/// extraction's 0555 directory, someone else's), reported as GNU tar reports it while the rest
+/// is extracted. Where DIR is not, every member would fail the same way, and the first one
+/// ends the run. (Until 2026-11-24 EACCES always ended it, with the members already in flight.)
+fn is_member_error(e: &io::Error, dir_writable: bool) -> bool {
     let e = cause(e);
     // Our own refusals (no errno) concern the member.
     if e.raw_os_error().is_none() {
         return e.kind() == io::ErrorKind::InvalidInput;
     }
     if e.raw_os_error() == Some(libc::EACCES) {
-        return DIR_WRITABLE.load(Ordering::Relaxed);
+        return dir_writable;
     }
     matches!(
         e.raw_os_error(),
@@ -236,6 +233,8 @@ pub struct Dest {
     policy: Policy,
     /// Where what is done is said (events.rs).
     events: Arc<dyn Events>,
+    /// DIR itself is writable (`is_member_error`).
+    dir_writable: bool,
     /// Modes are restored exactly (root, or `-p`).
     exact: bool,
     /// The user's umask, applied when not `exact`.
@@ -319,6 +318,8 @@ pub struct DestOptions {
     /// Shared by the Dests of one run over the same DIR (several writer threads): the
     /// directories each removed, for the others to forget (tree.rs).
     pub removals: Option<Arc<Removals>>,
+    /// Shared by the Dests of one run: whether a set-group-ID directory was seen (tree.rs).
+    pub setgid: Arc<SetgidDirs>,
 }
 
 impl Dest {
@@ -345,8 +346,7 @@ impl Dest {
                 libc::AT_EACCESS,
             )
         } == 0;
-        DIR_WRITABLE.store(writable, Ordering::Relaxed);
-        let mut tree = Tree::new(root, opts.dir_fds);
+        let mut tree = Tree::new(root, opts.dir_fds, opts.setgid);
         if let Some(r) = &opts.removals {
             tree.share_removals(r.clone());
         }
@@ -371,6 +371,7 @@ impl Dest {
             backup: opts.backup,
             tree,
             events: opts.events,
+            dir_writable: writable,
             exact: opts.exact,
             umask: opts.user_umask,
             implied_dir_mode: 0o777 & !opts.user_umask,
@@ -437,6 +438,11 @@ impl Dest {
     /// Where what is done is said.
     pub fn events(&self) -> &dyn Events {
         &*self.events
+    }
+
+    /// An error that concerns one member only: report it and go on. Anything else is fatal.
+    pub fn is_member_error(&self, e: &io::Error) -> bool {
+        is_member_error(e, self.dir_writable)
     }
 
     /// `--one-file-system`.
@@ -626,7 +632,7 @@ impl Dest {
         let mut owner = entry.owner;
         let (node, fd) = self.dir(p.components(), false)?;
         let st = fstat(fd.as_raw_fd())?;
-        note_dir_mode(st.st_mode);
+        self.tree.setgid().note_mode(st.st_mode);
         if existed && self.resumed && !keep_mode {
             // The interrupted run made it after the resume point, and may have stamped it.
             self.refill(&fd, st.st_mode)?;
@@ -667,7 +673,7 @@ impl Dest {
         let name = if xattrs.is_some() { entry.name.clone() } else { String::new() };
         // Files made in it after its metadata is applied (an archive that comes back to it)
         // take its group.
-        note_dir_mode(mode);
+        self.tree.setgid().note_mode(mode);
         self.tree.pin(node);
         self.open.push(DeferredDir {
             node,
@@ -1018,11 +1024,12 @@ impl Dest {
             // Someone else's directory (`-C /tmp` and an archive of `./`), a filesystem
             // without modes: the member is reported, the run goes on (GNU tar: "Cannot
             // utime", "Cannot change mode").
-            Err(e) if is_member_error(&e) => {
+            Err(e) if self.is_member_error(&e) => {
                 // Named as extracted (the member's name is only kept with attributes).
                 let path = d.path.display().to_string();
                 let path = if path.is_empty() { "." } else { &path };
-                crate::report::skipped(path, format!("cannot set directory metadata: {e}"));
+                let why = format!("cannot set directory metadata: {e}");
+                self.events.event(Event::NotRestored { name: path, why: &why });
                 Ok(())
             }
             Err(e) => Err(anyhow!("{}: cannot set directory metadata: {e}", d.path.display())),
@@ -1365,8 +1372,8 @@ impl Dest {
         let set_mode = mode & 0o7000 != 0;
         let mut meta = MetaOf::of(entry, mode);
         // A new file already belongs to its writer, unless a set-group-ID directory gave it
-        // another group (tree.rs `SETGID_DIRS`).
-        if meta.owner == Some(self.own_ids) && !setgid_dirs() {
+        // another group (tree.rs `SetgidDirs`).
+        if meta.owner == Some(self.own_ids) && !self.tree.setgid().seen() {
             meta.owner = None;
         }
         set_meta(fd, &meta, set_mode, &*self.events)
@@ -1597,7 +1604,7 @@ mod tests {
             dir,
             OldFiles::Replace,
             None,
-            Arc::new(super::super::events::Said { verbose: false, warnings: Default::default() }),
+            Arc::new(super::super::events::Said::new(false, Default::default(), Arc::default())),
         )
     }
 
@@ -1621,19 +1628,21 @@ mod tests {
             backup: backup.map(Arc::new),
             one_file_system: false,
             removals: None,
+            setgid: Arc::default(),
         };
         Dest::open(dir, opts).unwrap()
     }
 
     /// The writer says what it did through its sink, and prints nothing itself: `--backup`'s
-    /// rename, and what `--skip-old-files` and `--keep-newer-files` kept (`member_failed`).
+    /// rename, what `--skip-old-files` and `--keep-newer-files` kept, and a member it could
+    /// not restore (`member_failed`), which the sink counts for the exit status.
     #[test]
     fn what_is_done_goes_to_the_sink() {
         use super::super::events::Kept;
         let t = tempfile::tempdir().unwrap();
         std::fs::write(t.path().join("f"), "old").unwrap();
         let kept = Arc::new(Kept::default());
-        let backup = Backup::new(Some("simple"), Some("~")).unwrap();
+        let backup = Backup::new("simple", "~").unwrap();
         let mut d = dest_with(t.path(), OldFiles::Replace, backup, kept.clone());
         drop(d.create_file(&entry("f", 0o644, 0), 0).unwrap());
         assert_eq!(std::fs::read(t.path().join("f~")).unwrap(), b"old");
@@ -1642,10 +1651,13 @@ mod tests {
             let mut d = dest_with(t.path(), old, None, kept.clone());
             let e = entry("f", 0o644, secs);
             let err = d.create_file(&e, 0).unwrap_err();
-            super::super::member_failed(d.events(), &e, "cannot create", err).unwrap();
+            super::super::member_failed(&d, &e, "cannot create", err).unwrap();
         }
+        let gone = io::Error::from_raw_os_error(libc::ENOENT);
+        super::super::member_failed(&d, &entry("g", 0o644, 0), "cannot create", gone).unwrap();
         let said = kept.0.lock().unwrap().clone();
-        assert_eq!(said, ["renamed f f~", "skipped f", "kept newer f"]);
+        let not_restored = "not restored g: cannot create: No such file or directory (os error 2)";
+        assert_eq!(said, ["renamed f f~", "skipped f", "kept newer f", not_restored]);
     }
 
     /// Attributes the kernel refuses are an event to the sink, one per member naming the

@@ -26,11 +26,11 @@ impl DirectPolicy {
     }
 
     /// The destination refused O_DIRECT at an open: every file from now on is written
-    /// buffered, and after `--direct-io` the user is told (once per run). Auto chose direct IO
-    /// itself and says nothing.
-    pub fn refused(&mut self) {
+    /// buffered, and after `--direct-io` the user is told (`events`, once per run). Auto chose
+    /// direct IO itself and says nothing.
+    pub fn refused(&mut self, events: &dyn super::events::Events) {
         if self.threshold.is_some() && self.asked == crate::write::plan::DirectIo::Always {
-            super::direct_refused();
+            events.event(super::events::Event::DirectRefused);
         }
         self.threshold = None;
     }

@@ -1,9 +1,14 @@
-//! What the writers did that a run may say: events to one sink. dest.rs and purge.rs decide
+//! What the writers did that a run may say or count: events to one sink. The writers decide
 //! and act, and say nothing themselves; `Said` says the events as GNU tar 1.34 does (with -v
 //! its `Renaming` and `Deleting` lines, the `--skip-old-files` and `--keep-newer-files`
-//! warnings), and a test can pass its own sink to see what happened.
+//! warnings, the members not restored) and counts them in the run's `Reporter` (the exit
+//! status, the bytes landed that progress and the resume recorder read), and a test can pass
+//! its own sink to see what happened.
 
-use crate::report::{self, Warning, Warnings, locale};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::report::{self, Reporter, Warning, Warnings, locale};
 
 /// One thing a writer did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,6 +27,18 @@ pub enum Event<'a> {
     /// `--xattrs`, `--acls`: attributes of member `member` were not set; `name` (escaped
     /// already) is the first refused, for `error`, and `more` others were refused as well.
     XattrsNotSet { member: &'a str, name: &'a str, error: &'a str, more: usize },
+    /// Member `name` was not restored, or only in part, for `why`: the run goes on, and
+    /// exits 2.
+    NotRestored { name: &'a str, why: &'a str },
+    /// `-G`: `name` failed for `why` (the run goes on, and exits 2).
+    Failed { name: &'a str, why: &'a str },
+    /// Something worth a warning that changes no exit status.
+    Warned { what: &'a str },
+    /// The destination refused O_DIRECT: the writer writes buffered from now on (said once
+    /// per run, however many writers find out).
+    DirectRefused,
+    /// `bytes` of a file's data landed (once per completed write, never per byte).
+    Landed { bytes: u64 },
 }
 
 /// Where writers send their events. Shared by every writer thread of a run.
@@ -31,27 +48,49 @@ pub trait Events: Send + Sync {
 
 /// The events said as GNU tar 1.34 says them: `Renaming`, `Deleting` and "skipping existing
 /// file" with -v (`verbose`), "Current 'PATH' is newer or same age" and attributes not set
-/// always; the warnings each in the classes `--warning` left on (`warnings`).
+/// always; the warnings each in the classes `--warning` left on (`warnings`); all to and in
+/// the run's reporter (`report`).
 pub struct Said {
-    pub verbose: bool,
-    pub warnings: Warnings,
+    verbose: bool,
+    warnings: Warnings,
+    report: Arc<Reporter>,
+    /// `DirectRefused` was said.
+    direct_refused: AtomicBool,
+}
+
+impl Said {
+    pub fn new(verbose: bool, warnings: Warnings, report: Arc<Reporter>) -> Said {
+        Said { verbose, warnings, report, direct_refused: AtomicBool::new(false) }
+    }
 }
 
 impl Events for Said {
     fn event(&self, e: Event<'_>) {
+        let report = &*self.report;
         match e {
+            Event::Landed { bytes } => {
+                report.tally.written.fetch_add(bytes, Ordering::Relaxed);
+            }
+            Event::NotRestored { name, why } => report.skipped(name, why),
+            Event::Failed { name, why } => report.failed(name, why),
+            Event::Warned { what } => report.warn(what),
+            Event::DirectRefused => {
+                if !self.direct_refused.swap(true, Ordering::Relaxed) {
+                    report.warn("the destination refuses O_DIRECT; writing buffered from now on");
+                }
+            }
             Event::Renamed { from, to } if self.verbose => {
                 // In the locale's quotation marks, as GNU tar's quote_n.
                 let utf8 = locale::utf8_locale();
                 let (from, to) =
                     (report::locale_quoted(from, utf8), report::locale_quoted(to, utf8));
                 // A failed write to stdout is reported at the end (report/mod.rs).
-                let _ = report::list_line(format!("Renaming {from} to {to}"), false);
+                let _ = report.list_line(format!("Renaming {from} to {to}"), false);
             }
             Event::Deleting { path } if self.verbose => {
                 // Escaped already (as GNU tar's quote escapes): only the quotation marks.
                 let quoted = report::in_locale_quotes(path, locale::utf8_locale());
-                let _ = report::list_line(format!("fastuntar: Deleting {quoted}"), false);
+                let _ = report.list_line(format!("fastuntar: Deleting {quoted}"), false);
             }
             Event::Skipped { name } if self.verbose => {
                 // GNU tar names it without the trailing `/` of a directory member (`./d/` is
@@ -59,11 +98,11 @@ impl Events for Said {
                 let trimmed = name.trim_end_matches('/');
                 let name = if trimmed.is_empty() { name } else { trimmed };
                 let said = format!("{name}: skipping existing file");
-                self.warnings.warn(Warning::ExistingFile, said);
+                self.warnings.warn(report, Warning::ExistingFile, said);
             }
             Event::KeptNewer { path } => {
                 let said = format!("Current '{path}' is newer or same age");
-                self.warnings.warn(Warning::IgnoreNewer, said);
+                self.warnings.warn(report, Warning::IgnoreNewer, said);
             }
             Event::XattrsNotSet { member, name, error, more } => {
                 let more = match more {
@@ -72,7 +111,7 @@ impl Events for Said {
                 };
                 let said =
                     format!("{member}: cannot set extended attribute '{name}': {error}{more}");
-                self.warnings.warn(Warning::XattrWrite, said);
+                self.warnings.warn(report, Warning::XattrWrite, said);
             }
             Event::Renamed { .. } | Event::Deleting { .. } | Event::Skipped { .. } => {}
         }
@@ -97,6 +136,11 @@ impl Events for Kept {
             Event::XattrsNotSet { member, name, error, more } => {
                 format!("xattrs not set {member} {name}: {error} +{more}")
             }
+            Event::NotRestored { name, why } => format!("not restored {name}: {why}"),
+            Event::Failed { name, why } => format!("failed {name}: {why}"),
+            Event::Warned { what } => format!("warned {what}"),
+            Event::DirectRefused => "direct refused".to_string(),
+            Event::Landed { bytes } => format!("landed {bytes}"),
         };
         self.0.lock().unwrap().push(said);
     }

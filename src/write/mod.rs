@@ -34,7 +34,7 @@ pub struct Stats {
 
 pub trait Writer: Send {
     /// Carries out one op (possibly asynchronously). An error is fatal for the whole run;
-    /// per-member problems are reported through `report::skipped` and do not return Err.
+    /// per-member problems go to the events sink (`Event::NotRestored`) and do not return Err.
     fn apply(&mut self, op: Op) -> Result<()>;
 
     /// Starts what `apply` queued (called after each batch of ops).
@@ -71,11 +71,12 @@ pub fn incomplete(name: &str, what: &str, err: impl std::fmt::Display) -> anyhow
 /// for both backends. What `--skip-old-files` and `--keep-newer-files` kept is not a failure
 /// (the exit status stays as it was): it goes to `events`.
 pub fn member_failed(
-    events: &dyn events::Events,
+    dest: &dest::Dest,
     entry: &crate::plan::Entry,
     what: &str,
     e: std::io::Error,
 ) -> Result<()> {
+    let events = dest.events();
     if let Some(kept) = e.get_ref().and_then(|k| k.downcast_ref::<dest::KeptExisting>()) {
         events.event(match kept {
             dest::KeptExisting::Newer { path } => events::Event::KeptNewer { path },
@@ -88,8 +89,9 @@ pub fn member_failed(
         true => "cannot set metadata",
         false => what,
     };
-    if dest::is_member_error(&e) {
-        crate::report::skipped(&entry.name, format!("{what}: {e}"));
+    if dest.is_member_error(&e) {
+        let why = format!("{what}: {e}");
+        events.event(events::Event::NotRestored { name: &entry.name, why: &why });
         Ok(())
     } else {
         Err(anyhow::anyhow!("{}: {what}: {e}", entry.name))
@@ -138,7 +140,7 @@ pub fn apply_namespace_op(dest: &mut dest::Dest, stats: &mut Stats, op: Op) -> R
         }
         Err(e) => {
             let e = dest.explain(&entry.path, e);
-            member_failed(dest.events(), &entry, what, e)?
+            member_failed(dest, &entry, what, e)?
         }
     }
     Ok(None)
@@ -218,14 +220,6 @@ pub fn names_in(dirfd: RawFd) -> io::Result<Vec<CString>> {
     Ok(names)
 }
 
-/// The destination refused O_DIRECT: one warning per run, however many writers find out.
-pub fn direct_refused() {
-    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
-        crate::report::warn("the destination refuses O_DIRECT; writing buffered from now on");
-    }
-}
-
 /// Writers for `--writer-threads N` (N > 1), and the dispatcher's own `Dest`.
 pub struct Writers {
     pub workers: Vec<Box<dyn Writer>>,
@@ -246,54 +240,47 @@ pub struct Writers {
 /// large files fast.
 const AUTO_PORTABLE_FROM: usize = 2;
 
+/// What the writers are told of the run's input.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Incoming {
+    /// The archive's size when known (a file's, or a URL's Content-Length), for the direct-IO
+    /// policy.
+    pub size: Option<u64>,
+    /// Descriptors the input opens after the writers' budget is made (a URL's connections).
+    pub later_fds: usize,
+}
+
 /// `n` writers, each with its own `Dest` and its share of the fd budget, plus (for n > 1) a
-/// `Dest` for the dispatcher. `archive`: the archive's size when known (a file's, or a URL's
-/// Content-Length), for the direct-IO policy. `frames`: the decoder's frame pool, whose
-/// buffers may come as file data (lend.rs).
+/// `Dest` for the dispatcher. `frames`: the decoder's frame pool, whose buffers may come as
+/// file data (lend.rs). `events`: where every writer says what it did (events.rs), and where
+/// this says what it chose.
 pub fn create_n(
     plan: &WriterPlan,
     pool: &Pool,
     frames: Option<&Pool>,
     files: Arc<FileCount>,
-    archive: Option<u64>,
+    input: Incoming,
+    events: Arc<dyn events::Events>,
 ) -> Result<Writers> {
-    // Modes are applied exactly with -p and as root (GNU tar's --preserve-permissions default
-    // for root, undone by --no-same-permissions; cli/resolve.rs); otherwise the archive's
-    // modes minus the umask, like tar without -p.
-    let (exact, old_umask) = (plan.exact_modes, user_umask());
+    let warn = |what: &str| events.event(events::Event::Warned { what });
     // Decided at the edge from DIR's filesystem (cli/resolve.rs `writer_layout`); one writer
     // where it was not.
     let one = Layout { threads: 1, serial: false, journal_less: false, notes: Vec::new() };
     let layout = plan.layout.as_ref().unwrap_or(&one);
-    layout.notes.iter().for_each(crate::report::warn);
+    layout.notes.iter().for_each(|n| warn(n));
     let (n, serial, journal_less) = (layout.threads, layout.serial, layout.journal_less);
-    let fds = fd_budget(n, plan.threads_given);
+    let fds = fd_budget((n, input.later_fds), plan.threads_given, &warn);
     let n = fds.writers;
     let dests = if n > 1 { n + 1 } else { 1 };
-    let removals = (dests > 1).then(|| Arc::new(tree::Removals::default()));
-    let events: Arc<dyn events::Events> =
-        Arc::new(events::Said { verbose: plan.verbose, warnings: plan.warnings });
-    let opts = || dest::DestOptions {
-        old_files: plan.old_files,
-        events: events.clone(),
-        exact,
-        user_umask: old_umask,
-        dir_fds: (fds.dirs / dests).max(1),
-        files: files.clone(),
-        keep_dir_symlinks: plan.keep_directory_symlink,
-        dereference: plan.dereference,
-        delay_restore: plan.delay_restore,
-        recursive_unlink: plan.recursive_unlink,
-        backup: plan.backup.clone(),
-        one_file_system: plan.one_file_system,
-        removals: removals.clone(),
-    };
-    let mut all =
-        (0..dests).map(|_| dest::Dest::open(&plan.dest, opts())).collect::<Result<Vec<_>>>()?;
+    let dir_fds = (fds.dirs / dests).max(1);
+    let mut all = open_dests(plan, (dests, dir_fds), files, events.clone())?;
     // From here on modes are applied explicitly.
     // Safety: umask has no memory effects.
     unsafe { libc::umask(0) };
-    let direct_plan = direct_plan(plan, &all[0], pool, archive);
+    let direct_plan = direct_plan(plan, &all[0], pool, input.size);
+    if let Some(w) = direct_plan.warning() {
+        warn(&w);
+    }
     let policy = direct_plan.policy();
     let direct = policy.threshold.is_some();
     let dispatcher = if n > 1 { all.pop() } else { None };
@@ -318,7 +305,7 @@ pub fn create_n(
                     // Docker's default seccomp profile refuses io_uring, and a line on every
                     // run in a container would say nothing the user can act on.
                     if plan.backend == Backend::Uring || plan.verbose {
-                        crate::report::warn(format!(
+                        warn(&format!(
                             "io_uring is not available ({e}); using the portable writer"
                         ));
                     }
@@ -331,6 +318,40 @@ pub fn create_n(
     Ok(Writers { workers, uring, dest: dispatcher, direct: direct_plan })
 }
 
+/// `n` `Dest`s on DIR (one per writer, and the dispatcher's), each caching up to `dir_fds`
+/// directories, sharing what the Dests of one run share: the sink, `--max-files`'s count, the
+/// directories removed (when several) and the set-group-ID directories seen.
+fn open_dests(
+    plan: &WriterPlan,
+    (n, dir_fds): (usize, usize),
+    files: Arc<FileCount>,
+    events: Arc<dyn events::Events>,
+) -> Result<Vec<dest::Dest>> {
+    // Modes are applied exactly with -p and as root (GNU tar's --preserve-permissions default
+    // for root, undone by --no-same-permissions; cli/resolve.rs); otherwise the archive's
+    // modes minus the umask, like tar without -p.
+    let (exact, old_umask) = (plan.exact_modes, user_umask());
+    let removals = (n > 1).then(|| Arc::new(tree::Removals::default()));
+    let setgid = Arc::new(tree::SetgidDirs::default());
+    let opts = || dest::DestOptions {
+        old_files: plan.old_files,
+        events: events.clone(),
+        exact,
+        user_umask: old_umask,
+        dir_fds,
+        files: files.clone(),
+        keep_dir_symlinks: plan.keep_directory_symlink,
+        dereference: plan.dereference,
+        delay_restore: plan.delay_restore,
+        recursive_unlink: plan.recursive_unlink,
+        backup: plan.backup.clone(),
+        one_file_system: plan.one_file_system,
+        removals: removals.clone(),
+        setgid: setgid.clone(),
+    };
+    (0..n).map(|_| dest::Dest::open(&plan.dest, opts())).collect()
+}
+
 /// The process's umask, left as it is: DIR itself is created like `mkdir -p`, under it.
 fn user_umask() -> libc::mode_t {
     // Safety: umask has no memory effects; this reads it and puts it back.
@@ -340,12 +361,13 @@ fn user_umask() -> libc::mode_t {
     old
 }
 
-/// The file descriptors for `n` writer threads (resources.rs): fewer threads where `ulimit
-/// -n` leaves too few, with a warning when the count was asked for (`given`).
-fn fd_budget(n: usize, given: bool) -> FdBudget {
-    let fds = FdBudget::from_rlimit(n);
+/// The file descriptors for `n` writer threads (resources.rs), `later` more counted as open
+/// for the input: fewer threads where `ulimit -n` leaves too few, with a warning when the
+/// count was asked for (`given`).
+fn fd_budget((n, later): (usize, usize), given: bool, warn: &dyn Fn(&str)) -> FdBudget {
+    let fds = FdBudget::from_rlimit(n, later);
     if fds.writers < n && given {
-        crate::report::warn(format!(
+        warn(&format!(
             "{} writer threads need more file descriptors than ulimit -n {} leaves; using {}",
             n, fds.limit, fds.writers
         ));
@@ -427,8 +449,8 @@ fn probe_workers(mut ring: io_uring::IoUring) -> std::io::Result<io_uring::IoUri
     Ok(ring)
 }
 
-/// Probes DIR and decides which files go direct (direct_policy.rs); warns when `--direct-io`
-/// cannot be had.
+/// Probes DIR and decides which files go direct (direct_policy.rs), with a warning when
+/// `--direct-io` cannot be had.
 fn direct_plan(
     plan: &WriterPlan,
     dest: &dest::Dest,
@@ -439,12 +461,7 @@ fn direct_plan(
     // O_DIRECT needs the data's address and length aligned: every pool buffer starts on a
     // BUF_ALIGN boundary and is buf_size long.
     let pool_align = BUF_ALIGN.min(1 << pool.buf_size().trailing_zeros());
-    let decided =
-        direct_policy::decide(plan.direct, plan.direct_threshold, &probed, archive, pool_align);
-    if let Some(w) = decided.warning() {
-        crate::report::warn(w);
-    }
-    decided
+    direct_policy::decide(plan.direct, plan.direct_threshold, &probed, archive, pool_align)
 }
 
 #[cfg(test)]

@@ -44,7 +44,7 @@ impl Portable {
         let mut direct = self.policy.wants(size, sparse);
         let fd = match self.dest.create_file(&entry, if direct { libc::O_DIRECT } else { 0 }) {
             Err(e) if direct && e.raw_os_error() == Some(libc::EINVAL) => {
-                self.policy.refused();
+                self.policy.refused(self.dest.events());
                 direct = false;
                 self.dest.create_file(&entry, 0)
             }
@@ -65,7 +65,7 @@ impl Portable {
             }
             Err(e) => {
                 let e = self.dest.explain(&entry.path, e);
-                member_failed(self.dest.events(), &entry, "cannot create", e)
+                member_failed(&self.dest, &entry, "cannot create", e)
             }
         }
     }
@@ -96,7 +96,8 @@ impl Portable {
         pwrite_all(fd, &data[done..], offset + done as u64)
             .map_err(|e| super::incomplete(&f.entry.name, "write failed", e))?;
         self.stats.bytes += data.len() as u64;
-        crate::report::progress::bytes_written(data.len() as u64);
+        let landed = super::events::Event::Landed { bytes: data.len() as u64 };
+        self.dest.events().event(landed);
         Ok(())
     }
 
@@ -114,7 +115,7 @@ impl Portable {
             }
         }
         if let Err(e) = self.dest.finish_file(fd, &f.entry) {
-            member_failed(self.dest.events(), &f.entry, "cannot set metadata", e)?;
+            member_failed(&self.dest, &f.entry, "cannot set metadata", e)?;
         }
         self.stats.files += 1;
         if f.direct || self.policy.wants(f.size, f.sparse) {

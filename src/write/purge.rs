@@ -80,12 +80,12 @@ impl Dest {
                     true => format!("'{}' is a symlink; not followed", entry.path.display()),
                     false => self.explain(&entry.path, e).to_string(),
                 };
-                report::failed(&entry.name, format!("cannot purge: {why}"));
+                self.failed(&entry.name, &format!("cannot purge: {why}"));
                 return Ok(());
             }
         };
         if let Some(why) = &list.malformed {
-            report::failed(&entry.name, why);
+            self.failed(&entry.name, why);
             return Ok(());
         }
         if !self.moves(entry, &list.moves)? {
@@ -98,11 +98,20 @@ impl Dest {
             false => None,
         };
         if list.unused_temp {
-            report::warn(format!("{}: Malformed dumpdir: 'X' never used", entry.name));
+            self.warned(&format!("{}: Malformed dumpdir: 'X' never used", entry.name));
         }
         let letters = letters(&names, &list.list);
         self.remove_unlisted(entry, dir.as_raw_fd(), &names, &letters, root_dev);
         Ok(())
+    }
+
+    /// `-G`'s `name` failed for `why`: said, and the run exits 2.
+    fn failed(&self, name: &str, why: &str) {
+        self.events().event(Event::Failed { name, why });
+    }
+
+    fn warned(&self, what: &str) {
+        self.events().event(Event::Warned { what });
     }
 
     /// Removes what the directory `dir` (member `entry`'s) holds and the list does not keep
@@ -125,8 +134,8 @@ impl Dest {
                 Ok(st) => st,
                 Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
                 Err(e) => {
-                    report::failed(&what, format!("Cannot stat: {e}"));
-                    report::warn(format!("{what}: Not purging directory: unable to stat"));
+                    self.failed(&what, &format!("Cannot stat: {e}"));
+                    self.warned(&format!("{what}: Not purging directory: unable to stat"));
                     continue;
                 }
             };
@@ -135,12 +144,12 @@ impl Dest {
                 continue;
             }
             if root_dev.is_some_and(|d| d != st.st_dev) {
-                report::warn(format!("{what}: directory is on a different device: not purging"));
+                self.warned(&format!("{what}: directory is on a different device: not purging"));
                 continue;
             }
             self.events().event(Event::Deleting { path: &what });
             if let Err(e) = remove_all(dir, name) {
-                report::failed(&what, format!("Cannot remove: {e}"));
+                self.failed(&what, &format!("Cannot remove: {e}"));
             }
             if is_dir {
                 let child = entry.path.as_path().join(std::ffi::OsStr::from_bytes(bytes));
@@ -166,9 +175,9 @@ impl Dest {
                     Err(e) => {
                         fatal(&e)?;
                         let template = format!("{}/tar.XXXXXX", parent.display());
-                        report::failed(
+                        self.failed(
                             &entry.name,
-                            format!(
+                            &format!(
                                 "Cannot create temporary directory using template '{template}': {e}"
                             ),
                         );
@@ -181,14 +190,14 @@ impl Dest {
                     else {
                         // The check on the decoder side lets no empty name through without
                         // an 'X' before it.
-                        report::failed(&entry.name, "Malformed dumpdir: no temporary directory");
+                        self.failed(&entry.name, "Malformed dumpdir: no temporary directory");
                         return Ok(false);
                     };
                     if let Err(e) = self.rename_dir(from, to) {
                         fatal(&e)?;
-                        report::failed(
+                        self.failed(
                             &entry.name,
-                            format!(
+                            &format!(
                                 "Cannot rename '{}' to '{}': {e}",
                                 from.display(),
                                 to.display()

@@ -35,40 +35,43 @@ use super::restart;
 use crate::policy::admit::FileCount;
 
 /// Whether a set-group-ID directory may hold files this run makes: DIR or a directory a walk
-/// opened was one, or a directory member asks to become one (`note_dir_mode`). A file made in
+/// opened was one, or a directory member asks to become one (`note_mode`). A file made in
 /// such a directory takes the directory's group, not the writer's. Until one is seen, a file
 /// whose archived owner is the writer's own uid and gid already has that owner when it is
 /// created, and `Dest::finish_file` leaves out the chown: root restoring a root-owned archive
 /// (a snapshot; 100,000 small files: extract + sync 3.24 s with an fchown per file, 2.95 s
-/// without, medians of 5 on RAM-backed ext4). Only ever set, and process-wide: every writer
-/// thread's tree and the dispatcher add to it (a stale `true` only costs chowns).
-static SETGID_DIRS: AtomicBool = AtomicBool::new(false);
+/// without, medians of 5 on RAM-backed ext4). One per run, shared by every writer thread's tree
+/// and the dispatcher's, which all add to it; only ever set (a stale `true` only costs chowns).
+#[derive(Debug, Default)]
+pub struct SetgidDirs(AtomicBool);
 
-/// See `SETGID_DIRS`.
-pub fn setgid_dirs() -> bool {
-    SETGID_DIRS.load(Ordering::SeqCst)
-}
-
-/// A directory has, or will be given, `mode`.
-pub fn note_dir_mode(mode: u32) {
-    if mode & libc::S_ISGID != 0 {
-        SETGID_DIRS.store(true, Ordering::SeqCst);
+impl SetgidDirs {
+    /// Whether one was seen.
+    pub fn seen(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
     }
-}
 
-/// A directory just opened: its mode is looked at until a set-group-ID one is seen.
-fn note_dir(fd: &OwnedFd) {
-    if setgid_dirs() {
-        return;
+    /// A directory has, or will be given, `mode`.
+    pub fn note_mode(&self, mode: u32) {
+        if mode & libc::S_ISGID != 0 {
+            self.0.store(true, Ordering::SeqCst);
+        }
     }
-    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // Safety: fd is open; fstat fills `st` when it returns 0, and only then is it read.
-    if unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) } == 0 {
-        // Safety: initialised by the successful fstat above.
-        note_dir_mode(unsafe { st.assume_init() }.st_mode);
-    } else {
-        // Unknown: assume the worst.
-        SETGID_DIRS.store(true, Ordering::SeqCst);
+
+    /// A directory just opened: its mode is looked at until a set-group-ID one is seen.
+    fn note_dir(&self, fd: &OwnedFd) {
+        if self.seen() {
+            return;
+        }
+        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // Safety: fd is open; fstat fills `st` when it returns 0, and only then is it read.
+        if unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) } == 0 {
+            // Safety: initialised by the successful fstat above.
+            self.note_mode(unsafe { st.assume_init() }.st_mode);
+        } else {
+            // Unknown: assume the worst.
+            self.0.store(true, Ordering::SeqCst);
+        }
     }
 }
 
@@ -163,6 +166,8 @@ pub struct Tree {
     /// removals this tree has forgotten.
     removals: Option<Arc<Removals>>,
     removals_seen: u64,
+    /// The run's set-group-ID directories (`SetgidDirs`).
+    setgid: Arc<SetgidDirs>,
 }
 
 /// Whether a walk may create the directories it does not find, and with which mode.
@@ -174,9 +179,10 @@ pub enum Create {
 }
 
 impl Tree {
-    /// A tree rooted at the open directory `root`, caching at most `fd_budget` more fds.
-    pub fn new(root: OwnedFd, fd_budget: usize) -> Tree {
-        note_dir(&root);
+    /// A tree rooted at the open directory `root`, caching at most `fd_budget` more fds;
+    /// `setgid`: the run's, which the directories it opens are noted in.
+    pub fn new(root: OwnedFd, fd_budget: usize, setgid: Arc<SetgidDirs>) -> Tree {
+        setgid.note_dir(&root);
         let root = Node {
             parent: NONE,
             name: Box::new([]),
@@ -201,10 +207,16 @@ impl Tree {
             follow: false,
             removals: None,
             removals_seen: 0,
+            setgid,
         }
     }
 
     /// Shares `removals` with the other trees over the same DIR (several writer threads).
+    /// The run's set-group-ID directories seen.
+    pub fn setgid(&self) -> &SetgidDirs {
+        &self.setgid
+    }
+
     pub fn share_removals(&mut self, removals: Arc<Removals>) {
         self.removals_seen = removals.seq.load(Ordering::Acquire);
         self.removals = Some(removals);
@@ -475,7 +487,7 @@ impl Tree {
             }
             let opened = opened.map(Arc::new);
             if let Ok(f) = &opened {
-                note_dir(f);
+                self.setgid.note_dir(f);
                 self.set_fd(child, f.clone());
             }
             // Holding its fd now, or (on failure) pruned with whatever it alone kept.
@@ -748,7 +760,7 @@ mod tests {
     fn tree(budget: usize) -> (tempfile::TempDir, Tree) {
         let t = tempfile::tempdir().unwrap();
         let root: OwnedFd = std::fs::File::open(t.path()).unwrap().into();
-        (t, Tree::new(root, budget))
+        (t, Tree::new(root, budget, Arc::default()))
     }
 
     fn comps(p: &str) -> Vec<&[u8]> {
@@ -950,7 +962,7 @@ mod tests {
     fn removals_reach_the_other_trees() {
         let (t, mut a) = tree(16);
         let root: OwnedFd = std::fs::File::open(t.path()).unwrap().into();
-        let mut b = Tree::new(root, 16);
+        let mut b = Tree::new(root, 16, Arc::default());
         let shared = Arc::new(Removals::default());
         a.share_removals(shared.clone());
         b.share_removals(shared);

@@ -397,7 +397,7 @@ impl Uring {
             Err(e) => {
                 self.current = None;
                 let e = self.dest.explain(&entry.path, e);
-                return member_failed(self.dest.events(), &entry, "cannot create", e);
+                return member_failed(&self.dest, &entry, "cannot create", e);
             }
         };
         let direct = self.policy.wants(size, sparse);
@@ -554,7 +554,7 @@ impl Uring {
             && let Err(e) = self.dest.finish_file(fd, &f.entry)
         {
             let entry = f.entry.clone();
-            member_failed(self.dest.events(), &entry, "cannot set metadata", e)?;
+            member_failed(&self.dest, &entry, "cannot set metadata", e)?;
         }
         let f = &mut self.files[file];
         f.closing = true;
@@ -579,7 +579,7 @@ impl Uring {
                 let n = res as usize;
                 self.files[file].writes -= 1;
                 self.stats.bytes += n as u64;
-                crate::report::progress::bytes_written(n as u64);
+                self.dest.events().event(super::events::Event::Landed { bytes: n as u64 });
                 if n == 0 && len > 0 {
                     return Err(super::incomplete(
                         &self.files[file].entry.name,
@@ -654,7 +654,7 @@ impl Uring {
         let f = &mut self.files[file];
         if err == libc::EINVAL && f.direct {
             // Files opened before the first refusal come back here too: warn once.
-            self.policy.refused();
+            self.policy.refused(self.dest.events());
             f.direct = false;
             f.went_direct = false;
             return self.submit_open(file);
@@ -681,7 +681,7 @@ impl Uring {
         if self.current != Some(file) || f.ended {
             self.forget(file);
         }
-        member_failed(self.dest.events(), &entry, "cannot create", e)
+        member_failed(&self.dest, &entry, "cannot create", e)
     }
 
     fn forget(&mut self, file: usize) {

@@ -2363,3 +2363,63 @@ fn other_operations_are_refused_by_name() {
         assert!(!td.join("out.tar").exists() && !td.join("out.tgz").exists(), "{args:?}");
     }
 }
+
+/// Two extractions in one process through the library, as the fuzz target runs them: the
+/// first skips a member (`../escape`), the second skips none, and the second's counts, exit
+/// status and tallies are its own. (With the counts in process statics the second run began
+/// at the first one's skip, and its status was 2.) The runs go in a child process of this test
+/// binary: an extraction sets the process umask to 0 while it runs, which other tests on this
+/// process's threads would inherit.
+#[test]
+fn two_runs_in_one_process_count_their_own() {
+    let td = TestDir::new("two_runs_in_one_process");
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "suite::cli::two_runs_child", "--test-threads=1"])
+        .args(["--nocapture"])
+        .env("FASTUNTAR_TWO_RUNS_DIR", td.path())
+        .output()
+        .unwrap();
+    let said =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("1 passed"), "the child test ran: {said}");
+}
+
+/// The two runs of `two_runs_in_one_process_count_their_own`, in its child process only.
+#[test]
+#[ignore = "run by two_runs_in_one_process_count_their_own, in a process of its own"]
+fn two_runs_child() {
+    use fastuntar::cli::resolve::{Edge, resolve, writer_layout};
+    use fastuntar::exit_codes::ExitCode;
+    use fastuntar::report::Reporter;
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering::Relaxed;
+    let Some(dir) = std::env::var_os("FASTUNTAR_TWO_RUNS_DIR").map(PathBuf::from) else {
+        panic!("run by two_runs_in_one_process_count_their_own");
+    };
+    let skips = Tar::new().file("../escape", b"x").file("kept", b"yy").finish();
+    let clean = Tar::new().file("a", b"zzz").finish();
+    // (archive, members, skipped, status, bytes written)
+    let runs = [(skips, 2, 1, ExitCode::Fatal, 2), (clean, 1, 0, ExitCode::Success, 3)];
+    for (i, (tar, members, skipped, status, written)) in runs.into_iter().enumerate() {
+        let (archive, dest) = (dir.join(format!("{i}.tar")), dir.join(format!("out{i}")));
+        fs::write(&archive, tar).unwrap();
+        let report = Arc::new(Reporter::new());
+        let (a, d) = (archive.to_str().unwrap(), dest.to_str().unwrap());
+        // `cli::parse`, as main: `-C` is read in command-line order from what it keeps.
+        let argv = ["fastuntar", "-x", "-f", a, "-C", d, "-q"];
+        let args = fastuntar::cli::parse(argv.iter().map(Into::into).collect());
+        let edge = Edge::read(report.started_at()).unwrap();
+        let mut plans = resolve(args, &edge, &mut Vec::new()).unwrap();
+        let fs = fastuntar::write::plan::DestFs::probe(&plans.writer);
+        plans.writer.layout = Some(writer_layout(&plans.writer, &fs));
+        let summary = fastuntar::command::extract::run(&plans, &report).unwrap();
+        assert_eq!(summary.members, members, "run {i}");
+        assert_eq!(report.skipped_count(), skipped, "run {i}");
+        assert_eq!(report.status(true), status, "run {i}");
+        assert_eq!(report.tally.members.load(Relaxed), members, "run {i}");
+        assert_eq!(report.tally.written.load(Relaxed), written, "run {i}");
+        assert!(report.totals_line(10240).starts_with("Total bytes read: 10240 "), "run {i}");
+        assert_eq!(fs::read(dest.join(["kept", "a"][i])).unwrap().len() as u64, written);
+    }
+}

@@ -42,11 +42,14 @@ struct Case<'a> {
     file_times: bool,
     /// Added to fastuntar's arguments only (`--writer-threads`, `--io`: GNU tar has none).
     ours_only: &'a [&'static str],
+    /// More environment for both (`VERSION_CONTROL`, `SIMPLE_BACKUP_SUFFIX`).
+    env: &'a [(&'a str, &'a str)],
 }
 
 impl<'a> Case<'a> {
     fn new(args: &'a [&'a str]) -> Case<'a> {
-        Case { args, tar_options: "", prepare: &|_| {}, file_times: true, ours_only: &[] }
+        let prepare = &|_: &Path| {};
+        Case { args, tar_options: "", prepare, file_times: true, ours_only: &[], env: &[] }
     }
 }
 
@@ -61,6 +64,9 @@ struct Both {
 /// `case` on `archive` as a row of the shared kit's table (`util::gnu`).
 fn row<'a>(archive: &Path, case: &Case<'a>) -> gnu::Case<'a> {
     let mut row = gnu::Case::new(archive, case.args).env("TAR_OPTIONS", case.tar_options);
+    for (key, value) in case.env {
+        row = row.env(key, value);
+    }
     row.prepare = Some(case.prepare);
     row.file_times = case.file_times;
     row.ours_only = case.ours_only.to_vec();
@@ -464,7 +470,8 @@ fn lzip_and_lzop_found_by_magic_like_gnu_tar() {
 /// Issue 28, 7: `-v --backup` says `Renaming 'X' to 'X~'` right after X's name and before the
 /// next member's, as GNU tar, whatever the writer count (the writer renames; the decoder waits
 /// for each member to land before naming the next): 1, 2, 3 and 4 writers, both backends.
-/// Also numbered backups and `-vv`.
+/// Also numbered backups, `-vv`, and the kind and suffix of backups from `$VERSION_CONTROL` and
+/// `$SIMPLE_BACKUP_SUFFIX` (read at the edge, cli/resolve.rs), the options winning over them.
 #[test]
 fn backup_renaming_follows_its_member_like_gnu_tar() {
     let Some(td) = util::gnu::dir("backup_renaming_follows_its_member_like_gnu_tar", &[]) else {
@@ -491,12 +498,21 @@ fn backup_renaming_follows_its_member_like_gnu_tar() {
         &["-xvv", "--backup", "-f", "{archive}", "-C", "{dest}"],
         &["-xv", "--suffix=.old", "-f", "{archive}", "-C", "{dest}"],
     ];
+    let env: &[(&str, &str)] = &[("VERSION_CONTROL", "numbered"), ("SIMPLE_BACKUP_SUFFIX", ".bak")];
+    let with_env: &[&[&str]] = &[
+        &["-xv", "--backup", "-f", "{archive}", "-C", "{dest}"],
+        &["-xv", "--backup=simple", "-f", "{archive}", "-C", "{dest}"],
+        &["-xv", "--suffix=.old", "-f", "{archive}", "-C", "{dest}"],
+    ];
     let mut cases = Vec::new();
     let shapes = writer_shapes("backup_renaming_follows_its_member_like_gnu_tar", &RENAMING);
     for shape in &shapes {
         for args in runs {
             cases.push(Case { prepare: &prepare, ours_only: shape, ..Case::new(args) });
         }
+    }
+    for args in with_env {
+        cases.push(Case { prepare: &prepare, env, ..Case::new(args) });
     }
     assert_same(&td, &archive, &cases);
 }

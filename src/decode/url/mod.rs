@@ -108,6 +108,14 @@ pub struct Download {
     ranged: bool,
 }
 
+impl Download {
+    /// Descriptors the download will open after now: a socket for each connection thread
+    /// started (they connect as they start), for the writers' budget (resources.rs).
+    pub fn later_fds(&self) -> usize {
+        self.stats.threads.load(Ordering::Relaxed)
+    }
+}
+
 /// Stops the connection threads once neither the reader nor the Download is left.
 struct Guard(Arc<Shared>);
 
@@ -197,9 +205,9 @@ pub fn open(plan: &Plan, start: Start) -> Result<Download> {
     };
     let started = start_connections(&shared, threads, first_job)
         .with_context(|| format!("{given}: cannot start a connection thread"))?;
+    // Their sockets open as they start; the writers' descriptor budget, made before that,
+    // counts them (`Download::later_fds`).
     stats.threads.store(started, Ordering::Relaxed);
-    // Their sockets open as they start; the writers' descriptor budget is made before that.
-    crate::resources::promise_fds(started);
     Ok(Download { shared, guard, identity, stats, keep, checksum: plan.checksum, ranged })
 }
 
