@@ -2394,8 +2394,9 @@ fn two_runs_child() {
     use fastuntar::report::Reporter;
     use std::sync::Arc;
     use std::sync::atomic::Ordering::Relaxed;
+    // Outside its parent (test.sh's `--ignored` pass runs every ignored test): nothing to do.
     let Some(dir) = std::env::var_os("FASTUNTAR_TWO_RUNS_DIR").map(PathBuf::from) else {
-        panic!("run by two_runs_in_one_process_count_their_own");
+        return;
     };
     let skips = Tar::new().file("../escape", b"x").file("kept", b"yy").finish();
     let clean = Tar::new().file("a", b"zzz").finish();
