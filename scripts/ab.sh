@@ -2,7 +2,9 @@
 # A/B of two fastuntar binaries (a change and the commit before it) on one archive, with the
 # disk out of the way: every run extracts into a fresh ext4 on a loop device backed by a
 # sparse file in /dev/shm, after `sync; echo 3 > /proc/sys/vm/drop_caches`, and is timed as
-# extract + sync. Rounds interleave A and B (A B, A B, ...), so drift on the host hits both.
+# extract + sync. Rounds interleave A and B and alternate who goes first (A B, B A, ...): drift
+# on the host hits both, and so does the first run of a pair, which measured ~10 % slower
+# whichever binary it was (docs/PERFORMANCE.md, the cost of resume points).
 #
 #   scripts/ab.sh [--rounds N] [--size BYTES] ARCHIVE BIN_A BIN_B [FASTUNTAR ARGS...]
 #
@@ -88,7 +90,9 @@ run() {
 
 declare -A wall cpu
 for ((i = 1; i <= rounds; i++)); do
-    for which in A B; do
+    order="A B"
+    ((i % 2)) || order="B A"
+    for which in $order; do
         bin=$a
         [[ $which == B ]] && bin=$b
         read -r s c rc < <(run "$bin" "$@")
