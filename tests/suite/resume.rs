@@ -135,6 +135,14 @@ fn killed(src: &Source, dest: &Path, row: &[&str], point: &str) -> Output {
         .run()
 }
 
+/// Killed at the first state taken once 1 MiB has landed: a point past the first MiB however
+/// slow the disk. (A kill at `end:1` may find only a state written early: on the load
+/// protocol's throttled disk a run's only state was at member 15, in the first 64 KiB frame.)
+fn killed_past_first_mib(src: &Source, dest: &Path) {
+    let k = killed(src, dest, &["--writeback-every", "1M"], "renamed:1");
+    assert_eq!(k.signal, Some(libc::SIGKILL), "{}", k.describe());
+}
+
 /// The same command again, without the kill.
 fn again(src: &Source, dest: &Path, row: &[&str], extra: &[&str]) -> Output {
     util::fastuntar()
@@ -351,12 +359,9 @@ fn single_frame_zstd_is_decoded_again_and_passed_over() {
     let n = kill_and_resume(&td, &o, &src, &[], points(), "zstd one frame");
     assert!(n >= 1, "none of {} reruns resumed", points().len());
     kill_and_resume(&td, &o, &src, &["--io", "uring", "--direct-io"], some_points(1), "one frame");
-    // Killed at the first state taken once 1 MiB has landed: d0/f3 (at ~100 KB) is before
-    // its point however slow the disk (a kill at `end:1` may find only a state written
-    // earlier, as `url_resumes_without_downloading_the_bytes_before_the_point` did).
+    // d0/f3 (at ~100 KB) lies before a point past the first MiB.
     let dest = td.fresh("reread");
-    let k = killed(&src, &dest, &["--writeback-every", "1M"], "renamed:1");
-    assert_eq!(k.signal, Some(libc::SIGKILL), "{}", k.describe());
+    killed_past_first_mib(&src, &dest);
     // A file extracted before the point: a resumed run must not write it again.
     let before =
         std::fs::metadata(dest.join("d0/f3")).map(|m| std::os::unix::fs::MetadataExt::ino(&m));
@@ -383,12 +388,9 @@ fn url_resumes_without_downloading_the_bytes_before_the_point() {
     let n = kill_and_resume(&td, &o, &src, &[], &points, "URL");
     assert!(n >= 1, "none of {} reruns resumed", points.len());
     kill_and_resume(&td, &o, &src, &["--io", "portable", "--direct-io"], &points[..2], "URL");
-    // Killed at its first state, taken once 1 MiB has landed: a point well past the first
-    // 64 KiB frame however slow the disk (a kill at `end:1` found the run's only state at
-    // member 15, in frame 0, on the load protocol's throttled disk: nothing to check).
+    // A point well past the first 64 KiB frame, so the rerun has a Range to ask for.
     let dest = td.fresh("ranges");
-    let k = killed(&src, &dest, &["--writeback-every", "1M"], "renamed:1");
-    assert_eq!(k.signal, Some(libc::SIGKILL), "{}", k.describe());
+    killed_past_first_mib(&src, &dest);
     let seen_before = server.seen().len();
     let r = again(&src, &dest, &[], &[]);
     let at = util::json_number(&r.stdout_str(), "archive_offset").expect("resumed");
