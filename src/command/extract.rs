@@ -110,6 +110,10 @@ pub fn run(plans: &Plans, report: &Arc<Reporter>) -> Result<Summary> {
     let wanted = crate::selection::select::Wanted::new(&plans.selection)?;
     let stream = Stream { archive: session.reading(&plans.read, wanted, decoded)? };
     let (members, stats) = pipeline(plans, stream, &pool, writers, files, &session, report)?;
+    // Every writer is done: nothing can take the kept copy's names any more (keep.rs).
+    if let Some(d) = &stream_download {
+        d.keep_copy()?;
+    }
     progress.finish();
     session.complete()?;
     let elapsed = start.elapsed();
@@ -604,6 +608,8 @@ fn next_member(
 fn produce(pipe: Pipe<'_>, input: Stream, out: &mut dyn Sink) -> Result<u64> {
     let Pipe { plans, pool, files, direct, session, report } = pipe;
     let Stream { mut archive } = input;
+    // `--keep-archive`'s copy is named in `run`, once no member can land any more.
+    archive.copy_named_later = true;
     let mut kept = Kept::new(plans, files);
     let utf8 = crate::report::locale::utf8_locale();
     // Safety: geteuid/getegid have no preconditions.
