@@ -668,7 +668,7 @@ fn produce(pipe: Pipe<'_>, input: Stream, out: &mut dyn Sink) -> Result<u64> {
             }
         }
     }
-    if let Err(e) = flush_at_end(out) {
+    if let Err(e) = flush_at_end(out, session.writes_points()) {
         return stopped(members, e);
     }
     archive.finish(utf8)?;
@@ -678,10 +678,11 @@ fn produce(pipe: Pipe<'_>, input: Stream, out: &mut dyn Sink) -> Result<u64> {
 /// Sends what the sink holds after the last member. Its failure is the sink's own: the
 /// dispatcher's directory or link, or on one thread the writer's last writes, closes and
 /// metadata, which only the flush lands. A kill test armed at the first state waits here
-/// for it (mark/hook.rs `before_end`), the sink flushed meanwhile so points get published.
-fn flush_at_end(out: &mut dyn Sink) -> Result<(), Stop> {
+/// for it (mark/hook.rs `before_end`), the sink flushed meanwhile so points get published;
+/// only when this run `writes_points` (with `--no-resume` none ever comes).
+fn flush_at_end(out: &mut dyn Sink, writes_points: bool) -> Result<(), Stop> {
     let mut flushed = out.flush();
-    crate::mark::hook::before_end(|| {
+    crate::mark::hook::before_end(writes_points, || {
         if flushed.is_ok() {
             flushed = out.flush();
         }
