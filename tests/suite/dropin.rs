@@ -611,8 +611,7 @@ fn delay_directory_restore_fills_a_read_only_directory_like_gnu_tar() {
     if !util::have_root(test, "runs both as uid 65534") || !have_tool(test, "tar") {
         return;
     }
-    let td = TestDir::new("delay_read_only");
-    fs::set_permissions(td.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let td = TestDir::for_users("delay_read_only");
     let mut t = util::rawtar::Tar::new();
     t.header(&util::rawtar::Header::dir("ro/").mode(0o555).mtime(1_000_000_000));
     t.file("other", b"other\n").file("ro/f", b"f\n");

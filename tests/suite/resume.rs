@@ -445,7 +445,7 @@ fn unprivileged_resume_fills_directories_the_interrupted_run_stamped() {
     if !have_tools(test, &["tar", "setpriv"]) || !util::have_root(test, "setpriv to nobody") {
         return;
     }
-    let td = TestDir::new(test);
+    let td = TestDir::for_users(test);
     let mut t = Tar::new();
     let mut rng = Rng::new(3030);
     t.header(&Header::dir("./").mode(0o755).mtime(1_500_000_000));
