@@ -823,6 +823,72 @@ fn an_archive_rewritten_in_place_is_not_resumed() {
     refused(&td, &src, &dest, &[], "bytes before the resume point", "ctime put back");
 }
 
+/// Issue 40, 2, with resuming: `--delay-directory-restore` over an archive whose directory
+/// comes again with another mode and time (`r/` 0755, its files, `s/`, `r/` 0500, more). Killed
+/// before the repeat (the state carries `r` waiting), after it (both of `r`'s records carried,
+/// pushed again in order by the resumed run and merged there), in the final pass and at the
+/// end: the resumed tree is GNU tar's with the option (`r` 0500, its last time).
+#[test]
+fn delayed_directories_met_again_resume_to_gnu_tars_tree() {
+    let test = "delayed_directories_met_again_resume_to_gnu_tars_tree";
+    if !have_tools(test, &["tar"]) {
+        return;
+    }
+    let td = TestDir::new(test);
+    let mut t = Tar::new();
+    let mut rng = Rng::new(4040);
+    let dir = |name: &str, mode: u32, mtime: u64| Header::dir(name).mode(mode).mtime(mtime);
+    t.header(&dir("./", 0o755, 1_500_000_000));
+    t.header(&dir("./r/", 0o755, 1_500_000_100));
+    for i in 0..150u64 {
+        t.entry(&Header::file(format!("./r/f{i}")).mtime(1_500_000_200), &rng.bytes(3000));
+    }
+    t.header(&dir("./s/", 0o750, 1_500_000_300));
+    for i in 0..100u64 {
+        t.entry(&Header::file(format!("./s/f{i}")).mtime(1_500_000_400), &rng.bytes(3000));
+    }
+    t.header(&dir("./r/", 0o500, 1_600_000_000));
+    t.header(&dir("./r/sub/", 0o700, 1_600_000_100));
+    for i in 0..50u64 {
+        t.entry(&Header::file(format!("./r/sub/g{i}")).mtime(1_500_000_500), &rng.bytes(3000));
+    }
+    t.header(&dir("./s/", 0o705, 1_600_000_200));
+    let tar = t.finish();
+    let started = SystemTime::now() - std::time::Duration::from_secs(1);
+    let file = td.write("oracle.tar", &tar);
+    let gnu = td.fresh("gnu");
+    let g = Cmd::new("tar")
+        .args(["--delay-directory-restore", "-xf"])
+        .arg(&file)
+        .arg("-C")
+        .arg(&gnu)
+        .run();
+    assert!(g.success(), "GNU tar failed\n{}", g.describe());
+    let o = Oracle { want: snapshot(&gnu), started };
+    let src = Source::File(write_archive(&td, Encoding::Plain, &tar));
+    let points = [
+        "member:100",
+        "member:200",
+        "member:270",
+        "renamed:1",
+        "renamed:4",
+        "final-stamp:1",
+        "final-stamp:3",
+        "end:1",
+    ];
+    let row = &["--delay-directory-restore"][..];
+    let n = kill_and_resume(&td, &o, &src, row, &points, "delayed, repeated");
+    assert!(n >= 1, "none of {} reruns resumed", points.len());
+    kill_and_resume(
+        &td,
+        &o,
+        &src,
+        &[row, &["--writer-threads", "2"]].concat(),
+        &points[1..3],
+        "w2",
+    );
+}
+
 /// The hidden `--debug-kill-at` at a step of the state protocol (`renamed:1`) waits at the end
 /// for a state that is coming; a run that writes none (`--no-resume`, `-k`, standard input)
 /// is not held: it ends at once with exit 0. Before, it waited the full 60 s.
