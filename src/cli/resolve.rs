@@ -912,10 +912,16 @@ fn url_plan(
     use crate::decode::url;
     let Some(a) = archive.filter(|a| url::is_url(a.as_os_str())) else {
         if args.keep_archive.is_some() || args.checksum.is_some() {
-            bail!("--keep-archive and --checksum apply to an archive read from an http(s):// URL");
+            bail!("--keep-archive and --checksum apply to an archive read from a URL");
+        }
+        if args.no_sign_request {
+            bail!("--no-sign-request applies to an archive read from an s3:// URL");
         }
         return Ok(None);
     };
+    if args.no_sign_request && !url::s3::is_s3(&a.to_string_lossy()) {
+        bail!("--no-sign-request applies to an archive read from an s3:// URL");
+    }
     if filter {
         bail!("-I/--use-compress-program cannot read a URL: fastuntar decodes its formats itself");
     }
@@ -945,6 +951,7 @@ fn url_plan(
         window: url_window(memory, url::ranges::BLOCK),
         verbose: args.verbose > 0,
         quiet: args.quiet,
+        no_sign_request: args.no_sign_request,
     }))
 }
 

@@ -15,6 +15,7 @@ use url::Url;
 use super::http::{Answer, Client, Failed};
 use super::ranges::{self, BLOCK, Resume};
 use super::retry::{self, Failure};
+use super::source::Sign;
 use super::validator::{self, ContentRange, Validator};
 use crate::report::progress::NetStats;
 
@@ -40,6 +41,8 @@ pub struct Fixed {
     /// How a dropped whole response continues.
     pub resume: Resume,
     pub quiet: bool,
+    /// Signs each request to the source's endpoint (an S3 object), None for a plain URL.
+    pub sign: Option<Arc<dyn Sign>>,
 }
 
 /// The download shared by its connection threads and its reader; its `Fixed` part is read
@@ -475,7 +478,7 @@ fn request(sh: &Shared, at: u64, end: Option<u64>) -> Result<Answer, Attempt> {
         Resume::Restart if !sh.pieces => None,
         _ => Some((at, end.map(|e| e - 1))),
     };
-    Ok(sh.client.get(&url, range, sh.validator.if_range())?)
+    Ok(sh.client.get(&url, sh.sign.as_deref(), range, sh.validator.if_range())?)
 }
 
 /// Checks an answer to a request for `at..end`; Ok(bytes to pass over first) — the start of a
