@@ -1125,6 +1125,11 @@ impl<R: Skip> Stage<'_, '_, R> {
                 }
                 self.send(Op::Dir(entry))
             }
+            // A target is written as it is, but a NUL byte cannot be (GNU tar cuts it there).
+            Kind::Symlink if m.link_name.contains(&0) => {
+                self.report.skipped(&entry.name, "symlink target contains a NUL byte; skipped");
+                Ok(())
+            }
             Kind::Symlink => self.send(Op::Symlink { entry, target: m.link_name }),
             Kind::Hardlink => match judged(self.sanitizer, &m.link_name, self.report) {
                 Verdict::Extract(target) if !target.as_path().as_os_str().is_empty() => {
