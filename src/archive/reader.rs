@@ -491,7 +491,9 @@ impl<R: Skip> Reader<R> {
     /// data is read.
     ///
     /// Regular members: chunks are contiguous from offset 0 and each one fills `buf`
-    /// completely except the last.
+    /// completely except the last. Where the input ends inside the data (a clean end, not a
+    /// read error), the bytes that arrived come as a last, short chunk, and the error with
+    /// the next call (`check`).
     /// Sparse members: a chunk never spans two segments (offsets
     /// are the segment offsets in the real file). Members without data (directories, links,
     /// ...) return None at once.
@@ -505,6 +507,15 @@ impl<R: Skip> Reader<R> {
         match self.read_data_inner(buf) {
             Ok(r) => Ok(r),
             Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    /// The reader's error, if it has one: after a chunk shorter than asked (the input ended
+    /// inside the member's data, `read_data` hands on what arrived), the error that follows.
+    pub fn check(&self) -> Result<()> {
+        match &self.error {
+            Some(e) => Err(anyhow!("{e}")),
+            None => Ok(()),
         }
     }
 
@@ -641,16 +652,26 @@ impl<R: Skip> Reader<R> {
         };
         let (k, res) = read_full(&mut self.inner, &mut buf[..n]);
         self.pos += k as u64;
+        cur.data_left -= k as u64;
+        if cur.segments.is_some() {
+            cur.seg_done += k as u64;
+        } else {
+            cur.next += k as u64;
+        }
         if k < n {
+            // The input ended inside the data: what arrived is handed on (GNU tar writes it
+            // too), and the error is the next call's (sticky from here: `check`). Not after a
+            // read error: a decoder that failed (a damaged zstd frame) may have given bytes
+            // its checksum never vouched for.
+            let clean_end = res.is_ok();
             let what = short_read(res);
             let name = cur.name.clone();
-            return Err(self.msg(Some(&name), self.pos, &what));
-        }
-        cur.data_left -= n as u64;
-        if cur.segments.is_some() {
-            cur.seg_done += n as u64;
-        } else {
-            cur.next += n as u64;
+            let e = self.msg(Some(&name), self.pos, &what);
+            if k == 0 || !clean_end {
+                return Err(e);
+            }
+            self.error = Some(e);
+            return Ok(Some((offset, k)));
         }
         Ok(Some((offset, n)))
     }
@@ -1920,6 +1941,19 @@ mod tests {
         let (got, err) = read_with(&ar, 1024);
         assert_eq!(got.len(), 2);
         assert_eq!(err.unwrap(), "short: unexpected end of archive (archive offset 4536)");
+        // What arrived is handed on, the last chunk short (GNU tar writes it too), and the
+        // error comes with the next call; `check` has it from then on.
+        let lens: Vec<usize> = got[1].chunks.iter().map(|c| c.1.len()).collect();
+        assert_eq!(lens, [1024, 1024, 952]);
+        assert!(got[1].chunks.iter().all(|c| c.1.iter().all(|&b| b == 7)));
+        let mut r = Reader::new(&ar[..]);
+        r.next_member().unwrap();
+        r.next_member().unwrap();
+        let mut buf = vec![0; 4096];
+        assert_eq!(r.read_data(&mut buf).unwrap(), Some((0, 3000)));
+        let e = r.check().unwrap_err().to_string();
+        assert_eq!(e, "short: unexpected end of archive (archive offset 4536)");
+        assert_eq!(r.read_data(&mut buf).unwrap_err().to_string(), e);
         // Also when the data is skipped rather than read.
         let mut r = Reader::new(&ar[..]);
         r.next_member().unwrap();
@@ -2538,6 +2572,7 @@ mod tests {
         let m = r.next_member().unwrap().unwrap();
         assert_eq!(m.display_name(), "foo");
         let mut buf = vec![0; 8192];
+        // Not a clean end: what the decoder gave before its error is not handed on.
         let e = r.read_data(&mut buf).unwrap_err().to_string();
         assert_eq!(e, "foo: zstd: corrupted block (archive offset 3000)");
         assert_eq!(r.next_member().unwrap_err().to_string(), e);

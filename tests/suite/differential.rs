@@ -34,7 +34,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use util::engine::{self, Encoding, Matrix, for_each_run};
+use util::engine::{self, Encoding, Matrix, ZSTD_64K, for_each_run};
 use util::gnu::Case;
 use util::rawtar::{self, Header, Magic, Num, Tar};
 use util::snapshot::{Compare, assert_same, diff, snapshot};
@@ -1116,8 +1116,8 @@ fn sparse_in_small_frames_with_threads_4() {
 const ZSTD_4K: Encoding = Encoding::Zstd { frame: Some(4096) };
 
 // =============================================================================================
-// (d) Extended headers as GNU tar reads them (issue 41: the test archives of Go's archive/tar
-// and CPython's tarfile, each shape built here with rawtar).
+// (d) Extended headers as GNU tar reads them, and a member the input ends in (issue 41: the
+// test archives of Go's archive/tar and CPython's tarfile, each shape built here with rawtar).
 
 /// The PAX rows' runs: both backends (buffered and every file direct), the plain tar and the
 /// tar in 1021-byte frames (every record straddles a frame edge somewhere) under every decoder
@@ -1128,6 +1128,13 @@ const PAX_ROWS: Matrix = Matrix {
     limits: false,
     ..MATRIX
 };
+
+/// The truncated-member rows' runs: every writer row and every writer-thread row (the
+/// incomplete file's last, unaligned chunk is a direct-IO matter: buffered, direct, io_uring,
+/// portable, several writers), and the tar in 64 KiB zstd frames under every decoder row with
+/// the two sweep writers (`--threads 4` lends the decoder's buffers to the writers).
+const TRUNCATED_ROWS: Matrix =
+    Matrix { threads: util::engine::THREADS_ALL, limits: false, ..MATRIX };
 
 /// What stderr says, as GNU tar says it: our lines name where an extended header is (`archive
 /// offset 512 (after 'a'): `), GNU tar's do not.
@@ -1294,4 +1301,65 @@ fn nul_in_a_pax_path_skips_that_member() {
         Case::list(&archive, &["-v"], &[]).named("3: listed").over(&PAX_ROWS).encodings(&encodings),
     ];
     util::gnu::check(&td, &rows);
+}
+
+/// Issue 41, shape 4: the input ends inside a member's data (Go's and CPython's truncated
+/// archives). GNU tar leaves every byte that arrived, at owner-only mode (its metadata never
+/// applied), and exits 2. Before the fix fastuntar left 0 of 512 bytes, 0 of 614,400 and 12,582,912 of
+/// 13,107,200 (the last partial chunk dropped; with `--io portable --direct-io` 0 of any),
+/// at the member's mode 0644. Under every writer row and writer-thread row, and from zstd
+/// frames under every decoder row.
+#[test]
+fn truncated_member_keeps_what_arrived() {
+    let test = "truncated_member_keeps_what_arrived";
+    let Some(td) = util::gnu::dir(test, &[]) else { return };
+    let mut rng = util::Rng::new(41);
+    let cases = [(4096u64, 512usize), (1 << 20, 614_400), (20 << 20, (12 << 20) + (512 << 10))];
+    let mut archives = Vec::new();
+    for (size, present) in cases {
+        let mut t = Tar::new();
+        t.entry(&Header::file("first").mode(0o640), b"complete\n");
+        t.header(&Header::file("big").mode(0o644).size(Num::Octal(size)));
+        t.raw(&rng.bytes(present));
+        let a = td.write(format!("truncated-{size}-{present}.tar"), t.unterminated());
+        archives.push((a, present as u64));
+    }
+    let encodings = [Encoding::Plain, ZSTD_64K];
+    // GNU tar's result has what the row is about (the bytes that arrived, owner-only); the
+    // complete member keeps its time in both (file times are not compared: the incomplete
+    // file's is the time of extraction).
+    let checks: Vec<_> = archives
+        .iter()
+        .map(|&(_, present)| {
+            move |gnu: &util::gnu::Ran, ours: &util::gnu::Ran| -> Vec<String> {
+                let mut failures = Vec::new();
+                for (who, r) in [("GNU tar", gnu), ("fastuntar", ours)] {
+                    let s = snapshot(&r.dest);
+                    match s.get("big") {
+                        Some(e) if e.size == present && e.mode == 0o600 => {}
+                        e => failures.push(format!(
+                            "{who}: big is {:?}, want {present} bytes at 0600",
+                            e.map(|e| (e.size, format!("{:o}", e.mode)))
+                        )),
+                    }
+                    if s.get("first").map(|e| e.mtime.0) != Some(rawtar::MTIME as i64) {
+                        failures.push(format!("{who}: first has not its mtime"));
+                    }
+                }
+                failures
+            }
+        })
+        .collect();
+    let cases: Vec<Case> = archives
+        .iter()
+        .zip(&checks)
+        .map(|((archive, _), check)| {
+            Case::extract(archive, &[], &[])
+                .without_file_times()
+                .also(check)
+                .over(&TRUNCATED_ROWS)
+                .encodings(&encodings)
+        })
+        .collect();
+    util::gnu::check(&td, &cases);
 }
