@@ -15,7 +15,9 @@
 //! records (padding). Numbers are checked by their value, not their digits (leading zeros are
 //! no overflow); an invalid or out-of-range number is reported the same way and its record
 //! ignored (GNU tar's `decode_num`). A path or link target is kept as it is, NUL bytes and
-//! all: the member is refused later, where names are made safe (policy/safety.rs).
+//! all: the member is refused later, where names are made safe (policy/safety.rs). What
+//! stays an error: a kept value over its cap, and any fault of a sparse map (a
+//! `GNU.sparse.map` record cut short too): the member's data cannot be laid out without it.
 //!
 //! Empty values are taken as GNU tar 1.34 (and Go's archive/tar) take them, not as POSIX's
 //! "delete the key": an empty `path` or `linkpath` is an empty name, an empty number is
@@ -131,7 +133,6 @@ pub(super) struct Parser {
     /// Record length and the bytes of the record consumed so far.
     rec_len: u64,
     rec_used: u64,
-    digits: usize,
     key: Vec<u8>,
     key_too_long: bool,
     value: Vec<u8>,
@@ -156,7 +157,6 @@ impl Parser {
             state: State::Start,
             rec_len: 0,
             rec_used: 0,
-            digits: 0,
             key: Vec::new(),
             key_too_long: false,
             value: Vec::new(),
@@ -229,7 +229,6 @@ impl Parser {
                 0 => self.state = State::Padding,
                 b'0'..=b'9' => {
                     self.state = State::Length;
-                    self.digits = 1;
                     self.rec_len = u64::from(b - b'0');
                 }
                 _ => self.broken(malformed("missing length")),
@@ -238,7 +237,6 @@ impl Parser {
                 b'0'..=b'9' => {
                     // The value counts, not the digits: leading zeros are no overflow, and a
                     // length past u64 is past any data area.
-                    self.digits += 1;
                     self.rec_len =
                         self.rec_len.saturating_mul(10).saturating_add(u64::from(b - b'0'));
                 }
@@ -378,8 +376,12 @@ impl Parser {
     /// `b` is the record's last byte.
     fn end_record(&mut self, b: u8) -> Result<(), String> {
         if b != b'\n' {
-            // What the value gave the sparse map is moot: nothing after this record is read,
-            // and a map without its end fails the member where the map is checked.
+            // GNU tar applies no part of such a record; a sparse map streams into the member's
+            // map as it comes, and the member's data cannot be laid out without it: an error,
+            // as every other fault of a map is.
+            if self.value_kind == Value::Map {
+                return Err(bad("GNU.sparse.map: missing newline"));
+            }
             self.broken(malformed("missing newline"));
             return Ok(());
         }
@@ -693,6 +695,10 @@ mod tests {
         let said = parse(&data).unwrap().malformed;
         assert_eq!(said.len(), MAX_MALFORMED + 1);
         assert_eq!(said[MAX_MALFORMED], "Malformed extended header: 12 more malformed records");
+        // A sparse map record cut short is an error: the member cannot be laid out.
+        let mut map = rec("GNU.sparse.map", "0,3,2000,4");
+        *map.last_mut().unwrap() = 0;
+        assert!(parse(&map).unwrap_err().contains("GNU.sparse.map: missing newline"));
         // A NUL in a name is kept: the member is refused where names are made safe.
         let e = parse(b"12 path=a\0b\n").unwrap();
         assert_eq!(e.overrides.path, Some(b"a\0b".to_vec()));
