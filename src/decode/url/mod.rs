@@ -4,6 +4,8 @@
 //!
 //! - `http.rs`: one GET through ureq (rustls, the system's trust store and `--cacert`, the
 //!   proxy of the environment, redirects), every timeout at `--stall-timeout`.
+//! - `interim.rs`: a layer over ureq's connections that works around its miscount of the
+//!   bytes after a 1xx interim answer.
 //! - `fetch.rs`: the connection threads and the reorder window.
 //! - Decisions, pure and tested on their own: `ranges.rs` (pieces, how many connections, how
 //!   a dropped response continues), `retry.rs` (what is retried, the backoff, Retry-After),
@@ -15,6 +17,7 @@
 
 mod fetch;
 mod http;
+mod interim;
 pub mod proxy;
 pub mod ranges;
 pub mod redirect;
