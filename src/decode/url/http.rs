@@ -216,6 +216,11 @@ fn failed(e: &ureq::Error) -> Failed {
 /// certificate error that rustls surfaced through the stream, a timeout, else a drop.
 pub fn io_failure(e: &io::Error) -> Failure {
     use io::ErrorKind as K;
+    // ureq's body reader passes its own per-read timeout on as an I/O error of kind Other.
+    let inner = e.get_ref().and_then(|i| i.downcast_ref::<ureq::Error>());
+    if let Some(ureq::Error::Timeout(_)) = inner {
+        return Failure::Stalled;
+    }
     match e.kind() {
         K::ConnectionRefused | K::HostUnreachable | K::NetworkUnreachable => Failure::Refused,
         K::TimedOut | K::WouldBlock => Failure::Stalled,
@@ -273,5 +278,10 @@ mod tests {
         assert_eq!(class(ureq::Error::ConnectionFailed), Failure::Refused);
         let reset = io::Error::from(io::ErrorKind::ConnectionReset);
         assert_eq!(class(ureq::Error::Io(reset)), Failure::Dropped);
+        // A body read's timeout, as ureq's BodyReader returns it ("connection dropped
+        // (timeout: per read)" before, on a thin link).
+        let per_read = ureq::Error::Timeout(ureq::Timeout::PerRead).into_io();
+        assert_eq!(per_read.kind(), io::ErrorKind::Other);
+        assert_eq!(io_failure(&per_read), Failure::Stalled);
     }
 }
