@@ -586,6 +586,7 @@ fn open_at_an_offset_with_a_validator() {
         url: server.url(ARCHIVE),
         connections: 4,
         stall: Duration::from_secs(5),
+        min_rate: 0,
         retries: 3,
         cacert: None,
         keep: None,
@@ -652,4 +653,43 @@ fn interim_answers_before_the_answer() {
         assert!(server.archive_requests() >= 8, "{name}: the pieces were asked for");
     }
     assert!(failed.is_empty(), "{} of 20 runs failed:\n{}", failed.len(), failed.join("\n"));
+}
+
+/// `--min-rate` (issue 40): a connection below the floor for a whole `--stall-timeout` of
+/// reading is retried as a stall, from where it stopped. A first answer trickling 4 KiB every
+/// 200 ms (20 KiB/s) against `--min-rate 256K --stall-timeout 1` is asked again and the tree
+/// is GNU tar's; a server that trickles on every connection ends the run after `--retries 2`
+/// (the slow attempts brought less than a window at the floor, so they are failures in a row,
+/// not progress), in a few seconds, where without the floor it would have gone on at 20 KiB/s.
+#[test]
+fn a_connection_below_min_rate_is_retried() {
+    let Some(td) = util::test_dir("a_connection_below_min_rate_is_retried", &["tar"]) else {
+        return;
+    };
+    let tar = tree_tar();
+    let o = oracle(&td, &tar);
+    let every = Duration::from_millis(200);
+    let floor = ["--min-rate", "256K", "--stall-timeout", "1"];
+
+    let once = Faults { trickle: Some((1, 4096, every)), ..Faults::default() };
+    let server = Server::start(tar.clone(), once);
+    let url = server.url(ARCHIVE);
+    let (out, dest) = extract(&td, util::fastuntar(), &url, &[PIECES, &floor].concat());
+    out.expect_code(0);
+    o.same(&dest, "a trickling first answer");
+    let said = out.stderr_str();
+    assert!(said.contains("slower than --min-rate") && said.contains("retry 1 of 64"), "{said}");
+    assert!(util::json_number(&out.stdout_str(), "retries").unwrap() >= 1);
+
+    let always = Faults { trickle: Some((usize::MAX, 4096, every)), ..Faults::default() };
+    let server = Server::start(tar, always);
+    let url = server.url(ARCHIVE);
+    let started = std::time::Instant::now();
+    let flags = [PIECES, &floor, &["--retries", "2"]].concat();
+    let mut bounded = util::fastuntar();
+    bounded.timeout(Duration::from_secs(60));
+    let (out, _) = extract(&td, bounded, &url, &flags);
+    fails_in_one_line(&out, &url, "slower than --min-rate", "trickling on every connection");
+    assert!(out.stderr_str().contains("gave up after 2 retries"), "{}", out.describe());
+    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
 }
