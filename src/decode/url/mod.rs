@@ -6,9 +6,12 @@
 //!   of each request); `s3/`: an S3 object's endpoint, region, credentials and signing.
 //! - `http.rs`: one GET through ureq (rustls, the system's trust store and `--cacert`, the
 //!   proxy of the environment, redirects), every timeout at `--stall-timeout`.
+//! - `interim.rs`: a layer over ureq's connections that works around its miscount of the
+//!   bytes after a 1xx interim answer.
 //! - `fetch.rs`: the connection threads and the reorder window.
 //! - Decisions, pure and tested on their own: `ranges.rs` (pieces, how many connections, how
 //!   a dropped response continues), `retry.rs` (what is retried, the backoff, Retry-After),
+//!   `floor.rs` (`--min-rate`: when a connection is too slow),
 //!   `validator.rs` (ETag/Last-Modified, If-Range, Content-Range checks), `redirect.rs`,
 //!   `proxy.rs`.
 //!
@@ -16,7 +19,9 @@
 //! offset opens the download there with the `Identity` the first run recorded.
 
 mod fetch;
+mod floor;
 pub mod http;
+mod interim;
 pub mod proxy;
 pub mod ranges;
 pub mod redirect;
@@ -57,6 +62,19 @@ pub const MAX_CONNECTIONS: usize = 16;
 /// `--stall-timeout` by default: no byte for this long and the attempt is retried.
 pub const DEFAULT_STALL: Duration = Duration::from_secs(30);
 
+/// `--min-rate` by default, bytes/s: a connection that brings less over a whole
+/// `--stall-timeout` of waiting in its reads is retried as stalled (`floor.rs`). What it ends
+/// is the server that sends a byte every 29 s, which the stall timeout alone let keep a
+/// connection, and the piece the reader waits for, forever. It is set below what a working
+/// connection gets on a thin link: 16 connections on a 1 Mbit/s link (a token bucket on a
+/// loopback of its own, 400 ms of queue) were never retried; on 256 kbit/s, 2 KB/s each,
+/// TCP's unfairness put some under it for 30 s (263-886 B/s) and they were retried, but the
+/// run took 288 s against 286 s without the floor (docs/PERFORMANCE.md, "The --min-rate
+/// floor"). At 1 KiB/s a 1 GB archive would take 11 days. Agave's
+/// `--minimal-snapshot-download-speed` (10 MiB/s) picks another node; here the same address is
+/// asked again, so a high floor only retries a slow mirror (`--min-rate 10M` for who wants it).
+pub const DEFAULT_MIN_RATE: u64 = 1 << 10;
+
 /// With `--keep-archive` or `--checksum`, what follows the point where the decoder stopped
 /// reading (the tar end marker, a compressed stream's end) is downloaded as well, so the copy
 /// and the checksum cover the whole file, but at most this much: a real archive ends within a
@@ -71,6 +89,8 @@ pub struct Plan {
     pub url: String,
     pub connections: usize,
     pub stall: Duration,
+    /// `--min-rate`: bytes/s a connection must keep over `stall` (0: no floor).
+    pub min_rate: u64,
     pub retries: u32,
     pub cacert: Option<PathBuf>,
     pub keep: Option<PathBuf>,
@@ -199,6 +219,8 @@ pub fn open(plan: &Plan, start: Start) -> Result<Download> {
         piece,
         window: plan.window,
         retries: plan.retries,
+        min_rate: plan.min_rate,
+        stall: plan.stall,
         pieces: matches!(mode, Mode::Pieces(_)),
         resume,
         quiet: plan.quiet,
