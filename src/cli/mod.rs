@@ -1072,6 +1072,12 @@ pub struct Args {
     #[arg(long = "stall-timeout", value_name = "SECONDS")]
     pub stall_timeout: Option<u64>,
 
+    /// For a URL: a connection that brings less than RATE bytes a second over --stall-timeout
+    /// of waiting is retried as stalled. RATE as curl's: 500, 64K, 50M, 1G (1024-based);
+    /// default 1K, 0 for no floor.
+    #[arg(long = "min-rate", value_name = "RATE")]
+    pub min_rate: Option<String>,
+
     /// For a URL: failures in a row, without a byte between them, before a connection gives up
     /// (default 64, about an hour of waits: at once, then 1, 2, 4 ... 60 s).
     #[arg(long = "retries", value_name = "N")]
@@ -1090,6 +1096,11 @@ pub struct Args {
     /// at the end, when the tree has been extracted, and exits 2.
     #[arg(long = "checksum", value_name = "sha256:HEX")]
     pub checksum: Option<String>,
+
+    /// For an s3:// archive: ask for it without credentials (a public bucket), as aws-cli's
+    /// --no-sign-request; no credential is looked for.
+    #[arg(long = "no-sign-request")]
+    pub no_sign_request: bool,
 
     /// Print shell completions for SHELL (bash, zsh, fish, elvish, powershell) and exit.
     #[arg(long = "completions", value_name = "SHELL", hide = true)]

@@ -675,10 +675,15 @@ fn top_level(dir: &std::path::Path, archive: Option<&std::path::Path>) -> Result
             )
         };
         // A URL's name is its path's last segment: the query string (a presigned URL's
-        // signature, which may hold '/') and the fragment are not part of it.
-        let url_path = archive
-            .filter(|a| crate::decode::url::is_url(a.as_os_str()))
-            .map(|a| PathBuf::from(a.to_string_lossy().split(['?', '#']).next().unwrap_or("")));
+        // signature, which may hold '/') and the fragment are not part of it; an s3:// key is
+        // taken as it is ('?' and '#' are characters of it).
+        let url_path = archive.filter(|a| crate::decode::url::is_url(a.as_os_str())).map(|a| {
+            let text = a.to_string_lossy();
+            match crate::decode::url::s3::is_s3(&text) {
+                true => PathBuf::from(text.as_ref()),
+                false => PathBuf::from(text.split(['?', '#']).next().unwrap_or("")),
+            }
+        });
         let archive = url_path.as_deref().or(archive);
         let base = archive.and_then(|a| a.file_name()).ok_or_else(cannot)?.as_bytes();
         let dot = base.iter().rposition(|&b| b == b'.').ok_or_else(cannot)?;
@@ -884,19 +889,32 @@ fn window_log(size: u64) -> Result<u32> {
 
 /// `123`, `64K`, `64KiB`, `1M`, `2G` (binary multiples).
 pub fn parse_size(s: &str) -> Result<u64> {
+    scaled(s, "size")
+}
+
+/// A rate in bytes per second (`--min-rate`, and issue 42's `--limit-rate`), spelt as curl's
+/// `--limit-rate` takes it: a whole number with an optional K, M, G, T or P, 1024-based, in
+/// either case (`50M` is 52,428,800 bytes/s); as a size, `KB`/`KiB` and a `B` are taken too.
+pub fn parse_rate(s: &str) -> Result<u64> {
+    scaled(s, "rate")
+}
+
+/// A whole number with an optional binary multiple; `what` names it in errors.
+fn scaled(s: &str, what: &str) -> Result<u64> {
     let t = s.trim();
     let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(digits);
-    let n: u64 = num.parse().with_context(|| format!("invalid size '{s}'"))?;
+    let n: u64 = num.parse().with_context(|| format!("invalid {what} '{s}'"))?;
     let shift = match unit.trim().to_ascii_uppercase().as_str() {
         "" | "B" => 0,
         "K" | "KB" | "KIB" => 10,
         "M" | "MB" | "MIB" => 20,
         "G" | "GB" | "GIB" => 30,
         "T" | "TB" | "TIB" => 40,
-        _ => bail!("invalid size '{s}' (use a number with an optional K, M, G or T)"),
+        "P" | "PB" | "PIB" => 50,
+        _ => bail!("invalid {what} '{s}' (use a number with an optional K, M, G, T or P)"),
     };
-    n.checked_mul(1 << shift).with_context(|| format!("size '{s}' is too large"))
+    n.checked_mul(1 << shift).with_context(|| format!("{what} '{s}' is too large"))
 }
 
 /// The download settings when the archive is a URL (`decode::url::is_url`); the URL-only
@@ -912,10 +930,16 @@ fn url_plan(
     use crate::decode::url;
     let Some(a) = archive.filter(|a| url::is_url(a.as_os_str())) else {
         if args.keep_archive.is_some() || args.checksum.is_some() {
-            bail!("--keep-archive and --checksum apply to an archive read from an http(s):// URL");
+            bail!("--keep-archive and --checksum apply to an archive read from a URL");
+        }
+        if args.no_sign_request {
+            bail!("--no-sign-request applies to an archive read from an s3:// URL");
         }
         return Ok(None);
     };
+    if args.no_sign_request && !url::s3::is_s3(&a.to_string_lossy()) {
+        bail!("--no-sign-request applies to an archive read from an s3:// URL");
+    }
     if filter {
         bail!("-I/--use-compress-program cannot read a URL: fastuntar decodes its formats itself");
     }
@@ -932,12 +956,17 @@ fn url_plan(
         Some(s) => std::time::Duration::from_secs(s),
         None => url::DEFAULT_STALL,
     };
+    let min_rate = match args.min_rate.as_deref() {
+        Some(r) => parse_rate(r).context("--min-rate")?,
+        None => url::DEFAULT_MIN_RATE,
+    };
     let checksum =
         args.checksum.as_deref().map(url::parse_checksum).transpose().context("--checksum")?;
     Ok(Some(url::Plan {
         url: a.to_string_lossy().into_owned(),
         connections,
         stall,
+        min_rate,
         retries: args.retries.unwrap_or(url::retry::DEFAULT_RETRIES),
         cacert: args.cacert.clone(),
         keep: args.keep_archive.clone(),
@@ -945,6 +974,7 @@ fn url_plan(
         window: url_window(memory, url::ranges::BLOCK),
         verbose: args.verbose > 0,
         quiet: args.quiet,
+        no_sign_request: args.no_sign_request,
     }))
 }
 
@@ -1204,6 +1234,22 @@ pub(crate) mod tests {
         let url = "https://h/p/snapshot-1-abc.tar.zst?X-Amz-Credential=AK%2F2026/us/s3&Sig=x/y";
         let got = top_level(std::path::Path::new(""), Some(std::path::Path::new(url))).unwrap();
         assert_eq!(got, Some(PathBuf::from("snapshot-1-abc")));
+        let s3 = "s3://b/dir/snap?1.tar.zst";
+        let got = top_level(std::path::Path::new(""), Some(std::path::Path::new(s3))).unwrap();
+        assert_eq!(got, Some(PathBuf::from("snap?1")));
+    }
+
+    /// `--no-sign-request` is for an s3:// archive only.
+    #[test]
+    fn no_sign_request_needs_s3() {
+        let mut notes = Vec::new();
+        for a in ["x.tar", "https://h/x.tar"] {
+            let e = resolve(args(&["-x", "--no-sign-request", "-f", a]), &edge(), &mut notes);
+            assert!(format!("{:#}", e.unwrap_err()).contains("--no-sign-request applies"), "{a}");
+        }
+        let ok =
+            resolve(args(&["-x", "--no-sign-request", "-f", "s3://b/k.tar"]), &edge(), &mut notes);
+        assert!(ok.is_ok());
     }
     #[test]
     fn incremental_levels_as_gnu_tar_reads_them() {
@@ -1232,6 +1278,50 @@ pub(crate) mod tests {
         assert_eq!(parse_size("0").unwrap(), 0);
         assert!(parse_size("12Q").is_err());
         assert!(parse_size("99999999999T").is_err());
+    }
+
+    /// Rates as curl's --limit-rate spells them (1024-based, either case, K to P); the
+    /// errors name a rate.
+    #[test]
+    fn rates() {
+        for (text, want) in [
+            ("0", 0),
+            ("500", 500),
+            ("64k", 64 << 10),
+            ("64K", 64 << 10),
+            ("50M", 50 << 20),
+            ("50m", 50 << 20),
+            ("1G", 1 << 30),
+            ("2T", 2 << 40),
+            ("1P", 1 << 50),
+            ("10KB", 10 << 10),
+            ("8 MiB", 8 << 20),
+            ("100B", 100),
+        ] {
+            assert_eq!(parse_rate(text).unwrap(), want, "{text}");
+        }
+        for bad in ["", "M", "1.5M", "-1", "50Mb/s", "1X", "99999P"] {
+            let e = parse_rate(bad).unwrap_err().to_string();
+            assert!(e.contains("rate"), "{bad}: {e}");
+        }
+    }
+
+    /// `--min-rate` into the download plan: 1 KiB/s unless given, 0 for none, refused when not
+    /// a rate.
+    #[test]
+    fn min_rate_into_the_url_plan() {
+        let url = |extra: &[&str]| {
+            let argv: Vec<&str> =
+                ["-x", "-f", "https://h/a.tar"].iter().chain(extra).copied().collect();
+            plans_of(&argv, &edge()).map(|p| p.input.url.expect("a URL plan").min_rate)
+        };
+        assert_eq!(url(&[]).unwrap(), crate::decode::url::DEFAULT_MIN_RATE);
+        assert_eq!(url(&["--min-rate", "50M"]).unwrap(), 50 << 20);
+        assert_eq!(url(&["--min-rate=0"]).unwrap(), 0);
+        let e = format!("{:#}", url(&["--min-rate", "fast"]).unwrap_err());
+        assert!(e.contains("--min-rate") && e.contains("invalid rate 'fast'"), "{e}");
+        // A tuning flag: let be for a file (TAR_OPTIONS may carry it).
+        assert!(plans_of(&["-x", "-f", "a.tar", "--min-rate", "1M"], &edge()).is_ok());
     }
 
     #[test]

@@ -1,14 +1,19 @@
-//! An archive read from an `http://` or `https://` address: a `Read` that yields the archive's
-//! bytes in order as they arrive, for the decoders as any other input (docs/DESIGN.md "Reading
-//! from a URL").
+//! An archive read from an `http://`, `https://` or `s3://` address: a `Read` that yields the
+//! archive's bytes in order as they arrive, for the decoders as any other input
+//! (docs/DESIGN.md "Reading from a URL").
 //!
+//! - `source.rs`: an operand as a `Source` (the address requests go to, and for S3 the signer
+//!   of each request); `s3/`: an S3 object's endpoint, region, credentials and signing.
 //! - `http.rs`: one GET through ureq (rustls, the system's trust store and `--cacert`, the
 //!   proxy of the environment, redirects), every timeout at `--stall-timeout`.
+//! - `interim.rs`: a layer over ureq's connections that works around its miscount of the
+//!   bytes after a 1xx interim answer.
 //! - `fetch.rs`: the connection threads and the reorder window.
 //! - `keep.rs`: `--keep-archive`'s copy, made and named without following or reusing what is
 //!   at its names.
 //! - Decisions, pure and tested on their own: `ranges.rs` (pieces, how many connections, how
 //!   a dropped response continues), `retry.rs` (what is retried, the backoff, Retry-After),
+//!   `floor.rs` (`--min-rate`: when a connection is too slow),
 //!   `validator.rs` (ETag/Last-Modified, If-Range, Content-Range checks), `redirect.rs`,
 //!   `proxy.rs`.
 //!
@@ -16,12 +21,16 @@
 //! offset opens the download there with the `Identity` the first run recorded.
 
 mod fetch;
-mod http;
+mod floor;
+pub mod http;
+mod interim;
 mod keep;
 pub mod proxy;
 pub mod ranges;
 pub mod redirect;
 pub mod retry;
+pub mod s3;
+pub mod source;
 pub mod validator;
 
 use std::io::{self, Read};
@@ -56,6 +65,19 @@ pub const MAX_CONNECTIONS: usize = 16;
 /// `--stall-timeout` by default: no byte for this long and the attempt is retried.
 pub const DEFAULT_STALL: Duration = Duration::from_secs(30);
 
+/// `--min-rate` by default, bytes/s: a connection that brings less over a whole
+/// `--stall-timeout` of waiting in its reads is retried as stalled (`floor.rs`). What it ends
+/// is the server that sends a byte every 29 s, which the stall timeout alone let keep a
+/// connection, and the piece the reader waits for, forever. It is set below what a working
+/// connection gets on a thin link: 16 connections on a 1 Mbit/s link (a token bucket on a
+/// loopback of its own, 400 ms of queue) were never retried; on 256 kbit/s, 2 KB/s each,
+/// TCP's unfairness put some under it for 30 s (263-886 B/s) and they were retried, but the
+/// run took 288 s against 286 s without the floor (docs/PERFORMANCE.md, "The --min-rate
+/// floor"). At 1 KiB/s a 1 GB archive would take 11 days. Agave's
+/// `--minimal-snapshot-download-speed` (10 MiB/s) picks another node; here the same address is
+/// asked again, so a high floor only retries a slow mirror (`--min-rate 10M` for who wants it).
+pub const DEFAULT_MIN_RATE: u64 = 1 << 10;
+
 /// With `--keep-archive` or `--checksum`, what follows the point where the decoder stopped
 /// reading (the tar end marker, a compressed stream's end) is downloaded as well, so the copy
 /// and the checksum cover the whole file, but at most this much: a real archive ends within a
@@ -70,6 +92,8 @@ pub struct Plan {
     pub url: String,
     pub connections: usize,
     pub stall: Duration,
+    /// `--min-rate`: bytes/s a connection must keep over `stall` (0: no floor).
+    pub min_rate: u64,
     pub retries: u32,
     pub cacert: Option<PathBuf>,
     pub keep: Option<PathBuf>,
@@ -80,6 +104,9 @@ pub struct Plan {
     pub verbose: bool,
     /// `-q`: no retry lines.
     pub quiet: bool,
+    /// `--no-sign-request`: an `s3://` object is asked for without credentials (a public
+    /// bucket).
+    pub no_sign_request: bool,
 }
 
 /// What identifies the archive a download reads: the address after redirects, the validator
@@ -154,10 +181,8 @@ pub fn incomplete_name(keep: &Path) -> PathBuf {
 /// gives the length and the validator, then the connection threads start.
 pub fn open(plan: &Plan, start: Start) -> Result<Download> {
     let given = shown(&plan.url);
-    let url = Url::parse(&plan.url).map_err(|e| anyhow!("{given}: not a valid URL ({e})"))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        bail!("{given}: only http:// and https:// URLs are read");
-    }
+    let src = source::resolve(&plan.url, plan)?;
+    let url = &src.url;
     // A socket each: no more than the open-file limit leaves room for (`ulimit -n`).
     let connections = crate::resources::connections_fit(plan.connections);
     let plan = &Plan { connections, ..plan.clone() };
@@ -165,10 +190,11 @@ pub fn open(plan: &Plan, start: Start) -> Result<Download> {
         stall: plan.stall,
         cacert: plan.cacert.clone(),
         connections: plan.connections,
+        direct: false,
     })?;
     let piece = ranges::piece_size(plan.window, plan.connections);
     let stats = Arc::new(NetStats::default());
-    let (answer, ranged, length, mode) = first_contact(&client, &url, plan, &start, piece, &stats)?;
+    let (answer, ranged, length, mode) = first_contact(&client, &src, plan, &start, piece, &stats)?;
     let from = start.from;
     let validator = answer.validator.clone();
     let identity = Identity { url: answer.url.to_string(), validator: validator.clone(), length };
@@ -198,9 +224,12 @@ pub fn open(plan: &Plan, start: Start) -> Result<Download> {
         piece,
         window: plan.window,
         retries: plan.retries,
+        min_rate: plan.min_rate,
+        stall: plan.stall,
         pieces: matches!(mode, Mode::Pieces(_)),
         resume,
         quiet: plan.quiet,
+        sign: src.sign.clone(),
     };
     let shared = Arc::new(Shared::new(fixed, client, answer, stats.clone(), (hasher, keep_file)));
     let guard = Arc::new(Guard(shared.clone()));
@@ -222,7 +251,7 @@ pub fn open(plan: &Plan, start: Start) -> Result<Download> {
 /// cannot be used as one, it asks again for the whole (nothing was consumed yet).
 fn first_contact(
     client: &Client,
-    url: &Url,
+    src: &source::Source,
     plan: &Plan,
     start: &Start,
     piece: u64,
@@ -232,7 +261,7 @@ fn first_contact(
     let if_range = start.expect.as_ref().and_then(|i| i.validator.if_range());
     let mut end = (plan.connections > 1).then(|| from + piece - 1);
     loop {
-        let a = first_answer(client, url, (from, end), if_range, plan, stats)?;
+        let a = first_answer(client, src, (from, end), if_range, plan, stats)?;
         let verdict = first_verdict(a.status, a.content_range, a.content_length, (from, end));
         let (ranged, length) = verdict.map_err(|e| anyhow!("{}: {e}", shown(&plan.url)))?;
         let expect = start.expect.as_ref();
@@ -314,7 +343,7 @@ fn start_connections(
 /// DNS, a refused connection, TLS and a 4xx end the run at once with one line.
 fn first_answer(
     client: &Client,
-    url: &Url,
+    src: &source::Source,
     (from, end): (u64, Option<u64>),
     if_range: Option<&str>,
     plan: &Plan,
@@ -323,9 +352,14 @@ fn first_answer(
     let given = shown(&plan.url);
     let mut failures = 0;
     loop {
-        let (failure, text, asked) = match client.get(url, Some((from, end)), if_range) {
+        let sign = src.sign.as_deref();
+        let (failure, text, asked) = match client.get(&src.url, sign, Some((from, end)), if_range) {
             Ok(a) if (200..300).contains(&a.status) || a.status == 416 => return Ok(a),
-            Ok(a) => (Failure::Status(a.status), fetch::status_text(a.status), a.retry_after),
+            Ok(a) => {
+                let (status, asked) = (a.status, a.retry_after);
+                let text = format!("{}{}", fetch::status_text(status), error_detail(a));
+                (Failure::Status(status), text, asked)
+            }
             Err(f) => (f.failure, f.text, None),
         };
         failures += 1;
@@ -348,6 +382,27 @@ fn first_answer(
             ));
         }
         std::thread::sleep(wait);
+    }
+}
+
+/// What an error answer's body says, when it is an AWS error (S3's `<Error>` XML: its Code and
+/// Message, escaped and bounded), with the bucket's region when S3 names another: " (Code:
+/// Message)", or nothing. At most 4 KiB of the body is read.
+fn error_detail(a: Answer) -> String {
+    let mut body = Vec::new();
+    let _ = a.body.take(4096).read_to_end(&mut body);
+    let mut t = s3::error_text(&String::from_utf8_lossy(&body));
+    let region = a.bucket_region.filter(|r| {
+        !r.is_empty()
+            && r.len() < 32
+            && r.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+    });
+    if let Some(r) = region {
+        t.push_str(&format!(" (S3 says the bucket is in region {r}: AWS_REGION={r})"));
+    }
+    match t.is_empty() {
+        true => t,
+        false => format!(" {t}"),
     }
 }
 
@@ -459,11 +514,12 @@ pub fn shown(url: &str) -> String {
     }
 }
 
-/// Whether an archive operand is a URL: it starts with `http://` or `https://` (any case).
+/// Whether an archive operand is a URL: it starts with `http://`, `https://` or `s3://` (any
+/// case).
 pub fn is_url(operand: &std::ffi::OsStr) -> bool {
     let b = operand.as_encoded_bytes();
     let starts = |p: &[u8]| b.len() >= p.len() && b[..p.len()].eq_ignore_ascii_case(p);
-    starts(b"http://") || starts(b"https://")
+    starts(b"http://") || starts(b"https://") || starts(b"s3://")
 }
 
 #[cfg(test)]
@@ -479,6 +535,7 @@ mod tests {
         assert!(parse_checksum(&("sha256:".to_string() + &"g0".repeat(32))).is_err());
         assert_eq!(hex(&[0, 0xab]), "00ab");
         assert!(is_url("https://h/x".as_ref()) && is_url("HTTP://h".as_ref()));
+        assert!(is_url("s3://b/k".as_ref()) && is_url("S3://b/k".as_ref()));
         assert!(!is_url("http:/h".as_ref()) && !is_url("./https://x".as_ref()));
         assert_eq!(incomplete_name(Path::new("/a/b.tar")), Path::new("/a/b.tar.incomplete"));
         assert_eq!(shown("https://u:secret@h/x?s=1"), "https://u:***@h/x?s=1");
