@@ -110,6 +110,10 @@ pub fn run(plans: &Plans, report: &Arc<Reporter>) -> Result<Summary> {
     let wanted = crate::selection::select::Wanted::new(&plans.selection)?;
     let stream = Stream { archive: session.reading(&plans.read, wanted, decoded)? };
     let (members, stats) = pipeline(plans, stream, &pool, writers, files, &session, report)?;
+    // Every writer is done: nothing can take the kept copy's names any more (keep.rs).
+    if let Some(d) = &stream_download {
+        d.keep_copy()?;
+    }
     progress.finish();
     session.complete()?;
     let elapsed = start.elapsed();
@@ -604,6 +608,8 @@ fn next_member(
 fn produce(pipe: Pipe<'_>, input: Stream, out: &mut dyn Sink) -> Result<u64> {
     let Pipe { plans, pool, files, direct, session, report } = pipe;
     let Stream { mut archive } = input;
+    // `--keep-archive`'s copy is named in `run`, once no member can land any more.
+    archive.copy_named_later = true;
     let mut kept = Kept::new(plans, files);
     let utf8 = crate::report::locale::utf8_locale();
     // Safety: geteuid/getegid have no preconditions.
@@ -662,7 +668,7 @@ fn produce(pipe: Pipe<'_>, input: Stream, out: &mut dyn Sink) -> Result<u64> {
             }
         }
     }
-    if let Err(e) = flush_at_end(out) {
+    if let Err(e) = flush_at_end(out, session.writes_points()) {
         return stopped(members, e);
     }
     archive.finish(utf8)?;
@@ -672,10 +678,11 @@ fn produce(pipe: Pipe<'_>, input: Stream, out: &mut dyn Sink) -> Result<u64> {
 /// Sends what the sink holds after the last member. Its failure is the sink's own: the
 /// dispatcher's directory or link, or on one thread the writer's last writes, closes and
 /// metadata, which only the flush lands. A kill test armed at the first state waits here
-/// for it (mark/hook.rs `before_end`), the sink flushed meanwhile so points get published.
-fn flush_at_end(out: &mut dyn Sink) -> Result<(), Stop> {
+/// for it (mark/hook.rs `before_end`), the sink flushed meanwhile so points get published;
+/// only when this run `writes_points` (with `--no-resume` none ever comes).
+fn flush_at_end(out: &mut dyn Sink, writes_points: bool) -> Result<(), Stop> {
     let mut flushed = out.flush();
-    crate::mark::hook::before_end(|| {
+    crate::mark::hook::before_end(writes_points, || {
         if flushed.is_ok() {
             flushed = out.flush();
         }

@@ -218,16 +218,20 @@ pub struct Input {
     pub file: Option<FileId>,
 }
 
-/// What identifies a regular archive file between two runs (src/resume/): not its path (a
-/// moved archive is the same) and not `st_dev` (device numbers may change across a reboot),
-/// but the filesystem's id (statvfs `f_fsid`, from the filesystem's UUID on ext4 and btrfs),
-/// the inode, the size and the mtime.
+/// What identifies a regular archive file between two runs (src/resume/): not its path and
+/// not `st_dev` (device numbers may change across a reboot), but the filesystem's id (statvfs
+/// `f_fsid`, from the filesystem's UUID on ext4 and btrfs), the inode, the size, the mtime and
+/// the ctime. The ctime (issue 40) changes with any write, and no one but the kernel's clock
+/// sets it: an archive rewritten in place with its size and mtime put back is told apart. It
+/// also changes with chmod, chown, a new hard link and (on ext4, XFS, btrfs) a rename, so an
+/// archive moved between two runs is no longer the same one and is not resumed from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FileId {
     pub fsid: u64,
     pub ino: u64,
     pub size: u64,
     pub mtime_ns: i128,
+    pub ctime_ns: i128,
 }
 
 impl FileId {
@@ -246,6 +250,7 @@ impl FileId {
             ino: m.ino(),
             size: m.len(),
             mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+            ctime_ns: i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec()),
         })
     }
 }

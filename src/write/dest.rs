@@ -913,11 +913,11 @@ impl Dest {
         }
     }
 
-    /// The delayed directories, last first (GNU tar's `extract_finish`), each stamped as a
-    /// closing one is.
+    /// The delayed directories, each once with its last member's metadata and after everything
+    /// beneath it (GNU tar's `extract_finish`; write/delayed.rs), stamped as a closing one is.
     fn apply_delayed(&mut self) -> Result<()> {
         let mut delayed = std::mem::take(&mut self.delayed);
-        let applied = delayed.drain_newest_first(|r| {
+        let applied = delayed.drain(|r| {
             let d = DeferredDir::from(r);
             self.deferred_xattrs += d.xattrs.as_deref().map_or(0, xattr_bytes);
             self.apply_dir(&d)
@@ -1076,7 +1076,7 @@ impl Drop for Dest {
         let mut borrowed: Vec<DeferredDir> =
             self.open.drain(..).chain(self.closing.drain(..)).filter(|d| d.borrowed).collect();
         let mut delayed = std::mem::take(&mut self.delayed);
-        let _ = delayed.drain_newest_first(|r| {
+        let _ = delayed.drain(|r| {
             if r.borrowed {
                 borrowed.push(DeferredDir::from(r));
             }

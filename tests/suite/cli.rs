@@ -72,6 +72,15 @@ fn with_gnu_tar_as_root(test: &str, why: &str, dir: &str, body: impl FnOnce(&Tes
     }
 }
 
+/// `with_gnu_tar_as_root` for a test whose programs run as another user: its directory is one
+/// that user can reach (`TestDir::for_users`).
+fn with_gnu_tar_as_users(test: &str, why: &str, dir: &str, body: impl FnOnce(&TestDir)) {
+    let _g = shared();
+    if util::have_root(test, why) && have_tool(test, "tar") {
+        body(&TestDir::for_users(dir));
+    }
+}
+
 /// fastuntar with `TZ=UTC` (through env(1), which execs it: the kit's timeout still applies).
 /// The kit's strict checks (panic, signal, exit code range) are repeated here.
 fn fastuntar_utc<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
@@ -1973,8 +1982,7 @@ fn same_owner_maps_names_like_gnu_tar() {
 #[test]
 fn same_owner_refused_to_a_user_like_gnu_tar() {
     let test = "same_owner_refused_to_a_user_like_gnu_tar";
-    with_gnu_tar_as_root(test, "to run as uid 65534", "owner_refused", |td| {
-        fs::set_permissions(td.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    with_gnu_tar_as_users(test, "to run as uid 65534", "owner_refused", |td| {
         let own = |h: Header| Header {
             uid: Num::Octal(4242),
             gid: Num::Octal(4242),

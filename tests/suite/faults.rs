@@ -22,6 +22,7 @@
 use crate::util;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -639,10 +640,7 @@ fn dest_not_writable_unprivileged() {
     }
     for_each_config(test, &configs(), |args| {
         let cmd = if root {
-            let mut c = Command::new("setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN]);
-            c.args(["-x", archive.to_str().unwrap(), "-C"]).arg(&dest).arg("-q").args(args);
-            c
+            as_user(&fastuntar(archive.to_str().unwrap(), &dest, args), NOBODY)
         } else {
             fastuntar(archive.to_str().unwrap(), &dest, args)
         };
@@ -677,12 +675,7 @@ fn read_only_directory_inside_dir() {
     let archive = td.path().join("a.tar");
     fs::write(&archive, tar_of(&members)).unwrap();
     fs::set_permissions(&archive, fs::Permissions::from_mode(0o644)).unwrap();
-    let as_nobody = |c: Command| {
-        let mut s = Command::new("setpriv");
-        s.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(c.get_program());
-        s.args(c.get_args());
-        s
-    };
+    let as_nobody = |c: Command| as_user(&c, NOBODY);
     let prepare = |d: &Path| {
         fresh_dir(d, Some(65534));
         fs::create_dir(d.join("locked")).unwrap();
@@ -1132,10 +1125,25 @@ fn wrapped(program: &str, prefix: &[String], cmd: &Command) -> Command {
     c
 }
 
-/// `cmd` as `uid` (and gid `uid`, no supplementary groups), through setpriv; needs root.
+/// `cmd` as `uid` (and gid `uid`, no supplementary groups), through setpriv; needs root. The
+/// binary under test is run from where that user can reach it (`util::user_bin`).
 fn as_user(cmd: &Command, uid: u32) -> Command {
     let prefix = [format!("--reuid={uid}"), format!("--regid={uid}"), "--clear-groups".to_string()];
-    wrapped("setpriv", &prefix, cmd)
+    let mut c = wrapped("setpriv", &prefix, cmd);
+    if cmd.get_program() == OsStr::new(BIN) {
+        let mut args: Vec<OsString> = c.get_args().map(OsStr::to_owned).collect();
+        args[prefix.len()] = util::user_bin().into();
+        let mut again = Command::new("setpriv");
+        again.args(args);
+        for (k, v) in c.get_envs() {
+            match v {
+                Some(v) => again.env(k, v),
+                None => again.env_remove(k),
+            };
+        }
+        c = again;
+    }
+    c
 }
 
 /// Lowers RLIMIT_NOFILE to 64 and RLIMIT_MEMLOCK to 64 KiB in the child, keeping any lower

@@ -489,6 +489,94 @@ fn keep_archive_checksum_list_and_stdout() {
     assert!(data.stdout == gnu.stdout, "-O URL");
 }
 
+/// Issue 40, 1: `--keep-archive DIR/k.tar.zst` where an earlier archive left a symlink at
+/// `DIR/k.tar.zst.incomplete` to a file outside DIR. The copy is made anew beside it, never
+/// written through it: the file outside keeps its bytes, FILE is the archive. Before, the copy
+/// was opened with a plain create, which followed the link and filled the victim with the
+/// server's bytes (and the rename then moved the link to FILE). Under every engine row.
+#[test]
+fn keep_archive_never_writes_through_a_planted_link() {
+    let test = "keep_archive_never_writes_through_a_planted_link";
+    let Some(td) = util::gnu::dir(test, &[]) else { return };
+    let zst = ZSTD_64K.encode(&tree_tar());
+    let server = Server::start(zst.clone(), Faults::default());
+    let url = server.url(ARCHIVE);
+    let victim = td.write("victim", b"root's file outside DIR\n");
+    for_each_run(test, &MATRIX, &[Encoding::Plain], |run| {
+        let dest = td.fresh("dest");
+        // The earlier archive: a symlink member named like the copy, to the victim.
+        let mut t = Tar::new();
+        t.symlink("k.tar.zst.incomplete", victim.to_str().unwrap());
+        let planted = td.write("planted.tar", t.finish());
+        let p = util::fastuntar().arg("-xf").arg(&planted).arg("-C").arg(&dest).run();
+        p.expect_code(0);
+        let kept = dest.join("k.tar.zst");
+        let mut c = run.engine.cmd();
+        let out = c
+            .args(["-x", "-f", &url, "-C"])
+            .arg(&dest)
+            .arg("--keep-archive")
+            .arg(&kept)
+            .args(PIECES)
+            .run();
+        out.expect_code(0);
+        let victim_now = util::read(&victim);
+        assert_eq!(victim_now, b"root's file outside DIR\n", "written through the planted link");
+        assert!(util::read(&kept) == zst, "the kept copy is not the archive");
+        let part = dest.join("k.tar.zst.incomplete");
+        assert!(part.symlink_metadata().is_err(), "FILE.incomplete left behind");
+    });
+}
+
+/// Issue 40, 3: a member named like the kept copy (`k.tar.incomplete`: a file, or a symlink
+/// out of DIR) lands in DIR while the download goes on into the copy it replaced. The run
+/// fails in one line and exit 2, FILE is not made, the member stays as extracted; with
+/// `--checksum` too (the sum is the download's, right). Before, the member (or the link) was
+/// renamed to FILE and the run exited 0, `--checksum` saying it matched.
+#[test]
+fn a_member_named_like_the_kept_copy_fails_in_one_line() {
+    let test = "a_member_named_like_the_kept_copy_fails_in_one_line";
+    let Some(td) = util::gnu::dir(test, &["sha256sum"]) else { return };
+    let victim = td.write("victim", b"outside\n");
+    for (kind, symlink) in [("a file", false), ("a symlink out of DIR", true)] {
+        let mut t = Tar::new();
+        t.file("first", &Rng::new(40).bytes(300 << 10));
+        match symlink {
+            true => t.symlink("k.tar.incomplete", victim.to_str().unwrap()),
+            false => t.file("k.tar.incomplete", b"the member's bytes\n"),
+        };
+        t.file("last", b"after it\n");
+        let tar = t.finish();
+        let file = td.write("served.tar", &tar);
+        let sum = Cmd::new("sha256sum").arg(&file).run().stdout_str();
+        let sum = format!("sha256:{}", &sum[..64]);
+        let server = Server::start(tar.clone(), Faults::default());
+        let url = server.url(ARCHIVE);
+        for checksum in [false, true] {
+            let ctx = format!("{kind}, --checksum {checksum}");
+            let dest = td.fresh("dest");
+            let kept = dest.join("k.tar");
+            let mut extra = vec!["--keep-archive", kept.to_str().unwrap()];
+            if checksum {
+                extra.extend(["--checksum", sum.as_str()]);
+            }
+            let out =
+                util::fastuntar().args(["-x", "-f", &url, "-C"]).arg(&dest).args(&extra).run();
+            out.expect_code(2);
+            let lines = out.diagnostics();
+            assert_eq!(lines.len(), 1, "{ctx}: one line\n{}", out.describe());
+            assert!(lines[0].contains("no longer the download"), "{ctx}\n{}", out.describe());
+            assert!(kept.symlink_metadata().is_err(), "{ctx}: FILE was made");
+            let member = dest.join("k.tar.incomplete");
+            match symlink {
+                true => assert!(member.symlink_metadata().unwrap().file_type().is_symlink()),
+                false => assert_eq!(util::read(&member), b"the member's bytes\n", "{ctx}"),
+            }
+            assert_eq!(util::read(&victim), b"outside\n", "{ctx}: the victim");
+        }
+    }
+}
+
 /// The proxy variables as curl reads them: an https URL goes through `https_proxy` (a CONNECT
 /// tunnel, TLS checked end to end), an http URL through `http_proxy` (one that refuses is
 /// named by the failure), unless NO_PROXY names the host.
