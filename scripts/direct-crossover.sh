@@ -12,7 +12,9 @@
 #
 # --kind: which of gen-archives.py's archives (default agave). --modes also takes
 # `portable` (--direct-io --io portable), `uring-buffered` (--no-direct-io --io uring) and
-# `portable-buffered` (--no-direct-io --io portable), to tell the backend from the policy.
+# `portable-buffered` (--no-direct-io --io portable), to tell the backend from the policy, and
+# `pipe-default`, `pipe-direct`, `pipe-buffered`: the default, --direct-io, --no-direct-io
+# with the archive on standard input (`cat ARCHIVE | fastuntar -xf -`: no size known ahead).
 # --fs ramext4: ext4 on a loop device over a sparse file in /dev/shm (the disk out of the
 # way); diskext4: ext4 on a direct-IO loop device over a preallocated file in WORKDIR (the
 # virtio disk, a fresh filesystem every run), as scripts/bench.sh makes them.
@@ -110,6 +112,9 @@ args_of() {
     portable) echo "$BIN --direct-io --io portable" ;;
     uring-buffered) echo "$BIN --no-direct-io --io uring" ;;
     portable-buffered) echo "$BIN --no-direct-io --io portable" ;;
+    pipe-default) echo "$BIN" ;;
+    pipe-direct) echo "$BIN --direct-io" ;;
+    pipe-buffered) echo "$BIN --no-direct-io" ;;
     base) echo "$BASE" ;;
     *) die "unknown mode $1" ;;
     esac
@@ -145,8 +150,13 @@ for scale in "${scales[@]}"; do
                 load=$(cut -d' ' -f1 /proc/loadavg)
                 t0=$(now)
                 rc=0
-                /usr/bin/time -f '%U %S' -o "$mnt.cpu" "${cmd[@]}" -xf "$archive" -C "$mnt/d" \
-                    >/dev/null 2>"$mnt.err" || rc=$?
+                if [[ $mode == pipe-* ]]; then
+                    /usr/bin/time -f '%U %S' -o "$mnt.cpu" bash -c 'cat -- "$1" | "${@:3}" -xf - -C "$2"' \
+                        _ "$archive" "$mnt/d" "${cmd[@]}" >/dev/null 2>"$mnt.err" || rc=$?
+                else
+                    /usr/bin/time -f '%U %S' -o "$mnt.cpu" "${cmd[@]}" -xf "$archive" -C "$mnt/d" \
+                        >/dev/null 2>"$mnt.err" || rc=$?
+                fi
                 t1=$(now)
                 sync
                 t2=$(now)

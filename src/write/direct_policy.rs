@@ -59,7 +59,14 @@ pub const DEFAULT_THRESHOLD: u64 = 64 << 10;
 /// `auto` writes every file buffered when the tree is smaller than this, and files of the
 /// threshold and more direct once this much has landed (or is known to land).
 // The crossover measured on Agave-shaped archives (docs/PERFORMANCE.md, "Where direct IO
-// starts to pay"; scripts/direct-crossover.sh): MEASUREMENT.
+// starts to pay"; scripts/direct-crossover.sh, 5 interleaved rounds, a busy host): direct /
+// buffered, extract + sync, on RAM-backed ext4 / the virtio disk, at load 2.5-5.4 and 9-12:
+//   190 MB tree: 0.81 / 0.86 and 0.87 / 1.23     70 MB: 1.26 / 1.10 and 1.39 / 1.39
+//   381 MB: 1.06 / 0.96 and 0.95 / 1.40          868 MB: 0.97 / 0.90 and 0.93 / 0.85
+//   1.8 GB: direct 0.97-1.22x of buffered (busy) and 0.46x (issue 40's 2.31x)
+// To return (no sync) buffered stays ahead to 381-868 MB. Under ~200 MB buffered wins or
+// ties both ways; past ~400 MB direct wins to durable and costs less CPU (0.62 against
+// 0.70 CPU-s at 868 MB). 256 MiB sits between the two crossovers.
 pub const AUTO_MIN_TREE: u64 = 256 << 20;
 
 /// Archive bytes read before the ratio seen so far is trusted to predict the tree
