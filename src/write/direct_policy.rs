@@ -14,7 +14,7 @@
 //! data reaches the disk through the kernel's writeback (one flusher per disk; on this VM
 //! ~450 MB/s to the virtio disk and ~260 MB/s through a RAM-backed loop device), direct writes
 //! go at the device's rate (1.0-1.7 GB/s). Extract + sync of the 4 GB Agave-shaped archive:
-//! 1.7-2.3 s buffered against 1.15-1.4 s direct (issue 31); of a 1.8 GB tree from a 615 MB
+//! 1.7-2.3 s buffered against 1.15-1.4 s direct (issue 31); of a 1.8 GB tree from a 564 MiB
 //! archive, 2.31x and 1.64x faster direct (issue 40). Through FUSE (bindfs over ext4,
 //! libfuse 2) a 190 MB tree took 5.48 s buffered against 0.81 s direct (medians of 3; not
 //! traced, likely the small requests libfuse 2 gets for buffered writes). Where it stays
@@ -59,14 +59,15 @@ pub const DEFAULT_THRESHOLD: u64 = 64 << 10;
 /// `auto` writes every file buffered when the tree is smaller than this, and files of the
 /// threshold and more direct once this much has landed (or is known to land).
 // The crossover measured on Agave-shaped archives (docs/PERFORMANCE.md, "Where direct IO
-// starts to pay"; scripts/direct-crossover.sh, 5 interleaved rounds, a busy host): direct /
-// buffered, extract + sync, on RAM-backed ext4 / the virtio disk, at load 2.5-5.4 and 9-12:
-//   190 MB tree: 0.81 / 0.86 and 0.87 / 1.23     70 MB: 1.26 / 1.10 and 1.39 / 1.39
-//   381 MB: 1.06 / 0.96 and 0.95 / 1.40          868 MB: 0.97 / 0.90 and 0.93 / 0.85
-//   1.8 GB: direct 0.97-1.22x of buffered (busy) and 0.46x (issue 40's 2.31x)
-// To return (no sync) buffered stays ahead to 381-868 MB. Under ~200 MB buffered wins or
-// ties both ways; past ~400 MB direct wins to durable and costs less CPU (0.62 against
-// 0.70 CPU-s at 868 MB). 256 MiB sits between the two crossovers.
+// starts to pay"; scripts/direct-crossover.sh, 5 interleaved rounds): direct / buffered time,
+// extract + sync, on RAM-backed ext4 / the virtio disk, at load 2.5-5.4 [and 9-12]:
+//   70 MB tree: 1.26 / 1.10 [1.39 / 1.39]        190 MB: 0.81 / 0.86 [0.87 / 1.23]
+//   247 MB: [1.09 / 0.74]                        381 MB: 1.06 / 0.96 [0.95 / 1.40]
+//   868 MB: 0.97 / 0.90 [0.93 / 0.85]            1.8 GB: 1.22 / 1.01 [0.97 / 0.88]
+// (issue 40's measurement of its 1.8 GB tree: 0.43 / 0.61). To return (no
+// sync) buffered stays ahead up to 381-868 MB. Under ~200 MB buffered wins or ties both
+// ways; from ~400 MB direct wins to durable and costs less CPU (0.61 against 0.71 CPU-s at
+// 868 MB). 256 MiB lies between the two crossovers.
 pub const AUTO_MIN_TREE: u64 = 256 << 20;
 
 /// Archive bytes read before the ratio seen so far is trusted to predict the tree
@@ -330,6 +331,23 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// Whether `--io auto` takes io_uring for its direct writes (`write::uring_first`): where
+    /// files go direct from the first, and where a plan that starts buffered reads an archive
+    /// of unknown size (a pipe, a URL without a length: how large restores arrive, which issue
+    /// 31 wrote direct through io_uring from the start). A plan that starts buffered on an
+    /// archive of known size (under AUTO_MIN_TREE, compressed) keeps the backend of a buffered
+    /// run, whose writers also write direct once the gate opens: most such trees stay under
+    /// the mark, and in a memory cgroup of 64 MiB io_uring's buffered writes (from io-wq
+    /// workers) were killed by the OOM killer in 2 of 6 runs of
+    /// `small_memory_limits_shrink_the_default_budget`, where the portable writer's were not.
+    pub fn ring_for_direct(&self) -> bool {
+        match (self.threshold, self.start) {
+            (None, _) => false,
+            (Some(_), Start::Now) => true,
+            (Some(_), Start::After(s)) => s.archive.is_none(),
+        }
+    }
+
     /// The writers' share of it.
     pub fn policy(&self) -> DirectPolicy {
         DirectPolicy { threshold: self.threshold, align: self.align, asked: self.asked }
@@ -552,7 +570,7 @@ mod tests {
         use Source::{File, Pipe, Url};
         let after = |archive| Some(Start::After(Switch { landed: T, archive }));
         let now = Some(Start::Now);
-        // The issue's archive: 615 MB of 32 MiB zstd frames (content size in each) that
+        // An archive as the issue's: 615 MB of 32 MiB zstd frames (content size in each) that
         // unpacks to 1.8 GB.
         let agave = 615_000_000;
         #[rustfmt::skip]
@@ -753,6 +771,36 @@ mod tests {
         let mut gate = Gate::new(&decide(DirectIo::Auto, t, &ext4(), gz, T, POOL));
         assert!(!gate.file(4 * RATIO_SAMPLE, false, RATIO_SAMPLE).direct);
         assert_eq!(gate.file(MB, false, RATIO_SAMPLE), Passage { direct: true, opened: true });
+    }
+
+    /// Which plans take io_uring for their direct writes: (arrival, asked) → ring.
+    #[test]
+    fn which_plans_want_the_ring() {
+        let zst = |size| Arrival { size, packing: Packing::Zstd { first_frame: None } };
+        let tar = |size| Arrival { size, packing: Packing::Plain };
+        #[rustfmt::skip]
+        let table: &[(Arrival, DirectIo, bool)] = &[
+            // direct from the first file
+            (zst(Some(GB)), DirectIo::Auto, true),
+            (tar(Some(T)), DirectIo::Auto, true),
+            (tar(Some(MB)), DirectIo::Always, true),
+            // buffered until the mark, of unknown size: a pipe, a URL without a length
+            (zst(None), DirectIo::Auto, true),
+            (tar(None), DirectIo::Auto, true),
+            // buffered until the mark, of known size: the buffered run's backend
+            (zst(Some(T / 2)), DirectIo::Auto, false),
+            (Arrival::new(Format::Gzip, Some(MB), None), DirectIo::Auto, false),
+            // never direct
+            (tar(Some(MB)), DirectIo::Auto, false),
+            (zst(None), DirectIo::Never, false),
+        ];
+        for &(arrival, asked, want) in table {
+            let plan = decide(asked, DEFAULT_THRESHOLD, &ext4(), arrival, T, POOL);
+            assert_eq!(plan.ring_for_direct(), want, "{arrival:?} {asked:?}");
+        }
+        let tmpfs = dest(Fs::Tmpfs, Some(4096), false);
+        let plan = decide(DirectIo::Auto, DEFAULT_THRESHOLD, &tmpfs, zst(None), T, POOL);
+        assert!(!plan.ring_for_direct());
     }
 
     /// The threshold given is the one used, in every mode that writes direct.

@@ -282,7 +282,7 @@ pub fn create_n(
         warn(&w);
     }
     let policy = direct_plan.policy();
-    let direct = policy.threshold.is_some();
+    let direct = direct_plan.ring_for_direct();
     let dispatcher = if n > 1 { all.pop() } else { None };
     let files_each = (fds.files / n).max(1);
     let mut uring_ok = uring_first(plan.backend, serial, journal_less, n, direct);
@@ -383,7 +383,8 @@ fn ring(plan: &WriterPlan) -> std::io::Result<io_uring::IoUring> {
 }
 
 /// Whether the writers try io_uring first (else the portable writer): `--io uring` always,
-/// `portable` never; `auto` where files go direct (`direct`) and, when DIR's ext4 has a
+/// `portable` never; `auto` where files go direct (`direct`: direct_policy's
+/// `Plan::ring_for_direct`) and, when DIR's ext4 has a
 /// journal and no one writer is wanted (`serial`), also with fewer than AUTO_PORTABLE_FROM
 /// writer threads (`n`).
 fn uring_first(backend: Backend, serial: bool, journal_less: bool, n: usize, direct: bool) -> bool {

@@ -959,6 +959,31 @@ fn direct_io_modes() {
         assert_eq!(num(&j, "files_direct", &out), want, "{ctx}");
     }
     let d = td.fresh("dest");
+    // A gzip file of known size under the mark (so the writers are those of a buffered run)
+    // whose tree passes it: 300 KB of zeros, then 1 MiB of them, which goes direct.
+    let mut t = Tar::new();
+    t.file("z/first", &vec![0u8; 300_000]).file("z/second", &vec![0u8; 1 << 20]);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
+    std::io::Write::write_all(&mut gz, &t.finish()).unwrap();
+    let gz_file = td.write("zeros.tar.gz", gz.finish().unwrap());
+    for (mark, want) in [("100K", 1.0), ("2M", 0.0)] {
+        let d = td.fresh("dest");
+        let out = fastuntar()
+            .args(["--json", "--debug-direct-after", mark, "-x", "-C"])
+            .arg(&d)
+            .arg("-f")
+            .arg(&gz_file)
+            .run();
+        let ctx = format!("gzip, direct after {mark}\n{}", out.describe());
+        assert_eq!(out.code, Some(0), "{ctx}");
+        let j = json_of(&out);
+        let JsonValue::Object(plan) = &j["direct_io"] else { panic!("direct_io: {ctx}") };
+        let gains = plan.get("reason") == Some(&JsonValue::Str("unknown_tree".into()));
+        let want = if gains { want } else { 0.0 };
+        assert_eq!(num(&j, "files_direct", &out), want, "{ctx}");
+        assert_eq!(fs::read(d.join("z/second")).unwrap(), vec![0u8; 1 << 20], "{ctx}");
+    }
+    let d = td.fresh("dest");
     let out = fastuntar().arg("--direct-io=sometimes").extract(&tar_file, &d).run();
     assert_eq!(out.code, Some(2), "{}", out.describe());
     assert!(out.stderr_str().contains("auto, always, never"), "{}", out.describe());
