@@ -20,8 +20,9 @@
 # virtio disk, a fresh filesystem every run), as scripts/bench.sh makes them.
 # --base BIN adds the mode `base`: that binary with the default flags (the policy before a
 # change). Prints every run, then per filesystem and size the medians, the ranges, the
-# ratios direct / buffered and default / direct, the median CPU (user+sys) and the load
-# average. Root only. Raw runs: WORKDIR/crossover-<timestamp>.tsv.
+# ratios direct / buffered and default / direct (each the median of the ratios of the runs
+# paired round by round), the median CPU (user+sys) and the load average. Root only. Raw
+# runs: WORKDIR/crossover-<timestamp>.tsv.
 set -euo pipefail
 export LC_ALL=C
 
@@ -200,14 +201,20 @@ for (fs, scale, tree), by in sorted(runs.items()):
         m[mode] = (med([x[0] for x in rs]), med([x[1] for x in rs]), med([x[2] for x in rs]))
         rng = lambda i: f"{min(x[i] for x in rs):.2f}-{max(x[i] for x in rs):.2f}" if rs else "-"
         cells.append(f"{m[mode][0]:.2f} ({rng(0)}) / {m[mode][1]:.2f} ({rng(1)})")
+    # Ratios paired run by run (the k-th run of one mode with the k-th of the other: the
+    # same round), then the median: drift on the host hits both of a pair.
+    def paired(a, b, i):
+        ra = [x for x in by.get(a, []) if x[4] == 0]
+        rb = [x for x in by.get(b, []) if x[4] == 0]
+        return f"{med([x[i] / y[i] for x, y in zip(ra, rb)]):.2f}"
     if "direct" in m and "buffered" in m:
-        cells += [f"{m['direct'][0] / m['buffered'][0]:.2f}", f"{m['direct'][1] / m['buffered'][1]:.2f}"]
+        cells += [paired("direct", "buffered", 0), paired("direct", "buffered", 1)]
     else:
         cells += ["-", "-"]
     if "default" in modes and "direct" in modes:
-        cells.append(f"{m['default'][1] / m['direct'][1]:.2f}")
+        cells.append(paired("default", "direct", 1))
     if "base" in modes and "default" in modes:
-        cells.append(f"{m['default'][1] / m['base'][1]:.2f}")
+        cells.append(paired("default", "base", 1))
     cells.append("/".join(f"{m[x][2]:.2f}" for x in modes))
     loads = [x[3] for v in by.values() for x in v]
     cells.append(f"{min(loads):.1f}-{max(loads):.1f}")

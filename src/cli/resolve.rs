@@ -413,6 +413,7 @@ fn writer_plan(args: &Args, edge: &Edge, warnings: Warnings) -> Result<WriterPla
         threads_given,
         direct: direct_io(args.direct_io, args.no_direct_io),
         direct_threshold,
+        tight_memory: tight_memory(edge.usable_memory).is_some(),
         direct_after: match &args.debug_direct_after {
             Some(t) => Some(parse_size(t).context("--debug-direct-after")?),
             None => None,

@@ -282,7 +282,7 @@ pub fn create_n(
         warn(&w);
     }
     let policy = direct_plan.policy();
-    let direct = direct_plan.ring_for_direct();
+    let direct = direct_plan.ring_for_direct(plan.tight_memory);
     let dispatcher = if n > 1 { all.pop() } else { None };
     let files_each = (fds.files / n).max(1);
     let mut uring_ok = uring_first(plan.backend, serial, journal_less, n, direct);

@@ -22,6 +22,9 @@ pub struct WriterPlan {
     pub direct: DirectIo,
     /// `--direct-io-threshold`: the smallest file written direct.
     pub direct_threshold: u64,
+    /// The process may use little memory (budget.rs `tight_memory`: a small cgroup limit or
+    /// `ulimit -v`): a direct-IO plan that starts buffered keeps the portable writer.
+    pub tight_memory: bool,
     /// The hidden `--debug-direct-after`: the tree from which auto writes direct, instead of
     /// direct_policy::AUTO_MIN_TREE (the test suite's archives are small).
     pub direct_after: Option<u64>,
