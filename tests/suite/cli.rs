@@ -892,7 +892,8 @@ fn direct_io_modes() {
     // (zstd, flags, piped, mode, the reason where the filesystem gains, the files that go
     // direct there). The five files are of 0, 1, 4096, 70,000 and 1 MiB + 5 bytes: 74,097
     // bytes land before the last; the tar is 1,091,584 bytes.
-    let cases: &[(bool, &[&str], bool, &str, &str, u64)] = &[
+    type Case<'a> = (bool, &'a [&'a str], bool, &'a str, &'a str, u64);
+    let cases: &[Case] = &[
         (true, &[], false, "auto", "unknown_tree", 0),
         (true, &[], true, "auto", "unknown_tree", 0),
         (true, &["--debug-direct-after", "1M"], false, "auto", "large_archive", 2),
