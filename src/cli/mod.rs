@@ -1054,6 +1054,11 @@ pub struct Args {
     #[arg(long = "debug-uring", value_enum, value_name = "KERNEL", hide = true)]
     pub debug_uring: Option<DebugUring>,
 
+    /// For the test suite: the tree size from which `--direct-io=auto` writes large files
+    /// direct (instead of 256 MiB), so that small archives cross it.
+    #[arg(long = "debug-direct-after", value_name = "SIZE", hide = true)]
+    pub debug_direct_after: Option<String>,
+
     /// Print the end-of-run summary as one JSON object on standard output.
     #[arg(long = "json")]
     pub json: bool,

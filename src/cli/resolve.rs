@@ -413,6 +413,11 @@ fn writer_plan(args: &Args, edge: &Edge, warnings: Warnings) -> Result<WriterPla
         threads_given,
         direct: direct_io(args.direct_io, args.no_direct_io),
         direct_threshold,
+        tight_memory: tight_memory(edge.usable_memory).is_some(),
+        direct_after: match &args.debug_direct_after {
+            Some(t) => Some(parse_size(t).context("--debug-direct-after")?),
+            None => None,
+        },
         old_files: old_files(args),
         // Modes exactly as archived with -p, and as root unless --no-same-permissions (GNU
         // tar's default); otherwise the archive's modes less the umask, like tar without -p.

@@ -265,6 +265,7 @@ pub struct Reopen {
 
 /// Drops a regular archive file's consumed pages from the page cache once told to
 /// (`Input::dropper`).
+#[derive(Clone)]
 pub struct Dropper(Option<Arc<Direct>>);
 
 impl Dropper {
@@ -381,6 +382,22 @@ impl Input {
     /// for when the writer decided, after the archive was opened, to write direct.
     pub fn drop_behind(&self) {
         self.dropper().drop_behind();
+    }
+
+    /// zstd: the content size the first frame's header declares (RFC 8878
+    /// Frame_Content_Size), when the bytes read to find the format hold that header (a pipe's
+    /// first read may not: then None, as for a frame without one). Nothing more is read.
+    pub fn first_frame_size(&self) -> Option<u64> {
+        if self.format != Format::Zstd {
+            return None;
+        }
+        let head = self.source.buffered();
+        let mut walker = frames::Walker::new(u64::MAX);
+        let mut at = 0;
+        match walker.next(head, &mut at) {
+            Ok(Some(frames::Event::Start { header, .. })) => header.content_size,
+            _ => None,
+        }
     }
 
     /// `drop_behind`, for after the decoder has started.

@@ -1602,37 +1602,50 @@ fn ring_refused_by_memlock(stderr: &str) -> bool {
         && stderr.trim_end().ends_with("; using the portable writer")
 }
 
-/// The default direct-IO policy (`auto`, issue 31) on the filesystem under `base`: the mixed
-/// archive read from a pipe (of unknown size, so counted as a large archive) and from its file
-/// (a small one), each with `--json` and no direct-IO option. The `direct_io` object names the
-/// filesystem as `fs` and gives `reason` for the piped run (`large_archive`: files of 64 KiB and
-/// more direct, which are `private` and `big`; any other: every file buffered) and
-/// `small_archive` for the file where the filesystem would take direct IO; `files_direct`
-/// agrees; and both trees are GNU tar's.
+/// The default direct-IO policy (`auto`, issues 31 and 40) on the filesystem under `base`: the
+/// mixed archive read from a pipe (a tree of unknown size: buffered until 256 MiB of files have
+/// landed, so all of it here; and with the hidden `--debug-direct-after 0`, direct from the
+/// first file) and from its file (a plain tar under the mark: buffered), each with `--json` and
+/// no direct-IO option. The `direct_io` object names the filesystem as `fs` and gives `reason`:
+/// `large_archive` says the filesystem gains from direct IO (then `unknown_tree` for the pipe,
+/// whose files of 64 KiB and more, `private` and `big`, go direct past the mark, and
+/// `small_archive` for the file); any other is the reason every file stays buffered.
+/// `files_direct` agrees; and every tree is GNU tar's.
 fn auto_policy(test: &str, base: &Path, archive: &Path, fs_name: &str, reason: &str) {
     let gnu = base.join("auto-gnu");
     fresh_dir(&gnu, None);
     let g = run(gnu_tar(archive, &gnu), None);
     assert_eq!(g.code, Some(0), "{test}: GNU tar: {}", g.stderr);
     let data = fs::read(archive).unwrap();
-    let direct = reason == "large_archive";
-    let from_file = if direct { "small_archive" } else { reason };
-    for (piped, want_reason) in [(true, reason), (false, from_file)] {
+    let gains = reason == "large_archive";
+    let (piped_reason, file_reason) =
+        if gains { ("unknown_tree", "small_archive") } else { (reason, reason) };
+    // (piped, --debug-direct-after 0, reason, files written direct)
+    let runs = [
+        (true, false, piped_reason, 0),
+        (true, true, piped_reason, if gains { 2 } else { 0 }),
+        (false, false, file_reason, 0),
+    ];
+    for (piped, early, want_reason, files_direct) in runs {
         let ours = base.join("auto-ours");
         fresh_dir(&ours, None);
         let (source, stdin) = match piped {
             true => ("-", Some(data.clone())),
             false => (archive.to_str().unwrap(), None),
         };
-        let json = json_with_stdin(fastuntar(source, &ours, &["--json"]), stdin);
-        let ctx =
-            format!("{test}: auto, {}: {json}", if piped { "piped" } else { "from the file" });
-        let large = if piped && direct { "direct" } else { "buffered" };
+        let args: &[&str] =
+            if early { &["--json", "--debug-direct-after", "0"] } else { &["--json"] };
+        let json = json_with_stdin(fastuntar(source, &ours, args), stdin);
+        let ctx = format!(
+            "{test}: auto, {}{}: {json}",
+            if piped { "piped" } else { "from the file" },
+            if early { ", direct after 0 bytes" } else { "" }
+        );
+        let large = if piped && gains { "direct" } else { "buffered" };
         let head = format!("\"direct_io\":{{\"mode\":\"auto\",\"filesystem\":\"{fs_name}\",");
         let tail =
             format!("\"small\":\"buffered\",\"large\":\"{large}\",\"reason\":\"{want_reason}\"}}");
         assert!(json.contains(&head) && json.contains(&tail), "{ctx}");
-        let files_direct = if large == "direct" { 2 } else { 0 };
         assert!(json.contains(&format!("\"files_direct\":{files_direct},")), "{ctx}");
         match compare_trees(&gnu, &ours) {
             Ok(Some(n)) => note(test, &format!("auto: {n}")),
