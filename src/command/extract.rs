@@ -25,6 +25,7 @@ use crate::pool::{Pool, PoolBuf};
 use crate::reading::Reading;
 use crate::report::checkpoint;
 use crate::report::progress::Progress;
+use crate::report::summary::{Direct, DownloadSummary, Summary};
 use crate::report::{self, Reporter};
 use crate::resume::Session;
 use crate::selection::confirm::Confirm;
@@ -43,26 +44,6 @@ const BATCH_OPS: usize = 64;
 /// A batch holding this much file data is sent at once, so a large file's chunks reach the
 /// disk without waiting for company: one pool buffer's worth.
 const BATCH_BYTES: usize = 1 << 20;
-
-pub struct Summary {
-    pub stats: Stats,
-    pub members: u64,
-    /// From start to the last file closed and directory stamped.
-    pub elapsed: Duration,
-    /// Time `--sync` took to make it durable (syncfs), when asked.
-    pub sync: Option<Duration>,
-    pub decoding: decode::DecodeSummary,
-    /// Bytes of the two buffer pools: file data, decoded frames (0 when one thread decoded).
-    pub memory: (u64, u64),
-    /// Writer threads, and how many of them write through io_uring.
-    pub writers: (usize, usize),
-    /// Which files were to be written direct, and why.
-    pub direct: write::direct_policy::Plan,
-    /// The download, when the archive was a URL.
-    pub download: Option<DownloadSummary>,
-    /// Where the run resumed, and the resume points it wrote (src/resume/).
-    pub resume: crate::resume::Report,
-}
 
 /// Extracts as `plans` say; what the run says and counts goes to `report` (its exit status
 /// too: `Reporter::status`).
@@ -133,23 +114,10 @@ pub fn run(plans: &Plans, report: &Arc<Reporter>) -> Result<Summary> {
         decoding,
         memory,
         writers: writer_counts,
-        direct,
+        direct: Direct { words: direct.describe(), json: direct.json() },
         download,
         resume: session.report(),
     })
-}
-
-/// What a download did, for the summary.
-#[derive(Clone, Debug)]
-pub struct DownloadSummary {
-    /// The address the archive came from, after redirects.
-    pub url: String,
-    pub length: Option<u64>,
-    pub bytes: u64,
-    /// Connection threads that fetched it.
-    pub connections: usize,
-    pub retries: u64,
-    pub refetched: u64,
 }
 
 fn download_summary(d: Option<&decode::url::Download>) -> Option<DownloadSummary> {
