@@ -35,12 +35,12 @@ fn main() {
 
 /// `--completions`, `--man`, `--show-defaults`, `--usage`: the text, then exit.
 fn print_generated(args: &cli::Args, reporter: &Reporter) {
-    if let Some(shell) = args.completions {
+    if let Some(shell) = args.informative.completions {
         let mut text = Vec::new();
         clap_complete::generate(shell, &mut cli::Args::command(), "fastuntar", &mut text);
         print_all(&text, "the completions", reporter);
     }
-    if args.man {
+    if args.informative.man {
         let mut text = Vec::new();
         let man = clap_mangen::Man::new(cli::Args::command());
         if let Err(e) = man.render(&mut text) {
@@ -49,10 +49,10 @@ fn print_generated(args: &cli::Args, reporter: &Reporter) {
         }
         print_all(&text, "the man page", reporter);
     }
-    if args.show_defaults {
+    if args.informative.show_defaults {
         print_all(b"-f- -b20 --quoting-style=escape\n", "the defaults", reporter);
     }
-    if args.usage {
+    if args.informative.usage {
         let usage = cli::Args::command().render_usage().to_string();
         print_all(format!("{usage}\n").as_bytes(), "the usage", reporter);
     }

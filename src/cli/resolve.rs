@@ -81,11 +81,11 @@ impl Edge {
 /// would take the operand for a MEMBER); None for standard input (`-` or nothing), but never a
 /// terminal.
 fn archive_source(args: &Args, edge: &Edge) -> Result<Option<PathBuf>> {
-    let first_operand = args.ordered.iter().find_map(|o| match o {
-        Ordered::Operand(text) if args.file.is_none() => Some(PathBuf::from(text)),
+    let first_operand = args.selection.ordered.iter().find_map(|o| match o {
+        Ordered::Operand(text) if args.input.file.is_none() => Some(PathBuf::from(text)),
         _ => None,
     });
-    match args.file.clone().or(first_operand).or(edge.tape.clone()) {
+    match args.input.file.clone().or(first_operand).or(edge.tape.clone()) {
         Some(p) if p.as_os_str() != "-" => Ok(Some(p)),
         _ if edge.stdin_tty => {
             bail!("refusing to read the archive from a terminal (missing -f option?)")
@@ -99,11 +99,12 @@ fn archive_source(args: &Args, edge: &Edge) -> Result<Option<PathBuf>> {
 pub fn resolve(args: Args, edge: &Edge, notes: &mut Vec<String>) -> Result<Plans> {
     refuse_unsupported(&args)?;
     let chars: Vec<(bool, &[u8])> =
-        args.quote_chars_ordered.iter().map(|(on, s)| (*on, s.as_bytes())).collect();
-    let quoting = crate::report::quoting::Quoting::new(args.quoting_style.as_deref(), &chars)
-        .context("--quoting-style")?;
+        args.informative.quote_chars_ordered.iter().map(|(on, s)| (*on, s.as_bytes())).collect();
+    let quoting =
+        crate::report::quoting::Quoting::new(args.informative.quoting_style.as_deref(), &chars)
+            .context("--quoting-style")?;
     let record_size = record_size(&args)?;
-    let totals = match args.totals.as_deref() {
+    let totals = match args.informative.totals.as_deref() {
         None => false,
         Some("") => true,
         Some(sig) => bail!(
@@ -115,13 +116,14 @@ pub fn resolve(args: Args, edge: &Edge, notes: &mut Vec<String>) -> Result<Plans
     let archive = archive_source(&args, edge)?;
     // GNU tar looks at the first record of an archive file named without -I or a
     // compression flag, to learn its compression (checkpoint.rs).
-    let sniffs = archive.is_some() && filter.is_none() && args.compression_flag == 0;
-    let checkpoint = crate::report::checkpoint::Checkpoints::new(&args.checkpoints, sniffs)?;
-    let one_top_level = match args.one_top_level.as_deref() {
+    let sniffs = archive.is_some() && filter.is_none() && args.input.compression_flag == 0;
+    let checkpoint =
+        crate::report::checkpoint::Checkpoints::new(&args.informative.checkpoints, sniffs)?;
+    let one_top_level = match args.overwrite.one_top_level.as_deref() {
         Some(dir) => top_level(dir.as_ref(), archive.as_deref())?,
         None => None,
     };
-    let warnings = Warnings::parse(&args.warning)?;
+    let warnings = Warnings::parse(&args.informative.warning)?;
     let selection = selection_plan(&args, archive.is_none(), edge, notes)?;
     refuse_json(&args)?;
     let input = input_plan(&args, archive, filter, edge)?;
@@ -133,19 +135,19 @@ pub fn resolve(args: Args, edge: &Edge, notes: &mut Vec<String>) -> Result<Plans
         spec,
         record: record_size,
         plain_file: input.archive.clone().filter(|_| input.filter.is_none()),
-        ignore_zeros: args.ignore_zeros,
-        dots_to_stderr: args.to_stdout,
+        ignore_zeros: args.input.ignore_zeros,
+        dots_to_stderr: args.operation.to_stdout,
         env: tar_env.clone(),
-        subcommand: if args.list { "-t" } else { "-x" },
+        subcommand: if args.operation.list { "-t" } else { "-x" },
     });
     let read = read_plan(&args, &selection, &policy, &command, checkpoint.clone(), warnings)?;
     let report = ReportPlan {
-        verbose: args.verbose,
-        quiet: args.quiet,
-        json: args.json,
+        verbose: args.informative.verbose,
+        quiet: args.informative.quiet,
+        json: args.informative.json,
         totals,
         record_size,
-        index_file: args.index_file.clone(),
+        index_file: args.informative.index_file.clone(),
         warnings,
         checkpoint,
     };
@@ -157,13 +159,13 @@ pub fn resolve(args: Args, edge: &Edge, notes: &mut Vec<String>) -> Result<Plans
 /// The operations and options of GNU tar that fastuntar does not have: one line each.
 fn refuse_unsupported(args: &Args) -> Result<()> {
     let operations = [
-        (args.create, "-c (--create)"),
-        (args.append, "-r (--append)"),
-        (args.update, "-u (--update)"),
-        (args.catenate, "-A (--catenate)"),
-        (args.delete, "--delete"),
-        (args.diff, "-d (--diff, --compare)"),
-        (args.test_label, "--test-label"),
+        (args.operation.create, "-c (--create)"),
+        (args.operation.append, "-r (--append)"),
+        (args.operation.update, "-u (--update)"),
+        (args.operation.catenate, "-A (--catenate)"),
+        (args.operation.delete, "--delete"),
+        (args.operation.diff, "-d (--diff, --compare)"),
+        (args.operation.test_label, "--test-label"),
     ];
     if let Some((_, op)) = operations.iter().find(|(given, _)| *given) {
         bail!(
@@ -171,18 +173,18 @@ fn refuse_unsupported(args: &Args) -> Result<()> {
              to create, change or compare them"
         );
     }
-    if args.verify {
+    if args.overwrite.verify {
         bail!("-W (--verify) is not supported: fastuntar does not write archives");
     }
     let volumes = [
-        (args.multi_volume, "-M (--multi-volume)"),
-        (args.tape_length.is_some(), "-L (--tape-length)"),
-        (args.info_script.is_some(), "-F (--info-script)"),
+        (args.compat.multi_volume, "-M (--multi-volume)"),
+        (args.compat.tape_length.is_some(), "-L (--tape-length)"),
+        (args.compat.info_script.is_some(), "-F (--info-script)"),
     ];
     if let Some((_, op)) = volumes.iter().find(|(given, _)| *given) {
         bail!("{op} is not supported: fastuntar reads single-volume archives");
     }
-    if args.absolute_names {
+    if args.selection.absolute_names {
         bail!(
             "-P (--absolute-names) is not supported: members are always extracted inside the \
              destination (a leading '/' is removed, a '..' component refused)"
@@ -193,21 +195,21 @@ fn refuse_unsupported(args: &Args) -> Result<()> {
 
 /// `--json` prints its object on stdout, which `-O` and `--to-command` cannot share.
 fn refuse_json(args: &Args) -> Result<()> {
-    if args.to_command.is_some() && args.json {
+    if args.operation.to_command.is_some() && args.informative.json {
         bail!("--json cannot be used with --to-command");
     }
-    if args.to_stdout && args.json {
+    if args.operation.to_stdout && args.informative.json {
         bail!("--json cannot be used with -O/--to-stdout: standard output carries the files' data");
     }
     Ok(())
 }
 
 fn command(args: &Args) -> Command {
-    match (&args.to_command, args.list, args.to_stdout) {
+    match (&args.operation.to_command, args.operation.list, args.operation.to_stdout) {
         (_, true, _) => Command::List,
         (Some(command), false, _) => Command::ToCommand {
             command: command.clone(),
-            ignore_errors: args.ignore_command_error,
+            ignore_errors: args.operation.ignore_command_error,
         },
         (None, false, true) => Command::ToStdout,
         (None, false, false) => Command::Extract,
@@ -233,16 +235,19 @@ fn listing_plan(
     policy: &MemberPlan,
 ) -> ListingPlan {
     ListingPlan {
-        block_past: args.block_number.then_some(u64::from(!args.list)),
-        numeric_owner: args.numeric_owner,
-        label_given: args.label.is_some(),
-        show_transformed: args.show_transformed_names > 0,
-        strip_components: args.strip_components,
+        block_past: args.informative.block_number.then_some(u64::from(!args.operation.list)),
+        numeric_owner: args.attributes.numeric_owner,
+        label_given: args.input.label.is_some(),
+        show_transformed: args.informative.show_transformed_names > 0,
+        strip_components: args.names.strip_components,
         one_top_level: policy.one_top_level.clone(),
         quoting,
-        times: crate::report::time::TimeStyle { full: args.full_time, utc: args.utc },
+        times: crate::report::time::TimeStyle {
+            full: args.informative.full_time,
+            utc: args.informative.utc,
+        },
         xattrs: policy.xattrs.clone(),
-        acls: args.acls_on,
+        acls: args.attributes.acls_on,
     }
 }
 
@@ -253,11 +258,15 @@ fn selection_plan(
     edge: &Edge,
     notes: &mut Vec<String>,
 ) -> Result<SelectionPlan> {
-    let transforms =
-        crate::selection::transform::Transforms::parse(&args.transform).context("--transform")?;
-    let Selection { members, exclude, recursion, read_stdin } =
-        operands::resolve(&args.ordered, args.file.is_none(), stdin_archive, notes)?;
-    let occurrence = match args.occurrence {
+    let transforms = crate::selection::transform::Transforms::parse(&args.names.transform)
+        .context("--transform")?;
+    let Selection { members, exclude, recursion, read_stdin } = operands::resolve(
+        &args.selection.ordered,
+        args.input.file.is_none(),
+        stdin_archive,
+        notes,
+    )?;
+    let occurrence = match args.selection.occurrence {
         None => 0,
         Some(n) if n > 0 && members.is_empty() => {
             bail!("--occurrence is meaningless without a file list (MEMBER operands or -T)")
@@ -266,10 +275,10 @@ fn selection_plan(
         Some(n) => n,
     };
     let newer = newer_than(args, edge.now, notes)?;
-    if let Some(level) = &args.level {
+    if let Some(level) = &args.compat.level {
         let level = incremental_level(level).context("Invalid incremental level value")?;
         // GNU tar's "no level" is -1; any other without -g is warned about.
-        if args.listed_incremental.is_none() && level != -1 {
+        if args.operation.listed_incremental.is_none() && level != -1 {
             notes.push("--level is meaningless without --listed-incremental".into());
         }
     }
@@ -277,11 +286,11 @@ fn selection_plan(
         members,
         exclude,
         recursion,
-        starting_file: args.starting_file.last().map(|n| n.as_bytes().to_vec()),
+        starting_file: args.selection.starting_file.last().map(|n| n.as_bytes().to_vec()),
         occurrence,
         newer,
         transforms: Arc::new(transforms),
-        interactive: args.interactive,
+        interactive: args.informative.interactive,
         stdin_taken: stdin_archive || read_stdin,
     })
 }
@@ -292,15 +301,15 @@ fn selection_plan(
 /// unless it reads the same.
 fn newer_than(args: &Args, now: Timestamp, notes: &mut Vec<String>) -> Result<Option<Timestamp>> {
     use crate::selection::dates;
-    let (option, text) = match (&args.newer, &args.newer_mtime) {
+    let (option, text) = match (&args.selection.newer, &args.selection.newer_mtime) {
         (Some(text), _) => ("--after-date", text),
         (None, Some(text)) => ("--newer-mtime", text),
         (None, None) => return Ok(None),
     };
     let at = dates::date_or_file(text, now).with_context(|| option.to_string())?;
-    let style = crate::report::time::TimeStyle { full: false, utc: args.utc };
+    let style = crate::report::time::TimeStyle { full: false, utc: args.informative.utc };
     let said = crate::report::time::tartime(at.secs, at.nanos, true, style);
-    if args.verbose > 0 && !dates::names_a_file(text) && said != *text {
+    if args.informative.verbose > 0 && !dates::names_a_file(text) && said != *text {
         notes.push(format!("Option {option}: Treating date '{text}' as {said}"));
     }
     Ok(Some(at))
@@ -313,24 +322,30 @@ fn input_plan(
     filter: Option<Vec<String>>,
     edge: &Edge,
 ) -> Result<InputPlan> {
-    let memory = args.memory.as_deref().map(parse_size).transpose().context("--memory")?;
+    let memory =
+        args.performance.memory.as_deref().map(parse_size).transpose().context("--memory")?;
     if let Some(m) = memory {
         crate::budget::pool_shape(m)?;
     }
-    let max_window_log = window_log(parse_size(&args.max_window).context("--max-window")?)?;
+    let max_window_log = window_log(parse_size(&args.limits.max_window).context("--max-window")?)?;
     let budget_memory = memory.or_else(|| tight_memory(edge.usable_memory));
     let url = url_plan(args, archive.as_deref(), filter.is_some(), budget_memory)?;
-    let threads = match args.threads {
+    let threads = match args.performance.threads {
         Some(0) => bail!("--threads: must be at least 1"),
         Some(n) => n.min(MAX_THREADS),
-        None => default_threads(args.list || args.to_stdout || args.to_command.is_some(), edge),
+        None => default_threads(
+            args.operation.list || args.operation.to_stdout || args.operation.to_command.is_some(),
+            edge,
+        ),
     };
     let budget = Budget {
         memory: budget_memory,
         explicit: memory.is_some(),
         usable: edge.usable_memory,
         window: url.as_ref().map_or(0, |u| u.window),
-        reads_only: args.list || args.to_stdout || args.to_command.is_some(),
+        reads_only: args.operation.list
+            || args.operation.to_stdout
+            || args.operation.to_command.is_some(),
     };
     Ok(InputPlan { archive, filter, url, max_window_log, threads, budget })
 }
@@ -341,39 +356,43 @@ fn member_plan(args: &Args, one_top_level: Option<PathBuf>, edge: &Edge) -> Resu
         s.as_deref().map(parse_size).transpose().with_context(|| flag.to_string())
     };
     let mut limits = Limits {
-        max_files: args.max_files,
-        max_bytes: opt_size(&args.max_bytes, "--max-bytes")?,
-        max_member_size: opt_size(&args.max_member_size, "--max-member-size")?,
+        max_files: args.limits.max_files,
+        max_bytes: opt_size(&args.limits.max_bytes, "--max-bytes")?,
+        max_member_size: opt_size(&args.limits.max_member_size, "--max-member-size")?,
     };
-    if args.snapshot {
+    if args.limits.snapshot {
         limits.max_files = limits.max_files.or(Some(SNAPSHOT_MAX_FILES));
         limits.max_bytes = limits.max_bytes.or(Some(SNAPSHOT_MAX_BYTES));
     }
-    if args.xattrs_on && args.snapshot {
+    if args.attributes.xattrs_on && args.limits.snapshot {
         bail!(
             "--xattrs cannot be used with --snapshot: the snapshot layout holds only files \
              and directories with fixed modes"
         );
     }
     let xattrs = args
+        .attributes
         .xattrs_on
         .then(|| {
-            crate::metadata::xattrs::XattrFilter::new(&args.xattrs_include, &args.xattrs_exclude)
+            crate::metadata::xattrs::XattrFilter::new(
+                &args.attributes.xattrs_include,
+                &args.attributes.xattrs_exclude,
+            )
         })
         .transpose()?;
     Ok(MemberPlan {
-        strip_components: args.strip_components,
+        strip_components: args.names.strip_components,
         one_top_level,
-        snapshot: args.snapshot,
+        snapshot: args.limits.snapshot,
         limits,
         // As GNU tar: restored by default for root (`--no-same-owner` says not), by request
         // for everyone else.
-        same_owner: args.same_owner || (!args.no_same_owner && edge.root),
-        numeric_owner: args.numeric_owner,
-        touch: args.touch,
+        same_owner: args.attributes.same_owner || (!args.attributes.no_same_owner && edge.root),
+        numeric_owner: args.attributes.numeric_owner,
+        touch: args.attributes.touch,
         xattrs,
-        acls: args.acls_on,
-        incremental: args.incremental || args.listed_incremental.is_some(),
+        acls: args.attributes.acls_on,
+        incremental: args.operation.incremental || args.operation.listed_incremental.is_some(),
     })
 }
 
@@ -382,60 +401,61 @@ fn member_plan(args: &Args, one_top_level: Option<PathBuf>, edge: &Edge) -> Resu
 /// SUFFIX (`$SIMPLE_BACKUP_SUFFIX` without `--suffix`, else `~`) the backups take, or None
 /// without either option. `--suffix` alone turns backups on, as in GNU tar.
 fn backup_wanted<'a>(args: &'a Args, edge: &'a Edge) -> Option<(&'a str, &'a str)> {
-    let control = match (args.backup.as_deref(), args.suffix.as_deref()) {
+    let control = match (args.overwrite.backup.as_deref(), args.overwrite.suffix.as_deref()) {
         (None, None) => return None,
         (Some(""), _) | (None, Some(_)) => edge.version_control.as_deref().unwrap_or(""),
         (Some(control), _) => control,
     };
-    let suffix = args.suffix.as_deref().or(edge.backup_suffix.as_deref()).unwrap_or("~");
+    let suffix = args.overwrite.suffix.as_deref().or(edge.backup_suffix.as_deref()).unwrap_or("~");
     Some((control, suffix))
 }
 
 /// How members land in DIR.
 fn writer_plan(args: &Args, edge: &Edge, warnings: Warnings) -> Result<WriterPlan> {
-    let direct_threshold = match &args.direct_io_threshold {
+    let direct_threshold = match &args.performance.direct_io_threshold {
         Some(t) => parse_size(t).context("--direct-io-threshold")?,
         None => crate::write::direct_policy::DEFAULT_THRESHOLD,
     };
-    let (threads, threads_given) = writer_threads(args.writer_threads, edge)?;
+    let (threads, threads_given) = writer_threads(args.performance.writer_threads, edge)?;
     let backup = match backup_wanted(args, edge) {
         Some((control, suffix)) => crate::write::backup::Backup::new(control, suffix)?,
         None => None,
     };
     Ok(WriterPlan {
         dest: destination(args)?,
-        backend: match args.io {
+        backend: match args.performance.io {
             crate::cli::IoBackend::Auto => Backend::Auto,
             crate::cli::IoBackend::Uring => Backend::Uring,
             crate::cli::IoBackend::Portable => Backend::Portable,
         },
         threads,
         threads_given,
-        direct: direct_io(args.direct_io, args.no_direct_io),
+        direct: direct_io(args.performance.direct_io, args.performance.no_direct_io),
         direct_threshold,
         tight_memory: tight_memory(edge.usable_memory).is_some(),
-        direct_after: match &args.debug_direct_after {
+        direct_after: match &args.performance.debug_direct_after {
             Some(t) => Some(parse_size(t).context("--debug-direct-after")?),
             None => None,
         },
         old_files: old_files(args),
         // Modes exactly as archived with -p, and as root unless --no-same-permissions (GNU
         // tar's default); otherwise the archive's modes less the umask, like tar without -p.
-        exact_modes: args.preserve_permissions || (!args.no_same_permissions && edge.root),
-        keep_directory_symlink: args.keep_directory_symlink || args.dereference,
-        dereference: args.dereference,
-        delay_restore: args.delay_directory_restore,
-        recursive_unlink: args.recursive_unlink,
+        exact_modes: args.attributes.preserve_permissions
+            || (!args.attributes.no_same_permissions && edge.root),
+        keep_directory_symlink: args.overwrite.keep_directory_symlink || args.selection.dereference,
+        dereference: args.selection.dereference,
+        delay_restore: args.attributes.delay_directory_restore,
+        recursive_unlink: args.overwrite.recursive_unlink,
         backup: backup.map(Arc::new),
-        one_file_system: args.one_file_system,
-        verbose: args.verbose > 0,
+        one_file_system: args.selection.one_file_system,
+        verbose: args.informative.verbose > 0,
         warnings,
-        ring_probe: match args.debug_uring {
+        ring_probe: match args.performance.debug_uring {
             None => RingProbe::Kernel,
             Some(crate::cli::DebugUring::Refused) => RingProbe::Refused,
             Some(crate::cli::DebugUring::NoOpenat) => RingProbe::NoOpenat,
         },
-        sync: args.sync,
+        sync: args.performance.sync,
         layout: None,
     })
 }
@@ -445,11 +465,11 @@ fn writer_plan(args: &Args, edge: &Edge, warnings: Warnings) -> Result<WriterPla
 /// without a word.
 fn old_files(args: &Args) -> OldFiles {
     match () {
-        _ if args.keep_old_files => OldFiles::Keep,
-        _ if args.skip_old_files => OldFiles::Skip,
-        _ if args.keep_newer_files => OldFiles::KeepNewer,
-        _ if args.no_overwrite_dir => OldFiles::NoOverwriteDir,
-        _ if args.unlink_first => OldFiles::UnlinkFirst,
+        _ if args.overwrite.keep_old_files => OldFiles::Keep,
+        _ if args.overwrite.skip_old_files => OldFiles::Skip,
+        _ if args.overwrite.keep_newer_files => OldFiles::KeepNewer,
+        _ if args.overwrite.no_overwrite_dir => OldFiles::NoOverwriteDir,
+        _ if args.overwrite.unlink_first => OldFiles::UnlinkFirst,
         _ => OldFiles::Replace,
     }
 }
@@ -476,19 +496,20 @@ fn read_plan(
 ) -> Result<ReadPlan> {
     let reads_only = command.reads_only();
     // Kept when extracting with --xattrs or --acls, and for -tv's mark with either.
-    let marks = args.list && args.verbose > 0;
+    let marks = args.operation.list && args.informative.verbose > 0;
     let asked = policy.xattrs.is_some() || policy.acls;
     Ok(ReadPlan {
-        ignore_zeros: args.ignore_zeros,
-        block_numbers: args.block_number,
-        pax_delete: pax_delete(&args.pax_option)?,
+        ignore_zeros: args.input.ignore_zeros,
+        block_numbers: args.informative.block_number,
+        pax_delete: pax_delete(&args.input.pax_option)?,
         xattrs: asked && (marks || !reads_only),
         // -G: the directories' lists, to purge by, or to show (-t -vv, as GNU tar's -tvvv:
         // its -t counts as one -v).
-        dumpdirs: policy.incremental && (!reads_only || args.list && args.verbose > 1),
-        show_omitted_dirs: args.show_omitted_dirs,
+        dumpdirs: policy.incremental
+            && (!reads_only || args.operation.list && args.informative.verbose > 1),
+        show_omitted_dirs: args.informative.show_omitted_dirs,
         transforms: selection.transforms.clone(),
-        label: args.label.clone(),
+        label: args.input.label.clone(),
         checkpoint,
         warnings,
     })
@@ -504,9 +525,9 @@ fn resume_plan(
     writer: &WriterPlan,
     read: &ReadPlan,
 ) -> Result<ResumePlan> {
-    let writeback = parse_size(&args.writeback_every).context("--writeback-every")?;
+    let writeback = parse_size(&args.resume.writeback_every).context("--writeback-every")?;
     Ok(ResumePlan {
-        flag: match (args.resume, args.no_resume) {
+        flag: match (args.resume.resume, args.resume.no_resume) {
             (_, true) => Flag::Off,
             (true, false) => Flag::Resume,
             (false, false) => Flag::Auto,
@@ -519,12 +540,14 @@ fn resume_plan(
             policy,
             writer,
             read,
-            &args.transform,
+            &args.names.transform,
         ),
-        debug_kill: args.debug_kill_at.clone(),
+        debug_kill: args.resume.debug_kill_at.clone(),
         writeback: Some(writeback).filter(|&n| n > 0),
-        quiet: args.quiet,
-        reads_only: args.list || args.to_stdout || args.to_command.is_some(),
+        quiet: args.informative.quiet,
+        reads_only: args.operation.list
+            || args.operation.to_stdout
+            || args.operation.to_command.is_some(),
     })
 }
 
@@ -798,13 +821,13 @@ fn pax_delete(options: &[String]) -> Result<Vec<std::ffi::CString>> {
 fn destination(args: &Args) -> Result<PathBuf> {
     let mut dest: Option<PathBuf> = None;
     // Without -f the first operand is the archive, not a name.
-    let mut archive_operand = args.file.is_none();
+    let mut archive_operand = args.input.file.is_none();
     let mut names = false;
-    for o in &args.ordered {
+    for o in &args.selection.ordered {
         match o {
             Ordered::Operand(_) if std::mem::take(&mut archive_operand) => {}
             Ordered::Operand(_) | Ordered::AddFile(_) | Ordered::FilesFrom(_) => names = true,
-            Ordered::Directory(dir) if names && args.directory.len() > 1 => bail!(
+            Ordered::Directory(dir) if names && args.selection.directory.len() > 1 => bail!(
                 "-C {}: several -C with one after MEMBER names (or -T) would put names in \
                  different directories, which fastuntar does not do: give one -C, or all \
                  before the names",
@@ -825,18 +848,20 @@ fn destination(args: &Args) -> Result<PathBuf> {
 /// Bytes of a tar record: `-b N` blocks of 512 or `--record-size` bytes (a multiple of 512),
 /// else GNU tar's default of 20 blocks.
 fn record_size(args: &Args) -> Result<u64> {
-    if let Some(b) = &args.blocking {
+    if let Some(b) = &args.compat.blocking {
         return match b.parse::<u64>() {
             Ok(n) if n > 0 && n <= 1 << 21 => Ok(n * 512),
             // Accepted as before (the value was not read) when it is a word: only --totals
             // needs it.
-            _ if args.totals.is_none() && b.bytes().all(|c| c.is_ascii_alphanumeric()) => {
+            _ if args.informative.totals.is_none()
+                && b.bytes().all(|c| c.is_ascii_alphanumeric()) =>
+            {
                 Ok(20 * 512)
             }
             _ => bail!("--blocking-factor: invalid number {b:?}"),
         };
     }
-    if let Some(r) = &args.record_size {
+    if let Some(r) = &args.compat.record_size {
         let n = parse_size(r).context("--record-size")?;
         if n == 0 || n % 512 != 0 {
             bail!("--record-size: {r}: not a multiple of 512");
@@ -851,11 +876,11 @@ fn record_size(args: &Args) -> Result<u64> {
 /// archive.
 fn filter(args: &Args) -> Result<Option<Vec<String>>> {
     let program = match () {
-        _ if args.lzip => "lzip",
-        _ if args.lzma => "lzma",
-        _ if args.lzop => "lzop",
-        _ if args.uncompress => "gzip",
-        _ => match args.compress_program.as_deref() {
+        _ if args.input.lzip => "lzip",
+        _ if args.input.lzma => "lzma",
+        _ if args.input.lzop => "lzop",
+        _ if args.input.uncompress => "gzip",
+        _ => match args.input.compress_program.as_deref() {
             Some(p) => p,
             None => return Ok(None),
         },
@@ -934,21 +959,21 @@ fn url_plan(
 ) -> Result<Option<crate::decode::url::Plan>> {
     use crate::decode::url;
     let Some(a) = archive.filter(|a| url::is_url(a.as_os_str())) else {
-        if args.keep_archive.is_some() || args.checksum.is_some() {
+        if args.input.keep_archive.is_some() || args.input.checksum.is_some() {
             bail!("--keep-archive and --checksum apply to an archive read from a URL");
         }
-        if args.no_sign_request {
+        if args.input.no_sign_request {
             bail!("--no-sign-request applies to an archive read from an s3:// URL");
         }
         return Ok(None);
     };
-    if args.no_sign_request && !url::s3::is_s3(&a.to_string_lossy()) {
+    if args.input.no_sign_request && !url::s3::is_s3(&a.to_string_lossy()) {
         bail!("--no-sign-request applies to an archive read from an s3:// URL");
     }
     if filter {
         bail!("-I/--use-compress-program cannot read a URL: fastuntar decodes its formats itself");
     }
-    let connections = match args.connections {
+    let connections = match args.input.connections {
         Some(0) => bail!("--connections: must be at least 1"),
         Some(n) if n > url::MAX_CONNECTIONS => {
             bail!("--connections: at most {}", url::MAX_CONNECTIONS)
@@ -956,30 +981,35 @@ fn url_plan(
         Some(n) => n,
         None => url::DEFAULT_CONNECTIONS,
     };
-    let stall = match args.stall_timeout {
+    let stall = match args.input.stall_timeout {
         Some(0) => bail!("--stall-timeout: must be at least 1 second"),
         Some(s) => std::time::Duration::from_secs(s),
         None => url::DEFAULT_STALL,
     };
-    let min_rate = match args.min_rate.as_deref() {
+    let min_rate = match args.input.min_rate.as_deref() {
         Some(r) => parse_rate(r).context("--min-rate")?,
         None => url::DEFAULT_MIN_RATE,
     };
-    let checksum =
-        args.checksum.as_deref().map(url::parse_checksum).transpose().context("--checksum")?;
+    let checksum = args
+        .input
+        .checksum
+        .as_deref()
+        .map(url::parse_checksum)
+        .transpose()
+        .context("--checksum")?;
     Ok(Some(url::Plan {
         url: a.to_string_lossy().into_owned(),
         connections,
         stall,
         min_rate,
-        retries: args.retries.unwrap_or(url::retry::DEFAULT_RETRIES),
-        cacert: args.cacert.clone(),
-        keep: args.keep_archive.clone(),
+        retries: args.input.retries.unwrap_or(url::retry::DEFAULT_RETRIES),
+        cacert: args.input.cacert.clone(),
+        keep: args.input.keep_archive.clone(),
         checksum,
         window: url_window(memory, url::ranges::BLOCK),
-        verbose: args.verbose > 0,
-        quiet: args.quiet,
-        no_sign_request: args.no_sign_request,
+        verbose: args.informative.verbose > 0,
+        quiet: args.informative.quiet,
+        no_sign_request: args.input.no_sign_request,
     }))
 }
 
