@@ -71,14 +71,14 @@ impl Reporter {
     /// previous errors").
     pub fn skipped(&self, member: &str, msg: impl std::fmt::Display) {
         self.skipped.fetch_add(1, Ordering::Relaxed);
-        self.diagnostic(&format!("fastuntar: {member}: {msg}"));
+        self.diagnostic(&super::said(format_args!("{member}: {msg}")));
     }
 
     /// An error the run goes on after, but which makes it exit 2 (GNU tar's "Exiting with
     /// failure status due to previous errors"): a MEMBER operand that selected nothing.
     pub fn failed(&self, name: &str, msg: impl std::fmt::Display) {
         self.failed.fetch_add(1, Ordering::Relaxed);
-        self.diagnostic(&format!("fastuntar: {name}: {msg}"));
+        self.diagnostic(&super::said(format_args!("{name}: {msg}")));
     }
 
     /// Members a resumed run's interrupted run reported skipped before its resume point:
@@ -98,7 +98,7 @@ impl Reporter {
     /// Something worth saying that does not change the exit code (e.g. a stripped leading
     /// `/`).
     pub fn warn(&self, msg: impl std::fmt::Display) {
-        self.diagnostic(&format!("fastuntar: {msg}"));
+        self.diagnostic(&super::said(msg));
     }
 
     /// A warning of class `w`, unless `--warning=no-...` turned it off (`warnings`).

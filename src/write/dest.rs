@@ -47,7 +47,7 @@ use dirs::DeferredDir;
 use errors::owner_refused;
 use meta::{MetaOf, fset_xattrs, is_acl_attr, set_meta, set_meta_opath};
 
-pub use errors::{KeptExisting, MetadataFailed};
+pub use errors::{KeptExisting, MetadataFailed, says_all};
 pub(super) use existing::{Removed, empty_tree, remove_entry};
 
 /// Mode a directory member is created with; its own mode is applied once it is complete, so a

@@ -69,7 +69,7 @@ impl Portable {
             }
             Err(e) => {
                 let e = self.dest.explain(&entry.path, e);
-                member_failed(&self.dest, &entry, "cannot create", e)
+                member_failed(&self.dest, &entry, super::CANNOT_OPEN, e)
             }
         }
     }

@@ -397,7 +397,7 @@ impl Uring {
             Err(e) => {
                 self.current = None;
                 let e = self.dest.explain(&entry.path, e);
-                return member_failed(&self.dest, &entry, "cannot create", e);
+                return member_failed(&self.dest, &entry, super::CANNOT_OPEN, e);
             }
         };
         let direct = self.policy.opens_direct(direct);
@@ -684,7 +684,7 @@ impl Uring {
         if self.current != Some(file) || f.ended {
             self.forget(file);
         }
-        member_failed(&self.dest, &entry, "cannot create", e)
+        member_failed(&self.dest, &entry, super::CANNOT_OPEN, e)
     }
 
     fn forget(&mut self, file: usize) {

@@ -2044,8 +2044,8 @@ fn same_owner_refused_to_a_user_like_gnu_tar() {
         let reported = |_: &Ran, o: &Ran| -> Vec<String> {
             let line = |name| {
                 format!(
-                    "fastuntar: {name}: cannot set metadata: cannot change ownership to uid 4242, \
-                     gid 4242: Operation not permitted"
+                    "fastuntar: {name}: Cannot change ownership to uid 4242, gid 4242: \
+                     Operation not permitted"
                 )
             };
             let missing = ["d/f", "d/l", "d/p"].map(line).into_iter();

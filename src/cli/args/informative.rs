@@ -30,8 +30,8 @@ pub struct Informative {
     #[arg(long = "show-omitted-dirs")]
     pub show_omitted_dirs: bool,
 
-    /// Print each member name as it is extracted, and the end-of-run summary on standard
-    /// error (said without -v only on a terminal).
+    /// Print each member name as it is extracted (the end-of-run summary is said only on a
+    /// terminal or with --totals, as GNU tar prints none with -v).
     #[arg(short = 'v', long = "verbose", action = ArgAction::Count)]
     pub verbose: u8,
 
