@@ -74,7 +74,11 @@ fn resolve(args: cli::Args, reporter: &Reporter) -> Plans {
     }
     let mut plans = match plans {
         Ok(plans) => plans,
-        Err(e) => fatal(&e, reporter),
+        Err(e) => {
+            // A refused command line (GNU tar's usage errors, exit 2): the line alone.
+            reporter.diagnostic(&report::said(report::chain(&e)));
+            std::process::exit(ExitCode::Fatal as i32);
+        }
     };
     if !plans.command.reads_only() {
         let fs = write::plan::DestFs::probe(&plans.writer);
@@ -134,8 +138,8 @@ fn cut_short<T>(outcome: &anyhow::Result<T>) -> bool {
     outcome.as_ref().is_err_and(|e| !e.chain().any(|c| c.is::<fastuntar::archive::NotTar>()))
 }
 
-/// An error that ends the run before it read the archive (the plans, `--index-file`): said
-/// with GNU tar's closing line, exit 2.
+/// An error that ends the run before it read the archive (`--index-file`'s FILE cannot be
+/// opened): said with GNU tar's closing line, exit 2.
 fn fatal(e: &anyhow::Error, reporter: &Reporter) -> ! {
     reporter.diagnostic(&report::said(report::chain(e)));
     reporter.diagnostic(&report::said(report::NOT_RECOVERABLE));
@@ -159,7 +163,6 @@ fn exit(code: ExitCode, fatal: bool, reporter: &Reporter) -> ! {
     }
     std::process::exit(code as i32);
 }
-
 
 /// Prints generated text (completions, man page) and exits: 0, also when the reader closed
 /// the pipe early (`fastuntar --man | head`); 2 with a message on any other failure.

@@ -67,12 +67,14 @@ impl Filter {
                 Stdio::from(f)
             }
         };
-        let mut child = Command::new(program)
-            .args(args)
-            .stdin(stdin)
-            .stdout(Stdio::piped())
-            .spawn()
-            .with_context(|| format!("cannot run '{what}'"))?;
+        let mut child =
+            Command::new(program).args(args).stdin(stdin).stdout(Stdio::piped()).spawn().map_err(
+                |e| {
+                    // GNU tar's words ("lzip: Cannot exec: ..."), the command line after them.
+                    let why = crate::report::strerror(&e);
+                    anyhow::anyhow!("{program}: Cannot exec: {why} ('{what}')")
+                },
+            )?;
         let stdout = child.stdout.take().expect("stdout was piped");
         Ok(Filter { child, stdout, what, done: false })
     }
@@ -130,7 +132,11 @@ mod tests {
     #[test]
     fn a_missing_program_is_one_line() {
         let e = Filter::spawn(&words("no-such-program-here -d"), None).err().unwrap();
-        assert!(format!("{e:#}").starts_with("cannot run 'no-such-program-here -d': "), "{e:#}");
+        assert_eq!(
+            format!("{e:#}"),
+            "no-such-program-here: Cannot exec: No such file or directory \
+             ('no-such-program-here -d')"
+        );
         assert!(Filter::spawn(&words("-d"), None).is_err());
     }
 

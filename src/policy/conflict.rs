@@ -45,6 +45,19 @@ pub struct Policy {
     pub keep_dir_symlinks: bool,
     /// `-h`: a directory member kept as such a symlink gives its directory its metadata.
     pub dereference: bool,
+    /// `--overwrite -h` (`writes_through`): a file member whose path holds a symlink is
+    /// written into the file the symlink leads to, inside DIR.
+    pub write_through: bool,
+}
+
+/// Whether a file member writes through a symlink at its path (GNU tar 1.34's extract.c
+/// `open_output_file`: with `--overwrite` it opens with O_TRUNC instead of O_EXCL, and `-h`
+/// drops O_NOFOLLOW; its extrac13.at). Without `--overwrite` GNU tar's O_EXCL open fails on
+/// the symlink, which is removed and the file made in its place, `-h` or not; with
+/// `--overwrite` alone O_NOFOLLOW fails (ELOOP) and the symlink is removed likewise. The
+/// other old-file options keep what is there before the question arises.
+pub fn writes_through(old_files: OldFiles, overwrite: bool, dereference: bool) -> bool {
+    overwrite && dereference && old_files == OldFiles::Replace
 }
 
 impl Policy {
@@ -169,6 +182,23 @@ mod tests {
             backup: false,
             keep_dir_symlinks: false,
             dereference: false,
+            write_through: false,
+        }
+    }
+
+    /// `--overwrite -h` writes through a symlink at a file member's path; nothing else does.
+    #[test]
+    fn only_overwrite_with_dereference_writes_through() {
+        for old in ALL {
+            for (overwrite, deref) in [(false, false), (false, true), (true, false), (true, true)] {
+                // clap refuses --overwrite with the other old-file options.
+                let want = overwrite && deref && old == O::Replace;
+                assert_eq!(
+                    writes_through(old, overwrite, deref),
+                    want,
+                    "{old:?} {overwrite} {deref}"
+                );
+            }
         }
     }
 

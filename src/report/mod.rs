@@ -193,10 +193,24 @@ pub fn closing(code: crate::exit_codes::ExitCode, fatal: bool) -> Option<&'stati
 pub fn strerror(e: &io::Error) -> String {
     let text = e.to_string();
     match e.raw_os_error() {
-        Some(code) if e.get_ref().is_none() => match text.strip_suffix(&format!(" (os error {code})")) {
-            Some(words) => words.to_string(),
-            None => text,
-        },
+        Some(code) if e.get_ref().is_none() => {
+            match text.strip_suffix(&format!(" (os error {code})")) {
+                Some(words) => words.to_string(),
+                None => text,
+            }
+        }
+        _ => text,
+    }
+}
+
+/// `text` (a system error said by Rust) without its trailing " (os error N)".
+pub fn without_errno(text: String) -> String {
+    let Some(open) = text.rfind(" (os error ") else { return text };
+    let code = &text[open + " (os error ".len()..];
+    match code.strip_suffix(')') {
+        Some(n) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+            text[..open].to_string()
+        }
         _ => text,
     }
 }
@@ -417,7 +431,11 @@ mod tests {
         let e = io::Error::from_raw_os_error(libc::EEXIST);
         assert_eq!(strerror(&e), "File exists");
         assert_eq!(strerror(&io::Error::other("mine (os error 5)")), "mine (os error 5)");
-        let e = anyhow::Error::new(io::Error::from_raw_os_error(libc::ENOENT)).context("f: Cannot open");
+        let e = io::Error::from_raw_os_error(libc::ENOSPC).to_string();
+        assert_eq!(without_errno(e), "No space left on device");
+        assert_eq!(without_errno("a (os error x)".into()), "a (os error x)");
+        let e = anyhow::Error::new(io::Error::from_raw_os_error(libc::ENOENT))
+            .context("f: Cannot open");
         assert_eq!(chain(&e), "f: Cannot open: No such file or directory");
     }
 

@@ -146,9 +146,7 @@ pub fn say(summary: &Summary, plan: &ReportPlan, code: ExitCode, reporter: &Repo
         SummaryTo::Json => {
             let _ = reporter.print_line(&json(summary, code, skipped));
         }
-        SummaryTo::Stderr => {
-            super::info(&super::said(line(summary, plan.verbose > 0, skipped)))
-        }
+        SummaryTo::Stderr => super::info(&super::said(line(summary, plan.verbose > 0, skipped))),
         SummaryTo::Nowhere => {}
     }
 }

@@ -55,6 +55,7 @@ pub mod align;
 /// A write that failed part-way and left a file shorter than its member:
 /// `NAME: WHAT: ERR; the file is incomplete`.
 pub fn incomplete(name: &str, what: &str, err: impl std::fmt::Display) -> anyhow::Error {
+    let err = crate::report::without_errno(err.to_string());
     anyhow::anyhow!("{name}: {what}: {err}; the file is incomplete")
 }
 
@@ -109,7 +110,10 @@ fn cannot_make(op: &Op) -> String {
         Op::Dir(_) => "Cannot mkdir".to_string(),
         Op::Symlink { target, .. } => format!("Cannot create symlink to {}", quoted(target)),
         Op::Hardlink { target, .. } => {
-            format!("Cannot hard link to {}", quoted(target.as_path().as_os_str().as_encoded_bytes()))
+            format!(
+                "Cannot hard link to {}",
+                quoted(target.as_path().as_os_str().as_encoded_bytes())
+            )
         }
         Op::Special { node: crate::plan::Node::Fifo, .. } => "Cannot mkfifo".to_string(),
         Op::Special { .. } => "Cannot mknod".to_string(),
@@ -347,6 +351,7 @@ fn open_dests(
         files: files.clone(),
         keep_dir_symlinks: plan.keep_directory_symlink,
         dereference: plan.dereference,
+        write_through: plan.write_through,
         delay_restore: plan.delay_restore,
         recursive_unlink: plan.recursive_unlink,
         backup: plan.backup.clone(),

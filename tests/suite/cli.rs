@@ -1160,9 +1160,7 @@ fn scratch(td: &TestDir) -> tempfile::TempDir {
 }
 
 /// Runs a shell command line under a pseudo-terminal (`script`), output captured.
-fn in_pty(cmdline: &str) -> Output {
-    Cmd::new("script").args(["-qfec", cmdline, "/dev/null"]).timeout(Duration::from_secs(120)).run()
-}
+use util::in_pty;
 
 fn has_progress(text: &str) -> bool {
     text.contains("read")

@@ -583,6 +583,25 @@ pub fn fastuntar() -> Cmd {
     c
 }
 
+/// The binary under test run by another name, as a drop-in is installed: a symlink `name` to
+/// it in `dir` (made if missing), strict as `fastuntar()`.
+pub fn fastuntar_named(dir: &Path, name: &str) -> Cmd {
+    let link = dir.join(name);
+    if std::fs::symlink_metadata(&link).is_err() {
+        std::os::unix::fs::symlink(fastuntar_path(), &link).unwrap();
+    }
+    let mut c = Cmd { strict: true, ..Cmd::new(&link) };
+    engine::current_limits().apply(&mut c);
+    c
+}
+
+/// `cmdline` (a shell command line) run with a terminal as its standard input, output and
+/// error: `script` from util-linux makes the pty; what the terminal showed is the output's
+/// stdout. Bounded: 120 s.
+pub fn in_pty(cmdline: &str) -> Output {
+    Cmd::new("script").args(["-qfec", cmdline, "/dev/null"]).timeout(Duration::from_secs(120)).run()
+}
+
 /// Something that says how to run the binary under test: a writer row, or an engine (a row of
 /// every dimension).
 pub trait Flags {

@@ -43,6 +43,37 @@ impl std::fmt::Display for ThroughSymlink {
 
 impl std::error::Error for ThroughSymlink {}
 
+/// `--overwrite -h`: the file the symlink at a member's path leads to, resolved inside DIR,
+/// could not be opened (it leads out of DIR, to a directory DIR does not have, ...): the
+/// system's words, then why a user may not have expected it.
+#[derive(Debug)]
+struct BeyondLink {
+    link: String,
+    source: io::Error,
+}
+
+impl std::fmt::Display for BeyondLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (-h follows the symlink '{}' only inside DIR, as if DIR were /)",
+            crate::report::strerror(&self.source),
+            self.link
+        )
+    }
+}
+
+impl std::error::Error for BeyondLink {}
+
+pub(super) fn beyond_link(link: String, source: io::Error) -> io::Error {
+    match source.raw_os_error() {
+        Some(libc::ENOENT | libc::ENOTDIR | libc::EXDEV | libc::ELOOP) => {
+            io::Error::new(source.kind(), BeyondLink { link, source })
+        }
+        _ => source,
+    }
+}
+
 /// A chown the kernel refused, named as GNU tar names it ("Cannot change ownership to uid
 /// 4242, gid 4242: Operation not permitted").
 #[derive(Debug)]
@@ -86,6 +117,9 @@ fn cause(e: &io::Error) -> &io::Error {
     }
     if let Some(t) = inner.and_then(|x| x.downcast_ref::<ThroughSymlink>()) {
         return cause(&t.source);
+    }
+    if let Some(b) = inner.and_then(|x| x.downcast_ref::<BeyondLink>()) {
+        return cause(&b.source);
     }
     e
 }

@@ -60,6 +60,7 @@ fn dest_with(
         files: FileCount::new(None),
         keep_dir_symlinks: false,
         dereference: false,
+        write_through: false,
         delay_restore: false,
         recursive_unlink: false,
         backup: backup.map(Arc::new),
