@@ -181,7 +181,7 @@ impl Reporter {
             && !(pipe_gone_ok && e.kind() == io::ErrorKind::BrokenPipe)
         {
             let what = index.map_or("stdout", |(_, name)| name.as_str());
-            *failed = Some(format!("{what}: write error: {e}"));
+            *failed = Some(format!("{what}: write error: {}", super::strerror(e)));
         }
         r
     }
@@ -227,7 +227,7 @@ impl Reporter {
     pub fn stdout_failed(&self, e: &io::Error) {
         let what = self.index_file.get().map_or("stdout", |(_, name)| name.as_str());
         let mut failed = self.stdout_failed.lock().unwrap_or_else(|e| e.into_inner());
-        failed.get_or_insert_with(|| format!("{what}: write error: {e}"));
+        failed.get_or_insert_with(|| format!("{what}: write error: {}", super::strerror(e)));
     }
 
     /// The first failed write to stdout or the index file, as said at the end of the run.

@@ -479,8 +479,19 @@ impl Output {
         String::from_utf8_lossy(&self.stderr).into_owned()
     }
 
-    /// Non-empty stderr lines.
+    /// Non-empty stderr lines, but GNU tar's closing line (`is_closing`), which every run
+    /// that exits 2 ends with: "one line" in a case means one message. dropin.rs
+    /// `messages_are_gnu_tars` checks the closing lines against GNU tar's.
     pub fn stderr_lines(&self) -> Vec<String> {
+        self.stderr_str()
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !is_closing(l))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Every non-empty stderr line, GNU tar's closing line too.
+    pub fn stderr_all_lines(&self) -> Vec<String> {
         self.stderr_str().lines().filter(|l| !l.trim().is_empty()).map(str::to_string).collect()
     }
 
@@ -528,6 +539,17 @@ impl Output {
 }
 
 /// The closing summary: `fastuntar: 3 members, 3 files (0 direct, 3 buffered), 0.0 MB in ...`.
+/// GNU tar's last line after a run that exits 2 (`report::closing`), as fastuntar or a
+/// `tar` symlink to it says it.
+pub fn is_closing(line: &str) -> bool {
+    let said = ["fastuntar: ", "tar: "].iter().find_map(|p| line.strip_prefix(p));
+    matches!(
+        said,
+        Some("Exiting with failure status due to previous errors")
+            | Some("Error is not recoverable: exiting now")
+    )
+}
+
 pub fn is_summary(line: &str) -> bool {
     line.strip_prefix("fastuntar: ")
         .and_then(|r| r.split_once(" members, "))
