@@ -1061,7 +1061,7 @@ fn dereference_writes_through_a_file_symlink_like_gnu_tar() {
     };
     let shapes = writer_shapes(test, &WRITER_SHAPES);
     let over: &[&str] = &["--overwrite", "-xhf", "{archive}", "-C", "{dest}"];
-    let rows: [(&dyn Fn(&Path), &[&str]); 6] = [
+    let rows: [(Prepare, &[&str]); 6] = [
         (&to_files, over),
         (&to_files, &["-xhf", "{archive}", "-C", "{dest}"]),
         (&to_files, &["--overwrite", "-xf", "{archive}", "-C", "{dest}"]),
@@ -1081,6 +1081,9 @@ fn dereference_writes_through_a_file_symlink_like_gnu_tar() {
     assert_eq!(fs::read_to_string(b.ours_dest.join("target1")).unwrap(), "file1\n");
     assert!(fs::symlink_metadata(b.ours_dest.join("file1")).unwrap().file_type().is_symlink());
 }
+
+/// What fills a destination before a run.
+type Prepare<'a> = &'a dyn Fn(&Path);
 
 fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
