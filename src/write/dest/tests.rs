@@ -116,7 +116,7 @@ fn attributes_not_set_go_to_the_sink() {
     set_xattrs("m", &all, &kept, refuse_b);
     set_xattrs("n", &all[..1], &kept, refuse_b);
     let said = kept.0.lock().unwrap().clone();
-    let enotsup = io::Error::from_raw_os_error(libc::ENOTSUP).to_string();
+    let enotsup = crate::report::strerror(&io::Error::from_raw_os_error(libc::ENOTSUP));
     assert_eq!(said, [format!("xattrs not set m user.b\\n: {enotsup} +1")]);
 }
 
