@@ -94,10 +94,11 @@ pub fn run(plans: &Plans, report: &Arc<Reporter>) -> Result<Summary> {
     if direct.threshold.is_some() {
         input.drop_behind();
     }
-    // Checkpoints, when asked for, are the progress display: no bar to draw over them.
+    // Checkpoints, when asked for, are the progress display: no bar to draw over them; nor
+    // over `-w`'s questions, which wait for an answer on the line they end.
     let net = input.download.as_ref().map(|d| d.stats.clone());
     let progress = Progress::start(
-        !plans.report.quiet && plans.report.checkpoint.is_none(),
+        !plans.report.quiet && plans.report.checkpoint.is_none() && !plans.selection.interactive,
         input.size,
         input.consumed.clone(),
         net,
