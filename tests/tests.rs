@@ -17,6 +17,7 @@ mod suite {
     mod incremental;
     mod multiframe;
     mod ordering;
+    mod package;
     mod races;
     mod regressions;
     mod resume;
