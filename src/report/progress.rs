@@ -117,7 +117,8 @@ fn frame(f: &Frame, width: usize) -> String {
     let mut fields: Vec<(u8, bool, String)> = Vec::new();
     match f.total {
         Some(total) => {
-            let pct = if total == 0 { 100 } else { (f.read.min(total) * 100 / total) as u8 };
+            let done = u128::from(f.read.min(total)) * 100;
+            let pct = done.checked_div(u128::from(total)).unwrap_or(100) as u8;
             fields.push((0, false, format!("{pct:>3}%")));
             fields.push((1, false, format!("{:>8}/{}", size(f.read), size(total))));
         }
