@@ -1054,6 +1054,11 @@ pub struct Args {
     #[arg(long = "debug-uring", value_enum, value_name = "KERNEL", hide = true)]
     pub debug_uring: Option<DebugUring>,
 
+    /// For the test suite: the tree size from which `--direct-io=auto` writes large files
+    /// direct (instead of 256 MiB), so that small archives cross it.
+    #[arg(long = "debug-direct-after", value_name = "SIZE", hide = true)]
+    pub debug_direct_after: Option<String>,
+
     /// Print the end-of-run summary as one JSON object on standard output.
     #[arg(long = "json")]
     pub json: bool,
@@ -1071,6 +1076,12 @@ pub struct Args {
     /// For a URL: a connection that brings no byte for SECONDS is retried (default 30).
     #[arg(long = "stall-timeout", value_name = "SECONDS")]
     pub stall_timeout: Option<u64>,
+
+    /// For a URL: a connection that brings less than RATE bytes a second over --stall-timeout
+    /// of waiting is retried as stalled. RATE as curl's: 500, 64K, 50M, 1G (1024-based);
+    /// default 1K, 0 for no floor.
+    #[arg(long = "min-rate", value_name = "RATE")]
+    pub min_rate: Option<String>,
 
     /// For a URL: failures in a row, without a byte between them, before a connection gives up
     /// (default 64, about an hour of waits: at once, then 1, 2, 4 ... 60 s).

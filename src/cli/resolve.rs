@@ -413,6 +413,11 @@ fn writer_plan(args: &Args, edge: &Edge, warnings: Warnings) -> Result<WriterPla
         threads_given,
         direct: direct_io(args.direct_io, args.no_direct_io),
         direct_threshold,
+        tight_memory: tight_memory(edge.usable_memory).is_some(),
+        direct_after: match &args.debug_direct_after {
+            Some(t) => Some(parse_size(t).context("--debug-direct-after")?),
+            None => None,
+        },
         old_files: old_files(args),
         // Modes exactly as archived with -p, and as root unless --no-same-permissions (GNU
         // tar's default); otherwise the archive's modes less the umask, like tar without -p.
@@ -889,19 +894,32 @@ fn window_log(size: u64) -> Result<u32> {
 
 /// `123`, `64K`, `64KiB`, `1M`, `2G` (binary multiples).
 pub fn parse_size(s: &str) -> Result<u64> {
+    scaled(s, "size")
+}
+
+/// A rate in bytes per second (`--min-rate`, and issue 42's `--limit-rate`), spelt as curl's
+/// `--limit-rate` takes it: a whole number with an optional K, M, G, T or P, 1024-based, in
+/// either case (`50M` is 52,428,800 bytes/s); as a size, `KB`/`KiB` and a `B` are taken too.
+pub fn parse_rate(s: &str) -> Result<u64> {
+    scaled(s, "rate")
+}
+
+/// A whole number with an optional binary multiple; `what` names it in errors.
+fn scaled(s: &str, what: &str) -> Result<u64> {
     let t = s.trim();
     let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(digits);
-    let n: u64 = num.parse().with_context(|| format!("invalid size '{s}'"))?;
+    let n: u64 = num.parse().with_context(|| format!("invalid {what} '{s}'"))?;
     let shift = match unit.trim().to_ascii_uppercase().as_str() {
         "" | "B" => 0,
         "K" | "KB" | "KIB" => 10,
         "M" | "MB" | "MIB" => 20,
         "G" | "GB" | "GIB" => 30,
         "T" | "TB" | "TIB" => 40,
-        _ => bail!("invalid size '{s}' (use a number with an optional K, M, G or T)"),
+        "P" | "PB" | "PIB" => 50,
+        _ => bail!("invalid {what} '{s}' (use a number with an optional K, M, G, T or P)"),
     };
-    n.checked_mul(1 << shift).with_context(|| format!("size '{s}' is too large"))
+    n.checked_mul(1 << shift).with_context(|| format!("{what} '{s}' is too large"))
 }
 
 /// The download settings when the archive is a URL (`decode::url::is_url`); the URL-only
@@ -943,12 +961,17 @@ fn url_plan(
         Some(s) => std::time::Duration::from_secs(s),
         None => url::DEFAULT_STALL,
     };
+    let min_rate = match args.min_rate.as_deref() {
+        Some(r) => parse_rate(r).context("--min-rate")?,
+        None => url::DEFAULT_MIN_RATE,
+    };
     let checksum =
         args.checksum.as_deref().map(url::parse_checksum).transpose().context("--checksum")?;
     Ok(Some(url::Plan {
         url: a.to_string_lossy().into_owned(),
         connections,
         stall,
+        min_rate,
         retries: args.retries.unwrap_or(url::retry::DEFAULT_RETRIES),
         cacert: args.cacert.clone(),
         keep: args.keep_archive.clone(),
@@ -1260,6 +1283,50 @@ pub(crate) mod tests {
         assert_eq!(parse_size("0").unwrap(), 0);
         assert!(parse_size("12Q").is_err());
         assert!(parse_size("99999999999T").is_err());
+    }
+
+    /// Rates as curl's --limit-rate spells them (1024-based, either case, K to P); the
+    /// errors name a rate.
+    #[test]
+    fn rates() {
+        for (text, want) in [
+            ("0", 0),
+            ("500", 500),
+            ("64k", 64 << 10),
+            ("64K", 64 << 10),
+            ("50M", 50 << 20),
+            ("50m", 50 << 20),
+            ("1G", 1 << 30),
+            ("2T", 2 << 40),
+            ("1P", 1 << 50),
+            ("10KB", 10 << 10),
+            ("8 MiB", 8 << 20),
+            ("100B", 100),
+        ] {
+            assert_eq!(parse_rate(text).unwrap(), want, "{text}");
+        }
+        for bad in ["", "M", "1.5M", "-1", "50Mb/s", "1X", "99999P"] {
+            let e = parse_rate(bad).unwrap_err().to_string();
+            assert!(e.contains("rate"), "{bad}: {e}");
+        }
+    }
+
+    /// `--min-rate` into the download plan: 1 KiB/s unless given, 0 for none, refused when not
+    /// a rate.
+    #[test]
+    fn min_rate_into_the_url_plan() {
+        let url = |extra: &[&str]| {
+            let argv: Vec<&str> =
+                ["-x", "-f", "https://h/a.tar"].iter().chain(extra).copied().collect();
+            plans_of(&argv, &edge()).map(|p| p.input.url.expect("a URL plan").min_rate)
+        };
+        assert_eq!(url(&[]).unwrap(), crate::decode::url::DEFAULT_MIN_RATE);
+        assert_eq!(url(&["--min-rate", "50M"]).unwrap(), 50 << 20);
+        assert_eq!(url(&["--min-rate=0"]).unwrap(), 0);
+        let e = format!("{:#}", url(&["--min-rate", "fast"]).unwrap_err());
+        assert!(e.contains("--min-rate") && e.contains("invalid rate 'fast'"), "{e}");
+        // A tuning flag: let be for a file (TAR_OPTIONS may carry it).
+        assert!(plans_of(&["-x", "-f", "a.tar", "--min-rate", "1M"], &edge()).is_ok());
     }
 
     #[test]

@@ -29,6 +29,7 @@ use crate::report::{self, Reporter};
 use crate::resume::Session;
 use crate::selection::confirm::Confirm;
 use crate::write::direct::DirectPolicy;
+use crate::write::direct_policy::Gate;
 use crate::write::{self, Stats};
 
 /// Batches queued between the threads (the pool bounds the data they hold): 16 batches of up
@@ -87,13 +88,17 @@ pub fn run(plans: &Plans, report: &Arc<Reporter>) -> Result<Summary> {
     let events =
         Arc::new(write::events::Said::new(writer.verbose, writer.warnings, report.clone()));
     let later_fds = input.download.as_ref().map_or(0, |d| d.later_fds());
-    let incoming = write::Incoming { size: input.size, later_fds };
+    let arrival =
+        write::direct_policy::Arrival::new(input.format, input.size, input.first_frame_size());
+    let incoming = write::Incoming { arrival, later_fds };
     let writers = write::create_n(writer, &pool, frames, files.clone(), incoming, events)?;
     let writer_counts = (writers.workers.len(), writers.uring);
     let direct = writers.direct;
-    if direct.threshold.is_some() {
+    if direct.threshold.is_some() && direct.start == write::direct_policy::Start::Now {
         input.drop_behind();
     }
+    // A plan that starts buffered drops them once its first file goes direct.
+    let arrived = Arrived { consumed: input.consumed.clone(), dropper: input.dropper() };
     // Checkpoints, when asked for, are the progress display: no bar to draw over them; nor
     // over `-w`'s questions, which wait for an answer on the line they end.
     let net = input.download.as_ref().map(|d| d.stats.clone());
@@ -109,8 +114,12 @@ pub fn run(plans: &Plans, report: &Arc<Reporter>) -> Result<Summary> {
     let stream_download = decoded.download.clone();
 
     let wanted = crate::selection::select::Wanted::new(&plans.selection)?;
-    let stream = Stream { archive: session.reading(&plans.read, wanted, decoded)? };
+    let stream = Stream { archive: session.reading(&plans.read, wanted, decoded)?, arrived };
     let (members, stats) = pipeline(plans, stream, &pool, writers, files, &session, report)?;
+    // Every writer is done: nothing can take the kept copy's names any more (keep.rs).
+    if let Some(d) = &stream_download {
+        d.keep_copy()?;
+    }
     progress.finish();
     session.complete()?;
     let elapsed = start.elapsed();
@@ -161,6 +170,15 @@ fn download_summary(d: Option<&decode::url::Download>) -> Option<DownloadSummary
 /// The decoded tar stream.
 struct Stream {
     archive: Reading,
+    arrived: Arrived,
+}
+
+/// How far the archive has been read, and the hand that drops its pages behind the reader:
+/// for the direct-IO gate (`Kept::gate`).
+struct Arrived {
+    /// Bytes of the archive read so far (`Input::consumed`).
+    consumed: Arc<std::sync::atomic::AtomicU64>,
+    dropper: decode::Dropper,
 }
 
 /// Buffers worth having for an archive of `size` bytes: a small archive cannot fill a 64 MiB
@@ -223,7 +241,8 @@ fn pipeline(
     report: &Reporter,
 ) -> Result<(u64, Stats)> {
     let direct = writers.direct.policy();
-    let pipe = Pipe { plans, pool, files, direct, session, report };
+    let gate = write::direct_policy::Gate::new(&writers.direct);
+    let pipe = Pipe { plans, pool, files, direct, gate, session, report };
     let Some(dest) = writers.dest.take() else {
         let mut writer = writers.workers.pop().expect("one writer");
         return pipeline_one(pipe, input, &mut *writer);
@@ -519,6 +538,8 @@ struct Pipe<'s> {
     pool: &'s Pool,
     files: Arc<FileCount>,
     direct: DirectPolicy,
+    /// Which files go direct, file by file (direct_policy.rs), as it starts.
+    gate: Gate,
     session: &'s Session,
     report: &'s Reporter,
 }
@@ -536,10 +557,12 @@ struct Kept {
     probes: crate::resume::Probes,
     /// The contiguous-file warning was said (once per run).
     said_contiguous: bool,
+    /// Which files go direct: the bytes of files seen so far (direct_policy.rs).
+    gate: Gate,
 }
 
 impl Kept {
-    fn new(plans: &Plans, files: Arc<FileCount>) -> Kept {
+    fn new(plans: &Plans, files: Arc<FileCount>, gate: Gate) -> Kept {
         let policy = &plans.policy;
         let selection = &plans.selection;
         Kept {
@@ -552,6 +575,7 @@ impl Kept {
             confirm: selection.interactive.then(|| Confirm::new(selection.stdin_taken, false)),
             probes: crate::resume::Probes::default(),
             said_contiguous: false,
+            gate,
         }
     }
 }
@@ -603,9 +627,11 @@ fn next_member(
 
 /// Reads members, judges their paths and sends the ops. Returns the number of members.
 fn produce(pipe: Pipe<'_>, input: Stream, out: &mut dyn Sink) -> Result<u64> {
-    let Pipe { plans, pool, files, direct, session, report } = pipe;
-    let Stream { mut archive } = input;
-    let mut kept = Kept::new(plans, files);
+    let Pipe { plans, pool, files, direct, gate, session, report } = pipe;
+    let Stream { mut archive, arrived } = input;
+    // `--keep-archive`'s copy is named in `run`, once no member can land any more.
+    archive.copy_named_later = true;
+    let mut kept = Kept::new(plans, files, gate);
     let utf8 = crate::report::locale::utf8_locale();
     // Safety: geteuid/getegid have no preconditions.
     let ids = unsafe { (libc::geteuid(), libc::getegid()) };
@@ -642,6 +668,8 @@ fn produce(pipe: Pipe<'_>, input: Stream, out: &mut dyn Sink) -> Result<u64> {
             owners: &mut kept.owners,
             pool,
             direct,
+            gate: &mut kept.gate,
+            arrived: &arrived,
             lines: &mut kept.lines,
             packer: &mut kept.packer,
             confirm: &mut kept.confirm,
@@ -663,7 +691,7 @@ fn produce(pipe: Pipe<'_>, input: Stream, out: &mut dyn Sink) -> Result<u64> {
             }
         }
     }
-    if let Err(e) = flush_at_end(out) {
+    if let Err(e) = flush_at_end(out, session.writes_points()) {
         return stopped(members, e);
     }
     archive.finish(utf8)?;
@@ -673,10 +701,11 @@ fn produce(pipe: Pipe<'_>, input: Stream, out: &mut dyn Sink) -> Result<u64> {
 /// Sends what the sink holds after the last member. Its failure is the sink's own: the
 /// dispatcher's directory or link, or on one thread the writer's last writes, closes and
 /// metadata, which only the flush lands. A kill test armed at the first state waits here
-/// for it (mark/hook.rs `before_end`), the sink flushed meanwhile so points get published.
-fn flush_at_end(out: &mut dyn Sink) -> Result<(), Stop> {
+/// for it (mark/hook.rs `before_end`), the sink flushed meanwhile so points get published;
+/// only when this run `writes_points` (with `--no-resume` none ever comes).
+fn flush_at_end(out: &mut dyn Sink, writes_points: bool) -> Result<(), Stop> {
     let mut flushed = out.flush();
-    crate::mark::hook::before_end(|| {
+    crate::mark::hook::before_end(writes_points, || {
         if flushed.is_ok() {
             flushed = out.flush();
         }
@@ -976,6 +1005,9 @@ struct Stage<'a, 'b, R: Skip> {
     /// How the writers write each file: what a chunk handed on in the decoder's buffer must
     /// be like (lend.rs).
     direct: DirectPolicy,
+    /// Which files go direct (direct_policy.rs), from the files before.
+    gate: &'a mut Gate,
+    arrived: &'a Arrived,
     /// What -v prints (listing.rs).
     lines: &'a mut crate::command::listing::Lines,
     /// The rest of the buffer small files are being packed into.
@@ -1126,6 +1158,11 @@ impl<R: Skip> Stage<'_, '_, R> {
                 }
                 self.send(Op::Dir(entry))
             }
+            // A target is written as it is, but a NUL byte cannot be (GNU tar cuts it there).
+            Kind::Symlink if m.link_name.contains(&0) => {
+                self.report.skipped(&entry.name, "symlink target contains a NUL byte; skipped");
+                Ok(())
+            }
             Kind::Symlink => self.send(Op::Symlink { entry, target: m.link_name }),
             Kind::Hardlink => match judged(self.sanitizer, &m.link_name, self.report) {
                 Verdict::Extract(target) if !target.as_path().as_os_str().is_empty() => {
@@ -1176,7 +1213,13 @@ impl<R: Skip> Stage<'_, '_, R> {
         if let Some(p) = self.probes.as_deref_mut() {
             p.note(&entry.path);
         }
-        self.send(Op::File { entry, size: m.size, sparse: m.sparse.is_some() })?;
+        let sparse = m.sparse.is_some();
+        let consumed = self.arrived.consumed.load(std::sync::atomic::Ordering::Relaxed);
+        let way = self.gate.file(m.size, sparse, consumed);
+        if way.opened {
+            self.arrived.dropper.drop_behind();
+        }
+        self.send(Op::File { entry, size: m.size, sparse, direct: way.direct })?;
         let small = m.sparse.is_none() && m.size <= (self.pool.buf_size() / PACK_FRACTION) as u64;
         if small {
             if m.size > 0 {
@@ -1188,11 +1231,13 @@ impl<R: Skip> Stage<'_, '_, R> {
                     buf.set_len(n);
                     self.send(Op::Data { offset, buf })?;
                 }
+                // The input ended inside the data: what arrived is sent, not the End.
+                self.reader.check().map_err(|e| anyhow!("{e:#}; {name} is left incomplete"))?;
             }
             return self.send(Op::End);
         }
         if m.sparse.is_none() {
-            let lent = self.data(&name, lend::Rule::for_file(&self.direct, m.size))?;
+            let lent = self.data(&name, lend::Rule::for_file(&self.direct, way.direct))?;
             self.send(Op::End)?;
             if lent {
                 // A direct file's last lent piece (its buffered tail) is held by the writer
@@ -1243,19 +1288,26 @@ impl<R: Skip> Stage<'_, '_, R> {
                     let mut buf = self.buffer()?;
                     let got = self.reader.read_data(&mut buf.full_mut()[..rest]);
                     let got = got.map_err(incomplete)?;
-                    let Some((offset, _)) = got else { return Ok(handed) };
-                    // The reader has moved past its buffer: where the next bytes lie.
-                    let next = self.reader.data_ahead().map_err(incomplete)?;
-                    let len = match (next, rule) {
+                    let Some((offset, mut len)) = got else { return Ok(handed) };
+                    // The reader has moved past its buffer: where the next bytes lie. Where
+                    // the input ends before them, what was read is sent all the same, and the
+                    // reader's error (sticky) ends the loop at the next `data_ahead`.
+                    let next = match len == rest {
+                        true => self.reader.data_ahead().ok().flatten(),
+                        false => None,
+                    };
+                    let want = match (next, rule) {
                         (Some(next), lend::Rule::Direct { unit, .. }) => {
                             let size = self.pool.buf_size();
                             lend::straddle_len(rest, left, next.ahead, unit, size)
                         }
                         _ => rest,
                     };
-                    if len > rest {
-                        let more = self.reader.read_data(&mut buf.full_mut()[rest..len]);
-                        more.map_err(incomplete)?;
+                    if want > rest
+                        && let Ok(Some((_, more))) =
+                            self.reader.read_data(&mut buf.full_mut()[rest..want])
+                    {
+                        len += more;
                     }
                     checkpoint::data_read(
                         self.checkpoints,

@@ -913,11 +913,11 @@ impl Dest {
         }
     }
 
-    /// The delayed directories, last first (GNU tar's `extract_finish`), each stamped as a
-    /// closing one is.
+    /// The delayed directories, each once with its last member's metadata and after everything
+    /// beneath it (GNU tar's `extract_finish`; write/delayed.rs), stamped as a closing one is.
     fn apply_delayed(&mut self) -> Result<()> {
         let mut delayed = std::mem::take(&mut self.delayed);
-        let applied = delayed.drain_newest_first(|r| {
+        let applied = delayed.drain(|r| {
             let d = DeferredDir::from(r);
             self.deferred_xattrs += d.xattrs.as_deref().map_or(0, xattr_bytes);
             self.apply_dir(&d)
@@ -1076,7 +1076,7 @@ impl Drop for Dest {
         let mut borrowed: Vec<DeferredDir> =
             self.open.drain(..).chain(self.closing.drain(..)).filter(|d| d.borrowed).collect();
         let mut delayed = std::mem::take(&mut self.delayed);
-        let _ = delayed.drain_newest_first(|r| {
+        let _ = delayed.drain(|r| {
             if r.borrowed {
                 borrowed.push(DeferredDir::from(r));
             }
@@ -1361,6 +1361,16 @@ impl Dest {
             // Safety: fresh fd we own.
             Ok(unsafe { OwnedFd::from_raw_fd(fd) })
         })
+    }
+
+    /// A file the input ended in (the run is failing): it keeps the data that arrived, and
+    /// only its owner may read or write it, as GNU tar leaves one (it creates files owner-only
+    /// and sets the member's mode once the data is complete). Nothing else of the member's
+    /// metadata is applied. Best effort: the run's error says what happened.
+    pub fn abandon_file(&self, fd: RawFd, entry: &Entry) {
+        let mode = self.mode(entry.mode) & 0o700;
+        // Safety: fd is an open file of ours; fchmod takes no pointers.
+        restart(|| unsafe { libc::fchmod(fd, mode as libc::mode_t) });
     }
 
     /// Owner, set-id bits and mtime of a file whose data is complete, through its fd.

@@ -22,7 +22,10 @@ struct OpenFile {
     entry: Entry,
     size: u64,
     sparse: bool,
+    /// Still in direct mode.
     direct: bool,
+    /// Opened with O_DIRECT (counted so in the summary).
+    went_direct: bool,
 }
 
 pub struct Portable {
@@ -40,8 +43,8 @@ impl Portable {
         Portable { dest, policy, cur: None, stats: Stats::default(), marks: Default::default() }
     }
 
-    fn open_file(&mut self, entry: Entry, size: u64, sparse: bool) -> Result<()> {
-        let mut direct = self.policy.wants(size, sparse);
+    fn open_file(&mut self, entry: Entry, size: u64, sparse: bool, direct: bool) -> Result<()> {
+        let mut direct = self.policy.opens_direct(direct);
         let fd = match self.dest.create_file(&entry, if direct { libc::O_DIRECT } else { 0 }) {
             Err(e) if direct && e.raw_os_error() == Some(libc::EINVAL) => {
                 self.policy.refused(self.dest.events());
@@ -60,6 +63,7 @@ impl Portable {
                     size,
                     sparse,
                     direct,
+                    went_direct: direct,
                 });
                 Ok(())
             }
@@ -95,6 +99,7 @@ impl Portable {
         }
         pwrite_all(fd, &data[done..], offset + done as u64)
             .map_err(|e| super::incomplete(&f.entry.name, "write failed", e))?;
+        f.received = f.received.max(offset + data.len() as u64);
         self.stats.bytes += data.len() as u64;
         let landed = super::events::Event::Landed { bytes: data.len() as u64 };
         self.dest.events().event(landed);
@@ -118,7 +123,7 @@ impl Portable {
             member_failed(&self.dest, &f.entry, "cannot set metadata", e)?;
         }
         self.stats.files += 1;
-        if f.direct || self.policy.wants(f.size, f.sparse) {
+        if f.went_direct {
             self.stats.files_direct += 1;
         }
         Ok(())
@@ -133,7 +138,7 @@ impl Writer for Portable {
             self.dest.settle()?;
         }
         match op {
-            Op::File { entry, size, sparse } => self.open_file(entry, size, sparse),
+            Op::File { entry, size, sparse, direct } => self.open_file(entry, size, sparse, direct),
             Op::Data { offset, buf } => self.write(offset, buf.data()),
             Op::End => self.close_file(),
             // Every op before it was applied in order, on this thread.
@@ -165,13 +170,14 @@ impl Writer for Portable {
     fn finish(&mut self) -> Result<Stats> {
         if let Some(f) = self.cur.take() {
             // The producer stopped in the middle of this file (its error says why): leave it
-            // as long as the data that arrived, not as long as its reservation.
+            // as long as the data that arrived (every chunk written, an unaligned last one
+            // buffered), not as long as its reservation, and owner-only.
+            let fd = f.fd.as_raw_fd();
             if f.preallocated > f.received {
                 // Safety: fd is open for writing. Best effort: the run is failing anyway.
-                let fd = f.fd.as_raw_fd();
-                // Safety: as above.
                 restart(|| unsafe { libc::ftruncate(fd, f.received as libc::off_t) });
             }
+            self.dest.abandon_file(fd, &f.entry);
         }
         self.dest.leave_all();
         self.dest.settle()?;

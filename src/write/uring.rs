@@ -387,7 +387,7 @@ impl Uring {
         Ok(())
     }
 
-    fn open_file(&mut self, entry: Entry, size: u64, sparse: bool) -> Result<()> {
+    fn open_file(&mut self, entry: Entry, size: u64, sparse: bool, direct: bool) -> Result<()> {
         self.order_after_in_flight(&entry, None)?;
         while self.files.len >= self.max_files {
             self.wait_one()?;
@@ -400,7 +400,7 @@ impl Uring {
                 return member_failed(&self.dest, &entry, "cannot create", e);
             }
         };
-        let direct = self.policy.wants(size, sparse);
+        let direct = self.policy.opens_direct(direct);
         let node = self.dest.tree().begin_file(slot.node, entry.path.file_name());
         let file = self.files.insert(FileState {
             entry,
@@ -538,10 +538,13 @@ impl Uring {
             return self.submit_write(file, None, index, ptr, len, offset);
         }
         if f.incomplete {
+            // The data that arrived has landed (its unaligned tail too, just above): as long
+            // as that, not its reservation, and owner-only (`Dest::abandon_file`).
             if f.preallocated > f.received {
                 // Safety: fd is open for writing. Best effort: the run is failing anyway.
                 super::restart(|| unsafe { libc::ftruncate(fd, f.received as libc::off_t) });
             }
+            self.dest.abandon_file(fd, &f.entry);
         } else if f.sparse {
             // Trailing holes: the data segments may stop short of the real size.
             // Safety: fd is open for writing.
@@ -723,7 +726,7 @@ impl Writer for Uring {
                 let (delay, dirs) = *c;
                 self.dest.restore_carried(delay, dirs)
             }
-            Op::File { entry, size, sparse } => self.open_file(entry, size, sparse),
+            Op::File { entry, size, sparse, direct } => self.open_file(entry, size, sparse, direct),
             Op::Data { offset, buf } => self.data(offset, buf),
             Op::End => self.end(),
             Op::Barrier(done) => {

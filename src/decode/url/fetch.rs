@@ -12,6 +12,7 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 use url::Url;
 
+use super::floor::{self, Floor};
 use super::http::{Answer, Client, Failed};
 use super::ranges::{self, BLOCK, Resume};
 use super::retry::{self, Failure};
@@ -36,6 +37,9 @@ pub struct Fixed {
     pub piece: u64,
     pub window: u64,
     pub retries: u32,
+    /// `--min-rate` (bytes/s, 0: none) over `--stall-timeout` (`floor.rs`).
+    pub min_rate: u64,
+    pub stall: Duration,
     /// Pieces on several connections, or one whole response.
     pub pieces: bool,
     /// How a dropped whole response continues.
@@ -538,16 +542,20 @@ fn read_body(
 ) -> Result<(), Attempt> {
     let mut body = a.body;
     let started = *at;
+    let mut floor = Floor::new(sh.min_rate, sh.stall);
+    // An attempt ended for being below --min-rate counts as progress only if it brought a
+    // window's worth at that rate (`Floor::enough`).
+    let enough = Floor::enough(sh.min_rate, sh.stall);
     let dropped = |e: io::Error, at: u64| Attempt {
         failed: Failed::new(super::http::io_failure(&e), reading_text(&e)),
-        progressed: at > started,
+        progressed: if floor::below(&e).is_some() { at - started >= enough } else { at > started },
         retry_after: None,
     };
     let mut scratch = Vec::new();
     while skip > 0 {
         scratch.resize(BLOCK as usize, 0);
         let want = skip.min(BLOCK) as usize;
-        match body.read(&mut scratch[..want]) {
+        match floor::read(&mut body, &mut scratch[..want], &mut floor) {
             Ok(0) => return Err(dropped(io::ErrorKind::UnexpectedEof.into(), *at)),
             Ok(n) => {
                 skip -= n as u64;
@@ -572,7 +580,7 @@ fn read_body(
         let mut n = 0;
         let mut error = None;
         while n < room {
-            match body.read(&mut block[n..room]) {
+            match floor::read(&mut body, &mut block[n..room], &mut floor) {
                 Ok(0) => break,
                 Ok(k) => n += k,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -601,6 +609,9 @@ fn read_body(
 }
 
 fn reading_text(e: &io::Error) -> String {
+    if let Some(b) = floor::below(e) {
+        return b.to_string();
+    }
     match super::http::io_failure(e) {
         Failure::Stalled => "stalled (no byte for the stall timeout)".to_string(),
         _ => format!("connection dropped ({e})"),

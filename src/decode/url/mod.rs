@@ -6,9 +6,14 @@
 //!   of each request); `s3/`: an S3 object's endpoint, region, credentials and signing.
 //! - `http.rs`: one GET through ureq (rustls, the system's trust store and `--cacert`, the
 //!   proxy of the environment, redirects), every timeout at `--stall-timeout`.
+//! - `interim.rs`: a layer over ureq's connections that works around its miscount of the
+//!   bytes after a 1xx interim answer.
 //! - `fetch.rs`: the connection threads and the reorder window.
+//! - `keep.rs`: `--keep-archive`'s copy, made and named without following or reusing what is
+//!   at its names.
 //! - Decisions, pure and tested on their own: `ranges.rs` (pieces, how many connections, how
 //!   a dropped response continues), `retry.rs` (what is retried, the backoff, Retry-After),
+//!   `floor.rs` (`--min-rate`: when a connection is too slow),
 //!   `validator.rs` (ETag/Last-Modified, If-Range, Content-Range checks), `redirect.rs`,
 //!   `proxy.rs`.
 //!
@@ -16,7 +21,10 @@
 //! offset opens the download there with the `Identity` the first run recorded.
 
 mod fetch;
+mod floor;
 pub mod http;
+mod interim;
+mod keep;
 pub mod proxy;
 pub mod ranges;
 pub mod redirect;
@@ -57,6 +65,19 @@ pub const MAX_CONNECTIONS: usize = 16;
 /// `--stall-timeout` by default: no byte for this long and the attempt is retried.
 pub const DEFAULT_STALL: Duration = Duration::from_secs(30);
 
+/// `--min-rate` by default, bytes/s: a connection that brings less over a whole
+/// `--stall-timeout` of waiting in its reads is retried as stalled (`floor.rs`). What it ends
+/// is the server that sends a byte every 29 s, which the stall timeout alone let keep a
+/// connection, and the piece the reader waits for, forever. It is set below what a working
+/// connection gets on a thin link: 16 connections on a 1 Mbit/s link (a token bucket on a
+/// loopback of its own, 400 ms of queue) were never retried; on 256 kbit/s, 2 KB/s each,
+/// TCP's unfairness put some under it for 30 s (263-886 B/s) and they were retried, but the
+/// run took 288 s against 286 s without the floor (docs/PERFORMANCE.md, "The --min-rate
+/// floor"). At 1 KiB/s a 1 GB archive would take 11 days. Agave's
+/// `--minimal-snapshot-download-speed` (10 MiB/s) picks another node; here the same address is
+/// asked again, so a high floor only retries a slow mirror (`--min-rate 10M` for who wants it).
+pub const DEFAULT_MIN_RATE: u64 = 1 << 10;
+
 /// With `--keep-archive` or `--checksum`, what follows the point where the decoder stopped
 /// reading (the tar end marker, a compressed stream's end) is downloaded as well, so the copy
 /// and the checksum cover the whole file, but at most this much: a real archive ends within a
@@ -71,6 +92,8 @@ pub struct Plan {
     pub url: String,
     pub connections: usize,
     pub stall: Duration,
+    /// `--min-rate`: bytes/s a connection must keep over `stall` (0: no floor).
+    pub min_rate: u64,
     pub retries: u32,
     pub cacert: Option<PathBuf>,
     pub keep: Option<PathBuf>,
@@ -108,7 +131,10 @@ pub struct Download {
     guard: Arc<Guard>,
     identity: Identity,
     pub stats: Arc<NetStats>,
-    keep: Option<(PathBuf, PathBuf)>,
+    /// `--keep-archive`: the copy, and once `finish` has checked it, its file (synced) for
+    /// `keep_copy` to name.
+    keep: Option<keep::Kept>,
+    kept: std::sync::Mutex<Option<std::fs::File>>,
     checksum: Option<[u8; 32]>,
     /// The server answered a ranged request with 206: the archive can be opened again at an
     /// offset (a resumed run, src/resume/).
@@ -182,13 +208,12 @@ pub fn open(plan: &Plan, start: Start) -> Result<Download> {
         ranged && validator.if_range().is_some(),
         validator.etag.is_some() || validator.last_modified.is_some(),
     );
-    let keep = plan.keep.as_ref().map(|k| (k.clone(), incomplete_name(k)));
-    let keep_file = match &keep {
-        Some((_, part)) => Some(
-            std::fs::File::create(part)
-                .with_context(|| format!("--keep-archive {}: cannot create", part.display()))?,
-        ),
-        None => None,
+    let (keep, keep_file) = match &plan.keep {
+        Some(k) => {
+            let (kept, file) = keep::Kept::create(k, &incomplete_name(k))?;
+            (Some(kept), Some(file))
+        }
+        None => (None, None),
     };
     let hasher = plan.checksum.map(|_| Sha256::new());
     let fixed = Fixed {
@@ -199,6 +224,8 @@ pub fn open(plan: &Plan, start: Start) -> Result<Download> {
         piece,
         window: plan.window,
         retries: plan.retries,
+        min_rate: plan.min_rate,
+        stall: plan.stall,
         pieces: matches!(mode, Mode::Pieces(_)),
         resume,
         quiet: plan.quiet,
@@ -215,7 +242,8 @@ pub fn open(plan: &Plan, start: Start) -> Result<Download> {
     // Their sockets open as they start; the writers' descriptor budget, made before that,
     // counts them (`Download::later_fds`).
     stats.threads.store(started, Ordering::Relaxed);
-    Ok(Download { shared, guard, identity, stats, keep, checksum: plan.checksum, ranged })
+    let kept = std::sync::Mutex::new(None);
+    Ok(Download { shared, guard, identity, stats, keep, kept, checksum: plan.checksum, ranged })
 }
 
 /// The first ranged GET from `start` (pieces of `piece` bytes): the answer, whether the server
@@ -394,7 +422,7 @@ impl Download {
 
     /// At the end of a run that went well: with `--keep-archive` or `--checksum`, downloads
     /// what the decoder did not need (within DRAIN_MAX), checks the length and the checksum,
-    /// and gives the kept copy its name.
+    /// and syncs the kept copy, which `keep_copy` names once nothing else can land in DIR.
     pub fn finish(&self) -> Result<()> {
         let given = &self.shared.given;
         if self.keep.is_none() && self.checksum.is_none() {
@@ -424,9 +452,9 @@ impl Download {
         if let (Some(want), Some(h)) = (self.checksum, sink.hasher.take()) {
             let got: [u8; 32] = h.finalize().into();
             if got != want {
-                if let Some((_, part)) = &self.keep {
+                if let Some(kept) = &self.keep {
                     sink.keep = None;
-                    let _ = std::fs::remove_file(part);
+                    kept.discard();
                 }
                 bail!(
                     "{given}: sha256 mismatch: the downloaded bytes are {}, --checksum says {} \
@@ -436,14 +464,22 @@ impl Download {
                 );
             }
         }
-        if let (Some((path, part)), Some(f)) = (&self.keep, sink.keep.take()) {
-            f.sync_all().with_context(|| format!("--keep-archive {}", part.display()))?;
-            drop(f);
-            std::fs::rename(part, path).with_context(|| {
-                format!("--keep-archive: cannot rename {} to {}", part.display(), path.display())
-            })?;
+        if let Some(f) = sink.keep.take() {
+            f.sync_all().context("--keep-archive")?;
+            *self.kept.lock().unwrap_or_else(|e| e.into_inner()) = Some(f);
         }
         Ok(())
+    }
+
+    /// `--keep-archive`: the copy `finish` checked gets its name (keep.rs). Called once the
+    /// run's writers are done, so no member of the archive can take the copy's names after
+    /// it was looked at. Nothing to do when `finish` did not complete.
+    pub fn keep_copy(&self) -> Result<()> {
+        let file = self.kept.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match (&self.keep, file) {
+            (Some(kept), Some(_synced)) => kept.place(),
+            _ => Ok(()),
+        }
     }
 }
 
