@@ -22,6 +22,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result, bail};
 
+pub use crate::report::summary::DecodeSummary;
+
 use archive_file::{ArchiveFile, Direct};
 use filter::Filter;
 use parallel::{DecodeStats, ParallelZstd};
@@ -330,23 +332,6 @@ pub struct Decoded {
     pub stats: Option<Arc<DecodeStats>>,
     /// The download the archive comes from, when it is a URL.
     pub download: Option<Arc<url::Download>>,
-}
-
-/// The decoder's side of the run's summary.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct DecodeSummary {
-    /// Threads that decoded (1 unless zstd frames were decoded in parallel).
-    pub threads: usize,
-    /// zstd frames decoded, when the frame-parallel decoder ran (None otherwise).
-    pub frames: Option<u64>,
-    /// Of those, the frames a worker decoded ahead of the reader.
-    pub frames_ahead: Option<u64>,
-    /// Of those, the frames decoded in place (their size in the header, as Agave writes them).
-    pub frames_in_place: Option<u64>,
-    /// Bytes of the frames a worker decoded that went to the writer in the worker's buffers
-    /// (lend.rs), and that were copied into file buffers (or out to a caller).
-    pub frame_bytes_handed: Option<u64>,
-    pub frame_bytes_copied: Option<u64>,
 }
 
 /// The decoder's counters, readable after its stream has been handed to the tar stage.

@@ -49,6 +49,7 @@ use crate::policy::admit::Admission;
 use crate::policy::safety::SafePath;
 use crate::reading::Reading;
 use crate::report::Reporter;
+pub use crate::report::summary::{ResumeReport, Resumed};
 use crate::selection::select::Wanted;
 
 /// The version written into every state (the options' digest is of this program's forms).
@@ -207,53 +208,6 @@ pub struct Session {
     quiet: bool,
     /// What the session says, and the run's counts it records and carries on.
     report: Arc<Reporter>,
-}
-
-/// The run's resume point, for the summary and `--json`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Resumed {
-    pub member: u64,
-    pub tar: u64,
-    /// The archive's first byte read again, and its size when known.
-    pub archive: u64,
-    pub size: Option<u64>,
-    /// Decoded again from the start (a single gzip stream, single-frame zstd, ...).
-    pub from_start: bool,
-}
-
-impl Resumed {
-    /// The share of the archive not read again, in percent.
-    pub fn skipped_percent(&self) -> f64 {
-        match self.size {
-            Some(s) if s > 0 => self.archive as f64 * 100.0 / s as f64,
-            _ => 0.0,
-        }
-    }
-
-    /// "resumed at member N / byte X of the archive (Y % skipped)", or that it was decoded
-    /// again from the start.
-    pub fn describe(&self) -> String {
-        match self.from_start {
-            true => format!(
-                "resumed at member {}: the archive was decoded again from the start, the members \
-                 before it passed over without writing",
-                self.member
-            ),
-            false => format!(
-                "resumed at member {} / byte {} of the archive ({:.1} % skipped)",
-                self.member,
-                self.archive,
-                self.skipped_percent()
-            ),
-        }
-    }
-}
-
-#[derive(Clone, Debug, Default)]
-pub struct Report {
-    pub resumed: Option<Resumed>,
-    /// Resume points written (state files).
-    pub points: u64,
 }
 
 /// What the resolve step fixed about resume points (cli/resolve.rs): the flag, DIR, which
@@ -807,7 +761,7 @@ impl Session {
         Ok(())
     }
 
-    pub fn report(&self) -> Report {
+    pub fn report(&self) -> ResumeReport {
         let resumed = self.resumed.as_ref().map(|s| Resumed {
             member: s.point.member,
             tar: s.point.tar,
@@ -818,7 +772,7 @@ impl Session {
             },
             from_start: s.point.unit.compressed == 0 && s.point.tar > 0,
         });
-        Report { resumed, points: self.shared.written.load(Ordering::Relaxed) }
+        ResumeReport { resumed, points: self.shared.written.load(Ordering::Relaxed) }
     }
 }
 

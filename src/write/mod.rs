@@ -21,16 +21,7 @@ pub mod uring;
 use anyhow::Result;
 
 use crate::plan::Op;
-
-/// What a writer did, for the summary.
-#[derive(Debug, Default, Clone)]
-pub struct Stats {
-    pub files: u64,
-    pub files_direct: u64,
-    pub dirs: u64,
-    pub links: u64,
-    pub bytes: u64,
-}
+pub use crate::report::summary::Stats;
 
 pub trait Writer: Send {
     /// Carries out one op (possibly asynchronously). An error is fatal for the whole run;
