@@ -79,6 +79,8 @@ pub struct Compat {
     )]
     pub creation_values: Vec<String>,
 
+    /// Accepted, without effect when reading (-B, -S, -n, -b N, --record-size N, ...).
+    ///
     /// Accepted and without effect when reading, as in GNU tar: -s/--same-order,
     /// -B/--read-full-records, -b/--blocking-factor N, --record-size N, --force-local (the
     /// record size counts only for --totals), -S/--sparse (sparse members are always made
@@ -86,6 +88,7 @@ pub struct Compat {
     #[arg(
         short = 's',
         long = "same-order",
+        help_heading = "Input: archive, compression, URL, mirrors",
         short_aliases = ['B', 'S', 'n'],
         aliases = [
             "preserve-order",

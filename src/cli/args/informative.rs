@@ -7,34 +7,47 @@ use std::path::PathBuf;
 use clap::ArgAction;
 
 #[derive(clap::Args, Debug)]
+#[command(next_help_heading = "Informative output")]
 pub struct Informative {
+    /// Ask before extracting each member (`y` extracts it).
+    ///
     /// Ask before extracting each member (`extract 'NAME'?`, answered on standard input, or
     /// on /dev/tty when standard input is the archive): `y` extracts it, anything else skips
     /// it, as GNU tar's -w.
     #[arg(short = 'w', long = "interactive", visible_alias = "confirmation")]
     pub interactive: bool,
 
+    /// Show each listed member's block in the archive (`block 7: NAME`).
+    ///
     /// Show each listed member's block in the archive (`block 7: NAME`), and the zero blocks
     /// and end of input met (`block 9: ** Block of NULs **`), as GNU tar's -R.
     #[arg(short = 'R', long = "block-number")]
     pub block_number: bool,
 
+    /// Write the listing (-t, -v) to FILE instead of standard output.
+    ///
     /// Write the listing (-t, -v names, `Renaming`/`Deleting` lines, checkpoint dots) to FILE
     /// instead of stdout, as GNU tar's --index-file: FILE is created (or emptied) first; a
     /// symlink as FILE is refused (but /dev/stdout, /dev/stderr, /dev/fd/N).
     #[arg(long = "index-file", value_name = "FILE")]
     pub index_file: Option<PathBuf>,
 
+    /// Say "DIR: Omitting" for each directory member left out.
+    ///
     /// Say "DIR: Omitting" for each directory member that is not extracted or listed (not
     /// selected, excluded or older than -N's DATE).
     #[arg(long = "show-omitted-dirs")]
     pub show_omitted_dirs: bool,
 
+    /// Print each member name as it is extracted (-vv: long lines, as -tv).
+    ///
     /// Print each member name as it is extracted, and the end-of-run summary on standard
     /// error (said without -v only on a terminal).
     #[arg(short = 'v', long = "verbose", action = ArgAction::Count)]
     pub verbose: u8,
 
+    /// At the end, print "Total bytes read: N (SIZE, RATE/s)", then the summary.
+    ///
     /// At the end, print "Total bytes read: N (SIZE, RATE/s)" on standard error, as GNU tar:
     /// N is the archive's bytes as tar reads them (its decompressed stream, in whole records
     /// of --blocking-factor, up to the one holding the end marker), then the summary line.
@@ -48,12 +61,16 @@ pub struct Informative {
     )]
     pub totals: Option<String>,
 
+    /// -t and -v show the names as extracted, not as stored.
+    ///
     /// With --transform, -t and -v show the names as extracted, not as stored. GNU tar 1.34's
     /// --show-stored-names (meant for creating archives) does the same when reading, and is
     /// accepted as another spelling.
     #[arg(long = "show-transformed-names", alias = "show-stored-names", action = ArgAction::Count)]
     pub show_transformed_names: u8,
 
+    /// Turn a class of warnings off (`no-KEYWORD`) or on.
+    ///
     /// Turn a class of warnings off (`no-KEYWORD`) or on, as GNU tar's --warning: timestamp
     /// (files dated in the future or before 1970), ignore-newer (--keep-newer-files),
     /// existing-file (--skip-old-files -v), unknown-cast (unknown member types),
@@ -62,6 +79,8 @@ pub struct Informative {
     #[arg(long = "warning", value_name = "KEYWORD")]
     pub warning: Vec<String>,
 
+    /// Run the checkpoint actions every N records read (default 10).
+    ///
     /// Run the --checkpoint-action ACTIONs (by default "Read checkpoint N" on standard error)
     /// at every Nth record read (default 10), as GNU tar: a record is --blocking-factor blocks
     /// of the tar stream (decompressed), 10240 bytes by default. --checkpoint=.N adds the dot
@@ -76,6 +95,8 @@ pub struct Informative {
     )]
     pub checkpoint: Vec<String>,
 
+    /// What a checkpoint does: dot, bell, echo[=STRING], ttyout=STRING, sleep=S, exec=CMD, totals.
+    ///
     /// At each checkpoint (every 10 records without --checkpoint): '.' or 'dot' (a dot on
     /// standard output, on standard error with -O), 'bell' (to /dev/tty), 'echo' or
     /// 'echo=STRING' (on standard error), 'ttyout=STRING' (to /dev/tty), 'sleep=SECONDS',
@@ -93,10 +114,14 @@ pub struct Informative {
     #[arg(long = "version", action = ArgAction::Version)]
     pub version: Option<bool>,
 
-    /// Print help (-h is --dereference, as in GNU tar).
-    #[arg(short = '?', long = "help", action = ArgAction::Help)]
+    /// Print this help (-h is --dereference, as in GNU tar; each option at length: man fastuntar).
+    // HelpShort: `--help` is the short help too (one or two lines an option, GNU tar's
+    // groups); the long texts are the man page's and docs/REFERENCE.md's.
+    #[arg(short = '?', long = "help", action = ArgAction::HelpShort)]
     pub help: Option<bool>,
 
+    /// In -tv listings, times with seconds (and nanoseconds).
+    ///
     /// In -tv listings, times with seconds (and nanoseconds where the archive has them), as
     /// GNU tar's --full-time.
     #[arg(long = "full-time")]
@@ -122,6 +147,8 @@ pub struct Informative {
     #[arg(long = "man", hide = true)]
     pub man: bool,
 
+    /// Print the defaults of GNU tar's options that apply (`-f- -b20 ...`) and exit.
+    ///
     /// Print the defaults of the options GNU tar's --show-defaults names that fastuntar
     /// takes (`-f- -b20 --quoting-style=escape`) and exit.
     #[arg(long = "show-defaults")]
@@ -131,6 +158,8 @@ pub struct Informative {
     #[arg(long = "usage")]
     pub usage: bool,
 
+    /// How names are written in listings: escape (the default), literal, shell, c, ...
+    ///
     /// How names are written in listings (-t, -v), as GNU tar: literal, shell, shell-always,
     /// shell-escape, shell-escape-always, c, c-maybe, escape (the default: C escapes for
     /// control characters and `\`, octal for bytes not printable), locale, clocale. Messages

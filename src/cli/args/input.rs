@@ -7,12 +7,17 @@ use std::path::PathBuf;
 use clap::ArgAction;
 
 #[derive(clap::Args, Debug)]
+#[command(next_help_heading = "Input: archive, compression, URL, mirrors")]
 pub struct Input {
-    /// The archive to read ('-' for standard input; an http:// or https:// URL is downloaded
-    /// and extracted as it arrives).
+    /// The archive ('-': standard input; a URL is read as it arrives).
+    ///
+    /// The archive to read ('-' for standard input; an http://, https:// or s3:// URL is
+    /// downloaded and extracted as it arrives).
     #[arg(short = 'f', long = "file", value_name = "ARCHIVE")]
     pub file: Option<PathBuf>,
 
+    /// Read the archive only if its volume label matches PATTERN.
+    ///
     /// Read the archive only if its volume label (`tar -V LABEL -c`: a GNU volume header, or
     /// a POSIX archive's GNU.volume.label) matches PATTERN (shell wildcards, as fnmatch(3)
     /// without flags); otherwise stop before the first member: "Archive not labeled to match
@@ -20,6 +25,8 @@ pub struct Input {
     #[arg(short = 'V', long = "label", value_name = "PATTERN")]
     pub label: Option<String>,
 
+    /// Accepted as in GNU tar (each header says its own format).
+    ///
     /// The archive format, for creating one (v7, oldgnu, ustar, gnu, posix, pax).
     /// When reading, as in GNU tar, a known FORMAT changes nothing (each header says its own)
     /// and an unknown one is refused.
@@ -31,11 +38,15 @@ pub struct Input {
     )]
     pub format: Option<String>,
 
+    /// Read on past zero blocks (archives joined with `cat`).
+    ///
     /// Read on past zero blocks, to the end of the input: for archives concatenated with
     /// `cat a.tar b.tar` (whose first end marker would otherwise end the archive).
     #[arg(short = 'i', long = "ignore-zeros")]
     pub ignore_zeros: bool,
 
+    /// Accepted, as -z, -j, -J: the data decides the format.
+    ///
     /// Accepted for tar's habits, as are -z, -j, -J, --gzip, --bzip2, --xz, --zstd and --lz4:
     /// the format is always found from the archive's first bytes, whatever these say.
     #[arg(
@@ -47,11 +58,15 @@ pub struct Input {
     )]
     pub compression_flag: u8,
 
+    /// Decompress through `PROG -d` first.
+    ///
     /// Decompress with PROG first: the archive is piped through `PROG -d` (PROG may carry
     /// arguments, split at spaces), for formats fastuntar does not read itself.
     #[arg(short = 'I', long = "use-compress-program", value_name = "PROG")]
     pub compress_program: Option<String>,
 
+    /// Short for -I lzip (--lzma, --lzop, -Z likewise).
+    ///
     /// Short for -I lzip (also --lzma: -I lzma, --lzop: -I lzop, -Z/--uncompress: -I gzip,
     /// which reads compress's .Z).
     #[arg(long = "lzip", conflicts_with = "compress_program")]
@@ -72,46 +87,64 @@ pub struct Input {
     )]
     pub uncompress: bool,
 
+    /// URL: connections fetching pieces (default 8).
+    ///
     /// For an archive read from a URL: connections fetching its pieces in parallel, when the
     /// server answers ranges and gives a length and an ETag or Last-Modified (default 8, at
     /// most 16; otherwise one).
     #[arg(long = "connections", value_name = "N")]
     pub connections: Option<usize>,
 
+    /// URL: retry a connection silent this long (30).
+    ///
     /// For a URL: a connection that brings no byte for SECONDS is retried (default 30).
     #[arg(long = "stall-timeout", value_name = "SECONDS")]
     pub stall_timeout: Option<u64>,
 
+    /// URL: retry a connection slower than RATE (1K).
+    ///
     /// For a URL: a connection that brings less than RATE bytes a second over --stall-timeout
     /// of waiting is retried as stalled. RATE as curl's: 500, 64K, 50M, 1G (1024-based);
     /// default 1K, 0 for no floor.
     #[arg(long = "min-rate", value_name = "RATE")]
     pub min_rate: Option<String>,
 
+    /// URL: failures in a row before giving up (64).
+    ///
     /// For a URL: failures in a row, without a byte between them, before a connection gives up
     /// (default 64, about an hour of waits: at once, then 1, 2, 4 ... 60 s).
     #[arg(long = "retries", value_name = "N")]
     pub retries: Option<u32>,
 
+    /// https: also trust the CA certificates in FILE.
+    ///
     /// For an https URL: also trust the CA certificates (PEM) in FILE, besides the system's.
     #[arg(long = "cacert", value_name = "FILE")]
     pub cacert: Option<PathBuf>,
 
+    /// URL: keep a copy of the download in FILE.
+    ///
     /// For a URL: keep a copy of the downloaded archive in FILE (written as FILE.incomplete,
     /// renamed to FILE once the run ended well and the copy is complete).
     #[arg(long = "keep-archive", value_name = "FILE")]
     pub keep_archive: Option<PathBuf>,
 
+    /// URL: the SHA-256 the download must have.
+    ///
     /// For a URL: the SHA-256 the downloaded bytes must have (sha256:HEX); a mismatch is found
     /// at the end, when the tree has been extracted, and exits 2.
     #[arg(long = "checksum", value_name = "sha256:HEX")]
     pub checksum: Option<String>,
 
+    /// s3://: send no credentials (a public bucket).
+    ///
     /// For an s3:// archive: ask for it without credentials (a public bucket), as aws-cli's
     /// --no-sign-request; no credential is looked for.
     #[arg(long = "no-sign-request")]
     pub no_sign_request: bool,
 
+    /// Read as if PAX keywords matching delete=PATTERN were not there.
+    ///
     /// GNU tar's --pax-option: `delete=PATTERN` reads the archive as if the keywords of its
     /// members' PAX headers matching PATTERN (fnmatch: `delete=mtime`, `delete=SCHILY.*`) were
     /// not there; the keywords for making archives (`exthdr.name`, `globexthdr.name`,

@@ -2,7 +2,10 @@
 //! `--transform`.
 
 #[derive(clap::Args, Debug)]
+#[command(next_help_heading = "Name transformation")]
 pub struct Names {
+    /// Rename members with a sed expression, `s/REGEX/REPLACEMENT/FLAGS` (repeatable).
+    ///
     /// Rename members as they are extracted with a sed expression, `s/REGEX/REPLACEMENT/FLAGS`
     /// (POSIX basic regexes; flags g, i, x for extended, a number N for the Nth match, r/R,
     /// s/S, h/H to apply to member names, symlink targets, hard link targets; `\1`..`\9`, `&`,

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
+#[command(next_help_heading = "Main operation mode")]
 pub struct Operation {
     /// Extract the archive (the default action).
     #[arg(short = 'x', long = "extract", alias = "get")]
@@ -14,13 +15,17 @@ pub struct Operation {
     #[arg(short = 't', long = "list", conflicts_with = "extract")]
     pub list: bool,
 
-    /// Extract files to standard output: the data of every member that would be extracted as
-    /// a regular file, in archive order, and nothing else (nothing is created, -C is not used,
+    /// Extract files to standard output, like `tar -xO`.
+    ///
+    /// The data of every member that would be extracted as a regular file, in archive order,
+    /// and nothing else (nothing is created, -C is not used,
     /// -v names go to standard error). Like `tar -xO`.
     #[arg(short = 'O', long = "to-stdout", conflicts_with = "list")]
     pub to_stdout: bool,
 
-    /// Pipe the data of every member that would be extracted as a regular file into its own
+    /// Pipe each regular file's data into its own `/bin/sh -c COMMAND`, as GNU tar.
+    ///
+    /// The data of every member that would be extracted as a regular file goes into its own
     /// run of `/bin/sh -c COMMAND`, as GNU tar's --to-command, with the member described in
     /// the environment: TAR_FILENAME, TAR_REALNAME, TAR_SIZE, TAR_MODE, TAR_MTIME, TAR_UID,
     /// TAR_GID, TAR_UNAME, TAR_GNAME, TAR_FILETYPE, TAR_FORMAT, TAR_ARCHIVE, TAR_VOLUME,
@@ -38,6 +43,8 @@ pub struct Operation {
     #[arg(long = "no-ignore-command-error", overrides_with = "ignore_command_error")]
     pub no_ignore_command_error: bool,
 
+    /// Restore a GNU incremental archive (`tar -g`): purge directories as their lists say.
+    ///
     /// Restore a GNU incremental archive (made with `tar -g SNAPSHOT`): before each directory,
     /// rename the directories its list says were renamed and remove what the directory holds
     /// that its list does not name (recursively; named with -v), so that extracting the
@@ -46,6 +53,8 @@ pub struct Operation {
     #[arg(short = 'G', long = "incremental")]
     pub incremental: bool,
 
+    /// As -G; FILE is not read when extracting (`-g /dev/null` does).
+    ///
     /// As -G (GNU tar's snapshot FILE is not read when extracting or listing: /dev/null does).
     #[arg(
         short = 'g',

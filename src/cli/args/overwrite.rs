@@ -4,7 +4,10 @@
 use std::ffi::OsString;
 
 #[derive(clap::Args, Debug)]
+#[command(next_help_heading = "Overwrite control")]
 pub struct Overwrite {
+    /// Keep a symlink to a directory where the archive has that directory; extract through it.
+    ///
     /// Keep a symlink to a directory where the archive has that directory (`lib -> usr/lib`
     /// and a member `lib/`), and extract what is under it through the symlink, as GNU tar's
     /// --keep-directory-symlink. Followed only inside DIR: an absolute or `..` target is taken
@@ -12,16 +15,22 @@ pub struct Overwrite {
     #[arg(long = "keep-directory-symlink")]
     pub keep_directory_symlink: bool,
 
+    /// Do not replace existing files: report each, go on, exit 2.
+    ///
     /// Refuse to replace existing files (report them, "File exists", go on, and exit 2, as
     /// GNU tar). An existing directory is kept as it is, its metadata too.
     #[arg(short = 'k', long = "keep-old-files", conflicts_with = "skip_old_files")]
     pub keep_old_files: bool,
 
+    /// Like -k, silently: members whose path exists are skipped, exit status 0.
+    ///
     /// Like -k, without a word: members whose path exists are skipped silently (with -v, each
     /// is named) and the exit status stays 0.
     #[arg(long = "skip-old-files")]
     pub skip_old_files: bool,
 
+    /// Do not replace existing files that are as new as their archive copy or newer.
+    ///
     /// Keep an existing file, symlink or other non-directory whose modification time is the
     /// same as or later than its archive copy's ("Current 'NAME' is newer or same age", exit
     /// status unchanged) and replace the older ones. The time is the existing entry's own
@@ -34,6 +43,8 @@ pub struct Overwrite {
     )]
     pub keep_newer_files: bool,
 
+    /// Keep the mode and owner of existing directories.
+    ///
     /// Keep the mode and owner of directories that exist already, made before the run or
     /// earlier in it (the member's modification time is still set, unless -m), instead of
     /// the member's.
@@ -44,6 +55,8 @@ pub struct Overwrite {
     )]
     pub no_overwrite_dir: bool,
 
+    /// Remove what is at a member's path before extracting it (an empty directory too).
+    ///
     /// Remove what is at a member's path before extracting it, as GNU tar's -U: the same as
     /// the default for files, links and FIFOs (fastuntar never writes into an existing file);
     /// a directory member removes an existing empty directory and makes it anew, and leaves a
@@ -55,6 +68,8 @@ pub struct Overwrite {
     )]
     pub unlink_first: bool,
 
+    /// Remove a whole directory tree that is in a member's way.
+    ///
     /// An existing directory in a member's way is removed with everything in it (symlinks in
     /// it are removed, never followed), as GNU tar's --recursive-unlink: a directory member
     /// empties what was there, a file member replaces a whole tree. DIR itself is never
@@ -62,6 +77,8 @@ pub struct Overwrite {
     #[arg(long = "recursive-unlink")]
     pub recursive_unlink: bool,
 
+    /// Rename what a member would replace instead of removing it (NAME~, NAME.~N~).
+    ///
     /// Rename what a member would replace instead of removing it, as GNU tar: CONTROL
     /// `simple`/`never` (NAME~), `numbered`/`t` (NAME.~N~), `existing`/`nil` (numbered where
     /// numbered backups exist, else simple; the default, or $VERSION_CONTROL), `none`/`off`.
@@ -69,6 +86,8 @@ pub struct Overwrite {
     #[arg(long = "backup", value_name = "CONTROL", num_args = 0..=1, require_equals = true, default_missing_value = "")]
     pub backup: Option<String>,
 
+    /// The suffix of simple backups (default `~`); turns --backup on.
+    ///
     /// The suffix of simple backups (default $SIMPLE_BACKUP_SUFFIX, else `~`); turns
     /// --backup on.
     #[arg(long = "suffix", value_name = "SUFFIX")]
@@ -78,6 +97,8 @@ pub struct Overwrite {
     #[arg(long = "overwrite-dir", overrides_with = "no_overwrite_dir")]
     pub overwrite_dir: bool,
 
+    /// Extract everything under DIR, or under the archive's name without its suffix.
+    ///
     /// Extract everything under DIR (relative to -C), or without DIR under a directory named
     /// after the archive without its .tar or compression suffix (.tar, .tar.gz, .tgz, .tar.zst,
     /// .tzst, .tar.xz, .txz, .tar.bz2, .tbz2, .tar.lz4, ...). Members already under DIR
@@ -97,6 +118,8 @@ pub struct Overwrite {
     #[arg(short = 'W', long = "verify", hide = true)]
     pub verify: bool,
 
+    /// Replace existing files (the default), never writing into them.
+    ///
     /// Replace existing files (the default): an existing file is removed and created anew,
     /// never written through in place or through a link (GNU tar's --overwrite writes into
     /// it).

@@ -4,7 +4,10 @@
 use clap::ValueEnum;
 
 #[derive(clap::Args, Debug)]
+#[command(next_help_heading = "Performance and I/O")]
 pub struct Performance {
+    /// Write large files with O_DIRECT: auto (where faster), always, never.
+    ///
     /// Write files of at least --direct-io-threshold bytes with O_DIRECT: `always` (also
     /// `--direct-io` alone), `never` (also `--no-direct-io`), or `auto` (the default): direct
     /// where it was measured to be faster, that is on ext4, XFS, btrfs without data checksums
@@ -30,6 +33,8 @@ pub struct Performance {
     #[arg(long = "direct-io-threshold", value_name = "SIZE")]
     pub direct_io_threshold: Option<String>,
 
+    /// Memory for buffers: file data in flight and decoded frames (default 64M and more).
+    ///
     /// Memory for buffers: file data in flight and, when a zstd archive meets more than one
     /// decoder thread, decoded frames waiting to be read (default: 64M of file data, plus 32M
     /// of frames per decoder thread past the first, what the third and later add kept within
@@ -38,6 +43,8 @@ pub struct Performance {
     #[arg(long = "memory", value_name = "SIZE")]
     pub memory: Option<String>,
 
+    /// Threads decoding a multi-frame zstd or multi-block xz archive.
+    ///
     /// Threads that decode a multi-frame zstd archive (default: the CPUs this process may run
     /// on, one fewer when extracting to disk, for the writer); 1 keeps to one streaming decoder. The
     /// blocks of a multi-block xz stream (`xz -T`) too, when the decoded frames' memory is at
@@ -45,6 +52,8 @@ pub struct Performance {
     #[arg(long = "threads", value_name = "N")]
     pub threads: Option<usize>,
 
+    /// Threads that create files (default: the CPUs, at most 8).
+    ///
     /// Threads that create files (default: the CPUs this process may run on, at most 8).
     /// Files of different directories are created in parallel;
     /// 1 writes everything from one thread.
@@ -55,7 +64,7 @@ pub struct Performance {
     #[arg(long = "io", value_enum, default_value_t = IoBackend::Auto)]
     pub io: IoBackend,
 
-    /// When extraction ends, make everything durable (syncfs) and report how long that took.
+    /// At the end, make everything durable (syncfs) and say how long that took.
     #[arg(long = "sync")]
     pub sync: bool,
 

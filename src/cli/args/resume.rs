@@ -2,7 +2,10 @@
 //! `--writeback-every`.
 
 #[derive(clap::Args, Debug)]
+#[command(next_help_heading = "Resume")]
 pub struct Resume {
+    /// Write back to the disk, and a resume point, every SIZE written (0: never).
+    ///
     /// Start writing the extracted data back to the disk each time SIZE more has been
     /// written (syncfs from a thread of its own), so the data is durable sooner and a final
     /// sync finds little left to do; 0 turns it off.
@@ -14,6 +17,8 @@ pub struct Resume {
     #[arg(long = "writeback-every", value_name = "SIZE", default_value = "256M")]
     pub writeback_every: String,
 
+    /// Resume an interrupted extraction from DIR's resume point (the default when one fits).
+    ///
     /// Resume an interrupted extraction into DIR from its last resume point (the default when
     /// DIR holds one that matches the archive and options); without one, start from the
     /// beginning. A run that cannot write resume points (standard input, -k, --backup, ...)

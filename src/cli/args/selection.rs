@@ -10,19 +10,24 @@ use clap::ArgAction;
 use crate::cli::Ordered;
 
 #[derive(clap::Args, Debug)]
+#[command(next_help_heading = "Selection of members")]
 pub struct Selection {
+    /// The archive when -f is not given ('-': standard input), then MEMBERs to extract or list.
+    ///
     /// The archive, when -f is not given ('-' for standard input), then MEMBERs: extract or
     /// list only these members and what is under them, as `tar -xf ARCHIVE MEMBER...` does
     /// (names as stored in the archive; a name that selects nothing is reported and the run
     /// exits 2). With -f every operand is a MEMBER.
-    #[arg(value_name = "ARCHIVE|MEMBER")]
+    // Under clap's "Arguments" heading, first, not after this group's options.
+    #[arg(value_name = "ARCHIVE|MEMBER", help_heading = None::<&str>)]
     pub operands: Vec<OsString>,
 
-    /// A MEMBER named NAME, also one that starts with `-` (as GNU tar's --add-file); never
-    /// the archive.
+    /// A MEMBER named NAME, also one that starts with `-`; never the archive.
     #[arg(long = "add-file", value_name = "NAME", allow_hyphen_values = true)]
     pub add_file: Vec<OsString>,
 
+    /// Read MEMBER names from FILE, one per line ('-': standard input).
+    ///
     /// Read MEMBER names from FILE, one per line (empty lines are skipped; '-' for standard
     /// input when the archive is not read from it). A line starting with '-' is refused
     /// (GNU tar reads it as an option) unless --null or --verbatim-files-from.
@@ -32,7 +37,7 @@ pub struct Selection {
     // The switches below apply to the names, files and patterns after them on the command
     // line, as in GNU tar (`cli::parse` puts everything in `ordered`): each is Append with no
     // value, so that clap keeps the place of every occurrence.
-    /// --files-from FILEs after this hold names ending with NUL, not newline (`find -print0`).
+    /// -T FILEs after this hold NUL-terminated names (`find -print0`).
     #[arg(long = "null", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
     pub null: Vec<bool>,
 
@@ -40,6 +45,8 @@ pub struct Selection {
     #[arg(long = "no-null", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
     pub no_null: Vec<bool>,
 
+    /// MEMBERs and --exclude patterns after this are shell patterns (--exclude's default).
+    ///
     /// MEMBERs after this are shell patterns (`*`, `?`, `[...]`; they match `/` too), matched
     /// from the start of the member name; so are the --exclude patterns (their default).
     #[arg(long = "wildcards", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
@@ -49,6 +56,8 @@ pub struct Selection {
     #[arg(long = "no-wildcards", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
     pub no_wildcards: Vec<bool>,
 
+    /// MEMBER names after this have C escapes decoded (the default).
+    ///
     /// MEMBER names after this have C escapes (`\\`, `\n`, `\t`, `\141`...) decoded: the
     /// default, as in GNU tar.
     #[arg(long = "unquote", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
@@ -76,11 +85,15 @@ pub struct Selection {
     )]
     pub no_verbatim_files_from: Vec<bool>,
 
+    /// Patterns after this match from the start of the name (the default for MEMBERs).
+    ///
     /// MEMBERs and --exclude patterns after this match from the start of a member name only
     /// (the default for MEMBERs).
     #[arg(long = "anchored", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
     pub anchored: Vec<bool>,
 
+    /// Patterns after this match after any `/` too (the default for --exclude).
+    ///
     /// MEMBERs and --exclude patterns after this match at the start of the name or after any
     /// `/` in it (the default for --exclude).
     #[arg(long = "no-anchored", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
@@ -94,8 +107,7 @@ pub struct Selection {
     #[arg(long = "no-ignore-case", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
     pub no_ignore_case: Vec<bool>,
 
-    /// In MEMBER and --exclude patterns after this, `*`, `?` and `[...]` match `/` too (the
-    /// default).
+    /// In patterns after this, `*`, `?` and `[...]` match `/` too (the default).
     #[arg(
         long = "wildcards-match-slash",
         action = ArgAction::Append,
@@ -113,16 +125,19 @@ pub struct Selection {
     )]
     pub no_wildcards_match_slash: Vec<bool>,
 
-    /// A MEMBER or --exclude pattern after this that matches a directory also selects (or
-    /// excludes) what is under it: the default.
+    /// A pattern after this that matches a directory matches what is under it (the default).
     #[arg(long = "recursion", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
     pub recursion: Vec<bool>,
 
+    /// A pattern after this that matches a directory matches it alone.
+    ///
     /// A MEMBER or --exclude pattern after this matches only the names it matches, not what
     /// is under a matched directory (`fastuntar -xf A --no-recursion dir` makes `dir` alone).
     #[arg(long = "no-recursion", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
     pub no_recursion: Vec<bool>,
 
+    /// Exclude version control files and directories (.git, .svn, ...) and what is under them.
+    ///
     /// Exclude the files of version control systems (CVS, RCS, SCCS, .git, .gitignore,
     /// .gitattributes, .gitmodules, .svn, .hg, .hgignore, .hgtags, .bzr, .bzrignore, .bzrtags,
     /// _darcs, {arch}, .arch-ids, ...) and what is under them, wherever they are, as bsdtar
@@ -130,11 +145,15 @@ pub struct Selection {
     #[arg(long = "exclude-vcs", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
     pub exclude_vcs: Vec<bool>,
 
+    /// Exclude backup and lock files (`*~`, `#*#`, `.#*`) wherever they are.
+    ///
     /// Exclude backup and lock files (`*~`, `#*#`, `.#*`) wherever they are, as GNU tar's
     /// --exclude-backups (patterns like --exclude's).
     #[arg(long = "exclude-backups", action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
     pub exclude_backups: Vec<bool>,
 
+    /// Begin at the member named NAME, skipping the members before it.
+    ///
     /// Begin at the member named NAME: the members before the first one it selects (NAME
     /// itself or a member under it, named as stored) are skipped. As GNU tar 1.34's -K,
     /// NAME then stays a MEMBER operand, the first one: without other operands only NAME and
@@ -151,12 +170,16 @@ pub struct Selection {
     )]
     pub starting_file: Vec<std::ffi::OsString>,
 
+    /// Only the Nth occurrence of each MEMBER in the archive (default 1).
+    ///
     /// With MEMBER operands: extract (or list) only the Nth occurrence in the archive of each
     /// name (1 without N), and stop reading once every name was found so often. A name found
     /// fewer times is reported ("Required occurrence not found in archive", exit 2).
     #[arg(long = "occurrence", value_name = "N", num_args = 0..=1, require_equals = true, default_missing_value = "1")]
     pub occurrence: Option<u64>,
 
+    /// Only members modified at DATE or later (a date, or a file's mtime).
+    ///
     /// Only members whose modification time is DATE or later (older ones are skipped, as GNU
     /// tar's -N when extracting or listing). DATE is a file whose mtime counts when it starts
     /// with `/` or `.`, else a date: `2022-06-01`, `2022-06-01 12:00[:00[.5]] [UTC|+02:00]`,
@@ -183,6 +206,8 @@ pub struct Selection {
     #[arg(skip)]
     pub ordered: Vec<Ordered>,
 
+    /// Extract into DIR (created if missing).
+    ///
     /// Extract into DIR (created if missing). Given again, as in GNU tar, a relative DIR is
     /// taken from the one before (`-C /srv -C app` is /srv/app); several -C must all come
     /// before the MEMBER names.
@@ -197,11 +222,15 @@ pub struct Selection {
     )]
     pub directory: Vec<PathBuf>,
 
+    /// With -G, remove nothing that is on another filesystem than DIR's.
+    ///
     /// With -G, remove nothing that is on another filesystem than DIR's (GNU tar's option
     /// for creating archives, where it means staying on one filesystem).
     #[arg(long = "one-file-system")]
     pub one_file_system: bool,
 
+    /// Extract through a symlink to a directory where a directory member lands (inside DIR).
+    ///
     /// As GNU tar's -h when extracting: a symlink to a directory where a directory member lands
     /// stays, what is under it is extracted through it (inside DIR only, as with
     /// --keep-directory-symlink), and the directory it leads to gets the member's mode and
@@ -209,6 +238,8 @@ pub struct Selection {
     #[arg(short = 'h', long = "dereference")]
     pub dereference: bool,
 
+    /// Skip members matching PATTERN (repeatable).
+    ///
     /// Skip members matching PATTERN (shell wildcards, matched after any '/'; a matching
     /// directory excludes its contents). May be repeated.
     #[arg(long = "exclude", value_name = "PATTERN")]
@@ -219,6 +250,8 @@ pub struct Selection {
     #[arg(short = 'P', long = "absolute-names", hide = true)]
     pub absolute_names: bool,
 
+    /// Read --exclude patterns from FILE, one per line.
+    ///
     /// Read --exclude patterns from FILE, one per line (trailing blanks removed, blank lines
     /// skipped, as GNU tar reads them).
     #[arg(short = 'X', long = "exclude-from", value_name = "FILE")]
