@@ -13,6 +13,7 @@ mod suite {
     mod differential;
     mod dropin;
     mod faults;
+    mod help;
     mod hostile;
     mod incremental;
     mod multiframe;
