@@ -40,9 +40,9 @@ pub fn markdown(cmd: &Command) -> String {
     out.push_str(&format!("\n    {REGENERATE}\n\n"));
     push_wrapped(
         &mut out,
-        "`fastuntar --help` shows the first paragraph of each, under the same headings; \
-         [FLAGS.md](FLAGS.md) adds each flag's detail beside GNU tar's, [USAGE.md](USAGE.md) is \
-         the guide.",
+        "`fastuntar --help` shows the first paragraph of each, under the same headings. \
+         [USAGE.md](USAGE.md) is the guide (snapshots, URLs, S3, resume, direct IO, exit \
+         status); [DIFFERENCES.md](DIFFERENCES.md) says where fastuntar and GNU tar differ.",
     );
     out.push('\n');
     let usage = cmd.render_usage().to_string();
@@ -81,6 +81,21 @@ pub fn markdown(cmd: &Command) -> String {
             shown.iter().filter(|a| !a.is_positional() && a.get_help_heading() == Some(heading))
         {
             push_arg(&mut out, arg);
+        }
+    }
+
+    if let Some(after) = cmd.get_after_long_help() {
+        out.push_str("## Notes and examples\n\n");
+        for para in after.to_string().split("\n\n") {
+            if para.lines().count() > 1 {
+                // Examples: kept as clap prints them.
+                for line in para.lines() {
+                    out.push_str(&format!("    {}\n", line.trim_start()));
+                }
+            } else {
+                push_wrapped(&mut out, para);
+            }
+            out.push('\n');
         }
     }
 

@@ -5,8 +5,9 @@
 pub struct Limits {
     /// Accept only the ledger snapshot layout; files 0644, directories 0755.
     ///
-    /// Accept only the ledger snapshot layout (version, snapshots/, accounts/): regular files
-    /// and directories, files 0644, directories 0755; anything else stops the run.
+    /// The layout of a ledger snapshot (version, snapshots/..., accounts/...): regular files and
+    /// directories only, files landed 0644 and directories 0755, at most 5,000,000 files and 4T
+    /// (--max-files, --max-bytes); anything else stops the run before it is written.
     #[arg(long = "snapshot")]
     pub snapshot: bool,
 
