@@ -314,8 +314,9 @@ pub fn create_n(
                     // Docker's default seccomp profile refuses io_uring, and a line on every
                     // run in a container would say nothing the user can act on.
                     if plan.backend == Backend::Uring || plan.verbose {
+                        let why = crate::report::without_errno(e.to_string());
                         warn(&format!(
-                            "io_uring is not available ({e}); using the portable writer"
+                            "io_uring is not available ({why}); using the portable writer"
                         ));
                     }
                     uring_ok = false;

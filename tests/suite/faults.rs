@@ -1176,7 +1176,7 @@ fn stock_limits(mut cmd: Command) -> Command {
 }
 
 /// Sets `resource` to `limit` (soft and hard) in the child before it runs its program.
-fn with_rlimit(mut cmd: Command, resource: libc::__rlimit_resource_t, limit: u64) -> Command {
+fn with_rlimit(mut cmd: Command, resource: util::Resource, limit: u64) -> Command {
     use std::os::unix::process::CommandExt;
     let rl = libc::rlimit { rlim_cur: limit, rlim_max: limit };
     // Safety: the hook runs in the child between fork and exec and only calls setrlimit,
@@ -2143,7 +2143,9 @@ fn inodes_exhausted_ext4() {
             let lines: Vec<&str> = out.stderr.lines().collect();
             let each_named = lines.iter().all(|l| {
                 l.contains("No space left on device")
-                    && names.iter().any(|n| l.starts_with(&format!("fastuntar: {n}: ")))
+                    && names.iter().any(|n| {
+                        l.starts_with(&format!("fastuntar: {}: ", n.trim_end_matches('/')))
+                    })
             });
             if lines.is_empty() || (one_writer(args) && lines.len() != 1) || !each_named {
                 return Err("want one ENOSPC line naming a member per failed member".to_string());
