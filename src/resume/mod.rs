@@ -187,6 +187,8 @@ fn take_dir(cfg: &ResumePlan, dir: Option<OwnedFd>, shown: &str) -> Result<(Owne
 /// The run's resume state: what was decided at the start, and the recorder's channel.
 pub struct Session {
     dest: std::path::PathBuf,
+    /// `--spread`'s roots, synced with DIR.
+    roots: Vec<std::path::PathBuf>,
     /// DIR, locked for the run (None: resume points are off and no state was used).
     dir: Option<Arc<OwnedFd>>,
     /// Why this run writes no resume points (None: it does).
@@ -219,6 +221,8 @@ pub struct ResumePlan {
     pub flag: Flag,
     /// DIR, where the state is kept.
     pub dest: std::path::PathBuf,
+    /// `--spread`'s roots: a resume point is durable once their filesystems are synced too.
+    pub roots: Vec<std::path::PathBuf>,
     /// The option given that makes a run unable to resume from a member boundary (resolve.rs
     /// `refused_option`).
     pub refused: Option<&'static str>,
@@ -395,6 +399,7 @@ impl Session {
     fn new(cfg: &ResumePlan, off: Option<String>, report: Arc<Reporter>) -> Session {
         Session {
             dest: cfg.dest.clone(),
+            roots: cfg.roots.clone(),
             dir: None,
             off,
             foreign_tmp: None,
@@ -613,6 +618,11 @@ impl Session {
         self.resumed.as_ref().map(|s| (&s.counts, s.point.member))
     }
 
+    /// `--spread`'s routing at the resume point (None: not resumed).
+    pub fn resumed_placed(&self) -> Option<&crate::mark::Placed> {
+        self.resumed.as_ref().map(|s| &s.placed)
+    }
+
     /// Where published points go (None: this run writes none).
     pub fn frontier(&self) -> Option<Arc<Frontier>> {
         self.writes_points().then(|| self.shared.frontier.clone())
@@ -663,6 +673,7 @@ impl Session {
             counts,
             probes: probes.paths(),
             globals,
+            placed: Default::default(),
             delay: false,
             dirs: Vec::new(),
             frontier: self.shared.frontier.clone(),
@@ -712,7 +723,14 @@ impl Session {
                 Err(_) => return none,
             },
         };
-        let syncs = fsio::filesystems(&self.dest, &dir);
+        let mut syncs = fsio::filesystems(&self.dest, &dir);
+        for root in &self.roots {
+            // Made by the writers before this thread starts; one that is not is not synced
+            // (its writer failed, and with it the run).
+            if let Ok(Some(fd)) = fsio::open_dir(root) {
+                syncs.extend(fsio::filesystems(root, &fd));
+            }
+        }
         let job = match (self.writes_points(), &self.fixed) {
             (true, Some(f)) => Some(Job {
                 fixed: f.clone(),
@@ -920,7 +938,7 @@ fn write(job: &Job, (dir, syncs): (&OwnedFd, &[OwnedFd]), mark: Mark, report: &R
     let written = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i128);
-    let Mark { point, mut counts, delay, dirs, globals, .. } = mark;
+    let Mark { point, mut counts, delay, dirs, globals, placed, .. } = mark;
     counts.skipped = report.skipped_count();
     // The archive file's bytes before the point; a state without them is not written (the
     // next one will try again).
@@ -948,6 +966,7 @@ fn write(job: &Job, (dir, syncs): (&OwnedFd, &[OwnedFd]), mark: Mark, report: &R
         globals,
         written,
         sample,
+        placed,
     };
     if state.encode().len() > state::STATE_MAX {
         return;

@@ -59,6 +59,15 @@ pub struct Performance {
     #[arg(long = "sync")]
     pub sync: bool,
 
+    /// Spread the members under PREFIX (a directory in the archive, after --strip-components
+    /// and --transform) over the directories DIR1,DIR2,... with PREFIX taken off their names,
+    /// each file in the one given the fewest bytes so far, each with a writer of its own (put
+    /// each on its own disk): `--spread accounts/=/mnt/nvme1/accounts,/mnt/nvme2/accounts` lays
+    /// a ledger snapshot's account files out as a validator's account paths. Directories under
+    /// PREFIX are made in every one. May be given again for another PREFIX.
+    #[arg(long = "spread", value_name = "PREFIX=DIR1,DIR2,...")]
+    pub spread: Vec<String>,
+
     /// For the test suite: act as a kernel whose io_uring is refused (`refused`: as
     /// kernel.io_uring_disabled=2) or lacks IORING_OP_OPENAT (`no-openat`: a 5.5 kernel).
     #[arg(long = "debug-uring", value_enum, value_name = "KERNEL", hide = true)]
