@@ -70,6 +70,13 @@ impl Placement {
         start..start + self.spreads[i].roots.len()
     }
 
+    /// The roots of the spread `path` is under (numbers, and their directories), and the path
+    /// within them (empty: the prefix itself).
+    pub fn within(&self, path: &SafePath) -> Option<(Range<usize>, &[PathBuf], SafePath)> {
+        let (i, rest) = self.split(path)?;
+        Some((self.range(i), &self.spreads[i].roots, rest))
+    }
+
     /// The spread `path` is under and the path within its roots (empty: the prefix itself).
     fn split(&self, path: &SafePath) -> Option<(usize, SafePath)> {
         self.spreads.iter().enumerate().find_map(|(i, s)| {
@@ -106,12 +113,24 @@ pub fn weight(size: u64) -> u64 {
 }
 
 /// Where the member at `path` (safe, relative to DIR) lands, given the bytes each root was
-/// given so far (`loads`, indexed by root number). Pure.
-pub fn route(plan: &Placement, path: &SafePath, shape: Shape, loads: &[u64]) -> Route {
+/// given so far (`loads`, indexed by root number) and the root of the nearest non-directory
+/// above it (`above`: a symlink or file the archive put where this member's parent would be).
+/// A member beneath one goes to its root, where the writer refuses to pass through it as it
+/// does in DIR; elsewhere it would make a directory of that name in another root. Pure.
+pub fn route(
+    plan: &Placement,
+    path: &SafePath,
+    shape: Shape,
+    loads: &[u64],
+    above: Option<usize>,
+) -> Route {
     let Some((i, rest)) = plan.split(path) else {
         return Route::To { root: 0, path: path.clone() };
     };
     let roots = plan.range(i);
+    if let Some(root) = above.filter(|r| roots.contains(r)) {
+        return Route::To { root, path: rest };
+    }
     match shape {
         Shape::Dir => Route::Each { roots, path: rest },
         Shape::Leaf(_) if rest.is_root() => {
@@ -199,11 +218,22 @@ mod tests {
             ),
         ];
         for (path, shape, loads, want) in cases {
-            assert_eq!(route(&plan(), &p(path), shape, &loads), want, "{path} {shape:?} {loads:?}");
+            let got = route(&plan(), &p(path), shape, &loads, None);
+            assert_eq!(got, want, "{path} {shape:?} {loads:?}");
+        }
+        // Beneath a non-directory placed in a root (a symlink): that root, whatever the loads.
+        for (path, shape, above, want) in [
+            ("accounts/l/f", Shape::Leaf(5), Some(3), to(3, "l/f")),
+            ("accounts/l/d", Shape::Dir, Some(2), to(2, "l/d")),
+            // Not a root of this spread: ignored.
+            ("accounts/l/f", Shape::Leaf(5), Some(5), to(1, "l/f")),
+            ("version", Shape::Leaf(5), Some(2), to(0, "version")),
+        ] {
+            assert_eq!(route(&plan(), &p(path), shape, &[], above), want, "{path}");
         }
         // Without a spread everything is DIR's.
         let none = Placement::default();
-        assert_eq!(route(&none, &p("accounts/1"), Shape::Leaf(1), &[]), to(0, "accounts/1"));
+        assert_eq!(route(&none, &p("accounts/1"), Shape::Leaf(1), &[], None), to(0, "accounts/1"));
         assert_eq!(plan().root_count(), 6);
     }
 

@@ -36,6 +36,8 @@ pub struct Placer {
     roots: HashMap<u64, u16, BuildHasherDefault<PassThrough>>,
     /// More spread directories than a resume point carries.
     too_many_dirs: bool,
+    /// Started from a resume point: files placed before it are not in `roots`.
+    resumed: bool,
 }
 
 impl Placer {
@@ -43,7 +45,8 @@ impl Placer {
     pub fn new(plan: Placement, resumed: Option<&Placed>) -> Placer {
         let mut placed = resumed.cloned().unwrap_or_default();
         placed.loads.resize(plan.root_count(), 0);
-        Placer { plan, placed, roots: HashMap::default(), too_many_dirs: false }
+        let resumed = resumed.is_some();
+        Placer { plan, placed, roots: HashMap::default(), too_many_dirs: false, resumed }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -52,7 +55,8 @@ impl Placer {
 
     /// Routes one member and counts it.
     pub fn place(&mut self, path: &SafePath, shape: Shape) -> Route {
-        let route = route(&self.plan, path, shape, &self.placed.loads);
+        let above = self.above(path);
+        let route = route(&self.plan, path, shape, &self.placed.loads, above);
         if let (Route::To { root, .. }, Shape::Leaf(size)) = (&route, shape)
             && *root != 0
         {
@@ -62,13 +66,36 @@ impl Placer {
         route
     }
 
-    /// Routes a hard link (see `route_link`).
+    /// The root of the nearest spread leaf (a symlink, a file) at a path above `path`.
+    fn above(&self, path: &SafePath) -> Option<usize> {
+        if self.roots.is_empty() {
+            return None;
+        }
+        path.as_path().ancestors().skip(1).find_map(|a| {
+            let a = SafePath(a.to_path_buf());
+            self.roots.get(&key(&a)).map(|&r| usize::from(r))
+        })
+    }
+
+    /// Routes a hard link (see `route_link`). A resumed run does not know where the files
+    /// before its resume point went: it looks for the target in the roots of its spread (it
+    /// landed before the point; only a lookup, the link is made beneath the root it names).
     pub fn place_link(
         &mut self,
         link: &SafePath,
         target: &SafePath,
     ) -> Result<(usize, SafePath, SafePath), &'static str> {
-        let target_root = self.roots.get(&key(target)).map(|&r| usize::from(r));
+        let mut target_root = self.roots.get(&key(target)).map(|&r| usize::from(r));
+        if target_root.is_none()
+            && self.resumed
+            && let Some((numbers, dirs, rest)) = self.plan.within(target)
+            && !rest.is_root()
+        {
+            target_root = numbers.zip(dirs).find_map(|(n, d)| {
+                let found = std::fs::symlink_metadata(d.join(rest.as_path()));
+                found.is_ok_and(|m| !m.is_dir()).then_some(n)
+            });
+        }
         let routed = route_link(&self.plan, link, target, target_root)?;
         if routed.0 != 0 {
             self.roots.insert(key(link), routed.0 as u16);

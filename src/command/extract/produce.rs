@@ -96,6 +96,7 @@ fn resumed(
             &entry.path,
             crate::policy::route::Shape::Dir,
             &[],
+            None,
         );
         if let Route::Each { roots, path } = route {
             for root in roots {
