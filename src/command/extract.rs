@@ -59,7 +59,7 @@ pub fn run(plans: &Plans, report: &Arc<Reporter>) -> Result<Summary> {
         write::direct_policy::Arrival::new(input.format, input.size, input.first_frame_size());
     let incoming = write::Incoming { arrival, later_fds };
     let writers = write::create_n(writer, &pool, frames, files.clone(), incoming, events)?;
-    let writer_counts = (writers.workers.len(), writers.uring);
+    let writer_counts = (writers.workers.len() + writers.lanes.len(), writers.uring);
     let direct = writers.direct;
     if direct.threshold.is_some() && direct.start == write::direct_policy::Start::Now {
         input.drop_behind();
