@@ -15,6 +15,7 @@ fn main() {
     // The run's reporter, its clock started now: every line the run says, and the counts
     // its exit status comes from.
     let reporter = Arc::new(Reporter::new());
+    report::set_program(report::program_name(std::env::args_os().next().as_deref()));
     report::locale::init_locale();
     ignore_sigxfsz();
     resources::fit_address_space();
@@ -24,7 +25,7 @@ fn main() {
     let args = match argv {
         Ok(argv) => cli::parse(argv),
         Err(e) => {
-            reporter.diagnostic(&format!("fastuntar: {e}"));
+            reporter.diagnostic(&report::said(&e));
             std::process::exit(e.status);
         }
     };
@@ -44,7 +45,10 @@ fn print_generated(args: &cli::Args, reporter: &Reporter) {
         match cli::reference::man_page(cli::Args::command()) {
             Ok(text) => print_all(&text, "the man page", reporter),
             Err(e) => {
-                reporter.diagnostic(&format!("fastuntar: cannot write the man page: {e}"));
+                reporter.diagnostic(&report::said(format_args!(
+                    "cannot write the man page: {}",
+                    report::strerror(&e)
+                )));
                 std::process::exit(ExitCode::Fatal as i32);
             }
         }
@@ -71,7 +75,8 @@ fn resolve(args: cli::Args, reporter: &Reporter) -> Plans {
     let mut plans = match plans {
         Ok(plans) => plans,
         Err(e) => {
-            reporter.diagnostic(&format!("fastuntar: {e:#}"));
+            // A refused command line (GNU tar's usage errors, exit 2): the line alone.
+            reporter.diagnostic(&report::said(report::chain(&e)));
             std::process::exit(ExitCode::Fatal as i32);
         }
     };
@@ -88,8 +93,7 @@ fn run(plans: Plans, reporter: &Arc<Reporter>) -> ! {
     if let Some(path) = &report.index_file
         && let Err(e) = reporter.open_index_file(path)
     {
-        reporter.diagnostic(&format!("fastuntar: {e}"));
-        std::process::exit(ExitCode::Fatal as i32);
+        fatal(&e, reporter);
     }
     // -t and -O: no summary line, no progress (with -O stdout carries data, and they would
     // draw over `| less`).
@@ -99,7 +103,7 @@ fn run(plans: Plans, reporter: &Arc<Reporter>) -> ! {
             _ => to_stdout::run(&plans, reporter),
         };
         print_totals(report, &outcome, reporter);
-        exit(code_of(&outcome, reporter), reporter);
+        exit(code_of(&outcome, reporter), cut_short(&outcome), reporter);
     }
     let outcome = extract::run(&plans, reporter);
     print_totals(report, &outcome, reporter);
@@ -107,7 +111,7 @@ fn run(plans: Plans, reporter: &Arc<Reporter>) -> ! {
     if let Ok(summary) = &outcome {
         report::summary::say(summary, report, code, reporter);
     }
-    exit(code, reporter);
+    exit(code, cut_short(&outcome), reporter);
 }
 
 /// `--totals`, after a run that read its archive to the end (GNU tar prints nothing after a
@@ -119,21 +123,40 @@ fn print_totals<T>(plan: &report::plan::ReportPlan, outcome: &anyhow::Result<T>,
 }
 
 /// The exit code of a run's outcome (`Reporter::status`: GNU tar's 2 also for a member that
-/// could not be extracted), saying its error if it failed.
+/// could not be extracted), saying its error if it failed, and GNU tar's closing line for it
+/// (`report::closing`).
 fn code_of<T>(outcome: &anyhow::Result<T>, reporter: &Reporter) -> ExitCode {
     if let Err(e) = outcome {
-        reporter.diagnostic(&format!("fastuntar: {e:#}"));
+        reporter.diagnostic(&report::said(report::chain(e)));
     }
     reporter.status(outcome.is_ok())
 }
 
+/// Whether an error cut the run short (GNU tar's "Error is not recoverable"): not an input
+/// that was no tar archive at all, after which GNU tar ends as after errors it went past.
+fn cut_short<T>(outcome: &anyhow::Result<T>) -> bool {
+    outcome.as_ref().is_err_and(|e| !e.chain().any(|c| c.is::<fastuntar::archive::NotTar>()))
+}
+
+/// An error that ends the run before it read the archive (`--index-file`'s FILE cannot be
+/// opened): said with GNU tar's closing line, exit 2.
+fn fatal(e: &anyhow::Error, reporter: &Reporter) -> ! {
+    reporter.diagnostic(&report::said(report::chain(e)));
+    reporter.diagnostic(&report::said(report::NOT_RECOVERABLE));
+    std::process::exit(ExitCode::Fatal as i32);
+}
+
 /// Exits with `code`, or with 2 when output was lost (report.rs): a failed write to stdout is
-/// said here, once; a diagnostic that stderr did not take cannot be said at all.
-fn exit(code: ExitCode, reporter: &Reporter) -> ! {
+/// said here, once; a diagnostic that stderr did not take cannot be said at all. A run that
+/// exits 2 ends with GNU tar's closing line (`report::closing`).
+fn exit(code: ExitCode, fatal: bool, reporter: &Reporter) -> ! {
     let mut code = code;
     if let Some(e) = reporter.stdout_failure() {
-        reporter.diagnostic(&format!("fastuntar: {e}"));
+        reporter.diagnostic(&report::said(e));
         code = ExitCode::Fatal;
+    }
+    if let Some(line) = report::closing(code, fatal) {
+        reporter.diagnostic(&report::said(line));
     }
     if reporter.diagnostic_lost() {
         code = ExitCode::Fatal;
@@ -147,7 +170,10 @@ fn print_all(text: &[u8], what: &str, reporter: &Reporter) -> ! {
     let mut out = std::io::stdout().lock();
     match out.write_all(text).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            reporter.diagnostic(&format!("fastuntar: cannot write {what}: {e}"));
+            reporter.diagnostic(&report::said(format_args!(
+                "cannot write {what}: {}",
+                report::strerror(&e)
+            )));
             std::process::exit(ExitCode::Fatal as i32);
         }
         _ => std::process::exit(ExitCode::Success as i32),

@@ -46,6 +46,23 @@ const MAX_NAME_IN_MESSAGE: usize = 1024;
 
 type Res<T> = std::result::Result<T, String>;
 
+/// GNU tar's words for an input whose first block is not a tar header.
+pub const NOT_TAR: &str = "This does not look like a tar archive";
+
+/// The input is not a tar archive at all (its first block is not a header, or it is too
+/// short to hold one): nothing was extracted. GNU tar says so and ends with "Exiting with
+/// failure status due to previous errors", not as after an error that cut a run short.
+#[derive(Debug)]
+pub struct NotTar(String);
+
+impl std::fmt::Display for NotTar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotTar {}
+
 /// Streaming tar reader; see the module doc.
 pub struct Reader<R: Skip> {
     inner: R,
@@ -525,7 +542,10 @@ impl<R: Skip> Reader<R> {
     fn fail(&mut self, e: String) -> anyhow::Error {
         self.error = Some(e.clone());
         self.cur = None;
-        anyhow!(e)
+        match e.starts_with(NOT_TAR) {
+            true => anyhow::Error::new(NotTar(e)),
+            false => anyhow!(e),
+        }
     }
 
     /// Formats a message: `"{name}: {what} (archive offset N)"`, or without a name

@@ -141,7 +141,7 @@ fn stopped(members: u64, name: &str, e: io::Error) -> Result<u64> {
     if e.kind() == io::ErrorKind::BrokenPipe {
         return Ok(members);
     }
-    bail!("{name}: stdout: write error: {e}")
+    bail!("{name}: stdout: write error: {}", crate::report::strerror(&e))
 }
 
 /// One member's data piped into its own run of `--to-command`.

@@ -15,6 +15,32 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
+/// The program exited with a failure, said in GNU tar's words ("Child returned status N",
+/// "Child died with signal N"), the program after them.
+#[derive(Debug)]
+pub struct ChildFailed {
+    what: String,
+    status: std::process::ExitStatus,
+}
+
+impl std::fmt::Display for ChildFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use std::os::unix::process::ExitStatusExt;
+        match (self.status.code(), self.status.signal()) {
+            (Some(code), _) => write!(f, "Child returned status {code} ('{}')", self.what),
+            (None, Some(sig)) => write!(f, "Child died with signal {sig} ('{}')", self.what),
+            (None, None) => write!(f, "Child failed ({}; '{}')", self.status, self.what),
+        }
+    }
+}
+
+impl std::error::Error for ChildFailed {}
+
+/// Whether `e` is a `ChildFailed`: said alone, without the reading it ended.
+pub fn is_child_failed(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|x| x.is::<ChildFailed>())
+}
+
 pub struct Filter {
     child: Child,
     stdout: ChildStdout,
@@ -34,19 +60,21 @@ impl Filter {
         let stdin = match path {
             None => Stdio::inherit(),
             Some(p) => {
-                let f = File::open(p).with_context(|| format!("{}: cannot open", p.display()))?;
+                let f = File::open(p).with_context(|| format!("{}: Cannot open", p.display()))?;
                 if f.metadata().is_ok_and(|m| m.is_dir()) {
-                    bail!("{}: is a directory", p.display());
+                    bail!("{}: Cannot read: Is a directory", p.display());
                 }
                 Stdio::from(f)
             }
         };
-        let mut child = Command::new(program)
-            .args(args)
-            .stdin(stdin)
-            .stdout(Stdio::piped())
-            .spawn()
-            .with_context(|| format!("cannot run '{what}'"))?;
+        let mut child =
+            Command::new(program).args(args).stdin(stdin).stdout(Stdio::piped()).spawn().map_err(
+                |e| {
+                    // GNU tar's words ("lzip: Cannot exec: ..."), the command line after them.
+                    let why = crate::report::strerror(&e);
+                    anyhow::anyhow!("{program}: Cannot exec: {why} ('{what}')")
+                },
+            )?;
         let stdout = child.stdout.take().expect("stdout was piped");
         Ok(Filter { child, stdout, what, done: false })
     }
@@ -62,7 +90,7 @@ impl Read for Filter {
             self.done = true;
             let status = self.child.wait()?;
             if !status.success() {
-                return Err(io::Error::other(format!("'{}' failed ({status})", self.what)));
+                return Err(io::Error::other(ChildFailed { what: self.what.clone(), status }));
             }
         }
         Ok(n)
@@ -94,13 +122,21 @@ mod tests {
         assert_eq!(out, b"hello\n");
         let mut f = Filter::spawn(&words("sh -c exit\t3"), None).unwrap();
         let e = f.read_to_end(&mut Vec::new()).unwrap_err();
-        assert!(e.to_string().contains("failed (exit status: 3)"), "{e}");
+        assert_eq!(e.to_string(), "Child returned status 3 ('sh -c exit\t3')");
+        assert!(is_child_failed(&e));
+        let mut f = Filter::spawn(&words("sh -c kill\t-9\t$$"), None).unwrap();
+        let e = f.read_to_end(&mut Vec::new()).unwrap_err();
+        assert_eq!(e.to_string(), "Child died with signal 9 ('sh -c kill\t-9\t$$')");
     }
 
     #[test]
     fn a_missing_program_is_one_line() {
         let e = Filter::spawn(&words("no-such-program-here -d"), None).err().unwrap();
-        assert!(format!("{e:#}").starts_with("cannot run 'no-such-program-here -d': "), "{e:#}");
+        assert_eq!(
+            format!("{e:#}"),
+            "no-such-program-here: Cannot exec: No such file or directory \
+             ('no-such-program-here -d')"
+        );
         assert!(Filter::spawn(&words("-d"), None).is_err());
     }
 

@@ -531,14 +531,14 @@ fn open_as(
         (Some(words), _) => (Box::new(Filter::spawn(words, path)?), None),
         (None, None) => (Box::new(io::stdin()), None),
         (None, Some(p)) => {
-            let f = File::open(p).with_context(|| format!("{}: cannot open", p.display()))?;
-            let meta = f.metadata().with_context(|| format!("{}: cannot stat", p.display()))?;
+            let f = File::open(p).with_context(|| format!("{}: Cannot open", p.display()))?;
+            let meta = f.metadata().with_context(|| format!("{}: Cannot stat", p.display()))?;
             if meta.is_dir() {
-                anyhow::bail!("{}: is a directory", p.display());
+                anyhow::bail!("{}: Cannot read: Is a directory", p.display());
             }
             let size = meta.is_file().then_some(meta.len());
             if meta.is_file() {
-                id = Some(FileId::of(&f).with_context(|| format!("{}: cannot stat", p.display()))?);
+                id = Some(FileId::of(&f).with_context(|| format!("{}: Cannot stat", p.display()))?);
                 let file = ArchiveFile::new(f, p, drop_behind);
                 direct = Some(file.direct());
                 (Box::new(file), size)
@@ -563,8 +563,8 @@ pub fn open_file_at(
     drop_behind: bool,
     at: Reopen,
 ) -> Result<Input> {
-    let f = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
-    let id = FileId::of(&f).with_context(|| format!("{}: cannot stat", path.display()))?;
+    let f = File::open(path).with_context(|| format!("{}: Cannot open", path.display()))?;
+    let id = FileId::of(&f).with_context(|| format!("{}: Cannot stat", path.display()))?;
     let page =
         at.unit.compressed / archive_file::DIRECT_ALIGN as u64 * archive_file::DIRECT_ALIGN as u64;
     let mut file = ArchiveFile::new(f, path, drop_behind);
@@ -601,6 +601,15 @@ pub fn open_url(plan: &url::Plan, max_window_log: u32) -> Result<Input> {
     sourced(raw, size, max_window_log, None, false, Some(download), None)
 }
 
+/// A read of the archive that failed: "cannot read the archive: WHY", but a decompressor's
+/// failure alone, in GNU tar's words (`Child returned status N`).
+fn read_error(e: io::Error) -> anyhow::Error {
+    match filter::is_child_failed(&e) {
+        true => anyhow::Error::new(e),
+        false => anyhow::Error::new(e).context("cannot read the archive"),
+    }
+}
+
 /// `raw` under the Source the decoders read, its format found (or, `at`, known: a resumed
 /// run's input begins at `at.unit`, inside the archive, after the bytes of the page it was
 /// read from, `raw`'s first, are passed over).
@@ -625,7 +634,7 @@ fn sourced(
     let mut source = Source::with_capacity(INPUT_BUF, counted);
     let trailer = Trailer(source.budget());
     let format = match at {
-        None => sniff(&mut source).context("cannot read the archive")?,
+        None => sniff(&mut source).map_err(read_error)?,
         Some(at) => {
             let before = from - page;
             let passed = io::copy(&mut (&mut source).take(before), &mut io::sink())

@@ -12,8 +12,9 @@ pub enum OldFiles {
     /// Replace it: unlink what is there (an empty directory too) and create the member (GNU
     /// tar's default). An existing directory is kept and gets the member's metadata.
     Replace,
-    /// `-k`: keep it and report the member (exit 1). An existing directory is kept silently,
-    /// its metadata untouched (GNU tar 1.34; it exits 2 for the files).
+    /// `-k`: keep it and report the member (exit 2, "Cannot open: File exists"). An existing
+    /// directory is kept silently, its metadata untouched, and so is a file where a directory
+    /// member goes (GNU tar 1.34: the members beneath it fail on it).
     Keep,
     /// `--skip-old-files`: keep it without a word and without changing the exit status; with
     /// -v, "MEMBER: skipping existing file" (directories too), as GNU tar 1.34.
@@ -45,6 +46,19 @@ pub struct Policy {
     pub keep_dir_symlinks: bool,
     /// `-h`: a directory member kept as such a symlink gives its directory its metadata.
     pub dereference: bool,
+    /// `--overwrite -h` (`writes_through`): a file member whose path holds a symlink is
+    /// written into the file the symlink leads to, inside DIR.
+    pub write_through: bool,
+}
+
+/// Whether a file member writes through a symlink at its path (GNU tar 1.34's extract.c
+/// `open_output_file`: with `--overwrite` it opens with O_TRUNC instead of O_EXCL, and `-h`
+/// drops O_NOFOLLOW; its extrac13.at). Without `--overwrite` GNU tar's O_EXCL open fails on
+/// the symlink, which is removed and the file made in its place, `-h` or not; with
+/// `--overwrite` alone O_NOFOLLOW fails (ELOOP) and the symlink is removed likewise. The
+/// other old-file options keep what is there before the question arises.
+pub fn writes_through(old_files: OldFiles, overwrite: bool, dereference: bool) -> bool {
+    overwrite && dereference && old_files == OldFiles::Replace
 }
 
 impl Policy {
@@ -120,6 +134,10 @@ pub fn decide(p: &Policy, member: Member, there: There) -> Decision {
             // The symlink stays; with -h the directory it leads to is the member's.
             if p.dereference { existing_dir(p) } else { Leave }
         }
+        // `-k`: GNU tar 1.34's extract_dir takes the EEXIST of its mkdir as nothing to say
+        // (`maybe_recoverable` keeps the file): the file stays, the member is passed over
+        // without a word, and the members beneath it fail on it ("Not a directory").
+        (Member::Dir, There::Other { .. }) if p.old_files == OldFiles::Keep => Leave,
         (Member::Dir, There::Other { newer, .. }) => clear(p, newer, false),
         (Member::Dir, There::Dir) => match p.old_files {
             _ if p.recursive_unlink => Remake { recursive: true },
@@ -169,6 +187,23 @@ mod tests {
             backup: false,
             keep_dir_symlinks: false,
             dereference: false,
+            write_through: false,
+        }
+    }
+
+    /// `--overwrite -h` writes through a symlink at a file member's path; nothing else does.
+    #[test]
+    fn only_overwrite_with_dereference_writes_through() {
+        for old in ALL {
+            for (overwrite, deref) in [(false, false), (false, true), (true, false), (true, true)] {
+                // clap refuses --overwrite with the other old-file options.
+                let want = overwrite && deref && old == O::Replace;
+                assert_eq!(
+                    writes_through(old, overwrite, deref),
+                    want,
+                    "{old:?} {overwrite} {deref}"
+                );
+            }
         }
     }
 
@@ -204,7 +239,7 @@ mod tests {
         let there = [There::Nothing, There::Dest, There::Dir, FILE, NEWER, DIR_LINK];
         let rows: [(OldFiles, [Decision; 6]); 6] = [
             (O::Replace, [D::Create, REUSE, REUSE, REPLACE, REPLACE, REPLACE]),
-            (O::Keep, [D::Create, D::Leave, D::Leave, D::Refuse, D::Refuse, D::Refuse]),
+            (O::Keep, [D::Create, D::Leave, D::Leave, D::Leave, D::Leave, D::Leave]),
             (O::Skip, [D::Create, D::Skip, D::Skip, D::Skip, D::Skip, D::Skip]),
             (O::KeepNewer, [D::Create, D::Leave, D::RemakeIfEmpty, REPLACE, D::KeepNewer, REPLACE]),
             (O::NoOverwriteDir, [D::Create, KEEP_MODE, KEEP_MODE, REPLACE, REPLACE, REPLACE]),

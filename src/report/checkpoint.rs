@@ -54,9 +54,6 @@ const DEFAULT_ECHO: &[u8] = b"Read checkpoint %u";
 /// What `%c` stands for (checkpoint.c `def_format`).
 const DEFAULT_FORMAT: &[u8] = b"%{%Y-%m-%d %H:%M:%S}t: %ds, %{read,wrote}T%*\r";
 
-/// What `echo` lines start with (GNU tar's `program_name`).
-const PREFIX: &[u8] = b"fastuntar: ";
-
 /// One of the two options, as given (`cli::parse` keeps them in command-line order).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Arg {
@@ -435,9 +432,10 @@ impl Observer {
             }
             Action::Bell => self.write_tty(b"\x07"),
             Action::Echo(text) => {
-                let mut line = PREFIX.to_vec();
+                let mut line = super::said("").into_bytes();
                 let text = text.as_deref().unwrap_or(DEFAULT_ECHO);
-                self.expand(&mut line, PREFIX.len(), text, libc::STDERR_FILENO);
+                let len = line.len();
+                self.expand(&mut line, len, text, libc::STDERR_FILENO);
                 self.report.diagnostic(&String::from_utf8_lossy(&line));
             }
             Action::TtyOut(text) => {
@@ -486,7 +484,10 @@ impl Observer {
             .status();
         if let Err(e) = status {
             let command = String::from_utf8_lossy(command);
-            self.report.diagnostic(&format!("fastuntar: {command}: Cannot exec: {e}"));
+            self.report.diagnostic(&super::said(format_args!(
+                "{command}: Cannot exec: {}",
+                super::strerror(&e)
+            )));
         }
     }
 

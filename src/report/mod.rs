@@ -138,6 +138,99 @@ impl Warnings {
     }
 }
 
+/// The name every message begins with (`NAME: ...`): `argv[0]`'s last component, so that a
+/// `tar` symlink to fastuntar speaks as `tar`, as scripts that grep GNU tar's messages expect;
+/// "fastuntar" when argv[0] is missing or empty (and in a library run: set once by main).
+/// GNU tar prints argv[0] whole (`/usr/bin/tar: ...`); the last component reads the same
+/// wherever the binary was found.
+pub fn program_name(argv0: Option<&std::ffi::OsStr>) -> String {
+    let base = argv0.map(|a| a.as_encoded_bytes().rsplit(|&b| b == b'/').next().unwrap_or(b""));
+    match base {
+        Some(b) if !b.is_empty() => printable(b),
+        _ => "fastuntar".to_string(),
+    }
+}
+
+/// Set once by main from argv[0] (`program_name`).
+static PROGRAM: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Names the program for every message from now on (main, before anything is said).
+pub fn set_program(name: String) {
+    let _ = PROGRAM.set(name);
+}
+
+/// The program's name in messages (`set_program`; "fastuntar" until then).
+pub fn program() -> &'static str {
+    PROGRAM.get().map_or("fastuntar", String::as_str)
+}
+
+/// `msg` as a line of the program's: `NAME: msg`.
+pub fn said(msg: impl std::fmt::Display) -> String {
+    format!("{}: {msg}", program())
+}
+
+/// GNU tar's last line after a run that went on past errors (exit 2).
+pub const PREVIOUS_ERRORS: &str = "Exiting with failure status due to previous errors";
+
+/// GNU tar's last line after an error that ended the run.
+pub const NOT_RECOVERABLE: &str = "Error is not recoverable: exiting now";
+
+/// GNU tar's last line for a run that exits `code`: after an error that ended it (`fatal`),
+/// "Error is not recoverable: exiting now"; after errors it went on past (members not
+/// extracted, an operand that matched nothing, output lost), "Exiting with failure status due
+/// to previous errors"; none after success.
+pub fn closing(code: crate::exit_codes::ExitCode, fatal: bool) -> Option<&'static str> {
+    use crate::exit_codes::ExitCode;
+    match (code, fatal) {
+        (ExitCode::Success, _) => None,
+        (_, true) => Some(NOT_RECOVERABLE),
+        (_, false) => Some(PREVIOUS_ERRORS),
+    }
+}
+
+/// The system's words for an error, as GNU tar prints them (strerror): Rust's io::Error adds
+/// " (os error N)", which no tar user greps for. An error of ours (no errno) is said as it is.
+pub fn strerror(e: &io::Error) -> String {
+    let text = e.to_string();
+    match e.raw_os_error() {
+        Some(code) if e.get_ref().is_none() => {
+            match text.strip_suffix(&format!(" (os error {code})")) {
+                Some(words) => words.to_string(),
+                None => text,
+            }
+        }
+        _ => text,
+    }
+}
+
+/// `text` (a system error said by Rust) without its trailing " (os error N)".
+pub fn without_errno(text: String) -> String {
+    let Some(open) = text.rfind(" (os error ") else { return text };
+    let code = &text[open + " (os error ".len()..];
+    match code.strip_suffix(')') {
+        Some(n) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+            text[..open].to_string()
+        }
+        _ => text,
+    }
+}
+
+/// An error and its causes, `{:#}` as anyhow joins them (`outer: inner: ...`), each system
+/// error in its strerror words (`strerror`).
+pub fn chain(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for (i, cause) in e.chain().enumerate() {
+        if i > 0 {
+            out.push_str(": ");
+        }
+        match cause.downcast_ref::<io::Error>() {
+            Some(io) => out.push_str(&strerror(io)),
+            None => out.push_str(&cause.to_string()),
+        }
+    }
+    out
+}
+
 /// Writes `line` and a newline to stderr in one write, so lines from two threads never mix.
 pub(crate) fn write_stderr(line: &str) -> io::Result<()> {
     let mut buf = Vec::with_capacity(line.len() + 1);
@@ -302,6 +395,48 @@ mod tests {
         for p in ["idx", "dest/INDEX", "/dev/fd/", "/dev/fd/1/x", "/dev/./stdout", "/tmp/stdout"] {
             assert!(!index_file_may_be_a_symlink(Path::new(p)), "{p}");
         }
+    }
+
+    #[test]
+    fn program_named_after_argv0() {
+        use std::ffi::OsStr;
+        let name = |a: &str| program_name(Some(OsStr::new(a)));
+        assert_eq!(name("tar"), "tar");
+        assert_eq!(name("/usr/local/bin/tar"), "tar");
+        assert_eq!(name("./fastuntar"), "fastuntar");
+        assert_eq!(name("gtar\n"), "gtar\\n");
+        assert_eq!(name(""), "fastuntar");
+        assert_eq!(name("dir/"), "fastuntar");
+        assert_eq!(program_name(None), "fastuntar");
+    }
+
+    #[test]
+    fn closing_lines_as_gnu_tar() {
+        use crate::exit_codes::ExitCode::*;
+        let table = [
+            ((Success, false), None),
+            ((Success, true), None),
+            ((Fatal, false), Some(PREVIOUS_ERRORS)),
+            ((Fatal, true), Some(NOT_RECOVERABLE)),
+        ];
+        for ((code, fatal), want) in table {
+            assert_eq!(closing(code, fatal), want, "{code:?} {fatal}");
+        }
+    }
+
+    /// strerror's words without Rust's " (os error N)"; our own errors as they are; the
+    /// causes of a chain each so.
+    #[test]
+    fn system_errors_in_strerror_words() {
+        let e = io::Error::from_raw_os_error(libc::EEXIST);
+        assert_eq!(strerror(&e), "File exists");
+        assert_eq!(strerror(&io::Error::other("mine (os error 5)")), "mine (os error 5)");
+        let e = io::Error::from_raw_os_error(libc::ENOSPC).to_string();
+        assert_eq!(without_errno(e), "No space left on device");
+        assert_eq!(without_errno("a (os error x)".into()), "a (os error x)");
+        let e = anyhow::Error::new(io::Error::from_raw_os_error(libc::ENOENT))
+            .context("f: Cannot open");
+        assert_eq!(chain(&e), "f: Cannot open: No such file or directory");
     }
 
     #[test]

@@ -71,14 +71,14 @@ impl Reporter {
     /// previous errors").
     pub fn skipped(&self, member: &str, msg: impl std::fmt::Display) {
         self.skipped.fetch_add(1, Ordering::Relaxed);
-        self.diagnostic(&format!("fastuntar: {member}: {msg}"));
+        self.diagnostic(&super::said(format_args!("{member}: {msg}")));
     }
 
     /// An error the run goes on after, but which makes it exit 2 (GNU tar's "Exiting with
     /// failure status due to previous errors"): a MEMBER operand that selected nothing.
     pub fn failed(&self, name: &str, msg: impl std::fmt::Display) {
         self.failed.fetch_add(1, Ordering::Relaxed);
-        self.diagnostic(&format!("fastuntar: {name}: {msg}"));
+        self.diagnostic(&super::said(format_args!("{name}: {msg}")));
     }
 
     /// Members a resumed run's interrupted run reported skipped before its resume point:
@@ -98,7 +98,7 @@ impl Reporter {
     /// Something worth saying that does not change the exit code (e.g. a stripped leading
     /// `/`).
     pub fn warn(&self, msg: impl std::fmt::Display) {
-        self.diagnostic(&format!("fastuntar: {msg}"));
+        self.diagnostic(&super::said(msg));
     }
 
     /// A warning of class `w`, unless `--warning=no-...` turned it off (`warnings`).
@@ -185,7 +185,7 @@ impl Reporter {
             && !(pipe_gone_ok && e.kind() == io::ErrorKind::BrokenPipe)
         {
             let what = index.map_or("stdout", |(_, name)| name.as_str());
-            *failed = Some(format!("{what}: write error: {e}"));
+            *failed = Some(format!("{what}: write error: {}", super::strerror(e)));
         }
         r
     }
@@ -231,7 +231,7 @@ impl Reporter {
     pub fn stdout_failed(&self, e: &io::Error) {
         let what = self.index_file.get().map_or("stdout", |(_, name)| name.as_str());
         let mut failed = self.stdout_failed.lock().unwrap_or_else(|e| e.into_inner());
-        failed.get_or_insert_with(|| format!("{what}: write error: {e}"));
+        failed.get_or_insert_with(|| format!("{what}: write error: {}", super::strerror(e)));
     }
 
     /// The first failed write to stdout or the index file, as said at the end of the run.

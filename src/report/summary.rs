@@ -142,13 +142,11 @@ pub struct ResumeReport {
 pub fn say(summary: &Summary, plan: &ReportPlan, code: ExitCode, reporter: &Reporter) {
     let tty = std::io::stderr().is_terminal();
     let skipped = reporter.skipped_count();
-    match summary_to(plan.json, plan.quiet, plan.verbose > 0 || plan.totals, tty) {
+    match summary_to(plan.json, plan.quiet, plan.totals, tty) {
         SummaryTo::Json => {
             let _ = reporter.print_line(&json(summary, code, skipped));
         }
-        SummaryTo::Stderr => {
-            super::info(&format!("fastuntar: {}", line(summary, plan.verbose > 0, skipped)))
-        }
+        SummaryTo::Stderr => super::info(&super::said(line(summary, plan.verbose > 0, skipped))),
         SummaryTo::Nowhere => {}
     }
 }
@@ -164,13 +162,15 @@ enum SummaryTo {
 }
 
 /// Success is quiet, as GNU tar's (scripts and harnesses compare stderr): the summary line is
-/// said on a terminal, or when asked (`-v`, `--totals`: `asked`), never with `-q`; `--json`
-/// always prints its object.
-fn summary_to(json: bool, quiet: bool, asked: bool, stderr_tty: bool) -> SummaryTo {
+/// said when stderr is a terminal, or when `--totals` asks (after GNU tar's `Total bytes
+/// read` line), never with `-q`; `--json` always prints its object. `-v` is not a trigger
+/// (issue 44; issue 28 had it one): GNU tar prints no summary with `-v`, and 16 of its own
+/// tests failed on the extra line.
+fn summary_to(json: bool, quiet: bool, totals: bool, stderr_tty: bool) -> SummaryTo {
     match () {
         _ if json => SummaryTo::Json,
         _ if quiet => SummaryTo::Nowhere,
-        _ if asked || stderr_tty => SummaryTo::Stderr,
+        _ if totals || stderr_tty => SummaryTo::Stderr,
         _ => SummaryTo::Nowhere,
     }
 }
@@ -328,15 +328,32 @@ fn null_or(n: Option<u64>) -> String {
 mod tests {
     use super::{SummaryTo, summary_to};
 
+    /// Every combination of the four inputs (`-v` is none of them: it never decides).
     #[test]
     fn success_is_quiet_unless_asked_or_on_a_terminal() {
-        // (json, quiet, asked, tty)
-        assert_eq!(summary_to(false, false, false, false), SummaryTo::Nowhere);
-        assert_eq!(summary_to(false, false, false, true), SummaryTo::Stderr);
-        assert_eq!(summary_to(false, false, true, false), SummaryTo::Stderr);
-        assert_eq!(summary_to(false, true, true, true), SummaryTo::Nowhere);
-        assert_eq!(summary_to(true, false, false, false), SummaryTo::Json);
-        assert_eq!(summary_to(true, true, false, false), SummaryTo::Json);
+        use SummaryTo::*;
+        // (json, quiet, totals, stderr a terminal) -> where the summary goes
+        let table = [
+            ((false, false, false, false), Nowhere),
+            ((false, false, false, true), Stderr),
+            ((false, false, true, false), Stderr),
+            ((false, false, true, true), Stderr),
+            ((false, true, false, false), Nowhere),
+            ((false, true, false, true), Nowhere),
+            ((false, true, true, false), Nowhere),
+            ((false, true, true, true), Nowhere),
+            ((true, false, false, false), Json),
+            ((true, false, false, true), Json),
+            ((true, false, true, false), Json),
+            ((true, false, true, true), Json),
+            ((true, true, false, false), Json),
+            ((true, true, false, true), Json),
+            ((true, true, true, false), Json),
+            ((true, true, true, true), Json),
+        ];
+        for ((json, quiet, totals, tty), want) in table {
+            assert_eq!(summary_to(json, quiet, totals, tty), want, "{json} {quiet} {totals} {tty}");
+        }
     }
 
     #[test]

@@ -589,21 +589,21 @@ impl Session {
         }
         if s.counts.skipped > 0 {
             self.report.carry_skipped(s.counts.skipped);
-            self.report.diagnostic(&format!(
-                "fastuntar: the interrupted run reported {} member{} it could not extract \
-                 before the resume point (the exit status counts them)",
+            self.report.diagnostic(&crate::report::said(format_args!(
+                "the interrupted run reported {} member{} it could not extract before the \
+                 resume point (the exit status counts them)",
                 s.counts.skipped,
                 if s.counts.skipped == 1 { "" } else { "s" }
-            ));
+            )));
         }
         if !self.quiet
             && let Some(r) = self.report().resumed
         {
-            crate::report::info(&format!(
-                "fastuntar: {shown}: {}; {}",
+            crate::report::info(&crate::report::said(format_args!(
+                "{shown}: {}; {}",
                 r.describe(),
                 decide::START_OVER
-            ));
+            )));
         }
         Ok(r)
     }

@@ -61,6 +61,10 @@ pub fn digest(
     field("recursive_unlink", format!("{:?}", writer.recursive_unlink));
     field("keep_directory_symlink", format!("{:?}", writer.keep_directory_symlink));
     field("dereference", format!("{:?}", writer.dereference));
+    if writer.write_through {
+        // Only when on: the states of runs without it keep their digest.
+        field("write_through", "true".to_string());
+    }
     field("touch", format!("{:?}", policy.touch));
     field("preserve_permissions", format!("{:?}", writer.exact_modes));
     field("same_owner", format!("{:?}", policy.same_owner));

@@ -44,10 +44,10 @@ use crate::policy::admit::FileCount;
 use crate::policy::conflict::{OldFiles, Policy};
 use crate::policy::safety::SafePath;
 use dirs::DeferredDir;
-use errors::owner_refused;
+use errors::{beyond_link, owner_refused};
 use meta::{MetaOf, fset_xattrs, is_acl_attr, set_meta, set_meta_opath};
 
-pub use errors::{KeptExisting, MetadataFailed};
+pub use errors::{KeptExisting, MetadataFailed, says_all};
 pub(super) use existing::{Removed, empty_tree, remove_entry};
 
 /// Mode a directory member is created with; its own mode is applied once it is complete, so a
@@ -134,6 +134,8 @@ pub struct DestOptions {
     pub keep_dir_symlinks: bool,
     /// `-h`: a directory member kept as a symlink gives its directory its metadata.
     pub dereference: bool,
+    /// `--overwrite -h`: a file member writes through a symlink at its path, inside DIR.
+    pub write_through: bool,
     /// `--delay-directory-restore`: directory metadata waits for the end of the run.
     pub delay_restore: bool,
     /// `--recursive-unlink`: a directory in a member's way is removed with its contents.
@@ -250,6 +252,7 @@ impl Dest {
             backup: opts.backup.is_some(),
             keep_dir_symlinks: opts.keep_dir_symlinks,
             dereference: opts.dereference,
+            write_through: opts.write_through,
         };
         Ok(Dest {
             policy,

@@ -90,7 +90,7 @@ impl Events for Said {
             Event::Deleting { path } if self.verbose => {
                 // Escaped already (as GNU tar's quote escapes): only the quotation marks.
                 let quoted = report::in_locale_quotes(path, locale::utf8_locale());
-                let _ = report.list_line(format!("fastuntar: Deleting {quoted}"), false);
+                let _ = report.list_line(report::said(format_args!("Deleting {quoted}")), false);
             }
             Event::Skipped { name } if self.verbose => {
                 // GNU tar names it without the trailing `/` of a directory member (`./d/` is

@@ -56,6 +56,7 @@ pub mod align;
 /// A write that failed part-way and left a file shorter than its member:
 /// `NAME: WHAT: ERR; the file is incomplete`.
 pub fn incomplete(name: &str, what: &str, err: impl std::fmt::Display) -> anyhow::Error {
+    let err = crate::report::without_errno(err.to_string());
     anyhow::anyhow!("{name}: {what}: {err}; the file is incomplete")
 }
 
@@ -81,48 +82,64 @@ pub fn member_failed(
         true => "cannot set metadata",
         false => what,
     };
+    // The system's words as GNU tar says them (no " (os error N)"), and a directory member
+    // named without its trailing `/` (`x/z: Cannot mkdir`), as there.
+    let why = match dest::says_all(&e) {
+        true => crate::report::strerror(&e),
+        false => format!("{what}: {}", crate::report::strerror(&e)),
+    };
+    let name = match entry.name.trim_end_matches('/') {
+        "" => entry.name.as_str(),
+        trimmed => trimmed,
+    };
     if dest.is_member_error(&e) {
-        let why = format!("{what}: {e}");
-        events.event(events::Event::NotRestored { name: &entry.name, why: &why });
+        events.event(events::Event::NotRestored { name, why: &why });
         Ok(())
     } else {
-        Err(anyhow::anyhow!("{}: {what}: {e}", entry.name))
+        Err(anyhow::anyhow!("{name}: {why}"))
+    }
+}
+
+/// GNU tar 1.34's words for a member that could not be made (extract.c, misc.c's
+/// `open_error`, `mkdir_error`, ...), before the system's reason. A link's target is quoted
+/// as GNU tar quotes it (the locale's quotation marks).
+pub const CANNOT_OPEN: &str = "Cannot open";
+
+fn cannot_make(op: &Op) -> String {
+    let quoted = |b: &[u8]| crate::report::locale_quoted(b, crate::report::locale::utf8_locale());
+    match op {
+        Op::Dir(_) => "Cannot mkdir".to_string(),
+        Op::Symlink { target, .. } => format!("Cannot create symlink to {}", quoted(target)),
+        Op::Hardlink { target, .. } => {
+            format!(
+                "Cannot hard link to {}",
+                quoted(target.as_path().as_os_str().as_encoded_bytes())
+            )
+        }
+        Op::Special { node: crate::plan::Node::Fifo, .. } => "Cannot mkfifo".to_string(),
+        Op::Special { .. } => "Cannot mknod".to_string(),
+        _ => CANNOT_OPEN.to_string(),
     }
 }
 
 /// Directories, symlinks, hard links, FIFOs and device nodes: synchronous in both backends
 /// (rare in snapshots). Returns the op back when it is a file op.
 pub fn apply_namespace_op(dest: &mut dest::Dest, stats: &mut Stats, op: Op) -> Result<Option<Op>> {
-    let (result, what, entry, counter) = match op {
-        Op::Dir(entry) => {
-            (dest.mkdir(&entry), "cannot create directory", entry, Some(&mut stats.dirs))
-        }
-        Op::Symlink { entry, target } => {
-            (dest.symlink(&entry, &target), "cannot create symlink", entry, Some(&mut stats.links))
-        }
-        Op::Hardlink { entry, target } => (
-            dest.hardlink(&entry, &target),
-            "cannot create hard link",
-            entry,
-            Some(&mut stats.links),
-        ),
-        Op::Special { entry, node } => {
-            let what = match node {
-                crate::plan::Node::Fifo => "cannot create fifo",
-                _ => "cannot create device node",
-            };
-            (dest.mknod(&entry, node), what, entry, None)
-        }
+    let (result, counter) = match &op {
+        Op::Dir(entry) => (dest.mkdir(entry), Some(&mut stats.dirs)),
+        Op::Symlink { entry, target } => (dest.symlink(entry, target), Some(&mut stats.links)),
+        Op::Hardlink { entry, target } => (dest.hardlink(entry, target), Some(&mut stats.links)),
+        Op::Special { entry, node } => (dest.mknod(entry, *node), None),
         Op::Purge { entry, list, done } => {
             // Err: the run stops; the decoder's wait for `done` ends with it.
-            dest.purge(&entry, &list)?;
+            dest.purge(entry, list)?;
             if let Some(done) = done {
                 // The decoder may have stopped waiting (it failed): nothing to tell then.
                 let _ = done.send(());
             }
             return Ok(None);
         }
-        file_op => return Ok(Some(file_op)),
+        _ => return Ok(Some(op)),
     };
     match result {
         Ok(()) => {
@@ -131,8 +148,9 @@ pub fn apply_namespace_op(dest: &mut dest::Dest, stats: &mut Stats, op: Op) -> R
             }
         }
         Err(e) => {
+            let entry = op.entry().expect("a namespace op has its member");
             let e = dest.explain(&entry.path, e);
-            member_failed(dest, &entry, what, e)?
+            member_failed(dest, entry, &cannot_make(&op), e)?
         }
     }
     Ok(None)
@@ -305,8 +323,9 @@ pub fn create_n(
                     // Docker's default seccomp profile refuses io_uring, and a line on every
                     // run in a container would say nothing the user can act on.
                     if plan.backend == Backend::Uring || plan.verbose {
+                        let why = crate::report::without_errno(e.to_string());
                         warn(&format!(
-                            "io_uring is not available ({e}); using the portable writer"
+                            "io_uring is not available ({why}); using the portable writer"
                         ));
                     }
                     uring_ok = false;
@@ -358,6 +377,7 @@ fn open_dests(
         files: files.clone(),
         keep_dir_symlinks: plan.keep_directory_symlink,
         dereference: plan.dereference,
+        write_through: plan.write_through,
         delay_restore: plan.delay_restore,
         recursive_unlink: plan.recursive_unlink,
         backup: plan.backup.clone(),

@@ -41,6 +41,9 @@ pub struct WriterPlan {
     /// `-h`: a directory member kept as a symlink to a directory gives the directory it leads
     /// to its mode and time (GNU tar's `deref_stat` in `extract_dir`).
     pub dereference: bool,
+    /// `--overwrite -h`: a symlink at a file member's path is written through, inside DIR
+    /// (`conflict::writes_through`).
+    pub write_through: bool,
     /// `--delay-directory-restore`: directory metadata is applied at the end (delayed.rs).
     pub delay_restore: bool,
     /// `--recursive-unlink`: an existing directory in a member's way goes with its contents.

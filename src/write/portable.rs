@@ -69,7 +69,7 @@ impl Portable {
             }
             Err(e) => {
                 let e = self.dest.explain(&entry.path, e);
-                member_failed(&self.dest, &entry, "cannot create", e)
+                member_failed(&self.dest, &entry, super::CANNOT_OPEN, e)
             }
         }
     }
@@ -88,7 +88,7 @@ impl Portable {
             let aligned = self.policy.direct_part(data.len());
             if aligned > 0 {
                 pwrite_all(fd, &data[..aligned], offset)
-                    .map_err(|e| super::incomplete(&f.entry.name, "write failed", e))?;
+                    .map_err(|e| super::incomplete(&f.entry.name, "Cannot write", e))?;
                 done = aligned;
             }
             if done < data.len() {
@@ -98,7 +98,7 @@ impl Portable {
             }
         }
         pwrite_all(fd, &data[done..], offset + done as u64)
-            .map_err(|e| super::incomplete(&f.entry.name, "write failed", e))?;
+            .map_err(|e| super::incomplete(&f.entry.name, "Cannot write", e))?;
         f.received = f.received.max(offset + data.len() as u64);
         self.stats.bytes += data.len() as u64;
         let landed = super::events::Event::Landed { bytes: data.len() as u64 };

@@ -41,7 +41,7 @@ use super::restart;
 use crate::policy::admit::FileCount;
 use beneath::open_in_root;
 
-pub use beneath::{is_out_of_fds, open_dir_beneath};
+pub use beneath::{is_out_of_fds, open_dir_beneath, open_file_in_root};
 
 /// Whether a set-group-ID directory may hold files this run makes: DIR or a directory a walk
 /// opened was one, or a directory member asks to become one (`note_mode`). A file made in

@@ -92,6 +92,9 @@ struct FileState {
     closing: bool,
     /// Opens that came back with EINTR (resubmitted up to `super::RESTARTS` times).
     interrupted: u32,
+    /// `--overwrite -h` and a symlink at the path: opened through it (`Dest::open_through`),
+    /// here, after everything in flight has landed (it may be a file written before).
+    through: bool,
 }
 
 pub struct Uring {
@@ -397,10 +400,15 @@ impl Uring {
             Err(e) => {
                 self.current = None;
                 let e = self.dest.explain(&entry.path, e);
-                return member_failed(&self.dest, &entry, "cannot create", e);
+                return member_failed(&self.dest, &entry, super::CANNOT_OPEN, e);
             }
         };
         let direct = self.policy.opens_direct(direct);
+        let through = self.dest.link_at(&slot);
+        if through {
+            // The file it leads to may be one in flight: what it got lands first.
+            self.drain()?;
+        }
         let node = self.dest.tree().begin_file(slot.node, entry.path.file_name());
         let file = self.files.insert(FileState {
             entry,
@@ -422,6 +430,7 @@ impl Uring {
             tail_submitted: false,
             closing: false,
             interrupted: 0,
+            through,
         });
         self.current = Some(file);
         self.submit_open(file)
@@ -436,6 +445,18 @@ impl Uring {
             | libc::O_CLOEXEC
             | if f.direct { libc::O_DIRECT } else { 0 };
         let mode = self.dest.mode(f.entry.mode) & 0o777;
+        if f.through {
+            let entry = f.entry.clone();
+            let res = match self.dest.open_through(&entry, flags & libc::O_DIRECT) {
+                Ok(fd) => fd.into_raw_fd(),
+                // The system's refusal (O_DIRECT's EINVAL, out of fds) as a completion's.
+                Err(e) if e.get_ref().is_none() && e.raw_os_error().is_some() => {
+                    -e.raw_os_error().unwrap_or(libc::EIO)
+                }
+                Err(e) => return self.open_failed(file, e),
+            };
+            return self.opened(file, res);
+        }
         if !f.direct && self.open_buffered_here {
             let (dirfd, name) = (f.slot.dirfd(), f.slot.name.as_ptr());
             // Safety: the name is a NUL-terminated CString owned by the slot; dirfd is open.
@@ -577,7 +598,7 @@ impl Uring {
                 }
                 if res < 0 {
                     let e = io::Error::from_raw_os_error(-res);
-                    return Err(super::incomplete(&self.files[file].entry.name, "write failed", e));
+                    return Err(super::incomplete(&self.files[file].entry.name, "Cannot write", e));
                 }
                 let n = res as usize;
                 self.files[file].writes -= 1;
@@ -586,7 +607,7 @@ impl Uring {
                 if n == 0 && len > 0 {
                     return Err(super::incomplete(
                         &self.files[file].entry.name,
-                        "write failed",
+                        "Cannot write",
                         "wrote 0 bytes",
                     ));
                 }
@@ -684,7 +705,7 @@ impl Uring {
         if self.current != Some(file) || f.ended {
             self.forget(file);
         }
-        member_failed(&self.dest, &entry, "cannot create", e)
+        member_failed(&self.dest, &entry, super::CANNOT_OPEN, e)
     }
 
     fn forget(&mut self, file: usize) {

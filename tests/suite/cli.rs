@@ -999,9 +999,10 @@ fn direct_io_modes() {
     let out = fastuntar().arg("--direct-io=sometimes").extract(&tar_file, &d).run();
     assert_eq!(out.code, Some(2), "{}", out.describe());
     assert!(out.stderr_str().contains("auto, always, never"), "{}", out.describe());
-    // -v: the listing alone on stdout, the plan at the end of the summary line.
+    // -v: the listing alone on stdout, the plan at the end of the summary line (asked for by
+    // --totals: -v alone says none off a terminal).
     let d = td.fresh("dest");
-    let out = fastuntar().args(["-xv", "-f"]).arg(&tar_file).arg("-C").arg(&d).run();
+    let out = fastuntar().args(["--totals", "-xv", "-f"]).arg(&tar_file).arg("-C").arg(&d).run();
     assert_eq!(out.code, Some(0), "{}", out.describe());
     assert_eq!(
         out.stdout_str(),
@@ -1038,23 +1039,31 @@ fn summary_line_and_quiet() {
         assert_eq!(out.code, Some(0), "{ctx}");
         assert!(out.stderr.is_empty() && out.stdout.is_empty(), "not quiet: {ctx}");
 
-        // Asked for: -v (the names on stdout), --totals (after GNU tar's line).
-        for asked in ["-v", "--totals"] {
-            let d = td.fresh("dest");
-            let out =
-                fastuntar().args(args).args([asked, "-xf"]).arg(&archive).arg("-C").arg(&d).run();
-            let ctx = format!("{asked} {args:?}\n{}", out.describe());
-            assert_eq!(out.code, Some(0), "{ctx}");
-            let lines = out.stderr_lines();
-            let alone = if asked == "-v" { 1 } else { 2 };
-            assert_eq!(lines.len(), alone, "the summary line (after the totals): {ctx}");
-            assert!(asked == "-v" || lines[0].starts_with("Total bytes read: "), "{ctx}");
-            assert_eq!(out.stdout.is_empty(), asked != "-v", "{ctx}");
-            assert!(is_summary(lines.last().unwrap()), "{ctx}");
-        }
+        // -v: the names on stdout, and no summary, as GNU tar (issue 44; issue 28 had -v ask
+        // for it).
         let d = td.fresh("dest");
         let out = fastuntar().args(args).args(["-v", "-xf"]).arg(&archive).arg("-C").arg(&d).run();
         let ctx = format!("-v {args:?}\n{}", out.describe());
+        assert_eq!(out.code, Some(0), "{ctx}");
+        assert!(out.stderr.is_empty() && !out.stdout.is_empty(), "-v: {ctx}");
+
+        // Asked for: --totals (after GNU tar's line), with -v too.
+        for asked in [&["--totals"][..], &["--totals", "-v"]] {
+            let d = td.fresh("dest");
+            let out =
+                fastuntar().args(args).args(asked).arg("-xf").arg(&archive).arg("-C").arg(&d).run();
+            let ctx = format!("{asked:?} {args:?}\n{}", out.describe());
+            assert_eq!(out.code, Some(0), "{ctx}");
+            let lines = out.stderr_lines();
+            assert_eq!(lines.len(), 2, "the summary line (after the totals): {ctx}");
+            assert!(lines[0].starts_with("Total bytes read: "), "{ctx}");
+            assert_eq!(out.stdout.is_empty(), asked.len() == 1, "{ctx}");
+            assert!(is_summary(lines.last().unwrap()), "{ctx}");
+        }
+        let d = td.fresh("dest");
+        let out =
+            fastuntar().args(args).args(["--totals", "-xf"]).arg(&archive).arg("-C").arg(&d).run();
+        let ctx = format!("--totals {args:?}\n{}", out.describe());
         let lines = out.stderr_lines();
         let last = lines.last().unwrap();
         assert!(is_summary(last), "not a summary line: {ctx}");
@@ -1082,7 +1091,8 @@ fn sync_reports_its_time() {
     let td = TestDir::new("sync");
     let (archive, _) = summary_archive(&td);
     let d = td.fresh("dest");
-    let out = fastuntar().args(["--sync", "-vxf"]).arg(&archive).arg("-C").arg(&d).run();
+    let out =
+        fastuntar().args(["--sync", "--totals", "-vxf"]).arg(&archive).arg("-C").arg(&d).run();
     assert_eq!(out.code, Some(0), "{}", out.describe());
     let lines = out.stderr_lines();
     let summary = lines.iter().find(|l| is_summary(l));
@@ -1160,9 +1170,7 @@ fn scratch(td: &TestDir) -> tempfile::TempDir {
 }
 
 /// Runs a shell command line under a pseudo-terminal (`script`), output captured.
-fn in_pty(cmdline: &str) -> Output {
-    Cmd::new("script").args(["-qfec", cmdline, "/dev/null"]).timeout(Duration::from_secs(120)).run()
-}
+use util::in_pty;
 
 fn has_progress(text: &str) -> bool {
     (text.chars().any(is_bar) || text.contains(" read "))
@@ -1238,7 +1246,7 @@ fn progress_on_a_terminal_only() {
     }
     fs::remove_dir_all(&d).unwrap();
 
-    // 3. Not a terminal (stderr piped): nothing, as GNU tar (the summary when asked, -v).
+    // 3. Not a terminal (stderr piped): nothing, as GNU tar (the summary when asked: --totals).
     let d = fresh();
     let out = fastuntar().args(["--memory", "8M", "-xf"]).arg(&archive).arg("-C").arg(&d).run();
     if out.code != Some(0) || !out.stderr.is_empty() {
@@ -1246,11 +1254,16 @@ fn progress_on_a_terminal_only() {
     }
     fs::remove_dir_all(&d).unwrap();
     let d = fresh();
-    let out = fastuntar().args(["--memory", "8M", "-vxf"]).arg(&archive).arg("-C").arg(&d).run();
+    let out = fastuntar()
+        .args(["--memory", "8M", "--totals", "-vxf"])
+        .arg(&archive)
+        .arg("-C")
+        .arg(&d)
+        .run();
     let err = out.stderr_str();
     if out.code != Some(0)
-        || out.stderr_lines().len() != 1
-        || !is_summary(&out.stderr_lines()[0])
+        || out.stderr_lines().len() != 2
+        || !is_summary(&out.stderr_lines()[1])
         || err.contains('\r')
         || err.contains('\x1b')
     {
@@ -2200,8 +2213,8 @@ fn same_owner_refused_to_a_user_like_gnu_tar() {
         let reported = |_: &Ran, o: &Ran| -> Vec<String> {
             let line = |name| {
                 format!(
-                    "fastuntar: {name}: cannot set metadata: cannot change ownership to uid 4242, \
-                     gid 4242: Operation not permitted"
+                    "fastuntar: {name}: Cannot change ownership to uid 4242, gid 4242: \
+                     Operation not permitted"
                 )
             };
             let missing = ["d/f", "d/l", "d/p"].map(line).into_iter();

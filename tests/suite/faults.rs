@@ -177,6 +177,9 @@ fn run_unlocked(mut cmd: Command, stdin: Option<Vec<u8>>) -> Out {
         let _ = f.join();
     }
     let stderr = String::from_utf8_lossy(&reader.join().unwrap()).into_owned();
+    // The messages, without GNU tar's closing line (a run that exits 2 ends with it; dropin.rs
+    // `messages_are_gnu_tars` checks it): a case's "one line" is one message.
+    let stderr = stderr.split_inclusive('\n').filter(|l| !util::is_closing(l.trim_end())).collect();
     Out { hung, code: status.code(), signal: status.signal(), stderr }
 }
 
@@ -574,7 +577,7 @@ fn expect_not_writable(out: &Out, errno_text: &str) -> Result<(), String> {
     out.expect(2, "not writable")?;
     let line = out
         .line_about("f1")
-        .or_else(|| out.line_about("d/"))
+        .or_else(|| out.line_about("d"))
         .ok_or_else(|| format!("no `fastuntar: f1: ...` line:\n{}", out.stderr))?;
     match line.contains(errno_text) {
         true => Ok(()),
@@ -738,7 +741,7 @@ fn parent_is_a_file() {
         setup(&dest);
         let out = run(fastuntar(archive.to_str().unwrap(), &dest, args), None);
         out.expect(2, "parent is a file")?;
-        for m in ["a/b", "a/d/"] {
+        for m in ["a/b", "a/d"] {
             let line =
                 out.line_about(m).ok_or_else(|| format!("no warning for {m}:\n{}", out.stderr))?;
             if !line.contains("Not a directory") {
@@ -770,7 +773,7 @@ fn parent_is_a_symlink() {
         std::os::unix::fs::symlink("real", dest.join("a")).unwrap();
         let out = run(fastuntar(archive.to_str().unwrap(), &dest, args), None);
         out.expect(2, "parent is a symlink")?;
-        for m in ["a/b", "a/d/"] {
+        for m in ["a/b", "a/d"] {
             let line =
                 out.line_about(m).ok_or_else(|| format!("no warning for {m}:\n{}", out.stderr))?;
             if !line.contains("'a' is a symlink; fastuntar does not extract through one") {
@@ -2140,7 +2143,9 @@ fn inodes_exhausted_ext4() {
             let lines: Vec<&str> = out.stderr.lines().collect();
             let each_named = lines.iter().all(|l| {
                 l.contains("No space left on device")
-                    && names.iter().any(|n| l.starts_with(&format!("fastuntar: {n}: ")))
+                    && names.iter().any(|n| {
+                        l.starts_with(&format!("fastuntar: {}: ", n.trim_end_matches('/')))
+                    })
             });
             if lines.is_empty() || (one_writer(args) && lines.len() != 1) || !each_named {
                 return Err("want one ENOSPC line naming a member per failed member".to_string());

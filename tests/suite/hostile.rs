@@ -875,7 +875,7 @@ hostile_cases! {
                 assert_eq!(out.code, Some(2), "{}", out.describe());
                 for name in ["null", "sda"] {
                     assert!(kind(&s.d(name)).is_none(), "{name} made");
-                    let said = format!("fastuntar: {name}: cannot create device node: ");
+                    let said = format!("fastuntar: {name}: Cannot mknod: ");
                     assert!(out.stderr_str().contains(&said), "{}", out.describe());
                 }
             }

@@ -253,6 +253,7 @@ fn diagnostics(s: &str) -> Vec<String> {
     let mut v: Vec<String> = s
         .lines()
         .filter(|l| l.starts_with("fastuntar: ") && !l.contains(" members, "))
+        .filter(|l| !util::is_closing(l))
         .map(|l| l.split(": ").nth(1).unwrap_or("").to_string())
         .collect();
     v.sort();

@@ -479,8 +479,19 @@ impl Output {
         String::from_utf8_lossy(&self.stderr).into_owned()
     }
 
-    /// Non-empty stderr lines.
+    /// Non-empty stderr lines, but GNU tar's closing line (`is_closing`), which every run
+    /// that exits 2 ends with: "one line" in a case means one message. dropin.rs
+    /// `messages_are_gnu_tars` checks the closing lines against GNU tar's.
     pub fn stderr_lines(&self) -> Vec<String> {
+        self.stderr_str()
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !is_closing(l))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Every non-empty stderr line, GNU tar's closing line too.
+    pub fn stderr_all_lines(&self) -> Vec<String> {
         self.stderr_str().lines().filter(|l| !l.trim().is_empty()).map(str::to_string).collect()
     }
 
@@ -528,6 +539,17 @@ impl Output {
 }
 
 /// The closing summary: `fastuntar: 3 members, 3 files (0 direct, 3 buffered), 0.0 MB in ...`.
+/// GNU tar's last line after a run that exits 2 (`report::closing`), as fastuntar or a
+/// `tar` symlink to it says it.
+pub fn is_closing(line: &str) -> bool {
+    let said = ["fastuntar: ", "tar: "].iter().find_map(|p| line.strip_prefix(p));
+    matches!(
+        said,
+        Some("Exiting with failure status due to previous errors")
+            | Some("Error is not recoverable: exiting now")
+    )
+}
+
 pub fn is_summary(line: &str) -> bool {
     line.strip_prefix("fastuntar: ")
         .and_then(|r| r.split_once(" members, "))
@@ -588,6 +610,25 @@ pub fn fastuntar() -> Cmd {
     let mut c = Cmd { strict: true, ..Cmd::new(fastuntar_path()) };
     engine::current_limits().apply(&mut c);
     c
+}
+
+/// The binary under test run by another name, as a drop-in is installed: a symlink `name` to
+/// it in `dir` (made if missing), strict as `fastuntar()`.
+pub fn fastuntar_named(dir: &Path, name: &str) -> Cmd {
+    let link = dir.join(name);
+    if std::fs::symlink_metadata(&link).is_err() {
+        std::os::unix::fs::symlink(fastuntar_path(), &link).unwrap();
+    }
+    let mut c = Cmd { strict: true, ..Cmd::new(&link) };
+    engine::current_limits().apply(&mut c);
+    c
+}
+
+/// `cmdline` (a shell command line) run with a terminal as its standard input, output and
+/// error: `script` from util-linux makes the pty; what the terminal showed is the output's
+/// stdout. Bounded: 120 s.
+pub fn in_pty(cmdline: &str) -> Output {
+    Cmd::new("script").args(["-qfec", cmdline, "/dev/null"]).timeout(Duration::from_secs(120)).run()
 }
 
 /// Something that says how to run the binary under test: a writer row, or an engine (a row of

@@ -6,7 +6,7 @@
 use super::{
     Fill, GLOBALS_MAX, GlobalHeader, Globals, MAX_LONG_NAME, Pending, Reader, Res, SCRATCH,
 };
-use super::{io_what, read_full, short_read};
+use super::{NOT_TAR, io_what, read_full, short_read};
 use crate::archive::format::{self, BLOCK, Block, BlockCheck, Header, TypeFlag};
 use crate::archive::pax::{self, Overrides};
 use crate::archive::{Member, Skip};
@@ -28,7 +28,12 @@ fn other_format(blk: &[u8]) -> Option<(&'static str, &'static str)> {
 
 /// The message for a format `other_format` found.
 fn not_read((name, how): (&str, &str)) -> String {
-    format!("not a tar archive: it starts like {name}, which fastuntar does not read{how}")
+    not_tar(&format!("it starts like {name}, which fastuntar does not read{how}"))
+}
+
+/// GNU tar's words for an input that is not a tar archive (`NOT_TAR`), and why after them.
+fn not_tar(why: &str) -> String {
+    format!("{NOT_TAR} ({why})")
 }
 
 impl<R: Skip> Reader<R> {
@@ -87,14 +92,11 @@ impl<R: Skip> Reader<R> {
         let fill = self.read_block(blk).map_err(|e| self.msg(None, self.pos, &io_what(&e)))?;
         match fill {
             Fill::Full => Ok(true),
-            Fill::Eof if off == 0 => Err(self.msg(None, 0, "not a tar archive (empty input)")),
-            Fill::Partial(n) if off == 0 => {
-                let what = match other_format(&blk[..n]) {
-                    Some(f) => not_read(f),
-                    None => format!("not a tar archive (only {n} bytes)"),
-                };
-                Err(self.msg(None, 0, &what))
-            }
+            Fill::Eof if off == 0 => Err(not_tar("empty input")),
+            Fill::Partial(n) if off == 0 => Err(match other_format(&blk[..n]) {
+                Some(f) => not_read(f),
+                None => not_tar(&format!("only {n} bytes")),
+            }),
             // The end of the input, or a truncated end-of-archive block: GNU tar ends quietly
             // too (its short read drops the block: -R says the input ended there).
             Fill::Eof | Fill::Partial(_)
@@ -141,13 +143,10 @@ impl<R: Skip> Reader<R> {
                 }
                 Ok(false)
             }
-            BlockCheck::BadChecksum if off == 0 => {
-                let what = match other_format(blk) {
-                    Some(f) => not_read(f),
-                    None => "not a tar archive (bad header checksum)".to_string(),
-                };
-                Err(self.msg(None, off, &what))
-            }
+            BlockCheck::BadChecksum if off == 0 => Err(match other_format(blk) {
+                Some(f) => not_read(f),
+                None => not_tar("bad header checksum"),
+            }),
             BlockCheck::BadChecksum => Err(self.msg(None, off, "bad header checksum")),
         }
     }

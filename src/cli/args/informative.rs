@@ -47,9 +47,9 @@ pub struct Informative {
 
     /// Print each member name as it is extracted (-vv: long lines, as -tv).
     ///
-    /// -vv prints GNU tar's long lines (as -tv's); with -O the names go to standard error. With -v
-    /// the end-of-run summary line goes to standard error too (without it, only on a terminal, with
-    /// --totals or --json).
+    /// -vv prints GNU tar's long lines (as -tv's); with -O the names go to standard error. -v
+    /// adds no summary line: as GNU tar, none off a terminal (the end-of-run summary goes to
+    /// standard error on a terminal or with --totals, and --json prints it on standard output).
     #[arg(short = 'v', long = "verbose", action = ArgAction::Count)]
     pub verbose: u8,
 

@@ -18,8 +18,9 @@ pub struct Overwrite {
 
     /// Do not replace existing files: report each, go on, exit 2.
     ///
-    /// Each existing file is reported (`MEMBER: cannot create: File exists`) and the run goes on,
-    /// then exits 2, as GNU tar. An existing directory is kept with its own mode and times.
+    /// Each existing file is reported (`MEMBER: Cannot open: File exists`) and the run goes on,
+    /// then exits 2, as GNU tar. An existing directory is kept with its own mode and times, and
+    /// so is a file where a directory member goes, silently (the members beneath it fail on it).
     #[arg(short = 'k', long = "keep-old-files", conflicts_with = "skip_old_files")]
     pub keep_old_files: bool,
 
@@ -63,8 +64,8 @@ pub struct Overwrite {
     ///
     /// As GNU tar's -U: for files, links and FIFOs the same as the default (fastuntar never writes
     /// into an existing file); a directory member removes an existing empty directory and makes it
-    /// anew, and a non-empty one stays as it is, metadata too (`MEMBER: cannot create directory:
-    /// Directory not empty`, exit 2). One writer thread.
+    /// anew, and a non-empty one stays as it is, metadata too (`MEMBER: Cannot mkdir: Directory
+    /// not empty`, exit 2). One writer thread.
     #[arg(
         short = 'U',
         long = "unlink-first",
@@ -124,10 +125,12 @@ pub struct Overwrite {
     #[arg(short = 'W', long = "verify", hide = true)]
     pub verify: bool,
 
-    /// Replace existing files (the default), never writing into them.
+    /// Replace existing files (the default); with -h write through a symlink to a file.
     ///
-    /// An existing file is removed and created anew, never written through in place or through a
-    /// link (GNU tar's --overwrite writes into it). Not together with -k or --skip-old-files.
+    /// An existing file is removed and created anew, never written in place (GNU tar's
+    /// --overwrite writes into it). With -h a symlink where a file member lands is written
+    /// through, into the file it leads to, as GNU tar, but inside DIR only (DIR as /; a link
+    /// out of DIR fails the member). Not together with -k or --skip-old-files.
     #[arg(long = "overwrite", conflicts_with_all = ["keep_old_files", "skip_old_files"])]
     pub overwrite: bool,
 }

@@ -244,7 +244,8 @@ pub struct Selection {
     /// As GNU tar's -h when extracting: a symlink to a directory where a directory member lands
     /// stays, what is under it is extracted through it (inside DIR only, as with
     /// --keep-directory-symlink), and the directory it leads to gets the member's mode and
-    /// time. One writer thread by default.
+    /// time. With --overwrite, a symlink where a file member lands is written through into the
+    /// file it leads to (inside DIR only). One writer thread by default.
     #[arg(short = 'h', long = "dereference")]
     pub dereference: bool,
 

@@ -44,6 +44,11 @@ pub(super) fn writer_plan(args: &Args, edge: &Edge, warnings: Warnings) -> Resul
             || (!args.attributes.no_same_permissions && edge.root),
         keep_directory_symlink: args.overwrite.keep_directory_symlink || args.selection.dereference,
         dereference: args.selection.dereference,
+        write_through: crate::policy::conflict::writes_through(
+            old_files(args),
+            args.overwrite.overwrite,
+            args.selection.dereference,
+        ),
         delay_restore: args.attributes.delay_directory_restore,
         recursive_unlink: args.overwrite.recursive_unlink,
         backup: backup.map(Arc::new),

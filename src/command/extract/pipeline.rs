@@ -310,7 +310,7 @@ fn finish_many(
     // (a full disk fails the files in flight on every writer): it is named as well.
     if let Some(e) = errors.next() {
         for also in errors {
-            report.diagnostic(&format!("fastuntar: {also:#}"));
+            report.diagnostic(&crate::report::said(crate::report::chain(&also)));
         }
         return Err(e);
     }

@@ -374,7 +374,7 @@ impl Shared {
     /// One line per retry on stderr, unless a progress bar counts them or -q.
     fn say(&self, line: &str) {
         if !self.quiet && !self.stats.bar.load(Ordering::Relaxed) {
-            crate::report::info(&format!("fastuntar: {}: {line}", self.given));
+            crate::report::info(&crate::report::said(format_args!("{}: {line}", self.given)));
         }
     }
 }

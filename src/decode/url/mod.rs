@@ -199,10 +199,10 @@ pub fn open(plan: &Plan, start: Start) -> Result<Download> {
     let validator = answer.validator.clone();
     let identity = Identity { url: answer.url.to_string(), validator: validator.clone(), length };
     if plan.verbose && answer.url.as_str() != url.as_str() {
-        crate::report::info(&format!(
-            "fastuntar: {given}: redirected to {}",
+        crate::report::info(&crate::report::said(format_args!(
+            "{given}: redirected to {}",
             shown(answer.url.as_str())
-        ));
+        )));
     }
     let resume = ranges::resume(
         ranged && validator.if_range().is_some(),
@@ -376,10 +376,10 @@ fn first_answer(
                 0 => String::new(),
                 s => format!(" in {s} s"),
             };
-            crate::report::info(&format!(
-                "fastuntar: {given}: {text}; retry {failures} of {}{when}",
+            crate::report::info(&crate::report::said(format_args!(
+                "{given}: {text}; retry {failures} of {}{when}",
                 plan.retries
-            ));
+            )));
         }
         std::thread::sleep(wait);
     }

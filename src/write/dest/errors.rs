@@ -15,7 +15,7 @@ pub struct MetadataFailed(pub io::Error);
 
 impl std::fmt::Display for MetadataFailed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
+        f.write_str(&crate::report::strerror(&self.0))
     }
 }
 
@@ -43,7 +43,38 @@ impl std::fmt::Display for ThroughSymlink {
 
 impl std::error::Error for ThroughSymlink {}
 
-/// A chown the kernel refused, named as GNU tar names it ("cannot change ownership to uid
+/// `--overwrite -h`: the file the symlink at a member's path leads to, resolved inside DIR,
+/// could not be opened (it leads out of DIR, to a directory DIR does not have, ...): the
+/// system's words, then why a user may not have expected it.
+#[derive(Debug)]
+struct BeyondLink {
+    link: String,
+    source: io::Error,
+}
+
+impl std::fmt::Display for BeyondLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (-h follows the symlink '{}' only inside DIR, as if DIR were /)",
+            crate::report::strerror(&self.source),
+            self.link
+        )
+    }
+}
+
+impl std::error::Error for BeyondLink {}
+
+pub(super) fn beyond_link(link: String, source: io::Error) -> io::Error {
+    match source.raw_os_error() {
+        Some(libc::ENOENT | libc::ENOTDIR | libc::EXDEV | libc::ELOOP) => {
+            io::Error::new(source.kind(), BeyondLink { link, source })
+        }
+        _ => source,
+    }
+}
+
+/// A chown the kernel refused, named as GNU tar names it ("Cannot change ownership to uid
 /// 4242, gid 4242: Operation not permitted").
 #[derive(Debug)]
 struct OwnerRefused {
@@ -54,7 +85,8 @@ struct OwnerRefused {
 
 impl std::fmt::Display for OwnerRefused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "cannot change ownership to uid {}, gid {}: {}", self.uid, self.gid, self.source)
+        let why = crate::report::strerror(&self.source);
+        write!(f, "Cannot change ownership to uid {}, gid {}: {why}", self.uid, self.gid)
     }
 }
 
@@ -62,6 +94,16 @@ impl std::error::Error for OwnerRefused {}
 
 pub(super) fn owner_refused(uid: u32, gid: u32, source: io::Error) -> io::Error {
     io::Error::new(source.kind(), OwnerRefused { uid, gid, source })
+}
+
+/// Whether `e` says all GNU tar would, its words first (a refused chown: "Cannot change
+/// ownership to uid N, gid N: ..."): nothing goes before it.
+pub fn says_all(e: &io::Error) -> bool {
+    let inner = e.get_ref();
+    if let Some(m) = inner.and_then(|x| x.downcast_ref::<MetadataFailed>()) {
+        return says_all(&m.0);
+    }
+    inner.is_some_and(|x| x.is::<OwnerRefused>())
 }
 
 /// The system's error inside our wrappers (`MetadataFailed`, `OwnerRefused`).
@@ -75,6 +117,9 @@ fn cause(e: &io::Error) -> &io::Error {
     }
     if let Some(t) = inner.and_then(|x| x.downcast_ref::<ThroughSymlink>()) {
         return cause(&t.source);
+    }
+    if let Some(b) = inner.and_then(|x| x.downcast_ref::<BeyondLink>()) {
+        return cause(&b.source);
     }
     e
 }

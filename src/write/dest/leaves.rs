@@ -10,11 +10,19 @@ use super::*;
 use crate::plan::{Entry, Node};
 use crate::policy::safety::SafePath;
 use crate::write::restart;
+use crate::write::tree::open_file_in_root;
 
 impl Dest {
     /// Creates a regular file for writing; `flags` may add O_DIRECT. Set-id bits and owner are
     /// applied at the end (`finish_file`).
+    /// With `--overwrite -h`, a symlink at its path is written through (`open_through`).
     pub fn create_file(&mut self, entry: &Entry, flags: i32) -> io::Result<OwnedFd> {
+        if self.policy.write_through {
+            let slot = self.slot(&entry.path)?;
+            if self.link_at(&slot) {
+                return self.open_through(entry, flags);
+            }
+        }
         let mode = self.mode(entry.mode) & 0o777;
         self.create_with(entry, |dirfd, name| {
             let f = libc::O_WRONLY
@@ -31,6 +39,32 @@ impl Dest {
             // Safety: fresh fd we own.
             Ok(unsafe { OwnedFd::from_raw_fd(fd) })
         })
+    }
+
+    /// `--overwrite -h` (`conflict::writes_through`): whether a symlink stands at `slot`, the
+    /// path of a file member, which then writes through it (`open_through`). One fstatat, and
+    /// only with those options.
+    pub fn link_at(&self, slot: &Slot) -> bool {
+        self.policy.write_through && is_symlink_nofollow(slot.dirfd(), &slot.name)
+    }
+
+    /// `--overwrite -h`: the file the symlink at `entry`'s path leads to, opened for writing
+    /// and emptied (made, where the symlink dangles), as GNU tar's open without O_EXCL and
+    /// O_NOFOLLOW; resolved as if DIR were `/` (`tree::open_file_in_root`), so nothing outside
+    /// DIR is written. It gets the member's permission bits now: it was not created with
+    /// them. `flags` may add O_DIRECT, as for `create_file`.
+    pub fn open_through(&mut self, entry: &Entry, flags: i32) -> io::Result<OwnedFd> {
+        let mode = self.mode(entry.mode) & 0o777;
+        let path = cstr_io(entry.path.as_path().as_os_str().as_encoded_bytes())?;
+        let root = self.root_fd();
+        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | flags;
+        let opened = self.tree.retry_emfile(|| open_file_in_root(root, &path, flags, mode));
+        let fd = opened.map_err(|e| beyond_link(entry.path.display().to_string(), e))?;
+        // Safety: fd is an open file of ours; fchmod takes no pointers.
+        if restart(|| unsafe { libc::fchmod(fd.as_raw_fd(), mode as libc::mode_t) }) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(fd)
     }
 
     /// A file the input ended in (the run is failing): it keeps the data that arrived, and

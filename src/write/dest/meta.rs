@@ -119,9 +119,9 @@ pub fn set_xattrs(
     let mut more = 0;
     for x in xattrs {
         let result = match &x.value {
-            Some(value) => {
-                cstr_io(&x.name).and_then(|name| set(&name, value)).map_err(|e| e.to_string())
-            }
+            Some(value) => cstr_io(&x.name)
+                .and_then(|name| set(&name, value))
+                .map_err(|e| crate::report::strerror(&e)),
             None => Err(format!(
                 "too large to be kept (over {} KiB, or past the member's {} KiB of attributes)",
                 crate::archive::MAX_XATTR_VALUE / 1024,

@@ -22,7 +22,7 @@ pub fn open_dir_beneath(parent: RawFd, name: &CStr) -> io::Result<OwnedFd> {
     let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
     let resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
     let known = OPENAT2_REFUSED.load(Ordering::Relaxed);
-    let mut fd = if known { -1 } else { openat2(parent, name, flags, resolve) };
+    let mut fd = if known { -1 } else { openat2(parent, name, flags, 0, resolve) };
     let errno = (fd < 0).then(|| io::Error::last_os_error().raw_os_error()).flatten();
     if known || matches!(errno, Some(libc::ENOSYS | libc::EPERM)) {
         // Safety: valid dirfd and C string. `name` is a single plain component, so
@@ -48,7 +48,27 @@ pub fn open_dir_beneath(parent: RawFd, name: &CStr) -> io::Result<OwnedFd> {
 /// without the option.
 pub(super) fn open_in_root(root: RawFd, path: &CStr) -> io::Result<OwnedFd> {
     let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC;
-    let fd = openat2(root, path, flags, libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS);
+    let fd = openat2(root, path, flags, 0, libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS);
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // Safety: fd is a fresh descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `--overwrite -h`: opens the file at `path` (from DIR, open as `root`) for writing with
+/// `flags` (O_CREAT: `mode`), following symlinks as `open_in_root` does: as if DIR were `/`,
+/// so a symlink at the member's path, `target1`, `/target1` or `../../target1`, leads to
+/// DIR/target1 and never out of DIR (the kernel's RESOLVE_IN_ROOT, as for
+/// `--keep-directory-symlink`). Without openat2 the open fails (ENOSYS).
+pub fn open_file_in_root(
+    root: RawFd,
+    path: &CStr,
+    flags: libc::c_int,
+    mode: u32,
+) -> io::Result<OwnedFd> {
+    let resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS;
+    let fd = openat2(root, path, flags | libc::O_CLOEXEC, mode, resolve);
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -61,11 +81,13 @@ pub(super) fn open_in_root(root: RawFd, path: &CStr) -> io::Result<OwnedFd> {
 /// opened with O_NOFOLLOW, one component at a time.
 static OPENAT2_REFUSED: AtomicBool = AtomicBool::new(false);
 
-/// openat2(2) with `flags` and `resolve`: the fd, or -1 with errno set.
-fn openat2(dirfd: RawFd, path: &CStr, flags: libc::c_int, resolve: u64) -> RawFd {
+/// openat2(2) with `flags`, `mode` (0 unless O_CREAT: openat2 refuses one otherwise) and
+/// `resolve`: the fd, or -1 with errno set.
+fn openat2(dirfd: RawFd, path: &CStr, flags: libc::c_int, mode: u32, resolve: u64) -> RawFd {
     // Safety: open_how is plain integers; all-zero is its documented default.
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = flags as u64;
+    how.mode = mode as u64;
     how.resolve = resolve;
     // Safety: valid dirfd, C string, and an open_how of the size we pass.
     restart(|| unsafe {
