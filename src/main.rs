@@ -233,6 +233,17 @@ fn line(s: &Summary, verbose: bool, skipped: u64) -> String {
         if d.refetched > 0 {
             out += &format!(", {:.1} MB re-fetched", d.refetched as f64 / 1e6);
         }
+        if d.sources.len() > 1 {
+            let each: Vec<String> = d
+                .sources
+                .iter()
+                .map(|src| match &src.dropped {
+                    Some(_) => format!("{} dropped", src.url),
+                    None => format!("{} {:.1} MB", src.url, src.bytes as f64 / 1e6),
+                })
+                .collect();
+            out += &format!(" from {}", each.join(", "));
+        }
     }
     if let Some(sync) = s.sync {
         out += &format!("; sync {:.2} s", sync.as_secs_f64());
@@ -253,19 +264,44 @@ fn line(s: &Summary, verbose: bool, skipped: u64) -> String {
 fn json(s: &Summary, code: ExitCode, skipped: u64) -> String {
     let download = match &s.download {
         None => String::new(),
-        Some(d) => format!(
-            concat!(
-                "\"url\":{},\"url_length\":{},\"download_bytes\":{},\"download_mb_per_s\":{:.3},",
-                "\"connections\":{},\"retries\":{},\"refetched_bytes\":{},"
-            ),
-            json_string(&d.url),
-            null_or(d.length),
-            d.bytes,
-            rate_mb_s(d.bytes, s.elapsed.as_secs_f64()),
-            d.connections,
-            d.retries,
-            d.refetched
-        ),
+        Some(d) => {
+            let secs = s.elapsed.as_secs_f64();
+            let sources: Vec<String> = d
+                .sources
+                .iter()
+                .map(|src| {
+                    format!(
+                        concat!(
+                            "{{\"url\":{},\"bytes\":{},\"mb_per_s\":{:.3},\"connections\":{},",
+                            "\"state\":\"{}\",\"dropped\":{}}}"
+                        ),
+                        json_string(&src.url),
+                        src.bytes,
+                        rate_mb_s(src.bytes, secs),
+                        src.connections,
+                        src.state,
+                        src.dropped.as_deref().map_or("null".to_string(), json_string)
+                    )
+                })
+                .collect();
+            format!(
+                concat!(
+                    "\"url\":{},\"url_length\":{},\"download_bytes\":{},\"download_mb_per_s\":{:.3},",
+                    "\"connections\":{},\"connections_max\":{},\"retries\":{},",
+                    "\"refetched_bytes\":{},\"copies\":{},\"sources\":[{}],"
+                ),
+                json_string(&d.url),
+                null_or(d.length),
+                d.bytes,
+                rate_mb_s(d.bytes, secs),
+                d.connections,
+                d.ceiling,
+                d.retries,
+                d.refetched,
+                d.copies,
+                sources.join(",")
+            )
+        }
     };
     let resumed = match &s.resume.resumed {
         None => "null".to_string(),

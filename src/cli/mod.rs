@@ -1062,11 +1062,26 @@ pub struct Args {
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
 
-    /// For an archive read from a URL: connections fetching its pieces in parallel, when the
-    /// server answers ranges and gives a length and an ETag or Last-Modified (default 8, at
-    /// most 16; otherwise one).
+    /// For an archive read from a URL: the most connections fetching its pieces in parallel
+    /// from each source, when it answers ranges and gives a length and an ETag or
+    /// Last-Modified (default 8, at most 16; otherwise one). Each source starts with one and
+    /// is given more while they raise the rate.
     #[arg(long = "connections", value_name = "N")]
     pub connections: Option<usize>,
+
+    /// For a URL: another source of the same archive (repeatable). Pieces are fetched from
+    /// every source at once; a source that serves another archive, or fails, is dropped.
+    #[arg(long = "mirror", value_name = "URL")]
+    pub mirror: Vec<String>,
+
+    /// For a URL: more sources of the same archive, one URL a line (`#` starts a comment).
+    #[arg(long = "mirrors", value_name = "FILE")]
+    pub mirrors: Option<PathBuf>,
+
+    /// For a URL: download at most RATE bytes a second, all connections together (curl's
+    /// spelling: 500K, 50M, 1G, 1024-based).
+    #[arg(long = "limit-rate", value_name = "RATE")]
+    pub limit_rate: Option<String>,
 
     /// For a URL: a connection that brings no byte for SECONDS is retried (default 30).
     #[arg(long = "stall-timeout", value_name = "SECONDS")]

@@ -899,6 +899,27 @@ pub fn parse_size(s: &str) -> Result<u64> {
     n.checked_mul(1 << shift).with_context(|| format!("size '{s}' is too large"))
 }
 
+/// curl's rate: bytes a second, `50M`, `1.5G`, `500k` (K, M, G, T: 1024-based).
+pub fn parse_rate(text: &str) -> Result<u64> {
+    let t = text.trim();
+    let digits = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(digits);
+    let n: f64 = num.parse().map_err(|_| anyhow::anyhow!("not a rate (50M, 1G, 500K)"))?;
+    let shift = match unit.to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => bail!("not a rate (50M, 1G, 500K: K, M, G, T are 1024-based)"),
+    };
+    let bytes = n * (1u64 << shift) as f64;
+    if !bytes.is_finite() || bytes >= u64::MAX as f64 {
+        bail!("too large");
+    }
+    Ok(bytes as u64)
+}
+
 /// The download settings when the archive is a URL (`decode::url::is_url`); the URL-only
 /// flags are refused for a file, the tuning ones (`--connections`, `--stall-timeout`,
 /// `--retries`, `--cacert`) are let be, as TAR_OPTIONS may set them for every run.
@@ -913,6 +934,9 @@ fn url_plan(
     let Some(a) = archive.filter(|a| url::is_url(a.as_os_str())) else {
         if args.keep_archive.is_some() || args.checksum.is_some() {
             bail!("--keep-archive and --checksum apply to an archive read from an http(s):// URL");
+        }
+        if !args.mirror.is_empty() || args.mirrors.is_some() {
+            bail!("--mirror and --mirrors apply to an archive read from an http(s):// URL");
         }
         return Ok(None);
     };
@@ -934,8 +958,31 @@ fn url_plan(
     };
     let checksum =
         args.checksum.as_deref().map(url::parse_checksum).transpose().context("--checksum")?;
+    let mut mirrors = Vec::new();
+    for m in &args.mirror {
+        if !url::is_url(m.as_ref()) {
+            bail!("--mirror {m}: not an http:// or https:// URL");
+        }
+        mirrors.push(m.clone());
+    }
+    if let Some(file) = &args.mirrors {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("--mirrors {}: cannot read", file.display()))?;
+        let listed = url::sources::parse_list(&text)
+            .map_err(|e| anyhow::anyhow!("--mirrors {}: {e}", file.display()))?;
+        mirrors.extend(listed);
+    }
+    let limit_rate = match args.limit_rate.as_deref() {
+        None => None,
+        Some(r) => match parse_rate(r).with_context(|| format!("--limit-rate {r}"))? {
+            0 => bail!("--limit-rate {r}: must be more than 0"),
+            n => Some(n),
+        },
+    };
     Ok(Some(url::Plan {
         url: a.to_string_lossy().into_owned(),
+        mirrors,
+        limit_rate,
         connections,
         stall,
         retries: args.retries.unwrap_or(url::retry::DEFAULT_RETRIES),

@@ -137,23 +137,58 @@ pub struct DownloadSummary {
     pub url: String,
     pub length: Option<u64>,
     pub bytes: u64,
-    /// Connection threads that fetched it.
+    /// The most connections open at once, all sources together.
     pub connections: usize,
+    /// The most each source may have (`--connections`, within the open-file limit).
+    pub ceiling: usize,
     pub retries: u64,
     pub refetched: u64,
+    /// Copies of a late head piece asked from a faster source.
+    pub copies: u64,
+    /// Each source, in the order given.
+    pub sources: Vec<SourceSummary>,
+}
+
+/// What one source did.
+#[derive(Clone, Debug)]
+pub struct SourceSummary {
+    pub url: String,
+    pub bytes: u64,
+    /// The most connections it had open at once.
+    pub connections: usize,
+    /// "in use", "dropped", ...
+    pub state: &'static str,
+    /// Why it was dropped.
+    pub dropped: Option<String>,
 }
 
 fn download_summary(d: Option<&decode::url::Download>) -> Option<DownloadSummary> {
     let d = d?;
     let s = &d.stats;
     let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+    let relaxed = std::sync::atomic::Ordering::Relaxed;
+    let sources = s
+        .sources
+        .iter()
+        .map(|src| SourceSummary {
+            url: src.name.clone(),
+            bytes: load(&src.bytes),
+            connections: src.most.load(relaxed),
+            state: src.state_word(),
+            dropped: src.why_dropped(),
+        })
+        .collect();
+    let ceiling = s.sockets.load(relaxed) / s.sources.len().max(1);
     Some(DownloadSummary {
         url: decode::url::shown(&d.identity().url),
         length: d.identity().length,
         bytes: load(&s.downloaded),
-        connections: s.threads.load(std::sync::atomic::Ordering::Relaxed),
+        connections: s.most.load(relaxed).max(1),
+        ceiling,
         retries: load(&s.retries),
         refetched: load(&s.refetched),
+        copies: load(&s.copies),
+        sources,
     })
 }
 

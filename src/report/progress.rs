@@ -6,7 +6,7 @@
 
 use std::io::IsTerminal;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -19,20 +19,72 @@ const REDRAW_HZ: u8 = 10;
 /// A download's counters (decode/url/), for the progress bar and the summary.
 #[derive(Debug, Default)]
 pub struct NetStats {
-    /// Bytes received that count (not those passed over after a restart).
+    /// Bytes received that count (not those passed over after a restart, nor a copy's that
+    /// arrived second).
     pub downloaded: AtomicU64,
-    /// Connections with a request open now.
+    /// Connections with a request open now, all sources together.
     pub connections: AtomicUsize,
-    /// Connection threads started.
-    pub threads: AtomicUsize,
+    /// The most connections that had a request open at once.
+    pub most: AtomicUsize,
+    /// Sockets the download may open at most (every source's `--connections`), for the
+    /// writers' descriptor budget.
+    pub sockets: AtomicUsize,
     pub retries: AtomicU64,
     /// Bytes received again and passed over (a server without ranges, restarted from 0).
     pub refetched: AtomicU64,
+    /// Copies of a late head piece asked from a faster source.
+    pub copies: AtomicU64,
     /// A progress bar counts the retries: no line for each.
     pub bar: AtomicBool,
+    /// Each source, in the order given (the archive first).
+    pub sources: Vec<SourceStats>,
 }
 
-/// A download's part of the bar: rate, connections in use, retries, bytes re-fetched.
+/// One source's part of the counters.
+#[derive(Debug, Default)]
+pub struct SourceStats {
+    /// The source as messages show it.
+    pub name: String,
+    /// Bytes of it that count.
+    pub bytes: AtomicU64,
+    /// Bytes a second it delivered lately (the download's scheduler measures it).
+    pub rate: AtomicU64,
+    /// Connections with a request open to it now, and the most at once.
+    pub connections: AtomicUsize,
+    pub most: AtomicUsize,
+    /// Why it is not used (None: in use, or still starting); its `state` word.
+    pub dropped: std::sync::Mutex<Option<String>>,
+    pub state: AtomicU8,
+}
+
+/// `SourceStats::state`.
+pub const SOURCE_STARTING: u8 = 0;
+pub const SOURCE_IN_USE: u8 = 1;
+pub const SOURCE_RETRYING: u8 = 2;
+pub const SOURCE_DROPPED: u8 = 3;
+
+impl SourceStats {
+    pub fn named(name: String) -> SourceStats {
+        SourceStats { name, ..SourceStats::default() }
+    }
+
+    /// "starting", "in use", "retrying", "dropped".
+    pub fn state_word(&self) -> &'static str {
+        match self.state.load(Ordering::Relaxed) {
+            SOURCE_IN_USE => "in use",
+            SOURCE_RETRYING => "retrying",
+            SOURCE_DROPPED => "dropped",
+            _ => "starting",
+        }
+    }
+
+    pub fn why_dropped(&self) -> Option<String> {
+        self.dropped.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// A download's part of the bar: rate, connections in use, retries, bytes re-fetched; with
+/// several sources, each one's rate and connections, or that it was dropped.
 fn download_line(n: &NetStats, secs: f64) -> String {
     let got = n.downloaded.load(Ordering::Relaxed);
     let mut s = format!(
@@ -40,6 +92,23 @@ fn download_line(n: &NetStats, secs: f64) -> String {
         HumanBytes((got as f64 / secs) as u64),
         n.connections.load(Ordering::Relaxed)
     );
+    if n.sources.len() > 1 {
+        for (i, src) in n.sources.iter().enumerate() {
+            let state = src.state.load(Ordering::Relaxed);
+            let what = match state {
+                SOURCE_DROPPED => "dropped".to_string(),
+                SOURCE_STARTING => "starting".to_string(),
+                _ => format!(
+                    "{}/s {}c{}",
+                    HumanBytes(src.rate.load(Ordering::Relaxed)),
+                    src.connections.load(Ordering::Relaxed),
+                    if state == SOURCE_RETRYING { " retrying" } else { "" }
+                ),
+            };
+            s += &format!("[{}: {what}] ", i + 1);
+        }
+        s += " ";
+    }
     let retries = n.retries.load(Ordering::Relaxed);
     if retries > 0 {
         s += &format!("{retries} retries  ");

@@ -474,6 +474,7 @@ impl Session {
                     last_modified: last_modified.clone(),
                 },
                 length: *length,
+                sources: Vec::new(),
             }),
             InputId::File(_) => None,
         };

@@ -23,6 +23,24 @@ use super::validator::{ContentRange, Validator};
 /// under 2 KiB; S3's and CDNs' with their x-amz-*/cf-* headers under 4 KiB.
 const MAX_HEADER_BYTES: usize = 64 << 10;
 
+/// Headers a source adds to every one of its requests, first and retries alike (an S3
+/// object's SigV4 `Authorization`, `x-amz-date`, `x-amz-content-sha256`), made for that
+/// request: its address and its Range. They are sent only to the source's own origin: a
+/// redirect to another scheme, host or port gets none, as curl drops `Authorization`.
+pub trait Sign: Send + Sync {
+    /// The headers for a GET of `url` with `range` (the Range header's value, if any); Err:
+    /// why the request cannot be signed (its credentials could not be had).
+    fn headers(&self, url: &Url, range: Option<&str>) -> Result<Vec<(String, String)>, String>;
+}
+
+/// Whether two addresses share an origin (scheme, host, port): where a source's signature
+/// may go.
+pub fn same_origin(a: &Url, b: &Url) -> bool {
+    a.scheme() == b.scheme()
+        && a.host_str() == b.host_str()
+        && a.port_or_known_default() == b.port_or_known_default()
+}
+
 /// What a request needs besides its address.
 #[derive(Clone, Debug)]
 pub struct Settings {
@@ -115,26 +133,36 @@ impl Client {
     }
 
     /// GET `url`, bytes `start..=end` (`end` None: to the end; `ranged` false: no Range
-    /// header, the whole file), with If-Range when `if_range` is given; redirects followed.
+    /// header, the whole file), with If-Range when `if_range` is given, signed by `sign` while
+    /// at `url`'s origin; redirects followed.
     pub fn get(
         &self,
         url: &Url,
         range: Option<(u64, Option<u64>)>,
         if_range: Option<&str>,
+        sign: Option<&dyn Sign>,
     ) -> Result<Answer, Failed> {
         let mut seen = vec![url.clone()];
         let mut at = url.clone();
+        let range = range.map(|(start, end)| match end {
+            Some(e) => format!("bytes={start}-{e}"),
+            None => format!("bytes={start}-"),
+        });
         loop {
             let agent = self.agent(&at)?;
             let mut req = agent.get(at.as_str());
-            if let Some((start, end)) = range {
-                let value = match end {
-                    Some(e) => format!("bytes={start}-{e}"),
-                    None => format!("bytes={start}-"),
-                };
+            if let Some(value) = &range {
                 req = req.header("Range", value);
                 if let Some(v) = if_range {
                     req = req.header("If-Range", v);
+                }
+            }
+            if let Some(s) = sign.filter(|_| same_origin(url, &at)) {
+                let headers = s
+                    .headers(&at, range.as_deref())
+                    .map_err(|e| Failed::new(Failure::Protocol, format!("cannot sign: {e}")))?;
+                for (name, value) in headers {
+                    req = req.header(name, value);
                 }
             }
             let resp = req.call().map_err(|e| failed(&e))?;
