@@ -109,6 +109,41 @@ def hand_made():
     h[148:156] = b" " * 8
     h[148:156] = b"%06o\0 " % sum(h)
     s["sparse_oldgnu.tar"] = bytes(h) + padded(b"abcdefg") + END
+    # Issue 41's shapes (Go's and CPython's test archives): numbers with leading zeros,
+    # malformed records (read on after, as GNU tar), a NUL in a path and in a keyword, a `g`
+    # header that replaces the set, and members the input ends in.
+    zeros = b"0" * 30
+    zero_len = b" path=zero-length\n"
+    s["pax_leading_zeros.tar"] = (pax([b"size=" + b"0" * 23 + b"5", b"uid=" + zeros + b"123",
+                                       b"gid=" + zeros + b"7", b"mtime=" + zeros + b"15.5"])
+                                  + block(b"size5", ord("0"), 0) + padded(b"hello")
+                                  + member(b"PaxHeader/x", ord("x"),
+                                           b"%040d" % (40 + len(zero_len)) + zero_len)
+                                  + member(b"ignored", data=b"z") + END)
+    s["pax_malformed.tar"] = (member(b"PaxHeader/x", ord("x"), b"11 path=bad\0")
+                              + member(b"a", data=b"a")
+                              + member(b"PaxHeader/x", ord("x"),
+                                       record(b"mtime=15") + b"11 path=bad\0" + record(b"uid=5"))
+                              + member(b"b", data=b"b")
+                              + member(b"PaxHeader/x", ord("x"), b"12 pa\0th=xy\n")
+                              + member(b"c", data=b"c")
+                              + pax([b"size=x", b"uid=4294967296", b"mtime=x", b"gid=-1"])
+                              + member(b"d", data=b"d")
+                              + member(b"PaxHeader/g", ord("g"), record(b"uid=3") + b"99")
+                              + member(b"e", data=b"e") + END)
+    s["pax_nul_path.tar"] = (pax([b"path=good\0../../evil"]) + member(b"p1", data=b"p")
+                             + pax([b"linkpath=tgt\0junk"]) + member(b"sym", ord("2"), link=b"x")
+                             + pax([b"GNU.sparse.name=s\0n"]) + member(b"p2", data=b"q")
+                             + member(b"after", data=b"after") + END)
+    s["pax_global_reset.tar"] = (pax([b"mtime=1500000000", b"uid=77"], ord("g"))
+                                 + member(b"a", data=b"a") + pax([b"comment=reset"], ord("g"))
+                                 + member(b"b", data=b"b")
+                                 + pax([b"GNU.volume.label=v", b"gid=5"], ord("g"))
+                                 + member(b"c", data=b"c") + END)
+    for size, present in ((4096, 512), (65536, 40000), (200000, 150001)):
+        s["truncated_%d_%d.tar" % (size, present)] = (
+            member(b"first", data=b"complete") + block(b"big", ord("0"), size)
+            + bytes(range(256)) * (present // 256) + bytes(present % 256))
     plain = member(b"dir/", ord("5"), mode=0o755) + member(b"dir/file", data=b"x" * 3000) + END
     s["plain.tar"] = plain
     s["plain.tar.gz"] = gzip.compress(plain)

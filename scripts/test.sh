@@ -9,6 +9,9 @@
 #    exfat, bindfs, exfat-fuse, setpriv, unshare, setsid, script, strace, /usr/bin/time. Under
 #    CI (CI=true) a test whose tool is still missing fails naming it; elsewhere it prints
 #    `SKIP <test>: <tool> not installed`.
+#    moto's S3 server (tests/suite/s3.rs) comes from PyPI into a venv under target/ (Debian's
+#    python3 refuses a system-wide pip install, PEP 668); the tests run its python
+#    (FASTUNTAR_TEST_PYTHON). Under CI a missing moto fails the S3 tests.
 # 2. Exhaustive tier only: cargo fmt --check; cargo clippy --release --all-targets -D warnings,
 #    in the tests' profile, so the build scripts (zstd's, liblzma's and ring's C) run once for
 #    both (the dev profile's clippy built every dependency again: 134 s against 58 s).
@@ -38,6 +41,9 @@ missing=()
 for tool in "${!package[@]}"; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("${package[$tool]}")
 done
+# python3 with venv and ensurepip, for moto's venv below.
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
 if ((${#missing[@]})); then
   mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
   if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
@@ -50,6 +56,16 @@ if ((${#missing[@]})); then
     echo "test.sh: missing ${missing[*]} (not root or no apt-get)"
   fi
 fi
+
+venv=target/test-venv
+if ! "$venv/bin/python3" -c 'import moto.server, boto3' >/dev/null 2>&1; then
+  echo "test.sh: installing moto[server] into $venv"
+  rm -rf "$venv"
+  if ! { python3 -m venv "$venv" && "$venv/bin/python3" -m pip install -q 'moto[server]>=5,<6'; }; then
+    echo "test.sh: could not install moto[server]"
+  fi
+fi
+export FASTUNTAR_TEST_PYTHON=$PWD/$venv/bin/python3
 
 if [[ $tier == exhaustive ]]; then
   for component in rustfmt clippy; do

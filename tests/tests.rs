@@ -21,6 +21,7 @@ mod suite {
     mod regressions;
     mod resume;
     mod robustness;
+    mod s3;
     mod sample;
     mod selection;
     mod snapshot_mode;

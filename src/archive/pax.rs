@@ -6,13 +6,24 @@
 //! `--xattrs` the extended attributes, `xattr.rs`) are kept, each capped; every other value
 //! (ACLs, ...) is skipped as it streams past.
 //!
-//! Record syntax is checked strictly, as GNU tar does: a length that is missing, zero, not
-//! followed by a blank, or longer than the data left is an error, as is a record without `=`
-//! or not ending in `\n`. A NUL where a record would start ends the records (padding).
+//! Record syntax is checked as GNU tar 1.34 checks it (xheader.c `decode_record`): a length
+//! that is missing, not followed by a blank, or longer than the data left, a record without
+//! `=` before its end (a NUL in the keyword ends it there), or not ending in `\n`, is
+//! malformed. As in GNU tar that is not fatal: the records before it stand, the rest of the
+//! header is passed over, the member is read from what is left, and the run exits 2
+//! (`Extended::malformed`, GNU tar's words). A NUL where a record would start ends the
+//! records (padding). Numbers are checked by their value, not their digits (leading zeros are
+//! no overflow); an invalid or out-of-range number is reported the same way and its record
+//! ignored (GNU tar's `decode_num`). A path or link target is kept as it is, NUL bytes and
+//! all: the member is refused later, where names are made safe (policy/safety.rs). What
+//! stays an error: a kept value over its cap, and any fault of a sparse map (a
+//! `GNU.sparse.map` record cut short too): the member's data cannot be laid out without it.
 //!
 //! Empty values are taken as GNU tar 1.34 (and Go's archive/tar) take them, not as POSIX's
-//! "delete the key": an empty `path` or `linkpath` is an empty name, an empty number is an
-//! error. A later `g` header replaces the keys it sets; an `x` header wins over them all.
+//! "delete the key": an empty `path` or `linkpath` is an empty name, an empty number is
+//! invalid. Each `g` header replaces the whole global set, as GNU tar's
+//! `xheader_decode_global` does (POSIX would merge keyword by keyword; bsdtar and Go's
+//! archive/tar apply none of it to later members); an `x` header wins over it.
 
 use super::sparse::{self, PaxSparse};
 use super::xattr::{self, Xattrs};
@@ -29,8 +40,11 @@ const MAX_NUMBER_VALUE: usize = 1024;
 /// Keys longer than this are none of ours: not stored, just skipped. An attribute name is at
 /// most 255 bytes (XATTR_NAME_MAX); `LIBARCHIVE.xattr.` and its %-encoding make that 782.
 const MAX_KEY: usize = 1024;
-/// Digits accepted in a record length.
-const MAX_LENGTH_DIGITS: usize = 19;
+/// Malformed records reported for one header, at most: a header of a million bad numbers
+/// says the first few and how many more.
+const MAX_MALFORMED: usize = 8;
+/// The largest uid and gid (`uid_t`, `gid_t`), as GNU tar bounds the PAX records.
+const MAX_ID: u64 = u32::MAX as u64;
 
 /// The member fields PAX records override (None: not set by this header).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -43,25 +57,6 @@ pub(super) struct Overrides {
     pub(super) gid: Option<u64>,
     pub(super) uname: Option<Vec<u8>>,
     pub(super) gname: Option<Vec<u8>>,
-}
-
-impl Overrides {
-    /// Folds a later `g` header into the global set: the keys it sets replace older values.
-    pub(super) fn merge_global(&mut self, newer: Overrides) {
-        fn fold<T>(old: &mut Option<T>, new: Option<T>) {
-            if new.is_some() {
-                *old = new;
-            }
-        }
-        fold(&mut self.path, newer.path);
-        fold(&mut self.linkpath, newer.linkpath);
-        fold(&mut self.size, newer.size);
-        fold(&mut self.mtime, newer.mtime);
-        fold(&mut self.uname, newer.uname);
-        fold(&mut self.gname, newer.gname);
-        fold(&mut self.uid, newer.uid);
-        fold(&mut self.gid, newer.gid);
-    }
 }
 
 /// The value of a field for a member: the local (`x`) setting if any, else the global one.
@@ -86,6 +81,10 @@ pub(super) struct Extended {
     /// `GNU.volume.label`: a POSIX-format archive's volume label (`tar -V LABEL -c`), which
     /// GNU tar writes in a `g` header.
     pub(super) volume_label: Option<Vec<u8>>,
+    /// What was malformed, in GNU tar's words (`Malformed extended header: missing newline`),
+    /// at most MAX_MALFORMED lines: each one makes the run exit 2, and the header stands as
+    /// far as it was read (module doc).
+    pub(super) malformed: Vec<String>,
 }
 
 /// What to do with the value of the record being parsed.
@@ -113,6 +112,9 @@ enum State {
     Value,
     /// After a NUL where a record would start: the rest is padding.
     Padding,
+    /// After a malformed record: the rest of the data area is passed over (GNU tar stops
+    /// decoding the header there).
+    Broken,
 }
 
 /// Push parser for the data area of one `x` or `g` header.
@@ -131,7 +133,6 @@ pub(super) struct Parser {
     /// Record length and the bytes of the record consumed so far.
     rec_len: u64,
     rec_used: u64,
-    digits: usize,
     key: Vec<u8>,
     key_too_long: bool,
     value: Vec<u8>,
@@ -139,6 +140,8 @@ pub(super) struct Parser {
     /// Value bytes still to come (the newline excluded).
     value_left: u64,
     ext: Extended,
+    /// Malformed records past the MAX_MALFORMED reported.
+    malformed_more: u64,
 }
 
 impl Parser {
@@ -154,13 +157,13 @@ impl Parser {
             state: State::Start,
             rec_len: 0,
             rec_used: 0,
-            digits: 0,
             key: Vec::new(),
             key_too_long: false,
             value: Vec::new(),
             value_kind: Value::Skip,
             value_left: 0,
             ext: Extended::default(),
+            malformed_more: 0,
         }
     }
 
@@ -198,7 +201,7 @@ impl Parser {
                 }
                 continue;
             }
-            if self.state == State::Padding {
+            if matches!(self.state, State::Padding | State::Broken) {
                 self.consume(data.len() as u64);
                 return Ok(());
             }
@@ -226,70 +229,88 @@ impl Parser {
                 0 => self.state = State::Padding,
                 b'0'..=b'9' => {
                     self.state = State::Length;
-                    self.digits = 1;
                     self.rec_len = u64::from(b - b'0');
                 }
-                _ => return Err(bad("missing length")),
+                _ => self.broken(malformed("missing length")),
             },
             State::Length => match b {
                 b'0'..=b'9' => {
-                    self.digits += 1;
-                    if self.digits > MAX_LENGTH_DIGITS {
-                        return Err(bad("record length too long"));
-                    }
-                    self.rec_len = self.rec_len * 10 + u64::from(b - b'0');
+                    // The value counts, not the digits: leading zeros are no overflow, and a
+                    // length past u64 is past any data area.
+                    self.rec_len =
+                        self.rec_len.saturating_mul(10).saturating_add(u64::from(b - b'0'));
                 }
-                b' ' | b'\t' => {
-                    // The record must fit in what is left of the data area, counted from
-                    // its first byte.
+                _ => {
+                    // The record must fit in what is left of the data area, counted from its
+                    // first byte (GNU tar checks this before the blank).
                     let record_left = start_left + self.rec_used - 1;
-                    if self.rec_len == 0 {
-                        return Err(bad("record length 0"));
-                    }
                     if self.rec_len > record_left {
-                        return Err(bad(&format!(
-                            "record length {} exceeds the {record_left} bytes left",
-                            self.rec_len
-                        )));
+                        let len = self.rec_len;
+                        self.broken(format!("Extended header length {len} is out of range"));
+                    } else if b != b' ' && b != b'\t' {
+                        self.broken(malformed("missing blank after length"));
+                    } else {
+                        self.state = State::Blanks;
+                        self.check_room();
                     }
-                    self.state = State::Blanks;
-                    self.check_room()?;
                 }
-                _ => return Err(bad("missing blank after length")),
             },
             State::Blanks | State::Key => {
                 if self.state == State::Blanks && (b == b' ' || b == b'\t') {
-                    return self.check_room();
+                    self.check_room();
+                    return Ok(());
                 }
                 self.state = State::Key;
-                if b == b'=' {
-                    return self.start_value();
-                }
-                self.check_room()?;
-                if self.key.len() < MAX_KEY {
-                    self.key.push(b);
-                } else {
-                    self.key_too_long = true;
+                match b {
+                    b'=' => return self.start_value(),
+                    // GNU tar looks for the '=' with strchr: a NUL in the keyword ends it.
+                    0 => self.broken(malformed("missing equal sign")),
+                    _ if !self.check_room() => {}
+                    _ if self.key.len() < MAX_KEY => self.key.push(b),
+                    _ => self.key_too_long = true,
                 }
             }
-            // `feed` handles these two itself.
-            State::Value | State::Padding => return Err(bad("internal parser state")),
+            // `feed` handles these itself.
+            State::Value | State::Padding | State::Broken => {
+                return Err("malformed PAX header: internal parser state".to_string());
+            }
         }
         Ok(())
     }
 
-    /// In the key: the byte just consumed may not be the record's last (its newline).
-    fn check_room(&self) -> Result<(), String> {
+    /// In the key: the byte just consumed may not be the record's last (its newline). False
+    /// (the header broken off) when it was.
+    fn check_room(&mut self) -> bool {
         if self.rec_used >= self.rec_len {
-            return Err(bad("missing equal sign"));
+            self.broken(malformed("missing equal sign"));
+            return false;
         }
-        Ok(())
+        true
+    }
+
+    /// A malformed record (`what`, GNU tar's words): noted, and the rest of the header passed
+    /// over.
+    fn broken(&mut self, what: String) {
+        self.note(what);
+        self.state = State::Broken;
+        self.key.clear();
+        self.value = Vec::new();
+    }
+
+    /// Notes a malformed record or value (`Extended::malformed`).
+    fn note(&mut self, what: String) {
+        if self.ext.malformed.len() < MAX_MALFORMED {
+            self.ext.malformed.push(what);
+        } else {
+            self.malformed_more += 1;
+        }
     }
 
     /// The '=' has just been consumed.
     fn start_value(&mut self) -> Result<(), String> {
         if self.rec_used >= self.rec_len {
-            return Err(bad("missing newline"));
+            self.broken(malformed("missing newline"));
+            return Ok(());
         }
         self.value_left = self.rec_len - self.rec_used - 1;
         self.value.clear();
@@ -355,7 +376,14 @@ impl Parser {
     /// `b` is the record's last byte.
     fn end_record(&mut self, b: u8) -> Result<(), String> {
         if b != b'\n' {
-            return Err(bad("missing newline"));
+            // GNU tar applies no part of such a record; a sparse map streams into the member's
+            // map as it comes, and the member's data cannot be laid out without it: an error,
+            // as every other fault of a map is.
+            if self.value_kind == Value::Map {
+                return Err(bad("GNU.sparse.map: missing newline"));
+            }
+            self.broken(malformed("missing newline"));
+            return Ok(());
         }
         match self.value_kind {
             Value::Keep(_) => {
@@ -380,33 +408,28 @@ impl Parser {
     fn apply(&mut self, value: &[u8]) -> Result<(), String> {
         let key = self.key.as_slice();
         let o = &mut self.ext.overrides;
-        let invalid = || {
-            format!(
-                "PAX header: invalid {}={}",
-                crate::report::printable(key),
-                crate::report::printable(value)
-            )
+        // A number that is not one, or out of its type's range: reported, its record ignored
+        // (the header's field stands), as GNU tar's `decode_num` and `decode_time` do.
+        let number = match key {
+            b"size" => Some(number(key, value, 0, i64::MAX as u64).map(|n| o.size = Some(n))),
+            b"uid" => Some(number(key, value, 0, MAX_ID).map(|n| o.uid = Some(n))),
+            b"gid" => Some(number(key, value, 0, MAX_ID).map(|n| o.gid = Some(n))),
+            b"mtime" => Some(time(key, value).map(|t| o.mtime = Some(t))),
+            _ => None,
         };
-        match key {
-            b"path" | b"linkpath" => {
-                if value.contains(&0) {
-                    return Err(format!(
-                        "PAX header: NUL byte in {}",
-                        crate::report::printable(key)
-                    ));
-                }
-                if key == b"path" {
-                    o.path = Some(value.to_vec());
-                } else {
-                    o.linkpath = Some(value.to_vec());
-                }
+        if let Some(result) = number {
+            if let Err(what) = result {
+                self.note(what);
             }
-            b"size" => o.size = Some(sparse::decimal(value).ok_or_else(invalid)?),
+            return Ok(());
+        }
+        match key {
+            // Kept as they are, NUL bytes too: a name with one is refused where names are
+            // made safe, and the member alone is skipped (module doc).
+            b"path" => o.path = Some(value.to_vec()),
+            b"linkpath" => o.linkpath = Some(value.to_vec()),
             b"uname" => o.uname = Some(value.to_vec()),
             b"gname" => o.gname = Some(value.to_vec()),
-            b"uid" => o.uid = Some(unsigned(value).ok_or_else(invalid)?),
-            b"gid" => o.gid = Some(unsigned(value).ok_or_else(invalid)?),
-            b"mtime" => o.mtime = Some(parse_time(value).ok_or_else(invalid)?),
             b"GNU.dumpdir" => self.ext.dumpdir = Some(value.to_vec()),
             b"GNU.volume.label" => self.ext.volume_label = Some(value.to_vec()),
             _ => self.ext.sparse.record(key, value).map_err(|e| format!("PAX header: {e}"))?,
@@ -414,18 +437,31 @@ impl Parser {
         Ok(())
     }
 
-    /// Ends the data area: everything fed must have formed whole records.
+    /// Ends the data area: a record it cuts short is malformed, as GNU tar finds it (its
+    /// buffer ends in a NUL).
     pub(super) fn finish(mut self) -> Result<Extended, String> {
         if self.left != 0 {
             return Err("PAX header: data missing".to_string());
         }
         match self.state {
-            State::Start | State::Padding => {
-                self.ext.xattrs.finish();
-                Ok(self.ext)
+            State::Start | State::Padding | State::Broken => {}
+            // Digits to the end: the length is past what is left, or has no blank after it.
+            State::Length if self.rec_len > self.rec_used => {
+                let len = self.rec_len;
+                self.broken(format!("Extended header length {len} is out of range"));
             }
-            _ => Err(bad("truncated record")),
+            State::Length => self.broken(malformed("missing blank after length")),
+            // The record lengths are checked against the data left, so a record ends inside it.
+            State::Blanks | State::Key | State::Value => self.broken(malformed("truncated record")),
         }
+        if self.malformed_more > 0 {
+            let more = self.malformed_more;
+            self.ext
+                .malformed
+                .push(format!("Malformed extended header: {more} more malformed records"));
+        }
+        self.ext.xattrs.finish();
+        Ok(self.ext)
     }
 }
 
@@ -446,12 +482,53 @@ fn bad(what: &str) -> String {
     format!("malformed PAX header: {what}")
 }
 
-/// A decimal u64 (uid, gid): digits only.
-fn unsigned(v: &[u8]) -> Option<u64> {
-    if v.is_empty() || v.len() > 20 || !v.iter().all(u8::is_ascii_digit) {
-        return None;
+/// GNU tar's words for a malformed record.
+fn malformed(what: &str) -> String {
+    format!("Malformed extended header: {what}")
+}
+
+/// GNU tar's words for a value that is not a number of its kind.
+fn invalid(key: &[u8], value: &[u8]) -> String {
+    let (key, value) = (crate::report::printable(key), crate::report::printable(value));
+    malformed(&format!("invalid {key}={value}"))
+}
+
+/// GNU tar's words for a number outside `min..=max`.
+fn out_of_range(key: &[u8], value: &[u8], min: impl std::fmt::Display, max: u64) -> String {
+    let (key, value) = (crate::report::printable(key), crate::report::printable(value));
+    format!("Extended header {key}={value} is out of range {min}..{max}")
+}
+
+/// A decimal number in `min..=max` (size, uid, gid), by its value: leading zeros are fine.
+/// Digits with a leading `-` are a number out of range, as GNU tar's `strtosysint` finds.
+fn number(key: &[u8], v: &[u8], min: u64, max: u64) -> Result<u64, String> {
+    let digits = v.strip_prefix(b"-").unwrap_or(v);
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return Err(invalid(key, v));
     }
-    v.iter().try_fold(0u64, |n, &b| n.checked_mul(10)?.checked_add(u64::from(b - b'0')))
+    let n = sparse::decimal_value(digits);
+    match n {
+        Some(n) if v[0] != b'-' && (min..=max).contains(&n) => Ok(n),
+        Some(0) if v[0] == b'-' && min == 0 => Ok(0),
+        _ => Err(out_of_range(key, v, min, max)),
+    }
+}
+
+/// A PAX time (`parse_time`), or why not in GNU tar's words (`decode_time`): out of range
+/// when it is all digits, invalid otherwise.
+fn time(key: &[u8], v: &[u8]) -> Result<Timestamp, String> {
+    parse_time(v).ok_or_else(|| {
+        let body = v.strip_prefix(b"-").unwrap_or(v);
+        let (secs, frac) = match body.iter().position(|&b| b == b'.') {
+            Some(dot) => (&body[..dot], &body[dot + 1..]),
+            None => (body, &[][..]),
+        };
+        if !secs.is_empty() && secs.iter().chain(frac).all(u8::is_ascii_digit) {
+            out_of_range(key, v, i64::MIN, i64::MAX as u64)
+        } else {
+            invalid(key, v)
+        }
+    })
 }
 
 /// A PAX time: `[-]seconds[.fraction]`, the fraction truncated to nanoseconds. Negative
@@ -535,7 +612,7 @@ mod tests {
         data.extend(rec("linkpath", "target"));
         data.extend(rec("size", "12345678901"));
         data.extend(rec("mtime", "1310411683.041408671"));
-        data.extend(rec("uid", "4294967296"));
+        data.extend(rec("uid", "4294967295"));
         data.extend(rec("gid", "7"));
         data.extend(rec("SCHILY.acl.ace", &"x".repeat(3000)));
         data.extend(rec(&"k".repeat(200), "v"));
@@ -546,7 +623,7 @@ mod tests {
         assert_eq!(o.linkpath, Some(b"target".to_vec()));
         assert_eq!(o.size, Some(12345678901));
         assert_eq!(o.mtime, Some(Timestamp { secs: 1310411683, nanos: 41408671 }));
-        assert_eq!(o.uid, Some(1 << 32));
+        assert_eq!(o.uid, Some(u64::from(u32::MAX)));
         assert_eq!(o.gid, Some(7));
         // Trailing NUL padding ends the records.
         let mut padded = rec("path", "p");
@@ -559,44 +636,101 @@ mod tests {
         let e = parse(&rec("path", "")).unwrap();
         assert_eq!(e.overrides.path, Some(vec![]));
         for key in ["mtime", "size", "uid", "gid"] {
-            let err = parse(&rec(key, "")).unwrap_err();
-            assert!(err.contains(&format!("invalid {key}=")), "{err}");
+            let said = parse(&rec(key, "")).unwrap().malformed;
+            assert_eq!(said, [format!("Malformed extended header: invalid {key}=")]);
         }
         assert_eq!(parse(b"").unwrap().overrides, Overrides::default());
     }
 
+    /// The records before a malformed one stand, the rest is passed over, and GNU tar 1.34's
+    /// words say what was wrong (checked with `tar -xf` on each, xheader.c `decode_record`).
     #[test]
     fn malformed_records() {
         let cases: &[(&[u8], &str)] = &[
-            (b"0 path=x\n", "length 0"),
-            (b"x path=x\n", "missing length"),
-            (b"99 path=x\n", "exceeds"),
-            (b"10path=xx\n", "missing blank"),
-            (b"9 path=x\0", "missing newline"),
-            (b"4 x=", "missing newline"),
-            (b"9 pathxxx\n", "missing equal sign"),
-            (b"3 x", "missing equal sign"),
-            (b"2 ", "missing equal sign"),
-            (b"12", "truncated"),
-            (b"99999999999999999999999 a=b\n", "too long"),
-            (b"9 size=x\n", "invalid size=x"),
-            (b"11 size=-1\n", "invalid size=-1"),
-            (b"28 size=9223372036854775808\n", "invalid size"),
-            (b"11 mtime=x\n", "invalid mtime"),
-            (b"9 uid=-1\n", "invalid uid"),
-            (b"12 path=a\0b\n", "NUL byte"),
-            (b"6 a=b\n5 a=", "exceeds"),
+            (b"0 path=x\n", "Malformed extended header: missing equal sign"),
+            (b"x path=x\n", "Malformed extended header: missing length"),
+            (b"99 path=x\n", "Extended header length 99 is out of range"),
+            (b"99path=x\n", "Extended header length 99 is out of range"),
+            (b"10path=xx\n", "Malformed extended header: missing blank after length"),
+            (b"9 path=x\0", "Malformed extended header: missing newline"),
+            (b"4 x=", "Malformed extended header: missing newline"),
+            (b"9 pathxxx\n", "Malformed extended header: missing equal sign"),
+            (b"3 x", "Malformed extended header: missing equal sign"),
+            (b"2 ", "Malformed extended header: missing equal sign"),
+            (b"12", "Extended header length 12 is out of range"),
+            (b"1", "Malformed extended header: missing blank after length"),
+            (b"99999999999999999999999 a=b\n", "Extended header length 18446744073709551615 is"),
+            // A NUL in the keyword ends it there, before the '=' (GNU tar's strchr).
+            (b"12 pa\0th=xy\n", "Malformed extended header: missing equal sign"),
+            (b"9 size=x\n", "Malformed extended header: invalid size=x"),
+            (b"11 size=-1\n", "Extended header size=-1 is out of range 0..9223372036854775807"),
+            (b"28 size=9223372036854775808\n", "size=9223372036854775808 is out of range"),
+            (b"11 mtime=x\n", "Malformed extended header: invalid mtime=x"),
+            (b"30 mtime=99999999999999999999\n", "mtime=99999999999999999999 is out of range"),
+            (b"9 uid=-1\n", "Extended header uid=-1 is out of range 0..4294967295"),
+            (b"18 gid=4294967296\n", "Extended header gid=4294967296 is out of range"),
+            (b"6 a=b\n5 a=", "Extended header length 5 is out of range"),
         ];
         for (data, want) in cases {
-            let got = parse(data).unwrap_err();
-            assert!(got.contains(want), "{}: {got}", data.escape_ascii());
+            let got = parse(data).unwrap().malformed;
+            assert_eq!(got.len(), 1, "{}: {got:?}", data.escape_ascii());
+            assert!(got[0].contains(want), "{}: {got:?}", data.escape_ascii());
         }
-        // A kept value over its cap is refused before it is buffered.
+        // Before the malformed record: kept. After it: not read.
+        let mut data = rec("mtime", "1500000000");
+        data.extend(b"11 path=bad\0");
+        data.extend(rec("uid", "5"));
+        let e = parse(&data).unwrap();
+        assert_eq!(e.overrides.mtime, Some(Timestamp { secs: 1_500_000_000, nanos: 0 }));
+        assert_eq!((e.overrides.path, e.overrides.uid), (None, None));
+        assert_eq!(e.malformed, ["Malformed extended header: missing newline"]);
+        // A bad number is its record alone: the records after it are read.
+        let mut data = rec("size", "x");
+        data.extend(rec("uid", "5"));
+        let e = parse(&data).unwrap();
+        assert_eq!((e.overrides.size, e.overrides.uid), (None, Some(5)));
+        assert_eq!(e.malformed.len(), 1);
+        // A header of many bad numbers says the first few and how many more.
+        let data: Vec<u8> = (0..20).flat_map(|_| rec("gid", "-")).collect();
+        let said = parse(&data).unwrap().malformed;
+        assert_eq!(said.len(), MAX_MALFORMED + 1);
+        assert_eq!(said[MAX_MALFORMED], "Malformed extended header: 12 more malformed records");
+        // A sparse map record cut short is an error: the member cannot be laid out.
+        let mut map = rec("GNU.sparse.map", "0,3,2000,4");
+        *map.last_mut().unwrap() = 0;
+        assert!(parse(&map).unwrap_err().contains("GNU.sparse.map: missing newline"));
+        // A NUL in a name is kept: the member is refused where names are made safe.
+        let e = parse(b"12 path=a\0b\n").unwrap();
+        assert_eq!(e.overrides.path, Some(b"a\0b".to_vec()));
+        assert!(e.malformed.is_empty());
+        // A kept value over its cap is refused before it is buffered (fatal: a resource cap).
         let big = rec("path", &"p".repeat(MAX_NAME_VALUE + 1));
         assert!(parse_in_pieces(&big, false, 4096).unwrap_err().contains("too long"));
         // Feeding more than the declared size is refused.
         let mut p = Parser::new(3, false, false);
         assert!(p.feed(b"abcd").is_err());
+    }
+
+    /// Numbers count by their value, not their digits: Go's archive/tar and GNU tar accept
+    /// leading zeros, and so do record lengths.
+    #[test]
+    fn leading_zeros() {
+        let zeros = "0".repeat(30);
+        let mut data = rec("size", &format!("{zeros}5"));
+        data.extend(rec("uid", &format!("{zeros}123")));
+        data.extend(rec("gid", &format!("{zeros}7")));
+        data.extend(rec("mtime", &format!("{zeros}1500000000.5")));
+        let body = " path=longzero\n";
+        let len = 40 + body.len();
+        data.extend(format!("{len:040}{body}").into_bytes());
+        let e = parse(&data).unwrap();
+        assert!(e.malformed.is_empty(), "{:?}", e.malformed);
+        let o = &e.overrides;
+        assert_eq!((o.size, o.uid, o.gid), (Some(5), Some(123), Some(7)));
+        assert_eq!(o.mtime, Some(Timestamp { secs: 1_500_000_000, nanos: 500_000_000 }));
+        assert_eq!(o.path, Some(b"longzero".to_vec()));
+        assert_eq!(number(b"uid", b"-0", 0, MAX_ID), Ok(0));
+        assert_eq!(number(b"uid", b"4294967295", 0, MAX_ID), Ok(u64::from(u32::MAX)));
     }
 
     #[test]
@@ -637,15 +771,12 @@ mod tests {
     }
 
     #[test]
-    fn merging() {
-        let mut global =
-            Overrides { path: Some(b"g".to_vec()), uid: Some(5), ..Default::default() };
-        global.merge_global(Overrides { uid: Some(6), gid: Some(9), ..Default::default() });
-        assert_eq!((global.uid, global.gid), (Some(6), Some(9)));
-        assert_eq!(global.path, Some(b"g".to_vec()));
+    fn picking() {
+        let global = Overrides { path: Some(b"g".to_vec()), uid: Some(6), ..Default::default() };
         let local = Overrides { path: Some(vec![]), gid: Some(1), ..Default::default() };
         assert_eq!(pick(&local.path, &global.path), Some(vec![]));
         assert_eq!(pick(&local.gid, &global.gid), Some(1));
+        assert_eq!(pick(&local.uid, &global.uid), Some(6));
         assert_eq!(pick(&local.mtime, &global.mtime), None);
         let none = Overrides::default();
         assert_eq!(pick(&none.path, &global.path), Some(b"g".to_vec()));

@@ -13,9 +13,6 @@ use super::format::{self, NumError};
 /// files have far fewer; an archive needing more is almost certainly hostile.
 pub(super) const MAX_ENTRIES: u64 = 1 << 21;
 
-/// Longest decimal number accepted in a map (u64::MAX has 20 digits).
-const MAX_DIGITS: usize = 20;
-
 /// Accumulates (offset, length) entries into a validated segment list.
 #[derive(Clone, Debug, Default)]
 pub(super) struct MapBuilder {
@@ -137,10 +134,9 @@ impl Numbers {
         if !b.is_ascii_digit() {
             return Err(format!("unexpected byte '{}' in sparse map", b.escape_ascii()));
         }
+        // The value counts, not the digits: leading zeros are fine (checked_mul catches
+        // an overflow).
         self.digits += 1;
-        if self.digits > MAX_DIGITS {
-            return Err("number too long in sparse map".to_string());
-        }
         self.value = self
             .value
             .checked_mul(10)
@@ -216,12 +212,9 @@ impl PaxSparse {
             b"GNU.sparse.minor" => self.minor = Some(num(value)?),
             b"GNU.sparse.realsize" | b"GNU.sparse.size" => self.realsize = Some(num(value)?),
             b"GNU.sparse.numblocks" => self.numblocks = Some(num(value)?),
-            b"GNU.sparse.name" => {
-                if value.contains(&0) {
-                    return Err("NUL byte in GNU.sparse.name".to_string());
-                }
-                self.name = Some(value.to_vec());
-            }
+            // Kept with any NUL bytes, as a `path` record is (pax.rs): the member is refused
+            // where names are made safe.
+            b"GNU.sparse.name" => self.name = Some(value.to_vec()),
             b"GNU.sparse.offset" => {
                 let n = num(value)?;
                 self.has_map = true;
@@ -388,16 +381,17 @@ pub(super) fn old_gnu_entry(map: &mut MapBuilder, entry: &[u8]) -> Result<bool, 
 }
 
 /// A non-negative decimal number: digits only, at most `i64::MAX` (sizes and offsets are
-/// `off_t` in GNU tar).
+/// `off_t` in GNU tar). Its value counts, not its digits: leading zeros are fine.
 pub(super) fn decimal(v: &[u8]) -> Option<u64> {
-    if v.is_empty() || v.len() > MAX_DIGITS || !v.iter().all(u8::is_ascii_digit) {
+    decimal_value(v).filter(|&n| n <= i64::MAX as u64)
+}
+
+/// Digits only (at least one) as a u64; None past it.
+pub(super) fn decimal_value(v: &[u8]) -> Option<u64> {
+    if v.is_empty() || !v.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    let mut n: u64 = 0;
-    for &b in v {
-        n = n.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
-    }
-    (n <= i64::MAX as u64).then_some(n)
+    v.iter().try_fold(0u64, |n, &b| n.checked_mul(10)?.checked_add(u64::from(b - b'0')))
 }
 
 #[cfg(test)]
@@ -572,5 +566,9 @@ mod tests {
         assert_eq!(decimal(b"-1"), None);
         assert_eq!(decimal(b"+1"), None);
         assert_eq!(decimal(b"1 "), None);
+        // Leading zeros are no overflow (Go's archive/tar writes none, but accepts them).
+        assert_eq!(decimal(format!("{}5", "0".repeat(40)).as_bytes()), Some(5));
+        assert_eq!(decimal_value(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(decimal_value(b"18446744073709551616"), None);
     }
 }

@@ -1106,6 +1106,11 @@ pub struct Args {
     #[arg(long = "checksum", value_name = "sha256:HEX")]
     pub checksum: Option<String>,
 
+    /// For an s3:// archive: ask for it without credentials (a public bucket), as aws-cli's
+    /// --no-sign-request; no credential is looked for.
+    #[arg(long = "no-sign-request")]
+    pub no_sign_request: bool,
+
     /// Print shell completions for SHELL (bash, zsh, fish, elvish, powershell) and exit.
     #[arg(long = "completions", value_name = "SHELL", hide = true)]
     pub completions: Option<clap_complete::Shell>,

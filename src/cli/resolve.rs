@@ -675,10 +675,15 @@ fn top_level(dir: &std::path::Path, archive: Option<&std::path::Path>) -> Result
             )
         };
         // A URL's name is its path's last segment: the query string (a presigned URL's
-        // signature, which may hold '/') and the fragment are not part of it.
-        let url_path = archive
-            .filter(|a| crate::decode::url::is_url(a.as_os_str()))
-            .map(|a| PathBuf::from(a.to_string_lossy().split(['?', '#']).next().unwrap_or("")));
+        // signature, which may hold '/') and the fragment are not part of it; an s3:// key is
+        // taken as it is ('?' and '#' are characters of it).
+        let url_path = archive.filter(|a| crate::decode::url::is_url(a.as_os_str())).map(|a| {
+            let text = a.to_string_lossy();
+            match crate::decode::url::s3::is_s3(&text) {
+                true => PathBuf::from(text.as_ref()),
+                false => PathBuf::from(text.split(['?', '#']).next().unwrap_or("")),
+            }
+        });
         let archive = url_path.as_deref().or(archive);
         let base = archive.and_then(|a| a.file_name()).ok_or_else(cannot)?.as_bytes();
         let dot = base.iter().rposition(|&b| b == b'.').ok_or_else(cannot)?;
@@ -933,13 +938,19 @@ fn url_plan(
     use crate::decode::url;
     let Some(a) = archive.filter(|a| url::is_url(a.as_os_str())) else {
         if args.keep_archive.is_some() || args.checksum.is_some() {
-            bail!("--keep-archive and --checksum apply to an archive read from an http(s):// URL");
+            bail!("--keep-archive and --checksum apply to an archive read from a URL");
+        }
+        if args.no_sign_request {
+            bail!("--no-sign-request applies to an archive read from an s3:// URL");
         }
         if !args.mirror.is_empty() || args.mirrors.is_some() {
-            bail!("--mirror and --mirrors apply to an archive read from an http(s):// URL");
+            bail!("--mirror and --mirrors apply to an archive read from a URL");
         }
         return Ok(None);
     };
+    if args.no_sign_request && !url::s3::is_s3(&a.to_string_lossy()) {
+        bail!("--no-sign-request applies to an archive read from an s3:// URL");
+    }
     if filter {
         bail!("-I/--use-compress-program cannot read a URL: fastuntar decodes its formats itself");
     }
@@ -992,6 +1003,7 @@ fn url_plan(
         window: url_window(memory, url::ranges::BLOCK),
         verbose: args.verbose > 0,
         quiet: args.quiet,
+        no_sign_request: args.no_sign_request,
     }))
 }
 
@@ -1251,6 +1263,22 @@ pub(crate) mod tests {
         let url = "https://h/p/snapshot-1-abc.tar.zst?X-Amz-Credential=AK%2F2026/us/s3&Sig=x/y";
         let got = top_level(std::path::Path::new(""), Some(std::path::Path::new(url))).unwrap();
         assert_eq!(got, Some(PathBuf::from("snapshot-1-abc")));
+        let s3 = "s3://b/dir/snap?1.tar.zst";
+        let got = top_level(std::path::Path::new(""), Some(std::path::Path::new(s3))).unwrap();
+        assert_eq!(got, Some(PathBuf::from("snap?1")));
+    }
+
+    /// `--no-sign-request` is for an s3:// archive only.
+    #[test]
+    fn no_sign_request_needs_s3() {
+        let mut notes = Vec::new();
+        for a in ["x.tar", "https://h/x.tar"] {
+            let e = resolve(args(&["-x", "--no-sign-request", "-f", a]), &edge(), &mut notes);
+            assert!(format!("{:#}", e.unwrap_err()).contains("--no-sign-request applies"), "{a}");
+        }
+        let ok =
+            resolve(args(&["-x", "--no-sign-request", "-f", "s3://b/k.tar"]), &edge(), &mut notes);
+        assert!(ok.is_ok());
     }
     #[test]
     fn incremental_levels_as_gnu_tar_reads_them() {

@@ -1160,6 +1160,11 @@ impl<R: Skip> Stage<'_, '_, R> {
                 }
                 self.send(Op::Dir(entry))
             }
+            // A target is written as it is, but a NUL byte cannot be (GNU tar cuts it there).
+            Kind::Symlink if m.link_name.contains(&0) => {
+                self.report.skipped(&entry.name, "symlink target contains a NUL byte; skipped");
+                Ok(())
+            }
             Kind::Symlink => self.send(Op::Symlink { entry, target: m.link_name }),
             Kind::Hardlink => match judged(self.sanitizer, &m.link_name, self.report) {
                 Verdict::Extract(target) if !target.as_path().as_os_str().is_empty() => {
@@ -1222,6 +1227,8 @@ impl<R: Skip> Stage<'_, '_, R> {
                     buf.set_len(n);
                     self.send(Op::Data { offset, buf })?;
                 }
+                // The input ended inside the data: what arrived is sent, not the End.
+                self.reader.check().map_err(|e| anyhow!("{e:#}; {name} is left incomplete"))?;
             }
             return self.send(Op::End);
         }
@@ -1277,19 +1284,26 @@ impl<R: Skip> Stage<'_, '_, R> {
                     let mut buf = self.buffer()?;
                     let got = self.reader.read_data(&mut buf.full_mut()[..rest]);
                     let got = got.map_err(incomplete)?;
-                    let Some((offset, _)) = got else { return Ok(handed) };
-                    // The reader has moved past its buffer: where the next bytes lie.
-                    let next = self.reader.data_ahead().map_err(incomplete)?;
-                    let len = match (next, rule) {
+                    let Some((offset, mut len)) = got else { return Ok(handed) };
+                    // The reader has moved past its buffer: where the next bytes lie. Where
+                    // the input ends before them, what was read is sent all the same, and the
+                    // reader's error (sticky) ends the loop at the next `data_ahead`.
+                    let next = match len == rest {
+                        true => self.reader.data_ahead().ok().flatten(),
+                        false => None,
+                    };
+                    let want = match (next, rule) {
                         (Some(next), lend::Rule::Direct { unit, .. }) => {
                             let size = self.pool.buf_size();
                             lend::straddle_len(rest, left, next.ahead, unit, size)
                         }
                         _ => rest,
                     };
-                    if len > rest {
-                        let more = self.reader.read_data(&mut buf.full_mut()[rest..len]);
-                        more.map_err(incomplete)?;
+                    if want > rest
+                        && let Ok(Some((_, more))) =
+                            self.reader.read_data(&mut buf.full_mut()[rest..want])
+                    {
+                        len += more;
                     }
                     checkpoint::data_read(
                         self.checkpoints,

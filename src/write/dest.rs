@@ -1363,6 +1363,16 @@ impl Dest {
         })
     }
 
+    /// A file the input ended in (the run is failing): it keeps the data that arrived, and
+    /// only its owner may read or write it, as GNU tar leaves one (it creates files owner-only
+    /// and sets the member's mode once the data is complete). Nothing else of the member's
+    /// metadata is applied. Best effort: the run's error says what happened.
+    pub fn abandon_file(&self, fd: RawFd, entry: &Entry) {
+        let mode = self.mode(entry.mode) & 0o700;
+        // Safety: fd is an open file of ours; fchmod takes no pointers.
+        restart(|| unsafe { libc::fchmod(fd, mode as libc::mode_t) });
+    }
+
     /// Owner, set-id bits and mtime of a file whose data is complete, through its fd.
     pub fn finish_file(&self, fd: RawFd, entry: &Entry) -> io::Result<()> {
         let mode = self.mode(entry.mode);

@@ -95,6 +95,7 @@ impl Portable {
         }
         pwrite_all(fd, &data[done..], offset + done as u64)
             .map_err(|e| super::incomplete(&f.entry.name, "write failed", e))?;
+        f.received = f.received.max(offset + data.len() as u64);
         self.stats.bytes += data.len() as u64;
         let landed = super::events::Event::Landed { bytes: data.len() as u64 };
         self.dest.events().event(landed);
@@ -165,13 +166,14 @@ impl Writer for Portable {
     fn finish(&mut self) -> Result<Stats> {
         if let Some(f) = self.cur.take() {
             // The producer stopped in the middle of this file (its error says why): leave it
-            // as long as the data that arrived, not as long as its reservation.
+            // as long as the data that arrived (every chunk written, an unaligned last one
+            // buffered), not as long as its reservation, and owner-only.
+            let fd = f.fd.as_raw_fd();
             if f.preallocated > f.received {
                 // Safety: fd is open for writing. Best effort: the run is failing anyway.
-                let fd = f.fd.as_raw_fd();
-                // Safety: as above.
                 restart(|| unsafe { libc::ftruncate(fd, f.received as libc::off_t) });
             }
+            self.dest.abandon_file(fd, &f.entry);
         }
         self.dest.leave_all();
         self.dest.settle()?;

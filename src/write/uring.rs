@@ -538,10 +538,13 @@ impl Uring {
             return self.submit_write(file, None, index, ptr, len, offset);
         }
         if f.incomplete {
+            // The data that arrived has landed (its unaligned tail too, just above): as long
+            // as that, not its reservation, and owner-only (`Dest::abandon_file`).
             if f.preallocated > f.received {
                 // Safety: fd is open for writing. Best effort: the run is failing anyway.
                 super::restart(|| unsafe { libc::ftruncate(fd, f.received as libc::off_t) });
             }
+            self.dest.abandon_file(fd, &f.entry);
         } else if f.sparse {
             // Trailing holes: the data segments may stop short of the real size.
             // Safety: fd is open for writing.

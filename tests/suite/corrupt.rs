@@ -276,20 +276,37 @@ fn empty_input() {
 
 // --- Extension header damage --------------------------------------------------------------------
 
+/// A malformed PAX record is GNU tar's "Malformed extended header": one line saying what
+/// (and where), exit 2, and the member read from its own header, the run going on (until
+/// issue 41 it ended the run, as a corrupt archive).
 #[test]
 fn pax_bad_record_length() {
-    for (label, records) in [
-        ("length beyond the data", b"99999 path=foo\n".to_vec()),
-        ("length not a number", b"abc path=foo\n".to_vec()),
-        ("length shorter than the record", b"5 path=foo\n".to_vec()),
-        ("length zero", b"0 path=foo\n".to_vec()),
-        ("no newline at the end", b"13 path=foo\x00".to_vec()),
-        ("no equals sign", b"11 pathfoo\n".to_vec()),
+    for (label, records, says) in [
+        ("length beyond the data", &b"99999 path=foo\n"[..], "Extended header length 99999"),
+        ("length not a number", b"abc path=foo\n", "missing length"),
+        ("length shorter than the record", b"5 path=foo\n", "missing equal sign"),
+        ("length zero", b"0 path=foo\n", "missing equal sign"),
+        ("no newline at the end", b"12 path=foo\x00", "missing newline"),
+        ("no equals sign", b"11 pathfoo\n", "missing equal sign"),
     ] {
         let mut t = Tar::new();
-        t.pax_raw(&records);
+        t.pax_raw(records);
         t.file("member", b"data\n");
-        fatal_case(&format!("pax_bad_record_length ({label})"), &t.finish(), None);
+        t.file("after", b"after\n");
+        let archive = t.finish();
+        let test = format!("pax_bad_record_length ({label})");
+        let td = TestDir::new(&test);
+        for_each_run(&test, &MATRIX, &[Encoding::Plain], |run| {
+            let (out, s) = extract(&td, run, &archive, util::TIMEOUT);
+            assert_eq!(out.code, Some(2), "{}", out.describe());
+            let d = out.diagnostics();
+            assert_eq!(d.len(), 1, "one line\n{}", out.describe());
+            assert!(d[0].starts_with("fastuntar: archive offset 0: "), "{}", out.describe());
+            assert!(d[0].contains(says), "says {says:?}\n{}", out.describe());
+            for (name, data) in [("member", &b"data\n"[..]), ("after", b"after\n")] {
+                assert_eq!(util::read(s.dest.join(name)), data, "{name}\n{}", out.describe());
+            }
+        });
     }
 }
 

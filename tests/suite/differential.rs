@@ -34,7 +34,8 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use util::engine::{self, Encoding, Matrix, for_each_run};
+use util::engine::{self, Encoding, Matrix, ZSTD_64K, for_each_run};
+use util::gnu::Case;
 use util::rawtar::{self, Header, Magic, Num, Tar};
 use util::snapshot::{Compare, assert_same, diff, snapshot};
 use util::tree::{self, TreeOpts};
@@ -1113,3 +1114,252 @@ fn sparse_in_small_frames_with_threads_4() {
 }
 
 const ZSTD_4K: Encoding = Encoding::Zstd { frame: Some(4096) };
+
+// =============================================================================================
+// (d) Extended headers as GNU tar reads them, and a member the input ends in (issue 41: the
+// test archives of Go's archive/tar and CPython's tarfile, each shape built here with rawtar).
+
+/// The PAX rows' runs: both backends (buffered and every file direct), the plain tar and the
+/// tar in 1021-byte frames (every record straddles a frame edge somewhere) under every decoder
+/// row. What they are about is read before any writer sees a member.
+const PAX_ROWS: Matrix = Matrix {
+    writers: Some(&["portable", "uring+direct(threshold 0)"]),
+    threads: &["writers default"],
+    limits: false,
+    ..MATRIX
+};
+
+/// The truncated-member rows' runs: every writer row and every writer-thread row (the
+/// incomplete file's last, unaligned chunk is a direct-IO matter: buffered, direct, io_uring,
+/// portable, several writers), and the tar in 64 KiB zstd frames under every decoder row with
+/// the two sweep writers (`--threads 4` lends the decoder's buffers to the writers).
+const TRUNCATED_ROWS: Matrix =
+    Matrix { threads: util::engine::THREADS_ALL, limits: false, ..MATRIX };
+
+/// What stderr says, as GNU tar says it: our lines name where an extended header is (`archive
+/// offset 512 (after 'a'): `), GNU tar's do not.
+fn said_without_places(out: &util::Output, prog: &str) -> Vec<String> {
+    let mut lines: Vec<String> = util::gnu::said_sorted(out, prog)
+        .into_iter()
+        .map(|l| match l.strip_prefix("archive offset ").and_then(|r| r.split_once(": ")) {
+            Some((_, what)) => what.to_string(),
+            None => l,
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// An `x` header of exactly these record bytes (malformed ones too).
+fn pax_bytes(t: &mut Tar, data: &[u8]) {
+    t.pax_raw(data);
+}
+
+/// Each shape of issue 41 against GNU tar 1.34, extracted (`-x`, owners compared) and listed
+/// (`-tv`: owners, sizes and times as read), stderr compared as GNU tar words it. Each row
+/// failed before the fix, as noted:
+/// 1. numbers with leading zeros (`size=` of 24 characters, `uid=`/`gid=` over 20, a time, a
+///    record length) were refused: `invalid size`, exit 2, nothing extracted;
+/// 2. a malformed record stopped the run; GNU tar says `Malformed extended header: ...`,
+///    keeps the records before it, reads on, exits 2;
+/// 5. a later `g` header kept the earlier one's records (POSIX's merge); GNU tar replaces the
+///    set, so `b` has its header's mtime (bsdtar 3.6 and Go's archive/tar apply no `g` record
+///    to later members at all);
+/// 6. a NUL in a keyword was taken silently; GNU tar: `missing equal sign`, exit 2.
+#[test]
+fn pax_records_as_gnu_tar_reads_them() {
+    let test = "pax_records_as_gnu_tar_reads_them";
+    let Some(td) = util::gnu::dir(test, &[]) else { return };
+    let zeros = "0".repeat(30);
+    let mut leading = Tar::new();
+    leading.pax(&[("size", "000000000000000000000005")]);
+    leading.entry(&Header::file("size5").size(Num::Octal(0)), b"");
+    leading.raw(b"hello").pad();
+    leading
+        .pax(&[("uid", format!("{zeros}123")), ("gid", format!("{zeros}7"))])
+        .file("ids", b"i\n");
+    leading.pax(&[("mtime", format!("{zeros}1500000000.25"))]).file("time", b"t\n");
+    let body = " path=zero-length\n";
+    let len = 40 + body.len();
+    pax_bytes(&mut leading, format!("{len:040}{body}").as_bytes());
+    leading.file("ignored", b"z\n");
+    leading.file("after", b"after\n");
+
+    let mut malformed = Tar::new();
+    let bad: [(&str, &[u8]); 11] = [
+        ("missing-newline", b"11 path=bad\0"),
+        ("missing-length", b"x path=bad\n"),
+        ("missing-blank", b"10path=bad\n"),
+        ("missing-equal", b"11 pathbad\n"),
+        ("length-zero", b"0 path=bad\n"),
+        ("length-out-of-range", b"99"),
+        ("size-invalid", b"9 size=x\n"),
+        ("size-negative", b"11 size=-1\n"),
+        ("uid-out-of-range", b"18 uid=4294967296\n"),
+        ("mtime-invalid", b"11 mtime=x\n"),
+        // The records before the malformed one stand, those after it are not read.
+        ("partial", b"20 mtime=1500000000\n11 path=bad\x0011 uid=55\n"),
+    ];
+    for (name, records) in bad {
+        pax_bytes(&mut malformed, records);
+        malformed.file(name, format!("{name}\n").as_bytes());
+    }
+    // A malformed global header: its records before the bad one are the new global set.
+    let g = Header::new("pax_global_header", rawtar::PAX_GLOBAL);
+    malformed.entry(&g, &[&rawtar::pax_record("uid", "3")[..], b"11 path=bad\0"].concat());
+    malformed.file("after-global", b"g\n");
+
+    let mut globals = Tar::new();
+    globals.entry(&g, &rawtar::pax_record("mtime", "1500000000"));
+    globals.file("a", b"a\n");
+    globals.entry(&g, &rawtar::pax_record("comment", "reset"));
+    globals.entry(&Header::file("b").mtime(1_000_000_000), b"b\n");
+    let owner = [rawtar::pax_record("uid", "77"), rawtar::pax_record("uname", "seventy")].concat();
+    globals.entry(&g, &owner);
+    globals.file("c", b"c\n");
+    globals.entry(&g, &rawtar::pax_record("gid", "5"));
+    globals.file("d", b"d\n");
+
+    let mut nul_key = Tar::new();
+    pax_bytes(&mut nul_key, b"12 pa\0th=xy\n");
+    nul_key.file("a", b"a\n");
+    nul_key.file("after", b"after\n");
+
+    let archives = [
+        ("1: leading zeros", td.write("leading-zeros.tar", leading.finish())),
+        ("2: malformed records", td.write("malformed.tar", malformed.finish())),
+        ("5: each g header replaces the set", td.write("globals.tar", globals.finish())),
+        ("6: NUL in a keyword", td.write("nul-keyword.tar", nul_key.finish())),
+    ];
+    let encodings = [Encoding::Plain, util::engine::ZSTD_1021];
+    let mut rows = Vec::new();
+    for (name, archive) in &archives {
+        let extract = Case::extract(archive, &[], &[]).owners();
+        let list = Case::list(archive, &["-v"], &[]);
+        for row in [extract, list] {
+            rows.push(
+                row.named(name).said(said_without_places).over(&PAX_ROWS).encodings(&encodings),
+            );
+        }
+    }
+    util::gnu::check(&td, &rows);
+}
+
+/// Issue 41, shape 3: a NUL in a PAX path or link target. GNU tar cuts the name there and
+/// extracts `good` (and links to `tgt`); fastuntar refuses such a name (docs/SECURITY.md), and
+/// now skips that member alone, as it does a `../x` member, where the whole run used to stop
+/// (exit 2, `after` not extracted). The listing is GNU tar's: the name up to the NUL.
+#[test]
+fn nul_in_a_pax_path_skips_that_member() {
+    let test = "nul_in_a_pax_path_skips_that_member";
+    let Some(td) = util::gnu::dir(test, &[]) else { return };
+    let mut t = Tar::new();
+    t.pax(&[("path", &b"good\0../../evil"[..])]).file("p1", b"p\n");
+    t.file("tgt", b"target\n");
+    t.pax(&[("linkpath", &b"tgt\0junk"[..])]).symlink("sym", "ignored");
+    t.pax(&[("linkpath", &b"tgt\0junk"[..])]).hardlink("hard", "ignored");
+    t.pax(&[("GNU.sparse.name", &b"sparse\0name"[..])]).file("p2", b"p\n");
+    t.file("after", b"after\n");
+    let archive = td.write("nul-path.tar", t.finish());
+    let encodings = [Encoding::Plain, util::engine::ZSTD_1021];
+    // GNU tar's result has what the row is about; ours skipped those members, named them, and
+    // extracted the rest.
+    let also: util::gnu::Also = &|gnu, ours| {
+        let mut failures = Vec::new();
+        let (g, o) = (snapshot(&gnu.dest), snapshot(&ours.dest));
+        let names = |s: &util::snapshot::Snapshot| {
+            s.entries.keys().map(|k| String::from_utf8_lossy(k).into_owned()).collect::<Vec<_>>()
+        };
+        if names(&g) != [".", "after", "good", "hard", "sparse", "sym", "tgt"] {
+            failures.push(format!("GNU tar extracted {:?}", names(&g)));
+        }
+        if names(&o) != [".", "after", "tgt"] {
+            failures.push(format!("fastuntar extracted {:?}", names(&o)));
+        }
+        let said = ours.out.diagnostics();
+        for want in [
+            "good\\000../../evil: member name contains a NUL byte; skipped",
+            "sym: symlink target contains a NUL byte; skipped",
+            "hard: hard link target is unsafe or empty; skipped",
+            "sparse\\000name: member name contains a NUL byte; skipped",
+        ] {
+            if !said.iter().any(|l| l.ends_with(want)) {
+                failures.push(format!("fastuntar did not say {want:?}: {said:?}"));
+            }
+        }
+        failures
+    };
+    let rows = [
+        Case::extract(&archive, &[], &[])
+            .named("3: extracted")
+            .no_exit()
+            .code(2)
+            .only_said_and_exit()
+            .also(also)
+            .over(&PAX_ROWS)
+            .encodings(&encodings),
+        Case::list(&archive, &["-v"], &[]).named("3: listed").over(&PAX_ROWS).encodings(&encodings),
+    ];
+    util::gnu::check(&td, &rows);
+}
+
+/// Issue 41, shape 4: the input ends inside a member's data (Go's and CPython's truncated
+/// archives). GNU tar leaves every byte that arrived, at owner-only mode (its metadata never
+/// applied), and exits 2. Before the fix fastuntar left 0 of 512 bytes, 0 of 614,400 and 12,582,912 of
+/// 13,107,200 (the last partial chunk dropped; with `--io portable --direct-io` 0 of any),
+/// at the member's mode 0644. Under every writer row and writer-thread row, and from zstd
+/// frames under every decoder row.
+#[test]
+fn truncated_member_keeps_what_arrived() {
+    let test = "truncated_member_keeps_what_arrived";
+    let Some(td) = util::gnu::dir(test, &[]) else { return };
+    let mut rng = util::Rng::new(41);
+    let cases = [(4096u64, 512usize), (1 << 20, 614_400), (20 << 20, (12 << 20) + (512 << 10))];
+    let mut archives = Vec::new();
+    for (size, present) in cases {
+        let mut t = Tar::new();
+        t.entry(&Header::file("first").mode(0o640), b"complete\n");
+        t.header(&Header::file("big").mode(0o644).size(Num::Octal(size)));
+        t.raw(&rng.bytes(present));
+        let a = td.write(format!("truncated-{size}-{present}.tar"), t.unterminated());
+        archives.push((a, present as u64));
+    }
+    let encodings = [Encoding::Plain, ZSTD_64K];
+    // GNU tar's result has what the row is about (the bytes that arrived, owner-only); the
+    // complete member keeps its time in both (file times are not compared: the incomplete
+    // file's is the time of extraction).
+    let checks: Vec<_> = archives
+        .iter()
+        .map(|&(_, present)| {
+            move |gnu: &util::gnu::Ran, ours: &util::gnu::Ran| -> Vec<String> {
+                let mut failures = Vec::new();
+                for (who, r) in [("GNU tar", gnu), ("fastuntar", ours)] {
+                    let s = snapshot(&r.dest);
+                    match s.get("big") {
+                        Some(e) if e.size == present && e.mode == 0o600 => {}
+                        e => failures.push(format!(
+                            "{who}: big is {:?}, want {present} bytes at 0600",
+                            e.map(|e| (e.size, format!("{:o}", e.mode)))
+                        )),
+                    }
+                    if s.get("first").map(|e| e.mtime.0) != Some(rawtar::MTIME as i64) {
+                        failures.push(format!("{who}: first has not its mtime"));
+                    }
+                }
+                failures
+            }
+        })
+        .collect();
+    let cases: Vec<Case> = archives
+        .iter()
+        .zip(&checks)
+        .map(|((archive, _), check)| {
+            Case::extract(archive, &[], &[])
+                .without_file_times()
+                .also(check)
+                .over(&TRUNCATED_ROWS)
+                .encodings(&encodings)
+        })
+        .collect();
+    util::gnu::check(&td, &cases);
+}

@@ -599,6 +599,7 @@ fn open_at_an_offset_with_a_validator() {
         window: 2 << 20,
         verbose: false,
         quiet: true,
+        no_sign_request: false,
     };
     let first = url::open(&plan, Start::default()).unwrap();
     let identity = first.identity().clone();

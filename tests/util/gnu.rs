@@ -59,6 +59,9 @@ pub struct Case<'a> {
     pub ours_only: Vec<&'static str>,
     /// fastuntar under every run of this matrix (a table's writer rows), GNU tar once.
     pub over: Option<&'a Matrix>,
+    /// The encodings fastuntar reads the archive in under `over` (GNU tar reads it plain):
+    /// plain unless the row says otherwise.
+    pub encodings: &'a [Encoding],
     /// fastuntar's exit status must be this one (besides GNU tar's, when `exit` compares it).
     pub code: Option<i32>,
     /// Compared: the exit status, stdout, the trees (and the files' mtimes in them), what
@@ -95,6 +98,7 @@ impl<'a> Case<'a> {
             user: None,
             ours_only: Vec::new(),
             over: None,
+            encodings: &[Encoding::Plain],
             code: None,
             exit: true,
             stdout: true,
@@ -222,6 +226,13 @@ impl<'a> Case<'a> {
 
     pub fn over(mut self, matrix: &'a Matrix) -> Self {
         self.over = Some(matrix);
+        self
+    }
+
+    /// fastuntar reads the archive in each of `encodings` under `over` (`engine::Encoding`:
+    /// a zstd framing puts the decoder's buffers, and what it lends the writers, in the way).
+    pub fn encodings(mut self, encodings: &'a [Encoding]) -> Self {
+        self.encodings = encodings;
         self
     }
 
@@ -467,8 +478,23 @@ pub fn differences(td: &TestDir, case: &Case) -> Vec<String> {
     };
     let gnu = run_gnu(td, case);
     let mut out = Vec::new();
-    for r in super::engine::runs(&case.label(), matrix, &[Encoding::Plain]) {
-        let ours = run_ours(td, case, &|| r.cmd());
+    let mut encoded: Vec<(Encoding, PathBuf)> = Vec::new();
+    for r in super::engine::runs(&case.label(), matrix, case.encodings) {
+        // The archive in the run's encoding, made once per encoding.
+        let archive = match encoded.iter().find(|(e, _)| *e == r.encoding) {
+            _ if r.encoding == Encoding::Plain => case.archive.clone(),
+            Some((_, path)) => path.clone(),
+            None => {
+                let tar = super::read(&case.archive);
+                let name = case.archive.file_name().unwrap_or_default().to_string_lossy();
+                let path = td.join(format!("{name}.{}{}", encoded.len(), r.encoding.suffix()));
+                std::fs::write(&path, r.encoding.encode(&tar)).unwrap();
+                encoded.push((r.encoding, path.clone()));
+                path
+            }
+        };
+        let run_case = Case { archive, ..case.clone() };
+        let ours = run_ours(td, &run_case, &|| r.cmd());
         out.extend(compare(td, case, &gnu, &ours, &format!(" [{}]", r.name())));
     }
     out

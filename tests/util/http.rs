@@ -65,6 +65,9 @@ pub struct Seen {
     pub range: Option<String>,
     pub if_range: Option<String>,
     pub accept_encoding: Option<String>,
+    /// What would carry credentials: Authorization, and every x-amz-* header's name.
+    pub authorization: Option<String>,
+    pub amz_headers: Vec<String>,
 }
 
 struct State {
@@ -298,6 +301,13 @@ fn read_request(s: &mut impl Read, buf: &mut Vec<u8>) -> Option<Seen> {
                 range: get("range"),
                 if_range: get("if-range"),
                 accept_encoding: get("accept-encoding"),
+                authorization: get("authorization"),
+                amz_headers: req
+                    .headers
+                    .iter()
+                    .map(|h| h.name.to_ascii_lowercase())
+                    .filter(|n| n.starts_with("x-amz-"))
+                    .collect(),
             };
             buf.drain(..len);
             return Some(seen);

@@ -10,8 +10,10 @@
 pub mod engine;
 pub mod gnu;
 pub mod http;
+pub mod moto;
 pub mod rawtar;
 pub mod snapshot;
+pub mod standin;
 pub mod tree;
 
 use std::ffi::{OsStr, OsString};
@@ -399,6 +401,8 @@ pub struct Cmd {
     measure_rss: bool,
     /// Environment variables set for the child, besides LC_ALL=C.
     envs: Vec<(OsString, OsString)>,
+    /// Environment variables the child does not inherit.
+    removed: Vec<OsString>,
 }
 
 /// Runs the kit's cases against another build (an older commit, to see a regression test fail
@@ -456,6 +460,7 @@ impl Cmd {
             user: None,
             measure_rss: false,
             envs: Vec::new(),
+            removed: Vec::new(),
         }
     }
 
@@ -510,6 +515,13 @@ impl Cmd {
     /// Sets an environment variable in the child.
     pub fn env(&mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> &mut Self {
         self.envs.push((key.as_ref().to_owned(), value.as_ref().to_owned()));
+        self
+    }
+
+    /// Keeps an environment variable from the child (this process's, or one set before).
+    pub fn env_remove(&mut self, key: impl AsRef<OsStr>) -> &mut Self {
+        self.envs.retain(|(k, _)| k != key.as_ref());
+        self.removed.push(key.as_ref().to_owned());
         self
     }
 
@@ -573,6 +585,9 @@ impl Cmd {
         c.args(&self.args).stdout(Stdio::piped()).stderr(Stdio::piped());
         // Messages are compared against English text.
         c.env("LC_ALL", "C");
+        for k in &self.removed {
+            c.env_remove(k);
+        }
         c.envs(self.envs.iter().map(|(k, v)| (k, v)));
         if let Some(d) = &self.cwd {
             c.current_dir(d);

@@ -106,9 +106,13 @@ fn ask_first(
     let end = from + SAMPLE - 1;
     let if_range = expect.and_then(|v| v.if_range());
     let signer = target.signer.as_deref();
-    let mut a = match sh.client.get(&target.url, Some((from, Some(end))), if_range, signer) {
+    let mut a = match sh.client.get(&target.url, signer, Some((from, Some(end))), if_range) {
         Ok(a) if (200..300).contains(&a.status) || a.status == 416 => a,
-        Ok(a) => return Err((Failure::Status(a.status), status_text(a.status), a.retry_after)),
+        Ok(a) => {
+            let (status, asked) = (a.status, a.retry_after);
+            let text = format!("{}{}", status_text(status), super::error_detail(a));
+            return Err((Failure::Status(status), text, asked));
+        }
         Err(f) => return Err((f.failure, f.text, None)),
     };
     let failed = |text: String| First { seen: Seen::Failed(text), sample: None, whole: None };
@@ -163,7 +167,7 @@ fn piece(sh: &Shared, ctx: &Ctx, start: u64, from: u64, end: u64) {
     let outcome = (|| -> Result<(), Attempt> {
         let signer = target.signer.as_deref();
         let if_range = target.validator.if_range();
-        let a = sh.client.get(&target.url, Some((at, Some(end - 1))), if_range, signer)?;
+        let a = sh.client.get(&target.url, signer, Some((at, Some(end - 1))), if_range)?;
         first_byte = asked.elapsed().as_secs_f64();
         accept(sh, &target, &a, at, Some(end), false)?;
         read_piece(sh, ctx, a, start, &mut at, end)
@@ -368,7 +372,7 @@ fn whole(sh: &Shared, ctx: &Ctx) {
                     _ => Some((at, None)),
                 };
                 let if_range = target.validator.if_range();
-                let got = sh.client.get(&target.url, range, if_range, target.signer.as_deref());
+                let got = sh.client.get(&target.url, target.signer.as_deref(), range, if_range);
                 (got.map_err(Attempt::from), false)
             }
         };

@@ -3,7 +3,7 @@
 //! allows, and every timeout set to `--stall-timeout`. The answer is handed back as it is,
 //! whatever its status; the caller decides (fetch.rs, with `retry.rs` and `validator.rs`).
 
-use std::io;
+use std::io::{self, Read};
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
@@ -16,30 +16,13 @@ use url::Url;
 
 use super::redirect;
 use super::retry::{self, Failure};
+use super::source::Sign;
 use super::validator::{ContentRange, Validator};
 
 /// The most header bytes a response may have (ureq stops reading at this bound and fails the
 /// request: a server sending endless headers costs at most this much). Real responses carry
 /// under 2 KiB; S3's and CDNs' with their x-amz-*/cf-* headers under 4 KiB.
 const MAX_HEADER_BYTES: usize = 64 << 10;
-
-/// Headers a source adds to every one of its requests, first and retries alike (an S3
-/// object's SigV4 `Authorization`, `x-amz-date`, `x-amz-content-sha256`), made for that
-/// request: its address and its Range. They are sent only to the source's own origin: a
-/// redirect to another scheme, host or port gets none, as curl drops `Authorization`.
-pub trait Sign: Send + Sync {
-    /// The headers for a GET of `url` with `range` (the Range header's value, if any); Err:
-    /// why the request cannot be signed (its credentials could not be had).
-    fn headers(&self, url: &Url, range: Option<&str>) -> Result<Vec<(String, String)>, String>;
-}
-
-/// Whether two addresses share an origin (scheme, host, port): where a source's signature
-/// may go.
-pub fn same_origin(a: &Url, b: &Url) -> bool {
-    a.scheme() == b.scheme()
-        && a.host_str() == b.host_str()
-        && a.port_or_known_default() == b.port_or_known_default()
-}
 
 /// What a request needs besides its address.
 #[derive(Clone, Debug)]
@@ -51,6 +34,9 @@ pub struct Settings {
     pub cacert: Option<std::path::PathBuf>,
     /// Connections kept open for reuse (one per parallel connection).
     pub connections: usize,
+    /// No proxy, whatever the environment says: the credential endpoints on the machine or its
+    /// link (EC2 instance metadata, the container agent), as the AWS SDKs reach them.
+    pub direct: bool,
 }
 
 /// An answer: the address it came from after redirects, its status and the headers that
@@ -65,6 +51,8 @@ pub struct Answer {
     pub validator: Validator,
     /// What a Retry-After header asks (429, 503).
     pub retry_after: Option<Duration>,
+    /// S3's x-amz-bucket-region: an S3 error answer names the bucket's region in it.
+    pub bucket_region: Option<String>,
     pub body: ureq::BodyReader<'static>,
 }
 
@@ -97,7 +85,10 @@ impl Client {
     }
 
     fn agent(&self, url: &Url) -> Result<Agent, Failed> {
-        let proxy = super::proxy::choose(url, &|k| std::env::var(k).ok());
+        let proxy = match self.settings.direct {
+            true => None,
+            false => super::proxy::choose(url, &|k| std::env::var(k).ok()),
+        };
         let mut agents = self.agents.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((_, a)) = agents.iter().find(|(p, _)| *p == proxy) {
             return Ok(a.clone());
@@ -133,49 +124,51 @@ impl Client {
     }
 
     /// GET `url`, bytes `start..=end` (`end` None: to the end; `ranged` false: no Range
-    /// header, the whole file), with If-Range when `if_range` is given, signed by `sign` while
-    /// at `url`'s origin; redirects followed.
+    /// header, the whole file), with If-Range when `if_range` is given; redirects followed.
+    /// With `sign`, each request to an address it covers (its endpoint's origin) is signed
+    /// as it is sent, a retry or a redirect hop included; one to another origin goes unsigned
+    /// (a redirect off the endpoint carries no credentials, as curl drops Authorization).
     pub fn get(
         &self,
         url: &Url,
+        sign: Option<&dyn Sign>,
         range: Option<(u64, Option<u64>)>,
         if_range: Option<&str>,
-        sign: Option<&dyn Sign>,
     ) -> Result<Answer, Failed> {
         let mut seen = vec![url.clone()];
         let mut at = url.clone();
-        let range = range.map(|(start, end)| match end {
-            Some(e) => format!("bytes={start}-{e}"),
-            None => format!("bytes={start}-"),
-        });
         loop {
             let agent = self.agent(&at)?;
             let mut req = agent.get(at.as_str());
-            if let Some(value) = &range {
-                req = req.header("Range", value);
+            let mut headers: Vec<(&str, String)> = Vec::new();
+            if let Some((start, end)) = range {
+                let value = match end {
+                    Some(e) => format!("bytes={start}-{e}"),
+                    None => format!("bytes={start}-"),
+                };
+                headers.push(("range", value));
                 if let Some(v) = if_range {
-                    req = req.header("If-Range", v);
+                    headers.push(("if-range", v.to_string()));
                 }
             }
-            if let Some(s) = sign.filter(|_| same_origin(url, &at)) {
-                let headers = s
-                    .headers(&at, range.as_deref())
-                    .map_err(|e| Failed::new(Failure::Protocol, format!("cannot sign: {e}")))?;
-                for (name, value) in headers {
-                    req = req.header(name, value);
-                }
+            if let Some(s) = sign.filter(|s| s.covers(&at)) {
+                let plain: Vec<(&str, &str)> =
+                    headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                let signed = s.sign(&at, &plain)?;
+                headers.extend(signed);
+            }
+            for (name, value) in headers {
+                req = req.header(name, value);
             }
             let resp = req.call().map_err(|e| failed(&e))?;
             let status = resp.status().as_u16();
             let headers = resp.headers();
             let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-            if redirect::is_redirect(status) {
-                let Some(location) = text("location") else {
-                    return Err(Failed::new(
-                        Failure::Protocol,
-                        format!("{status} without a Location"),
-                    ));
-                };
+            // A redirect without a Location is an answer to report (S3's 301 PermanentRedirect
+            // for a bucket in another region says where in its body).
+            if redirect::is_redirect(status)
+                && let Some(location) = text("location")
+            {
                 at = redirect::next(&at, location, &seen)
                     .map_err(|e| Failed::new(Failure::Protocol, e))?;
                 seen.push(at.clone());
@@ -190,8 +183,10 @@ impl Client {
             let validator = Validator::new(text("etag"), text("last-modified"));
             let retry_after =
                 text("retry-after").and_then(|v| retry::retry_after(v, SystemTime::now()));
+            let bucket_region = text("x-amz-bucket-region").map(str::to_string);
             let body = resp.into_body().into_reader();
             return Ok(Answer {
+                bucket_region,
                 url: at,
                 status,
                 content_range,
@@ -201,6 +196,63 @@ impl Client {
                 body,
             });
         }
+    }
+}
+
+/// A request other than the archive's GETs: to a credential endpoint (instance metadata, the
+/// container agent, STS). No redirect is followed (a 3xx is the answer), and the body is read
+/// whole, up to a bound.
+pub struct Call<'a> {
+    pub method: &'a str,
+    pub url: &'a Url,
+    pub headers: &'a [(&'a str, &'a str)],
+    pub body: &'a [u8],
+}
+
+/// The answer to a `Call`: status, headers (names in lower case) and body.
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+impl Client {
+    /// Carries out `call`; a body longer than `limit` bytes fails it (a protocol error).
+    pub fn call(&self, call: &Call, limit: u64) -> Result<Reply, Failed> {
+        let agent = self.agent(call.url)?;
+        let mut req = ureq::http::Request::builder().method(call.method).uri(call.url.as_str());
+        for (k, v) in call.headers {
+            req = req.header(*k, *v);
+        }
+        let req = req
+            .body(call.body.to_vec())
+            .map_err(|e| Failed::new(Failure::Protocol, format!("a request not made: {e}")))?;
+        let resp = agent.run(req).map_err(|e| failed(&e))?;
+        let status = resp.status().as_u16();
+        let headers = resp
+            .headers()
+            .iter()
+            .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
+            .collect();
+        let mut body = Vec::new();
+        resp.into_body()
+            .into_reader()
+            .take(limit + 1)
+            .read_to_end(&mut body)
+            .map_err(|e| Failed::new(io_failure(&e), format!("reading the answer: {e}")))?;
+        if body.len() as u64 > limit {
+            return Err(Failed::new(
+                Failure::Protocol,
+                format!("an answer of more than {limit} bytes"),
+            ));
+        }
+        Ok(Reply { status, headers, body })
     }
 }
 

@@ -1,8 +1,11 @@
-//! An archive read from `http://` or `https://` addresses: a `Read` that yields the archive's
-//! bytes in order as they arrive, for the decoders as any other input (docs/DESIGN.md "Reading
-//! from a URL"). The archive may come from several sources at once (`--mirror`, `--mirrors`):
-//! pieces are fetched from every source, scheduled by measured speed, and put back in order.
+//! An archive read from `http://`, `https://` or `s3://` addresses: a `Read` that yields the
+//! archive's bytes in order as they arrive, for the decoders as any other input
+//! (docs/DESIGN.md "Reading from a URL"). The archive may come from several sources at once
+//! (`--mirror`, `--mirrors`): pieces are fetched from every source, scheduled by measured
+//! speed, and put back in order.
 //!
+//! - `source.rs`: an operand as a `Source` (the address requests go to, and for S3 the signer
+//!   of each request); `s3/`: an S3 object's endpoint, region, credentials and signing.
 //! - `http.rs`: one GET through ureq (rustls, the system's trust store and `--cacert`, the
 //!   proxy of the environment, redirects, a source's signer), every timeout at
 //!   `--stall-timeout`.
@@ -20,14 +23,16 @@
 //! an offset opens the download there with the `Identity` the first run recorded.
 
 mod fetch;
-mod http;
+pub mod http;
 pub mod limit;
 pub mod proxy;
 pub mod ranges;
 pub mod redirect;
 pub mod retry;
+pub mod s3;
 pub mod schedule;
 mod shared;
+pub mod source;
 pub mod sources;
 pub mod validator;
 mod window;
@@ -44,8 +49,7 @@ use url::Url;
 
 use crate::report::progress::{NetStats, SourceStats};
 
-pub use http::Sign;
-use http::{Client, Settings};
+use http::{Answer, Client, Settings};
 use shared::{Ctx, Fixed, Live, Shared};
 use sources::{Mode, Seen};
 use validator::ContentRange;
@@ -105,6 +109,9 @@ pub struct Plan {
     pub verbose: bool,
     /// `-q`: no retry lines.
     pub quiet: bool,
+    /// `--no-sign-request`: an `s3://` object is asked for without credentials (a public
+    /// bucket).
+    pub no_sign_request: bool,
 }
 
 /// What identifies the archive a download reads: the reference source's address after
@@ -197,16 +204,6 @@ pub fn incomplete_name(keep: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// A source's address, checked: an http(s) URL.
-fn parse_source(given: &str) -> Result<Url> {
-    let shown = shown(given);
-    let url = Url::parse(given).map_err(|e| anyhow!("{shown}: not a valid URL ({e})"))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        bail!("{shown}: only http:// and https:// URLs are read");
-    }
-    Ok(url)
-}
-
 /// Opens the archive at `start` from every source of `plan`: each source's first ranged GET
 /// (never HEAD: a presigned URL refuses it) gives its length, its validator and its first
 /// bytes; once the sources are admitted (`sources::admit`), the connections take pieces.
@@ -221,8 +218,10 @@ pub fn open(plan: &Plan, start: Start) -> Result<Download> {
         }
         given.truncate(MAX_SOURCES);
     }
-    let urls: Vec<Url> = given.iter().map(|g| parse_source(g)).collect::<Result<_>>()?;
-    let shown_all: Vec<String> = given.iter().map(|g| shown(g)).collect();
+    // An s3:// source becomes its endpoint's address and the signer of its requests.
+    let resolved: Vec<source::Source> =
+        given.iter().map(|g| source::resolve(g, plan)).collect::<Result<_>>()?;
+    let shown_all: Vec<String> = resolved.iter().map(|s| s.given.clone()).collect();
     let n = given.len();
     // A socket each: no more than the open-file limit leaves room for (`ulimit -n`).
     let fit = crate::resources::connections_fit(plan.connections.saturating_mul(n));
@@ -231,6 +230,7 @@ pub fn open(plan: &Plan, start: Start) -> Result<Download> {
         stall: plan.stall,
         cacert: plan.cacert.clone(),
         connections: ceiling * n,
+        direct: false,
     })?;
     let stats = Arc::new(NetStats {
         sources: shown_all.iter().map(|s| SourceStats::named(s.clone())).collect(),
@@ -259,7 +259,7 @@ pub fn open(plan: &Plan, start: Start) -> Result<Download> {
         expect_length: start.expect.as_ref().map(|x| x.length),
     };
     let lives: Vec<Live> =
-        shown_all.iter().zip(urls).map(|(g, u)| Live::new(g.clone(), u, None, ceiling)).collect();
+        resolved.into_iter().map(|s| Live::new(s.given, s.url, s.sign, ceiling)).collect();
     let limiter = plan.limit_rate.map(limit::Limiter::new);
     let shared = Arc::new(Shared::new(
         fixed,
@@ -271,6 +271,7 @@ pub fn open(plan: &Plan, start: Start) -> Result<Download> {
         (hasher, keep_file),
     ));
     let guard = Arc::new(Guard(shared.clone()));
+    let first_urls: Vec<Url> = (0..n).map(|i| shared.source_view(i).1).collect();
     let mut started = 0;
     for source in 0..n {
         shared.lock().sources[source].alive.push(0);
@@ -290,9 +291,9 @@ pub fn open(plan: &Plan, start: Start) -> Result<Download> {
     let admitted = shared.admit(FIRST_WAIT).map_err(|e| anyhow!(e))?;
     let (_, url, validator, seen) = shared.source_view(admitted.reference);
     if plan.verbose {
-        for (i, g) in given.iter().enumerate() {
+        for (i, first) in first_urls.iter().enumerate() {
             let (_, now, _, _) = shared.source_view(i);
-            if now.as_str() != Url::parse(g).map(|u| u.to_string()).unwrap_or_default() {
+            if now != *first {
                 crate::report::info(&format!(
                     "fastuntar: {}: redirected to {}",
                     shown_all[i],
@@ -492,11 +493,33 @@ pub fn shown(url: &str) -> String {
     }
 }
 
-/// Whether an archive operand is a URL: it starts with `http://` or `https://` (any case).
+/// What an error answer's body says, when it is an AWS error (S3's `<Error>` XML: its Code and
+/// Message, escaped and bounded), with the bucket's region when S3 names another: " (Code:
+/// Message)", or nothing. At most 4 KiB of the body is read.
+fn error_detail(a: Answer) -> String {
+    let mut body = Vec::new();
+    let _ = a.body.take(4096).read_to_end(&mut body);
+    let mut t = s3::error_text(&String::from_utf8_lossy(&body));
+    let region = a.bucket_region.filter(|r| {
+        !r.is_empty()
+            && r.len() < 32
+            && r.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+    });
+    if let Some(r) = region {
+        t.push_str(&format!(" (S3 says the bucket is in region {r}: AWS_REGION={r})"));
+    }
+    match t.is_empty() {
+        true => t,
+        false => format!(" {t}"),
+    }
+}
+
+/// Whether an archive operand is a URL: it starts with `http://`, `https://` or `s3://` (any
+/// case).
 pub fn is_url(operand: &std::ffi::OsStr) -> bool {
     let b = operand.as_encoded_bytes();
     let starts = |p: &[u8]| b.len() >= p.len() && b[..p.len()].eq_ignore_ascii_case(p);
-    starts(b"http://") || starts(b"https://")
+    starts(b"http://") || starts(b"https://") || starts(b"s3://")
 }
 
 #[cfg(test)]
@@ -512,6 +535,7 @@ mod tests {
         assert!(parse_checksum(&("sha256:".to_string() + &"g0".repeat(32))).is_err());
         assert_eq!(hex(&[0, 0xab]), "00ab");
         assert!(is_url("https://h/x".as_ref()) && is_url("HTTP://h".as_ref()));
+        assert!(is_url("s3://b/k".as_ref()) && is_url("S3://b/k".as_ref()));
         assert!(!is_url("http:/h".as_ref()) && !is_url("./https://x".as_ref()));
         assert_eq!(incomplete_name(Path::new("/a/b.tar")), Path::new("/a/b.tar.incomplete"));
         assert_eq!(shown("https://u:secret@h/x?s=1"), "https://u:***@h/x?s=1");

@@ -13,11 +13,12 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 use url::Url;
 
-use super::http::{Answer, Client, Sign};
+use super::http::{Answer, Client};
 use super::limit::Limiter;
 use super::ranges::BLOCK;
 use super::retry::{self, Failure};
 use super::schedule::{self, Held, Job, Pace, Probe, Speed, Tune};
+use super::source::Sign;
 use super::sources::{self, Mode, Seen};
 use super::validator::Validator;
 use super::window::{Chunk, Conn, Fetching, Published, Take, Window};

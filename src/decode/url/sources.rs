@@ -2,7 +2,7 @@
 //!
 //! A restore may name several sources for the same archive: the archive operand, then each
 //! `--mirror URL` and each line of `--mirrors FILE`. Each is one address (plus, for an S3
-//! object, the signer its requests carry: `http::Sign`). Before any source's bytes are used:
+//! object, the signer its requests carry: `source.rs`). Before any source's bytes are used:
 //! - every source that answered must report the same length (`admit`: different lengths
 //!   refuse the run at the start; a source that answers only later, with another length, is
 //!   dropped);
@@ -14,37 +14,11 @@
 //!
 //! A source is dropped with one line naming it and why; the run goes on with the rest.
 
-use std::sync::Arc;
-
-use url::Url;
-
-use super::http::Sign;
-
 /// Bytes every source is first asked for, and compared on: the first request to each source
 /// is `Range: bytes=FROM-(FROM+SAMPLE-1)`, whose answer gives the length and the validator,
 /// and whose bytes are the sample. 64 KiB: a round trip's worth on a fast link, and far more
 /// than the headers that tell two archives apart (a zstd frame header, the first tar header).
 pub const SAMPLE: u64 = 64 << 10;
-
-/// One source: the address as given (`shown` for messages), the address it is requested at,
-/// and what signs its requests.
-#[derive(Clone)]
-pub struct Source {
-    /// For messages and `--json` (a password in it hidden: `super::shown`).
-    pub given: String,
-    pub url: Url,
-    /// Headers every request to this source carries (an S3 object's SigV4 signature).
-    pub signer: Option<Arc<dyn Sign>>,
-}
-
-impl std::fmt::Debug for Source {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Source")
-            .field("given", &self.given)
-            .field("signed", &self.signer.is_some())
-            .finish()
-    }
-}
 
 /// `--mirrors FILE`'s text: one URL a line; blank lines and lines starting with `#` (after
 /// leading blanks) are passed over, and so is what follows ` #` on a line (snapshot finders
@@ -61,7 +35,7 @@ pub fn parse_list(text: &str) -> Result<Vec<String>, String> {
             continue;
         }
         if !super::is_url(line.as_ref()) {
-            return Err(format!("line {}: not an http:// or https:// URL: {line:?}", i + 1));
+            return Err(format!("line {}: not an http://, https:// or s3:// URL: {line:?}", i + 1));
         }
         out.push(line.to_string());
     }
