@@ -7,7 +7,7 @@
 //!   speed (`piece_size`); else wait.
 //! - `tune`: how many connections each source may have. One to start with; while the reader
 //!   waits for data (the download, not the decoder, is the bottleneck), one source at a time
-//!   is given more (1, then doubling, as TCP's slow start) and keeps them only if its rate rose
+//!   is given more (two, then doubling, as TCP's slow start) and keeps them only if its rate rose
 //!   by at least half of what each new connection would bring at its current per-connection
 //!   rate; otherwise it drops back and is not probed again for a while (aria2's `--split`
 //!   opens them all at once; TCP probes and backs off).
@@ -219,7 +219,8 @@ pub struct Pace {
     pub usable: bool,
     /// Not probed again before this time (seconds since the download started).
     pub hold_until: f64,
-    /// Connections the next probe adds (1, doubled after each success, 1 after a failure).
+    /// Connections the next probe adds (2 at first, doubled after each success, 1 after a
+    /// failure).
     pub grow: usize,
     /// Seconds from a request to its first byte.
     pub first_byte: f64,
@@ -245,9 +246,12 @@ pub enum Tune {
         source: usize,
         add: usize,
     },
-    /// The probe paid: keep them (and grow by twice as many next time).
+    /// The probe paid: keep them (and grow by twice as many next time, `doubled`; or, when
+    /// the reader stopped waiting during it, by as many: the connections met its pace, and
+    /// whether more would raise the rate cannot be told until it waits again).
     Settle {
         source: usize,
+        doubled: bool,
     },
     /// The probe added nothing: back to `to` connections, and hold.
     Revert {
@@ -257,8 +261,12 @@ pub enum Tune {
 }
 
 /// How long a probe is measured: at least this, and at least a few round trips (a new
-/// connection's first piece needs a request and TCP's slow start).
-const PROBE_TIME: f64 = 0.5;
+/// connection's first piece needs a request and TCP's slow start). Longer than the
+/// conductor's rate window (200 ms), so the rate it judges by is all after the probe began.
+/// Each probe costs this much time at the lower rate: from one connection to eight in three
+/// probes is 0.75 s (with 0.5 s, a 596 MB restore from a mirror capping each connection at
+/// 50 MB/s took 2.88 s against aria2's 1.97 s).
+const PROBE_TIME: f64 = 0.25;
 
 /// The reader waited for data at least this fraction of the last measurement: the download
 /// is what holds the run back, so more connections may help.
@@ -268,8 +276,13 @@ pub const STARVED: f64 = 0.1;
 /// the source's connections brought before it.
 const PAYS: f64 = 0.5;
 
-/// After a probe that added nothing, the source is not probed again for this long (seconds).
-pub const HOLD: f64 = 5.0;
+/// After a probe that added nothing, the source is not probed again for this long (seconds),
+/// doubled for each such probe in a row, up to HOLD_MAX: a probe judged on a noisy
+/// measurement costs at most a second at the lower rate (with a fixed 5 s, a first probe from
+/// 51 to 80 MB/s, short of what two connections should add, left a 596 MB restore at 50 MB/s
+/// for 5 s: 6.6 s against 2.6 s).
+pub const HOLD: f64 = 1.0;
+pub const HOLD_MAX: f64 = 16.0;
 
 /// One decision at time `now` (seconds since the start): `starved` is the fraction of the
 /// last measurement the reader waited for data, `capped` whether `--limit-rate` held the
@@ -286,7 +299,9 @@ pub fn tune(now: f64, paces: &[Pace], probe: Option<&Probe>, starved: f64, cappe
         let per_conn = p.before / p.from.max(1) as f64;
         let gain = pace.rate - p.before;
         return if gain >= PAYS * per_conn * p.added as f64 {
-            Tune::Settle { source: p.source }
+            Tune::Settle { source: p.source, doubled: true }
+        } else if starved < STARVED && !capped {
+            Tune::Settle { source: p.source, doubled: false }
         } else {
             Tune::Revert { source: p.source, to: p.from }
         };
@@ -635,7 +650,16 @@ mod tests {
                 Some(probe(0, 1, 1, 50.0)),
                 0.5,
                 false,
-                Tune::Settle { source: 0 },
+                Tune::Settle { source: 0, doubled: true },
+            ),
+            (
+                "the reader stopped waiting during the probe: kept, no doubling",
+                10.6,
+                vec![pace(198.0, 7)],
+                Some(probe(0, 3, 4, 158.0)),
+                0.0,
+                false,
+                Tune::Settle { source: 0, doubled: false },
             ),
             (
                 "a per-port cap: 100 → 104 MB/s adds nothing, back to one",

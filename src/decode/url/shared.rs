@@ -25,11 +25,12 @@ use super::window::{Chunk, Conn, Fetching, Published, Take, Window};
 use crate::report::progress::{NetStats, SOURCE_DROPPED, SOURCE_IN_USE, SOURCE_RETRYING};
 
 /// How often the conductor measures the sources and decides.
-const TICK: Duration = Duration::from_millis(100);
+const TICK: Duration = Duration::from_millis(50);
 
-/// Rates are measured over this many ticks (a third of a second: a TCP connection's rate on
-/// a real link wobbles from one tenth of a second to the next).
-const RATE_TICKS: usize = 4;
+/// Rates, and how long the reader waited, are measured over the last RATE_TICKS - 1 ticks
+/// (200 ms: a TCP connection's rate on a real link wobbles from one tenth of a second to the
+/// next).
+const RATE_TICKS: usize = 5;
 
 /// A fetcher that brought no byte for this long, and for several blocks' time at its
 /// source's speed, is taken as stalled: the head piece it holds is copied from another
@@ -93,6 +94,8 @@ pub struct Live {
     pub speed: Speed,
     pub grow: usize,
     pub hold_until: f64,
+    /// How long the next failed probe holds it (`schedule::HOLD`, doubling).
+    pub hold: f64,
     /// Bytes it delivered that count, and the conductor's recent samples of that count.
     pub delivered: u64,
     samples: VecDeque<(f64, u64)>,
@@ -118,8 +121,9 @@ impl Live {
             rest_until: None,
             trying: None,
             speed: Speed::default(),
-            grow: 1,
+            grow: 2,
             hold_until: 0.0,
+            hold: schedule::HOLD,
             delivered: 0,
             samples: VecDeque::new(),
             rate: 0.0,
@@ -1077,8 +1081,8 @@ impl Shared {
     /// source was given (`spawn`), and wakes the connections when the reader waits (a late
     /// head piece may be worth a copy). Ends with the download.
     pub fn conduct(self: &Arc<Self>, spawn: &dyn Fn(&Arc<Shared>, usize, usize) -> bool) {
-        let mut last_waited = Duration::ZERO;
-        let mut last = Instant::now();
+        // (time, the reader's wait so far), over the rate window.
+        let mut waits: VecDeque<(f64, f64)> = VecDeque::new();
         loop {
             std::thread::sleep(TICK);
             let mut st = self.lock();
@@ -1086,14 +1090,16 @@ impl Shared {
                 return;
             }
             let now = self.now();
-            let elapsed = last.elapsed();
-            last = Instant::now();
             let mut waited = st.waited;
             if let Some(t) = st.waiting_since {
                 waited += t.elapsed();
             }
-            let starved = (waited - last_waited).as_secs_f64() / elapsed.as_secs_f64().max(1e-3);
-            last_waited = waited;
+            waits.push_back((now, waited.as_secs_f64()));
+            while waits.len() > RATE_TICKS {
+                waits.pop_front();
+            }
+            let (t0, w0) = waits.front().copied().unwrap_or((now, 0.0));
+            let starved = (waited.as_secs_f64() - w0) / (now - t0).max(1e-3);
             for (i, s) in st.sources.iter_mut().enumerate() {
                 s.samples.push_back((now, s.delivered));
                 while s.samples.len() > RATE_TICKS {
@@ -1143,16 +1149,20 @@ impl Shared {
                     st.probe = Some(Probe { source, from, added: add, before, since: now });
                     st.sources[source].target += add;
                 }
-                Tune::Settle { source } => {
+                Tune::Settle { source, doubled } => {
                     let s = &mut st.sources[source];
-                    s.grow = (s.grow * 2).min(s.ceiling);
+                    if doubled {
+                        s.grow = (s.grow * 2).min(s.ceiling);
+                    }
+                    s.hold = schedule::HOLD;
                     st.probe = None;
                 }
                 Tune::Revert { source, to } => {
                     let s = &mut st.sources[source];
                     s.target = to.max(1);
                     s.grow = 1;
-                    s.hold_until = now + schedule::HOLD;
+                    s.hold_until = now + s.hold;
+                    s.hold = (s.hold * 2.0).min(schedule::HOLD_MAX);
                     st.probe = None;
                 }
             }
