@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Time-to-ready from a URL (issue 29): a mirror on 127.0.0.1 that caps each connection, and
-# the ways a node operator restores from it, into a fresh RAM-backed ext4 for every run.
+# Time-to-ready from a URL (issues 29 and 42): mirrors on 127.0.0.1, and the ways a node
+# operator restores from them, into a fresh RAM-backed ext4 for every run.
 #
 #   scripts/bench-url.sh [--rounds N] [--scale F] [--rate RATE] [--workdir DIR] [--bin PATH]
-#                        [--port PORT] [--rows LIST] [--mirrors paced,nginx]
+#                        [--port PORT] [--rows LIST] [--mirrors paced,nginx,three]
 #   (also reached as `scripts/bench.sh --only url [same options]`)
 #
 # Two mirrors serve WORKDIR/archives, each capping at RATE (default 50m: 50 MB/s):
@@ -23,9 +23,24 @@
 #   aria2-fu     aria2c -x8 -s8 URL (into the same ext4), then fastuntar -x FILE
 #   aria2        aria2c -x8 -s8 URL alone              (the download at 8 connections)
 #   local        fastuntar -x FILE                      (the archive on the local disk)
-# Printed: medians of extract+sync and of peak RSS (/usr/bin/time %M of fastuntar), the load
-# average before the run, and the target of issue 29: `url` within 1.15x of max(aria2, local).
-# Results go to WORKDIR/results-url/<timestamp>/.
+# Several sources (issue 42), `--mirrors three`: three nginx servers (ports PORT+2..PORT+4),
+# each capped at PEER (default 100mbps: 100 MB/s) for all its connections together by `tc`
+# (an HTB class per port on the loopback device; everything else on lo goes to an unlimited
+# default class, and the qdisc is removed at exit), and one more port (PORT+5) with no cap:
+#   three        fastuntar -x URL1 --mirror URL2 --mirror URL3     (3 x 100 MB/s)
+#   three-slow   the same, the third server capped at a tenth of PEER (10 MB/s)
+#   one          fastuntar -x URL1                                   (one source, 100 MB/s)
+#   aria2-three  aria2c -x8 -s8 URL1 URL2 URL3 (the same three sources), then fastuntar -x FILE
+#   fast         fastuntar -x URL, the uncapped port, default flags
+#   fast1        the same with --connections 1
+#   local        fastuntar -x FILE
+# The targets of issue 42: three <= 1.15 x max(size / (3 x PEER), local); three-slow <= 1.25 x
+# max(size / (2.1 x PEER), local); fast <= 1.15 x local and its CPU <= 1.10 x fast1's; peak
+# RSS <= 100 MiB. Needs root for tc as for the rest.
+#   scripts/bench-url.sh --mirrors three --rows three,three-slow,one,aria2-three,fast,fast1,local
+# Printed: medians of extract+sync, of peak RSS and of CPU seconds (/usr/bin/time %M, %U+%S of
+# fastuntar), the load average before the run, and the targets: issue 29's `url` within 1.15x
+# of max(aria2, local), and issue 42's above. Results go to WORKDIR/results-url/<timestamp>/.
 set -euo pipefail
 export LC_ALL=C
 
@@ -36,6 +51,7 @@ RATE=50m
 WORKDIR=/var/tmp/fastuntar-bench
 BIN=""
 PORT=18629
+PEER=100mbps
 ROWS="url url1 curl-fu curl-tar aria2-fu aria2 local"
 MIRRORS="paced nginx"
 while (($#)); do
@@ -46,6 +62,7 @@ while (($#)); do
     --workdir) WORKDIR=$2; shift 2 ;;
     --bin) BIN=$2; shift 2 ;;
     --port) PORT=$2; shift 2 ;;
+    --peer) PEER=$2; shift 2 ;;
     --rows) ROWS=${2//,/ }; shift 2 ;;
     --mirrors) MIRRORS=${2//,/ }; shift 2 ;;
     --only) shift 2 ;; # from bench.sh
@@ -53,12 +70,12 @@ while (($#)); do
     *) echo "bench-url.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
-[[ $(id -u) == 0 ]] || { echo "bench-url.sh: needs root (drop_caches, losetup, mount)" >&2; exit 2; }
-for tool in nginx aria2c curl zstd tar losetup mkfs.ext4 /usr/bin/time; do
+[[ $(id -u) == 0 ]] || { echo "bench-url.sh: needs root (drop_caches, losetup, mount, tc)" >&2; exit 2; }
+for tool in nginx aria2c curl zstd tar losetup mkfs.ext4 /usr/bin/time tc; do
     command -v "$tool" >/dev/null || {
         echo "bench-url.sh: installing nginx-light aria2 curl time (missing $tool)"
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-            --no-install-recommends nginx-light aria2 curl time zstd >/dev/null
+            --no-install-recommends nginx-light aria2 curl time zstd iproute2 >/dev/null
         break
     }
 done
@@ -74,7 +91,12 @@ SIZE=$(stat -c %s "$ARCHIVE")
 TAR_SIZE=$(awk -F'"tar_bytes": ' 'NF > 1 { split($2, a, /[,}]/); print a[1]; exit }' "$ARCHIVE.json" 2>/dev/null || true)
 [[ -n $TAR_SIZE ]] || TAR_SIZE=$((SIZE * 3))
 PACED_PORT=$((PORT + 1))
+PEER_PORTS=($((PORT + 2)) $((PORT + 3)) $((PORT + 4)))
+FAST_PORT=$((PORT + 5))
 declare -A URL_OF=([nginx]=http://127.0.0.1:$PORT/agave.tar.zst [paced]=http://127.0.0.1:$PACED_PORT/agave.tar.zst)
+PEER_URLS=()
+for p in "${PEER_PORTS[@]}"; do PEER_URLS+=("http://127.0.0.1:$p/agave.tar.zst"); done
+FAST_URL=http://127.0.0.1:$FAST_PORT/agave.tar.zst
 RESULTS=$WORKDIR/results-url/$(date +%Y%m%d-%H%M%S)
 mkdir -p "$RESULTS"
 
@@ -96,6 +118,13 @@ http {
         root $ARCHDIR;
         limit_rate $RATE;
     }
+    server {
+        listen 127.0.0.1:${PEER_PORTS[0]};
+        listen 127.0.0.1:${PEER_PORTS[1]};
+        listen 127.0.0.1:${PEER_PORTS[2]};
+        listen 127.0.0.1:$FAST_PORT;
+        root $ARCHDIR;
+    }
 }
 EOF
 nginx -p "$NGX" -c "$NGX/nginx.conf" &
@@ -111,8 +140,30 @@ down() {
     [[ -n $LOOP ]] && { losetup -d "$LOOP" 2>/dev/null || true; LOOP=""; }
     rm -f -- "$IMG"
 }
+TC=""
+# The peers' caps: an HTB class per port on lo (server to client), the rest of lo unlimited.
+# `peer_rates R1 R2 R3` sets them (tc's units: 100mbps is 100 MB/s).
+peer_rates() {
+    if [[ -z $TC ]]; then
+        tc qdisc add dev lo root handle 1: htb default 9 r2q 1000
+        TC=1
+        tc class add dev lo parent 1: classid 1:9 htb rate 200gbit quantum 1000000
+        for i in 0 1 2; do
+            tc class add dev lo parent 1: classid 1:$((i + 1)) htb rate "${@:$((i + 1)):1}" \
+                burst 256k cburst 256k quantum 200000
+            tc filter add dev lo parent 1: protocol ip prio 1 u32 \
+                match ip sport "${PEER_PORTS[$i]}" 0xffff flowid 1:$((i + 1))
+        done
+        return
+    fi
+    for i in 0 1 2; do
+        tc class change dev lo parent 1: classid 1:$((i + 1)) htb rate "${@:$((i + 1)):1}" \
+            burst 256k cburst 256k quantum 200000
+    done
+}
 cleanup() {
     down
+    [[ -n $TC ]] && tc qdisc del dev lo root 2>/dev/null
     kill "$NGX_PID" "$PACED_PID" 2>/dev/null || true
     wait "$NGX_PID" "$PACED_PID" 2>/dev/null || true
     rm -rf -- "$NGX" "$MNT"
@@ -129,13 +180,31 @@ up() {
     mkdir "$MNT/dest"
 }
 for m in $MIRRORS; do
+    [[ $m == three ]] && continue
     for _ in 1 2 3 4 5 6 7 8 9 10; do curl -sf -o /dev/null -r 0-0 "${URL_OF[$m]}" && break; sleep 0.3; done
 done
+if [[ " $MIRRORS " == *" three "* ]]; then
+    for u in "${PEER_URLS[@]}" "$FAST_URL"; do
+        for _ in 1 2 3 4 5 6 7 8 9 10; do curl -sf -o /dev/null -r 0-0 "$u" && break; sleep 0.3; done
+    done
+    peer_rates "$PEER" "$PEER" "$PEER"
+fi
+# The rate of a tenth of a peer's (tc's units).
+tenth() {
+    local n=${PEER%%[a-z]*} unit=${PEER##*[0-9]}
+    echo "$((n / 10))$unit"
+}
 
 # The command of row $2 from mirror $1.
 cmd_of() {
-    local d=$MNT/dest t="/usr/bin/time -o $RESULTS/rss -f %M" URL=${URL_OF[$1]:-}
+    local d=$MNT/dest t="/usr/bin/time -o $RESULTS/rss -f %M:%U:%S" URL=${URL_OF[$1]:-}
+    local m3="${PEER_URLS[0]} --mirror ${PEER_URLS[1]} --mirror ${PEER_URLS[2]}"
     case $2 in
+    three | three-slow) echo "$t $BIN -x $m3 -C $d -q" ;;
+    one) echo "$t $BIN -x ${PEER_URLS[0]} -C $d -q" ;;
+    aria2-three) echo "aria2c -q -x8 -s8 -k1M --file-allocation=none -d $MNT -o a.tar.zst ${PEER_URLS[*]} && $t $BIN -x -f $MNT/a.tar.zst -C $d -q" ;;
+    fast) echo "$t $BIN -x $FAST_URL -C $d -q" ;;
+    fast1) echo "$t $BIN -x $FAST_URL -C $d -q --connections 1" ;;
     url) echo "$t $BIN -x $URL -C $d -q" ;;
     url[0-9]*) echo "$t $BIN -x $URL -C $d -q --connections ${2#url}" ;;
     curl-fu) echo "curl -sf $URL | $t $BIN -x -C $d -q" ;;
@@ -151,11 +220,18 @@ cmd_of() {
     echo "archive: $ARCHIVE ($SIZE bytes); mirrors: $MIRRORS at $RATE (paced: pacing-server.py, a cap per connection; nginx $(nginx -v 2>&1 | sed 's/.*\///'): limit_rate, a cap per request)"
     echo "fastuntar: $BIN ($("$BIN" --version 2>/dev/null | head -n1))"
 } | tee "$RESULTS/setup.txt"
-printf 'round\trow\tseconds\trss_kb\tload\n' >"$RESULTS/raw.tsv"
-# Every row of every mirror, then the local extraction once, per round.
+printf 'round\trow\tseconds\trss_kb\tload\tcpu_s\n' >"$RESULTS/raw.tsv"
+# Every row of every mirror, then the local extraction once, per round. The rows of several
+# sources go with `three` only, the others with paced and nginx.
+MULTI_ROWS=" three three-slow one aria2-three fast fast1 "
 RUNS=()
 for m in $MIRRORS; do
-    for row in $ROWS; do [[ $row == local ]] || RUNS+=("$m:$row"); done
+    for row in $ROWS; do
+        [[ $row == local ]] && continue
+        if [[ $m == three ]]; then [[ $MULTI_ROWS == *" $row "* ]] || continue
+        else [[ $MULTI_ROWS == *" $row "* ]] && continue; fi
+        RUNS+=("$m:$row")
+    done
 done
 [[ " $ROWS " == *" local "* ]] && RUNS+=("-:local")
 for r in $(seq 1 "$ROUNDS"); do
@@ -163,6 +239,10 @@ for r in $(seq 1 "$ROUNDS"); do
         mirror=${run%%:*} row=${run#*:}
         [[ $mirror == - ]] && name=$row || name=$run
         up
+        if [[ $mirror == three ]]; then
+            if [[ $row == three-slow ]]; then peer_rates "$PEER" "$PEER" "$(tenth)"
+            else peer_rates "$PEER" "$PEER" "$PEER"; fi
+        fi
         sync
         echo 3 >/proc/sys/vm/drop_caches
         load=$(cut -d' ' -f1 /proc/loadavg)
@@ -174,28 +254,48 @@ for r in $(seq 1 "$ROUNDS"); do
         sync
         t1=$EPOCHREALTIME
         secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
-        rss=$(tail -n1 "$RESULTS/rss" 2>/dev/null || true)
-        printf '%s\t%s\t%s\t%s\t%s\n' "$r" "$name" "$secs" "${rss:-}" "$load" | tee -a "$RESULTS/raw.tsv"
+        timed=$(tail -n1 "$RESULTS/rss" 2>/dev/null || true)
+        rss=${timed%%:*} cpu=""
+        [[ $timed == *:*:* ]] && cpu=$(awk -F: '{ printf "%.2f", $2 + $3 }' <<<"$timed")
+        printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$name" "$secs" "${rss:-}" "$load" "$cpu" | tee -a "$RESULTS/raw.tsv"
     done
 done
 down
 
-awk -F'\t' -v size="$SIZE" '
+PEER_BYTES=$(numfmt --from=si "${PEER%bps}" 2>/dev/null || echo 100000000)
+awk -F'\t' -v size="$SIZE" -v peer="$PEER_BYTES" '
 NR == 1 { next }
-{ t[$2] = t[$2] " " $3; if ($4 != "") m[$2] = m[$2] " " $4; l[$2] = l[$2] " " $5; rows[$2] = 1; order[++n] = $2 }
+{ t[$2] = t[$2] " " $3; if ($4 != "") m[$2] = m[$2] " " $4; l[$2] = l[$2] " " $5; if ($6 != "") c[$2] = c[$2] " " $6; rows[$2] = 1; order[++n] = $2 }
 function median(s,   a, k, i, j, x) {
     k = split(s, a, " ");
     for (i = 2; i <= k; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
     return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
 }
 END {
-    print "| row | extract+sync, median (s) | runs (s) | peak RSS (MiB) | load before |"
-    print "| --- | ---: | --- | ---: | --- |"
+    print "| row | extract+sync, median (s) | runs (s) | peak RSS (MiB) | CPU (s) | load before |"
+    print "| --- | ---: | --- | ---: | ---: | --- |"
     for (i = 1; i <= n; i++) {
         r = order[i]; if (done[r]++) continue
         med[r] = median(t[r])
-        printf "| %s | %.2f |%s | %s |%s |\n", r, med[r], t[r], (r in m) ? sprintf("%.0f", median(m[r]) / 1024) : "", l[r]
+        if (r in c) cpu[r] = median(c[r])
+        if (r in m) rss[r] = median(m[r]) / 1024
+        printf "| %s | %.2f |%s | %s | %s |%s |\n", r, med[r], t[r], (r in m) ? sprintf("%.0f", rss[r]) : "", (r in c) ? sprintf("%.2f", cpu[r]) : "", l[r]
     }
+    if ("local" in med && "three:three" in med) {
+        base = size / (3 * peer); if (med["local"] > base) base = med["local"]
+        printf "\nthree: %.2f / max(size/3 peers %.2f, local %.2f) = %.2f (target 1.15)\n", med["three:three"], size / (3 * peer), med["local"], med["three:three"] / base
+    }
+    if ("local" in med && "three:three-slow" in med) {
+        base = size / (2.1 * peer); if (med["local"] > base) base = med["local"]
+        printf "three-slow: %.2f / max(size/2.1 peers %.2f, local %.2f) = %.2f (target 1.25)\n", med["three:three-slow"], size / (2.1 * peer), med["local"], med["three:three-slow"] / base
+    }
+    if ("local" in med && "three:fast" in med)
+        printf "fast: %.2f / local %.2f = %.2f (target 1.15)\n", med["three:fast"], med["local"], med["three:fast"] / med["local"]
+    if (("three:fast" in cpu) && ("three:fast1" in cpu))
+        printf "fast CPU: %.2f / fast1 %.2f = %.2f (target 1.10)\n", cpu["three:fast"], cpu["three:fast1"], cpu["three:fast"] / cpu["three:fast1"]
+    worst = 0
+    for (r in rss) if (r ~ /^three:/ && r != "three:aria2-three" && rss[r] > worst) { worst = rss[r]; wr = r }
+    if (worst > 0) printf "peak RSS of the several-source rows: %.0f MiB (%s; target 100)\n", worst, wr
     for (r in med) {
         if (r !~ /:url$/) continue
         mi = r; sub(/:url$/, "", mi)
