@@ -972,7 +972,7 @@ fn url_plan(
     let mut mirrors = Vec::new();
     for m in &args.mirror {
         if !url::is_url(m.as_ref()) {
-            bail!("--mirror {m}: not an http:// or https:// URL");
+            bail!("--mirror {m}: not an http://, https:// or s3:// URL");
         }
         mirrors.push(m.clone());
     }

@@ -94,7 +94,7 @@ pub const NO_RANGES: &str = "answers no ranges (200 to a Range request), so it c
 pub const NO_VALIDATOR: &str = "gives neither an ETag nor a Last-Modified, so its pieces \
                                 cannot be pinned to one version of the archive";
 /// Why the other sources are not used when none serves pinned ranges.
-pub const ONE_WHOLE: &str = "not used: no source serves pinned ranges, so one is read whole";
+pub const ONE_WHOLE: &str = "no source serves pinned ranges, so one is read whole";
 
 /// Decides from the sources' first answers (in the order given, the archive first; `shown`
 /// names them). Err: the line that refuses the run (the lengths differ, or every source
