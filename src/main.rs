@@ -238,7 +238,7 @@ fn line(s: &Summary, verbose: bool, skipped: u64) -> String {
                 .sources
                 .iter()
                 .map(|src| match &src.dropped {
-                    Some(_) => format!("{} dropped", src.url),
+                    Some(why) => format!("{} dropped ({why})", src.url),
                     None => format!("{} {:.1} MB", src.url, src.bytes as f64 / 1e6),
                 })
                 .collect();

@@ -103,6 +103,11 @@ impl Limiter {
         }
     }
 
+    /// The cap, bytes a second.
+    pub fn rate(&self) -> f64 {
+        self.lock().rate
+    }
+
     /// Whether the cap held a connection back since the last call: the download is then
     /// limited by the cap, and more connections would add nothing.
     pub fn limiting(&self) -> bool {

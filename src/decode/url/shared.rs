@@ -734,8 +734,15 @@ impl Shared {
             (a, b) => a.or(b),
         };
         let block_time = s.speed.per_conn.map_or(0.0, |r| BLOCK as f64 / r);
+        // Under --limit-rate a connection waits for its share of the cap between blocks.
+        let connections: usize = st.sources.iter().filter(|s| s.usable()).map(|s| s.target).sum();
+        let capped = self
+            .limiter
+            .as_ref()
+            .map_or(0.0, |l| BLOCK as f64 * connections.max(1) as f64 / l.rate());
         let quiet = now - f.last;
-        let stalled = quiet > STALL_SUSPECT.max(4.0 * block_time + 4.0 * s.speed.first_byte);
+        let suspect = STALL_SUSPECT.max(4.0 * block_time + 4.0 * s.speed.first_byte);
+        let stalled = quiet > suspect.max(2.0 * capped);
         schedule::Fetcher { source: f.source, rate, stalled }
     }
 
@@ -811,7 +818,9 @@ impl Shared {
             self.stats.downloaded.fetch_add(kept as u64, Ordering::Relaxed);
             self.stats.sources[ctx.source].bytes.fetch_add(kept as u64, Ordering::Relaxed);
         }
-        let wake = st.waiting_since.is_some() && st.window.head().is_none_or(|h| h.0 == start);
+        // The reader waits on the first piece in the window (the block that completes it
+        // moves the first incomplete piece on, so that is not the one to compare with).
+        let wake = st.waiting_since.is_some() && st.window.first_start().is_none_or(|f| f == start);
         drop(st);
         if wake {
             self.data.notify_one();

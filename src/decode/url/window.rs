@@ -238,6 +238,11 @@ impl Window {
         }
     }
 
+    /// The first piece in the window: the one the reader takes its bytes from.
+    pub fn first_start(&self) -> Option<u64> {
+        self.pieces.keys().next().copied()
+    }
+
     /// The lowest piece nobody fetches and that lacks bytes: (start, filled, end).
     pub fn orphan(&self) -> Option<(u64, u64, u64)> {
         self.pieces.iter().find_map(|(&s, p)| {
