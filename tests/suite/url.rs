@@ -786,11 +786,23 @@ fn every_source_failing_is_one_line() {
 }
 
 /// A source 10x slower than two others never holds the run back: from the three, the run
-/// takes no longer than from the two fast ones alone, +15 % (each compared within this test,
-/// best of two interleaved runs: the sources are paced by sleeping servers, so the machine's
-/// load moves both alike).
+/// takes no longer than from the two fast ones alone, +15 %.
+///
+/// Measured within this test, interleaved (two, three, two, three, ...) with the same flags,
+/// and compared on each side's fastest run: the sources are paced by sleeping servers, so
+/// what a loaded machine adds to a run is delay, never speed, and the fastest of a few runs
+/// is the one least disturbed. A slow piece holding the reader costs a run the same
+/// whatever the load (one 256 KiB block at 0.8 MB/s: 0.33 s, +17 % here), so it shows in
+/// the fastest too. At least MIN_ROUNDS rounds; while the bar is missed, more, up to
+/// MAX_ROUNDS (a bounded retry for load spikes, not for a scheduler that fails every time).
+/// Before the 0 B/s measurement was fixed (`schedule::tests::a_request_measures_its_source`
+/// pins that) the fastest runs came out at 1.10-1.13x at a load of 8.5, after at 0.96-1.05x:
+/// this bar is the issue's, and the unit test is the sharper check.
 #[test]
 fn a_slow_source_never_holds_the_run_back() {
+    const MIN_ROUNDS: usize = 2;
+    const MAX_ROUNDS: usize = 5;
+    const BAR: f64 = 1.15;
     let Some(td) = util::test_dir("a_slow_source_never_holds_the_run_back", &["tar"]) else {
         return;
     };
@@ -803,33 +815,44 @@ fn a_slow_source_never_holds_the_run_back() {
     let fast1 = Server::start(tar.clone(), paced(8_000_000));
     let fast2 = Server::start(tar.clone(), paced(8_000_000));
     let slow = Server::start(tar, paced(800_000));
-    let mut two = Vec::new();
-    let mut three = Vec::new();
-    for round in 0..2 {
-        let (out, dest) = from_sources(&td, &[&fast1, &fast2], &["-q", "--memory", "8M"]);
+    let flags = ["-q", "--memory", "8M"];
+    let best = |v: &[Duration]| v.iter().min().copied().unwrap().as_secs_f64();
+    let (mut two, mut three) = (Vec::new(), Vec::new());
+    let mut log = Vec::new();
+    for round in 0..MAX_ROUNDS {
+        let (out, dest) = from_sources(&td, &[&fast1, &fast2], &flags);
         out.expect_code(0);
         two.push(out.elapsed);
         if round == 0 {
             o.same(&dest, "two fast sources");
         }
-        let (out, dest) = from_sources(&td, &[&fast1, &fast2, &slow], &["--memory", "8M"]);
+        let (out, dest) = from_sources(&td, &[&fast1, &fast2, &slow], &flags);
         out.expect_code(0);
         three.push(out.elapsed);
         if round == 0 {
             o.same(&dest, "two fast sources and a slow one");
         }
-        util::note(&format!(
-            "round {round}: two {:?}, three {:?}: {}",
-            two[round],
-            three[round],
-            out.stdout_str()
-        ));
+        let line = format!(
+            "round {round}: two {:.3} s, three {:.3} s; sources: {}",
+            two[round].as_secs_f64(),
+            three[round].as_secs_f64(),
+            out.stdout_str().split("\"sources\":").nth(1).unwrap_or("").trim_end()
+        );
+        util::note(&line);
+        log.push(line);
+        if round + 1 >= MIN_ROUNDS && best(&three) <= best(&two) * BAR {
+            break;
+        }
     }
-    let best = |v: &[Duration]| v.iter().min().copied().unwrap();
     let (two, three) = (best(&two), best(&three));
     assert!(
-        three.as_secs_f64() <= two.as_secs_f64() * 1.15,
-        "from three sources {three:?}, from the two fast ones alone {two:?}"
+        three <= two * BAR,
+        "from three sources {three:.3} s, from the two fast ones alone {two:.3} s ({:.2}x, \
+         the fastest of {} interleaved rounds each; load {})\n{}",
+        three / two,
+        log.len(),
+        std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim(),
+        log.join("\n")
     );
 }
 

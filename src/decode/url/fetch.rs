@@ -220,8 +220,13 @@ fn read_piece(
             match sh.publish(ctx, start, *at, block, n, false) {
                 Published::Kept { .. } => *at += n as u64,
                 // Another copy was first: this answer is not needed (dropping it closes the
-                // connection).
-                Published::Redundant => return Ok(()),
+                // connection). Its bytes came all the same, and count for the source's speed
+                // (`Shared::done`): counted as none, a slow source beaten by a copy measured 0
+                // bytes a second, a rate nothing is judged by, and took pieces as if unmeasured.
+                Published::Redundant => {
+                    *at += n as u64;
+                    return Ok(());
+                }
             }
         } else {
             sh.recycle(block);

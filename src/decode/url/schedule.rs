@@ -54,6 +54,33 @@ pub struct Speed {
     pub first_byte: f64,
 }
 
+/// A fetcher's own progress bounds its rate once it has fetched for this long (its first
+/// hundredths of a second are its request's round trip, and on a loaded machine its
+/// thread's turn); a request this long measures its source's speed.
+pub const JUDGE_AFTER: f64 = 0.05;
+
+/// Weight of the newest measurement of a connection's speed.
+const EWMA: f64 = 0.3;
+
+impl Speed {
+    /// The speed after a request that took `secs`, brought `bytes` (its bytes beaten by a
+    /// copy too: they came all the same) and its first byte after `first` seconds. A
+    /// request measures once it took long enough to tell (a beaten one too: a slow
+    /// source's pieces are often finished by a copy). One that brought no byte (stopped
+    /// first) tells nothing: a rate of 0 would leave the source unjudgeable (`copy_wins`
+    /// lets a fetcher of no known rate be) and let it take pieces as if unmeasured.
+    pub fn measured(self, secs: f64, bytes: u64, first: f64) -> Speed {
+        if secs <= 0.0 || bytes == 0 || (secs < JUDGE_AFTER && bytes < BLOCK) {
+            return self;
+        }
+        let rate = bytes as f64 / secs;
+        Speed {
+            per_conn: Some(self.per_conn.map_or(rate, |r| r + EWMA * (rate - r))),
+            first_byte: self.first_byte + EWMA * (first - self.first_byte),
+        }
+    }
+}
+
 /// The reorder window as a free connection finds it.
 #[derive(Clone, Copy, Debug)]
 pub struct Window {
@@ -550,6 +577,44 @@ mod tests {
         let orphan = held(0, None, 0);
         let resume = assign(0, &[fast], &roomy, Some(&orphan), None, true);
         assert_eq!(resume, Job::Resume { start: 0, from: 0, end: 4 << 20 });
+    }
+
+    /// What a finished request does to its source's speed: (case, before, secs, bytes,
+    /// first, want per_conn).
+    #[test]
+    fn a_request_measures_its_source() {
+        #[allow(clippy::type_complexity)]
+        let cases: Vec<(&str, Speed, f64, u64, f64, Option<f64>)> = vec![
+            ("the first measurement", Speed::default(), 0.5, 4_000_000, 0.01, Some(8.0 * MB)),
+            ("later ones move it by EWMA", speed(10.0), 0.1, 3_000_000, 0.001, Some(16.0 * MB)),
+            ("too short to tell", Speed::default(), 0.01, 1000, 0.001, None),
+            (
+                "a whole block is enough",
+                Speed::default(),
+                0.01,
+                BLOCK,
+                0.001,
+                Some(BLOCK as f64 * 100.0),
+            ),
+            (
+                "a request that brought no byte leaves the speed as it was (was: 0 B/s, never \
+                 copied around)",
+                Speed::default(),
+                0.33,
+                0,
+                0.001,
+                None,
+            ),
+            ("nor does it lower a measured one", speed(10.0), 0.33, 0, 0.001, Some(10.0 * MB)),
+        ];
+        for (name, before, secs, bytes, first, want) in cases {
+            let got = before.measured(secs, bytes, first).per_conn;
+            let close = match (got, want) {
+                (Some(g), Some(w)) => (g - w).abs() < 1.0,
+                (g, w) => g == w,
+            };
+            assert!(close, "{name}: {got:?}, want {want:?}");
+        }
     }
 
     #[test]

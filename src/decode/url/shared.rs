@@ -17,7 +17,7 @@ use super::http::{Answer, Client};
 use super::limit::Limiter;
 use super::ranges::BLOCK;
 use super::retry::{self, Failure};
-use super::schedule::{self, Held, Job, Pace, Probe, Speed, Tune};
+use super::schedule::{self, Held, JUDGE_AFTER, Job, Pace, Probe, Speed, Tune};
 use super::source::Sign;
 use super::sources::{self, Mode, Seen};
 use super::validator::Validator;
@@ -36,14 +36,6 @@ const RATE_TICKS: usize = 5;
 /// source's speed, is taken as stalled: the head piece it holds is copied from another
 /// source long before `--stall-timeout` ends its request.
 const STALL_SUSPECT: f64 = 0.5;
-
-/// A fetcher's own progress bounds its rate once it has fetched for this long (its first
-/// hundredths of a second are its request's round trip, and on a loaded machine its
-/// thread's turn).
-const JUDGE_AFTER: f64 = 0.05;
-
-/// Weight of the newest measurement of a connection's speed.
-const EWMA: f64 = 0.3;
 
 /// What a download is, decided when it was opened.
 pub struct Fixed {
@@ -842,16 +834,9 @@ impl Shared {
     pub fn done(&self, ctx: &Ctx, start: u64, measured: Option<(f64, u64, f64)>) {
         let mut st = self.lock();
         st.window.detach(start, ctx.conn);
-        // A request measures its source's speed once it took long enough to tell (a
-        // beaten one too: a slow source's pieces are often finished by a copy).
-        if let Some((secs, bytes, first)) = measured
-            && (secs >= JUDGE_AFTER || bytes >= BLOCK)
-            && secs > 0.0
-        {
+        if let Some((secs, bytes, first)) = measured {
             let s = &mut st.sources[ctx.source];
-            let rate = bytes as f64 / secs;
-            s.speed.per_conn = Some(s.speed.per_conn.map_or(rate, |r| r + EWMA * (rate - r)));
-            s.speed.first_byte += EWMA * (first - s.speed.first_byte);
+            s.speed = s.speed.measured(secs, bytes, first);
         }
         let orphaned = st.window.orphan().is_some();
         drop(st);
