@@ -42,9 +42,10 @@ pub enum Rule {
 }
 
 impl Rule {
-    /// The rule for a file of `size` bytes that the writer's `policy` writes.
-    pub fn for_file(policy: &DirectPolicy, size: u64) -> Rule {
-        match policy.wants(size, false) {
+    /// The rule for a file the writer's `policy` writes, `direct` or not (direct_policy.rs
+    /// `Gate`).
+    pub fn for_file(policy: &DirectPolicy, direct: bool) -> Rule {
+        match policy.opens_direct(direct) {
             true => Rule::Direct { unit: policy.unit(), align: policy.align },
             false => Rule::Any,
         }

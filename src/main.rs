@@ -1,12 +1,11 @@
 //! fastuntar: parse the command line, run the extraction, turn the outcome into an exit code.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::sync::Arc;
 
 use clap::CommandFactory;
 
 use fastuntar::cli::resolve::Edge;
-use fastuntar::command::extract::Summary;
 use fastuntar::command::{Command, Plans, extract, list, to_stdout};
 use fastuntar::exit_codes::ExitCode;
 use fastuntar::report::Reporter;
@@ -36,12 +35,12 @@ fn main() {
 
 /// `--completions`, `--man`, `--show-defaults`, `--usage`: the text, then exit.
 fn print_generated(args: &cli::Args, reporter: &Reporter) {
-    if let Some(shell) = args.completions {
+    if let Some(shell) = args.informative.completions {
         let mut text = Vec::new();
         clap_complete::generate(shell, &mut cli::Args::command(), "fastuntar", &mut text);
         print_all(&text, "the completions", reporter);
     }
-    if args.man {
+    if args.informative.man {
         let mut text = Vec::new();
         let man = clap_mangen::Man::new(cli::Args::command());
         if let Err(e) = man.render(&mut text) {
@@ -50,10 +49,10 @@ fn print_generated(args: &cli::Args, reporter: &Reporter) {
         }
         print_all(&text, "the man page", reporter);
     }
-    if args.show_defaults {
+    if args.informative.show_defaults {
         print_all(b"-f- -b20 --quoting-style=escape\n", "the defaults", reporter);
     }
-    if args.usage {
+    if args.informative.usage {
         let usage = cli::Args::command().render_usage().to_string();
         print_all(format!("{usage}\n").as_bytes(), "the usage", reporter);
     }
@@ -106,41 +105,9 @@ fn run(plans: Plans, reporter: &Arc<Reporter>) -> ! {
     print_totals(report, &outcome, reporter);
     let code = code_of(&outcome, reporter);
     if let Ok(summary) = &outcome {
-        let tty = std::io::stderr().is_terminal();
-        let skipped = reporter.skipped_count();
-        match summary_to(report.json, report.quiet, report.verbose > 0 || report.totals, tty) {
-            SummaryTo::Json => {
-                let _ = reporter.print_line(&json(summary, code, skipped));
-            }
-            SummaryTo::Stderr => {
-                report::info(&format!("fastuntar: {}", line(summary, report.verbose > 0, skipped)))
-            }
-            SummaryTo::Nowhere => {}
-        }
+        report::summary::say(summary, report, code, reporter);
     }
     exit(code, reporter);
-}
-
-/// Where the end-of-run summary goes.
-#[derive(Debug, PartialEq, Eq)]
-enum SummaryTo {
-    /// `--json`: one object on stdout.
-    Json,
-    /// The human line on stderr.
-    Stderr,
-    Nowhere,
-}
-
-/// Success is quiet, as GNU tar's (scripts and harnesses compare stderr): the summary line is
-/// said on a terminal, or when asked (`-v`, `--totals`: `asked`), never with `-q`; `--json`
-/// always prints its object.
-fn summary_to(json: bool, quiet: bool, asked: bool, stderr_tty: bool) -> SummaryTo {
-    match () {
-        _ if json => SummaryTo::Json,
-        _ if quiet => SummaryTo::Nowhere,
-        _ if asked || stderr_tty => SummaryTo::Stderr,
-        _ => SummaryTo::Nowhere,
-    }
 }
 
 /// `--totals`, after a run that read its archive to the end (GNU tar prints nothing after a
@@ -194,211 +161,4 @@ fn print_all(text: &[u8], what: &str, reporter: &Reporter) -> ! {
 fn ignore_sigxfsz() {
     // Safety: installs SIG_IGN, which runs no code in the handler; no other thread exists yet.
     unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
-}
-
-fn rate_mb_s(bytes: u64, secs: f64) -> f64 {
-    bytes as f64 / 1e6 / secs.max(1e-9)
-}
-
-/// The human summary: members, bytes, direct/buffered files, elapsed, MB/s (and sync time);
-/// with -v also which files were to go direct and why (stdout is -v's listing, GNU tar's);
-/// `skipped`: the run's members not extracted.
-fn line(s: &Summary, verbose: bool, skipped: u64) -> String {
-    let secs = s.elapsed.as_secs_f64();
-    let st = &s.stats;
-    let mut out = format!(
-        "{} members, {} files ({} direct, {} buffered), {:.1} MB in {:.2} s ({:.0} MB/s)",
-        s.members,
-        st.files,
-        st.files_direct,
-        st.files - st.files_direct,
-        st.bytes as f64 / 1e6,
-        secs,
-        rate_mb_s(st.bytes, secs),
-    );
-    if let Some(frames) = s.decoding.frames {
-        let threads = s.decoding.threads;
-        out += &format!("; {frames} zstd frames on {threads} threads");
-    }
-    if let Some(d) = &s.download {
-        out += &format!(
-            "; downloaded {:.1} MB on {} connection{}",
-            d.bytes as f64 / 1e6,
-            d.connections,
-            if d.connections == 1 { "" } else { "s" }
-        );
-        if d.retries > 0 {
-            out += &format!(", {} retries", d.retries);
-        }
-        if d.refetched > 0 {
-            out += &format!(", {:.1} MB re-fetched", d.refetched as f64 / 1e6);
-        }
-        if d.sources.len() > 1 {
-            let each: Vec<String> = d
-                .sources
-                .iter()
-                .map(|src| match &src.dropped {
-                    Some(why) => format!("{} dropped ({why})", src.url),
-                    None => format!("{} {:.1} MB", src.url, src.bytes as f64 / 1e6),
-                })
-                .collect();
-            out += &format!(" from {}", each.join(", "));
-        }
-    }
-    if let Some(sync) = s.sync {
-        out += &format!("; sync {:.2} s", sync.as_secs_f64());
-    }
-    if skipped > 0 {
-        out += &format!("; {skipped} skipped");
-    }
-    if let Some(r) = &s.resume.resumed {
-        out += &format!("; {}", r.describe());
-    }
-    if verbose {
-        out += &format!("; {}", s.direct.describe());
-    }
-    out
-}
-
-/// The same as one JSON object (numbers, and a URL's final address escaped by `json_string`).
-fn json(s: &Summary, code: ExitCode, skipped: u64) -> String {
-    let download = match &s.download {
-        None => String::new(),
-        Some(d) => {
-            let secs = s.elapsed.as_secs_f64();
-            let sources: Vec<String> = d
-                .sources
-                .iter()
-                .map(|src| {
-                    format!(
-                        concat!(
-                            "{{\"url\":{},\"bytes\":{},\"mb_per_s\":{:.3},\"connections\":{},",
-                            "\"state\":\"{}\",\"dropped\":{}}}"
-                        ),
-                        json_string(&src.url),
-                        src.bytes,
-                        rate_mb_s(src.bytes, secs),
-                        src.connections,
-                        src.state,
-                        src.dropped.as_deref().map_or("null".to_string(), json_string)
-                    )
-                })
-                .collect();
-            format!(
-                concat!(
-                    "\"url\":{},\"url_length\":{},\"download_bytes\":{},\"download_mb_per_s\":{:.3},",
-                    "\"connections\":{},\"connections_max\":{},\"retries\":{},",
-                    "\"refetched_bytes\":{},\"copies\":{},\"sources\":[{}],"
-                ),
-                json_string(&d.url),
-                null_or(d.length),
-                d.bytes,
-                rate_mb_s(d.bytes, secs),
-                d.connections,
-                d.ceiling,
-                d.retries,
-                d.refetched,
-                d.copies,
-                sources.join(",")
-            )
-        }
-    };
-    let resumed = match &s.resume.resumed {
-        None => "null".to_string(),
-        Some(r) => format!(
-            concat!(
-                "{{\"member\":{},\"tar_offset\":{},\"archive_offset\":{},",
-                "\"skipped_percent\":{:.3},\"mode\":\"{}\"}}"
-            ),
-            r.member,
-            r.tar,
-            r.archive,
-            r.skipped_percent(),
-            if r.from_start { "reread" } else { "seek" }
-        ),
-    };
-    let st = &s.stats;
-    let secs = s.elapsed.as_secs_f64();
-    let sync = s.sync.map_or("null".to_string(), |d| format!("{:.6}", d.as_secs_f64()));
-    format!(
-        concat!(
-            "{{\"members\":{},\"files\":{},\"files_direct\":{},\"files_buffered\":{},",
-            "\"dirs\":{},\"links\":{},\"bytes\":{},\"elapsed_s\":{:.6},\"mb_per_s\":{:.3},",
-            "\"sync_s\":{},\"decode_threads\":{},\"frames\":{},\"frames_ahead\":{},",
-            "\"frames_in_place\":{},\"frame_bytes_handed\":{},\"frame_bytes_copied\":{},",
-            "\"pool_bytes\":{},\"frame_pool_bytes\":{},",
-            "\"writer_threads\":{},\"uring_writers\":{},\"direct_io\":{},",
-            "{}\"resumed\":{},\"resume_points\":{},\"skipped\":{},\"exit_code\":{}}}"
-        ),
-        s.members,
-        st.files,
-        st.files_direct,
-        st.files - st.files_direct,
-        st.dirs,
-        st.links,
-        st.bytes,
-        secs,
-        rate_mb_s(st.bytes, secs),
-        sync,
-        s.decoding.threads,
-        null_or(s.decoding.frames),
-        null_or(s.decoding.frames_ahead),
-        null_or(s.decoding.frames_in_place),
-        null_or(s.decoding.frame_bytes_handed),
-        null_or(s.decoding.frame_bytes_copied),
-        s.memory.0,
-        s.memory.1,
-        s.writers.0,
-        s.writers.1,
-        s.direct.json(),
-        download,
-        resumed,
-        s.resume.points,
-        skipped,
-        code as i32
-    )
-}
-
-/// A JSON string of `text`: quotes, backslashes and control characters escaped (RFC 8259 §7).
-fn json_string(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                out.push_str(&format!("\\u{:04x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-fn null_or(n: Option<u64>) -> String {
-    n.map_or("null".to_string(), |n| n.to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{SummaryTo, summary_to};
-
-    #[test]
-    fn success_is_quiet_unless_asked_or_on_a_terminal() {
-        // (json, quiet, asked, tty)
-        assert_eq!(summary_to(false, false, false, false), SummaryTo::Nowhere);
-        assert_eq!(summary_to(false, false, false, true), SummaryTo::Stderr);
-        assert_eq!(summary_to(false, false, true, false), SummaryTo::Stderr);
-        assert_eq!(summary_to(false, true, true, true), SummaryTo::Nowhere);
-        assert_eq!(summary_to(true, false, false, false), SummaryTo::Json);
-        assert_eq!(summary_to(true, true, false, false), SummaryTo::Json);
-    }
-
-    #[test]
-    fn json_strings_are_escaped() {
-        assert_eq!(super::json_string("https://h/a?b=\"c\"\\"), r#""https://h/a?b=\"c\"\\""#);
-        assert_eq!(super::json_string("a\nb\u{1}"), r#""a\u000ab\u0001""#);
-    }
 }

@@ -58,6 +58,10 @@ pub enum Op {
         size: u64,
         /// Data chunks may be non-contiguous and unaligned; holes are left unwritten.
         sparse: bool,
+        /// Written with O_DIRECT, as the decoder decided (direct_policy.rs `Gate`) and sent
+        /// its chunks for (lend.rs): the writer opens it so unless the destination has
+        /// refused O_DIRECT before (`DirectPolicy::refused`).
+        direct: bool,
     },
     /// `buf.len()` bytes of the current file, at `offset` in it.
     Data {

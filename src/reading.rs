@@ -59,6 +59,10 @@ pub struct Reading {
     label: Option<String>,
     /// The download the archive comes from (a URL): `finish` completes it.
     pub download: Option<Arc<decode::url::Download>>,
+    /// `--keep-archive`'s copy is named by the caller once its writers are done
+    /// (`Download::keep_copy`), not by `finish`: extraction, where members land in DIR after
+    /// the reader has finished.
+    pub copy_named_later: bool,
     /// A member read and given back (`unread`): the next one `next_member` returns.
     unread: Option<Member>,
     /// `--checkpoint`: told where the reader has got to, here after each header and by the
@@ -146,6 +150,7 @@ impl Reading {
             show_omitted_dirs,
             label,
             download: None,
+            copy_named_later: false,
             unread: None,
             checkpoints,
             warnings: plan.warnings,
@@ -261,6 +266,9 @@ impl Reading {
             && !self.ended_early
         {
             d.finish()?;
+            if !self.copy_named_later {
+                d.keep_copy()?;
+            }
         }
         self.wanted.report_not_found(utf8, &self.report);
         Ok(())

@@ -5,6 +5,7 @@
 pub mod extract;
 pub mod list;
 pub mod listing;
+pub mod member;
 pub mod to_stdout;
 
 use crate::decode::plan::InputPlan;

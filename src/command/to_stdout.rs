@@ -33,10 +33,11 @@ use anyhow::{Context, Result, anyhow, bail};
 
 use crate::archive::{Format, Kind, Member, Reader, Skip};
 use crate::budget::CHUNK_SIZE;
-use crate::command::extract::{gnu_file_name, judge, skip_continuation, warn_unknown_type};
 use crate::command::listing;
+use crate::command::member::{judge, skip_continuation, warn_unknown_type};
 use crate::command::{Command as Run, Plans};
 use crate::policy::admit::{Admission, FileCount, extracted_as_file};
+use crate::policy::member::gnu_file_name;
 use crate::policy::safety::SafePath;
 use crate::policy::safety::Sanitizer;
 use crate::reading;

@@ -22,6 +22,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result, bail};
 
+pub use crate::report::summary::DecodeSummary;
+
 use archive_file::{ArchiveFile, Direct};
 use filter::Filter;
 use parallel::{DecodeStats, ParallelZstd};
@@ -218,16 +220,20 @@ pub struct Input {
     pub file: Option<FileId>,
 }
 
-/// What identifies a regular archive file between two runs (src/resume/): not its path (a
-/// moved archive is the same) and not `st_dev` (device numbers may change across a reboot),
-/// but the filesystem's id (statvfs `f_fsid`, from the filesystem's UUID on ext4 and btrfs),
-/// the inode, the size and the mtime.
+/// What identifies a regular archive file between two runs (src/resume/): not its path and
+/// not `st_dev` (device numbers may change across a reboot), but the filesystem's id (statvfs
+/// `f_fsid`, from the filesystem's UUID on ext4 and btrfs), the inode, the size, the mtime and
+/// the ctime. The ctime (issue 40) changes with any write, and no one but the kernel's clock
+/// sets it: an archive rewritten in place with its size and mtime put back is told apart. It
+/// also changes with chmod, chown, a new hard link and (on ext4, XFS, btrfs) a rename, so an
+/// archive moved between two runs is no longer the same one and is not resumed from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FileId {
     pub fsid: u64,
     pub ino: u64,
     pub size: u64,
     pub mtime_ns: i128,
+    pub ctime_ns: i128,
 }
 
 impl FileId {
@@ -246,6 +252,7 @@ impl FileId {
             ino: m.ino(),
             size: m.len(),
             mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+            ctime_ns: i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec()),
         })
     }
 }
@@ -260,6 +267,7 @@ pub struct Reopen {
 
 /// Drops a regular archive file's consumed pages from the page cache once told to
 /// (`Input::dropper`).
+#[derive(Clone)]
 pub struct Dropper(Option<Arc<Direct>>);
 
 impl Dropper {
@@ -326,23 +334,6 @@ pub struct Decoded {
     pub download: Option<Arc<url::Download>>,
 }
 
-/// The decoder's side of the run's summary.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct DecodeSummary {
-    /// Threads that decoded (1 unless zstd frames were decoded in parallel).
-    pub threads: usize,
-    /// zstd frames decoded, when the frame-parallel decoder ran (None otherwise).
-    pub frames: Option<u64>,
-    /// Of those, the frames a worker decoded ahead of the reader.
-    pub frames_ahead: Option<u64>,
-    /// Of those, the frames decoded in place (their size in the header, as Agave writes them).
-    pub frames_in_place: Option<u64>,
-    /// Bytes of the frames a worker decoded that went to the writer in the worker's buffers
-    /// (lend.rs), and that were copied into file buffers (or out to a caller).
-    pub frame_bytes_handed: Option<u64>,
-    pub frame_bytes_copied: Option<u64>,
-}
-
 /// The decoder's counters, readable after its stream has been handed to the tar stage.
 pub struct Counters {
     threads: usize,
@@ -376,6 +367,22 @@ impl Input {
     /// for when the writer decided, after the archive was opened, to write direct.
     pub fn drop_behind(&self) {
         self.dropper().drop_behind();
+    }
+
+    /// zstd: the content size the first frame's header declares (RFC 8878
+    /// Frame_Content_Size), when the bytes read to find the format hold that header (a pipe's
+    /// first read may not: then None, as for a frame without one). Nothing more is read.
+    pub fn first_frame_size(&self) -> Option<u64> {
+        if self.format != Format::Zstd {
+            return None;
+        }
+        let head = self.source.buffered();
+        let mut walker = frames::Walker::new(u64::MAX);
+        let mut at = 0;
+        match walker.next(head, &mut at) {
+            Ok(Some(frames::Event::Start { header, .. })) => header.content_size,
+            _ => None,
+        }
     }
 
     /// `drop_behind`, for after the decoder has started.

@@ -91,9 +91,15 @@ pub fn final_pass() {
 /// `--writeback-every`, and its members have landed. Later ones may not (a run that ends
 /// first is what those kills expect), so they are not waited for. Unarmed: nothing.
 /// `publish` is called while waiting: the writer publishes the points whose members have
-/// landed when it is next driven, and nothing drives it once every member is sent.
-pub fn before_end(mut publish: impl FnMut()) {
+/// landed when it is next driven, and nothing drives it once every member is sent. A run that
+/// writes no resume points (`writes_points` false: `--no-resume`, standard input, `-k`, ...)
+/// never gets there, and is not held: until issue 40 `--no-resume` with `renamed:1` waited
+/// the full 60 s.
+pub fn before_end(writes_points: bool, mut publish: impl FnMut()) {
     let Some(armed) = ARMED.get() else { return };
+    if !writes_points {
+        return;
+    }
     let state_step =
         matches!(armed.event, Event::Published | Event::Written | Event::Synced | Event::Renamed);
     if !state_step || !armed.first {

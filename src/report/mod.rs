@@ -17,6 +17,7 @@ pub mod plan;
 pub mod progress;
 pub mod quoting;
 pub mod reporter;
+pub mod summary;
 pub mod time;
 pub mod totals;
 

@@ -2,7 +2,7 @@
 //! (`eligible`), and what to do with the state file found in DIR (`decide`). The actions
 //! (reading the file, opening the archive at the point) are in mod.rs and fsio.rs.
 
-use super::state::{InputId, State};
+use super::state::{InputId, STATE_NAME, State};
 
 /// `--resume` / `--no-resume` / neither.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -53,8 +53,12 @@ pub fn eligible(o: &Options) -> Option<String> {
 #[derive(Debug)]
 pub enum Found {
     Absent,
-    /// There, but not to be used: corrupt, invalid, of another version of the format, or not
-    /// ours (the reason as the line says it).
+    /// Something that is not a state of this DIR's (fsio.rs `look`): a member of an archive
+    /// extracted into DIR, someone else's file, another DIR's state. It stops nothing and is
+    /// left alone (the reason as the line says it).
+    Foreign(String),
+    /// A state of this DIR's, not to be used: corrupt, invalid, of another version of the
+    /// format (the reason as the line says it).
     Unusable(String),
     Valid(Box<State>),
 }
@@ -75,10 +79,12 @@ pub struct Here {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Plan {
     /// From the beginning; resume points are written unless `off` says why not. `clear`:
-    /// the state file there goes first (`--no-resume`).
+    /// the state file there goes first (`--no-resume`). `foreign`: what is at the state's
+    /// name is not ours (why): it is left as it is, said once, and no state is written.
     Fresh {
         off: Option<String>,
         clear: bool,
+        foreign: Option<String>,
     },
     Resume(Box<State>),
     /// One line, exit 2, nothing written.
@@ -88,16 +94,36 @@ pub enum Plan {
 /// The hint every refusal ends with.
 pub const START_OVER: &str = "--no-resume starts over";
 
+/// What a run does, given `flag`, what DIR holds at the state's name, why the run could not
+/// write resume points (`eligible`) and what identifies it.
+///
+/// A file that is not ours stops nothing (issue 40): until then a member named
+/// `.fastuntar-resume` made every later run into that DIR stop with exit 2, so a retry loop
+/// never ended. `--resume` goes on too: what DIR holds is not the command line's error.
 pub fn decide(flag: Flag, found: Found, eligible: Option<String>, here: &Here) -> Plan {
     let refuse = |why: String| Plan::Refuse(format!("{why}; {START_OVER}"));
+    let taken = || Some(format!("{} is not a resume state of this directory's", STATE_NAME));
     if flag == Flag::Off {
-        return Plan::Fresh { off: Some("--no-resume".into()), clear: true };
+        return match found {
+            Found::Foreign(why) => {
+                Plan::Fresh { off: Some("--no-resume".into()), clear: false, foreign: Some(why) }
+            }
+            _ => Plan::Fresh { off: Some("--no-resume".into()), clear: true, foreign: None },
+        };
     }
     let state = match found {
         Found::Absent => {
             return match (flag, eligible) {
                 (Flag::Resume, Some(why)) => Plan::Refuse(format!("--resume: {why}")),
-                (_, off) => Plan::Fresh { off, clear: false },
+                (_, off) => Plan::Fresh { off, clear: false, foreign: None },
+            };
+        }
+        Found::Foreign(why) => {
+            return match (flag, eligible) {
+                (Flag::Resume, Some(off)) => Plan::Refuse(format!("--resume: {off}")),
+                (_, off) => {
+                    Plan::Fresh { off: off.or_else(taken), clear: false, foreign: Some(why) }
+                }
             };
         }
         Found::Unusable(why) => return refuse(why),
@@ -157,6 +183,10 @@ fn changed(was: &crate::decode::FileId, is: &crate::decode::FileId) -> String {
     if was.mtime_ns != is.mtime_ns {
         what.push("mtime");
     }
+    // Alone: written in place (or moved, chmod'ed) with size and mtime as they were.
+    if was.ctime_ns != is.ctime_ns {
+        what.push("ctime");
+    }
     if (was.fsid, was.ino) != (is.fsid, is.ino) {
         what.push("inode");
     }
@@ -189,16 +219,16 @@ mod tests {
         let h = here(&s);
         assert_eq!(
             decide(Flag::Auto, Found::Absent, None, &h),
-            Plan::Fresh { off: None, clear: false }
+            Plan::Fresh { off: None, clear: false, foreign: None }
         );
         assert_eq!(
             decide(Flag::Resume, Found::Absent, None, &h),
-            Plan::Fresh { off: None, clear: false }
+            Plan::Fresh { off: None, clear: false, foreign: None }
         );
         let why = Some("stdin".to_string());
         assert_eq!(
             decide(Flag::Auto, Found::Absent, why.clone(), &h),
-            Plan::Fresh { off: why.clone(), clear: false }
+            Plan::Fresh { off: why.clone(), clear: false, foreign: None }
         );
         assert!(matches!(decide(Flag::Resume, Found::Absent, why, &h), Plan::Refuse(_)));
     }
@@ -211,8 +241,35 @@ mod tests {
         }
         assert_eq!(
             decide(Flag::Off, valid(&s), None, &here(&s)),
-            Plan::Fresh { off: Some("--no-resume".into()), clear: true }
+            Plan::Fresh { off: Some("--no-resume".into()), clear: true, foreign: None }
         );
+    }
+
+    /// A file that is not a state of this DIR's stops no run, with or without `--resume`:
+    /// it is left as it is (never cleared, even by `--no-resume`) and no state is written.
+    #[test]
+    fn a_file_not_ours_stops_nothing() {
+        let s = sample();
+        let h = here(&s);
+        let foreign = || Found::Foreign("a member".into());
+        for flag in [Flag::Auto, Flag::Resume] {
+            match decide(flag, foreign(), None, &h) {
+                Plan::Fresh { off: Some(off), clear: false, foreign: Some(w) } => {
+                    assert!(off.contains(STATE_NAME) && w == "a member", "{off}");
+                }
+                p => panic!("{flag:?}: {p:?}"),
+            }
+        }
+        assert_eq!(
+            decide(Flag::Off, foreign(), None, &h),
+            Plan::Fresh {
+                off: Some("--no-resume".into()),
+                clear: false,
+                foreign: Some("a member".into())
+            }
+        );
+        let why = Some("stdin".to_string());
+        assert!(matches!(decide(Flag::Resume, foreign(), why, &h), Plan::Refuse(_)));
     }
 
     #[test]
@@ -229,8 +286,12 @@ mod tests {
         h.options = [0; 32];
         refused(decide(Flag::Auto, valid(&s), None, &h), "options");
         let mut h = here(&s);
-        h.input = Some(InputId::File(FileId { fsid: 1, ino: 2, size: 5, mtime_ns: -5 }));
+        let id = FileId { fsid: 1, ino: 2, size: 5, mtime_ns: -5, ctime_ns: 6 };
+        h.input = Some(InputId::File(id));
         refused(decide(Flag::Auto, valid(&s), None, &h), "its size differ");
+        let mut h = here(&s);
+        h.input = Some(InputId::File(FileId { size: 1 << 30, ctime_ns: 7, ..id }));
+        refused(decide(Flag::Auto, valid(&s), None, &h), "its ctime differ");
         let mut h = here(&s);
         h.url = true;
         refused(decide(Flag::Auto, valid(&s), None, &h), "another archive");

@@ -24,6 +24,7 @@
 pub mod decide;
 mod fsio;
 pub mod options;
+pub mod sample;
 pub mod state;
 
 use std::os::fd::OwnedFd;
@@ -48,6 +49,7 @@ use crate::policy::admit::Admission;
 use crate::policy::safety::SafePath;
 use crate::reading::Reading;
 use crate::report::Reporter;
+pub use crate::report::summary::{ResumeReport, Resumed};
 use crate::selection::select::Wanted;
 
 /// The version written into every state (the options' digest is of this program's forms).
@@ -157,6 +159,9 @@ struct Fixed {
     /// The archive can be read again from a unit's start (a regular file; a URL whose server
     /// answers ranges). Otherwise every point is at the start of the input (decoded again).
     seekable: bool,
+    /// The archive file, opened again by its path and checked to be the one read, for the
+    /// sample each state keeps of its bytes (sample.rs). None for a URL.
+    file: Option<Arc<std::fs::File>>,
 }
 
 /// DIR opened and locked for a run that writes resume points, made first as the writers
@@ -175,7 +180,7 @@ fn take_dir(cfg: &ResumePlan, dir: Option<OwnedFd>, shown: &str) -> Result<(Owne
         }
     };
     let id = fsio::dir_id(&d).map_err(|e| anyhow!("{shown}: {e}"))?;
-    fsio::remove_state_tmp(&d).map_err(|e| anyhow!("{shown}: {e}"))?;
+    fsio::remove_state_tmp(&d, id).map_err(|e| anyhow!("{shown}: {e}"))?;
     Ok((d, id))
 }
 
@@ -186,6 +191,11 @@ pub struct Session {
     dir: Option<Arc<OwnedFd>>,
     /// Why this run writes no resume points (None: it does).
     off: Option<String>,
+    /// The temporary state's name holds a file not ours (fsio.rs `foreign_tmp`): left as it
+    /// is, so no state is written, whether the run resumed or not.
+    foreign_tmp: Option<String>,
+    /// The archive file's path (None: a URL or standard input).
+    archive: Option<std::path::PathBuf>,
     /// DIR, when another process held its lock past LOCK_WAIT (`busy`).
     contended: Option<OwnedFd>,
     resumed: Option<Box<State>>,
@@ -198,53 +208,6 @@ pub struct Session {
     quiet: bool,
     /// What the session says, and the run's counts it records and carries on.
     report: Arc<Reporter>,
-}
-
-/// The run's resume point, for the summary and `--json`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Resumed {
-    pub member: u64,
-    pub tar: u64,
-    /// The archive's first byte read again, and its size when known.
-    pub archive: u64,
-    pub size: Option<u64>,
-    /// Decoded again from the start (a single gzip stream, single-frame zstd, ...).
-    pub from_start: bool,
-}
-
-impl Resumed {
-    /// The share of the archive not read again, in percent.
-    pub fn skipped_percent(&self) -> f64 {
-        match self.size {
-            Some(s) if s > 0 => self.archive as f64 * 100.0 / s as f64,
-            _ => 0.0,
-        }
-    }
-
-    /// "resumed at member N / byte X of the archive (Y % skipped)", or that it was decoded
-    /// again from the start.
-    pub fn describe(&self) -> String {
-        match self.from_start {
-            true => format!(
-                "resumed at member {}: the archive was decoded again from the start, the members \
-                 before it passed over without writing",
-                self.member
-            ),
-            false => format!(
-                "resumed at member {} / byte {} of the archive ({:.1} % skipped)",
-                self.member,
-                self.archive,
-                self.skipped_percent()
-            ),
-        }
-    }
-}
-
-#[derive(Clone, Debug, Default)]
-pub struct Report {
-    pub resumed: Option<Resumed>,
-    /// Resume points written (state files).
-    pub points: u64,
 }
 
 /// What the resolve step fixed about resume points (cli/resolve.rs): the flag, DIR, which
@@ -347,20 +310,22 @@ impl Session {
             }
             return Ok(session);
         }
+        session.archive = source.archive.clone().filter(|_| source.url.is_none());
         let dir = fsio::open_dir(&cfg.dest).map_err(|e| anyhow!("{shown}: cannot open: {e}"))?;
         if let Some(d) = &dir
             && !lock_waiting(d).map_err(|e| anyhow!("{shown}: cannot lock: {e}"))?
         {
             return session.busy(cfg, dir, &shown);
         }
-        let found = match (&dir, cfg.flag) {
-            (Some(d), Flag::Auto | Flag::Resume) => fsio::read_state(d),
-            _ => Found::Absent,
-        };
         session.dest_id = match &dir {
             Some(d) => fsio::dir_id(d).map_err(|e| anyhow!("{shown}: {e}"))?,
             None => (0, 0),
         };
+        let found = match &dir {
+            Some(d) => fsio::read_state(d, session.dest_id),
+            None => Found::Absent,
+        };
+        session.foreign_tmp = dir.as_ref().and_then(|d| fsio::foreign_tmp(d, session.dest_id));
         let here = Here {
             program: PROGRAM.into(),
             options: cfg.options,
@@ -371,23 +336,54 @@ impl Session {
         let absent = matches!(found, Found::Absent);
         match decide::decide(cfg.flag, found, eligible, &here) {
             Plan::Refuse(line) => return Err(refuse(line)),
-            Plan::Fresh { off, clear } => {
+            Plan::Fresh { mut off, clear, foreign } => {
                 if absent && cfg.flag == Flag::Resume && !cfg.quiet {
                     session.report.warn(format!(
                         "{shown}: --resume: no resume point there; starting from the beginning"
                     ));
                 }
+                // Said once; and no "no resume points" line after it.
+                let said = foreign.is_some() || session.foreign_tmp.is_some();
+                if let Some(why) = &foreign
+                    && !cfg.quiet
+                {
+                    session.report.warn(format!(
+                        "{shown}/{}: not a resume state of this directory's ({why}): left as it \
+                         is; this run writes no resume points",
+                        state::STATE_NAME
+                    ));
+                }
+                if let Some(why) = &session.foreign_tmp {
+                    if !cfg.quiet {
+                        session.report.warn(format!(
+                            "{shown}: {why}: left as it is; this run writes no resume points"
+                        ));
+                    }
+                    off = off.or_else(|| Some(why.clone()));
+                }
                 if clear && let Some(d) = &dir {
-                    fsio::remove_state(d).map_err(|e| anyhow!("{shown}: {e}"))?;
+                    fsio::remove_state(d, session.dest_id).map_err(|e| anyhow!("{shown}: {e}"))?;
+                }
+                if said {
+                    session.asked = false;
                 }
                 session.start_fresh(cfg, dir, off, &shown)?;
             }
             Plan::Resume(mut state) => {
                 let d = dir.expect("a state was read from it");
-                if let Some(why) = changed_in_dest(&d, &mut state) {
-                    return Err(refuse(why));
+                if let Some(why) = changed_in_dest(&d, &mut state)
+                    .or_else(|| changed_before_point(source.archive.as_deref(), &state))
+                {
+                    return Err(refuse(format!("{why}; {}", decide::START_OVER)));
                 }
-                fsio::remove_state_tmp(&d).map_err(|e| anyhow!("{shown}: {e}"))?;
+                if let Some(why) = &session.foreign_tmp
+                    && !cfg.quiet
+                {
+                    session.report.warn(format!(
+                        "{shown}: {why}: left as it is; this run writes no resume points"
+                    ));
+                }
+                fsio::remove_state_tmp(&d, session.dest_id).map_err(|e| anyhow!("{shown}: {e}"))?;
                 session.dir = Some(Arc::new(d));
                 session.resumed = Some(state);
             }
@@ -401,6 +397,8 @@ impl Session {
             dest: cfg.dest.clone(),
             dir: None,
             off,
+            foreign_tmp: None,
+            archive: None,
             contended: None,
             resumed: None,
             fixed: None,
@@ -526,6 +524,10 @@ impl Session {
             }
             (None, None) => return self.no_points("not a regular file"),
         };
+        let file = match (&input.file, self.archive.as_deref()) {
+            (Some(f), Some(p)) => reopened(p, f),
+            _ => None,
+        };
         if input.filtered() {
             return self.no_points("it is read through a program");
         }
@@ -543,7 +545,12 @@ impl Session {
                 );
             }
         }
-        self.fixed = Some(Fixed { input: id, format: input.format, seekable });
+        if input.file.is_some() && file.is_none() {
+            // The path names another file than the one opened (replaced in between): there is
+            // nothing to sample the states' bytes from.
+            return self.no_points("its path names another file now");
+        }
+        self.fixed = Some(Fixed { input: id, format: input.format, seekable, file });
         Ok(())
     }
 
@@ -632,8 +639,12 @@ impl Session {
         self.writes_points().then(|| self.shared.frontier.clone())
     }
 
-    fn writes_points(&self) -> bool {
-        self.off.is_none() && self.fixed.is_some() && self.dir.is_some()
+    /// Whether this run writes resume points (a state is expected to come).
+    pub fn writes_points(&self) -> bool {
+        self.off.is_none()
+            && self.foreign_tmp.is_none()
+            && self.fixed.is_some()
+            && self.dir.is_some()
     }
 
     /// A resume point at member number `n` (from 0), `m`, just read, before anything of it is
@@ -703,7 +714,7 @@ impl Session {
         if !rec.retired {
             rec.retired = true;
             if let Some(d) = &self.dir {
-                let _ = fsio::remove_state(d);
+                let _ = fsio::remove_state(d, self.dest_id);
             }
         }
     }
@@ -756,7 +767,7 @@ impl Session {
         if let Some(d) = &self.dir
             && !rec.retired
         {
-            fsio::remove_state_at_end(d).map_err(|e| anyhow!("{}: {e}", shown()))?;
+            fsio::remove_state_at_end(d, self.dest_id).map_err(|e| anyhow!("{}: {e}", shown()))?;
         }
         // Extracted without the lock: a run killed just before may have held it that long
         // (its io_uring requests still tearing down) and left a state this run has made stale.
@@ -765,12 +776,13 @@ impl Session {
         if let Some(d) = &self.contended
             && fsio::lock(d).map_err(|e| anyhow!("{}: cannot lock: {e}", shown()))?
         {
-            fsio::remove_state_at_end(d).map_err(|e| anyhow!("{}: {e}", shown()))?;
+            let id = fsio::dir_id(d).map_err(|e| anyhow!("{}: {e}", shown()))?;
+            fsio::remove_state_at_end(d, id).map_err(|e| anyhow!("{}: {e}", shown()))?;
         }
         Ok(())
     }
 
-    pub fn report(&self) -> Report {
+    pub fn report(&self) -> ResumeReport {
         let resumed = self.resumed.as_ref().map(|s| Resumed {
             member: s.point.member,
             tar: s.point.tar,
@@ -781,7 +793,7 @@ impl Session {
             },
             from_start: s.point.unit.compressed == 0 && s.point.tar > 0,
         });
-        Report { resumed, points: self.shared.written.load(Ordering::Relaxed) }
+        ResumeReport { resumed, points: self.shared.written.load(Ordering::Relaxed) }
     }
 }
 
@@ -829,6 +841,29 @@ fn changed_in_dest(dir: &OwnedFd, s: &mut State) -> Option<String> {
         }
     }
     None
+}
+
+/// The archive at `path` opened again, if it is the file `id` names (the one the run read).
+fn reopened(path: &std::path::Path, id: &decode::FileId) -> Option<Arc<std::fs::File>> {
+    let f = std::fs::File::open(path).ok()?;
+    (decode::FileId::of(&f).ok()? == *id).then(|| Arc::new(f))
+}
+
+/// Whether the archive file's bytes before the point are still those the state sampled
+/// (sample.rs): the reason as the line says it, or None. A URL's state has no sample.
+fn changed_before_point(archive: Option<&std::path::Path>, s: &State) -> Option<String> {
+    let (InputId::File(id), Some(want)) = (&s.input, s.sample) else { return None };
+    let changed = || {
+        "the archive changed since the interrupted run (its bytes before the \
+                      resume point are not the same)"
+    };
+    let Some(file) = archive.and_then(|p| reopened(p, id)) else {
+        return Some(changed().into());
+    };
+    match sample::digest(&file, sample::end(s.point.unit.compressed, id.size)) {
+        Ok(got) if got == want => None,
+        _ => Some(changed().into()),
+    }
 }
 
 /// What the recorder needs to write states.
@@ -908,12 +943,24 @@ fn write(job: &Job, (dir, syncs): (&OwnedFd, &[OwnedFd]), mark: Mark, report: &R
         .map_or(0, |d| d.as_nanos() as i128);
     let Mark { point, mut counts, delay, dirs, globals, .. } = mark;
     counts.skipped = report.skipped_count();
-    let state = State {
+    // The archive file's bytes before the point; a state without them is not written (the
+    // next one will try again).
+    let sample = match (&job.fixed.file, &job.fixed.input) {
+        (Some(f), InputId::File(id)) => {
+            match sample::digest(f, sample::end(point.unit.compressed, id.size)) {
+                Ok(d) => Some(d),
+                Err(_) => return,
+            }
+        }
+        _ => None,
+    };
+    let mut state = State {
         program: PROGRAM.into(),
         input: job.fixed.input.clone(),
         format: job.fixed.format,
         options: job.options,
         dest: job.dest,
+        own_ino: 0,
         point,
         counts,
         delay,
@@ -921,12 +968,12 @@ fn write(job: &Job, (dir, syncs): (&OwnedFd, &[OwnedFd]), mark: Mark, report: &R
         probes,
         globals,
         written,
+        sample,
     };
-    let bytes = state.encode();
-    if bytes.len() > state::STATE_MAX {
+    if state.encode().len() > state::STATE_MAX {
         return;
     }
-    match fsio::write_state(dir, syncs, &bytes) {
+    match fsio::write_state(dir, syncs, &mut state) {
         Ok(()) => {
             job.shared.written.fetch_add(1, Ordering::Relaxed);
         }

@@ -6,13 +6,22 @@
 //! 0    8   magic "FUTRESUM"
 //! 8    4   version (LE)
 //! 12   4   body length L (at most STATE_MAX - 48)
-//! 16   L   body: the fields of `State`, in order (integers LE, byte strings as u32 length
+//! 16   24  whose it is (from version 3 on, in every later version too): DIR's filesystem id
+//!          and inode, and the inode the file itself was written as (u64 LE each)
+//! 40   ..  the other fields of `State`, in order (integers LE, byte strings as u32 length
 //!          and bytes, options as a presence byte)
 //! 16+L 32  SHA-256 of bytes [0, 16+L)
 //! ```
 //!
 //! Our own format, not an external one: it names nothing outside this program, so there is
 //! no crate for it; it is versioned, and a file of another version is refused, not guessed at.
+//!
+//! **Whose a file is** (`owner`, issue 40) is read before anything else of it is believed: a
+//! file at `.fastuntar-resume` that is not of this format, or names another DIR, or is not the
+//! inode a run wrote (a member of an archive extracted there, a copy of another DIR's state)
+//! is not a state of this DIR at all, and is left alone; only a file that passes is checked
+//! as a state (and refused in one line when it fails: corrupt, of another version, another
+//! archive). Versions 1 and 2 had no owner block: their DIR is read from where they kept it.
 
 use std::path::PathBuf;
 
@@ -36,8 +45,9 @@ pub const TMP_NAME: &str = ".fastuntar-resume.tmp";
 pub const STATE_MAX: usize = 4 << 20;
 
 const MAGIC: &[u8; 8] = b"FUTRESUM";
-/// 2: the PAX global headers carried (`State::globals`).
-const VERSION: u32 = 2;
+/// 2: the PAX global headers carried (`State::globals`). 3: whose the file is (the owner
+/// block), the archive's ctime, a digest of a sample of its bytes before the point (issue 40).
+const VERSION: u32 = 3;
 const HEAD: usize = 16;
 const SUM: usize = 32;
 
@@ -98,6 +108,9 @@ pub struct State {
     pub options: [u8; 32],
     /// DIR itself: its filesystem's id and inode.
     pub dest: (u64, u64),
+    /// The inode the state file was written as (a file another way there is not one a run
+    /// wrote: `owner`).
+    pub own_ino: u64,
     pub point: Point,
     pub counts: Counts,
     /// Directory metadata applied from then on (`--delay-directory-restore`, or met an
@@ -109,6 +122,46 @@ pub struct State {
     pub globals: Globals,
     /// When the resume point was written (ns since the epoch).
     pub written: i128,
+    /// An archive file's bytes before the point, sampled (`resume::sample`): a file rewritten
+    /// in place with the same size, times and headers is told apart. None for a URL, whose
+    /// server vouches for its version (If-Range).
+    pub sample: Option<[u8; 32]>,
+}
+
+/// Whose a state file is, from its first bytes (`owner`).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Owner {
+    pub version: u32,
+    /// The DIR it was written in: filesystem id, inode.
+    pub dest: (u64, u64),
+    /// The inode it was written as (None before version 3).
+    pub own_ino: Option<u64>,
+}
+
+/// Whose the file `file` is: None when it is not of this format at all; else its version,
+/// the DIR it names and the inode it says it was written as. Nothing else is checked (the
+/// checksum neither: a state of ours that is corrupt is still ours, and refused as corrupt).
+pub fn owner(file: &[u8]) -> Option<Owner> {
+    if file.len() < HEAD || &file[..8] != MAGIC {
+        return None;
+    }
+    let version = u32::from_le_bytes(file[8..12].try_into().expect("4"));
+    let mut i = In(&file[HEAD..]);
+    match version {
+        0 => None,
+        // The fields before DIR's identity, as versions 1 and 2 wrote them.
+        1 | 2 => {
+            i.text(64).ok()?;
+            input_id_v2(&mut i).ok()?;
+            i.take(1 + 32).ok()?;
+            let dest = (i.u64().ok()?, i.u64().ok()?);
+            Some(Owner { version, dest, own_ino: None })
+        }
+        _ => {
+            let dest = (i.u64().ok()?, i.u64().ok()?);
+            Some(Owner { version, dest, own_ino: Some(i.u64().ok()?) })
+        }
+    }
 }
 
 /// Why a state file cannot be used, as the one line says it.
@@ -284,6 +337,9 @@ impl State {
     /// The file's bytes.
     pub fn encode(&self) -> Vec<u8> {
         let mut o = Out(Vec::with_capacity(1024));
+        o.u64(self.dest.0);
+        o.u64(self.dest.1);
+        o.u64(self.own_ino);
         o.bytes(self.program.as_bytes());
         match &self.input {
             InputId::File(f) => {
@@ -292,6 +348,7 @@ impl State {
                 o.u64(f.ino);
                 o.u64(f.size);
                 o.i128(f.mtime_ns);
+                o.i128(f.ctime_ns);
             }
             InputId::Url { url, etag, last_modified, length, sources } => {
                 // 1: one source; 2: several, each with its validator after the length.
@@ -312,8 +369,6 @@ impl State {
         }
         o.u8(format_code(self.format));
         o.0.extend_from_slice(&self.options);
-        o.u64(self.dest.0);
-        o.u64(self.dest.1);
         let p = &self.point;
         o.u64(p.member);
         o.u64(p.tar);
@@ -352,6 +407,7 @@ impl State {
             o.bytes(&g.records);
         }
         o.i128(self.written);
+        o.opt(self.sample.as_ref().map(|s| &s[..]));
         seal(&o.0)
     }
 
@@ -366,6 +422,8 @@ impl State {
     /// resume_state.rs), which reaches the fields a forger who re-signs a file reaches.
     pub fn decode_body(body: &[u8]) -> Result<State, Bad> {
         let mut i = In(body);
+        let dest = (i.u64()?, i.u64()?);
+        let own_ino = i.u64()?;
         let program = i.text(64)?;
         let input = input_id(&mut i)?;
         let code = i.u8()?;
@@ -373,7 +431,6 @@ impl State {
             return bad(format!("a format of {code}"));
         };
         let options: [u8; 32] = i.take(32)?.try_into().expect("32");
-        let dest = (i.u64()?, i.u64()?);
         let member = i.u64()?;
         let tar = i.u64()?;
         let unit = UnitStart { index: i.u64()?, compressed: i.u64()?, decoded: i.u64()? };
@@ -396,6 +453,14 @@ impl State {
         let probes = probes(&mut i)?;
         let globals = globals(&mut i)?;
         let written = i.i128()?;
+        let sample = match i.opt(32)? {
+            Some(b) if b.len() == 32 => Some(<[u8; 32]>::try_from(b).expect("32")),
+            Some(_) => return bad("a sample digest that is not 32 bytes"),
+            None => None,
+        };
+        if matches!(input, InputId::File(_)) != sample.is_some() {
+            return bad("an archive file without its sample, or a URL with one");
+        }
         if !i.0.is_empty() {
             return bad("bytes after its last field");
         }
@@ -405,6 +470,7 @@ impl State {
             format,
             options,
             dest,
+            own_ino,
             point,
             counts,
             delay,
@@ -412,6 +478,7 @@ impl State {
             probes,
             globals,
             written,
+            sample,
         })
     }
 }
@@ -460,6 +527,7 @@ fn input_id(i: &mut In) -> Result<InputId, Bad> {
             ino: i.u64()?,
             size: i.u64()?,
             mtime_ns: i.i128()?,
+            ctime_ns: i.i128()?,
         }),
         kind @ (1 | 2) => {
             let url = i.text(64 << 10)?;
@@ -483,6 +551,21 @@ fn input_id(i: &mut In) -> Result<InputId, Bad> {
         }
         k => return bad(format!("an input of kind {k}")),
     })
+}
+
+/// The input of a version 1 or 2 state (no ctime), only to be stepped over (`owner`).
+fn input_id_v2(i: &mut In) -> Result<(), Bad> {
+    match i.u8()? {
+        0 => drop(i.take(8 + 8 + 8 + 16)?),
+        1 => {
+            i.text(64 << 10)?;
+            i.opt(4096)?;
+            i.opt(256)?;
+            i.opt_u64()?;
+        }
+        k => return bad(format!("an input of kind {k}")),
+    }
+    Ok(())
 }
 
 /// The directories carried over, each a state and a deferred directory record, checked.
@@ -586,10 +669,17 @@ pub(crate) mod tests {
             Some(vec![Xattr { name: b"user.a".to_vec(), value: Some(vec![1]) }].into());
         State {
             program: "0.1.0".into(),
-            input: InputId::File(FileId { fsid: 1, ino: 2, size: 1 << 30, mtime_ns: -5 }),
+            input: InputId::File(FileId {
+                fsid: 1,
+                ino: 2,
+                size: 1 << 30,
+                mtime_ns: -5,
+                ctime_ns: 6,
+            }),
             format: Format::Zstd,
             options: [7; 32],
             dest: (3, 4),
+            own_ino: 44,
             point: Point {
                 member: 10,
                 tar: 1 << 20,
@@ -619,6 +709,7 @@ pub(crate) mod tests {
                 headers: vec![GlobalHeader { mtime: -3, records: b"11 uid=80\n".to_vec() }],
             },
             written: 123,
+            sample: Some([8; 32]),
         }
     }
 
@@ -635,6 +726,7 @@ pub(crate) mod tests {
                 length: Some(1 << 30),
                 sources: vec![],
             },
+            sample: None,
             ..s
         };
         assert_eq!(State::decode(&url.encode()), Ok(url.clone()));
@@ -657,6 +749,39 @@ pub(crate) mod tests {
             ..url
         };
         assert_eq!(State::decode(&several.encode()), Ok(several));
+    }
+
+    /// Whose a file is, read before the rest: ours names DIR and its own inode; a file of
+    /// another format is nobody's; versions 1 and 2 give their DIR from where they kept it.
+    #[test]
+    fn whose_a_file_is() {
+        let s = sample();
+        let bytes = s.encode();
+        let want = Owner { version: VERSION, dest: (3, 4), own_ino: Some(44) };
+        assert_eq!(owner(&bytes), Some(want));
+        // Corrupt past the owner block: still ours (and refused as corrupt).
+        let mut b = bytes.clone();
+        let mid = b.len() / 2;
+        b[mid] ^= 1;
+        assert!(owner(&b).is_some() && State::decode(&b).is_err());
+        assert_eq!(owner(b"not a state at all"), None);
+        assert_eq!(owner(&vec![0; 5 << 20]), None);
+        assert_eq!(owner(&bytes[..20]), None, "cut in the owner block");
+        // A version 2 file, as the version before this one wrote it.
+        let mut v2 = Out(Vec::new());
+        v2.bytes(b"0.1.0");
+        v2.u8(0);
+        v2.0.extend_from_slice(&[0; 40]);
+        v2.u8(1);
+        v2.0.extend_from_slice(&[7; 32]);
+        v2.u64(3);
+        v2.u64(4);
+        v2.0.extend_from_slice(&[0; 100]);
+        let mut file = seal(&v2.0);
+        file[8..12].copy_from_slice(&2u32.to_le_bytes());
+        assert_eq!(owner(&file), Some(Owner { version: 2, dest: (3, 4), own_ino: None }));
+        let e = State::decode(&file).unwrap_err().0;
+        assert!(e.contains("format version 2"), "{e}");
     }
 
     /// Every byte flipped, the file cut anywhere, bytes added: refused, never a panic.
@@ -702,6 +827,7 @@ pub(crate) mod tests {
         assert!(signed(s.clone(), |s| s.dirs[0].record.mode = 0o10000).is_err());
         assert!(signed(s.clone(), |s| s.dirs[0].record.borrowed = true).is_err());
         assert!(signed(s.clone(), |s| s.probes = vec![s.probes[0].clone(); 17]).is_err());
+        assert!(signed(s.clone(), |s| s.sample = None).is_err(), "a file without its sample");
         let big = vec![Xattr { name: b"user.x".to_vec(), value: Some(vec![0; 70_000]) }];
         assert!(signed(s.clone(), |s| s.dirs[1].record.xattrs = Some(big.into())).is_err());
         let g = |n: usize| GlobalHeader { mtime: 0, records: vec![b'x'; n] };
@@ -758,6 +884,7 @@ pub(crate) mod tests {
     #[test]
     fn hostile_counts_are_bounded() {
         let mut body = Out(Vec::new());
+        body.0.extend_from_slice(&[0; 24]);
         body.bytes(b"0.1.0");
         body.u8(0);
         let file = {

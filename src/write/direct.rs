@@ -21,8 +21,10 @@ pub struct DirectPolicy {
 const PAGE: usize = 4096;
 
 impl DirectPolicy {
-    pub fn wants(&self, size: u64, sparse: bool) -> bool {
-        !sparse && self.threshold.is_some_and(|t| size >= t)
+    /// Whether a file the decoder sent as `direct` is opened with O_DIRECT: not once the
+    /// destination has refused it (`refused`).
+    pub fn opens_direct(&self, direct: bool) -> bool {
+        direct && self.threshold.is_some()
     }
 
     /// The destination refused O_DIRECT at an open: every file from now on is written

@@ -21,16 +21,7 @@ pub mod uring;
 use anyhow::Result;
 
 use crate::plan::Op;
-
-/// What a writer did, for the summary.
-#[derive(Debug, Default, Clone)]
-pub struct Stats {
-    pub files: u64,
-    pub files_direct: u64,
-    pub dirs: u64,
-    pub links: u64,
-    pub bytes: u64,
-}
+pub use crate::report::summary::Stats;
 
 pub trait Writer: Send {
     /// Carries out one op (possibly asynchronously). An error is fatal for the whole run;
@@ -241,11 +232,11 @@ pub struct Writers {
 const AUTO_PORTABLE_FROM: usize = 2;
 
 /// What the writers are told of the run's input.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct Incoming {
-    /// The archive's size when known (a file's, or a URL's Content-Length), for the direct-IO
-    /// policy.
-    pub size: Option<u64>,
+    /// What the archive tells ahead of the tree it unpacks to (its size when known, a file's
+    /// or a URL's Content-Length; its packing), for the direct-IO policy.
+    pub arrival: direct_policy::Arrival,
     /// Descriptors the input opens after the writers' budget is made (a URL's connections).
     pub later_fds: usize,
 }
@@ -277,12 +268,12 @@ pub fn create_n(
     // From here on modes are applied explicitly.
     // Safety: umask has no memory effects.
     unsafe { libc::umask(0) };
-    let direct_plan = direct_plan(plan, &all[0], pool, input.size);
+    let direct_plan = direct_plan(plan, &all[0], pool, input.arrival);
     if let Some(w) = direct_plan.warning() {
         warn(&w);
     }
     let policy = direct_plan.policy();
-    let direct = policy.threshold.is_some();
+    let direct = direct_plan.ring_for_direct(plan.tight_memory);
     let dispatcher = if n > 1 { all.pop() } else { None };
     let files_each = (fds.files / n).max(1);
     let mut uring_ok = uring_first(plan.backend, serial, journal_less, n, direct);
@@ -383,7 +374,8 @@ fn ring(plan: &WriterPlan) -> std::io::Result<io_uring::IoUring> {
 }
 
 /// Whether the writers try io_uring first (else the portable writer): `--io uring` always,
-/// `portable` never; `auto` where files go direct (`direct`) and, when DIR's ext4 has a
+/// `portable` never; `auto` where files go direct (`direct`: direct_policy's
+/// `Plan::ring_for_direct`) and, when DIR's ext4 has a
 /// journal and no one writer is wanted (`serial`), also with fewer than AUTO_PORTABLE_FROM
 /// writer threads (`n`).
 fn uring_first(backend: Backend, serial: bool, journal_less: bool, n: usize, direct: bool) -> bool {
@@ -455,13 +447,15 @@ fn direct_plan(
     plan: &WriterPlan,
     dest: &dest::Dest,
     pool: &Pool,
-    archive: Option<u64>,
+    arrival: direct_policy::Arrival,
 ) -> direct_policy::Plan {
     let probed = direct_policy::Destination::probe(dest.root_fd());
     // O_DIRECT needs the data's address and length aligned: every pool buffer starts on a
     // BUF_ALIGN boundary and is buf_size long.
     let pool_align = BUF_ALIGN.min(1 << pool.buf_size().trailing_zeros());
-    direct_policy::decide(plan.direct, plan.direct_threshold, &probed, archive, pool_align)
+    let min_tree = plan.direct_after.unwrap_or(direct_policy::AUTO_MIN_TREE);
+    let threshold = plan.direct_threshold;
+    direct_policy::decide(plan.direct, threshold, &probed, arrival, min_tree, pool_align)
 }
 
 #[cfg(test)]

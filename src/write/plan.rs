@@ -22,6 +22,12 @@ pub struct WriterPlan {
     pub direct: DirectIo,
     /// `--direct-io-threshold`: the smallest file written direct.
     pub direct_threshold: u64,
+    /// The process may use little memory (budget.rs `tight_memory`: a small cgroup limit or
+    /// `ulimit -v`): a direct-IO plan that starts buffered keeps the portable writer.
+    pub tight_memory: bool,
+    /// The hidden `--debug-direct-after`: the tree from which auto writes direct, instead of
+    /// direct_policy::AUTO_MIN_TREE (the test suite's archives are small).
+    pub direct_after: Option<u64>,
     /// What to do where a member's path exists already (`-k`, `--skip-old-files`, ...).
     pub old_files: OldFiles,
     /// Modes exactly as archived, set-id bits included: `-p`, or root without
@@ -68,7 +74,7 @@ pub enum Backend {
 /// When files are written with O_DIRECT (direct_policy.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DirectIo {
-    /// Where it was measured to be faster (the filesystem, the archive's and the file's size).
+    /// Where it was measured to be faster (the filesystem, the tree's and the file's size).
     Auto,
     /// Every file of at least the threshold, wherever O_DIRECT is accepted.
     Always,

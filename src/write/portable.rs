@@ -22,7 +22,10 @@ struct OpenFile {
     entry: Entry,
     size: u64,
     sparse: bool,
+    /// Still in direct mode.
     direct: bool,
+    /// Opened with O_DIRECT (counted so in the summary).
+    went_direct: bool,
 }
 
 pub struct Portable {
@@ -40,8 +43,8 @@ impl Portable {
         Portable { dest, policy, cur: None, stats: Stats::default(), marks: Default::default() }
     }
 
-    fn open_file(&mut self, entry: Entry, size: u64, sparse: bool) -> Result<()> {
-        let mut direct = self.policy.wants(size, sparse);
+    fn open_file(&mut self, entry: Entry, size: u64, sparse: bool, direct: bool) -> Result<()> {
+        let mut direct = self.policy.opens_direct(direct);
         let fd = match self.dest.create_file(&entry, if direct { libc::O_DIRECT } else { 0 }) {
             Err(e) if direct && e.raw_os_error() == Some(libc::EINVAL) => {
                 self.policy.refused(self.dest.events());
@@ -60,6 +63,7 @@ impl Portable {
                     size,
                     sparse,
                     direct,
+                    went_direct: direct,
                 });
                 Ok(())
             }
@@ -119,7 +123,7 @@ impl Portable {
             member_failed(&self.dest, &f.entry, "cannot set metadata", e)?;
         }
         self.stats.files += 1;
-        if f.direct || self.policy.wants(f.size, f.sparse) {
+        if f.went_direct {
             self.stats.files_direct += 1;
         }
         Ok(())
@@ -134,7 +138,7 @@ impl Writer for Portable {
             self.dest.settle()?;
         }
         match op {
-            Op::File { entry, size, sparse } => self.open_file(entry, size, sparse),
+            Op::File { entry, size, sparse, direct } => self.open_file(entry, size, sparse, direct),
             Op::Data { offset, buf } => self.write(offset, buf.data()),
             Op::End => self.close_file(),
             // Every op before it was applied in order, on this thread.

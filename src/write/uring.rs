@@ -387,7 +387,7 @@ impl Uring {
         Ok(())
     }
 
-    fn open_file(&mut self, entry: Entry, size: u64, sparse: bool) -> Result<()> {
+    fn open_file(&mut self, entry: Entry, size: u64, sparse: bool, direct: bool) -> Result<()> {
         self.order_after_in_flight(&entry, None)?;
         while self.files.len >= self.max_files {
             self.wait_one()?;
@@ -400,7 +400,7 @@ impl Uring {
                 return member_failed(&self.dest, &entry, "cannot create", e);
             }
         };
-        let direct = self.policy.wants(size, sparse);
+        let direct = self.policy.opens_direct(direct);
         let node = self.dest.tree().begin_file(slot.node, entry.path.file_name());
         let file = self.files.insert(FileState {
             entry,
@@ -726,7 +726,7 @@ impl Writer for Uring {
                 let (delay, dirs) = *c;
                 self.dest.restore_carried(delay, dirs)
             }
-            Op::File { entry, size, sparse } => self.open_file(entry, size, sparse),
+            Op::File { entry, size, sparse, direct } => self.open_file(entry, size, sparse, direct),
             Op::Data { offset, buf } => self.data(offset, buf),
             Op::End => self.end(),
             Op::Barrier(done) => {

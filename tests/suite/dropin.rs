@@ -30,6 +30,17 @@ const WRITER_SHAPES: Matrix = Matrix {
 /// `-v --backup`'s Renaming order: `WRITER_SHAPES` and the default writer count.
 const RENAMING: Matrix = WRITER_SHAPES.threads(THREADS_ALL);
 
+/// `--delay-directory-restore`'s merge of a directory met again and its order of stamps
+/// (issue 40, 2): every writer row (each applies the delayed records its own way: one writer,
+/// the dispatcher of several, io_uring and portable, direct or not), at one writer and four.
+const EVERY_WRITER: Matrix = Matrix {
+    writers: None,
+    compressed: Set::All,
+    threads: THREADS_ONE_AND_MORE,
+    limits: false,
+    decoders: None,
+};
+
 /// One run of each program: `args` with `{dest}` replaced by its destination and `{archive}`
 /// by the archive, in the test directory, with `TAR_OPTIONS` set to `tar_options` (empty:
 /// none).
@@ -611,8 +622,7 @@ fn delay_directory_restore_fills_a_read_only_directory_like_gnu_tar() {
     if !util::have_root(test, "runs both as uid 65534") || !have_tool(test, "tar") {
         return;
     }
-    let td = TestDir::new("delay_read_only");
-    fs::set_permissions(td.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let td = TestDir::for_users("delay_read_only");
     let mut t = util::rawtar::Tar::new();
     t.header(&util::rawtar::Header::dir("ro/").mode(0o555).mtime(1_000_000_000));
     t.file("other", b"other\n").file("ro/f", b"f\n");
@@ -633,6 +643,101 @@ fn delay_directory_restore_fills_a_read_only_directory_like_gnu_tar() {
         let d = diff(&snapshot(&g), "GNU tar", &snapshot(&o), "fastuntar", &cmp);
         assert!(d.is_empty(), "delay {delay}: trees differ:\n    {}", d.join("\n    "));
     }
+}
+
+/// Issue 40, 2: a directory met again (`a/` 0755, `a/f`, `a/` 0700: archives extended with
+/// `tar -r` or `-A`) with `--delay-directory-restore` gets its last member's mode and time,
+/// as GNU tar's (which updates its delayed entry in place) and as without the option; also
+/// in an incremental archive (`tar -g` levels joined with `tar -A`), where GNU tar delays by
+/// itself. Under every writer row. Before, the first member's mode and time were left
+/// (0755: more open than the archive's last word).
+#[test]
+fn delay_directory_restore_keeps_the_last_of_a_repeated_directory() {
+    let test = "delay_directory_restore_keeps_the_last_of_a_repeated_directory";
+    let Some(td) = util::gnu::dir(test, &[]) else { return };
+    let mut t = util::rawtar::Tar::new();
+    let dir =
+        |name: &str, mode: u32, mtime: u64| util::rawtar::Header::dir(name).mode(mode).mtime(mtime);
+    t.header(&dir("a/", 0o755, 1_000_000_000));
+    t.file("a/f", b"f\n");
+    t.header(&dir("a/b/", 0o750, 1_000_000_100));
+    t.file("a/b/g", b"g\n");
+    t.file("x", b"x\n");
+    t.header(&dir("a/", 0o700, 1_100_000_000));
+    t.header(&dir("a/c/", 0o751, 1_100_000_500));
+    t.file("a/c/h", b"h\n");
+    t.header(&dir("a/b/", 0o705, 1_200_000_000));
+    let repeated = td.write("repeated.tar", t.finish());
+    // Two levels of `tar -g`, the second after `a`'s mode and time changed, joined.
+    let root = td.join("tree");
+    fs::create_dir_all(root.join("a/b")).unwrap();
+    fs::write(root.join("a/b/f"), "f\n").unwrap();
+    util::tree::set_mtime(&root.join("a/b"), 1_000_000_000, 0);
+    util::tree::set_mtime(&root.join("a"), 1_000_000_100, 0);
+    let snar = td.join("levels.snar");
+    let g = [format!("--listed-incremental={}", snar.display())];
+    let g: Vec<&str> = g.iter().map(String::as_str).collect();
+    let level0 = gnu_archive(&td, "level0.tar", &g, &root, &["a"]);
+    fs::set_permissions(root.join("a"), fs::Permissions::from_mode(0o700)).unwrap();
+    fs::write(root.join("a/new"), "new\n").unwrap();
+    util::tree::set_mtime(&root.join("a"), 1_200_000_000, 0);
+    let level1 = gnu_archive(&td, "level1.tar", &g, &root, &["a"]);
+    let joined = td.join("joined.tar");
+    fs::copy(&level0, &joined).unwrap();
+    let cat = Cmd::new("tar").arg("-A").arg("-f").arg(&joined).arg(&level1).run();
+    assert!(cat.success(), "tar -A\n{}", cat.describe());
+    let rows = [
+        gnu::Case::extract(&repeated, &["--delay-directory-restore"], &[]).over(&EVERY_WRITER),
+        gnu::Case::extract(&repeated, &[], &[]).over(&EVERY_WRITER),
+        gnu::Case::extract(&joined, &[], &[]).over(&EVERY_WRITER),
+    ];
+    gnu::check(&td, rows);
+}
+
+/// Issue 40, 2: with `--delay-directory-restore`, as a user who is not root, a directory the
+/// archive leaves without search permission (0600) is stamped after everything beneath it,
+/// as GNU tar stamps its list (newest made first): its subdirectories get their modes and
+/// times, and nothing is reported. Also when the parent comes again later with that mode.
+/// Under every writer row. Before, the parent was stamped first (records were applied in the
+/// order the archive left the directories, children first recorded, so last applied) and
+/// its subdirectories silently kept 0700 and the extraction's time.
+#[test]
+fn delay_directory_restore_stamps_a_directory_after_its_children_as_a_user() {
+    let test = "delay_directory_restore_stamps_a_directory_after_its_children_as_a_user";
+    if !util::have_root(test, "runs both as uid 65534") || !have_tool(test, "tar") {
+        return;
+    }
+    let td = TestDir::for_users(test);
+    let dir =
+        |name: &str, mode: u32, mtime: u64| util::rawtar::Header::dir(name).mode(mode).mtime(mtime);
+    let mut t = util::rawtar::Tar::new();
+    t.header(&dir("p/", 0o600, 1_000_000_000));
+    t.header(&dir("p/q/", 0o755, 1_000_000_100));
+    t.file("p/q/g", b"g\n");
+    t.file("z", b"z\n");
+    let unsearchable = td.write("unsearchable.tar", t.finish());
+    let mut t = util::rawtar::Tar::new();
+    t.header(&dir("a/", 0o755, 1_000_000_000));
+    t.header(&dir("a/b/", 0o750, 1_000_000_100));
+    t.file("a/b/f", b"f\n");
+    t.file("x", b"x\n");
+    t.header(&dir("a/", 0o600, 1_100_000_000));
+    t.header(&dir("a/c/", 0o751, 1_100_000_500));
+    t.file("a/c/h", b"h\n");
+    t.file("y", b"y\n");
+    let again = td.write("again.tar", t.finish());
+    for a in [&unsearchable, &again] {
+        fs::set_permissions(a, fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let chown = |d: &Path| std::os::unix::fs::chown(d, Some(65534), Some(65534)).unwrap();
+    let rows = [&unsearchable, &again].map(|a| {
+        gnu::Case::extract(a, &["--delay-directory-restore"], &[])
+            .prepare(&chown)
+            .user(65534, 65534)
+            .code(0)
+            .over(&EVERY_WRITER)
+    });
+    gnu::check(&td, rows);
 }
 
 /// Issue 28, 5: the directories waiting for the end are not kept in memory past a bound: with

@@ -22,6 +22,7 @@
 use crate::util;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -639,10 +640,7 @@ fn dest_not_writable_unprivileged() {
     }
     for_each_config(test, &configs(), |args| {
         let cmd = if root {
-            let mut c = Command::new("setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN]);
-            c.args(["-x", archive.to_str().unwrap(), "-C"]).arg(&dest).arg("-q").args(args);
-            c
+            as_user(&fastuntar(archive.to_str().unwrap(), &dest, args), NOBODY)
         } else {
             fastuntar(archive.to_str().unwrap(), &dest, args)
         };
@@ -677,12 +675,7 @@ fn read_only_directory_inside_dir() {
     let archive = td.path().join("a.tar");
     fs::write(&archive, tar_of(&members)).unwrap();
     fs::set_permissions(&archive, fs::Permissions::from_mode(0o644)).unwrap();
-    let as_nobody = |c: Command| {
-        let mut s = Command::new("setpriv");
-        s.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(c.get_program());
-        s.args(c.get_args());
-        s
-    };
+    let as_nobody = |c: Command| as_user(&c, NOBODY);
     let prepare = |d: &Path| {
         fresh_dir(d, Some(65534));
         fs::create_dir(d.join("locked")).unwrap();
@@ -1132,10 +1125,25 @@ fn wrapped(program: &str, prefix: &[String], cmd: &Command) -> Command {
     c
 }
 
-/// `cmd` as `uid` (and gid `uid`, no supplementary groups), through setpriv; needs root.
+/// `cmd` as `uid` (and gid `uid`, no supplementary groups), through setpriv; needs root. The
+/// binary under test is run from where that user can reach it (`util::user_bin`).
 fn as_user(cmd: &Command, uid: u32) -> Command {
     let prefix = [format!("--reuid={uid}"), format!("--regid={uid}"), "--clear-groups".to_string()];
-    wrapped("setpriv", &prefix, cmd)
+    let mut c = wrapped("setpriv", &prefix, cmd);
+    if cmd.get_program() == OsStr::new(BIN) {
+        let mut args: Vec<OsString> = c.get_args().map(OsStr::to_owned).collect();
+        args[prefix.len()] = util::user_bin().into();
+        let mut again = Command::new("setpriv");
+        again.args(args);
+        for (k, v) in c.get_envs() {
+            match v {
+                Some(v) => again.env(k, v),
+                None => again.env_remove(k),
+            };
+        }
+        c = again;
+    }
+    c
 }
 
 /// Lowers RLIMIT_NOFILE to 64 and RLIMIT_MEMLOCK to 64 KiB in the child, keeping any lower
@@ -1594,37 +1602,50 @@ fn ring_refused_by_memlock(stderr: &str) -> bool {
         && stderr.trim_end().ends_with("; using the portable writer")
 }
 
-/// The default direct-IO policy (`auto`, issue 31) on the filesystem under `base`: the mixed
-/// archive read from a pipe (of unknown size, so counted as a large archive) and from its file
-/// (a small one), each with `--json` and no direct-IO option. The `direct_io` object names the
-/// filesystem as `fs` and gives `reason` for the piped run (`large_archive`: files of 64 KiB and
-/// more direct, which are `private` and `big`; any other: every file buffered) and
-/// `small_archive` for the file where the filesystem would take direct IO; `files_direct`
-/// agrees; and both trees are GNU tar's.
+/// The default direct-IO policy (`auto`, issues 31 and 40) on the filesystem under `base`: the
+/// mixed archive read from a pipe (a tree of unknown size: buffered until 256 MiB of files have
+/// landed, so all of it here; and with the hidden `--debug-direct-after 0`, direct from the
+/// first file) and from its file (a plain tar under the mark: buffered), each with `--json` and
+/// no direct-IO option. The `direct_io` object names the filesystem as `fs` and gives `reason`:
+/// `large_archive` says the filesystem gains from direct IO (then `unknown_tree` for the pipe,
+/// whose files of 64 KiB and more, `private` and `big`, go direct past the mark, and
+/// `small_archive` for the file); any other is the reason every file stays buffered.
+/// `files_direct` agrees; and every tree is GNU tar's.
 fn auto_policy(test: &str, base: &Path, archive: &Path, fs_name: &str, reason: &str) {
     let gnu = base.join("auto-gnu");
     fresh_dir(&gnu, None);
     let g = run(gnu_tar(archive, &gnu), None);
     assert_eq!(g.code, Some(0), "{test}: GNU tar: {}", g.stderr);
     let data = fs::read(archive).unwrap();
-    let direct = reason == "large_archive";
-    let from_file = if direct { "small_archive" } else { reason };
-    for (piped, want_reason) in [(true, reason), (false, from_file)] {
+    let gains = reason == "large_archive";
+    let (piped_reason, file_reason) =
+        if gains { ("unknown_tree", "small_archive") } else { (reason, reason) };
+    // (piped, --debug-direct-after 0, reason, files written direct)
+    let runs = [
+        (true, false, piped_reason, 0),
+        (true, true, piped_reason, if gains { 2 } else { 0 }),
+        (false, false, file_reason, 0),
+    ];
+    for (piped, early, want_reason, files_direct) in runs {
         let ours = base.join("auto-ours");
         fresh_dir(&ours, None);
         let (source, stdin) = match piped {
             true => ("-", Some(data.clone())),
             false => (archive.to_str().unwrap(), None),
         };
-        let json = json_with_stdin(fastuntar(source, &ours, &["--json"]), stdin);
-        let ctx =
-            format!("{test}: auto, {}: {json}", if piped { "piped" } else { "from the file" });
-        let large = if piped && direct { "direct" } else { "buffered" };
+        let args: &[&str] =
+            if early { &["--json", "--debug-direct-after", "0"] } else { &["--json"] };
+        let json = json_with_stdin(fastuntar(source, &ours, args), stdin);
+        let ctx = format!(
+            "{test}: auto, {}{}: {json}",
+            if piped { "piped" } else { "from the file" },
+            if early { ", direct after 0 bytes" } else { "" }
+        );
+        let large = if piped && gains { "direct" } else { "buffered" };
         let head = format!("\"direct_io\":{{\"mode\":\"auto\",\"filesystem\":\"{fs_name}\",");
         let tail =
             format!("\"small\":\"buffered\",\"large\":\"{large}\",\"reason\":\"{want_reason}\"}}");
         assert!(json.contains(&head) && json.contains(&tail), "{ctx}");
-        let files_direct = if large == "direct" { 2 } else { 0 };
         assert!(json.contains(&format!("\"files_direct\":{files_direct},")), "{ctx}");
         match compare_trees(&gnu, &ours) {
             Ok(Some(n)) => note(test, &format!("auto: {n}")),

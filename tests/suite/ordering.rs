@@ -143,12 +143,16 @@ fn run(program: &str, args: &[&str]) -> Run {
     run_as(program, args, None)
 }
 
-/// `run`, as `uid` (and the same gid) when given.
+/// `run`, as `uid` (and the same gid) when given: then the binary under test from where that
+/// user can reach it (`util::user_bin`).
 fn run_as(program: &str, args: &[&str], uid: Option<u32>) -> Run {
-    let mut cmd = Command::new(program);
+    let mut cmd = match uid {
+        Some(_) if program == BIN => Command::new(util::user_bin()),
+        _ => Command::new(program),
+    };
     if let Some(id) = uid {
         use std::os::unix::process::CommandExt;
-        cmd.uid(id).gid(id);
+        cmd.uid(id).gid(id).current_dir(util::users_base());
     }
     run_cmd(cmd, program, args)
 }
@@ -225,7 +229,15 @@ fn diff(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> Vec<Strin
 }
 
 fn scratch(test: &str) -> PathBuf {
-    let base = std::env::var_os("CARGO_TARGET_TMPDIR").map_or(std::env::temp_dir(), PathBuf::from);
+    scratch_in(test, util::private_base())
+}
+
+/// `scratch` where another user can reach it (`util::users_base`).
+fn users_scratch(test: &str) -> PathBuf {
+    scratch_in(test, util::users_base())
+}
+
+fn scratch_in(test: &str, base: &Path) -> PathBuf {
     let d = base.join(format!("ordering-{test}-{}", std::process::id()));
     let _ = fs::remove_dir_all(&d);
     fs::create_dir_all(&d).unwrap();
@@ -488,7 +500,7 @@ fn directories_without_search_permission_as_a_user() {
     t.file("h/a/c/f", b"must be refused\n");
     cases.push(("file_beneath_stamped", t.finish()));
     for (name, archive) in cases {
-        let dir = scratch(&format!("user-{name}"));
+        let dir = users_scratch(&format!("user-{name}"));
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
         let ar = dir.join("a.tar");
         fs::write(&ar, &archive).unwrap();

@@ -109,14 +109,12 @@ fn race(test: &str, args: &[&str], names: &[&str], archive: &[u8]) {
 }
 
 fn race_as(test: &str, racer: Racer, args: &[&str], names: &[&str], archive: &[u8]) {
-    let td = TestDir::new(test);
-    // The unprivileged attacker must be able to reach DIR/dir.
-    for d in std::iter::successors(Some(td.path()), |p| p.parent()) {
-        let mode = fs::metadata(d).unwrap().mode();
-        if mode & 0o001 == 0 {
-            fs::set_permissions(d, fs::Permissions::from_mode(mode & 0o7777 | 0o001)).unwrap();
-        }
-    }
+    // The unprivileged attacker must be able to reach DIR/dir. (Until issue 40 this made
+    // every directory above the test's searchable by others, /root included.)
+    let td = match racer {
+        Racer::Nobody => TestDir::for_users(test),
+        Racer::Thread => TestDir::new(test),
+    };
     for_each_config(test, &MATRIX, |cfg| {
         let case = td.fresh("case");
         fs::set_permissions(&case, fs::Permissions::from_mode(0o755)).unwrap();

@@ -257,7 +257,7 @@ fn setid_bits_kept_for_unprivileged_user() {
         }
         std::os::unix::fs::chown(&dest, Some(65534), Some(65534)).unwrap();
         let mut c = Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN]);
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(util::user_bin());
         c
     } else {
         Command::new(BIN)

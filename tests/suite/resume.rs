@@ -101,6 +101,11 @@ fn set_up(test: &str) -> Option<(TestDir, Vec<u8>, Oracle)> {
 impl Oracle {
     fn same(&self, dest: &Path, ctx: &str) {
         assert!(!dest.join(STATE).exists(), "{ctx}: the state file is left behind");
+        self.same_tree(dest, ctx);
+    }
+
+    /// `same`, for an archive that has a member named like the state file.
+    fn same_tree(&self, dest: &Path, ctx: &str) {
         let ours = snapshot(dest);
         let cmp = Compare::extraction(self.started);
         assert_same(&self.want, "GNU tar", &ours, "fastuntar", &cmp, ctx);
@@ -497,7 +502,7 @@ fn unprivileged_resume_fills_directories_the_interrupted_run_stamped() {
     if !have_tools(test, &["tar", "setpriv"]) || !util::have_root(test, "setpriv to nobody") {
         return;
     }
-    let td = TestDir::new(test);
+    let td = TestDir::for_users(test);
     let mut t = Tar::new();
     let mut rng = Rng::new(3030);
     t.header(&Header::dir("./").mode(0o755).mtime(1_500_000_000));
@@ -664,16 +669,19 @@ fn mismatches_are_refused_in_one_line_and_no_resume_starts_over() {
     bad[mid] ^= 0x40;
     std::fs::write(dest2.join(STATE), &bad).unwrap();
     refused(&td, &src, &dest2, &[], "corrupt", "a flipped byte");
-    // Oversized.
-    let (dest3, _) = interrupted(&td, &src);
-    std::fs::write(dest3.join(STATE), vec![0u8; 5 << 20]).unwrap();
+    // Oversized: the state (ours: this DIR's, its own inode) with 5 MiB after it. (Five MiB of
+    // zeros until issue 40: not a state of ours at all, which now stops nothing:
+    // `a_state_file_not_ours_stops_no_run`.)
+    let (dest3, state) = interrupted(&td, &src);
+    let mut padded = state.clone();
+    padded.resize(state.len() + (5 << 20), 0);
+    std::fs::write(dest3.join(STATE), &padded).unwrap();
     refused(&td, &src, &dest3, &[], "larger", "5 MiB");
-    // A symlink in its place.
-    let (dest4, state) = interrupted(&td, &src);
-    let elsewhere = td.write("elsewhere", &state);
-    std::fs::remove_file(dest4.join(STATE)).unwrap();
-    std::os::unix::fs::symlink(&elsewhere, dest4.join(STATE)).unwrap();
-    refused(&td, &src, &dest4, &[], STATE, "a symlink");
+    // Of another format version (version 2, what fastuntar wrote before issue 40), naming
+    // this DIR: a state of ours, and refused as one.
+    let (dest4, _) = interrupted(&td, &src);
+    std::fs::write(dest4.join(STATE), version_2_state(&dest4)).unwrap();
+    refused(&td, &src, &dest4, &[], "format version 2", "version 2");
     // `--no-resume` starts over from each of these.
     for d in [&dest, &dest2, &dest3, &dest4] {
         again(&src, d, &[], &["--no-resume"]).expect_code(0);
@@ -691,6 +699,278 @@ fn mismatches_are_refused_in_one_line_and_no_resume_starts_over() {
     r.expect_code(0);
     assert!(r.stderr_str().contains("no resume point"), "{}", r.describe());
     o.same(&fresh, "--resume without a state");
+}
+
+/// A state file as version 2 laid it out (program, input, format, options, then DIR's
+/// filesystem id and inode: `dest`'s), the rest of its fields left out: what `state::owner`
+/// reads of it.
+fn version_2_state(dest: &Path) -> Vec<u8> {
+    use std::os::unix::fs::MetadataExt;
+    // Safety: a zeroed statvfs the call fills, and a C string.
+    let mut vfs: libc::statvfs = unsafe { std::mem::zeroed() };
+    let c = std::ffi::CString::new(dest.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::statvfs(c.as_ptr(), &mut vfs) }, 0);
+    let mut body = Vec::new();
+    body.extend_from_slice(&5u32.to_le_bytes());
+    body.extend_from_slice(b"0.1.0");
+    body.push(0);
+    body.extend_from_slice(&[0; 40]);
+    body.push(1);
+    body.extend_from_slice(&[0; 32]);
+    body.extend_from_slice(&(vfs.f_fsid as u64).to_le_bytes());
+    body.extend_from_slice(&std::fs::metadata(dest).unwrap().ino().to_le_bytes());
+    body.extend_from_slice(&[0; 64]);
+    let mut file = fastuntar::resume::state::seal(&body);
+    file[8..12].copy_from_slice(&2u32.to_le_bytes());
+    file
+}
+
+/// Issue 40, 4: what sits at `DIR/.fastuntar-resume` and is not a state of this DIR's (a
+/// member of an archive extracted there: a file, a symlink out of DIR, a file with our magic
+/// naming another DIR, a `.fastuntar-resume.tmp`; a state copied there from another DIR) stops
+/// no run: each later run, with that archive or another, extracts and exits 0, says once that
+/// it leaves the file alone (and writes no resume point), and nothing outside DIR changes.
+/// The README's retry loop ends at its first try, also after a kill past the member. Before,
+/// every later run into that DIR stopped with exit 2 ("cannot resume ... --no-resume starts
+/// over"), and the loop never ended.
+#[test]
+fn a_state_file_not_ours_stops_no_run() {
+    let test = "a_state_file_not_ours_stops_no_run";
+    if !have_tools(test, &["tar"]) {
+        return;
+    }
+    let td = TestDir::new(test);
+    let victim = td.write("victim", b"outside DIR\n");
+    let mut forged = b"FUTRESUM".to_vec();
+    forged.extend_from_slice(&99u32.to_le_bytes());
+    forged.extend_from_slice(&[0x5a; 200]);
+    let members: [(&str, &str, Option<&[u8]>); 4] = [
+        ("a file", STATE, Some(b"an archive's file\n")),
+        ("a symlink out of DIR", STATE, None),
+        ("our magic, version 99", STATE, Some(&forged)),
+        ("the temporary name", ".fastuntar-resume.tmp", Some(&[7u8; 100])),
+    ];
+    // 120 files of 3 KB after the member (many states at 64 KiB each), 20 in the other.
+    let files = |t: &mut Tar, n: u64| {
+        let mut rng = Rng::new(40);
+        for i in 0..n {
+            t.file(format!("d{}/f{i}", i % 4), &rng.bytes(3000));
+        }
+    };
+    let mut t = Tar::new();
+    files(&mut t, 20);
+    let other = td.write("other.tar", t.finish());
+    for (i, (kind, name, data)) in members.into_iter().enumerate() {
+        let mut t = Tar::new();
+        t.file("first", b"1\n");
+        match data {
+            Some(d) => t.file(name, d),
+            None => t.symlink(name, victim.to_str().unwrap()),
+        };
+        files(&mut t, 120);
+        let tar = t.finish();
+        let o = oracle(&td, &tar);
+        let src = Source::File(td.write(format!("member{i}.tar.zst"), ZSTD_64K.encode(&tar)));
+        let dest = td.fresh("dest");
+        again(&src, &dest, &[], &[]).expect_code(0);
+        o.same_tree(&dest, kind);
+        for (run, archive) in
+            [("the same archive", &src), ("another", &Source::File(other.clone()))]
+        {
+            let r = again(archive, &dest, &[], &[]);
+            r.expect_code(0);
+            let lines = r.diagnostics();
+            assert_eq!(lines.len(), 1, "{kind}, {run}: one line\n{}", r.describe());
+            assert!(lines[0].contains("left as it is"), "{kind}, {run}\n{}", r.describe());
+            assert!(!lines[0].contains("cannot resume"), "{kind}, {run}\n{}", r.describe());
+        }
+        assert!(dest.join(name).symlink_metadata().is_ok(), "{kind}: the file was removed");
+        assert_eq!(util::read(&victim), b"outside DIR\n", "{kind}: the victim");
+        // The README's loop, after a run killed past the member: its first try ends it.
+        let dest = td.fresh("loop");
+        let k = killed(&src, &dest, &[], "member:60");
+        assert_eq!(k.signal, Some(libc::SIGKILL), "{}", k.describe());
+        let script = r#"n=0; until "$0" -x -f "$1" -C "$2" -q; do n=$((n+1)); [ $n -lt 3 ] || exit 9; sleep 0.1; done; echo "$n""#;
+        let l = Cmd::new("sh")
+            .args(["-c", script])
+            .arg(util::fastuntar_path())
+            .arg(src.arg())
+            .arg(&dest)
+            .run();
+        assert_eq!(l.code, Some(0), "{kind}: the retry loop\n{}", l.describe());
+        assert_eq!(l.stdout_str().trim(), "0", "{kind}: retries\n{}", l.describe());
+        o.same_tree(&dest, &format!("{kind}, after a kill and the loop"));
+    }
+    // Another DIR's state, copied in (a `cp -a` of an interrupted DIR): not this DIR's.
+    let src = Source::File(write_archive(&td, ZSTD_64K, &archive()));
+    let (dest, _) = interrupted(&td, &src);
+    let copy = td.fresh("copy");
+    util::sh(&format!("cp -a {}/. {}", dest.display(), copy.display()));
+    let r = again(&src, &copy, &[], &[]);
+    r.expect_code(0);
+    assert!(r.stderr_str().contains("another directory"), "{}", r.describe());
+    assert!(!r.stderr_str().contains("resumed at"), "{}", r.describe());
+}
+
+/// Issue 40, 6: the archive rewritten in place between the runs, with the same inode, size,
+/// mtime and member headers and other bytes in a member before the resume point. The rerun
+/// is refused in one line (its ctime changed), DIR as it was. And where the ctime is put back
+/// too (root with debugfs on the filesystem's image, as a restore of an image would), the
+/// sample of bytes the state keeps refuses it. Before, the rerun resumed and left a tree
+/// mixing the two versions.
+#[test]
+fn an_archive_rewritten_in_place_is_not_resumed() {
+    let test = "an_archive_rewritten_in_place_is_not_resumed";
+    let Some((td, tar, _)) = set_up(test) else { return };
+    // The data of ./ro/f0, the first file (after two directory headers and its own).
+    let at = 3 * 512;
+    let rewrite = |path: &Path| {
+        use std::os::unix::fs::FileExt;
+        let m = std::fs::metadata(path).unwrap();
+        let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        f.write_all_at(&[b'X'; 100], at).unwrap();
+        f.set_modified(m.modified().unwrap()).unwrap();
+        let after = std::fs::metadata(path).unwrap();
+        assert_eq!((after.len(), after.modified().unwrap()), (m.len(), m.modified().unwrap()));
+    };
+    let path = write_archive(&td, Encoding::Plain, &tar);
+    let src = Source::File(path.clone());
+    let (dest, _) = interrupted(&td, &src);
+    rewrite(&path);
+    refused(&td, &src, &dest, &[], "ctime", "rewritten in place");
+
+    if !have_tools(test, &["mkfs.ext4", "losetup", "debugfs"]) || !util::have_root(test, "mount") {
+        return;
+    }
+    let mut fs = Ext4::new(&td, "inplace");
+    let path = fs.mnt.join("a.tar");
+    std::fs::write(&path, &tar).unwrap();
+    let src = Source::File(path.clone());
+    let dest = fs.mnt.join("dest");
+    std::fs::create_dir(&dest).unwrap();
+    let k = killed(&src, &dest, &[], "renamed:1");
+    assert_eq!(k.signal, Some(libc::SIGKILL), "{}", k.describe());
+    let times = |fs: &Ext4| -> Vec<(String, String)> {
+        let out = util::sh(&format!("debugfs -R 'stat /a.tar' {} 2>/dev/null", fs.image.display()));
+        let text = out.stdout_str();
+        ["ctime", "mtime"]
+            .iter()
+            .map(|f| {
+                let line = text.lines().find(|l| l.trim_start().starts_with(&format!("{f}:")));
+                let v = line.unwrap_or_else(|| panic!("no {f} in\n{text}")).split_whitespace();
+                let (sec, extra) = v.clone().nth(1).unwrap().split_once(':').unwrap();
+                (sec.to_string(), format!("0x{extra}"))
+            })
+            .collect()
+    };
+    fs.unmount().unwrap();
+    let before = times(&fs);
+    fs.mount();
+    rewrite(&path);
+    fs.unmount().unwrap();
+    for ((sec, extra), field) in before.iter().zip(["ctime", "mtime"]) {
+        util::sh(&format!(
+            "debugfs -w -R 'sif /a.tar {field} {sec}' {0} && \
+             debugfs -w -R 'sif /a.tar {field}_extra {extra}' {0}",
+            fs.image.display()
+        ));
+    }
+    assert_eq!(times(&fs), before, "the times put back");
+    fs.mount();
+    refused(&td, &src, &dest, &[], "bytes before the resume point", "ctime put back");
+}
+
+/// Issue 40, 2, with resuming: `--delay-directory-restore` over an archive whose directory
+/// comes again with another mode and time (`r/` 0755, its files, `s/`, `r/` 0500, more). Killed
+/// before the repeat (the state carries `r` waiting), after it (both of `r`'s records carried,
+/// pushed again in order by the resumed run and merged there), in the final pass and at the
+/// end: the resumed tree is GNU tar's with the option (`r` 0500, its last time).
+#[test]
+fn delayed_directories_met_again_resume_to_gnu_tars_tree() {
+    let test = "delayed_directories_met_again_resume_to_gnu_tars_tree";
+    if !have_tools(test, &["tar"]) {
+        return;
+    }
+    let td = TestDir::new(test);
+    let mut t = Tar::new();
+    let mut rng = Rng::new(4040);
+    let dir = |name: &str, mode: u32, mtime: u64| Header::dir(name).mode(mode).mtime(mtime);
+    t.header(&dir("./", 0o755, 1_500_000_000));
+    t.header(&dir("./r/", 0o755, 1_500_000_100));
+    for i in 0..150u64 {
+        t.entry(&Header::file(format!("./r/f{i}")).mtime(1_500_000_200), &rng.bytes(3000));
+    }
+    t.header(&dir("./s/", 0o750, 1_500_000_300));
+    for i in 0..100u64 {
+        t.entry(&Header::file(format!("./s/f{i}")).mtime(1_500_000_400), &rng.bytes(3000));
+    }
+    t.header(&dir("./r/", 0o500, 1_600_000_000));
+    t.header(&dir("./r/sub/", 0o700, 1_600_000_100));
+    for i in 0..50u64 {
+        t.entry(&Header::file(format!("./r/sub/g{i}")).mtime(1_500_000_500), &rng.bytes(3000));
+    }
+    t.header(&dir("./s/", 0o705, 1_600_000_200));
+    let tar = t.finish();
+    let started = SystemTime::now() - std::time::Duration::from_secs(1);
+    let file = td.write("oracle.tar", &tar);
+    let gnu = td.fresh("gnu");
+    let g = Cmd::new("tar")
+        .args(["--delay-directory-restore", "-xf"])
+        .arg(&file)
+        .arg("-C")
+        .arg(&gnu)
+        .run();
+    assert!(g.success(), "GNU tar failed\n{}", g.describe());
+    let o = Oracle { want: snapshot(&gnu), started };
+    let src = Source::File(write_archive(&td, Encoding::Plain, &tar));
+    let points = [
+        "member:100",
+        "member:200",
+        "member:270",
+        "renamed:1",
+        "renamed:4",
+        "final-stamp:1",
+        "final-stamp:3",
+        "end:1",
+    ];
+    let row = &["--delay-directory-restore"][..];
+    let n = kill_and_resume(&td, &o, &src, row, &points, "delayed, repeated");
+    assert!(n >= 1, "none of {} reruns resumed", points.len());
+    kill_and_resume(
+        &td,
+        &o,
+        &src,
+        &[row, &["--writer-threads", "2"]].concat(),
+        &points[1..3],
+        "w2",
+    );
+}
+
+/// The hidden `--debug-kill-at` at a step of the state protocol (`renamed:1`) waits at the end
+/// for a state that is coming; a run that writes none (`--no-resume`, `-k`, standard input)
+/// is not held: it ends at once with exit 0. Before, it waited the full 60 s.
+#[test]
+fn a_kill_at_a_state_step_does_not_hold_a_run_without_points() {
+    let td = TestDir::new("a_kill_at_a_state_step_does_not_hold_a_run_without_points");
+    let tar = archive();
+    let path = write_archive(&td, ZSTD_64K, &tar);
+    for (row, stdin) in [(&["--no-resume"][..], false), (&["-k"], false), (&[], true)] {
+        let dest = td.fresh("dest");
+        let mut c = Cmd::new(util::fastuntar_path());
+        c.args(["-x", "-q", "-C"]).arg(&dest).args(EVERY).args(row);
+        c.arg("--debug-kill-at=renamed:1").timeout(std::time::Duration::from_secs(50));
+        match stdin {
+            true => c.args(["-f", "-"]).stdin(util::Input::File(path.clone())),
+            false => c.arg("-f").arg(&path),
+        };
+        let out = c.run();
+        assert_eq!(out.code, Some(0), "{row:?}, stdin {stdin}\n{}", out.describe());
+        assert!(
+            out.elapsed < std::time::Duration::from_secs(30),
+            "{row:?}, stdin {stdin}: held {:?}",
+            out.elapsed
+        );
+    }
 }
 
 /// A loop-mounted ext4 of the test's own, unmounted (and its loop device freed) when dropped.

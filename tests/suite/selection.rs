@@ -788,8 +788,7 @@ fn no_overwrite_dir_gives_a_lent_mode_back() {
     if !util::have_root(test, "runs as uid 65534") || !have_tool(test, "tar") {
         return;
     }
-    let td = TestDir::new(test);
-    fs::set_permissions(td.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let td = TestDir::for_users(test);
     let mut t = util::rawtar::Tar::new();
     t.dir("d/").file("d/e/x", b"x\n").file("d/z", b"z\n");
     let archive = td.write("n.tar", t.finish());

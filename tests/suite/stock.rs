@@ -104,15 +104,13 @@ fn same_as_gnu(td: &TestDir, test: &str, archive: &Path, who: As, runs: &[(u64, 
     fs::remove_dir_all(&reference).unwrap();
 }
 
-/// A scratch directory everyone may read (the unprivileged runs read archives there), when GNU
-/// tar and `compressor` are installed (else a SKIP line and None).
+/// A scratch directory uid 65534 can reach and read (the unprivileged runs read archives
+/// there), when GNU tar and `compressor` are installed (else a SKIP line and None).
 fn scratch_for(test: &str, compressor: &str) -> Option<TestDir> {
     if !have_tool(test, "tar") || !have_tool(test, compressor) {
         return None;
     }
-    let td = TestDir::new(test);
-    fs::set_permissions(td.path(), fs::Permissions::from_mode(0o755)).unwrap();
-    Some(td)
+    Some(TestDir::for_users(test))
 }
 
 /// Real trees, in the order they are taken: the two first present are the suite's (a Debian

@@ -301,7 +301,7 @@ fn a_64_kib_value_on_tmpfs() {
 #[test]
 fn trusted_and_capability_as_root() {
     let why = "trusted.* and security.* need CAP_SYS_ADMIN / CAP_SETFCAP";
-    let Some(t) = util::root_test_dir("trusted_and_capability_as_root", why, &["tar"]) else {
+    let Some(t) = util::users_test_dir("trusted_and_capability_as_root", why, &["tar"]) else {
         return;
     };
     let src = t.join("src");

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 /// The archive's path; others: `/r/N` redirects N times, `/loop/a` and `/loop/b` redirect to
 /// each other, `/down` redirects from https to http (`Faults::downgrade_to`), `/forbidden` is 403,
-/// `/endless-headers` sends 4 MiB of headers, `/slow-headers` a byte every 200 ms,
-/// anything else 404.
+/// `/endless-headers` sends 4 MiB of headers, `/huge-header` one header line of 4 MiB,
+/// `/slow-headers` a byte every 200 ms, anything else 404.
 pub const ARCHIVE: &str = "/archive";
 
 /// The faults a server injects. Offsets are bytes of the archive.
@@ -55,6 +55,13 @@ pub struct Faults {
     /// At `die_when`'s mark the server hangs instead: its connections stay open and send
     /// nothing more (a black-holed mirror), until the server is dropped.
     pub hang: bool,
+    /// Interim answers (`100 Continue`, `103 Early Hints`: the status line and its headers)
+    /// sent before every answer to the archive, in one write with that answer's head and its
+    /// first bytes, as a server that flushes them together does.
+    pub interim: Vec<&'static str>,
+    /// The first N answers to the archive send their bytes K at a time, one write every D
+    /// (N, K, D): a trickle, for `--min-rate`.
+    pub trickle: Option<(usize, usize, Duration)>,
 }
 
 /// One request as the server saw it.
@@ -353,6 +360,16 @@ fn respond(s: &mut impl Write, st: &State, req: &Seen) -> io::Result<bool> {
             }
             return Ok(false);
         }
+        "/huge-header" => {
+            // One header line of 4 MiB: past any bound on the header section's bytes, but a
+            // single header (the count of headers is not what stops it).
+            write!(s, "HTTP/1.1 200 OK\r\nX-Pad: ")?;
+            let line = vec![b'a'; 64 << 10];
+            for _ in 0..64 {
+                s.write_all(&line)?;
+            }
+            return Ok(false);
+        }
         "/slow-headers" => {
             // Slowloris: a header byte every 200 ms, for at most 10 s.
             for b in b"HTTP/1.1 200 OK\r\nX-Slow: ".iter().chain([b'a'; 50].iter()) {
@@ -373,9 +390,13 @@ fn respond(s: &mut impl Write, st: &State, req: &Seen) -> io::Result<bool> {
         }
     }
     let n = st.archive_requests.fetch_add(1, Ordering::Relaxed);
+    // The answer's head, written with its first bytes (`body`), after the interim answers.
+    let mut head: Vec<u8> =
+        f.interim.iter().flat_map(|i| format!("{i}\r\n\r\n").into_bytes()).collect();
     if let Some((status, retry_after)) = f.statuses.get(n).filter(|s| s.0 != 0) {
         let ra = retry_after.map_or(String::new(), |r| format!("Retry-After: {r}\r\n"));
-        write!(s, "HTTP/1.1 {status} Try Later\r\n{ra}Content-Length: 5\r\n\r\nlater")?;
+        write!(head, "HTTP/1.1 {status} Try Later\r\n{ra}Content-Length: 5\r\n\r\nlater")?;
+        s.write_all(&head)?;
         return Ok(true);
     }
     let etag = match f.change_etag_after {
@@ -396,16 +417,17 @@ fn respond(s: &mut impl Write, st: &State, req: &Seen) -> io::Result<bool> {
             // A file shorter than announced ends at its real length: 416 past it.
             if a >= real.min(announced) {
                 write!(
-                    s,
+                    head,
                     "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */{announced}\r\n\
                      Content-Length: 0\r\n\r\n"
                 )?;
+                s.write_all(&head)?;
                 return Ok(true);
             }
             let b = b.unwrap_or(announced - 1).min(announced - 1);
             let shift = u64::from(f.wrong_range_after.is_some_and(|after| n >= after));
             write!(
-                s,
+                head,
                 "HTTP/1.1 206 Partial Content\r\n{validators}Accept-Ranges: bytes\r\n\
                  Content-Range: bytes {}-{}/{announced}\r\nContent-Length: {}\r\n\r\n",
                 a + shift,
@@ -415,12 +437,13 @@ fn respond(s: &mut impl Write, st: &State, req: &Seen) -> io::Result<bool> {
             (a, b + 1)
         }
         _ => {
-            write!(s, "HTTP/1.1 200 OK\r\n{validators}Content-Length: {announced}\r\n\r\n")?;
+            write!(head, "HTTP/1.1 200 OK\r\n{validators}Content-Length: {announced}\r\n\r\n")?;
             (0, announced)
         }
     };
     let sent_end = if f.announce_less > 0 && end == announced { real } else { end.min(real) };
-    body(s, st, start, sent_end)?;
+    let trickle = f.trickle.filter(|t| n < t.0).map(|t| (t.1, t.2));
+    body(s, st, (start, sent_end), head, trickle)?;
     // Fewer bytes than announced: the connection ends short, as a truncated file would.
     Ok(end <= real)
 }
@@ -431,8 +454,18 @@ fn parse_range(v: &str) -> Option<(u64, Option<u64>)> {
     Some((a.parse().ok()?, if b.is_empty() { None } else { Some(b.parse().ok()?) }))
 }
 
-/// Writes archive bytes `start..end`, applying a cut or a stall that falls inside.
-fn body(s: &mut impl Write, st: &State, start: u64, end: u64) -> io::Result<()> {
+/// Writes `head`, then archive bytes `start..end` (the first of them in the same write),
+/// applying a cut or a stall that falls inside; with `trickle` (K, D), K bytes every D.
+fn body(
+    s: &mut impl Write,
+    st: &State,
+    (start, end): (u64, u64),
+    mut head: Vec<u8>,
+    trickle: Option<(usize, Duration)>,
+) -> io::Result<()> {
+    if start == end {
+        s.write_all(&head)?;
+    }
     let mut at = start;
     while at < end {
         let (cut, stall) = {
@@ -448,8 +481,16 @@ fn body(s: &mut impl Write, st: &State, start: u64, end: u64) -> io::Result<()> 
             (None, Some((o, _))) => o,
             (None, None) => end,
         };
+        let stop = match trickle {
+            Some((k, _)) => stop.min(at + k as u64),
+            None => stop,
+        };
         let paced = f_rate(st).is_some() || f_dies(st);
         if paced || st.dead.load(Ordering::Relaxed) {
+            if !head.is_empty() {
+                s.write_all(&head)?;
+                head.clear();
+            }
             let mut k = at;
             while k < stop {
                 while st.hung.load(Ordering::Relaxed) && !st.stopped.load(Ordering::Relaxed) {
@@ -468,9 +509,14 @@ fn body(s: &mut impl Write, st: &State, start: u64, end: u64) -> io::Result<()> 
                 sent(st, n as u64);
             }
         } else {
-            s.write_all(&st.archive[at as usize..stop as usize])?;
+            head.extend_from_slice(&st.archive[at as usize..stop as usize]);
+            s.write_all(&head)?;
             s.flush()?;
+            head.clear();
             sent(st, stop - at);
+        }
+        if let Some((_, every)) = trickle {
+            std::thread::sleep(every);
         }
         at = stop;
         if cut == Some(stop) {

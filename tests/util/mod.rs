@@ -146,6 +146,12 @@ pub fn root_test_dir(test: &str, why: &str, tools: &[&str]) -> Option<TestDir> {
     (have_root(test, why) && have_tools(test, tools)).then(|| TestDir::new(test))
 }
 
+/// `root_test_dir` for a test that runs programs as another user: its directory is one that
+/// user can reach (`TestDir::for_users`).
+pub fn users_test_dir(test: &str, why: &str, tools: &[&str]) -> Option<TestDir> {
+    (have_root(test, why) && have_tools(test, tools)).then(|| TestDir::for_users(test))
+}
+
 /// Runs `body` in a fresh `TestDir` named after `test` when every one of `tools` is on PATH;
 /// otherwise only `have_tools`' SKIP lines.
 pub fn with_tools(test: &str, tools: &[&str], body: impl FnOnce(&TestDir)) {
@@ -194,7 +200,150 @@ pub fn have_root(test: &str, why: &str) -> bool {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Temp directories
+// Temp directories, and what another user can reach (issue 40)
+//
+// A test that runs a program as another user (uid 65534, through `Cmd::user` or setpriv)
+// must give that user what it runs, reads and writes in a place it can reach, wherever the
+// checkout is: cloned under /root (0700), or in a `mktemp -d`, uid 65534 could not reach
+// `target/` and three tests failed with "cannot start: Permission denied" (until then
+// races.rs made every ancestor of its test directory searchable by others, /root included,
+// which hid the others). So:
+//
+// - every ordinary `TestDir` lives under `<tmp>/private`, a directory of mode 0700, on every
+//   machine: a test that lets another user at an ordinary test directory fails in every
+//   tier, not only from a checkout under /root;
+// - `TestDir::for_users` makes one under the users' base (`users_base`): `<tmp>/` itself when
+//   others can reach it, else a directory of this process in the system's temporary
+//   directory;
+// - another user runs `user_bin()`, a copy of the binary under test in the users' base;
+//   `Cmd` swaps it in for the binary when it runs as another user (`Cmd::user`, setpriv).
+//
+// `<tmp>` is Cargo's per-target temporary directory (the build's filesystem, which matters
+// for O_DIRECT: tmpfs would take the suites off the path they test), or
+// FASTUNTAR_TEST_TMPDIR: scripts/test.sh's exhaustive tier reruns the tests that staged
+// something for another user with it (and FASTUNTAR_TEST_BIN) under a fresh 0700 directory.
+
+/// Where the tests keep their directories instead of Cargo's per-target temporary directory.
+pub const TMPDIR_VAR: &str = "FASTUNTAR_TEST_TMPDIR";
+
+/// A file that each test staging something for another user appends its name to
+/// (scripts/test.sh's 0700 rerun reads it).
+pub const USERS_LOG_VAR: &str = "FASTUNTAR_TEST_USERS_LOG";
+
+/// The tests' temporary directory.
+pub fn tmp_base() -> PathBuf {
+    std::env::var_os(TMPDIR_VAR).map_or_else(|| env!("CARGO_TARGET_TMPDIR").into(), PathBuf::from)
+}
+
+/// Whether a user who is neither `p`'s owner nor in its group can reach `p`: `p` and every
+/// directory above it let others search them (o+x).
+pub fn reachable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    p.ancestors().all(|a| fs::metadata(a).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
+}
+
+/// `<tmp>/private`, mode 0700: where ordinary test directories live.
+pub fn private_base() -> &'static Path {
+    static BASE: OnceLock<PathBuf> = OnceLock::new();
+    BASE.get_or_init(|| {
+        use std::os::unix::fs::PermissionsExt;
+        let base = tmp_base().join("private");
+        fs::create_dir_all(&base).unwrap();
+        fs::set_permissions(&base, fs::Permissions::from_mode(0o700)).unwrap();
+        base
+    })
+}
+
+/// The users' base in a temporary directory (`tmp`), when `<tmp>` itself is not reachable.
+static USERS_TMP: OnceLock<PathBuf> = OnceLock::new();
+
+extern "C" fn remove_users_tmp() {
+    if let Some(p) = USERS_TMP.get() {
+        let _ = fs::remove_dir_all(p);
+    }
+}
+
+/// Where another user's test directories and binary go: `<tmp>` when others can reach it
+/// (the build's filesystem), else a directory of this process (0755) in the system's
+/// temporary directory (`$TMPDIR`, /tmp), removed when the process exits.
+pub fn users_base() -> &'static Path {
+    static BASE: OnceLock<PathBuf> = OnceLock::new();
+    BASE.get_or_init(|| {
+        let tmp = tmp_base();
+        fs::create_dir_all(&tmp).unwrap();
+        users_base_of(&tmp, &std::env::temp_dir())
+    })
+}
+
+/// `users_base` for the tests' temporary directory `tmp` and the system's `system`: pure but
+/// for the directory it makes.
+pub fn users_base_of(tmp: &Path, system: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    if reachable(tmp) {
+        return tmp.to_path_buf();
+    }
+    let d = tempfile::Builder::new()
+        .prefix("fastuntar-users-")
+        .tempdir_in(system)
+        .unwrap_or_else(|e| panic!("a directory for another user in {}: {e}", system.display()))
+        .keep();
+    fs::set_permissions(&d, fs::Permissions::from_mode(0o755)).unwrap();
+    if USERS_TMP.set(d.clone()).is_ok() {
+        // Safety: registers a plain function with no arguments, run once at exit.
+        unsafe { libc::atexit(remove_users_tmp) };
+    }
+    d
+}
+
+/// Notes that the running test stages something for another user (`USERS_LOG_VAR`).
+fn note_user_test() {
+    let Some(log) = std::env::var_os(USERS_LOG_VAR) else { return };
+    let Some(name) = thread::current().name().map(str::to_owned) else { return };
+    if let Ok(mut f) = fs::OpenOptions::new().create(true).append(true).open(log) {
+        let _ = writeln!(f, "{name}");
+    }
+}
+
+/// The binary under test as another user runs it: a copy (mode 0755) in a directory of this
+/// process under the users' base, whatever the path of the build.
+pub fn user_bin() -> PathBuf {
+    static BIN_COPY: OnceLock<PathBuf> = OnceLock::new();
+    note_user_test();
+    BIN_COPY
+        .get_or_init(|| {
+            use std::os::unix::fs::PermissionsExt;
+            let dir = users_base().join(format!("bin-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&dir);
+            fs::create_dir_all(&dir).unwrap();
+            fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+            let to = dir.join("fastuntar");
+            fs::copy(fastuntar_path(), &to).unwrap();
+            fs::set_permissions(&to, fs::Permissions::from_mode(0o755)).unwrap();
+            if USERS_TMP.get().is_none() {
+                BIN_DIRS.lock().unwrap().push(dir);
+                // Safety: as above.
+                unsafe { libc::atexit(remove_bin_dirs) };
+            }
+            to
+        })
+        .clone()
+}
+
+/// The binary copies made in `<tmp>` (not removed with a temporary users' base).
+static BIN_DIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+extern "C" fn remove_bin_dirs() {
+    if let Ok(dirs) = BIN_DIRS.lock() {
+        for d in dirs.iter() {
+            let _ = fs::remove_dir_all(d);
+        }
+    }
+}
+
+/// Whether `program` is the binary under test (by the paths the kit knows it by).
+fn is_bin(program: &OsStr) -> bool {
+    program == OsStr::new(BIN) || program == fastuntar_path().as_os_str()
+}
 
 /// A fresh directory for one test, removed on drop. It lives under Cargo's per-target temp dir
 /// (on the same file system as the build, which matters for O_DIRECT: tmpfs refuses it).
@@ -206,11 +355,23 @@ pub struct TestDir {
 }
 
 impl TestDir {
+    /// A test directory under `<tmp>/private` (0700): no other user reaches it.
     pub fn new(test: &str) -> TestDir {
-        let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        fs::create_dir_all(base).unwrap();
+        let base = private_base();
         TestDir::in_dir(test, base)
             .unwrap_or_else(|e| panic!("cannot create a temp dir in {}: {e}", base.display()))
+    }
+
+    /// A test directory (mode 0755) another user can reach, for a test that runs programs as
+    /// another user: under the users' base (`users_base`).
+    pub fn for_users(test: &str) -> TestDir {
+        use std::os::unix::fs::PermissionsExt;
+        note_user_test();
+        let base = users_base();
+        let td = TestDir::in_dir(test, base)
+            .unwrap_or_else(|e| panic!("cannot create a temp dir in {}: {e}", base.display()));
+        fs::set_permissions(td.path(), fs::Permissions::from_mode(0o755)).unwrap();
+        td
     }
 
     /// A test directory under `base` (`/dev/shm`, for what the build's file system cannot
@@ -570,6 +731,21 @@ impl Cmd {
     /// Runs to completion or until the timeout (then kills it). For the binary under test this
     /// also fails the test on a timeout, a signal, or "panicked" on stderr.
     pub fn run(&mut self) -> Output {
+        // Another user runs the binary from where it can reach it (`user_bin`), in a
+        // directory it can reach.
+        let setpriv = Path::new(&self.program).file_name() == Some(OsStr::new("setpriv"));
+        if self.user.is_some() || setpriv {
+            let bin = user_bin();
+            if is_bin(&self.program) {
+                self.program = bin.clone().into();
+            }
+            for a in self.args.iter_mut().filter(|a| is_bin(a)) {
+                *a = bin.clone().into();
+            }
+            if self.cwd.is_none() {
+                self.cwd = Some(users_base().to_path_buf());
+            }
+        }
         let cmdline = self.cmdline();
         let time = Path::new("/usr/bin/time");
         let rss_file = (self.measure_rss && time.exists())
@@ -831,4 +1007,40 @@ pub fn run_bounded(mut cmd: Command, what: &str, timeout: Duration) -> (Option<i
         thread::sleep(Duration::from_millis(5));
     };
     (status.code(), String::from_utf8_lossy(&reader.join().unwrap()).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 40: what the kit stages for another user is within its reach whatever the
+    /// checkout's path, and nothing else is: ordinary test directories sit under a 0700
+    /// directory (so a test that forgets to stage fails on every machine), and a tests'
+    /// directory others cannot reach (a checkout under /root) sends another user's files to
+    /// the system's temporary directory. As root, uid 65534 runs the staged binary.
+    #[test]
+    fn another_user_reaches_what_is_staged_for_it_and_nothing_else() {
+        let td = TestDir::new("kit_private");
+        assert!(!reachable(&td.join("x")), "{}", td.path().display());
+        let tu = TestDir::for_users("kit_users");
+        assert!(reachable(tu.path()), "{}", tu.path().display());
+        assert!(reachable(&user_bin()), "{}", user_bin().display());
+        let hidden = td.fresh("checkout");
+        let system = std::env::temp_dir();
+        let base = users_base_of(&hidden, &system);
+        assert!(base.starts_with(&system) && reachable(&base), "{}", base.display());
+        if USERS_TMP.get() != Some(&base) {
+            fs::remove_dir(&base).unwrap();
+        }
+        if is_root() {
+            let out = Cmd::new(user_bin()).arg("--version").user(65534, 65534).run();
+            assert!(out.success(), "{}", out.describe());
+            let out = Cmd::new("setpriv")
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(fastuntar_path())
+                .arg("--version")
+                .run();
+            assert!(out.success(), "setpriv and the binary's own path\n{}", out.describe());
+        }
+    }
 }

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use super::floor::{self, Floor};
 use super::http::{Answer, Failed};
 use super::ranges::{self, BLOCK, Resume};
 use super::retry::{self, Failure};
@@ -141,7 +142,8 @@ fn ask_first(
     };
     let want = SAMPLE.min(length.saturating_sub(from)) as usize;
     let mut sample = vec![0u8; want];
-    let (n, error) = fill(sh, &mut a.body, &mut sample);
+    let mut floor = Floor::new(sh.fixed.min_rate, sh.fixed.stall);
+    let (n, error) = fill(sh, &mut a.body, &mut sample, &mut floor);
     if let Some(e) = error {
         return Err((super::http::io_failure(&e), reading_text(&e), None));
     }
@@ -205,6 +207,8 @@ fn read_piece(
 ) -> Result<(), Attempt> {
     let mut body = a.body;
     let began = *at;
+    let mut floor = Floor::new(sh.fixed.min_rate, sh.fixed.stall);
+    let enough = Floor::enough(sh.fixed.min_rate, sh.fixed.stall);
     loop {
         if *at == end {
             // One more read sees the body's end (nothing is left of its Content-Length), so
@@ -215,7 +219,7 @@ fn read_piece(
         }
         let mut block = sh.block();
         let room = (end - *at).min(BLOCK) as usize;
-        let (n, error) = fill(sh, &mut body, &mut block[..room]);
+        let (n, error) = fill(sh, &mut body, &mut block[..room], &mut floor);
         if n > 0 {
             match sh.publish(ctx, start, *at, block, n, false) {
                 Published::Kept { .. } => *at += n as u64,
@@ -232,21 +236,27 @@ fn read_piece(
             sh.recycle(block);
         }
         if let Some(e) = error {
-            return Err(dropped(e, *at > began));
+            return Err(dropped(e, *at - began, enough));
         }
         if n < room {
             if sh.stopped() {
                 return Ok(());
             }
             let e = io::Error::new(io::ErrorKind::UnexpectedEof, "the connection closed early");
-            return Err(dropped(e, *at > began));
+            return Err(dropped(e, *at - began, enough));
         }
     }
 }
 
-/// Reads from `body` until `buf` is full, the body ends or fails, within `--limit-rate`:
-/// the bytes read, and the error that stopped it.
-fn fill(sh: &Shared, body: &mut impl Read, buf: &mut [u8]) -> (usize, Option<io::Error>) {
+/// Reads from `body` until `buf` is full, the body ends or fails, within `--limit-rate` and
+/// above `--min-rate` (`floor`, timed on the reads only: waiting for the cap is not the
+/// server's time): the bytes read, and the error that stopped it.
+fn fill(
+    sh: &Shared,
+    body: &mut impl Read,
+    buf: &mut [u8],
+    floor: &mut Option<Floor>,
+) -> (usize, Option<io::Error>) {
     let mut n = 0;
     while n < buf.len() {
         let want = buf.len() - n;
@@ -257,7 +267,7 @@ fn fill(sh: &Shared, body: &mut impl Read, buf: &mut [u8]) -> (usize, Option<io:
             },
             None => want,
         };
-        match body.read(&mut buf[n..n + granted]) {
+        match floor::read(body, &mut buf[n..n + granted], floor) {
             Ok(0) => {
                 give_back(sh, granted);
                 return (n, None);
@@ -282,7 +292,12 @@ fn give_back(sh: &Shared, n: usize) {
     }
 }
 
-fn dropped(e: io::Error, progressed: bool) -> Attempt {
+/// A read that failed after `brought` bytes of the attempt. One ended for being below
+/// `--min-rate` counts as progress only if it brought `enough` (`Floor::enough`: a window's
+/// worth at that rate), so a server that trickles on every new connection runs out of
+/// `--retries`.
+fn dropped(e: io::Error, brought: u64, enough: u64) -> Attempt {
+    let progressed = if floor::below(&e).is_some() { brought >= enough } else { brought > 0 };
     Attempt {
         failed: Failed::new(super::http::io_failure(&e), reading_text(&e)),
         progressed,
@@ -459,17 +474,21 @@ fn read_whole(
     let started = *at;
     let from = sh.fixed.from;
     let length = sh.length();
+    let mut floor = Floor::new(sh.fixed.min_rate, sh.fixed.stall);
+    let enough = Floor::enough(sh.fixed.min_rate, sh.fixed.stall);
     let mut scratch = Vec::new();
     while skip > 0 {
         scratch.resize(BLOCK as usize, 0);
         let want = skip.min(BLOCK) as usize;
-        match body.read(&mut scratch[..want]) {
-            Ok(0) => return Err(dropped(io::ErrorKind::UnexpectedEof.into(), *at > started)),
+        match floor::read(&mut body, &mut scratch[..want], &mut floor) {
+            Ok(0) => {
+                return Err(dropped(io::ErrorKind::UnexpectedEof.into(), *at - started, enough));
+            }
             Ok(n) => {
                 skip -= n as u64;
                 sh.stats.refetched.fetch_add(n as u64, Ordering::Relaxed);
             }
-            Err(e) => return Err(dropped(e, *at > started)),
+            Err(e) => return Err(dropped(e, *at - started, enough)),
         }
     }
     loop {
@@ -482,11 +501,11 @@ fn read_whole(
             Some(l) => (l - *at).min(BLOCK) as usize,
             None => BLOCK as usize,
         };
-        let (n, error) = fill(sh, &mut body, &mut block[..room]);
+        let (n, error) = fill(sh, &mut body, &mut block[..room], &mut floor);
         sh.publish(ctx, from, *at, block, n, true);
         *at += n as u64;
         if let Some(e) = error {
-            return Err(dropped(e, *at > started));
+            return Err(dropped(e, *at - started, enough));
         }
         if n < room {
             // The body ended: the end of a whole answer without a length, else short.
@@ -495,7 +514,8 @@ fn read_whole(
                 Some(_) if sh.stopped() => Ok(()),
                 Some(_) => Err(dropped(
                     io::Error::new(io::ErrorKind::UnexpectedEof, "the connection closed early"),
-                    *at > started,
+                    *at - started,
+                    enough,
                 )),
             };
         }
@@ -503,6 +523,9 @@ fn read_whole(
 }
 
 fn reading_text(e: &io::Error) -> String {
+    if let Some(b) = floor::below(e) {
+        return b.to_string();
+    }
     match super::http::io_failure(e) {
         Failure::Stalled => "stalled (no byte for the stall timeout)".to_string(),
         _ => format!("connection dropped ({e})"),

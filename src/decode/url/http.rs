@@ -12,6 +12,8 @@ use anyhow::{Context, Result, bail};
 use headers::HeaderMapExt;
 use ureq::Agent;
 use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig};
+use ureq::unversioned::resolver::DefaultResolver;
+use ureq::unversioned::transport::{Connector, DefaultConnector};
 use url::Url;
 
 use super::redirect;
@@ -22,7 +24,7 @@ use super::validator::{ContentRange, Validator};
 /// The most header bytes a response may have (ureq stops reading at this bound and fails the
 /// request: a server sending endless headers costs at most this much). Real responses carry
 /// under 2 KiB; S3's and CDNs' with their x-amz-*/cf-* headers under 4 KiB.
-const MAX_HEADER_BYTES: usize = 64 << 10;
+pub const MAX_HEADER_BYTES: usize = 64 << 10;
 
 /// What a request needs besides its address.
 #[derive(Clone, Debug)]
@@ -118,7 +120,9 @@ impl Client {
             .tls_config(self.tls.clone())
             .proxy(parsed)
             .build();
-        let agent = Agent::new_with_config(config);
+        // ureq's own chain (TCP, proxy, TLS), then `interim::Stepping` over each connection.
+        let connector = DefaultConnector::new().chain(super::interim::Stepping);
+        let agent = Agent::with_parts(config, connector, DefaultResolver::default());
         agents.push((proxy, agent.clone()));
         Ok(agent)
     }
@@ -265,6 +269,9 @@ fn failed(e: &ureq::Error) -> Failed {
         E::Timeout(_) => Failure::Stalled,
         E::Tls(_) | E::Pem(_) | E::Rustls(_) => Failure::Tls,
         E::Io(io) => io_failure(io),
+        // A header past MAX_HEADER_BYTES is what this server sends, not a passing fault: the
+        // same request would get it again (docs/SECURITY.md).
+        E::LargeResponseHeader(..) => Failure::Protocol,
         E::Protocol(_) | E::BadUri(_) | E::Http(_) | E::InvalidProxyUrl => Failure::Protocol,
         _ => Failure::Dropped,
     };
@@ -272,6 +279,9 @@ fn failed(e: &ureq::Error) -> Failed {
         E::HostNotFound => "the host name does not resolve (DNS)".to_string(),
         E::Timeout(t) => format!("no answer for the stall timeout ({t})"),
         E::Rustls(r) => format!("TLS: {r}"),
+        E::LargeResponseHeader(..) => {
+            format!("the response header is larger than {} KiB", MAX_HEADER_BYTES >> 10)
+        }
         E::Io(io) if io_failure(io) == Failure::Refused => format!("cannot connect: {io}"),
         E::Io(io) if io_failure(io) == Failure::Dns => {
             format!("the host name does not resolve (DNS): {io}")
@@ -286,6 +296,11 @@ fn failed(e: &ureq::Error) -> Failed {
 /// certificate error that rustls surfaced through the stream, a timeout, else a drop.
 pub fn io_failure(e: &io::Error) -> Failure {
     use io::ErrorKind as K;
+    // ureq's body reader passes its own per-read timeout on as an I/O error of kind Other.
+    let inner = e.get_ref().and_then(|i| i.downcast_ref::<ureq::Error>());
+    if let Some(ureq::Error::Timeout(_)) = inner {
+        return Failure::Stalled;
+    }
     match e.kind() {
         K::ConnectionRefused | K::HostUnreachable | K::NetworkUnreachable => Failure::Refused,
         K::TimedOut | K::WouldBlock => Failure::Stalled,
@@ -324,4 +339,29 @@ fn roots(cacert: Option<&Path>) -> Result<Vec<Certificate<'static>>> {
         }
     }
     Ok(roots)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// How ureq's errors are classed for retrying: a header past the bound is final (issue 40:
+    /// it was retried 64 times, as a dropped connection).
+    #[test]
+    fn ureq_errors_classed() {
+        let class = |e: ureq::Error| failed(&e).failure;
+        let large = ureq::Error::LargeResponseHeader(65_553, MAX_HEADER_BYTES);
+        assert!(failed(&large).text.contains("larger than 64 KiB"));
+        assert_eq!(class(large), Failure::Protocol);
+        assert_eq!(class(ureq::Error::Timeout(ureq::Timeout::RecvBody)), Failure::Stalled);
+        assert_eq!(class(ureq::Error::HostNotFound), Failure::Dns);
+        assert_eq!(class(ureq::Error::ConnectionFailed), Failure::Refused);
+        let reset = io::Error::from(io::ErrorKind::ConnectionReset);
+        assert_eq!(class(ureq::Error::Io(reset)), Failure::Dropped);
+        // A body read's timeout, as ureq's BodyReader returns it ("connection dropped
+        // (timeout: per read)" before, on a thin link).
+        let per_read = ureq::Error::Timeout(ureq::Timeout::PerRead).into_io();
+        assert_eq!(per_read.kind(), io::ErrorKind::Other);
+        assert_eq!(io_failure(&per_read), Failure::Stalled);
+    }
 }

@@ -9,21 +9,28 @@
 //! - `http.rs`: one GET through ureq (rustls, the system's trust store and `--cacert`, the
 //!   proxy of the environment, redirects, a source's signer), every timeout at
 //!   `--stall-timeout`.
+//! - `interim.rs`: a layer over ureq's connections that works around its miscount of the
+//!   bytes after a 1xx interim answer.
 //! - `shared.rs`: the download's state under its lock: the sources as they are now, the jobs
 //!   connections take, failures, the admission, the reader's side, the conductor thread.
 //! - `fetch.rs`: the connection threads. `window.rs`: the reorder window.
 //! - `limit.rs`: `--limit-rate`, one token bucket for every connection.
+//! - `keep.rs`: `--keep-archive`'s copy, made and named without following or reusing what is
+//!   at its names.
 //! - Decisions, pure and tested on their own: `sources.rs` (the sources and what makes them
 //!   one archive), `schedule.rs` (who fetches what, how many connections), `ranges.rs` (how a
 //!   dropped whole answer continues), `retry.rs` (what is retried, the backoff,
-//!   Retry-After), `validator.rs` (ETag/Last-Modified, If-Range, Content-Range checks),
-//!   `redirect.rs`, `proxy.rs`.
+//!   Retry-After), `floor.rs` (`--min-rate`: when a connection is too slow), `validator.rs`
+//!   (ETag/Last-Modified, If-Range, Content-Range checks), `redirect.rs`, `proxy.rs`.
 //!
 //! `open` is "these sources from byte X, expecting this version": a restore that resumes at
 //! an offset opens the download there with the `Identity` the first run recorded.
 
 mod fetch;
+mod floor;
 pub mod http;
+mod interim;
+mod keep;
 pub mod limit;
 pub mod proxy;
 pub mod ranges;
@@ -74,6 +81,19 @@ pub const MAX_SOURCES: usize = 32;
 /// `--stall-timeout` by default: no byte for this long and the attempt is retried.
 pub const DEFAULT_STALL: Duration = Duration::from_secs(30);
 
+/// `--min-rate` by default, bytes/s: a connection that brings less over a whole
+/// `--stall-timeout` of waiting in its reads is retried as stalled (`floor.rs`). What it ends
+/// is the server that sends a byte every 29 s, which the stall timeout alone let keep a
+/// connection, and the piece the reader waits for, forever. It is set below what a working
+/// connection gets on a thin link: 16 connections on a 1 Mbit/s link (a token bucket on a
+/// loopback of its own, 400 ms of queue) were never retried; on 256 kbit/s, 2 KB/s each,
+/// TCP's unfairness put some under it for 30 s (263-886 B/s) and they were retried, but the
+/// run took 288 s against 286 s without the floor (docs/PERFORMANCE.md, "The --min-rate
+/// floor"). At 1 KiB/s a 1 GB archive would take 11 days. Agave's
+/// `--minimal-snapshot-download-speed` (10 MiB/s) picks another node; here the same address is
+/// asked again, so a high floor only retries a slow mirror (`--min-rate 10M` for who wants it).
+pub const DEFAULT_MIN_RATE: u64 = 1 << 10;
+
 /// With `--keep-archive` or `--checksum`, what follows the point where the decoder stopped
 /// reading (the tar end marker, a compressed stream's end) is downloaded as well, so the copy
 /// and the checksum cover the whole file, but at most this much: a real archive ends within a
@@ -97,6 +117,8 @@ pub struct Plan {
     /// Connections per source, at most.
     pub connections: usize,
     pub stall: Duration,
+    /// `--min-rate`: bytes/s a connection must keep over `stall` (0: no floor).
+    pub min_rate: u64,
     pub retries: u32,
     pub cacert: Option<PathBuf>,
     pub keep: Option<PathBuf>,
@@ -158,7 +180,10 @@ pub struct Download {
     guard: Arc<Guard>,
     identity: Identity,
     pub stats: Arc<NetStats>,
-    keep: Option<(PathBuf, PathBuf)>,
+    /// `--keep-archive`: the copy, and once `finish` has checked it, its file (synced) for
+    /// `keep_copy` to name.
+    keep: Option<keep::Kept>,
+    kept: std::sync::Mutex<Option<std::fs::File>>,
     checksum: Option<[u8; 32]>,
     /// The archive as given, for messages.
     given: String,
@@ -242,18 +267,19 @@ pub fn open(plan: &Plan, start: Start) -> Result<Download> {
         .enumerate()
         .map(|(i, g)| start.expect.as_ref().and_then(|x| x.expects(g, i)))
         .collect();
-    let keep = plan.keep.as_ref().map(|k| (k.clone(), incomplete_name(k)));
-    let keep_file = match &keep {
-        Some((_, part)) => Some(
-            std::fs::File::create(part)
-                .with_context(|| format!("--keep-archive {}: cannot create", part.display()))?,
-        ),
-        None => None,
+    let (keep, keep_file) = match &plan.keep {
+        Some(k) => {
+            let (kept, file) = keep::Kept::create(k, &incomplete_name(k))?;
+            (Some(kept), Some(file))
+        }
+        None => (None, None),
     };
     let hasher = plan.checksum.map(|_| Sha256::new());
     let fixed = Fixed {
         from: start.from,
         retries: plan.retries,
+        min_rate: plan.min_rate,
+        stall: plan.stall,
         quiet: plan.quiet,
         expect,
         expect_length: start.expect.as_ref().map(|x| x.length),
@@ -337,6 +363,7 @@ pub fn open(plan: &Plan, start: Start) -> Result<Download> {
         identity,
         stats,
         keep,
+        kept: std::sync::Mutex::new(None),
         checksum: plan.checksum,
         given: shown_all[0].clone(),
         ranged,
@@ -409,7 +436,7 @@ impl Download {
 
     /// At the end of a run that went well: with `--keep-archive` or `--checksum`, downloads
     /// what the decoder did not need (within DRAIN_MAX), checks the length and the checksum,
-    /// and gives the kept copy its name.
+    /// and syncs the kept copy, which `keep_copy` names once nothing else can land in DIR.
     pub fn finish(&self) -> Result<()> {
         let given = &self.given;
         if self.keep.is_none() && self.checksum.is_none() {
@@ -439,9 +466,9 @@ impl Download {
         if let (Some(want), Some(h)) = (self.checksum, sink.hasher.take()) {
             let got: [u8; 32] = h.finalize().into();
             if got != want {
-                if let Some((_, part)) = &self.keep {
+                if let Some(kept) = &self.keep {
                     sink.keep = None;
-                    let _ = std::fs::remove_file(part);
+                    kept.discard();
                 }
                 bail!(
                     "{given}: sha256 mismatch: the downloaded bytes are {}, --checksum says {} \
@@ -451,14 +478,22 @@ impl Download {
                 );
             }
         }
-        if let (Some((path, part)), Some(f)) = (&self.keep, sink.keep.take()) {
-            f.sync_all().with_context(|| format!("--keep-archive {}", part.display()))?;
-            drop(f);
-            std::fs::rename(part, path).with_context(|| {
-                format!("--keep-archive: cannot rename {} to {}", part.display(), path.display())
-            })?;
+        if let Some(f) = sink.keep.take() {
+            f.sync_all().context("--keep-archive")?;
+            *self.kept.lock().unwrap_or_else(|e| e.into_inner()) = Some(f);
         }
         Ok(())
+    }
+
+    /// `--keep-archive`: the copy `finish` checked gets its name (keep.rs). Called once the
+    /// run's writers are done, so no member of the archive can take the copy's names after
+    /// it was looked at. Nothing to do when `finish` did not complete.
+    pub fn keep_copy(&self) -> Result<()> {
+        let file = self.kept.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match (&self.keep, file) {
+            (Some(kept), Some(_synced)) => kept.place(),
+            _ => Ok(()),
+        }
     }
 }
 

@@ -42,6 +42,9 @@ pub struct Fixed {
     /// The first byte fetched (0 unless resuming at an offset).
     pub from: u64,
     pub retries: u32,
+    /// `--min-rate` (bytes/s, 0: none) over `--stall-timeout` (`floor.rs`).
+    pub min_rate: u64,
+    pub stall: Duration,
     pub quiet: bool,
     /// For each source, the validator a resumed run expects it to show again.
     pub expect: Vec<Option<Validator>>,

@@ -1,0 +1,30 @@
+//! Limits and safety (fastuntar's own): `--snapshot`, the `--max-*` limits, the zstd window.
+
+#[derive(clap::Args, Debug)]
+pub struct Limits {
+    /// Accept only the ledger snapshot layout (version, snapshots/, accounts/): regular files
+    /// and directories, files 0644, directories 0755; anything else stops the run.
+    #[arg(long = "snapshot")]
+    pub snapshot: bool,
+
+    /// Stop before the member that would exceed N members (snapshot mode: 5000000).
+    #[arg(long = "max-files", value_name = "N")]
+    pub max_files: Option<u64>,
+
+    /// Stop before the member that would take the total of file sizes over SIZE (snapshot
+    /// mode: 4T).
+    #[arg(long = "max-bytes", value_name = "SIZE")]
+    pub max_bytes: Option<String>,
+
+    /// Stop at a file member larger than SIZE.
+    #[arg(long = "max-member-size", value_name = "SIZE")]
+    pub max_member_size: Option<String>,
+
+    /// Largest zstd window to accept (memory the decoder may need): a power of two up to 2G.
+    /// The default is `zstd -d`'s own; archives made with `zstd --long=31` need 2G.
+    // 128M, as zstd's CLI (it refuses larger windows without --long=31 or --memory): a 75 KB
+    // frame declaring 2 GiB drove RSS to 2 GiB under the old 2G default. Agave's frames
+    // declare 512 KiB (level 1) to 2 MiB (level 3).
+    #[arg(long = "max-window", value_name = "SIZE", default_value = "128M")]
+    pub max_window: String,
+}

@@ -1,0 +1,103 @@
+//! Performance and I/O (fastuntar's own): direct IO, memory, threads, the writer backend,
+//! `--sync`.
+
+use clap::ValueEnum;
+
+#[derive(clap::Args, Debug)]
+pub struct Performance {
+    /// Write files of at least --direct-io-threshold bytes with O_DIRECT: `always` (also
+    /// `--direct-io` alone), `never` (also `--no-direct-io`), or `auto` (the default): direct
+    /// where it was measured to be faster, that is on ext4, XFS, btrfs without data checksums
+    /// and FUSE when the archive is at least 1 GiB or of unknown size (a pipe); buffered on
+    /// tmpfs, ramfs, btrfs with checksums and other filesystems. `-v` and `--json` say what was
+    /// chosen.
+    #[arg(
+        long = "direct-io",
+        value_name = "WHEN",
+        value_enum,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "always",
+        overrides_with = "no_direct_io"
+    )]
+    pub direct_io: Option<DirectIo>,
+
+    /// Write every file through the page cache (`--direct-io=never`).
+    #[arg(long = "no-direct-io", overrides_with = "direct_io")]
+    pub no_direct_io: bool,
+
+    /// Smallest file written with O_DIRECT (default 64K).
+    #[arg(long = "direct-io-threshold", value_name = "SIZE")]
+    pub direct_io_threshold: Option<String>,
+
+    /// Memory for buffers: file data in flight and, when a zstd archive meets more than one
+    /// decoder thread, decoded frames waiting to be read (default: 64M of file data, plus 32M
+    /// of frames per decoder thread past the first, what the third and later add kept within
+    /// an eighth of the machine's memory; when listing or with -O, the frames' only, at least 64M). A SIZE
+    /// given is the total, divided between the two.
+    #[arg(long = "memory", value_name = "SIZE")]
+    pub memory: Option<String>,
+
+    /// Threads that decode a multi-frame zstd archive (default: the CPUs this process may run
+    /// on, one fewer when extracting to disk, for the writer); 1 keeps to one streaming decoder. The
+    /// blocks of a multi-block xz stream (`xz -T`) too, when the decoded frames' memory is at
+    /// least 128M. Other formats, single-frame zstd and single-block xz decode on one.
+    #[arg(long = "threads", value_name = "N")]
+    pub threads: Option<usize>,
+
+    /// Threads that create files (default: the CPUs this process may run on, at most 8).
+    /// Files of different directories are created in parallel;
+    /// 1 writes everything from one thread.
+    #[arg(long = "writer-threads", value_name = "N")]
+    pub writer_threads: Option<usize>,
+
+    /// Writer backend.
+    #[arg(long = "io", value_enum, default_value_t = IoBackend::Auto)]
+    pub io: IoBackend,
+
+    /// When extraction ends, make everything durable (syncfs) and report how long that took.
+    #[arg(long = "sync")]
+    pub sync: bool,
+
+    /// For the test suite: act as a kernel whose io_uring is refused (`refused`: as
+    /// kernel.io_uring_disabled=2) or lacks IORING_OP_OPENAT (`no-openat`: a 5.5 kernel).
+    #[arg(long = "debug-uring", value_enum, value_name = "KERNEL", hide = true)]
+    pub debug_uring: Option<DebugUring>,
+
+    /// For the test suite: the tree size from which `--direct-io=auto` writes large files
+    /// direct (instead of 256 MiB), so that small archives cross it.
+    #[arg(long = "debug-direct-after", value_name = "SIZE", hide = true)]
+    pub debug_direct_after: Option<String>,
+}
+
+/// When files are written with O_DIRECT (write/direct_policy.rs).
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DirectIo {
+    /// Where it was measured to be faster (the filesystem, the archive's and the file's size).
+    Auto,
+    /// Every file of at least --direct-io-threshold bytes, wherever O_DIRECT is accepted.
+    Always,
+    /// No file.
+    Never,
+}
+
+/// The hidden `--debug-uring`'s kernels (write::RingProbe).
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DebugUring {
+    /// io_uring refused, as kernel.io_uring_disabled=2.
+    Refused,
+    /// A ring without IORING_OP_OPENAT, as Linux 5.5's.
+    NoOpenat,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoBackend {
+    /// io_uring with one writer thread or when large files go direct (--direct-io, or the
+    /// default policy); plain system calls when several writer threads write every file
+    /// buffered (io_uring measured no faster there, and slower for small files).
+    Auto,
+    /// io_uring (falls back to portable, with a warning, where the kernel refuses it).
+    Uring,
+    /// Plain pwrite/openat system calls.
+    Portable,
+}
