@@ -11,8 +11,9 @@
 //!   `--stall-timeout`.
 //! - `interim.rs`: a layer over ureq's connections that works around its miscount of the
 //!   bytes after a 1xx interim answer.
-//! - `shared.rs`: the download's state under its lock: the sources as they are now, the jobs
-//!   connections take, failures, the admission, the reader's side, the conductor thread.
+//! - `shared/`: the download's state under its lock: the sources as they are now, the jobs
+//!   connections take, failures, the admission; the reader's side (`reader.rs`) and the
+//!   conductor thread (`conductor.rs`).
 //! - `fetch.rs`: the connection threads. `window.rs`: the reorder window.
 //! - `limit.rs`: `--limit-rate`, one token bucket for every connection.
 //! - `keep.rs`: `--keep-archive`'s copy, made and named without following or reusing what is

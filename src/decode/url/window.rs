@@ -1,6 +1,6 @@
 //! The reorder window: pieces of the archive fetched out of order, held until the reader
 //! takes their bytes in order (a plain value, used under the download's lock by the
-//! connections and the reader; `shared.rs` does the locking and the waking).
+//! connections and the reader; `shared/` does the locking and the waking).
 //!
 //! Memory: a ranged piece reserves its whole length when it is made and gives it back as the
 //! reader consumes it, so the bytes held never exceed the window and the piece the reader

@@ -2,27 +2,30 @@
 //! sources as they are now, the reorder window, the jobs connections take (decided by
 //! `schedule.rs`), what a failure does to a source (`retry.rs` decides), the admission of the
 //! sources (`sources.rs` decides), the reader's side, and the conductor thread that measures
-//! the sources and tunes their connections (`schedule::tune`).
+//! the sources and tunes their connections (`schedule::tune`): `reader.rs` and `conductor.rs`
+//! hold those two sides.
 
 use std::collections::VecDeque;
-use std::io::{self, Write};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 use url::Url;
 
 use super::http::{Answer, Client};
 use super::limit::Limiter;
 use super::ranges::BLOCK;
 use super::retry::{self, Failure};
-use super::schedule::{self, Held, JUDGE_AFTER, Job, Pace, Probe, Speed, Tune};
+use super::schedule::{self, Held, JUDGE_AFTER, Job, Probe, Speed};
 use super::source::Sign;
 use super::sources::{self, Mode, Seen};
 use super::validator::Validator;
-use super::window::{Chunk, Conn, Fetching, Published, Take, Window};
+use super::window::{Chunk, Conn, Fetching, Published, Window};
 use crate::report::progress::{NetStats, SOURCE_DROPPED, SOURCE_IN_USE, SOURCE_RETRYING};
+
+mod conductor;
+mod reader;
 
 /// How often the conductor measures the sources and decides.
 const TICK: Duration = Duration::from_millis(50);
@@ -951,234 +954,6 @@ impl Shared {
                 return true;
             }
             st = self.wait_work(st, Some(deadline - now));
-        }
-    }
-
-    // ---- the reader ------------------------------------------------------------------------
-
-    /// Takes the reader's next chunk: Ok(None) at the end of the download.
-    fn next_chunk(&self) -> io::Result<Option<Chunk>> {
-        let mut st = self.lock();
-        loop {
-            if let Some(e) = &st.failed {
-                return Err(io::Error::other(e.clone()));
-            }
-            if st.cancel {
-                return Err(io::Error::other("the download was stopped"));
-            }
-            let got = st.window.take();
-            if st.window.head_moved() && st.work_waiters > 0 {
-                // The standby connections look at the new head: it may be worth a copy.
-                self.work.notify_all();
-            }
-            match got {
-                Take::Chunk(c) => {
-                    if let Some(t) = st.waiting_since.take() {
-                        st.waited += t.elapsed();
-                    }
-                    return Ok(Some(c));
-                }
-                Take::End => return Ok(None),
-                Take::Wait => {}
-            }
-            if st.waiting_since.is_none() {
-                st.waiting_since = Some(Instant::now());
-                // A connection waiting for room or for a job may now copy the late head.
-                if st.work_waiters > 0 {
-                    self.work.notify_all();
-                }
-            }
-            st = self.data.wait(st).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-
-    fn consumed(&self, block: Box<[u8]>, len: usize) {
-        let mut st = self.lock();
-        st.window.consumed(block, len);
-        // Wake the waiting connections once what they wait for fits.
-        let wake = st.work_waiters > 0 && st.window.free_bytes() >= st.room_wanted;
-        if wake {
-            st.room_wanted = u64::MAX;
-        }
-        drop(st);
-        if wake {
-            self.work.notify_all();
-        }
-    }
-
-    /// The reader's read: the next bytes in archive order, fed to the checksum and the kept
-    /// copy as they go. As a regular file's read, it fills `out` unless the archive ends (or
-    /// the download fails: the bytes before the failure come first, the error at the next
-    /// call), so the decoders see the same reads as from a file, whatever the pieces and
-    /// blocks the bytes arrived in.
-    pub fn read(&self, out: &mut [u8]) -> io::Result<usize> {
-        let mut sink = self.sink.lock().unwrap_or_else(|e| e.into_inner());
-        let mut n = 0;
-        while n < out.len() && !sink.eof {
-            if let Some((c, _)) = &mut sink.cur {
-                let k = c.len.min(out.len() - n);
-                out[n..n + k].copy_from_slice(&c.block[c.pos..c.pos + k]);
-                c.pos += k;
-                c.len -= k;
-                n += k;
-                if c.len == 0 {
-                    let (c, total) = sink.cur.take().expect("just matched");
-                    self.consumed(c.block, total);
-                }
-                continue;
-            }
-            match self.next_chunk() {
-                Ok(Some(c)) => {
-                    let total = c.len;
-                    sink.cur = Some((c, total));
-                }
-                Ok(None) => sink.eof = true,
-                Err(e) if n == 0 => return Err(e),
-                Err(_) => break,
-            }
-        }
-        sink.at += n as u64;
-        let done = &out[..n];
-        if let Some(h) = &mut sink.hasher {
-            h.update(done);
-        }
-        if let Some(f) = &mut sink.keep {
-            f.write_all(done)
-                .map_err(|e| io::Error::new(e.kind(), format!("--keep-archive: {e}")))?;
-        }
-        Ok(n)
-    }
-
-    pub fn sink(&self) -> MutexGuard<'_, Sink> {
-        self.sink.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    // ---- the conductor ---------------------------------------------------------------------
-
-    /// The connections the active sources should have and do not (0..target, and the
-    /// standby while under the ceiling), marked alive: the caller starts them.
-    pub fn missing(st: &mut State) -> Vec<(usize, usize)> {
-        let mut start = Vec::new();
-        for (source, s) in st.sources.iter_mut().enumerate() {
-            if !s.usable() {
-                continue;
-            }
-            for index in 0..=s.target.min(s.ceiling - 1) {
-                if !s.alive.contains(&index) {
-                    s.alive.push(index);
-                    start.push((source, index));
-                }
-            }
-        }
-        start
-    }
-
-    /// The conductor: every TICK it measures each source's rate and how long the reader
-    /// waited, tunes the connections (`schedule::tune`), starts the connection threads a
-    /// source was given (`spawn`), and wakes the connections when the reader waits (a late
-    /// head piece may be worth a copy). Ends with the download.
-    pub fn conduct(self: &Arc<Self>, spawn: &dyn Fn(&Arc<Shared>, usize, usize) -> bool) {
-        // (time, the reader's wait so far), over the rate window.
-        let mut waits: VecDeque<(f64, f64)> = VecDeque::new();
-        loop {
-            std::thread::sleep(TICK);
-            let mut st = self.lock();
-            if st.cancel || st.failed.is_some() {
-                return;
-            }
-            let now = self.now();
-            let mut waited = st.waited;
-            if let Some(t) = st.waiting_since {
-                waited += t.elapsed();
-            }
-            waits.push_back((now, waited.as_secs_f64()));
-            while waits.len() > RATE_TICKS {
-                waits.pop_front();
-            }
-            let (t0, w0) = waits.front().copied().unwrap_or((now, 0.0));
-            let starved = (waited.as_secs_f64() - w0) / (now - t0).max(1e-3);
-            for (i, s) in st.sources.iter_mut().enumerate() {
-                s.samples.push_back((now, s.delivered));
-                while s.samples.len() > RATE_TICKS {
-                    s.samples.pop_front();
-                }
-                let (t0, b0) = s.samples.front().copied().unwrap_or((now, s.delivered));
-                s.rate = if now > t0 { (s.delivered - b0) as f64 / (now - t0) } else { 0.0 };
-                self.stats.sources[i].rate.store(s.rate as u64, Ordering::Relaxed);
-            }
-            let at = st.window.reader();
-            st.reader_samples.push_back((now, at));
-            while st.reader_samples.len() > RATE_TICKS {
-                st.reader_samples.pop_front();
-            }
-            if let Some(&(t0, a0)) = st.reader_samples.front()
-                && now > t0
-                && st.reader_samples.len() == RATE_TICKS
-            {
-                st.drain = Some((at - a0) as f64 / (now - t0));
-            }
-            let capped = self.limiter.as_ref().is_some_and(Limiter::limiting);
-            let paces: Vec<Pace> = st
-                .sources
-                .iter()
-                .map(|s| Pace {
-                    rate: s.rate,
-                    target: s.target,
-                    ceiling: s.ceiling,
-                    usable: s.usable() && s.failures == 0,
-                    hold_until: s.hold_until,
-                    grow: s.grow,
-                    first_byte: s.speed.first_byte,
-                })
-                .collect();
-            // The first measurement needs RATE_TICKS of history.
-            let measured = st.sources.iter().any(|s| s.samples.len() >= RATE_TICKS);
-            let decision = if measured {
-                schedule::tune(now, &paces, st.probe.as_ref(), starved, capped)
-            } else {
-                Tune::Keep
-            };
-            let mut start: Vec<(usize, usize)> = Vec::new();
-            match decision {
-                Tune::Keep => {}
-                Tune::Open { source, add } => {
-                    let (from, before) = (st.sources[source].target, st.sources[source].rate);
-                    st.probe = Some(Probe { source, from, added: add, before, since: now });
-                    st.sources[source].target += add;
-                }
-                Tune::Settle { source, doubled } => {
-                    let s = &mut st.sources[source];
-                    if doubled {
-                        s.grow = (s.grow * 2).min(s.ceiling);
-                    }
-                    s.hold = schedule::HOLD;
-                    st.probe = None;
-                }
-                Tune::Revert { source, to } => {
-                    let s = &mut st.sources[source];
-                    s.target = to.max(1);
-                    s.grow = 1;
-                    s.hold_until = now + s.hold;
-                    s.hold = (s.hold * 2.0).min(schedule::HOLD_MAX);
-                    st.probe = None;
-                }
-            }
-            start.extend(Self::missing(&mut st));
-            let reader_waits = st.waiting_since.is_some();
-            let waiters = st.work_waiters > 0;
-            drop(st);
-            for (source, index) in start {
-                if !spawn(self, source, index) {
-                    // No thread (ulimit -u): the source keeps what it has.
-                    let mut st = self.lock();
-                    let s = &mut st.sources[source];
-                    s.alive.retain(|&i| i != index);
-                    s.target = s.target.min(s.alive.len().max(1));
-                }
-            }
-            if reader_waits && waiters {
-                self.work.notify_all();
-            }
         }
     }
 }
