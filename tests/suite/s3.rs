@@ -586,6 +586,28 @@ fn no_sign_request_reads_a_public_bucket() {
     assert!(reqs.len() >= 4 && reqs.iter().all(|r| r["auth"] == "none"), "{reqs:?}");
     let (out, _) = c.run(c.with_key(&c.moto.user), &c.operand(), &["--no-sign-request"]);
     fails_in_one_line(&out, &c.operand(), &["403", "AccessDenied"], "private, unsigned");
+    // A public object as the mirror of an http archive (issue 42): --no-sign-request is
+    // taken for it, it is admitted and read unsigned, and the tree is the same.
+    let before = gets(c.moto.log(&format!("/{PUBLIC}/{}", c.key))).len();
+    let http = crate::util::http::Server::start(tar.clone(), Default::default());
+    let url = http.url(crate::util::http::ARCHIVE);
+    let flags = ["--no-sign-request", "--mirror", &public];
+    let (out, dest) = c.run(c.with_key(&c.moto.user), &url, &flags);
+    assert!(out.success(), "{}", out.describe());
+    let json: Value = serde_json::from_str(out.stdout_str().trim()).unwrap();
+    let states: Vec<&Value> =
+        json["sources"].as_array().unwrap().iter().map(|s| &s["state"]).collect();
+    assert_eq!(states, ["in use", "in use"], "{json}");
+    assert_same(
+        &want,
+        "GNU tar",
+        &snapshot(&dest),
+        "fastuntar",
+        &Compare::extraction(c.started),
+        "public mirror",
+    );
+    let reqs = gets(c.moto.log(&format!("/{PUBLIC}/{}", c.key)));
+    assert!(reqs.len() > before && reqs.iter().all(|r| r["auth"] == "none"), "{reqs:?}");
     // Only for s3://.
     let (out, _) = c.run(c.cmd(), &c.moto.presign(PRIVATE, &c.key), &["--no-sign-request"]);
     out.expect_code(2);
