@@ -39,6 +39,14 @@ const PIECE_TIME: f64 = 0.25;
 /// does not take it; if it is late all the same, a copy of its rest is the remedy.
 const DEADLINE_SHARE: f64 = 0.8;
 
+/// A source kept out of new pieces for being too slow (`piece_size`) takes one smallest piece
+/// once its speed is this old (seconds), at the window's far end, to be measured again: a
+/// measurement taken under a burst of load, or while a mirror warmed up, must not keep it out
+/// for the whole run (it did: two of three mirrors judged slow in their first second served
+/// nothing more of a 5 MB archive, at a load of 12). If it is slow indeed, the piece is one
+/// block, and a copy of it from a faster source is the remedy as for any late piece.
+const REMEASURE: f64 = 1.0;
+
 /// A copy of the head's rest is asked for only when the copy would arrive in less than this
 /// fraction of the time the current fetcher still needs: a clear win, so two sources of
 /// about the same speed never chase each other's pieces.
@@ -52,6 +60,8 @@ pub struct Speed {
     pub per_conn: Option<f64>,
     /// Seconds from a request to its first byte (0 until measured).
     pub first_byte: f64,
+    /// When it was last measured (seconds since the download started).
+    pub at: f64,
 }
 
 /// A fetcher's own progress bounds its rate once it has fetched for this long (its first
@@ -69,7 +79,7 @@ impl Speed {
     /// source's pieces are often finished by a copy). One that brought no byte (stopped
     /// first) tells nothing: a rate of 0 would leave the source unjudgeable (`copy_wins`
     /// lets a fetcher of no known rate be) and let it take pieces as if unmeasured.
-    pub fn measured(self, secs: f64, bytes: u64, first: f64) -> Speed {
+    pub fn measured(self, secs: f64, bytes: u64, first: f64, now: f64) -> Speed {
         if secs <= 0.0 || bytes == 0 || (secs < JUDGE_AFTER && bytes < BLOCK) {
             return self;
         }
@@ -77,6 +87,7 @@ impl Speed {
         Speed {
             per_conn: Some(self.per_conn.map_or(rate, |r| r + EWMA * (rate - r))),
             first_byte: self.first_byte + EWMA * (first - self.first_byte),
+            at: now,
         }
     }
 }
@@ -102,6 +113,8 @@ pub struct Window {
     pub potential: f64,
     /// Connections open, all sources together.
     pub connections: usize,
+    /// Seconds since the download started.
+    pub now: f64,
 }
 
 /// A piece that needs another fetcher: its bytes `start..end`, of which `start..filled`
@@ -226,6 +239,9 @@ pub fn piece_size(me: usize, speeds: &[Speed], w: &Window) -> u64 {
         let time = needed_in * DEADLINE_SHARE - speeds[me].first_byte;
         let fits = (rate * time).max(0.0) as u64;
         if fits < MIN_PIECE {
+            if w.now - speeds[me].at >= REMEASURE {
+                return MIN_PIECE;
+            }
             return 0;
         }
         size = size.min(fits);
@@ -368,11 +384,12 @@ mod tests {
             drain,
             potential: drain.unwrap_or(0.0),
             connections: 3,
+            now: 0.0,
         }
     }
 
     fn speed(mb: f64) -> Speed {
-        Speed { per_conn: Some(mb * MB), first_byte: 0.001 }
+        Speed { per_conn: Some(mb * MB), first_byte: 0.001, at: 0.0 }
     }
 
     /// What a free connection takes: (case, me, speeds, window, orphan, head, want).
@@ -520,6 +537,15 @@ mod tests {
                 Job::Fresh { start: 4 << 20, end: (4 << 20) + (768 << 10) },
             ),
             (
+                "a slow source kept out for a second is measured again: one smallest piece",
+                1,
+                vec![fast, slow],
+                Window { now: 1.5, ..w(1 << 20, 0, 8 << 20, Some(300.0 * MB)) },
+                None,
+                None,
+                Job::Fresh { start: 1 << 20, end: (1 << 20) + MIN_PIECE },
+            ),
+            (
                 "a slow source takes a small piece at the window's far end",
                 1,
                 vec![fast, slow],
@@ -608,7 +634,7 @@ mod tests {
             ("nor does it lower a measured one", speed(10.0), 0.33, 0, 0.001, Some(10.0 * MB)),
         ];
         for (name, before, secs, bytes, first, want) in cases {
-            let got = before.measured(secs, bytes, first).per_conn;
+            let got = before.measured(secs, bytes, first, 1.0).per_conn;
             let close = match (got, want) {
                 (Some(g), Some(w)) => (g - w).abs() < 1.0,
                 (g, w) => g == w,

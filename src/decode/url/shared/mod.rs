@@ -664,6 +664,7 @@ impl Shared {
             drain: self.drain(st),
             potential,
             connections,
+            now,
         };
         let orphan = st.window.orphan().map(|(start, filled, end)| Held {
             start,
@@ -842,7 +843,7 @@ impl Shared {
         st.window.detach(start, ctx.conn);
         if let Some((secs, bytes, first)) = measured {
             let s = &mut st.sources[ctx.source];
-            s.speed = s.speed.measured(secs, bytes, first);
+            s.speed = s.speed.measured(secs, bytes, first, self.now());
         }
         let orphaned = st.window.orphan().is_some();
         drop(st);
