@@ -152,11 +152,14 @@ impl Reporter {
     fn to_listing(&self, bytes: &[u8], beside_data: bool, loss_ok: bool) -> io::Result<()> {
         match self.index_file.get() {
             Some(_) => self.write_out(bytes, true, false),
-            None if beside_data => io::stderr().lock().write_all(bytes).inspect_err(|_| {
-                if !loss_ok {
-                    self.diagnostic_lost.store(true, Ordering::Relaxed);
-                }
-            }),
+            None if beside_data => {
+                super::progress::around_output(false, || io::stderr().lock().write_all(bytes))
+                    .inspect_err(|_| {
+                        if !loss_ok {
+                            self.diagnostic_lost.store(true, Ordering::Relaxed);
+                        }
+                    })
+            }
             None => self.write_out(bytes, false, loss_ok),
         }
     }
@@ -172,10 +175,11 @@ impl Reporter {
         let index = self.index_file.get().filter(|_| to_index);
         let r = match index {
             Some((file, _)) => (&mut &*file).write_all(bytes),
-            None => {
+            // Off the progress bar's line when stdout is the terminal too (`-v` names).
+            None => super::progress::around_output(true, || {
                 let mut out = io::stdout().lock();
                 out.write_all(bytes).and_then(|()| out.flush())
-            }
+            }),
         };
         if let Err(e) = &r
             && !(pipe_gone_ok && e.kind() == io::ErrorKind::BrokenPipe)
