@@ -5,6 +5,7 @@
 //! `produce.rs` the member loop on the decoder's side, `stage.rs` one member's ops and data.
 
 mod pipeline;
+mod placer;
 mod produce;
 mod stage;
 
@@ -58,7 +59,7 @@ pub fn run(plans: &Plans, report: &Arc<Reporter>) -> Result<Summary> {
         write::direct_policy::Arrival::new(input.format, input.size, input.first_frame_size());
     let incoming = write::Incoming { arrival, later_fds };
     let writers = write::create_n(writer, &pool, frames, files.clone(), incoming, events)?;
-    let writer_counts = (writers.workers.len(), writers.uring);
+    let writer_counts = (writers.workers.len() + writers.lanes.len(), writers.uring);
     let direct = writers.direct;
     if direct.threshold.is_some() && direct.start == write::direct_policy::Start::Now {
         input.drop_behind();
@@ -89,7 +90,16 @@ pub fn run(plans: &Plans, report: &Arc<Reporter>) -> Result<Summary> {
     progress.finish();
     session.complete()?;
     let elapsed = start.elapsed();
-    let sync = if writer.sync { Some(sync_dest(&writer.dest)?) } else { None };
+    let sync = match writer.sync {
+        // DIR and each `--spread` root: timed together.
+        true => Some(
+            std::iter::once(&writer.dest)
+                .chain(writer.placement.roots())
+                .map(|d| sync_dest(d))
+                .sum::<Result<Duration>>()?,
+        ),
+        false => None,
+    };
     let decoding = counters.summary();
     let download = download_summary(stream_download.as_deref());
     Ok(Summary {
@@ -212,6 +222,8 @@ struct Pipe<'s> {
     gate: Gate,
     session: &'s Session,
     report: &'s Reporter,
+    /// `--spread`: the spread roots' writers (None without it).
+    lanes: Option<&'s pipeline::LaneSet>,
 }
 
 /// Marks a send to a writer that has stopped: the writer's own error explains why.
