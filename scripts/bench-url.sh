@@ -8,6 +8,12 @@
 #   (also reached as `scripts/bench.sh --only url [same options]`, and with --chart as
 #   `scripts/bench.sh --only chart`)
 #
+# Several sources (issue 42): `--mirrors ...,three` runs scripts/bench-sources.sh with the same
+# arguments instead (three nginx peers capped by tc, aria2c on the same three, the fast link;
+# the rows and targets are described there):
+#   scripts/bench-url.sh --mirrors paced,nginx,three --rounds 3 \
+#       --rows url,aria2,three,three-slow,one,aria2-three,fast,fast1,local
+#
 # Two mirrors serve WORKDIR/archives, each capping at RATE (default 50m: 50 MB/s):
 #   paced  scripts/pacing-server.py: every TCP connection capped by SO_MAX_PACING_RATE, as a
 #          mirror's or CDN's shaping caps a connection, whatever requests it carries;
@@ -46,6 +52,14 @@
 # then scripts/plot-chart.py draws summary.tsv as DIR/time-to-restore.svg and copies the
 # table beside it as DIR/time-to-restore.tsv (DIR: --chart-out, default docs/).
 set -euo pipefail
+# The several-source rows live in bench-sources.sh (its own tc set-up and CPU column).
+prev=""
+for a in "$@"; do
+    if [[ $prev == --mirrors && ,$a, == *,three,* ]]; then
+        exec "$(dirname "$0")/bench-sources.sh" "$@"
+    fi
+    prev=$a
+done
 export LC_ALL=C
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)

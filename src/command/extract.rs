@@ -25,7 +25,7 @@ use crate::pool::Pool;
 use crate::reading::Reading;
 use crate::report::Reporter;
 use crate::report::progress::Progress;
-use crate::report::summary::{Direct, DownloadSummary, Summary};
+use crate::report::summary::{Direct, DownloadSummary, SourceSummary, Summary};
 use crate::resume::Session;
 use crate::write;
 use crate::write::direct::DirectPolicy;
@@ -120,13 +120,29 @@ fn download_summary(d: Option<&decode::url::Download>) -> Option<DownloadSummary
     let d = d?;
     let s = &d.stats;
     let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+    let relaxed = std::sync::atomic::Ordering::Relaxed;
+    let sources = s
+        .sources
+        .iter()
+        .map(|src| SourceSummary {
+            url: src.name.clone(),
+            bytes: load(&src.bytes),
+            connections: src.most.load(relaxed),
+            state: src.state_word(),
+            dropped: src.why_dropped(),
+        })
+        .collect();
+    let ceiling = s.sockets.load(relaxed) / s.sources.len().max(1);
     Some(DownloadSummary {
         url: decode::url::shown(&d.identity().url),
         length: d.identity().length,
         bytes: load(&s.downloaded),
-        connections: s.threads.load(std::sync::atomic::Ordering::Relaxed),
+        connections: s.most.load(relaxed).max(1),
+        ceiling,
         retries: load(&s.retries),
         refetched: load(&s.refetched),
+        copies: load(&s.copies),
+        sources,
     })
 }
 

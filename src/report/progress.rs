@@ -15,7 +15,7 @@
 
 use std::collections::VecDeque;
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -65,17 +65,68 @@ pub fn around_output<R>(to_stdout: bool, write: impl FnOnce() -> R) -> R {
 /// A download's counters (decode/url/), for the progress bar and the summary.
 #[derive(Debug, Default)]
 pub struct NetStats {
-    /// Bytes received that count (not those passed over after a restart).
+    /// Bytes received that count (not those passed over after a restart, nor a copy's that
+    /// arrived second).
     pub downloaded: AtomicU64,
-    /// Connections with a request open now.
+    /// Connections with a request open now, all sources together.
     pub connections: AtomicUsize,
-    /// Connection threads started.
-    pub threads: AtomicUsize,
+    /// The most connections that had a request open at once.
+    pub most: AtomicUsize,
+    /// Sockets the download may open at most (every source's `--connections`), for the
+    /// writers' descriptor budget.
+    pub sockets: AtomicUsize,
     pub retries: AtomicU64,
     /// Bytes received again and passed over (a server without ranges, restarted from 0).
     pub refetched: AtomicU64,
+    /// Copies of a late head piece asked from a faster source.
+    pub copies: AtomicU64,
     /// A progress bar counts the retries: no line for each.
     pub bar: AtomicBool,
+    /// Each source, in the order given (the archive first).
+    pub sources: Vec<SourceStats>,
+}
+
+/// One source's part of the counters.
+#[derive(Debug, Default)]
+pub struct SourceStats {
+    /// The source as messages show it.
+    pub name: String,
+    /// Bytes of it that count.
+    pub bytes: AtomicU64,
+    /// Bytes a second it delivered lately (the download's scheduler measures it).
+    pub rate: AtomicU64,
+    /// Connections with a request open to it now, and the most at once.
+    pub connections: AtomicUsize,
+    pub most: AtomicUsize,
+    /// Why it is not used (None: in use, or still starting); its `state` word.
+    pub dropped: std::sync::Mutex<Option<String>>,
+    pub state: AtomicU8,
+}
+
+/// `SourceStats::state`.
+pub const SOURCE_STARTING: u8 = 0;
+pub const SOURCE_IN_USE: u8 = 1;
+pub const SOURCE_RETRYING: u8 = 2;
+pub const SOURCE_DROPPED: u8 = 3;
+
+impl SourceStats {
+    pub fn named(name: String) -> SourceStats {
+        SourceStats { name, ..SourceStats::default() }
+    }
+
+    /// "starting", "in use", "retrying", "dropped".
+    pub fn state_word(&self) -> &'static str {
+        match self.state.load(Ordering::Relaxed) {
+            SOURCE_IN_USE => "in use",
+            SOURCE_RETRYING => "retrying",
+            SOURCE_DROPPED => "dropped",
+            _ => "starting",
+        }
+    }
+
+    pub fn why_dropped(&self) -> Option<String> {
+        self.dropped.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
 }
 
 /// What one frame shows: the counters read at one moment.
@@ -102,6 +153,34 @@ struct NetFrame {
     connections: usize,
     retries: u64,
     refetched: u64,
+    /// With several sources, each one's part: `1: 95.4 MiB/s 3c`, `2: dropped`.
+    sources: Vec<String>,
+}
+
+/// With several sources, each one's part of the bar: its rate and connections (and
+/// `retrying`), or that it is starting or was dropped; nothing for one source.
+fn source_parts(n: &NetStats) -> Vec<String> {
+    if n.sources.len() < 2 {
+        return Vec::new();
+    }
+    n.sources
+        .iter()
+        .enumerate()
+        .map(|(i, src)| {
+            let state = src.state.load(Ordering::Relaxed);
+            let what = match state {
+                SOURCE_DROPPED => "dropped".to_string(),
+                SOURCE_STARTING => "starting".to_string(),
+                _ => format!(
+                    "{} {}c{}",
+                    rate(src.rate.load(Ordering::Relaxed), 1.0).trim_start(),
+                    src.connections.load(Ordering::Relaxed),
+                    if state == SOURCE_RETRYING { " retrying" } else { "" }
+                ),
+            };
+            format!("{}: {what}", i + 1)
+        })
+        .collect()
 }
 
 /// The line for `frame` in `width` columns: at most `width - 1` of them (a line that reaches
@@ -130,6 +209,9 @@ fn frame(f: &Frame, width: usize) -> String {
     if let Some(n) = &f.net {
         fields.push((4, false, format!("down {:>10}", rate(n.downloaded, f.secs))));
         fields.push((7, true, format!("on {} conn", n.connections)));
+        for src in &n.sources {
+            fields.push((7, false, src.clone()));
+        }
     }
     fields.push((3, false, format!("{:>8} written", size(f.written))));
     fields.push((6, true, format!("{:>10}", rate(f.written, f.secs))));
@@ -308,6 +390,7 @@ impl Progress {
                         connections: n.connections.load(Ordering::Relaxed),
                         retries: n.retries.load(Ordering::Relaxed),
                         refetched: n.refetched.load(Ordering::Relaxed),
+                        sources: source_parts(n),
                     }),
                     tick,
                 };
@@ -379,6 +462,7 @@ mod tests {
                 connections: 8,
                 retries: 12,
                 refetched: 7 * GIB,
+                sources: Vec::new(),
             }),
             ..file_frame()
         }

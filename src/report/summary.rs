@@ -37,10 +37,29 @@ pub struct DownloadSummary {
     pub url: String,
     pub length: Option<u64>,
     pub bytes: u64,
-    /// Connection threads that fetched it.
+    /// The most connections open at once, all sources together.
     pub connections: usize,
+    /// The most each source may have (`--connections`, within the open-file limit).
+    pub ceiling: usize,
     pub retries: u64,
     pub refetched: u64,
+    /// Copies of a late head piece asked from a faster source.
+    pub copies: u64,
+    /// Each source, in the order given.
+    pub sources: Vec<SourceSummary>,
+}
+
+/// What one source did.
+#[derive(Clone, Debug)]
+pub struct SourceSummary {
+    pub url: String,
+    pub bytes: u64,
+    /// The most connections it had open at once.
+    pub connections: usize,
+    /// "in use", "dropped", ...
+    pub state: &'static str,
+    /// Why it was dropped.
+    pub dropped: Option<String>,
 }
 
 /// What a writer did, for the summary (the writers count it: `write::Stats`).
@@ -212,6 +231,17 @@ fn line(s: &Summary, verbose: bool, skipped: u64) -> String {
         if d.refetched > 0 {
             out += &format!(", {:.1} MB re-fetched", d.refetched as f64 / 1e6);
         }
+        if d.sources.len() > 1 {
+            let each: Vec<String> = d
+                .sources
+                .iter()
+                .map(|src| match &src.dropped {
+                    Some(why) => format!("{} dropped ({why})", src.url),
+                    None => format!("{} {:.1} MB", src.url, src.bytes as f64 / 1e6),
+                })
+                .collect();
+            out += &format!(" from {}", each.join(", "));
+        }
     }
     if let Some(sync) = s.sync {
         out += &format!("; sync {:.2} s", sync.as_secs_f64());
@@ -232,19 +262,44 @@ fn line(s: &Summary, verbose: bool, skipped: u64) -> String {
 fn json(s: &Summary, code: ExitCode, skipped: u64) -> String {
     let download = match &s.download {
         None => String::new(),
-        Some(d) => format!(
-            concat!(
-                "\"url\":{},\"url_length\":{},\"download_bytes\":{},\"download_mb_per_s\":{:.3},",
-                "\"connections\":{},\"retries\":{},\"refetched_bytes\":{},"
-            ),
-            json_string(&d.url),
-            null_or(d.length),
-            d.bytes,
-            rate_mb_s(d.bytes, s.elapsed.as_secs_f64()),
-            d.connections,
-            d.retries,
-            d.refetched
-        ),
+        Some(d) => {
+            let secs = s.elapsed.as_secs_f64();
+            let sources: Vec<String> = d
+                .sources
+                .iter()
+                .map(|src| {
+                    format!(
+                        concat!(
+                            "{{\"url\":{},\"bytes\":{},\"mb_per_s\":{:.3},\"connections\":{},",
+                            "\"state\":\"{}\",\"dropped\":{}}}"
+                        ),
+                        json_string(&src.url),
+                        src.bytes,
+                        rate_mb_s(src.bytes, secs),
+                        src.connections,
+                        src.state,
+                        src.dropped.as_deref().map_or("null".to_string(), json_string)
+                    )
+                })
+                .collect();
+            format!(
+                concat!(
+                    "\"url\":{},\"url_length\":{},\"download_bytes\":{},\"download_mb_per_s\":{:.3},",
+                    "\"connections\":{},\"connections_max\":{},\"retries\":{},",
+                    "\"refetched_bytes\":{},\"copies\":{},\"sources\":[{}],"
+                ),
+                json_string(&d.url),
+                null_or(d.length),
+                d.bytes,
+                rate_mb_s(d.bytes, secs),
+                d.connections,
+                d.ceiling,
+                d.retries,
+                d.refetched,
+                d.copies,
+                sources.join(",")
+            )
+        }
     };
     let resumed = match &s.resume.resumed {
         None => "null".to_string(),

@@ -473,14 +473,26 @@ impl Session {
         let s = self.resumed.as_ref()?;
         let at = decode::Reopen { format: s.format, unit: s.point.unit };
         let expect = match &s.input {
-            InputId::Url { url, etag, last_modified, length } => Some(decode::url::Identity {
-                url: url.clone(),
-                validator: decode::url::Validator {
-                    etag: etag.clone(),
-                    last_modified: last_modified.clone(),
-                },
-                length: *length,
-            }),
+            InputId::Url { url, etag, last_modified, length, sources } => {
+                Some(decode::url::Identity {
+                    url: url.clone(),
+                    validator: decode::url::Validator {
+                        etag: etag.clone(),
+                        last_modified: last_modified.clone(),
+                    },
+                    length: *length,
+                    sources: sources
+                        .iter()
+                        .map(|s| decode::url::Pinned {
+                            given: s.given.clone(),
+                            validator: decode::url::Validator {
+                                etag: s.etag.clone(),
+                                last_modified: s.last_modified.clone(),
+                            },
+                        })
+                        .collect(),
+                })
+            }
             InputId::File(_) => None,
         };
         Some((at, expect))
@@ -506,6 +518,15 @@ impl Session {
                     etag: i.validator.etag.clone(),
                     last_modified: i.validator.last_modified.clone(),
                     length: i.length,
+                    sources: i
+                        .sources
+                        .iter()
+                        .map(|p| state::SourceId {
+                            given: p.given.clone(),
+                            etag: p.validator.etag.clone(),
+                            last_modified: p.validator.last_modified.clone(),
+                        })
+                        .collect(),
                 };
                 (id, d.ranged())
             }

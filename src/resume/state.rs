@@ -66,14 +66,28 @@ const MAX_PATH: usize = 4095;
 pub enum InputId {
     File(FileId),
     /// A download: the address after redirects (shown, not compared: presigned addresses
-    /// change), the validator and the length, which must be the same again.
+    /// change), the validator and the length, which must be the same again. From several
+    /// sources (issue 42), each of them as given with its own validator (`sources`, empty for
+    /// one source: then `etag`/`last_modified` are the archive operand's).
     Url {
         url: String,
         etag: Option<String>,
         last_modified: Option<String>,
         length: Option<u64>,
+        sources: Vec<SourceId>,
     },
 }
+
+/// One source of a download from several, and the version it served.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceId {
+    pub given: String,
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
+}
+
+/// The most sources a state names (`decode::url::MAX_SOURCES`).
+const MAX_SOURCES: usize = 64;
 
 /// A file extracted before the resume point, as it was when the state was written: it must
 /// be there unchanged for the resume (`rm -rf DIR/*` leaves the state file, a dotfile).
@@ -340,12 +354,21 @@ impl State {
                 o.i128(f.mtime_ns);
                 o.i128(f.ctime_ns);
             }
-            InputId::Url { url, etag, last_modified, length } => {
-                o.u8(1);
+            InputId::Url { url, etag, last_modified, length, sources } => {
+                // 1: one source; 2: several, each with its validator after the length.
+                o.u8(if sources.is_empty() { 1 } else { 2 });
                 o.bytes(url.as_bytes());
                 o.opt(etag.as_deref().map(str::as_bytes));
                 o.opt(last_modified.as_deref().map(str::as_bytes));
                 o.opt_u64(*length);
+                if !sources.is_empty() {
+                    o.u32(sources.len() as u32);
+                    for s in sources {
+                        o.bytes(s.given.as_bytes());
+                        o.opt(s.etag.as_deref().map(str::as_bytes));
+                        o.opt(s.last_modified.as_deref().map(str::as_bytes));
+                    }
+                }
             }
         }
         o.u8(format_code(self.format));
@@ -540,12 +563,25 @@ fn input_id(i: &mut In) -> Result<InputId, Bad> {
             mtime_ns: i.i128()?,
             ctime_ns: i.i128()?,
         }),
-        1 => {
+        kind @ (1 | 2) => {
             let url = i.text(64 << 10)?;
             let etag = i.opt(4096)?.map(|b| String::from_utf8_lossy(b).into_owned());
             let lm = i.opt(256)?.map(|b| String::from_utf8_lossy(b).into_owned());
             let length = i.opt_u64()?;
-            InputId::Url { url, etag, last_modified: lm, length }
+            let mut sources = Vec::new();
+            if kind == 2 {
+                let n = i.count(6, MAX_SOURCES)?;
+                for _ in 0..n {
+                    let given = i.text(64 << 10)?;
+                    let etag = i.opt(4096)?.map(|b| String::from_utf8_lossy(b).into_owned());
+                    let lm = i.opt(256)?.map(|b| String::from_utf8_lossy(b).into_owned());
+                    sources.push(SourceId { given, etag, last_modified: lm });
+                }
+                if sources.is_empty() {
+                    return bad("a download from several sources that names none");
+                }
+            }
+            InputId::Url { url, etag, last_modified: lm, length, sources }
         }
         k => return bad(format!("an input of kind {k}")),
     })
@@ -723,11 +759,31 @@ pub(crate) mod tests {
                 etag: Some("\"x\"".into()),
                 last_modified: None,
                 length: Some(1 << 30),
+                sources: vec![],
             },
             sample: None,
             ..s
         };
-        assert_eq!(State::decode(&url.encode()), Ok(url));
+        assert_eq!(State::decode(&url.encode()), Ok(url.clone()));
+        let id = |g: &str, e: Option<&str>, lm: Option<&str>| SourceId {
+            given: g.into(),
+            etag: e.map(str::to_string),
+            last_modified: lm.map(str::to_string),
+        };
+        let several = State {
+            input: InputId::Url {
+                url: "https://h/a".into(),
+                etag: Some("\"x\"".into()),
+                last_modified: None,
+                length: Some(1 << 30),
+                sources: vec![
+                    id("https://h/a", Some("\"x\""), None),
+                    id("https://m/a", None, Some("Sun, 06 Nov 1994 08:49:37 GMT")),
+                ],
+            },
+            ..url
+        };
+        assert_eq!(State::decode(&several.encode()), Ok(several));
     }
 
     /// Whose a file is, read before the rest: ours names DIR and its own inode; a file of

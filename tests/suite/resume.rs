@@ -416,6 +416,63 @@ fn url_resumes_without_downloading_the_bytes_before_the_point() {
     o.same(&dest, "URL, ranges");
 }
 
+/// From three sources (issue 42): killed, then resumed with the same three; the resumed run
+/// asks no source for a byte before the point, each source is pinned again to the version it
+/// served (a mirror that changed in between is dropped, the run goes on), and the tree is GNU
+/// tar's.
+#[test]
+fn url_with_mirrors_resumes() {
+    let Some((td, tar, o)) = set_up("url_with_mirrors_resumes") else { return };
+    let archive = ZSTD_64K.encode(&tar);
+    let a = Server::start(archive.clone(), Faults::default());
+    let b = Server::start(archive.clone(), Faults::default());
+    let c = Server::start(archive.clone(), Faults::default());
+    let (ub, uc) = (b.url(ARCHIVE), c.url(ARCHIVE));
+    let row = ["--mirror", &ub, "--mirror", &uc];
+    let src = Source::Url(&a);
+    let points = ["member:200", "renamed:1", "end:1"];
+    let n = kill_and_resume(&td, &o, &src, &row, &points, "three sources");
+    assert!(n >= 1, "none of {} reruns resumed", points.len());
+    // Past the first MiB, then resumed: no source is asked for a byte before the point.
+    let dest = td.fresh("ranges");
+    let k = killed(&src, &dest, &[&row[..], &["--writeback-every", "1M"]].concat(), "renamed:1");
+    assert_eq!(k.signal, Some(libc::SIGKILL), "{}", k.describe());
+    let before: Vec<usize> = [&a, &b, &c].iter().map(|s| s.seen().len()).collect();
+    let r = again(&src, &dest, &row, &[]);
+    let at = util::json_number(&r.stdout_str(), "archive_offset").expect("resumed");
+    assert!(at > 0, "{}", r.describe());
+    for (s, n) in [&a, &b, &c].iter().zip(before) {
+        for seen in &s.seen()[n..] {
+            let Some(range) = &seen.range else { continue };
+            let from: u64 = range
+                .trim_start_matches("bytes=")
+                .split('-')
+                .next()
+                .and_then(|x| x.parse().ok())
+                .unwrap_or_else(|| panic!("range {range}"));
+            assert!(from >= at, "a source was asked for byte {from}, before {at}");
+        }
+    }
+    o.same(&dest, "three sources, ranges");
+    // A mirror whose archive changed since (another ETag, so its If-Range fails): dropped
+    // with a line, and the run resumes from the other two and from a mirror the state does
+    // not name (compared with the reference's bytes, as any new mirror).
+    let dest = td.fresh("changed");
+    let k = killed(&src, &dest, &[&row[..], &["--writeback-every", "1M"]].concat(), "renamed:1");
+    assert_eq!(k.signal, Some(libc::SIGKILL), "{}", k.describe());
+    b.set_faults(Faults { change_etag_after: Some(0), ..Faults::default() });
+    let d = Server::start(archive, Faults::default());
+    let ud = d.url(ARCHIVE);
+    let row2 = ["--mirror", &ub, "--mirror", &uc, "--mirror", &ud];
+    let r = again(&src, &dest, &row2, &[]);
+    r.expect_code(0);
+    assert!(r.stderr_str().contains("resumed at member"), "{}", r.describe());
+    let dropped: Vec<String> = r.diagnostics().into_iter().filter(|l| l.contains(&ub)).collect();
+    assert_eq!(dropped.len(), 1, "one line for the changed mirror\n{}", r.describe());
+    assert!(dropped[0].contains("changed"), "{}", r.describe());
+    o.same(&dest, "a mirror changed, a new one added");
+}
+
 /// The unprivileged user of the test below (nobody on Debian).
 const NOBODY: u32 = 65534;
 

@@ -586,6 +586,28 @@ fn no_sign_request_reads_a_public_bucket() {
     assert!(reqs.len() >= 4 && reqs.iter().all(|r| r["auth"] == "none"), "{reqs:?}");
     let (out, _) = c.run(c.with_key(&c.moto.user), &c.operand(), &["--no-sign-request"]);
     fails_in_one_line(&out, &c.operand(), &["403", "AccessDenied"], "private, unsigned");
+    // A public object as the mirror of an http archive (issue 42): --no-sign-request is
+    // taken for it, it is admitted and read unsigned, and the tree is the same.
+    let before = gets(c.moto.log(&format!("/{PUBLIC}/{}", c.key))).len();
+    let http = crate::util::http::Server::start(tar.clone(), Default::default());
+    let url = http.url(crate::util::http::ARCHIVE);
+    let flags = ["--no-sign-request", "--mirror", &public];
+    let (out, dest) = c.run(c.with_key(&c.moto.user), &url, &flags);
+    assert!(out.success(), "{}", out.describe());
+    let json: Value = serde_json::from_str(out.stdout_str().trim()).unwrap();
+    let states: Vec<&Value> =
+        json["sources"].as_array().unwrap().iter().map(|s| &s["state"]).collect();
+    assert_eq!(states, ["in use", "in use"], "{json}");
+    assert_same(
+        &want,
+        "GNU tar",
+        &snapshot(&dest),
+        "fastuntar",
+        &Compare::extraction(c.started),
+        "public mirror",
+    );
+    let reqs = gets(c.moto.log(&format!("/{PUBLIC}/{}", c.key)));
+    assert!(reqs.len() > before && reqs.iter().all(|r| r["auth"] == "none"), "{reqs:?}");
     // Only for s3://.
     let (out, _) = c.run(c.cmd(), &c.moto.presign(PRIVATE, &c.key), &["--no-sign-request"]);
     out.expect_code(2);
@@ -721,4 +743,47 @@ fn resume_after_a_kill() {
         .collect();
     assert!(starts.iter().all(|&s| s > 0), "the resumed run starts past the point: {starts:?}");
     assert!(out.stderr_str().contains("resumed at member"), "{}", out.describe());
+}
+
+/// An S3 object as a mirror of an http archive, and as the archive beside an http mirror:
+/// both are admitted (same length, the same first bytes), the object serves pieces (the http
+/// server is capped at 2 MB/s, so the faster object gets its share, and in the second run
+/// nearly all), every request to the object is signed with the user's key, and the tree is
+/// GNU tar's. With a wrong secret the object is dropped with one line (403) and the run goes
+/// on.
+#[test]
+fn s3_as_a_mirror() {
+    use crate::util::http::{ARCHIVE, Faults, Server};
+    let Some(c) = set_up("s3_as_a_mirror") else { return };
+    let m = c.moto;
+    let tar = std::fs::read(c.td.join("oracle.tar")).unwrap();
+    let capped = Faults { rate: Some(2_000_000), ..Faults::default() };
+    let http = Server::start(tar, capped);
+    let url = http.url(ARCHIVE);
+    for (archive, mirror, s3_index) in
+        [(url.clone(), c.operand(), 1), (c.operand(), url.clone(), 0)]
+    {
+        let before = c.requests(0).len();
+        let (out, dest) = c.run(c.with_key(&m.user), &archive, &["--mirror", &mirror]);
+        c.same(&dest, &out, &format!("s3 as source {s3_index}"));
+        let json: Value = serde_json::from_str(out.stdout_str().trim()).unwrap();
+        let sources = json["sources"].as_array().unwrap();
+        assert_eq!(sources.len(), 2, "{json}");
+        for s in sources {
+            assert_eq!(s["state"], "in use", "{json}");
+        }
+        let s3_bytes = sources[s3_index]["bytes"].as_u64().unwrap();
+        assert!(s3_bytes >= 256 << 10, "the object served pieces: {json}");
+        let reqs = c.requests(before);
+        assert!(reqs.len() >= 2, "the sample and a piece at least: {reqs:?}");
+        only(&reqs, &m.user.id);
+        nothing_secret(&out, &[&m.user], "s3 mirror");
+    }
+    let wrong = Key { secret: format!("{}x", &m.user.secret[1..]), ..m.user.clone() };
+    let (out, dest) = c.run(c.with_key(&wrong), &url, &["--mirror", &c.operand()]);
+    c.same(&dest, &out, "a mirror with a wrong secret");
+    let lines = out.diagnostics();
+    assert_eq!(lines.len(), 1, "one line for the refused mirror\n{}", out.describe());
+    assert!(lines[0].contains(&c.operand()) && lines[0].contains("403"), "{lines:?}");
+    nothing_secret(&out, &[&wrong, &m.user], "wrong secret");
 }

@@ -130,14 +130,19 @@ fn plain_and_cut_downloads_under_every_engine() {
         let (out, dest) = extract(&td, run.cmd(), &url, PIECES);
         out.expect_code(0);
         o.same(&dest, &format!("{ctx} plain"));
-        assert_eq!(util::json_number(&out.stdout_str(), "retries"), Some(0), "{ctx}");
-        assert_eq!(util::json_number(&out.stdout_str(), "connections"), Some(4), "{ctx}");
-        // Pieces reuse their connections (keep-alive): ten or so requests on 4 connections,
-        // and one more for the first answer.
+        let json = out.stdout_str();
+        assert_eq!(util::json_number(&json, "retries"), Some(0), "{ctx}");
+        // --connections 4 is a ceiling: one to start with, more only while they raise the
+        // rate, and a standby for a late piece.
+        assert_eq!(util::json_number(&json, "connections_max"), Some(4), "{ctx}");
+        let most = util::json_number(&json, "connections").unwrap();
+        assert!((1..=4).contains(&most), "{ctx}: {most} connections\n{json}");
+        // Pieces reuse their connections (keep-alive): several requests, each connection
+        // opened once (a piece beaten by a copy closes one: at most one more each).
         let requests = server.archive_requests();
-        assert!(requests >= 8, "{ctx}: {requests} requests");
+        assert!(requests >= 4, "{ctx}: {requests} requests");
         assert!(
-            server.accepted() <= 5,
+            server.accepted() as u64 <= 2 * 4 + 1,
             "{ctx}: {} connections for {requests} requests",
             server.accepted()
         );
@@ -260,6 +265,13 @@ fn faults_survived_like_gnu_tar() {
                     assert!(json.contains("X-Amz-Signature=a%2Fb&X-Amz-Expires=60\""), "{json}");
                     let said = out.stderr_str();
                     assert!(said.contains("redirected to") && said.contains(ARCHIVE), "{said}");
+                }
+                "stall" => {
+                    // The stalled request is retried at the stall timeout, unless the standby
+                    // connection copied the piece's rest first.
+                    let retries = util::json_number(&json, "retries").unwrap();
+                    let copies = util::json_number(&json, "copies").unwrap();
+                    assert!(retries + copies >= 1, "{name}: {json}");
                 }
                 _ => {
                     assert!(util::json_number(&json, "retries").unwrap() >= 1, "{name}: {json}");
@@ -640,23 +652,28 @@ fn the_window_stays_within_memory() {
     );
 }
 
-/// 16 connections under `ulimit -n 20`: the connections are cut to what the open-file limit
-/// leaves room for beside the writer (here one), and the tree is GNU tar's; under 64 as many as
-/// the archive has pieces (13).
+/// 16 connections under `ulimit -n 20`: the ceiling is cut to what the open-file limit
+/// leaves room for beside the writer (here one), and the tree is GNU tar's; under 64 the
+/// ceiling is what fits (the open-file limit's half after the writer's needs), and no more
+/// are opened.
 #[test]
 fn connections_fit_the_open_file_limit() {
     let Some(td) = util::test_dir("connections_fit_the_open_file_limit", &["tar"]) else { return };
     let tar = tree_tar();
     let o = oracle(&td, &tar);
     let server = Server::start(tar, Faults::default());
-    for (limit, want) in [(20, 1), (64, 13)] {
+    for (limit, range) in [(20, 1..=1), (64, 8..=16)] {
         let mut c = util::fastuntar();
         c.rlimit(libc::RLIMIT_NOFILE, limit, limit);
         let flags = ["--connections", "16", "--memory", "16M"];
         let (out, dest) = extract(&td, c, &server.url(ARCHIVE), &flags);
         out.expect_code(0);
         o.same(&dest, &format!("ulimit -n {limit}"));
-        assert_eq!(util::json_number(&out.stdout_str(), "connections"), Some(want), "{limit}");
+        let json = out.stdout_str();
+        let ceiling = util::json_number(&json, "connections_max").unwrap();
+        assert!(range.contains(&ceiling), "ulimit -n {limit}: ceiling {ceiling}\n{json}");
+        let most = util::json_number(&json, "connections").unwrap();
+        assert!(most <= ceiling, "ulimit -n {limit}: {most} over {ceiling}\n{json}");
     }
 }
 
@@ -672,6 +689,8 @@ fn open_at_an_offset_with_a_validator() {
         Server::start(archive.clone(), Faults { cut_at: vec![2_000_000], ..Faults::default() });
     let plan = Plan {
         url: server.url(ARCHIVE),
+        mirrors: vec![],
+        limit_rate: None,
         connections: 4,
         stall: Duration::from_secs(5),
         min_rate: 0,
@@ -739,7 +758,10 @@ fn interim_answers_before_the_answer() {
             continue;
         }
         o.same(&dest, &name);
-        assert!(server.archive_requests() >= 8, "{name}: the pieces were asked for");
+        // The first answer and pieces after it (each source starts with one connection and
+        // sizes its pieces by its speed, issue 42: a few requests for this tree, not 8).
+        let asked = server.archive_requests();
+        assert!(asked >= 2, "{name}: the pieces were asked for ({asked} requests)");
     }
     assert!(failed.is_empty(), "{} of 20 runs failed:\n{}", failed.len(), failed.join("\n"));
 }
@@ -781,4 +803,305 @@ fn a_connection_below_min_rate_is_retried() {
     fails_in_one_line(&out, &url, "slower than --min-rate", "trickling on every connection");
     assert!(out.stderr_str().contains("gave up after 2 retries"), "{}", out.describe());
     assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+}
+
+// ---- several sources (issue 42) --------------------------------------------------------------
+
+/// `--mirror` flags for the servers after the first.
+fn mirrors(servers: &[&Server]) -> Vec<String> {
+    servers.iter().flat_map(|s| ["--mirror".to_string(), s.url(ARCHIVE)]).collect()
+}
+
+/// Extracts from `servers` (the first as the archive, the rest as mirrors) with `extra`.
+fn from_sources(td: &TestDir, servers: &[&Server], extra: &[&str]) -> (Output, std::path::PathBuf) {
+    let m = mirrors(&servers[1..]);
+    let mut flags: Vec<&str> = m.iter().map(String::as_str).collect();
+    flags.extend_from_slice(extra);
+    extract(td, util::fastuntar(), &servers[0].url(ARCHIVE), &flags)
+}
+
+/// `"key":"text"` in the JSON summary's `sources`, in order.
+fn source_states(json: &str) -> Vec<String> {
+    json.split("\"state\":\"")
+        .skip(1)
+        .map(|r| r.split('"').next().unwrap_or("").to_string())
+        .collect()
+}
+
+/// A tree of `n` random files of 400 KiB (incompressible: the compressed archive is as long).
+fn big_tar(n: usize, seed: u64) -> Vec<u8> {
+    let mut t = Tar::new();
+    let mut rng = Rng::new(seed);
+    t.dir("big/");
+    for i in 0..n {
+        t.file(format!("big/f{i:03}"), &rng.bytes(400 << 10));
+    }
+    t.finish()
+}
+
+/// Three sources, each capped at 3 MB/s, one killed (every connection closed, new ones
+/// refused) once 30 % of the archive has been served: the run goes on with the other two,
+/// and the tree is GNU tar's, under every decoder row.
+#[test]
+fn three_sources_one_killed_at_30_percent() {
+    let test = "three_sources_one_killed_at_30_percent";
+    let Some(td) = util::test_dir(test, &["tar"]) else { return };
+    let tar = big_tar(12, 42);
+    let o = oracle(&td, &tar);
+    for_each_run(test, &MATRIX, &[Encoding::Plain, ZSTD_64K], |run| {
+        let archive = run.encoding.encode(&tar);
+        let served = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let capped = |die| Faults { rate: Some(3_000_000), die_when: die, ..Faults::default() };
+        // (The archive is ~4.9 MB: ~0.6 s at 9 MB/s.)
+        // Every server counts what it sends; the second dies at 30 % of the archive in all.
+        let mark = archive.len() as u64 * 3 / 10;
+        let a = Server::start(archive.clone(), capped(Some((served.clone(), u64::MAX))));
+        let b = Server::start(archive.clone(), capped(Some((served.clone(), mark))));
+        let c = Server::start(archive, capped(Some((served.clone(), u64::MAX))));
+        let ctx = run.name();
+        let m = mirrors(&[&b, &c]);
+        let mut flags: Vec<&str> = m.iter().map(String::as_str).collect();
+        flags.extend_from_slice(&["--retries", "2"]);
+        let (out, dest) = extract(&td, run.cmd(), &a.url(ARCHIVE), &flags);
+        out.expect_code(0);
+        o.same(&dest, &format!("{ctx}: one of three killed"));
+        assert!(b.dead(), "{ctx}: the second source was killed\n{}", out.describe());
+        let json = out.stdout_str();
+        // The killed source is retrying, or dropped once its retries were spent.
+        let states = source_states(&json);
+        assert_eq!(states.len(), 3, "{ctx}: {json}");
+        assert!(states[1] == "retrying" || states[1] == "dropped", "{ctx}: {json}");
+        assert_eq!((states[0].as_str(), states[2].as_str()), ("in use", "in use"), "{ctx}");
+    });
+}
+
+/// A mirror that serves another archive of the same length is compared on its first bytes,
+/// dropped with one line naming it and why, and the tree is the archive's (the archive as
+/// given is the reference the mirrors are compared with).
+#[test]
+fn a_source_with_other_bytes_is_dropped() {
+    let Some(td) = util::test_dir("a_source_with_other_bytes_is_dropped", &["tar"]) else {
+        return;
+    };
+    let tar = big_tar(6, 1);
+    let other = big_tar(6, 2);
+    assert_eq!(tar.len(), other.len());
+    let o = oracle(&td, &tar);
+    let good = Server::start(tar.clone(), Faults::default());
+    let bad = Server::start(other, Faults::default());
+    let (out, dest) = from_sources(&td, &[&good, &bad], &[]);
+    out.expect_code(0);
+    o.same(&dest, "a mirror of another archive");
+    let lines = out.diagnostics();
+    assert_eq!(lines.len(), 1, "one line\n{}", out.describe());
+    assert!(lines[0].contains(&bad.url(ARCHIVE)), "{}", out.describe());
+    assert!(lines[0].contains("other bytes"), "{}", out.describe());
+    let json = out.stdout_str();
+    assert_eq!(source_states(&json), ["in use", "dropped"], "{json}");
+    // Nothing of the bad mirror's was used.
+    let bytes: Vec<u64> = json
+        .split("\"sources\":")
+        .nth(1)
+        .unwrap()
+        .split("\"bytes\":")
+        .skip(1)
+        .map(|r| r.split(',').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(bytes, [tar.len() as u64, 0], "{json}");
+}
+
+/// A mirror that answers 404 is dropped with a note; the tree is the archive's. An archive
+/// operand that answers 404 is dropped the same way, and its mirrors serve the run.
+#[test]
+fn a_source_answering_404_is_dropped_with_a_note() {
+    let Some(td) = util::test_dir("a_source_answering_404_is_dropped_with_a_note", &["tar"]) else {
+        return;
+    };
+    let tar = tree_tar();
+    let o = oracle(&td, &tar);
+    let a = Server::start(tar.clone(), Faults::default());
+    let b = Server::start(tar, Faults::default());
+    let missing = b.url("/missing.tar");
+    for (archive, mirror, gone) in
+        [(a.url(ARCHIVE), missing.clone(), 1), (missing.clone(), a.url(ARCHIVE), 0)]
+    {
+        let (out, dest) =
+            extract(&td, util::fastuntar(), &archive, &["--mirror", &mirror, "--connections", "2"]);
+        out.expect_code(0);
+        o.same(&dest, &format!("404 as source {gone}"));
+        let lines = out.diagnostics();
+        assert_eq!(lines.len(), 1, "one note\n{}", out.describe());
+        assert!(lines[0].contains(&missing) && lines[0].contains("404 Not Found"), "{lines:?}");
+        let states = source_states(&out.stdout_str());
+        assert_eq!(states[gone], "dropped", "{}", out.stdout_str());
+        assert_eq!(states[1 - gone], "in use", "{}", out.stdout_str());
+    }
+}
+
+/// Sources that report different lengths are not one archive: the run is refused with one
+/// line naming both, exit 2, nothing extracted.
+#[test]
+fn sources_of_different_lengths_are_refused() {
+    let td = TestDir::new("sources_of_different_lengths_are_refused");
+    let tar = tree_tar();
+    let mut longer = tar.clone();
+    longer.extend_from_slice(&[0u8; 512]);
+    let a = Server::start(tar, Faults::default());
+    let b = Server::start(longer, Faults::default());
+    let (out, dest) = from_sources(&td, &[&a, &b], &[]);
+    fails_in_one_line(&out, &a.url(ARCHIVE), "not one archive", "lengths");
+    assert!(out.diagnostics()[0].contains(&b.url(ARCHIVE)), "{}", out.describe());
+    let entries = std::fs::read_dir(&dest).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(entries, 0, "nothing extracted");
+}
+
+/// Every source fails (a 404, a refused connection, a 403): exit 2, one line naming each.
+#[test]
+fn every_source_failing_is_one_line() {
+    let td = TestDir::new("every_source_failing_is_one_line");
+    let server = Server::start(tree_tar(), Faults::default());
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let refused = format!("http://127.0.0.1:{closed}/a.tar");
+    let missing = server.url("/missing.tar");
+    let forbidden = server.url("/forbidden");
+    let flags = ["--mirror", &refused, "--mirror", &forbidden];
+    let (out, _) = extract(&td, util::fastuntar(), &missing, &flags);
+    fails_in_one_line(&out, &missing, "every source failed", "all fail");
+    let line = &out.diagnostics()[0];
+    for (url, why) in [(&missing, "404"), (&refused, "cannot connect"), (&forbidden, "403")] {
+        assert!(line.contains(url.as_str()) && line.contains(why), "{url} {why}: {line}");
+    }
+}
+
+/// A source 10x slower than two others never holds the run back: from the three, the run
+/// takes no longer than from the two fast ones alone, +15 %.
+///
+/// Measured within this test, interleaved (two, three, two, three, ...) with the same flags,
+/// and compared on each side's fastest run: the sources are paced by sleeping servers, so
+/// what a loaded machine adds to a run is delay, never speed, and the fastest of a few runs
+/// is the one least disturbed. A slow piece holding the reader costs a run the same
+/// whatever the load (one 256 KiB block at 0.8 MB/s: 0.33 s, +17 % here), so it shows in
+/// the fastest too. At least MIN_ROUNDS rounds; while the bar is missed, more, up to
+/// MAX_ROUNDS (a bounded retry for load spikes, not for a scheduler that fails every time).
+/// Before the 0 B/s measurement was fixed (`schedule::tests::a_request_measures_its_source`
+/// pins that) the fastest runs came out at 1.10-1.13x at a load of 8.5, after at 0.96-1.05x:
+/// this bar is the issue's, and the unit test is the sharper check.
+#[test]
+fn a_slow_source_never_holds_the_run_back() {
+    const MIN_ROUNDS: usize = 2;
+    const MAX_ROUNDS: usize = 5;
+    const BAR: f64 = 1.15;
+    let Some(td) = util::test_dir("a_slow_source_never_holds_the_run_back", &["tar"]) else {
+        return;
+    };
+    // 24 MB at 2 x 8 MB/s: 1.5 s from the two fast sources. A window of 2 MiB (`--memory
+    // 8M`) holds 125 ms of it, as the default 16 MiB holds 80 ms at 200 MB/s: the slow
+    // source's smallest piece (256 KiB, 0.3 s) would hold the reader back wherever it lay.
+    let tar = big_tar(60, 7);
+    let o = oracle(&td, &tar);
+    let paced = |rate| Faults { rate: Some(rate), ..Faults::default() };
+    let fast1 = Server::start(tar.clone(), paced(8_000_000));
+    let fast2 = Server::start(tar.clone(), paced(8_000_000));
+    let slow = Server::start(tar, paced(800_000));
+    let flags = ["-q", "--memory", "8M"];
+    let best = |v: &[Duration]| v.iter().min().copied().unwrap().as_secs_f64();
+    let (mut two, mut three) = (Vec::new(), Vec::new());
+    let mut log = Vec::new();
+    for round in 0..MAX_ROUNDS {
+        let (out, dest) = from_sources(&td, &[&fast1, &fast2], &flags);
+        out.expect_code(0);
+        two.push(out.elapsed);
+        if round == 0 {
+            o.same(&dest, "two fast sources");
+        }
+        let (out, dest) = from_sources(&td, &[&fast1, &fast2, &slow], &flags);
+        out.expect_code(0);
+        three.push(out.elapsed);
+        if round == 0 {
+            o.same(&dest, "two fast sources and a slow one");
+        }
+        let line = format!(
+            "round {round}: two {:.3} s, three {:.3} s; sources: {}",
+            two[round].as_secs_f64(),
+            three[round].as_secs_f64(),
+            out.stdout_str().split("\"sources\":").nth(1).unwrap_or("").trim_end()
+        );
+        util::note(&line);
+        log.push(line);
+        if round + 1 >= MIN_ROUNDS && best(&three) <= best(&two) * BAR {
+            break;
+        }
+    }
+    let (two, three) = (best(&two), best(&three));
+    assert!(
+        three <= two * BAR,
+        "from three sources {three:.3} s, from the two fast ones alone {two:.3} s ({:.2}x, \
+         the fastest of {} interleaved rounds each; load {})\n{}",
+        three / two,
+        log.len(),
+        std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim(),
+        log.join("\n")
+    );
+}
+
+/// A mirror that hangs mid-run (its connections stay open and send nothing, as a mirror
+/// black-holed by a firewall) does not hold the run back until the 30 s stall timeout: the
+/// piece the reader needs is asked again from the other source, the first copy wins.
+#[test]
+fn a_hung_source_is_copied_around() {
+    let Some(td) = util::test_dir("a_hung_source_is_copied_around", &["tar"]) else { return };
+    // 8 MB at 2 x 4 MB/s, the second hanging once 25 % was served: ~2 s.
+    let tar = big_tar(20, 11);
+    let o = oracle(&td, &tar);
+    let served = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let mark = tar.len() as u64 / 4;
+    let paced = |die: Option<(std::sync::Arc<std::sync::atomic::AtomicU64>, u64)>| Faults {
+        rate: Some(4_000_000),
+        hang: die.is_some(),
+        die_when: die,
+        ..Faults::default()
+    };
+    let a = Server::start(tar.clone(), paced(None));
+    let b = Server::start(tar, paced(Some((served, mark))));
+    let (out, dest) = from_sources(&td, &[&a, &b], &["--memory", "8M"]);
+    out.expect_code(0);
+    o.same(&dest, "a hung mirror");
+    assert!(b.dead(), "the mirror hung\n{}", out.describe());
+    assert!(out.elapsed < Duration::from_secs(15), "{:?}\n{}", out.elapsed, out.describe());
+    let copies = util::json_number(&out.stdout_str(), "copies").unwrap();
+    assert!(copies >= 1, "{}", out.describe());
+}
+
+/// `--limit-rate 2M` with three sources: the servers together send 2 MiB/s within 10 %, over
+/// the first 10 s after the first byte.
+#[test]
+fn limit_rate_holds_within_ten_percent() {
+    let Some(td) = util::test_dir("limit_rate_holds_within_ten_percent", &["tar"]) else {
+        return;
+    };
+    // 26 MB: 12.4 s at 2 MiB/s.
+    let tar = big_tar(65, 9);
+    let o = oracle(&td, &tar);
+    let servers: Vec<Server> =
+        (0..3).map(|_| Server::start(tar.clone(), Faults::default())).collect();
+    let refs: Vec<&Server> = servers.iter().collect();
+    let (out, dest) = from_sources(&td, &refs, &["--limit-rate", "2M"]);
+    out.expect_code(0);
+    o.same(&dest, "--limit-rate");
+    let mut sent: Vec<(std::time::Instant, u64)> = Vec::new();
+    for s in &servers {
+        let mut before = 0;
+        for (t, total) in s.sent() {
+            sent.push((t, total - before));
+            before = total;
+        }
+    }
+    sent.sort();
+    let t0 = sent.first().expect("bytes were sent").0;
+    let window = Duration::from_secs(10);
+    let in_window: u64 = sent.iter().filter(|(t, _)| *t - t0 <= window).map(|x| x.1).sum();
+    let want = 2.0 * 1048576.0 * 10.0;
+    let ratio = in_window as f64 / want;
+    util::note(&format!("--limit-rate 2M: {in_window} bytes in the first 10 s ({ratio:.3})"));
+    assert!((0.9..=1.1).contains(&ratio), "{in_window} bytes in 10 s, {ratio:.3} of 2 MiB/s");
 }

@@ -8,10 +8,10 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The archive's path; others: `/r/N` redirects N times, `/loop/a` and `/loop/b` redirect to
 /// each other, `/down` redirects from https to http (`Faults::downgrade_to`), `/forbidden` is 403,
@@ -45,6 +45,16 @@ pub struct Faults {
     pub announce_less: u64,
     /// Where `/down` redirects (an http:// address).
     pub downgrade_to: Option<String>,
+    /// Bytes a second this server sends at most, all its connections together (a peer's
+    /// uplink).
+    pub rate: Option<u64>,
+    /// The server dies (every connection closed, new ones refused) once the body bytes of
+    /// every server sharing this counter reach this many; every server given the counter
+    /// adds its bytes to it.
+    pub die_when: Option<(Arc<AtomicU64>, u64)>,
+    /// At `die_when`'s mark the server hangs instead: its connections stay open and send
+    /// nothing more (a black-holed mirror), until the server is dropped.
+    pub hang: bool,
     /// Interim answers (`100 Continue`, `103 Early Hints`: the status line and its headers)
     /// sent before every answer to the archive, in one write with that answer's head and its
     /// first bytes, as a server that flushes them together does.
@@ -75,7 +85,23 @@ struct State {
     /// TCP connections accepted.
     accepted: AtomicUsize,
     tls: Option<Arc<rustls::ServerConfig>>,
+    /// The rate cap's bucket: bytes that may be sent now, as of when.
+    bucket: Mutex<(f64, Instant)>,
+    /// Its own address (to wake its accept loop when it dies).
+    addr: SocketAddr,
+    /// Body bytes sent, and when each write of them ended.
+    sent: Mutex<Vec<(Instant, u64)>>,
+    /// Killed (`Faults::die_when`): its connections, to close them.
+    dead: AtomicBool,
+    /// Hung (`Faults::hang`), and dropped (a hung body then ends).
+    hung: AtomicBool,
+    stopped: AtomicBool,
+    open: Mutex<Vec<TcpStream>>,
 }
+
+/// Bytes a server writes at a time when it caps its rate or logs what it sent: small enough
+/// that the cap is smooth at 1 MB/s.
+const CHUNK: usize = 16 << 10;
 
 pub struct Server {
     pub addr: SocketAddr,
@@ -112,16 +138,30 @@ impl Server {
             archive_requests: AtomicUsize::new(0),
             accepted: AtomicUsize::new(0),
             tls,
+            bucket: Mutex::new((0.0, Instant::now())),
+            addr,
+            sent: Mutex::new(Vec::new()),
+            dead: AtomicBool::new(false),
+            hung: AtomicBool::new(false),
+            stopped: AtomicBool::new(false),
+            open: Mutex::new(Vec::new()),
         });
         let stop = Arc::new(AtomicBool::new(false));
         let (st, sp) = (state.clone(), stop.clone());
         let accept = std::thread::spawn(move || {
             for (n, conn) in listener.incoming().enumerate() {
-                if sp.load(Ordering::Relaxed) || n >= MAX_CONNECTIONS {
+                // Dead: the listener is dropped, so new connections are refused.
+                if sp.load(Ordering::Relaxed)
+                    || n >= MAX_CONNECTIONS
+                    || st.dead.load(Ordering::Relaxed)
+                {
                     return;
                 }
                 let Ok(conn) = conn else { continue };
                 st.accepted.fetch_add(1, Ordering::Relaxed);
+                if let Ok(c) = conn.try_clone() {
+                    st.open.lock().unwrap().push(c);
+                }
                 let st = st.clone();
                 std::thread::spawn(move || serve(conn, &st));
             }
@@ -150,11 +190,61 @@ impl Server {
     pub fn archive_requests(&self) -> usize {
         self.state.archive_requests.load(Ordering::Relaxed)
     }
+
+    /// Changes the faults from now on.
+    pub fn set_faults(&self, faults: Faults) {
+        *self.state.faults.lock().unwrap() = faults;
+    }
+
+    /// Body bytes sent so far, and when each write of them ended.
+    pub fn sent(&self) -> Vec<(Instant, u64)> {
+        self.state.sent.lock().unwrap().clone()
+    }
+
+    /// Whether it died or hung (`Faults::die_when`).
+    pub fn dead(&self) -> bool {
+        self.state.dead.load(Ordering::Relaxed) || self.state.hung.load(Ordering::Relaxed)
+    }
+}
+
+impl State {
+    /// Kills the server: every connection shut, and the accept loop woken to drop the
+    /// listener.
+    fn die(&self) {
+        if self.dead.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        for c in self.open.lock().unwrap().drain(..) {
+            let _ = c.shutdown(Shutdown::Both);
+        }
+        let _ = TcpStream::connect(self.addr);
+    }
+
+    /// Waits until the rate cap lets `n` more bytes go.
+    fn pace(&self, rate: u64, n: usize) {
+        loop {
+            let wait = {
+                let mut b = self.bucket.lock().unwrap();
+                let now = Instant::now();
+                // At most a tenth of a second's worth saved up.
+                let cap = (rate as f64 / 10.0).max(CHUNK as f64);
+                b.0 = (b.0 + now.duration_since(b.1).as_secs_f64() * rate as f64).min(cap);
+                b.1 = now;
+                if b.0 >= n as f64 {
+                    b.0 -= n as f64;
+                    return;
+                }
+                Duration::from_secs_f64((n as f64 - b.0) / rate as f64)
+            };
+            std::thread::sleep(wait);
+        }
+    }
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+        self.state.stopped.store(true, Ordering::Relaxed);
         // Wakes the accept loop, which then sees the flag.
         let _ = TcpStream::connect(self.addr);
         if let Some(t) = self.accept.take() {
@@ -395,10 +485,36 @@ fn body(
             Some((k, _)) => stop.min(at + k as u64),
             None => stop,
         };
-        head.extend_from_slice(&st.archive[at as usize..stop as usize]);
-        s.write_all(&head)?;
-        s.flush()?;
-        head.clear();
+        let paced = f_rate(st).is_some() || f_dies(st);
+        if paced || st.dead.load(Ordering::Relaxed) {
+            if !head.is_empty() {
+                s.write_all(&head)?;
+                head.clear();
+            }
+            let mut k = at;
+            while k < stop {
+                while st.hung.load(Ordering::Relaxed) && !st.stopped.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                if st.dead.load(Ordering::Relaxed) || st.stopped.load(Ordering::Relaxed) {
+                    return Err(io::Error::other("dead"));
+                }
+                let n = ((stop - k) as usize).min(CHUNK);
+                if let Some(rate) = f_rate(st) {
+                    st.pace(rate, n);
+                }
+                s.write_all(&st.archive[k as usize..k as usize + n])?;
+                s.flush()?;
+                k += n as u64;
+                sent(st, n as u64);
+            }
+        } else {
+            head.extend_from_slice(&st.archive[at as usize..stop as usize]);
+            s.write_all(&head)?;
+            s.flush()?;
+            head.clear();
+            sent(st, stop - at);
+        }
         if let Some((_, every)) = trickle {
             std::thread::sleep(every);
         }
@@ -414,6 +530,36 @@ fn body(
         }
     }
     Ok(())
+}
+
+fn f_rate(st: &State) -> Option<u64> {
+    st.faults.lock().unwrap().rate
+}
+
+fn f_dies(st: &State) -> bool {
+    st.faults.lock().unwrap().die_when.is_some()
+}
+
+/// Counts `n` body bytes sent; kills the server once the shared count reaches its mark.
+fn sent(st: &State, n: u64) {
+    {
+        let mut log = st.sent.lock().unwrap();
+        let total = log.last().map_or(0, |l| l.1) + n;
+        log.push((Instant::now(), total));
+    }
+    let (die, hang) = {
+        let f = st.faults.lock().unwrap();
+        (f.die_when.clone(), f.hang)
+    };
+    if let Some((count, at)) = die
+        && count.fetch_add(n, Ordering::Relaxed) + n >= at
+    {
+        if hang {
+            st.hung.store(true, Ordering::Relaxed);
+        } else {
+            st.die();
+        }
+    }
 }
 
 /// A CA and a server certificate signed by it for `names`, made now: (the CA's PEM, the server

@@ -97,14 +97,38 @@ pub struct Input {
     )]
     pub uncompress: bool,
 
-    /// URL: connections fetching pieces (default 8).
+    /// URL: most connections per source (default 8).
     ///
-    /// For an archive read from a URL: connections fetching its pieces in parallel, when the server
-    /// answers ranges and gives a length and an ETag or Last-Modified (default 8, at most 16;
-    /// otherwise one). Each connection is a file descriptor: under a low `ulimit -n` fewer are
-    /// opened.
+    /// For an archive read from a URL: the most connections fetching its pieces in parallel
+    /// from each source, when it answers ranges and gives a length and an ETag or
+    /// Last-Modified (default 8, at most 16; otherwise one). Each source starts with one and is
+    /// given more while they raise the rate. Each connection is a file descriptor: under a low
+    /// `ulimit -n` fewer are opened.
     #[arg(long = "connections", value_name = "N")]
     pub connections: Option<usize>,
+
+    /// URL: another source of the same archive (repeatable).
+    ///
+    /// For a URL: another source of the same archive, http://, https:// or s3:// (repeatable).
+    /// Pieces are fetched from every source at once, scheduled by measured speed; a source
+    /// that serves another archive (another length, other first bytes), or fails past
+    /// --retries, is dropped with one line and the run goes on with the rest.
+    #[arg(long = "mirror", value_name = "URL")]
+    pub mirror: Vec<String>,
+
+    /// URL: more sources, one URL a line in FILE.
+    ///
+    /// For a URL: more sources of the same archive, one URL a line (`#` starts a comment), as
+    /// snapshot finders print them.
+    #[arg(long = "mirrors", value_name = "FILE")]
+    pub mirrors: Option<PathBuf>,
+
+    /// URL: at most RATE bytes a second, in all.
+    ///
+    /// For a URL: download at most RATE bytes a second, all connections of all sources
+    /// together (curl's spelling: 500K, 50M, 1G, 1024-based).
+    #[arg(long = "limit-rate", value_name = "RATE")]
+    pub limit_rate: Option<String>,
 
     /// URL: retry a connection silent this long (30).
     ///

@@ -78,11 +78,11 @@ fn url_plan(
         if args.input.no_sign_request {
             bail!("--no-sign-request applies to an archive read from an s3:// URL");
         }
+        if !args.input.mirror.is_empty() || args.input.mirrors.is_some() {
+            bail!("--mirror and --mirrors apply to an archive read from a URL");
+        }
         return Ok(None);
     };
-    if args.input.no_sign_request && !url::s3::is_s3(&a.to_string_lossy()) {
-        bail!("--no-sign-request applies to an archive read from an s3:// URL");
-    }
     if filter {
         bail!("-I/--use-compress-program cannot read a URL: fastuntar decodes its formats itself");
     }
@@ -110,8 +110,36 @@ fn url_plan(
         .map(url::parse_checksum)
         .transpose()
         .context("--checksum")?;
+    let mut mirrors = Vec::new();
+    for m in &args.input.mirror {
+        if !url::is_url(m.as_ref()) {
+            bail!("--mirror {m}: not an http://, https:// or s3:// URL");
+        }
+        mirrors.push(m.clone());
+    }
+    if let Some(file) = &args.input.mirrors {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("--mirrors {}: cannot read", file.display()))?;
+        let listed = url::sources::parse_list(&text)
+            .map_err(|e| anyhow::anyhow!("--mirrors {}: {e}", file.display()))?;
+        mirrors.extend(listed);
+    }
+    // For every s3:// source: the archive's or a mirror's.
+    let s3 = url::s3::is_s3(&a.to_string_lossy()) || mirrors.iter().any(|m| url::s3::is_s3(m));
+    if args.input.no_sign_request && !s3 {
+        bail!("--no-sign-request applies to an archive read from an s3:// URL");
+    }
+    let limit_rate = match args.input.limit_rate.as_deref() {
+        None => None,
+        Some(r) => match parse_rate(r).with_context(|| format!("--limit-rate {r}"))? {
+            0 => bail!("--limit-rate {r}: must be more than 0"),
+            n => Some(n),
+        },
+    };
     Ok(Some(url::Plan {
         url: a.to_string_lossy().into_owned(),
+        mirrors,
+        limit_rate,
         connections,
         stall,
         min_rate,

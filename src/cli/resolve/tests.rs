@@ -268,6 +268,43 @@ fn no_sign_request_needs_s3() {
     }
     let ok = resolve(args(&["-x", "--no-sign-request", "-f", "s3://b/k.tar"]), &edge(), &mut notes);
     assert!(ok.is_ok());
+    // An s3:// mirror of an https archive is signed (or not) as well.
+    let argv = ["-x", "--no-sign-request", "-f", "https://h/x.tar", "--mirror", "s3://b/k.tar"];
+    assert!(resolve(args(&argv), &edge(), &mut notes).is_ok());
+}
+
+/// `--mirror`, `--mirrors FILE` and `--limit-rate` into the download plan: the mirrors in
+/// order (the file's after the flags'), each a URL; a rate above 0; the source flags refused
+/// for a file.
+#[test]
+fn mirrors_and_limit_rate_into_the_url_plan() {
+    let dir = std::env::temp_dir().join(format!("fastuntar-mirrors-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let list = dir.join("list");
+    std::fs::write(&list, "# snapshot finder\nhttps://c/a.tar\n\n  s3://d/a.tar  # r2\n").unwrap();
+    let list = list.to_str().unwrap();
+    let plan = |extra: &[&str]| {
+        let argv: Vec<&str> =
+            ["-x", "-f", "https://h/a.tar"].iter().chain(extra).copied().collect();
+        plans_of(&argv, &edge()).map(|p| p.input.url.expect("a URL plan"))
+    };
+    let p = plan(&["--mirror", "https://b/a.tar", "--mirrors", list, "--limit-rate", "50M"]);
+    let p = p.unwrap();
+    assert_eq!(p.mirrors, ["https://b/a.tar", "https://c/a.tar", "s3://d/a.tar"]);
+    assert_eq!(p.limit_rate, Some(50 << 20));
+    assert_eq!(plan(&[]).unwrap().limit_rate, None);
+    for (extra, words) in [
+        (&["--limit-rate", "0"][..], "must be more than 0"),
+        (&["--limit-rate", "fast"][..], "invalid rate"),
+        (&["--mirror", "ftp://b/a.tar"][..], "not an http://, https:// or s3:// URL"),
+        (&["--mirrors", "/nonexistent/list"][..], "cannot read"),
+    ] {
+        let e = format!("{:#}", plan(extra).unwrap_err());
+        assert!(e.contains(words), "{extra:?}: {e}");
+    }
+    let e = plans_of(&["-x", "-f", "a.tar", "--mirror", "https://b/a.tar"], &edge());
+    assert!(format!("{:#}", e.unwrap_err()).contains("apply to an archive read from a URL"));
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 #[test]
 fn incremental_levels_as_gnu_tar_reads_them() {

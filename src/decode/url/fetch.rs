@@ -1,462 +1,36 @@
-//! The connections and the reorder window (actions): each connection thread takes the next
-//! piece once the window has room for it, fetches it with retries from the byte where an
-//! attempt stopped, and hands its bytes over in 256 KiB blocks; the reader takes the blocks
-//! of the head piece in order. Decisions come from ranges.rs, retry.rs and validator.rs.
+//! A connection (actions). A source's first connection asks for its first bytes (`SAMPLE`
+//! of them, `first_contact`), whose answer gives the length, the validator and the sample
+//! compared with the reference's. Then every connection takes jobs (`Shared::next_job`)
+//! until none is left: a ranged GET with If-Range for each piece, its body read into 256 KiB
+//! blocks handed to the window (`read_piece`, within `--limit-rate`). A failed attempt goes
+//! to `Shared::attempt_failed`, which decides about the source (rest, retry, drop). One
+//! source without pinned ranges is read whole by its first connection (`whole`), retried as
+//! a single download always was.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::Duration;
-
-use sha2::{Digest, Sha256};
-use url::Url;
+use std::time::{Duration, Instant};
 
 use super::floor::{self, Floor};
-use super::http::{Answer, Client, Failed};
+use super::http::{Answer, Failed};
 use super::ranges::{self, BLOCK, Resume};
 use super::retry::{self, Failure};
-use super::source::Sign;
-use super::validator::{self, ContentRange, Validator};
-use crate::report::progress::NetStats;
+use super::shared::{Ctx, Shared, Target, Task};
+use super::sources::{SAMPLE, Seen};
+use super::validator::{self, ContentRange};
+use super::window::Published;
 
-/// What one connection thread is given.
-pub struct Job {
-    pub start: u64,
-    pub end: Option<u64>,
-}
-
-/// What a download is, decided when it was opened (`super::open`).
-pub struct Fixed {
-    /// The address as given, for messages (a password hidden: `super::shown`).
-    pub given: String,
-    pub validator: Validator,
-    pub length: Option<u64>,
-    /// The first byte fetched (0 unless resuming at an offset).
-    pub from: u64,
-    pub piece: u64,
-    pub window: u64,
-    pub retries: u32,
-    /// `--min-rate` (bytes/s, 0: none) over `--stall-timeout` (`floor.rs`).
-    pub min_rate: u64,
-    pub stall: Duration,
-    /// Pieces on several connections, or one whole response.
-    pub pieces: bool,
-    /// How a dropped whole response continues.
-    pub resume: Resume,
-    pub quiet: bool,
-    /// Signs each request to the source's endpoint (an S3 object), None for a plain URL.
-    pub sign: Option<Arc<dyn Sign>>,
-}
-
-/// The download shared by its connection threads and its reader; its `Fixed` part is read
-/// through it (`sh.piece`).
-pub struct Shared {
-    fixed: Fixed,
-    pub client: Client,
-    /// The address requests go to (after redirects).
-    pub url: Mutex<Url>,
-    pub stats: Arc<NetStats>,
-    state: Mutex<State>,
-    /// The reader waits here for the head piece's next block (one waiter: `reader_waiting`).
-    data: Condvar,
-    /// Connections wait here for room in the window, and retries for their time to pass.
-    room: Condvar,
-    sink: Mutex<Sink>,
-}
-
-#[derive(Default)]
-struct State {
-    /// Bytes reserved in the window: pieces assigned and not yet consumed, blocks of a whole
-    /// response being read.
-    used: u64,
-    next_piece: u64,
-    /// The pieces assigned and not consumed, by their first byte.
-    pieces: BTreeMap<u64, Piece>,
-    /// Blocks consumed, for reuse.
-    free: Vec<Box<[u8]>>,
-    /// The first answer, for the connection that takes the first piece.
-    first: Option<Answer>,
-    failed: Option<String>,
-    cancel: bool,
-    /// Who waits, so a change wakes only those it concerns (waking every connection for each
-    /// block consumed cost a tenth of the CPU on 8 connections).
-    reader_waiting: bool,
-    room_waiters: usize,
-}
-
-struct Piece {
-    end: Option<u64>,
-    blocks: VecDeque<(Box<[u8]>, usize)>,
-    /// Reserved whole when assigned (ranged pieces), or block by block (a whole response).
-    reserved: bool,
-    done: bool,
-}
-
-/// The reader's side: the block being consumed, and what consumed bytes feed.
-pub struct Sink {
-    cur: Option<(Box<[u8]>, usize, usize)>,
-    /// Bytes consumed: the archive offset of the next byte.
-    pub at: u64,
-    pub hasher: Option<Sha256>,
-    pub keep: Option<std::fs::File>,
-    eof: bool,
-}
-
-impl std::ops::Deref for Shared {
-    type Target = Fixed;
-    fn deref(&self) -> &Fixed {
-        &self.fixed
+/// A connection thread: the source's first answer if it is its first connection, then
+/// jobs until none is left.
+pub fn connection(sh: Arc<Shared>, ctx: Ctx, lead: bool) {
+    if lead {
+        first_contact(&sh, ctx.source);
     }
-}
-
-impl Shared {
-    pub fn new(
-        fixed: Fixed,
-        client: Client,
-        first: Answer,
-        stats: Arc<NetStats>,
-        sink: (Option<Sha256>, Option<std::fs::File>),
-    ) -> Shared {
-        let url = Mutex::new(first.url.clone());
-        let state = State { first: Some(first), ..State::default() };
-        let sink = Sink { cur: None, at: fixed.from, hasher: sink.0, keep: sink.1, eof: false };
-        Shared {
-            fixed,
-            client,
-            url,
-            stats,
-            state: Mutex::new(state),
-            data: Condvar::new(),
-            room: Condvar::new(),
-            sink: Mutex::new(sink),
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Waits for room in the window (or the end of a retry's pause, a failure, a cancel).
-    fn wait_room<'a>(
-        &self,
-        mut g: MutexGuard<'a, State>,
-        timeout: Option<Duration>,
-    ) -> MutexGuard<'a, State> {
-        g.room_waiters += 1;
-        let mut g = match timeout {
-            Some(t) => self.room.wait_timeout(g, t).unwrap_or_else(|e| e.into_inner()).0,
-            None => self.room.wait(g).unwrap_or_else(|e| e.into_inner()),
-        };
-        g.room_waiters -= 1;
-        g
-    }
-
-    fn wait_data<'a>(&self, mut g: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
-        g.reader_waiting = true;
-        let mut g = self.data.wait(g).unwrap_or_else(|e| e.into_inner());
-        g.reader_waiting = false;
-        g
-    }
-
-    fn wake_all(&self) {
-        self.data.notify_all();
-        self.room.notify_all();
-    }
-
-    pub fn cancel(&self) {
-        self.lock().cancel = true;
-        self.wake_all();
-    }
-
-    fn fail(&self, msg: String) {
-        let mut st = self.lock();
-        if st.failed.is_none() {
-            st.failed = Some(msg);
-        }
-        drop(st);
-        self.wake_all();
-    }
-
-    /// The whole response as the one piece (no window reservation up front).
-    pub fn whole(&self) -> Job {
-        let mut st = self.lock();
-        st.pieces.insert(
-            self.from,
-            Piece { end: self.length, blocks: VecDeque::new(), reserved: false, done: false },
-        );
-        st.next_piece = 1;
-        Job { start: self.from, end: self.length }
-    }
-
-    /// The next piece, once the window has room for it; None when there is none left or the
-    /// download stops.
-    fn assign(&self) -> Option<Job> {
-        if !self.pieces {
-            return None;
-        }
-        let length = self.length?;
-        let mut st = self.lock();
-        loop {
-            if st.cancel || st.failed.is_some() {
-                return None;
-            }
-            let (start, end) = ranges::piece(st.next_piece, self.piece, self.from, length)?;
-            let len = end - start;
-            if st.used + len <= self.window || st.pieces.is_empty() {
-                st.used += len;
-                st.next_piece += 1;
-                let piece =
-                    Piece { end: Some(end), blocks: VecDeque::new(), reserved: true, done: false };
-                st.pieces.insert(start, piece);
-                return Some(Job { start, end: Some(end) });
-            }
-            st = self.wait_room(st, None);
-        }
-    }
-
-    /// Sleeps `d`, or less when the download stops; false when it stopped.
-    fn pause(&self, d: Duration) -> bool {
-        let deadline = std::time::Instant::now() + d;
-        let mut st = self.lock();
-        loop {
-            if st.cancel || st.failed.is_some() {
-                return false;
-            }
-            let now = std::time::Instant::now();
-            if now >= deadline {
-                return true;
-            }
-            st = self.wait_room(st, Some(deadline - now));
-        }
-    }
-
-    fn stopped(&self) -> bool {
-        let st = self.lock();
-        st.cancel || st.failed.is_some()
-    }
-
-    /// A block to read into: for a whole response, once the window has room for it.
-    fn block(&self, reserved: bool) -> Option<Box<[u8]>> {
-        let mut st = self.lock();
-        if !reserved {
-            while st.used + BLOCK > self.window && !st.cancel && st.failed.is_none() {
-                st = self.wait_room(st, None);
-            }
-            if st.cancel || st.failed.is_some() {
-                return None;
-            }
-            st.used += BLOCK;
-        }
-        Some(st.free.pop().unwrap_or_else(|| vec![0u8; BLOCK as usize].into_boxed_slice()))
-    }
-
-    /// Hands `n` bytes of `block` over as piece `start`'s next (an empty block goes back).
-    fn publish(&self, start: u64, block: Box<[u8]>, n: usize) {
-        let mut st = self.lock();
-        let piece = st.pieces.get_mut(&start).expect("a piece being fetched is in the window");
-        let reserved = piece.reserved;
-        if n > 0 {
-            piece.blocks.push_back((block, n));
-        } else {
-            st.free.push(block);
-        }
-        if !reserved {
-            st.used -= BLOCK - n as u64;
-        }
-        let wake =
-            st.reader_waiting && st.pieces.first_key_value().is_some_and(|(k, _)| *k == start);
-        drop(st);
-        self.stats.downloaded.fetch_add(n as u64, Ordering::Relaxed);
-        if wake {
-            self.data.notify_one();
-        }
-    }
-
-    fn done(&self, start: u64) {
-        let mut st = self.lock();
-        if let Some(p) = st.pieces.get_mut(&start) {
-            p.done = true;
-        }
-        let wake = st.reader_waiting;
-        drop(st);
-        if wake {
-            self.data.notify_one();
-        }
-    }
-
-    /// Takes the consumer's next block: Ok(None) at the end of the download.
-    fn next_block(&self, at: u64) -> io::Result<Option<(Box<[u8]>, usize)>> {
-        let mut st = self.lock();
-        loop {
-            if let Some(e) = &st.failed {
-                return Err(io::Error::other(e.clone()));
-            }
-            if st.cancel {
-                return Err(io::Error::other("the download was stopped"));
-            }
-            if let Some(mut head) = st.pieces.first_entry() {
-                if let Some(b) = head.get_mut().blocks.pop_front() {
-                    return Ok(Some(b));
-                }
-                let p = head.get();
-                if p.done {
-                    let last = p.end.is_none() || p.end == self.length;
-                    head.remove();
-                    if last {
-                        return Ok(None);
-                    }
-                    continue;
-                }
-            } else if self.length.is_some_and(|l| at >= l) {
-                return Ok(None);
-            }
-            st = self.wait_data(st);
-        }
-    }
-
-    fn consumed(&self, block: Box<[u8]>, n: usize) {
-        let mut st = self.lock();
-        st.used -= n as u64;
-        st.free.push(block);
-        // Wake the waiting connections once what they wait for fits: a piece, or a block.
-        let need = if self.pieces { self.piece } else { BLOCK };
-        let wake = st.room_waiters > 0 && self.window - st.used.min(self.window) >= need;
-        drop(st);
-        if wake {
-            self.room.notify_all();
-        }
-    }
-
-    /// The reader's read: the next bytes in archive order, fed to the checksum and the kept
-    /// copy as they go. As a regular file's read, it fills `out` unless the archive ends (or
-    /// the download fails: the bytes before the failure come first, the error at the next
-    /// call), so the decoders see the same reads as from a file, whatever the pieces and
-    /// blocks the bytes arrived in.
-    pub fn read(&self, out: &mut [u8]) -> io::Result<usize> {
-        let mut sink = self.sink.lock().unwrap_or_else(|e| e.into_inner());
-        let mut n = 0;
-        while n < out.len() && !sink.eof {
-            if let Some((block, pos, len)) = &mut sink.cur {
-                let k = (*len - *pos).min(out.len() - n);
-                out[n..n + k].copy_from_slice(&block[*pos..*pos + k]);
-                *pos += k;
-                n += k;
-                if *pos == *len {
-                    let (block, _, len) = sink.cur.take().expect("just matched");
-                    self.consumed(block, len);
-                }
-                continue;
-            }
-            match self.next_block(sink.at + n as u64) {
-                Ok(Some((block, len))) => sink.cur = Some((block, 0, len)),
-                Ok(None) => sink.eof = true,
-                Err(e) if n == 0 => return Err(e),
-                Err(_) => break,
-            }
-        }
-        sink.at += n as u64;
-        let done = &out[..n];
-        if let Some(h) = &mut sink.hasher {
-            h.update(done);
-        }
-        if let Some(f) = &mut sink.keep {
-            f.write_all(done)
-                .map_err(|e| io::Error::new(e.kind(), format!("--keep-archive: {e}")))?;
-        }
-        Ok(n)
-    }
-
-    pub fn sink(&self) -> MutexGuard<'_, Sink> {
-        self.sink.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// One line per retry on stderr, unless a progress bar counts them or -q.
-    fn say(&self, line: &str) {
-        if !self.quiet && !self.stats.bar.load(Ordering::Relaxed) {
-            crate::report::info(&crate::report::said(format_args!("{}: {line}", self.given)));
-        }
-    }
-}
-
-/// A connection thread: pieces until none are left, or the one whole response.
-pub fn connection(shared: Arc<Shared>, first_job: Option<Job>) {
-    let mut job = first_job;
-    loop {
-        let Some(j) = job.take().or_else(|| shared.assign()) else { return };
-        if let Err(e) = fetch(&shared, &j) {
-            shared.fail(format!("{}: {e}", shared.given));
-            return;
-        }
-    }
-}
-
-/// Fetches bytes `job.start..job.end`, retrying from where each attempt stopped.
-fn fetch(sh: &Shared, job: &Job) -> Result<(), String> {
-    let mut at = job.start;
-    let mut failures = 0u32;
-    let reserved = sh.pieces;
-    let first = {
-        let mut st = sh.lock();
-        if job.start == sh.from { st.first.take() } else { None }
-    };
-    let mut answer = first;
-    loop {
-        if Some(at) == job.end || sh.stopped() {
-            sh.done(job.start);
-            return Ok(());
-        }
-        // The first answer was checked when the download was opened.
-        let (attempt, checked) = match answer.take() {
-            Some(a) => (Ok(a), true),
-            None => (request(sh, at, job.end), false),
-        };
-        sh.stats.connections.fetch_add(1, Ordering::Relaxed);
-        let outcome = attempt.and_then(|a| {
-            let skip = if checked { 0 } else { accept(sh, &a, at, job.end)? };
-            read_body(sh, a, job, &mut at, skip, reserved)
-        });
-        sh.stats.connections.fetch_sub(1, Ordering::Relaxed);
-        let (failure, text, progressed, asked) = match outcome {
-            Ok(()) => {
-                sh.done(job.start);
-                return Ok(());
-            }
-            Err(Attempt { failed, progressed, retry_after }) => {
-                (failed.failure, failed.text, progressed, retry_after)
-            }
-        };
-        if sh.stopped() {
-            return Ok(());
-        }
-        if progressed {
-            failures = 0;
-        }
-        failures += 1;
-        if !retry::transient(failure, false) {
-            return Err(text);
-        }
-        if !sh.pieces && sh.resume == Resume::Never {
-            return Err(format!(
-                "{text} at byte {at}; the server gives no ETag or Last-Modified to check a \
-                 second request against, so the download cannot continue"
-            ));
-        }
-        if failures > sh.retries {
-            return Err(format!("{text} at byte {at}; gave up after {} retries", sh.retries));
-        }
-        let wait = retry::wait(failures, asked);
-        sh.stats.retries.fetch_add(1, Ordering::Relaxed);
-        sh.say(&format!(
-            "{text} at byte {at}; retry {failures} of {}{}",
-            sh.retries,
-            match wait.as_secs_f64() {
-                0.0 => String::new(),
-                s => format!(" in {s:.0} s"),
-            }
-        ));
-        if !sh.pause(wait) {
-            return Ok(());
+    while let Some(task) = sh.next_job(&ctx) {
+        match task {
+            Task::Whole => whole(&sh, &ctx),
+            Task::Piece { start, from, end, .. } => piece(&sh, &ctx, start, from, end),
         }
     }
 }
@@ -474,38 +48,293 @@ impl From<Failed> for Attempt {
     }
 }
 
-/// The request for bytes `at..end` after the first: ranged, with If-Range; or, for a
-/// whole response from a server without ranges, the whole file again.
-fn request(sh: &Shared, at: u64, end: Option<u64>) -> Result<Answer, Attempt> {
-    let url = sh.url.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    let range = match sh.resume {
-        Resume::Restart if !sh.pieces => None,
-        _ => Some((at, end.map(|e| e - 1))),
-    };
-    Ok(sh.client.get(&url, sh.sign.as_deref(), range, sh.validator.if_range())?)
+// ---- the first answer ------------------------------------------------------------------------
+
+/// What a first answer gave.
+struct First {
+    seen: Seen,
+    sample: Option<Vec<u8>>,
+    whole: Option<Answer>,
 }
 
-/// Checks an answer to a request for `at..end`; Ok(bytes to pass over first) — the start of a
-/// whole file sent again, up to `at`.
-fn accept(sh: &Shared, a: &Answer, at: u64, end: Option<u64>) -> Result<u64, Attempt> {
+/// The source's first request, for bytes `from..from+SAMPLE` (with If-Range when a resumed
+/// run expects a version), retried for what may pass (a 503 while a mirror starts, a stall);
+/// DNS, a refused connection, TLS, a 4xx or an answer that cannot be used are final at once.
+fn first_contact(sh: &Shared, source: usize) {
+    let target = sh.target(source);
+    let expect = sh.fixed.expect.get(source).cloned().flatten();
+    let from = sh.fixed.from;
+    let mut failures = 0;
+    let got = loop {
+        if sh.stopped() {
+            return;
+        }
+        let (failure, text, asked) = match ask_first(sh, source, &target, expect.as_ref(), from) {
+            Ok(first) => break first,
+            Err((f, text, asked)) => (f, text, asked),
+        };
+        failures += 1;
+        if !retry::transient(failure, true) {
+            break First { seen: Seen::Failed(text), sample: None, whole: None };
+        }
+        if failures > sh.fixed.retries {
+            let why = format!("{text}; gave up after {} retries", sh.fixed.retries);
+            break First { seen: Seen::Failed(why), sample: None, whole: None };
+        }
+        let wait = retry::wait(failures, asked);
+        sh.stats.retries.fetch_add(1, Ordering::Relaxed);
+        let when = match wait.as_secs() {
+            0 => String::new(),
+            s => format!(" in {s} s"),
+        };
+        sh.say(&target.given, &format!("{text}; retry {failures} of {}{when}", sh.fixed.retries));
+        if !sh.pause(wait) {
+            return;
+        }
+    };
+    sh.first_answer(source, got.seen, got.sample, got.whole);
+}
+
+/// One first request and what its answer shows; Err: a failure to retry or not (`transient`
+/// decides), its text and a Retry-After.
+fn ask_first(
+    sh: &Shared,
+    source: usize,
+    target: &Target,
+    expect: Option<&validator::Validator>,
+    from: u64,
+) -> Result<First, (Failure, String, Option<Duration>)> {
+    let end = from + SAMPLE - 1;
+    let if_range = expect.and_then(|v| v.if_range());
+    let signer = target.signer.as_deref();
+    let mut a = match sh.client.get(&target.url, signer, Some((from, Some(end))), if_range) {
+        Ok(a) if (200..300).contains(&a.status) || a.status == 416 => a,
+        Ok(a) => {
+            let (status, asked) = (a.status, a.retry_after);
+            let text = format!("{}{}", status_text(status), super::error_detail(a));
+            return Err((Failure::Status(status), text, asked));
+        }
+        Err(f) => return Err((f.failure, f.text, None)),
+    };
+    let failed = |text: String| First { seen: Seen::Failed(text), sample: None, whole: None };
+    let (ranged, length) = match super::first_verdict(
+        a.status,
+        a.content_range,
+        a.content_length,
+        (from, Some(end)),
+    ) {
+        Ok(v) => v,
+        Err(e) => return Ok(failed(e)),
+    };
+    if let Some(v) = expect
+        && let Some(why) = super::changed_since(v, sh.fixed.expect_length, &a.validator, length)
+    {
+        return Ok(failed(format!("the archive changed on the server: {why}")));
+    }
+    sh.first_seen(source, &a, expect.is_some());
+    if !ranged {
+        // The whole file (200): kept for a whole download, unread.
+        return Ok(First { seen: Seen::Whole { length }, sample: None, whole: Some(a) });
+    }
+    let Some(length) = length else {
+        // Ranges without a length: the pieces cannot be laid out.
+        return Ok(First { seen: Seen::Whole { length: None }, sample: None, whole: None });
+    };
+    let want = SAMPLE.min(length.saturating_sub(from)) as usize;
+    let mut sample = vec![0u8; want];
+    let mut floor = Floor::new(sh.fixed.min_rate, sh.fixed.stall);
+    let (n, error) = fill(sh, &mut a.body, &mut sample, &mut floor);
+    if let Some(e) = error {
+        return Err((super::http::io_failure(&e), reading_text(&e), None));
+    }
+    if n < want {
+        return Err((Failure::Dropped, "the connection closed early".into(), None));
+    }
+    // One more read sees the body's end, so the connection goes back to the pool.
+    let _ = a.body.read(&mut [0u8; 1]);
+    let pinned = a.validator.if_range().is_some();
+    Ok(First { seen: Seen::Ranges { length, pinned }, sample: Some(sample), whole: None })
+}
+
+// ---- pieces ----------------------------------------------------------------------------------
+
+/// Fetches bytes `from..end` of the piece at `start` in one request; a failure is the
+/// source's to judge (`attempt_failed`), the piece's rest left to another fetcher.
+fn piece(sh: &Shared, ctx: &Ctx, start: u64, from: u64, end: u64) {
+    let target = sh.target(ctx.source);
+    let mut at = from;
+    let asked = Instant::now();
+    let mut first_byte = 0.0;
+    sh.request(ctx.source, true);
+    let outcome = (|| -> Result<(), Attempt> {
+        let signer = target.signer.as_deref();
+        let if_range = target.validator.if_range();
+        let a = sh.client.get(&target.url, signer, Some((at, Some(end - 1))), if_range)?;
+        first_byte = asked.elapsed().as_secs_f64();
+        accept(sh, &target, &a, at, Some(end), false)?;
+        read_piece(sh, ctx, a, start, &mut at, end)
+    })();
+    sh.request(ctx.source, false);
+    match outcome {
+        Ok(()) => {
+            let took = asked.elapsed().as_secs_f64();
+            sh.done(ctx, start, Some((took, at - from, first_byte)));
+        }
+        Err(Attempt { failed, progressed, retry_after }) => {
+            let progressed = progressed || at > from;
+            sh.attempt_failed(
+                ctx,
+                start,
+                at,
+                failed.failure,
+                &failed.text,
+                progressed,
+                retry_after,
+            );
+        }
+    }
+}
+
+/// Reads a piece's answer into blocks up to `end`, handing each to the window; stops early,
+/// without an error, when another copy brought the bytes first or the download stopped.
+fn read_piece(
+    sh: &Shared,
+    ctx: &Ctx,
+    a: Answer,
+    start: u64,
+    at: &mut u64,
+    end: u64,
+) -> Result<(), Attempt> {
+    let mut body = a.body;
+    let began = *at;
+    let mut floor = Floor::new(sh.fixed.min_rate, sh.fixed.stall);
+    let enough = Floor::enough(sh.fixed.min_rate, sh.fixed.stall);
+    loop {
+        if *at == end {
+            // One more read sees the body's end (nothing is left of its Content-Length), so
+            // ureq puts the connection back in its pool for the next piece instead of closing
+            // it: without it every piece cost a new connection (13 for 13 requests).
+            let _ = body.read(&mut [0u8; 1]);
+            return Ok(());
+        }
+        let mut block = sh.block();
+        let room = (end - *at).min(BLOCK) as usize;
+        let (n, error) = fill(sh, &mut body, &mut block[..room], &mut floor);
+        if n > 0 {
+            match sh.publish(ctx, start, *at, block, n, false) {
+                Published::Kept { .. } => *at += n as u64,
+                // Another copy was first: this answer is not needed (dropping it closes the
+                // connection). Its bytes came all the same, and count for the source's speed
+                // (`Shared::done`): counted as none, a slow source beaten by a copy measured 0
+                // bytes a second, a rate nothing is judged by, and took pieces as if unmeasured.
+                Published::Redundant => {
+                    *at += n as u64;
+                    return Ok(());
+                }
+            }
+        } else {
+            sh.recycle(block);
+        }
+        if let Some(e) = error {
+            return Err(dropped(e, *at - began, enough));
+        }
+        if n < room {
+            if sh.stopped() {
+                return Ok(());
+            }
+            let e = io::Error::new(io::ErrorKind::UnexpectedEof, "the connection closed early");
+            return Err(dropped(e, *at - began, enough));
+        }
+    }
+}
+
+/// Reads from `body` until `buf` is full, the body ends or fails, within `--limit-rate` and
+/// above `--min-rate` (`floor`, timed on the reads only: waiting for the cap is not the
+/// server's time): the bytes read, and the error that stopped it.
+fn fill(
+    sh: &Shared,
+    body: &mut impl Read,
+    buf: &mut [u8],
+    floor: &mut Option<Floor>,
+) -> (usize, Option<io::Error>) {
+    let mut n = 0;
+    while n < buf.len() {
+        let want = buf.len() - n;
+        let granted = match &sh.limiter {
+            Some(l) => match l.take(want as u64, &|| sh.stopped()) {
+                Some(g) => g as usize,
+                None => return (n, None),
+            },
+            None => want,
+        };
+        match floor::read(body, &mut buf[n..n + granted], floor) {
+            Ok(0) => {
+                give_back(sh, granted);
+                return (n, None);
+            }
+            Ok(k) => {
+                give_back(sh, granted - k);
+                n += k;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => give_back(sh, granted),
+            Err(e) => {
+                give_back(sh, granted);
+                return (n, Some(e));
+            }
+        }
+    }
+    (n, None)
+}
+
+fn give_back(sh: &Shared, n: usize) {
+    if let Some(l) = &sh.limiter {
+        l.give_back(n as u64);
+    }
+}
+
+/// A read that failed after `brought` bytes of the attempt. One ended for being below
+/// `--min-rate` counts as progress only if it brought `enough` (`Floor::enough`: a window's
+/// worth at that rate), so a server that trickles on every new connection runs out of
+/// `--retries`.
+fn dropped(e: io::Error, brought: u64, enough: u64) -> Attempt {
+    let progressed = if floor::below(&e).is_some() { brought >= enough } else { brought > 0 };
+    Attempt {
+        failed: Failed::new(super::http::io_failure(&e), reading_text(&e)),
+        progressed,
+        retry_after: None,
+    }
+}
+
+/// Checks an answer to a request for `at..end`; Ok(bytes to pass over first) — the start of
+/// a whole file sent again, up to `at` (`restart`: a whole download from a server without
+/// ranges).
+fn accept(
+    sh: &Shared,
+    target: &Target,
+    a: &Answer,
+    at: u64,
+    end: Option<u64>,
+    restart: bool,
+) -> Result<u64, Attempt> {
     let fatal = |text: String| Attempt::from(Failed::new(Failure::Protocol, text));
-    if let Some(why) = sh.validator.changed(&a.validator) {
+    let length = sh.length();
+    if let Some(why) = target.validator.changed(&a.validator) {
         return Err(fatal(format!("the file changed on the server during the download: {why}")));
     }
     match a.status {
         206 => {
-            if !validator::range_is(a.content_range, at, end.map(|e| e - 1), sh.length) {
+            if !validator::range_is(a.content_range, at, end.map(|e| e - 1), length) {
                 return Err(fatal(format!(
                     "asked for bytes {at}-{} of {}, the server answered Content-Range {}",
                     end.map_or(String::new(), |e| (e - 1).to_string()),
-                    sh.length.map_or("*".to_string(), |l| l.to_string()),
+                    length.map_or("*".to_string(), |l| l.to_string()),
                     describe(a.content_range)
                 )));
             }
             Ok(0)
         }
-        200 if sh.resume == Resume::Restart && !sh.pieces => {
-            if a.content_length != sh.length {
+        200 if restart => {
+            if a.content_length != length {
                 return Err(fatal(format!(
                     "the file changed on the server during the download: its length is now {}",
                     a.content_length.map_or("unknown".to_string(), |l| l.to_string())
@@ -521,7 +350,7 @@ fn accept(sh: &Shared, a: &Answer, at: u64, end: Option<u64>) -> Result<u64, Att
         416 => Err(fatal(format!(
             "the file on the server no longer reaches byte {at} (416 Range Not Satisfiable): it \
              is shorter than the {} bytes it announced",
-            sh.length.map_or("?".to_string(), |l| l.to_string())
+            length.map_or("?".to_string(), |l| l.to_string())
         ))),
         s => {
             let failed = Failed::new(Failure::Status(s), status_text(s));
@@ -530,78 +359,163 @@ fn accept(sh: &Shared, a: &Answer, at: u64, end: Option<u64>) -> Result<u64, Att
     }
 }
 
-/// Reads the answer's body into blocks: `skip` bytes passed over first (counted as
-/// re-fetched), then bytes from `at` on, up to the job's end.
-fn read_body(
+// ---- a whole download ------------------------------------------------------------------------
+
+/// One source without pinned ranges: its answer read from `from` to its end, each attempt
+/// from the byte the last one reached (`ranges::resume`: with a range, or the whole file
+/// again with the bytes already had passed over, or not at all), `--retries` failures in a
+/// row at most.
+fn whole(sh: &Shared, ctx: &Ctx) {
+    let target = sh.target(ctx.source);
+    let ranged = sh.answered_ranges(ctx.source);
+    let resume = ranges::resume(
+        ranged && target.validator.if_range().is_some(),
+        target.validator.etag.is_some() || target.validator.last_modified.is_some(),
+    );
+    let from = sh.fixed.from;
+    let length = sh.length();
+    sh.make_whole();
+    let mut answer = sh.take_whole_answer(ctx.source);
+    let mut at = from;
+    let mut failures = 0u32;
+    loop {
+        if Some(at) == length || sh.stopped() {
+            sh.end_whole();
+            return;
+        }
+        // The first answer was checked when the download was opened.
+        let (attempt, checked) = match answer.take() {
+            Some(a) => (Ok(a), true),
+            None => {
+                let range = match resume {
+                    Resume::Restart => None,
+                    _ => Some((at, None)),
+                };
+                let if_range = target.validator.if_range();
+                let got = sh.client.get(&target.url, target.signer.as_deref(), range, if_range);
+                (got.map_err(Attempt::from), false)
+            }
+        };
+        sh.request(ctx.source, true);
+        let outcome = attempt.and_then(|a| {
+            let skip = if checked {
+                0
+            } else {
+                accept(sh, &target, &a, at, None, resume == Resume::Restart)?
+            };
+            read_whole(sh, ctx, a, &mut at, skip)
+        });
+        sh.request(ctx.source, false);
+        let (failure, text, progressed, asked) = match outcome {
+            Ok(()) => {
+                sh.end_whole();
+                return;
+            }
+            Err(Attempt { failed, progressed, retry_after }) => {
+                (failed.failure, failed.text, progressed, retry_after)
+            }
+        };
+        if sh.stopped() {
+            return;
+        }
+        if progressed {
+            failures = 0;
+        }
+        failures += 1;
+        if !retry::transient(failure, false) {
+            let why = match failure {
+                Failure::Protocol => text,
+                _ => format!("{text} at byte {at}"),
+            };
+            return sh.whole_failed(ctx.source, why);
+        }
+        if resume == Resume::Never {
+            return sh.whole_failed(
+                ctx.source,
+                format!(
+                    "{text} at byte {at}; the server gives no ETag or Last-Modified to check a \
+                     second request against, so the download cannot continue"
+                ),
+            );
+        }
+        if failures > sh.fixed.retries {
+            let why = format!("{text} at byte {at}; gave up after {} retries", sh.fixed.retries);
+            return sh.whole_failed(ctx.source, why);
+        }
+        let wait = retry::wait(failures, asked);
+        sh.stats.retries.fetch_add(1, Ordering::Relaxed);
+        sh.say(
+            &target.given,
+            &format!(
+                "{text} at byte {at}; retry {failures} of {}{}",
+                sh.fixed.retries,
+                match wait.as_secs_f64() {
+                    0.0 => String::new(),
+                    s => format!(" in {s:.0} s"),
+                }
+            ),
+        );
+        if !sh.pause(wait) {
+            return;
+        }
+    }
+}
+
+/// Reads a whole answer into blocks reserved one by one: `skip` bytes passed over first
+/// (counted as re-fetched), then bytes from `at` on, to the end of the answer.
+fn read_whole(
     sh: &Shared,
+    ctx: &Ctx,
     a: Answer,
-    job: &Job,
     at: &mut u64,
     mut skip: u64,
-    reserved: bool,
 ) -> Result<(), Attempt> {
     let mut body = a.body;
     let started = *at;
-    let mut floor = Floor::new(sh.min_rate, sh.stall);
-    // An attempt ended for being below --min-rate counts as progress only if it brought a
-    // window's worth at that rate (`Floor::enough`).
-    let enough = Floor::enough(sh.min_rate, sh.stall);
-    let dropped = |e: io::Error, at: u64| Attempt {
-        failed: Failed::new(super::http::io_failure(&e), reading_text(&e)),
-        progressed: if floor::below(&e).is_some() { at - started >= enough } else { at > started },
-        retry_after: None,
-    };
+    let from = sh.fixed.from;
+    let length = sh.length();
+    let mut floor = Floor::new(sh.fixed.min_rate, sh.fixed.stall);
+    let enough = Floor::enough(sh.fixed.min_rate, sh.fixed.stall);
     let mut scratch = Vec::new();
     while skip > 0 {
         scratch.resize(BLOCK as usize, 0);
         let want = skip.min(BLOCK) as usize;
         match floor::read(&mut body, &mut scratch[..want], &mut floor) {
-            Ok(0) => return Err(dropped(io::ErrorKind::UnexpectedEof.into(), *at)),
+            Ok(0) => {
+                return Err(dropped(io::ErrorKind::UnexpectedEof.into(), *at - started, enough));
+            }
             Ok(n) => {
                 skip -= n as u64;
                 sh.stats.refetched.fetch_add(n as u64, Ordering::Relaxed);
             }
-            Err(e) => return Err(dropped(e, *at)),
+            Err(e) => return Err(dropped(e, *at - started, enough)),
         }
     }
     loop {
-        if Some(*at) == job.end {
-            // One more read sees the body's end (nothing is left of its Content-Length), so
-            // ureq puts the connection back in its pool for the next piece instead of closing
-            // it: without it every piece cost a new connection (13 for 13 requests).
+        if Some(*at) == length {
             let _ = body.read(&mut [0u8; 1]);
             return Ok(());
         }
-        let Some(mut block) = sh.block(reserved) else { return Ok(()) };
-        let room = match job.end {
-            Some(e) => (e - *at).min(BLOCK) as usize,
+        let Some(mut block) = sh.whole_block() else { return Ok(()) };
+        let room = match length {
+            Some(l) => (l - *at).min(BLOCK) as usize,
             None => BLOCK as usize,
         };
-        let mut n = 0;
-        let mut error = None;
-        while n < room {
-            match floor::read(&mut body, &mut block[n..room], &mut floor) {
-                Ok(0) => break,
-                Ok(k) => n += k,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    error = Some(e);
-                    break;
-                }
-            }
-        }
-        sh.publish(job.start, block, n);
+        let (n, error) = fill(sh, &mut body, &mut block[..room], &mut floor);
+        sh.publish(ctx, from, *at, block, n, true);
         *at += n as u64;
         if let Some(e) = error {
-            return Err(dropped(e, *at));
+            return Err(dropped(e, *at - started, enough));
         }
         if n < room {
-            // The body ended: the end of a whole response without a length, else short.
-            return match job.end {
+            // The body ended: the end of a whole answer without a length, else short.
+            return match length {
                 None => Ok(()),
+                Some(_) if sh.stopped() => Ok(()),
                 Some(_) => Err(dropped(
                     io::Error::new(io::ErrorKind::UnexpectedEof, "the connection closed early"),
-                    *at,
+                    *at - started,
+                    enough,
                 )),
             };
         }

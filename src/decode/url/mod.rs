@@ -1,37 +1,49 @@
-//! An archive read from an `http://`, `https://` or `s3://` address: a `Read` that yields the
+//! An archive read from `http://`, `https://` or `s3://` addresses: a `Read` that yields the
 //! archive's bytes in order as they arrive, for the decoders as any other input
-//! (docs/DESIGN.md "Reading from a URL").
+//! (docs/DESIGN.md "Reading from a URL"). The archive may come from several sources at once
+//! (`--mirror`, `--mirrors`): pieces are fetched from every source, scheduled by measured
+//! speed, and put back in order.
 //!
 //! - `source.rs`: an operand as a `Source` (the address requests go to, and for S3 the signer
 //!   of each request); `s3/`: an S3 object's endpoint, region, credentials and signing.
 //! - `http.rs`: one GET through ureq (rustls, the system's trust store and `--cacert`, the
-//!   proxy of the environment, redirects), every timeout at `--stall-timeout`.
+//!   proxy of the environment, redirects, a source's signer), every timeout at
+//!   `--stall-timeout`.
 //! - `interim.rs`: a layer over ureq's connections that works around its miscount of the
 //!   bytes after a 1xx interim answer.
-//! - `fetch.rs`: the connection threads and the reorder window.
+//! - `shared/`: the download's state under its lock: the sources as they are now, the jobs
+//!   connections take, failures, the admission; the reader's side (`reader.rs`) and the
+//!   conductor thread (`conductor.rs`).
+//! - `fetch.rs`: the connection threads. `window.rs`: the reorder window.
+//! - `limit.rs`: `--limit-rate`, one token bucket for every connection.
 //! - `keep.rs`: `--keep-archive`'s copy, made and named without following or reusing what is
 //!   at its names.
-//! - Decisions, pure and tested on their own: `ranges.rs` (pieces, how many connections, how
-//!   a dropped response continues), `retry.rs` (what is retried, the backoff, Retry-After),
-//!   `floor.rs` (`--min-rate`: when a connection is too slow),
-//!   `validator.rs` (ETag/Last-Modified, If-Range, Content-Range checks), `redirect.rs`,
-//!   `proxy.rs`.
+//! - Decisions, pure and tested on their own: `sources.rs` (the sources and what makes them
+//!   one archive), `schedule.rs` (who fetches what, how many connections), `ranges.rs` (how a
+//!   dropped whole answer continues), `retry.rs` (what is retried, the backoff,
+//!   Retry-After), `floor.rs` (`--min-rate`: when a connection is too slow), `validator.rs`
+//!   (ETag/Last-Modified, If-Range, Content-Range checks), `redirect.rs`, `proxy.rs`.
 //!
-//! `open` is "this URL from byte X, expecting this version": a restore that resumes at an
-//! offset opens the download there with the `Identity` the first run recorded.
+//! `open` is "these sources from byte X, expecting this version": a restore that resumes at
+//! an offset opens the download there with the `Identity` the first run recorded.
 
 mod fetch;
 mod floor;
 pub mod http;
 mod interim;
 mod keep;
+pub mod limit;
 pub mod proxy;
 pub mod ranges;
 pub mod redirect;
 pub mod retry;
 pub mod s3;
+pub mod schedule;
+mod shared;
 pub mod source;
+pub mod sources;
 pub mod validator;
+mod window;
 
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -43,24 +55,29 @@ use anyhow::{Context, Result, anyhow, bail};
 use sha2::{Digest, Sha256};
 use url::Url;
 
-use crate::report::progress::NetStats;
+use crate::report::progress::{NetStats, SourceStats};
 
-use fetch::{Fixed, Shared};
 use http::{Answer, Client, Settings};
-use ranges::Mode;
-use retry::Failure;
+use shared::{Ctx, Fixed, Live, Shared};
+use sources::{Mode, Seen};
 use validator::ContentRange;
 pub use validator::Validator;
 
-/// Connections by default (`--connections`). Mirrors cap each connection (nginx's
-/// `limit_rate`, CDNs' per-connection shaping); on 127.0.0.1 at 50 MB/s per connection a
-/// 596 MB archive restored in 6.24 s on 2, 3.18 s on 4, 2.19 s on 8 and 3.22 s on 16, against
-/// 2.32 s from a local file (docs/PERFORMANCE.md, "Restore from a URL"); aria2's users pick 8
-/// to 16.
+/// Connections by default (`--connections`), for each source: a ceiling. Each source starts
+/// with one and is given more while the total rate still rises (`schedule::tune`). Mirrors
+/// cap each connection (nginx's `limit_rate`, CDNs' per-connection shaping); on 127.0.0.1 at
+/// 50 MB/s per connection a 596 MB archive restored in 6.24 s on 2, 3.18 s on 4, 2.19 s on 8
+/// and 3.22 s on 16, against 2.32 s from a local file (docs/PERFORMANCE.md, "Restore from a
+/// URL"); aria2's users pick 8 to 16.
 pub const DEFAULT_CONNECTIONS: usize = 8;
 
-/// The most connections `--connections` may ask for (aria2's cap as well).
+/// The most `--connections` may ask for (aria2's cap as well).
 pub const MAX_CONNECTIONS: usize = 16;
+
+/// The most sources a download uses (the archive and its mirrors): each has a thread for
+/// its first answer and at least one connection, and a resume state names each. Lists that
+/// snapshot finders print are sorted fastest first; the rest of a longer list is not used.
+pub const MAX_SOURCES: usize = 32;
 
 /// `--stall-timeout` by default: no byte for this long and the attempt is retried.
 pub const DEFAULT_STALL: Duration = Duration::from_secs(30);
@@ -85,11 +102,20 @@ pub const DEFAULT_MIN_RATE: u64 = 1 << 10;
 /// more is not believed.
 const DRAIN_MAX: u64 = 64 << 20;
 
-/// The resolved options of a download (config.rs makes it from the flags).
+/// How long the start waits, after the first source that could lead answered, for the
+/// others' first answers: a first answer is one round trip, and a source slower than this to
+/// give one joins later instead of holding the start back (its length is then checked when
+/// it answers: a source of another length is dropped, not refused).
+const FIRST_WAIT: Duration = Duration::from_secs(1);
+
+/// The resolved options of a download (cli/resolve.rs makes it from the flags).
 #[derive(Clone, Debug)]
 pub struct Plan {
     /// The address as given (a presigned URL keeps its query string as it is).
     pub url: String,
+    /// The other sources of the same archive (`--mirror`, `--mirrors FILE`), in order.
+    pub mirrors: Vec<String>,
+    /// Connections per source, at most.
     pub connections: usize,
     pub stall: Duration,
     /// `--min-rate`: bytes/s a connection must keep over `stall` (0: no floor).
@@ -100,6 +126,8 @@ pub struct Plan {
     pub checksum: Option<[u8; 32]>,
     /// Bytes the reorder window may hold (taken from `--memory`).
     pub window: u64,
+    /// `--limit-rate`: bytes a second, all connections together.
+    pub limit_rate: Option<u64>,
     /// `-v`: say where redirects led.
     pub verbose: bool,
     /// `-q`: no retry lines.
@@ -109,13 +137,35 @@ pub struct Plan {
     pub no_sign_request: bool,
 }
 
-/// What identifies the archive a download reads: the address after redirects, the validator
-/// and the length the first answer gave. A resumed download expects them again.
+/// What identifies the archive a download reads: the reference source's address after
+/// redirects and its validator, the length, and every source admitted at the start with its
+/// own validator. A resumed download expects them again.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Identity {
     pub url: String,
     pub validator: Validator,
     pub length: Option<u64>,
+    /// Each source that was admitted at the start (as given, its password hidden) and the
+    /// validator it showed; empty when the state recorded one source only (`url` and
+    /// `validator` are then the first source's).
+    pub sources: Vec<Pinned>,
+}
+
+/// A source and the version it served.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pinned {
+    pub given: String,
+    pub validator: Validator,
+}
+
+impl Identity {
+    /// The validator source `given` (the `index`th in order) must show again, if recorded.
+    fn expects(&self, given: &str, index: usize) -> Option<Validator> {
+        if self.sources.is_empty() {
+            return (index == 0).then(|| self.validator.clone());
+        }
+        self.sources.iter().find(|p| p.given == given).map(|p| p.validator.clone())
+    }
 }
 
 /// Where a download starts: at byte `from`, of the version `expect` describes (None: any).
@@ -136,16 +186,19 @@ pub struct Download {
     keep: Option<keep::Kept>,
     kept: std::sync::Mutex<Option<std::fs::File>>,
     checksum: Option<[u8; 32]>,
-    /// The server answered a ranged request with 206: the archive can be opened again at an
-    /// offset (a resumed run, src/resume/).
+    /// The archive as given, for messages.
+    given: String,
+    /// The reference answered a ranged request with 206: the archive can be opened again at
+    /// an offset (a resumed run, src/resume/).
     ranged: bool,
 }
 
 impl Download {
-    /// Descriptors the download will open after now: a socket for each connection thread
-    /// started (they connect as they start), for the writers' budget (resources.rs).
+    /// Descriptors the download may open after now: a socket for each connection every
+    /// source may have (they connect as they start), for the writers' budget
+    /// (resources.rs).
     pub fn later_fds(&self) -> usize {
-        self.stats.threads.load(Ordering::Relaxed)
+        self.stats.sockets.load(Ordering::Relaxed)
     }
 }
 
@@ -177,37 +230,44 @@ pub fn incomplete_name(keep: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Opens `plan.url` at `start`: the first ranged GET (never HEAD: a presigned URL refuses it)
-/// gives the length and the validator, then the connection threads start.
+/// Opens the archive at `start` from every source of `plan`: each source's first ranged GET
+/// (never HEAD: a presigned URL refuses it) gives its length, its validator and its first
+/// bytes; once the sources are admitted (`sources::admit`), the connections take pieces.
 pub fn open(plan: &Plan, start: Start) -> Result<Download> {
-    let given = shown(&plan.url);
-    let src = source::resolve(&plan.url, plan)?;
-    let url = &src.url;
+    let mut given = sources::in_order(&plan.url, &plan.mirrors);
+    if given.len() > MAX_SOURCES {
+        if !plan.quiet {
+            crate::report::info(&crate::report::said(format_args!(
+                "{} sources given, the first {MAX_SOURCES} are used",
+                given.len()
+            )));
+        }
+        given.truncate(MAX_SOURCES);
+    }
+    // An s3:// source becomes its endpoint's address and the signer of its requests.
+    let resolved: Vec<source::Source> =
+        given.iter().map(|g| source::resolve(g, plan)).collect::<Result<_>>()?;
+    let shown_all: Vec<String> = resolved.iter().map(|s| s.given.clone()).collect();
+    let n = given.len();
     // A socket each: no more than the open-file limit leaves room for (`ulimit -n`).
-    let connections = crate::resources::connections_fit(plan.connections);
-    let plan = &Plan { connections, ..plan.clone() };
+    let fit = crate::resources::connections_fit(plan.connections.saturating_mul(n));
+    let ceiling = (fit / n).max(1);
     let client = Client::new(Settings {
         stall: plan.stall,
         cacert: plan.cacert.clone(),
-        connections: plan.connections,
+        connections: ceiling * n,
         direct: false,
     })?;
-    let piece = ranges::piece_size(plan.window, plan.connections);
-    let stats = Arc::new(NetStats::default());
-    let (answer, ranged, length, mode) = first_contact(&client, &src, plan, &start, piece, &stats)?;
-    let from = start.from;
-    let validator = answer.validator.clone();
-    let identity = Identity { url: answer.url.to_string(), validator: validator.clone(), length };
-    if plan.verbose && answer.url.as_str() != url.as_str() {
-        crate::report::info(&crate::report::said(format_args!(
-            "{given}: redirected to {}",
-            shown(answer.url.as_str())
-        )));
-    }
-    let resume = ranges::resume(
-        ranged && validator.if_range().is_some(),
-        validator.etag.is_some() || validator.last_modified.is_some(),
-    );
+    let stats = Arc::new(NetStats {
+        sources: shown_all.iter().map(|s| SourceStats::named(s.clone())).collect(),
+        ..NetStats::default()
+    });
+    stats.sockets.store(ceiling * n, Ordering::Relaxed);
+    let expect: Vec<Option<Validator>> = shown_all
+        .iter()
+        .enumerate()
+        .map(|(i, g)| start.expect.as_ref().and_then(|x| x.expects(g, i)))
+        .collect();
     let (keep, keep_file) = match &plan.keep {
         Some(k) => {
             let (kept, file) = keep::Kept::create(k, &incomplete_name(k))?;
@@ -217,72 +277,114 @@ pub fn open(plan: &Plan, start: Start) -> Result<Download> {
     };
     let hasher = plan.checksum.map(|_| Sha256::new());
     let fixed = Fixed {
-        given: given.clone(),
-        validator: identity.validator.clone(),
-        length,
-        from,
-        piece,
-        window: plan.window,
+        from: start.from,
         retries: plan.retries,
         min_rate: plan.min_rate,
         stall: plan.stall,
-        pieces: matches!(mode, Mode::Pieces(_)),
-        resume,
         quiet: plan.quiet,
-        sign: src.sign.clone(),
+        expect,
+        expect_length: start.expect.as_ref().map(|x| x.length),
     };
-    let shared = Arc::new(Shared::new(fixed, client, answer, stats.clone(), (hasher, keep_file)));
+    let lives: Vec<Live> =
+        resolved.into_iter().map(|s| Live::new(s.given, s.url, s.sign, ceiling)).collect();
+    let limiter = plan.limit_rate.map(limit::Limiter::new);
+    let shared = Arc::new(Shared::new(
+        fixed,
+        client,
+        limiter,
+        stats.clone(),
+        lives,
+        plan.window,
+        (hasher, keep_file),
+    ));
     let guard = Arc::new(Guard(shared.clone()));
-    let (threads, first_job) = match mode {
-        Mode::Pieces(n) => (n, None),
-        Mode::Whole => (1, Some(shared.whole())),
+    let first_urls: Vec<Url> = (0..n).map(|i| shared.source_view(i).1).collect();
+    let mut started = 0;
+    for source in 0..n {
+        shared.lock().sources[source].alive.push(0);
+        if spawn(&shared, source, 0, true) {
+            started += 1;
+        } else {
+            let mut st = shared.lock();
+            st.sources[source].alive.clear();
+            let why = "cannot start a connection thread (ulimit -u?)".to_string();
+            st.sources[source].seen = Seen::Failed(why);
+        }
+    }
+    if started == 0 {
+        bail!("{}: cannot start a connection thread", shown_all[0]);
+    }
+    shared.wake_work();
+    let admitted = shared.admit(FIRST_WAIT).map_err(|e| anyhow!(e))?;
+    let (_, url, validator, seen) = shared.source_view(admitted.reference);
+    if plan.verbose {
+        for (i, first) in first_urls.iter().enumerate() {
+            let (_, now, _, _) = shared.source_view(i);
+            if now != *first {
+                crate::report::info(&crate::report::said(format_args!(
+                    "{}: redirected to {}",
+                    shown_all[i],
+                    shown(now.as_str())
+                )));
+            }
+        }
+    }
+    let pinned: Vec<Pinned> = {
+        let st = shared.lock();
+        st.sources
+            .iter()
+            .filter(|s| s.status == shared::Status::Active)
+            .map(|s| Pinned { given: s.given.clone(), validator: s.validator.clone() })
+            .collect()
     };
-    let started = start_connections(&shared, threads, first_job)
-        .with_context(|| format!("{given}: cannot start a connection thread"))?;
-    // Their sockets open as they start; the writers' descriptor budget, made before that,
-    // counts them (`Download::later_fds`).
-    stats.threads.store(started, Ordering::Relaxed);
-    let kept = std::sync::Mutex::new(None);
-    Ok(Download { shared, guard, identity, stats, keep, kept, checksum: plan.checksum, ranged })
+    let identity = Identity {
+        url: url.to_string(),
+        validator,
+        length: admitted.length,
+        sources: if n > 1 { pinned } else { Vec::new() },
+    };
+    let ranged = matches!(seen, Seen::Ranges { .. });
+    if admitted.mode == Mode::Pieces && ceiling > 1 {
+        // Each source's standby connection, now; more as the conductor gives them.
+        let missing = shared::Shared::missing(&mut shared.lock());
+        for (source, index) in missing {
+            if !spawn(&shared, source, index, false) {
+                shared.lock().sources[source].alive.retain(|&i| i != index);
+            }
+        }
+        let sh = shared.clone();
+        // Without it (ulimit -u) every source keeps its one connection.
+        let _ = std::thread::Builder::new()
+            .name("fastuntar-netctl".into())
+            .spawn(move || sh.conduct(&|sh, source, index| spawn(sh, source, index, false)));
+    }
+    Ok(Download {
+        shared,
+        guard,
+        identity,
+        stats,
+        keep,
+        kept: std::sync::Mutex::new(None),
+        checksum: plan.checksum,
+        given: shown_all[0].clone(),
+        ranged,
+    })
 }
 
-/// The first ranged GET from `start` (pieces of `piece` bytes): the answer, whether the server
-/// answers ranges, the archive's length and how it is fetched. Asked for a piece whose answer
-/// cannot be used as one, it asks again for the whole (nothing was consumed yet).
-fn first_contact(
-    client: &Client,
-    src: &source::Source,
-    plan: &Plan,
-    start: &Start,
-    piece: u64,
-    stats: &NetStats,
-) -> Result<(Answer, bool, Option<u64>, Mode)> {
-    let from = start.from;
-    let if_range = start.expect.as_ref().and_then(|i| i.validator.if_range());
-    let mut end = (plan.connections > 1).then(|| from + piece - 1);
-    loop {
-        let a = first_answer(client, src, (from, end), if_range, plan, stats)?;
-        let verdict = first_verdict(a.status, a.content_range, a.content_length, (from, end));
-        let (ranged, length) = verdict.map_err(|e| anyhow!("{}: {e}", shown(&plan.url)))?;
-        let expect = start.expect.as_ref();
-        if let Some(why) = expect.and_then(|x| changed_since(x, &a.validator, length)) {
-            bail!("{}: the archive changed on the server: {why}", shown(&plan.url));
-        }
-        let count = length.map_or(0, |l| l.saturating_sub(from).div_ceil(piece));
-        let if_range = a.validator.if_range().is_some();
-        let mode = ranges::mode(plan.connections, ranged, length, if_range, count);
-        let partial =
-            a.status == 206 && a.content_range.and_then(|c| c.0).map(|r| r.1 + 1) != length;
-        if mode == Mode::Whole && end.is_some() && partial {
-            end = None;
-            continue;
-        }
-        return Ok((a, ranged, length, mode));
-    }
+/// Starts connection `index` of `source` (`lead`: its first, which asks its first answer);
+/// false when no thread can be had (ulimit -u).
+fn spawn(sh: &Arc<Shared>, source: usize, index: usize, lead: bool) -> bool {
+    let ctx = Ctx { source, index, conn: sh.conn_id() };
+    let sh = sh.clone();
+    std::thread::Builder::new()
+        .name(format!("fastuntar-net{source}.{index}"))
+        .spawn(move || fetch::connection(sh, ctx, lead))
+        .is_ok()
 }
 
 /// What the first answer to a request for bytes `from`-`end` (`end` None: to the end) says:
-/// whether the server answers ranges and the archive's length, or why the run stops.
+/// whether the server answers ranges and the archive's length, or why the source cannot be
+/// used.
 fn first_verdict(
     status: u16,
     range: Option<ContentRange>,
@@ -306,104 +408,17 @@ fn first_verdict(
     }
 }
 
-/// Why the archive on the server is not the one a resumed run expects (its validator, then its
+/// Why the archive on a server is not the one a resumed run expects (its validator, then its
 /// length), or None.
-fn changed_since(expect: &Identity, now: &Validator, length: Option<u64>) -> Option<String> {
-    expect
-        .validator
-        .changed(now)
-        .or_else(|| (expect.length != length).then(|| "its length is not the same".into()))
-}
-
-/// Starts `threads` connection threads, the first with `first_job`: how many started. Fewer
-/// where threads cannot be had (ulimit -u); none is an error.
-fn start_connections(
-    shared: &Arc<Shared>,
-    threads: usize,
-    first_job: Option<fetch::Job>,
-) -> std::io::Result<usize> {
-    let mut first_job = first_job;
-    let mut started = 0;
-    for i in 0..threads {
-        let sh = shared.clone();
-        let job = first_job.take();
-        let spawned = std::thread::Builder::new()
-            .name(format!("fastuntar-net{i}"))
-            .spawn(move || fetch::connection(sh, job));
-        match spawned {
-            Ok(_) => started += 1,
-            Err(e) if started == 0 => return Err(e),
-            Err(_) => break,
-        }
-    }
-    Ok(started)
-}
-
-/// The first answer, with retries for what may pass (a 503 while a mirror starts, a stall);
-/// DNS, a refused connection, TLS and a 4xx end the run at once with one line.
-fn first_answer(
-    client: &Client,
-    src: &source::Source,
-    (from, end): (u64, Option<u64>),
-    if_range: Option<&str>,
-    plan: &Plan,
-    stats: &NetStats,
-) -> Result<Answer> {
-    let given = shown(&plan.url);
-    let mut failures = 0;
-    loop {
-        let sign = src.sign.as_deref();
-        let (failure, text, asked) = match client.get(&src.url, sign, Some((from, end)), if_range) {
-            Ok(a) if (200..300).contains(&a.status) || a.status == 416 => return Ok(a),
-            Ok(a) => {
-                let (status, asked) = (a.status, a.retry_after);
-                let text = format!("{}{}", fetch::status_text(status), error_detail(a));
-                (Failure::Status(status), text, asked)
-            }
-            Err(f) => (f.failure, f.text, None),
-        };
-        failures += 1;
-        if !retry::transient(failure, true) {
-            bail!("{given}: {text}");
-        }
-        if failures > plan.retries {
-            bail!("{given}: {text}; gave up after {} retries", plan.retries);
-        }
-        let wait = retry::wait(failures, asked);
-        stats.retries.fetch_add(1, Ordering::Relaxed);
-        if !plan.quiet {
-            let when = match wait.as_secs() {
-                0 => String::new(),
-                s => format!(" in {s} s"),
-            };
-            crate::report::info(&crate::report::said(format_args!(
-                "{given}: {text}; retry {failures} of {}{when}",
-                plan.retries
-            )));
-        }
-        std::thread::sleep(wait);
-    }
-}
-
-/// What an error answer's body says, when it is an AWS error (S3's `<Error>` XML: its Code and
-/// Message, escaped and bounded), with the bucket's region when S3 names another: " (Code:
-/// Message)", or nothing. At most 4 KiB of the body is read.
-fn error_detail(a: Answer) -> String {
-    let mut body = Vec::new();
-    let _ = a.body.take(4096).read_to_end(&mut body);
-    let mut t = s3::error_text(&String::from_utf8_lossy(&body));
-    let region = a.bucket_region.filter(|r| {
-        !r.is_empty()
-            && r.len() < 32
-            && r.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
-    });
-    if let Some(r) = region {
-        t.push_str(&format!(" (S3 says the bucket is in region {r}: AWS_REGION={r})"));
-    }
-    match t.is_empty() {
-        true => t,
-        false => format!(" {t}"),
-    }
+fn changed_since(
+    expect: &Validator,
+    expect_length: Option<Option<u64>>,
+    now: &Validator,
+    length: Option<u64>,
+) -> Option<String> {
+    expect.changed(now).or_else(|| {
+        (expect_length.is_some_and(|l| l != length)).then(|| "its length is not the same".into())
+    })
 }
 
 impl Download {
@@ -424,7 +439,7 @@ impl Download {
     /// what the decoder did not need (within DRAIN_MAX), checks the length and the checksum,
     /// and syncs the kept copy, which `keep_copy` names once nothing else can land in DIR.
     pub fn finish(&self) -> Result<()> {
-        let given = &self.shared.given;
+        let given = &self.given;
         if self.keep.is_none() && self.checksum.is_none() {
             return Ok(());
         }
@@ -514,6 +529,27 @@ pub fn shown(url: &str) -> String {
     }
 }
 
+/// What an error answer's body says, when it is an AWS error (S3's `<Error>` XML: its Code and
+/// Message, escaped and bounded), with the bucket's region when S3 names another: " (Code:
+/// Message)", or nothing. At most 4 KiB of the body is read.
+fn error_detail(a: Answer) -> String {
+    let mut body = Vec::new();
+    let _ = a.body.take(4096).read_to_end(&mut body);
+    let mut t = s3::error_text(&String::from_utf8_lossy(&body));
+    let region = a.bucket_region.filter(|r| {
+        !r.is_empty()
+            && r.len() < 32
+            && r.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+    });
+    if let Some(r) = region {
+        t.push_str(&format!(" (S3 says the bucket is in region {r}: AWS_REGION={r})"));
+    }
+    match t.is_empty() {
+        true => t,
+        false => format!(" {t}"),
+    }
+}
+
 /// Whether an archive operand is a URL: it starts with `http://`, `https://` or `s3://` (any
 /// case).
 pub fn is_url(operand: &std::ffi::OsStr) -> bool {
@@ -577,13 +613,34 @@ mod tests {
     #[test]
     fn a_resumed_download_must_be_the_same_archive() {
         let v = |etag: &str| Validator { etag: Some(etag.into()), last_modified: None };
-        let expect =
-            Identity { url: "https://h/a".into(), validator: v("\"1\""), length: Some(10) };
-        assert_eq!(changed_since(&expect, &v("\"1\""), Some(10)), None);
-        assert!(changed_since(&expect, &v("\"2\""), Some(10)).is_some());
+        let one = v("\"1\"");
+        assert_eq!(changed_since(&one, Some(Some(10)), &v("\"1\""), Some(10)), None);
+        assert!(changed_since(&one, Some(Some(10)), &v("\"2\""), Some(10)).is_some());
         assert_eq!(
-            changed_since(&expect, &v("\"1\""), Some(11)).as_deref(),
+            changed_since(&one, Some(Some(10)), &v("\"1\""), Some(11)).as_deref(),
             Some("its length is not the same")
         );
+    }
+
+    /// Which validator each source must show again on a resumed run: a state of one source
+    /// names the first; a state of several names each by its address.
+    #[test]
+    fn a_resumed_run_expects_each_source_s_own_version() {
+        let v = |etag: &str| Validator { etag: Some(etag.into()), last_modified: None };
+        let one = Identity {
+            url: "https://h/a".into(),
+            validator: v("\"1\""),
+            length: Some(10),
+            sources: vec![],
+        };
+        assert_eq!(one.expects("https://h/a", 0), Some(v("\"1\"")));
+        assert_eq!(one.expects("https://m/a", 1), None);
+        let pin = |g: &str, e: &str| Pinned { given: g.into(), validator: v(e) };
+        let three = Identity {
+            sources: vec![pin("https://h/a", "\"1\""), pin("https://m/a", "\"m\"")],
+            ..one
+        };
+        assert_eq!(three.expects("https://m/a", 2), Some(v("\"m\"")));
+        assert_eq!(three.expects("https://new/a", 1), None);
     }
 }
