@@ -5,6 +5,12 @@
 //! `policy` makes safe, as `plan` ops for the `write` backend, with file data in `pool`
 //! buffers that return to the pool once written; `report` says what happened.
 
+mod api;
+pub use api::{
+    Cancel, DirectIo, Error, Landed, MemberKind, Observer, Overwrite, Progress, Restore, Resume,
+    SkipReason, Skipped, Source, Started, Summary,
+};
+
 pub mod archive;
 pub mod budget;
 pub mod cli;

@@ -18,6 +18,10 @@ fn main() {
     report::locale::init_locale();
     ignore_sigxfsz();
     resources::fit_address_space();
+    // The writers size their descriptors from the soft limit in force (resources.rs
+    // `FdBudget`); the command line takes the hard limit first, as GNU tar's users expect
+    // many files in flight. A process setting: the library leaves it to its caller.
+    let _ = resources::raise_nofile();
     let argv = cli::traditional(std::env::args_os().collect())
         .map_err(cli::UsageError::from)
         .and_then(|argv| cli::with_env_options(argv, std::env::var_os("TAR_OPTIONS").as_deref()));

@@ -89,6 +89,16 @@ pub fn member_failed(
     }
 }
 
+/// A file whose data and metadata landed, told to the run's events with its open fd.
+pub fn file_done(
+    dest: &dest::Dest,
+    entry: &crate::plan::Entry,
+    size: u64,
+    fd: std::os::fd::BorrowedFd<'_>,
+) {
+    dest.events().event(events::Event::FileDone { path: entry.path.as_path(), size, fd });
+}
+
 /// Directories, symlinks, hard links, FIFOs and device nodes: synchronous in both backends
 /// (rare in snapshots). Returns the op back when it is a file op.
 pub fn apply_namespace_op(dest: &mut dest::Dest, stats: &mut Stats, op: Op) -> Result<Option<Op>> {
@@ -265,9 +275,6 @@ pub fn create_n(
     let dests = if n > 1 { n + 1 } else { 1 };
     let dir_fds = (fds.dirs / dests).max(1);
     let mut all = open_dests(plan, (dests, dir_fds), files, events.clone())?;
-    // From here on modes are applied explicitly.
-    // Safety: umask has no memory effects.
-    unsafe { libc::umask(0) };
     let direct_plan = direct_plan(plan, &all[0], pool, input.arrival);
     if let Some(w) = direct_plan.warning() {
         warn(&w);
@@ -321,7 +328,7 @@ fn open_dests(
     // Modes are applied exactly with -p and as root (GNU tar's --preserve-permissions default
     // for root, undone by --no-same-permissions; cli/resolve.rs); otherwise the archive's
     // modes minus the umask, like tar without -p.
-    let (exact, old_umask) = (plan.exact_modes, user_umask());
+    let (exact, old_umask) = (plan.exact_modes, crate::resources::process_umask());
     let removals = (n > 1).then(|| Arc::new(tree::Removals::default()));
     let setgid = Arc::new(tree::SetgidDirs::default());
     let opts = || dest::DestOptions {
@@ -341,15 +348,6 @@ fn open_dests(
         setgid: setgid.clone(),
     };
     (0..n).map(|_| dest::Dest::open(&plan.dest, opts())).collect()
-}
-
-/// The process's umask, left as it is: DIR itself is created like `mkdir -p`, under it.
-fn user_umask() -> libc::mode_t {
-    // Safety: umask has no memory effects; this reads it and puts it back.
-    let old = unsafe { libc::umask(0) };
-    // Safety: as above.
-    unsafe { libc::umask(old) };
-    old
 }
 
 /// The file descriptors for `n` writer threads (resources.rs), `later` more counted as open
