@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use clap::CommandFactory;
 
-use fastuntar::cli::resolve::Edge;
-use fastuntar::command::{Command, Plans, extract, list, to_stdout};
-use fastuntar::exit_codes::ExitCode;
-use fastuntar::report::Reporter;
-use fastuntar::{cli, report, resources, write};
+use fastuntar::__private::cli::resolve::Edge;
+use fastuntar::__private::command::{Command, Plans, extract, list, to_stdout};
+use fastuntar::__private::exit_codes::ExitCode;
+use fastuntar::__private::report::Reporter;
+use fastuntar::__private::{cli, report, resources, write};
 
 fn main() {
     // The run's reporter, its clock started now: every line the run says, and the counts

@@ -170,6 +170,23 @@ fn open_fds() -> Option<usize> {
     Some(std::fs::read_dir("/proc/self/fd").ok()?.count().saturating_sub(1))
 }
 
+/// The process's umask, read without changing it: `Umask:` in /proc/self/status (Linux 4.7
+/// and later). umask(2) can only be read by setting it, and a library run must not touch
+/// what other threads of the caller create meanwhile (issue 43); only where /proc is not
+/// mounted is it read that way, set and put back at once.
+pub fn process_umask() -> libc::mode_t {
+    let status = std::fs::read_to_string("/proc/self/status").ok();
+    let line = status.as_deref().and_then(|s| s.lines().find_map(|l| l.strip_prefix("Umask:")));
+    if let Some(m) = line.and_then(|m| libc::mode_t::from_str_radix(m.trim(), 8).ok()) {
+        return m;
+    }
+    // Safety: umask has no memory effects; this reads it and puts it back.
+    let old = unsafe { libc::umask(0o022) };
+    // Safety: as above.
+    unsafe { libc::umask(old) };
+    old
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -215,21 +232,4 @@ mod tests {
             }
         }
     }
-}
-
-/// The process's umask, read without changing it: `Umask:` in /proc/self/status (Linux 4.7
-/// and later). umask(2) can only be read by setting it, and a library run must not touch
-/// what other threads of the caller create meanwhile (issue 43); only where /proc is not
-/// mounted is it read that way, set and put back at once.
-pub fn process_umask() -> libc::mode_t {
-    let status = std::fs::read_to_string("/proc/self/status").ok();
-    let line = status.as_deref().and_then(|s| s.lines().find_map(|l| l.strip_prefix("Umask:")));
-    if let Some(m) = line.and_then(|m| libc::mode_t::from_str_radix(m.trim(), 8).ok()) {
-        return m;
-    }
-    // Safety: umask has no memory effects; this reads it and puts it back.
-    let old = unsafe { libc::umask(0o022) };
-    // Safety: as above.
-    unsafe { libc::umask(old) };
-    old
 }

@@ -9,6 +9,8 @@
 //! stdout or stderr, changes the umask or a resource limit, installs a signal handler or
 //! exits the process.
 
+#![deny(missing_docs)]
+
 mod error;
 mod observe;
 
@@ -169,6 +171,9 @@ impl Restore {
             Source::Url(u) => args.input.file = Some(u.into()),
             Source::Reader(r) => reader = Some(r),
         }
+        // What the command line says besides warnings (a resumed run's line, a URL's retries)
+        // is not said to a program: `Summary::resumed` tells the one.
+        args.informative.quiet = true;
         let dest = dest.as_ref().to_path_buf();
         args.selection.ordered.push(Ordered::Directory(dest.clone()));
         args.selection.directory.push(dest);

@@ -35,19 +35,20 @@ use crate::write::direct_policy::Gate;
 /// too: `Reporter::status`).
 pub fn run(plans: &Plans, report: &Arc<Reporter>) -> Result<Summary> {
     let (source, writer) = (&plans.input, &plans.writer);
+    let dest_fault = || Fault::Destination { path: writer.dest.clone() };
     let start = Instant::now();
     // `--direct-io` drops the archive's pages behind the reader from the start; auto from
     // when it has decided to write direct (below).
     let drop_behind = writer.direct == write::plan::DirectIo::Always;
     // What this run does about resuming is decided before anything is opened or written.
-    let mut session = crate::resume::Session::prepare(&plans.resume, source, report)?;
+    let mut session = crate::resume::Session::prepare(&plans.resume, source, report)
+        .map_err(|e| tag(e, dest_fault()))?;
     let input_fault = || match &source.url {
         Some(u) => Fault::Network { url: decode::url::shown(&u.url) },
         None => Fault::Input {
             name: source.archive.as_ref().map_or("-".into(), |p| p.display().to_string()),
         },
     };
-    let dest_fault = || Fault::Destination { path: writer.dest.clone() };
     let input = crate::resume::open_input(source, &session, drop_behind)
         .map_err(|e| tag(e, input_fault()))?;
     session.opened(&input)?;

@@ -3,7 +3,10 @@
 //! landed file to a `Voice` instead of writing to stderr or stdout. Without one (the command
 //! line) the reporter writes as GNU tar does. The run's stop token (`Cancel`) and the typed
 //! faults a run can end with (`Fault`) live here too: the reporter is the one value every
-//! stage of a run already holds.
+//! stage of a run already holds. Part of the library's API (`Cancel`, `MemberKind`, `Skip`
+//! are re-exported by src/api/), hence documented throughout.
+
+#![deny(missing_docs)]
 
 use std::os::fd::BorrowedFd;
 use std::path::Path;

@@ -33,7 +33,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use sha2::{Digest, Sha256};
 
 pub use decide::Flag;
@@ -311,7 +311,7 @@ impl Session {
             return Ok(session);
         }
         session.archive = source.archive.clone().filter(|_| source.url.is_none());
-        let dir = fsio::open_dir(&cfg.dest).map_err(|e| anyhow!("{shown}: cannot open: {e}"))?;
+        let dir = fsio::open_dir(&cfg.dest).with_context(|| format!("{shown}: cannot open"))?;
         if let Some(d) = &dir
             && !lock_waiting(d).map_err(|e| anyhow!("{shown}: cannot lock: {e}"))?
         {
@@ -611,11 +611,6 @@ impl Session {
     /// of members before it.
     pub fn resumed_counts(&self) -> Option<(&Counts, u64)> {
         self.resumed.as_ref().map(|s| (&s.counts, s.point.member))
-    }
-
-    /// Where published points go (None: this run writes none).
-    pub fn frontier(&self) -> Option<Arc<Frontier>> {
-        self.writes_points().then(|| self.shared.frontier.clone())
     }
 
     /// Whether this run writes resume points (a state is expected to come).

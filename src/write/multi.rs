@@ -102,11 +102,6 @@ impl Shared {
         Some(self.first_failed.load(SeqCst)).filter(|&i| i != usize::MAX)
     }
 
-    /// Stops the dispatcher without naming a failed worker (a worker thread could not start).
-    pub fn stop(&self) {
-        self.failed.store(true, SeqCst);
-    }
-
     fn wake(&self) {
         if self.waiting.load(SeqCst) {
             let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
