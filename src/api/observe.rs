@@ -62,6 +62,33 @@ pub struct Progress {
 /// Told what a restore does. Every method has an empty default: implement those you need.
 /// Calls come from the run's threads (the decoder's and the writers'), never at once for one
 /// file, and should return quickly: the writer waits for them.
+///
+/// ```
+/// use std::sync::Mutex;
+/// use std::sync::Arc;
+/// use fastuntar::{Landed, Observer, Restore, Source};
+///
+/// /// Each file's path and size, as an index builder would take them.
+/// #[derive(Default)]
+/// struct Index(Mutex<Vec<(std::path::PathBuf, u64)>>);
+///
+/// impl Observer for Index {
+///     fn landed(&self, file: Landed<'_>) {
+///         self.0.lock().unwrap().push((file.path.to_path_buf(), file.size));
+///     }
+/// }
+///
+/// let dest = std::env::temp_dir().join(format!("fastuntar-doc-{}", std::process::id()));
+/// let index = Arc::new(Index::default());
+/// let summary = Restore::new(Source::Path("fixtures/sample.tar.zst".into()), &dest)
+///     .observer(index.clone())
+///     .run()?;
+/// let files = index.0.lock().unwrap();
+/// assert_eq!(files.len() as u64, summary.files);
+/// assert!(files.iter().all(|(path, size)| dest.join(path).metadata().unwrap().len() == *size));
+/// # std::fs::remove_dir_all(&dest).unwrap();
+/// # Ok::<(), fastuntar::Error>(())
+/// ```
 pub trait Observer: Send + Sync {
     /// A member is about to be restored (only members the selection takes).
     fn started(&self, member: &Started<'_>) {
