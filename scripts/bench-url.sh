@@ -4,7 +4,9 @@
 #
 #   scripts/bench-url.sh [--rounds N] [--scale F] [--rate RATE] [--workdir DIR] [--bin PATH]
 #                        [--port PORT] [--rows LIST] [--mirrors paced,nginx]
-#   (also reached as `scripts/bench.sh --only url [same options]`)
+#                        [--chart [--chart-out DIR]]
+#   (also reached as `scripts/bench.sh --only url [same options]`, and with --chart as
+#   `scripts/bench.sh --only chart`)
 #
 # Two mirrors serve WORKDIR/archives, each capping at RATE (default 50m: 50 MB/s):
 #   paced  scripts/pacing-server.py: every TCP connection capped by SO_MAX_PACING_RATE, as a
@@ -23,9 +25,26 @@
 #   aria2-fu     aria2c -x8 -s8 URL (into the same ext4), then fastuntar -x FILE
 #   aria2        aria2c -x8 -s8 URL alone              (the download at 8 connections)
 #   local        fastuntar -x FILE                      (the archive on the local disk)
-# Printed: medians of extract+sync and of peak RSS (/usr/bin/time %M of fastuntar), the load
-# average before the run, and the target of issue 29: `url` within 1.15x of max(aria2, local).
-# Results go to WORKDIR/results-url/<timestamp>/.
+# and the other extractors, for the chart (issue 44):
+#   local-tar       tar -I zstd -xf FILE                (GNU tar)
+#   local-bsdtar    bsdtar -xf FILE
+#   local-tarcrate  bench/tar-unpack FILE DEST          (the `tar` crate's Archive::unpack
+#                                                        behind the zstd crate's decoder)
+#   aria2-tar       aria2c -x8 -s8 URL, then tar -I zstd -xf FILE
+#   curl-bsdtar, curl-tarcrate                          (curl URL | each of them)
+# Printed: medians of extract+sync and of peak RSS (/usr/bin/time %M of the extractor), the
+# load average before the run, and the target of issue 29: `url` within 1.15x of
+# max(aria2, local).
+# Results go to WORKDIR/results-url/<timestamp>/: raw.tsv (every run), summary.md (the table)
+# and summary.tsv (the same for programs: row, group, label, median, min, max, runs, RSS,
+# load; `#` lines say the date, machine, archive, mirror and build).
+#
+# --chart: the README's chart, time to a restored tree from a local file and from a URL.
+# Rows local, local-tar, local-bsdtar, local-tarcrate, url, aria2-fu, aria2-tar, curl-fu,
+# curl-tar from the nginx mirror, the archive at scale 0.15 (208 MB compressed, 616 MB of tar
+# in 903 files: a round of the nine rows takes under a minute), 3 rounds (each unless given);
+# then scripts/plot-chart.py draws summary.tsv as DIR/time-to-restore.svg and copies the
+# table beside it as DIR/time-to-restore.tsv (DIR: --chart-out, default docs/).
 set -euo pipefail
 export LC_ALL=C
 
@@ -38,41 +57,78 @@ BIN=""
 PORT=18629
 ROWS="url url1 curl-fu curl-tar aria2-fu aria2 local"
 MIRRORS="paced nginx"
+CHART=0
+CHART_OUT=$REPO/docs
+# The command line, for the table: as given to bench.sh (--only url|chart) or to this script.
+[[ " $* " == *" --only "* ]] && COMMAND="scripts/bench.sh $*" || COMMAND="scripts/bench-url.sh $*"
+declare -A GIVEN=()
 while (($#)); do
+    [[ $1 == --* ]] && GIVEN[$1]=1
     case $1 in
     --rounds) ROUNDS=$2; shift 2 ;;
     --scale) SCALE=$2; shift 2 ;;
+    --chart) CHART=1; shift ;;
+    --chart-out) CHART_OUT=$2; shift 2 ;;
     --rate) RATE=$2; shift 2 ;;
     --workdir) WORKDIR=$2; shift 2 ;;
     --bin) BIN=$2; shift 2 ;;
     --port) PORT=$2; shift 2 ;;
     --rows) ROWS=${2//,/ }; shift 2 ;;
     --mirrors) MIRRORS=${2//,/ }; shift 2 ;;
-    --only) shift 2 ;; # from bench.sh
+    --only) [[ $2 == chart ]] && CHART=1; shift 2 ;; # from bench.sh
+    --only=*) [[ $1 == --only=chart ]] && CHART=1; shift ;;
     -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "bench-url.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
+if ((CHART)); then
+    [[ -n ${GIVEN[--scale]:-} ]] || SCALE=0.15
+    [[ -n ${GIVEN[--rows]:-} ]] || ROWS="local local-tar local-bsdtar local-tarcrate url aria2-fu aria2-tar curl-fu curl-tar"
+    [[ -n ${GIVEN[--mirrors]:-} ]] || MIRRORS="nginx"
+fi
 [[ $(id -u) == 0 ]] || { echo "bench-url.sh: needs root (drop_caches, losetup, mount)" >&2; exit 2; }
-for tool in nginx aria2c curl zstd tar losetup mkfs.ext4 /usr/bin/time; do
+for tool in nginx aria2c curl zstd tar bsdtar losetup mkfs.ext4 /usr/bin/time; do
     command -v "$tool" >/dev/null || {
-        echo "bench-url.sh: installing nginx-light aria2 curl time (missing $tool)"
+        echo "bench-url.sh: installing nginx-light aria2 curl time zstd libarchive-tools (missing $tool)"
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-            --no-install-recommends nginx-light aria2 curl time zstd >/dev/null
+            --no-install-recommends nginx-light aria2 curl time zstd libarchive-tools >/dev/null
         break
     }
 done
+# The tar crate's unpacker, when a row runs it: its own small cargo project, its own target.
+TARCRATE=""
+if [[ " $ROWS " == *tarcrate* ]]; then
+    (cd "$REPO" && cargo build --release -q --manifest-path bench/tar-unpack/Cargo.toml \
+        --target-dir target/bench-tools)
+    TARCRATE=$REPO/target/bench-tools/release/tar-unpack
+fi
 if [[ -z $BIN ]]; then
     (cd "$REPO" && cargo build --release -q)
     BIN=$REPO/target/release/fastuntar
 fi
-ARCHDIR=$WORKDIR/archives
+# The chart's smaller archive in a directory of its own: gen-archives.py would otherwise
+# replace the URL table's (another --scale) with it, and back.
+((CHART)) && ARCHDIR=$WORKDIR/archives-chart || ARCHDIR=$WORKDIR/archives
 mkdir -p "$ARCHDIR"
 python3 "$REPO/scripts/gen-archives.py" "$ARCHDIR" --scale "$SCALE" --only agave >&2
 ARCHIVE=$ARCHDIR/agave.tar.zst
 SIZE=$(stat -c %s "$ARCHIVE")
 TAR_SIZE=$(awk -F'"tar_bytes": ' 'NF > 1 { split($2, a, /[,}]/); print a[1]; exit }' "$ARCHIVE.json" 2>/dev/null || true)
 [[ -n $TAR_SIZE ]] || TAR_SIZE=$((SIZE * 3))
+# Ports something already listens on (another benchmark's mirror) are not ours to measure:
+# then two free ones.
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+if listening "$PORT" || listening $((PORT + 1)); then
+    PORT=$(python3 -c 'import socket
+for _ in range(100):
+    a, b = socket.socket(), socket.socket()
+    a.bind(("127.0.0.1", 0)); p = a.getsockname()[1]
+    try:
+        b.bind(("127.0.0.1", p + 1)); print(p); break
+    except OSError:
+        pass')
+    echo "bench-url.sh: port in use; the mirrors listen on $PORT and $((PORT + 1))"
+fi
 PACED_PORT=$((PORT + 1))
 declare -A URL_OF=([nginx]=http://127.0.0.1:$PORT/agave.tar.zst [paced]=http://127.0.0.1:$PACED_PORT/agave.tar.zst)
 RESULTS=$WORKDIR/results-url/$(date +%Y%m%d-%H%M%S)
@@ -142,22 +198,61 @@ cmd_of() {
     curl-tar) echo "curl -sf $URL | $t tar -I zstd -x -C $d" ;;
     aria2-fu) echo "aria2c -q -x8 -s8 -k1M --file-allocation=none -d $MNT -o a.tar.zst $URL && $t $BIN -x -f $MNT/a.tar.zst -C $d -q" ;;
     aria2) echo "aria2c -q -x8 -s8 -k1M --file-allocation=none -d $MNT -o a.tar.zst $URL" ;;
+    aria2-tar) echo "aria2c -q -x8 -s8 -k1M --file-allocation=none -d $MNT -o a.tar.zst $URL && $t tar -I zstd -xf $MNT/a.tar.zst -C $d" ;;
+    curl-bsdtar) echo "curl -sf $URL | $t bsdtar -xf - -C $d" ;;
+    curl-tarcrate) echo "curl -sf $URL | $t $TARCRATE - $d" ;;
     local) echo "$t $BIN -x -f $ARCHIVE -C $d -q" ;;
+    local-tar) echo "$t tar -I zstd -xf $ARCHIVE -C $d" ;;
+    local-bsdtar) echo "$t bsdtar -xf $ARCHIVE -C $d" ;;
+    local-tarcrate) echo "$t $TARCRATE $ARCHIVE $d" ;;
+    *) echo "bench-url.sh: unknown row $2" >&2; return 1 ;;
     esac
 }
 
+# What the chart calls row $1, and its group.
+GNU_TAR=$(tar --version | awk 'NR == 1 { print "GNU tar " $NF }')
+BSDTAR=$(bsdtar --version | awk '{ print $1 " " $2; exit }')
+TAR_CRATE=$(awk '/^name = "tar"$/ { getline; gsub(/[^0-9.]/, ""); print "tar crate " $0; exit }' \
+    "$REPO/bench/tar-unpack/Cargo.lock" 2>/dev/null || echo "tar crate")
+label_of() {
+    case $1 in
+    local) echo "fastuntar -x FILE" ;;
+    local-tar) echo "$GNU_TAR -I zstd -x" ;;
+    local-bsdtar) echo "$BSDTAR -x" ;;
+    local-tarcrate) echo "$TAR_CRATE, Archive::unpack" ;;
+    *url) echo "fastuntar -x URL (8 connections)" ;;
+    *url[0-9]*) echo "fastuntar -x URL --connections ${1##*url}" ;;
+    *aria2-fu) echo "aria2c -x8, then fastuntar -x" ;;
+    *aria2-tar) echo "aria2c -x8, then $GNU_TAR -x" ;;
+    *aria2) echo "aria2c -x8 (the download alone)" ;;
+    *curl-fu) echo "curl | fastuntar -x" ;;
+    *curl-tar) echo "curl | $GNU_TAR -x" ;;
+    *curl-bsdtar) echo "curl | $BSDTAR -x" ;;
+    *curl-tarcrate) echo "curl | $TAR_CRATE" ;;
+    *) echo "$1" ;;
+    esac
+}
+group_of() { [[ $1 == local* ]] && echo "From a local file" || echo "From a URL (${1%%:*} mirror)"; }
+
+CPU_MODEL=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+MACHINE="$(nproc) vCPUs ($CPU_MODEL), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM, Linux $(uname -r)"
+BUILD="$("$BIN" --version 2>/dev/null | head -n1), $(git -C "$REPO" describe --always --dirty 2>/dev/null || echo unknown)"
+RATE_SAYS=$(awk -v b="$RATE_BYTES" 'BEGIN { printf "%g MB/s", b / 1e6 }')
+MIRROR_SAYS="nginx $(nginx -v 2>&1 | sed 's/.*\///') on 127.0.0.1, limit_rate $RATE_SAYS per request (a second's worth at once)"
+[[ $MIRRORS == paced ]] && MIRROR_SAYS="pacing-server.py on 127.0.0.1, $RATE_SAYS per connection"
 {
-    echo "machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -r)"
+    echo "machine: $MACHINE"
     echo "archive: $ARCHIVE ($SIZE bytes); mirrors: $MIRRORS at $RATE (paced: pacing-server.py, a cap per connection; nginx $(nginx -v 2>&1 | sed 's/.*\///'): limit_rate, a cap per request)"
-    echo "fastuntar: $BIN ($("$BIN" --version 2>/dev/null | head -n1))"
+    echo "fastuntar: $BIN ($BUILD)"
 } | tee "$RESULTS/setup.txt"
-printf 'round\trow\tseconds\trss_kb\tload\n' >"$RESULTS/raw.tsv"
-# Every row of every mirror, then the local extraction once, per round.
+printf 'round\trow\tseconds\trss_kb\tload\tstatus\n' >"$RESULTS/raw.tsv"
+# Every row of every mirror, then the local extractions once, per round.
 RUNS=()
 for m in $MIRRORS; do
-    for row in $ROWS; do [[ $row == local ]] || RUNS+=("$m:$row"); done
+    for row in $ROWS; do [[ $row == local* ]] || RUNS+=("$m:$row"); done
 done
-[[ " $ROWS " == *" local "* ]] && RUNS+=("-:local")
+for row in $ROWS; do [[ $row == local* ]] && RUNS+=("-:$row"); done
+STARTED=$(date -u '+%Y-%m-%d %H:%M UTC')
 for r in $(seq 1 "$ROUNDS"); do
     for run in "${RUNS[@]}"; do
         mirror=${run%%:*} row=${run#*:}
@@ -167,34 +262,74 @@ for r in $(seq 1 "$ROUNDS"); do
         echo 3 >/proc/sys/vm/drop_caches
         load=$(cut -d' ' -f1 /proc/loadavg)
         : >"$RESULTS/rss"
+        status=ok
         t0=$EPOCHREALTIME
         if ! bash -c "set -o pipefail; $(cmd_of "$mirror" "$row")" >"$RESULTS/$name.$r.log" 2>&1; then
             echo "round $r $name: FAILED (see $RESULTS/$name.$r.log)" >&2
+            status=failed
         fi
         sync
         t1=$EPOCHREALTIME
         secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
         rss=$(tail -n1 "$RESULTS/rss" 2>/dev/null || true)
-        printf '%s\t%s\t%s\t%s\t%s\n' "$r" "$name" "$secs" "${rss:-}" "$load" | tee -a "$RESULTS/raw.tsv"
+        printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$name" "$secs" "${rss:-}" "$load" "$status" | tee -a "$RESULTS/raw.tsv"
     done
 done
 down
 
-awk -F'\t' -v size="$SIZE" '
+# The table, for people (summary.md) and for programs (summary.tsv: what the chart draws).
+# A failed run is left out of its row's figures and counted.
+{
+    echo "# date	$STARTED"
+    echo "# machine	$MACHINE"
+    echo "# archive	$(basename "$ARCHIVE") of scripts/gen-archives.py --scale $SCALE: $(awk -v s="$SIZE" -v t="$TAR_SIZE" 'BEGIN { printf "%.0f MB zstd (32 MiB frames), %.0f MB of tar", s / 1e6, t / 1e6 }')"
+    echo "# mirror	$MIRROR_SAYS"
+    echo "# build	$BUILD"
+    echo "# rounds	$ROUNDS"
+    echo "# method	page cache dropped before each run, a fresh ext4 on a RAM-backed loop device for each, timed to the end of a sync"
+    echo "# command	$COMMAND"
+} >"$RESULTS/summary.tsv"
+LABELS=$(for run in "${RUNS[@]}"; do
+    mirror=${run%%:*} row=${run#*:}
+    [[ $mirror == - ]] && name=$row || name=$run
+    printf '%s\t%s\t%s\n' "$name" "$(group_of "$name")" "$(label_of "$name")"
+done)
+awk -F'\t' -v size="$SIZE" -v tsv="$RESULTS/summary.tsv" -v labels="$LABELS" '
+BEGIN {
+    k = split(labels, lines, "\n")
+    for (i = 1; i <= k; i++) { split(lines[i], f, "\t"); group[f[1]] = f[2]; label[f[1]] = f[3] }
+}
 NR == 1 { next }
-{ t[$2] = t[$2] " " $3; if ($4 != "") m[$2] = m[$2] " " $4; l[$2] = l[$2] " " $5; rows[$2] = 1; order[++n] = $2 }
-function median(s,   a, k, i, j, x) {
+{
+    order[++n] = $2
+    if ($6 == "failed") { failed[$2]++; next }
+    t[$2] = t[$2] " " $3; if ($4 != "") m[$2] = m[$2] " " $4; l[$2] = l[$2] " " $5
+}
+function sorted(s, a,   k, i, j, x) {
     k = split(s, a, " ");
     for (i = 2; i <= k; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+    return k
+}
+function median(s,   a, k) {
+    k = sorted(s, a)
     return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
 }
 END {
     print "| row | extract+sync, median (s) | runs (s) | peak RSS (MiB) | load before |"
     print "| --- | ---: | --- | ---: | --- |"
+    printf "row\tgroup\tlabel\tmedian_s\tmin_s\tmax_s\truns_s\trss_mib\tload\tfailed\n" >> tsv
     for (i = 1; i <= n; i++) {
         r = order[i]; if (done[r]++) continue
-        med[r] = median(t[r])
-        printf "| %s | %.2f |%s | %s |%s |\n", r, med[r], t[r], (r in m) ? sprintf("%.0f", median(m[r]) / 1024) : "", l[r]
+        if (t[r] == "") {
+            printf "| %s | failed |%s | | |\n", r, ""
+            printf "%s\t%s\t%s\t\t\t\t\t\t\t%d\n", r, group[r], label[r], failed[r] >> tsv
+            continue
+        }
+        med[r] = median(t[r]); k = sorted(t[r], a)
+        rss = (r in m) ? sprintf("%.0f", median(m[r]) / 1024) : ""
+        printf "| %s | %.2f |%s%s | %s |%s |\n", r, med[r], t[r], failed[r] ? " (" failed[r] " failed)" : "", rss, l[r]
+        runs = t[r]; sub(/^ /, "", runs); loads = l[r]; sub(/^ /, "", loads)
+        printf "%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t%d\n", r, group[r], label[r], med[r], a[1], a[k], runs, rss, loads, failed[r] >> tsv
     }
     for (r in med) {
         if (r !~ /:url$/) continue
@@ -204,3 +339,11 @@ END {
         printf "\n%s: url / max(aria2, local) = %.2f (target 1.15)\n", mi, med[r] / base
     }
 }' "$RESULTS/raw.tsv" | tee "$RESULTS/summary.md"
+echo "bench-url.sh: $RESULTS/summary.tsv"
+
+if ((CHART)); then
+    mkdir -p "$CHART_OUT"
+    python3 "$REPO/scripts/plot-chart.py" "$RESULTS/summary.tsv" "$CHART_OUT/time-to-restore.svg"
+    cp "$RESULTS/summary.tsv" "$CHART_OUT/time-to-restore.tsv"
+    echo "bench-url.sh: $CHART_OUT/time-to-restore.svg, $CHART_OUT/time-to-restore.tsv"
+fi

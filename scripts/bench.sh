@@ -15,6 +15,10 @@
 # `--only url` runs the time-to-ready table of a restore from a URL instead
 # (scripts/bench-url.sh: nginx with a per-connection cap on 127.0.0.1, fastuntar -x URL,
 # curl | fastuntar, curl | tar, aria2c then extract, a local extraction; its own options).
+# `--only chart` runs it for the README's chart (docs/time-to-restore.svg): fastuntar, GNU
+# tar, bsdtar and the tar crate from a local file, and fastuntar -x URL, aria2c then
+# fastuntar or GNU tar, curl | fastuntar or GNU tar from nginx; the table as summary.md and
+# summary.tsv, drawn by scripts/plot-chart.py.
 # --fs disk (default) extracts into WORKDIR on its disk; --fs ramext4 into a fresh ext4 made
 # for every run on a loop device backed by a file in /dev/shm (2.5x the tar size, at least
 # 2 GiB; torn down after the run and on exit or Ctrl-C), so that the disk is out of the way and
@@ -73,7 +77,8 @@
 set -euo pipefail
 export LC_ALL=C # EPOCHREALTIME must use '.' as its decimal separator
 for a in "$@"; do
-    [[ $a == url || $a == --only=url ]] && exec "$(dirname "$0")/bench-url.sh" "$@"
+    [[ $a == url || $a == --only=url || $a == chart || $a == --only=chart ]] &&
+        exec "$(dirname "$0")/bench-url.sh" "$@"
 done
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }

@@ -12,7 +12,7 @@ FIFOs, between runs of ordinary files so that several writer threads are busy). 
   and 4 writers under both backends: trees, exit codes and messages must be the same. This is
   how the ordering bugs F13-F15 of docs/TESTING.md were found.
 - `--mode gnu`: GNU tar against fastuntar: trees and exit status (zero or not). Expect the
-  documented differences (README, "How it differs from GNU tar"): fastuntar never writes
+  documented differences (docs/DIFFERENCES.md): fastuntar never writes
   through a symlink, and GNU tar 1.34 lets a delayed symlink win over a later member when the
   kernel reuses its placeholder's inode number.
 

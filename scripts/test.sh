@@ -6,7 +6,10 @@
 #
 # 1. Installs (as root, with apt-get) every tool a test compares against or needs: GNU tar,
 #    zstd, lz4, gzip, bzip2, xz, lzip, lzop, bsdtar, sha256sum, setfacl, mkfs.ext4/xfs/btrfs/
-#    exfat, bindfs, exfat-fuse, setpriv, unshare, setsid, script, strace, /usr/bin/time. Under
+#    exfat, bindfs, exfat-fuse, setpriv, unshare, setsid, script, strace, /usr/bin/time, and
+#    for the package test (tests/suite/package.rs, exhaustive tier) file, dpkg-deb and
+#    musl-gcc (musl-tools: scripts/package.sh's static build; the musl target itself comes
+#    from `rustup target add`, which package.sh runs). Under
 #    CI (CI=true) a test whose tool is still missing fails naming it; elsewhere it prints
 #    `SKIP <test>: <tool> not installed`.
 #    moto's S3 server (tests/suite/s3.rs) comes from PyPI into a venv under target/ (Debian's
@@ -15,6 +18,8 @@
 # 2. Exhaustive tier only: cargo fmt --check; cargo clippy --release --all-targets -D warnings,
 #    in the tests' profile, so the build scripts (zstd's, liblzma's and ring's C) run once for
 #    both (the dev profile's clippy built every dependency again: 134 s against 58 s).
+#    Then scripts/package.sh: the static (musl) build and the .deb that
+#    tests/suite/package.rs checks.
 # 3. cargo test, once: the unit tests and the one integration crate (tests/tests.rs), whose
 #    runner (tests/util/engine.rs) reruns each case over the rows of the matrix its suite
 #    states: writer rows, writer threads, decoder rows, encodings, the stock limits
@@ -40,7 +45,8 @@ declare -A package=([tar]=tar [zstd]=zstd [lz4]=lz4 [gzip]=gzip [bzip2]=bzip2 [x
   [mkfs.ext4]=e2fsprogs [mkfs.xfs]=xfsprogs [mkfs.btrfs]=btrfs-progs [bindfs]=bindfs
   [mkfs.exfat]=exfatprogs [mount.exfat-fuse]=exfat-fuse [setpriv]=util-linux
   [unshare]=util-linux [setsid]=util-linux [script]=bsdutils [strace]=strace [setfacl]=acl
-  [bsdtar]=libarchive-tools [lzip]=lzip [lzop]=lzop)
+  [bsdtar]=libarchive-tools [lzip]=lzip [lzop]=lzop [file]=file [dpkg-deb]=dpkg
+  [musl-gcc]=musl-tools)
 missing=()
 for tool in "${!package[@]}"; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("${package[$tool]}")
@@ -81,6 +87,11 @@ if [[ $tier == exhaustive ]]; then
   cargo fmt --check
   echo "test.sh: cargo clippy --release --all-targets -- -D warnings"
   cargo clippy --release --all-targets -- -D warnings
+  # The static build for tests/suite/package.rs, before the tests rather than during them
+  # (it would compete with them for the CPUs); the test runs package.sh again, which then
+  # only packs. A failure here is the test's to report.
+  echo "test.sh: scripts/package.sh (the static binary and the .deb)"
+  scripts/package.sh >/dev/null || echo "test.sh: scripts/package.sh failed; suite::package says why"
 fi
 
 # --all-targets: every unit and integration test, without the empty doc-test pass (the crate

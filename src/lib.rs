@@ -66,6 +66,9 @@ pub mod __private {
     }
     pub mod cli {
         pub use crate::cli::{Args, UsageError, parse, traditional, with_env_options};
+        pub mod reference {
+            pub use crate::cli::reference::{REGENERATE, WRITE_VAR, man_page, markdown, spellings};
+        }
         pub mod resolve {
             pub use crate::cli::resolve::{Edge, resolve, writer_layout};
         }

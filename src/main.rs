@@ -45,13 +45,13 @@ fn print_generated(args: &cli::Args, reporter: &Reporter) {
         print_all(&text, "the completions", reporter);
     }
     if args.informative.man {
-        let mut text = Vec::new();
-        let man = clap_mangen::Man::new(cli::Args::command());
-        if let Err(e) = man.render(&mut text) {
-            reporter.diagnostic(&format!("fastuntar: cannot write the man page: {e}"));
-            std::process::exit(ExitCode::Fatal as i32);
+        match cli::reference::man_page(cli::Args::command()) {
+            Ok(text) => print_all(&text, "the man page", reporter),
+            Err(e) => {
+                reporter.diagnostic(&format!("fastuntar: cannot write the man page: {e}"));
+                std::process::exit(ExitCode::Fatal as i32);
+            }
         }
-        print_all(&text, "the man page", reporter);
     }
     if args.informative.show_defaults {
         print_all(b"-f- -b20 --quoting-style=escape\n", "the defaults", reporter);

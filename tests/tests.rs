@@ -14,10 +14,12 @@ mod suite {
     mod differential;
     mod dropin;
     mod faults;
+    mod help;
     mod hostile;
     mod incremental;
     mod multiframe;
     mod ordering;
+    mod package;
     mod races;
     mod regressions;
     mod resume;

@@ -43,6 +43,19 @@ use selection::Selection;
         zstd -dc a.tar.zst | fastuntar -x - -C out                       read standard input\n  \
         fastuntar -tvf archive.tar.zst                                    list like tar -tvf\n  \
         fastuntar -xOf logs.tar.gz | grep ERROR                           the files' data on stdout\n\n\
+        Exit status, as GNU tar: 0 success; 2 a member could not be extracted or a fatal error; \
+        64 an unknown option.\n\n\
+        Each option at length: man fastuntar (or fastuntar --man | man -l -), docs/REFERENCE.md.",
+    after_long_help = "As in GNU tar, a long option may be shortened to any prefix that names only one option \
+        (`--strip=1`, `--numeric`; `--dir` for `--directory`), and an option may be given again: the last \
+        value wins, lists such as --exclude collect every value. Options in $TAR_OPTIONS are read before \
+        the command line's (docs/USAGE.md).\n\n\
+        Examples:\n  \
+        fastuntar -x snapshot.tar.zst -C /ledger --snapshot               restore a ledger snapshot\n  \
+        fastuntar -xvf backup.tar.gz -C restore/                          like tar -xvf\n  \
+        zstd -dc a.tar.zst | fastuntar -x - -C out                       read standard input\n  \
+        fastuntar -tvf archive.tar.zst                                    list like tar -tvf\n  \
+        fastuntar -xOf logs.tar.gz | grep ERROR                           the files' data on stdout\n\n\
         Exit status, as GNU tar: 0 success; 2 a member could not be extracted (each reported; the \
         run goes on) or a fatal error; 64 an unknown option.\n\n\
         Open files: fastuntar raises its soft open-file limit (ulimit -n) to the hard limit at start-up \

@@ -75,10 +75,11 @@ pub fn run(plans: &Plans, report: &Arc<Reporter>) -> Result<Summary> {
     }
     // A plan that starts buffered drops them once its first file goes direct.
     let arrived = Arrived { consumed: input.consumed.clone(), dropper: input.dropper() };
-    // Checkpoints, when asked for, are the progress display: no bar to draw over them.
+    // Checkpoints, when asked for, are the progress display: no bar to draw over them; nor
+    // over `-w`'s questions, which wait for an answer on the line they end.
     let net = input.download.as_ref().map(|d| d.stats.clone());
     let progress = Progress::start(
-        !plans.report.quiet && plans.report.checkpoint.is_none(),
+        !plans.report.quiet && plans.report.checkpoint.is_none() && !plans.selection.interactive,
         input.size,
         input.consumed.clone(),
         net,

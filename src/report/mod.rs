@@ -144,7 +144,7 @@ pub(crate) fn write_stderr(line: &str) -> io::Result<()> {
     let mut buf = Vec::with_capacity(line.len() + 1);
     buf.extend_from_slice(line.as_bytes());
     buf.push(b'\n');
-    io::stderr().lock().write_all(&buf)
+    progress::around_output(false, || io::stderr().lock().write_all(&buf))
 }
 
 /// A line for stderr that is information only (the closing summary): a failure is ignored.

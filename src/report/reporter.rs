@@ -247,11 +247,14 @@ impl Reporter {
         }
         match self.index_file.get() {
             Some(_) => self.write_out(bytes, true, false),
-            None if beside_data => io::stderr().lock().write_all(bytes).inspect_err(|_| {
-                if !loss_ok {
-                    self.diagnostic_lost.store(true, Ordering::Relaxed);
-                }
-            }),
+            None if beside_data => {
+                super::progress::around_output(false, || io::stderr().lock().write_all(bytes))
+                    .inspect_err(|_| {
+                        if !loss_ok {
+                            self.diagnostic_lost.store(true, Ordering::Relaxed);
+                        }
+                    })
+            }
             None => self.write_out(bytes, false, loss_ok),
         }
     }
@@ -270,10 +273,11 @@ impl Reporter {
         let index = self.index_file.get().filter(|_| to_index);
         let r = match index {
             Some((file, _)) => (&mut &*file).write_all(bytes),
-            None => {
+            // Off the progress bar's line when stdout is the terminal too (`-v` names).
+            None => super::progress::around_output(true, || {
                 let mut out = io::stdout().lock();
                 out.write_all(bytes).and_then(|()| out.flush())
-            }
+            }),
         };
         if let Err(e) = &r
             && !(pipe_gone_ok && e.kind() == io::ErrorKind::BrokenPipe)

@@ -44,13 +44,18 @@
 //! Matching is glibc's POSIX regex (GNU tar links gnulib's copy of the same engine) in the
 //! process's locale, as are `toupper`/`tolower`. fastuntar does not call setlocale, so it runs
 //! in the C locale: matching and case conversion are bytewise, as GNU tar's under LC_ALL=C.
+//! The static build for musl (scripts/package.sh) matches with musl's regex instead, an
+//! engine of its own (TRE's): POSIX's syntax is the same, GNU's extensions may not be (the
+//! differential tests run the glibc build).
 
-use std::ffi::{CStr, CString, c_char, c_int, c_ulong, c_void};
+use std::ffi::{CStr, CString, c_int};
 
 use anyhow::{Result, anyhow, bail};
 
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-compile_error!("src/transform.rs reads re_nsub from glibc's regex_t layout; port it to this libc");
+#[cfg(not(all(target_os = "linux", any(target_env = "gnu", target_env = "musl"))))]
+compile_error!(
+    "src/transform.rs reads re_nsub from glibc's or musl's regex_t; port it to this libc"
+);
 
 /// Which name a transformation is applied to (GNU's XFORM_REGFILE, XFORM_SYMLINK, XFORM_LINK;
 /// the r/R, s/S, h/H flags).
@@ -94,19 +99,50 @@ fn set_kind_flag(kinds: &mut u8, c: u8) -> bool {
 /// The leading fields of glibc's `regex_t` (<regex.h>, `struct re_pattern_buffer`) up to
 /// `re_nsub`, which POSIX defines but the libc crate keeps private. glibc cannot reorder them
 /// without breaking every program built against it.
+#[cfg(target_env = "gnu")]
 #[repr(C)]
 struct RegexHead {
-    buffer: *mut c_void,
+    buffer: *mut std::ffi::c_void,
     allocated: usize,
     used: usize,
-    syntax: c_ulong,
-    fastmap: *mut c_char,
-    translate: *mut c_char,
+    syntax: std::ffi::c_ulong,
+    fastmap: *mut std::ffi::c_char,
+    translate: *mut std::ffi::c_char,
+    re_nsub: usize,
+}
+
+/// musl's `regex_t` (its <regex.h>) starts with `re_nsub`, for the same reason fixed.
+#[cfg(target_env = "musl")]
+#[repr(C)]
+struct RegexHead {
     re_nsub: usize,
 }
 
 const _: () = assert!(size_of::<RegexHead>() < size_of::<libc::regex_t>());
 const _: () = assert!(align_of::<RegexHead>() == align_of::<libc::regex_t>());
+
+/// glibc's regerror texts (posix/regcomp.c, `__re_error_msgid`), by error code, which musl
+/// numbers the same: GNU tar's words for a bad regex, where musl's regerror has its own.
+#[cfg(target_env = "musl")]
+const GLIBC_REGERROR: [&str; 17] = [
+    "Success",
+    "No match",
+    "Invalid regular expression",
+    "Invalid collation character",
+    "Invalid character class name",
+    "Trailing backslash",
+    "Invalid back reference",
+    "Unmatched [, [^, [:, [., or [=",
+    "Unmatched ( or \\(",
+    "Unmatched \\{",
+    "Invalid content of \\{\\}",
+    "Invalid range end",
+    "Memory exhausted",
+    "Invalid preceding regular expression",
+    "Premature end of regular expression",
+    "Regular expression too big",
+    "Unmatched ) or \\)",
+];
 
 /// A compiled POSIX regex, freed on drop. Boxed so it never moves after regcomp.
 struct Regex {
@@ -130,7 +166,11 @@ impl Regex {
         // Safety: `re` is a writable regex_t; `pattern` is NUL-terminated and outlives the call.
         let rc = unsafe { libc::regcomp(&mut *re, pattern.as_ptr(), cflags) };
         if rc != 0 {
-            // glibc frees what a failed regcomp allocated, so there is nothing to regfree.
+            // glibc and musl free what a failed regcomp allocated: nothing to regfree.
+            #[cfg(target_env = "musl")]
+            if let Some(msg) = usize::try_from(rc).ok().and_then(|i| GLIBC_REGERROR.get(i)) {
+                return Err(msg.to_string());
+            }
             let mut buf = [0u8; 512];
             // Safety: `buf` is writable for its length, which regerror is told (it writes at
             // most that much, NUL included); `re` is a valid regex_t.
@@ -145,23 +185,27 @@ impl Regex {
         Ok(Regex { re, nsub })
     }
 
-    /// Runs regexec on all of `subject` (no NUL in it) as one string; fills `m` (nsub + 1
-    /// entries) with offsets from its start. REG_STARTEND gives regexec the length, so it does
-    /// not look for a NUL: without it each search measured the rest of the name first, and a
-    /// `g` transform of a 1 MiB name with a match every byte took 6 s (issue 27).
-    fn exec(&self, subject: &[u8], m: &mut [libc::regmatch_t]) -> bool {
-        m[0] = libc::regmatch_t { rm_so: 0, rm_eo: subject.len() as libc::regoff_t };
-        // Safety: regexec reads `subject` from m[0].rm_so to m[0].rm_eo only (REG_STARTEND),
-        // all of it in bounds, and writes `m.len()` (at least 1) entries of `m`; both outlive
-        // the call, and `self.re` was compiled by regcomp.
+    /// Runs regexec on `terminated` but its last byte, a NUL (no other NUL in it), as one
+    /// string; fills `m` (nsub + 1 entries) with offsets from its start. With glibc,
+    /// REG_STARTEND gives regexec the length, so it does not look for the NUL: without it each
+    /// search measured the rest of the name first, and a `g` transform of a 1 MiB name with a
+    /// match every byte took 6 s (issue 27). musl has no REG_STARTEND; its regexec reads up to
+    /// the NUL as it matches.
+    fn exec(&self, terminated: &[u8], m: &mut [libc::regmatch_t]) -> bool {
+        assert_eq!(terminated.last(), Some(&0), "exec needs the NUL after the subject");
+        let len = terminated.len() - 1;
+        m[0] = libc::regmatch_t { rm_so: 0, rm_eo: len as libc::regoff_t };
+        #[cfg(target_env = "gnu")]
+        let flags = libc::REG_STARTEND;
+        #[cfg(target_env = "musl")]
+        let flags = 0;
+        // Safety: regexec reads `terminated` from m[0].rm_so to m[0].rm_eo only (glibc,
+        // REG_STARTEND) or up to its NUL (musl), all of it in bounds, and writes `m.len()` (at
+        // least 1) entries of `m`; both outlive the call, and `self.re` was compiled by
+        // regcomp.
         unsafe {
-            libc::regexec(
-                &*self.re,
-                subject.as_ptr().cast(),
-                m.len(),
-                m.as_mut_ptr(),
-                libc::REG_STARTEND,
-            ) == 0
+            libc::regexec(&*self.re, terminated.as_ptr().cast(), m.len(), m.as_mut_ptr(), flags)
+                == 0
         }
     }
 }
@@ -484,10 +528,12 @@ impl Transform {
         let mut m = vec![libc::regmatch_t { rm_so: -1, rm_eo: -1 }; self.regex.nsub + 1];
         let (mut pos, mut nmatches) = (0, 0u64);
         let mut case = CaseState { ctl: CaseCtl::Stop, saved: CaseCtl::Stop };
+        // The name with a NUL after it, once: every search is on a suffix of it.
+        let terminated = [input, &[0]].concat();
         while pos < len {
             // Each search sees the rest of the name as a whole string (no REG_NOTBOL).
             let rest = &input[pos..];
-            if !self.regex.exec(rest, &mut m) {
+            if !self.regex.exec(&terminated[pos..], &mut m) {
                 out.extend_from_slice(rest);
                 return;
             }

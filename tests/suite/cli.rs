@@ -1165,7 +1165,7 @@ fn in_pty(cmdline: &str) -> Output {
 }
 
 fn has_progress(text: &str) -> bool {
-    text.contains("read")
+    (text.chars().any(is_bar) || text.contains(" read "))
         && text.contains("written")
         && (text.contains('\r') || text.contains('\x1b'))
 }
@@ -1258,9 +1258,165 @@ fn progress_on_a_terminal_only() {
     }
     fs::remove_dir_all(&d).unwrap();
 
+    // 4. -v names on an 80-column terminal: each frame fits on one line, and no frame is left
+    //    between the names (a name printed on the bar's line kept the frame before it in the
+    //    scrollback, and a 130-column frame wrapped onto a second line).
+    let d = fresh();
+    let out = in_pty(&format!("stty cols 80 rows 24; {}", cmd(&d, "-v")));
+    if out.code != Some(0) {
+        failures.push(format!("-v on a terminal: exit {:?}\n{}", out.code, out.describe()));
+    } else {
+        failures.extend(frames_left(&out.stdout, 80, "-v on an 80-column terminal"));
+        let lines = Screen::replay(&out.stdout, 80).lines;
+        let names = lines.iter().filter(|l| l.starts_with("p/")).count();
+        if names != 8 {
+            failures.push(format!("-v: {names} of the 8 names on the screen:\n{lines:#?}"));
+        }
+    }
+    fs::remove_dir_all(&d).unwrap();
+
+    // 5. A run that fails half-way (the archive cut short): the bar is gone, the error is the
+    //    last thing on the screen.
+    let d = fresh();
+    let cut = work.path().join("cut.tar.zst");
+    let bytes = fs::read(&archive).unwrap();
+    fs::write(&cut, &bytes[..bytes.len() * 3 / 5]).unwrap();
+    let out = in_pty(&format!(
+        "stty cols 80 rows 24; exec {} --memory 8M -xf {} -C {}",
+        sh_quote(BIN),
+        q(&cut),
+        q(&d)
+    ));
+    if out.code != Some(2) {
+        failures.push(format!(
+            "a cut archive on a terminal: exit {:?}\n{}",
+            out.code,
+            out.describe()
+        ));
+    } else {
+        failures.extend(frames_left(&out.stdout, 80, "a failing run on an 80-column terminal"));
+        let screen = Screen::replay(&out.stdout, 80);
+        if !screen.lines.iter().any(|l| l.starts_with("fastuntar: ")) {
+            failures.push(format!("a failing run: no error on the screen:\n{:#?}", screen.lines));
+        }
+    }
+    fs::remove_dir_all(&d).unwrap();
+    fs::remove_file(&cut).unwrap();
+
     // The cost of drawing is measured by scripts/progress-cost.sh (a benchmark, not a timed
     // test) and recorded in docs/PERFORMANCE.md.
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// What a terminal `cols` columns wide shows after `raw` (a pty's output): every line, the
+/// scrolled-off ones too. It knows what indicatif and fastuntar write: text, `\r`, `\n`,
+/// `ESC[nK` (erase in line), `ESC[nA`/`ESC[nB` (cursor up/down), `ESC[J` (erase below); other
+/// escape sequences change nothing here. A character written past the last column wraps onto
+/// the next line, as a terminal's autowrap does.
+struct Screen {
+    lines: Vec<String>,
+    /// Bar frames that reached the last column and wrapped.
+    wrapped_frames: usize,
+}
+
+impl Screen {
+    fn replay(raw: &[u8], cols: usize) -> Screen {
+        let text = String::from_utf8_lossy(raw);
+        let mut lines: Vec<Vec<char>> = vec![Vec::new()];
+        let (mut row, mut col) = (0usize, 0usize);
+        let mut wrapped_frames = 0;
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\r' => col = 0,
+                '\n' => {
+                    row += 1;
+                    col = 0;
+                }
+                '\x1b' if chars.peek() == Some(&'[') => {
+                    chars.next();
+                    let mut param = String::new();
+                    let mut fin = ' ';
+                    for c in chars.by_ref() {
+                        if c.is_ascii_alphabetic() || c == '@' || c == '~' {
+                            fin = c;
+                            break;
+                        }
+                        param.push(c);
+                    }
+                    let n: usize = param.trim_start_matches('?').parse().unwrap_or(0);
+                    while lines.len() <= row {
+                        lines.push(Vec::new());
+                    }
+                    match fin {
+                        'K' => match n {
+                            0 => lines[row].truncate(col),
+                            1 => lines[row].iter_mut().take(col + 1).for_each(|c| *c = ' '),
+                            _ => lines[row].clear(),
+                        },
+                        'A' => row = row.saturating_sub(n.max(1)),
+                        'B' => row += n.max(1),
+                        'J' => {
+                            lines[row].truncate(col);
+                            lines.truncate(row + 1);
+                        }
+                        _ => {}
+                    }
+                }
+                c => {
+                    if col == cols {
+                        if lines.get(row).is_some_and(|l| l.iter().any(|&c| is_bar(c))) {
+                            wrapped_frames += 1;
+                        }
+                        row += 1;
+                        col = 0;
+                    }
+                    while lines.len() <= row {
+                        lines.push(Vec::new());
+                    }
+                    let line = &mut lines[row];
+                    while line.len() < col {
+                        line.push(' ');
+                    }
+                    if col < line.len() {
+                        line[col] = c;
+                    } else {
+                        line.push(c);
+                    }
+                    col += 1;
+                }
+            }
+            while lines.len() <= row {
+                lines.push(Vec::new());
+            }
+        }
+        let lines = lines.into_iter().map(|l| l.into_iter().collect::<String>()).collect();
+        Screen { lines, wrapped_frames }
+    }
+}
+
+/// The progress bar's cells.
+fn is_bar(c: char) -> bool {
+    c == '█' || c == '░'
+}
+
+/// What is wrong with the progress bar in a pty's output `raw` on a terminal `cols` wide: no
+/// frame drawn at all, a frame that wrapped, or a frame still on the screen or in the
+/// scrollback at the end.
+fn frames_left(raw: &[u8], cols: usize, what: &str) -> Vec<String> {
+    let screen = Screen::replay(raw, cols);
+    let mut wrong = Vec::new();
+    if !String::from_utf8_lossy(raw).chars().any(is_bar) {
+        wrong.push(format!("{what}: no progress bar drawn (too fast?)"));
+    }
+    if screen.wrapped_frames > 0 {
+        wrong.push(format!("{what}: {} frames wider than {cols} columns", screen.wrapped_frames));
+    }
+    let left: Vec<_> = screen.lines.iter().filter(|l| l.chars().any(is_bar)).collect();
+    if !left.is_empty() {
+        wrong.push(format!("{what}: {} frames left on the screen:\n{left:#?}", left.len()));
+    }
+    wrong
 }
 
 // --- --completions, --man, --help, --version ----------------------------------------------------

@@ -1173,7 +1173,7 @@ fn stock_limits(mut cmd: Command) -> Command {
 }
 
 /// Sets `resource` to `limit` (soft and hard) in the child before it runs its program.
-fn with_rlimit(mut cmd: Command, resource: libc::__rlimit_resource_t, limit: u64) -> Command {
+fn with_rlimit(mut cmd: Command, resource: util::Resource, limit: u64) -> Command {
     use std::os::unix::process::CommandExt;
     let rl = libc::rlimit { rlim_cur: limit, rlim_max: limit };
     // Safety: the hook runs in the child between fork and exec and only calls setrlimit,

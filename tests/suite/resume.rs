@@ -1019,8 +1019,9 @@ impl Ext4 {
         let f = std::fs::File::open(&self.mnt).unwrap();
         let flags = NOLOGFLUSH;
         // Safety: an open fd on the filesystem and a pointer to a u32, as the ioctl takes.
-        let r =
-            unsafe { libc::ioctl(std::os::fd::AsRawFd::as_raw_fd(&f), EXT4_IOC_SHUTDOWN, &flags) };
+        let r = unsafe {
+            libc::ioctl(std::os::fd::AsRawFd::as_raw_fd(&f), EXT4_IOC_SHUTDOWN as _, &flags)
+        };
         assert_eq!(r, 0, "EXT4_IOC_SHUTDOWN: {}", std::io::Error::last_os_error());
     }
 }

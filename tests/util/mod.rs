@@ -545,6 +545,13 @@ fn truncate_text(s: &str, max: usize) -> String {
     format!("{}\n... ({} more bytes)", &s[..end], s.len() - end)
 }
 
+/// setrlimit's resource argument: glibc's own type, a plain int elsewhere (musl, for the
+/// static build's tests).
+#[cfg(target_env = "gnu")]
+pub type Resource = libc::__rlimit_resource_t;
+#[cfg(not(target_env = "gnu"))]
+pub type Resource = libc::c_int;
+
 /// A command to run: the binary under test or any other program.
 pub struct Cmd {
     program: OsString,
@@ -555,7 +562,7 @@ pub struct Cmd {
     /// For the binary under test: fail on a panic message, a signal or a timeout.
     strict: bool,
     /// Resource limits (resource, soft, hard) set in the child before it runs.
-    rlimits: Vec<(libc::__rlimit_resource_t, u64, u64)>,
+    rlimits: Vec<(Resource, u64, u64)>,
     /// Run as this (uid, gid), with no supplementary groups.
     user: Option<(u32, u32)>,
     /// Report the peak RSS (through /usr/bin/time).
@@ -635,12 +642,7 @@ impl Cmd {
     }
 
     /// Sets a resource limit in the child, as `ulimit` would.
-    pub fn rlimit(
-        &mut self,
-        resource: libc::__rlimit_resource_t,
-        soft: u64,
-        hard: u64,
-    ) -> &mut Self {
+    pub fn rlimit(&mut self, resource: Resource, soft: u64, hard: u64) -> &mut Self {
         self.rlimits.retain(|r| r.0 != resource);
         self.rlimits.push((resource, soft, hard));
         self

@@ -6,7 +6,8 @@ use clap::ArgAction;
 #[derive(clap::Args, Debug)]
 pub struct Compat {
     /// GNU tar's `--level=NUMBER` (the dump level when creating with -g): checked and
-    /// ignored, as GNU tar does when reading.
+    /// ignored, as GNU tar does when reading (a number, else GNU tar's usage error; without -g,
+    /// its warning).
     #[arg(long = "level", value_name = "NUMBER", allow_hyphen_values = true, hide = true)]
     pub level: Option<String>,
 
@@ -14,6 +15,13 @@ pub struct Compat {
     /// tar accepts them with -x and -t and ignores them, and so does fastuntar, so that a
     /// TAR_OPTIONS or a wrapper's options written for both work (`--sort=name --owner=0
     /// --mtime=@0` for reproducible archives). These take no value.
+    ///
+    /// GNU tar accepts them with -x and -t and ignores them, and so does fastuntar, so that
+    /// TAR_OPTIONS or a wrapper's options written for both work (`--sort=name --owner=0 --mtime=@0`
+    /// for reproducible archives). These take no value: --check-device, --no-check-device, -l,
+    /// --check-links, --hard-dereference, --exclude-caches[-all,-under], --exclude-vcs-ignores,
+    /// --ignore-failed-read, --old-archive, --portability, --posix, --remove-files, --restrict.
+    /// Long forms only; their combinations are not checked.
     #[arg(
         long = "check-device",
         aliases = [ "no-check-device", "check-links",
@@ -65,6 +73,10 @@ pub struct Compat {
     pub atime_preserve: Option<String>,
 
     /// GNU tar's options for creating an archive that take a value, ignored as above.
+    ///
+    /// --owner, --group, --mode, --owner-map, --group-map, --sort, --hole-detection,
+    /// --sparse-version, --exclude-tag[-all,-under], --exclude-ignore[-recursive], --rsh-command,
+    /// --rmt-command: their values are not checked (GNU tar refuses `--mode=bogus`).
     #[arg(
         long = "owner",
         aliases = [
@@ -79,13 +91,16 @@ pub struct Compat {
     )]
     pub creation_values: Vec<String>,
 
-    /// Accepted and without effect when reading, as in GNU tar: -s/--same-order,
-    /// -B/--read-full-records, -b/--blocking-factor N, --record-size N, --force-local (the
-    /// record size counts only for --totals), -S/--sparse (sparse members are always made
-    /// sparse), -n/--seek, --no-seek, --no-auto-compress (the data decides the format).
+    /// Accepted, without effect when reading (-B, -S, -n, -b N, --record-size N, ...).
+    ///
+    /// As in GNU tar: -s/--same-order, -B/--read-full-records, -b/--blocking-factor N,
+    /// --record-size N, --force-local (the record size counts only for --totals and --checkpoint),
+    /// -S/--sparse (sparse members are always made sparse), -n/--seek, --no-seek,
+    /// --no-auto-compress (the data decides the format).
     #[arg(
         short = 's',
         long = "same-order",
+        help_heading = "Input: archive, compression, URL, mirrors",
         short_aliases = ['B', 'S', 'n'],
         aliases = [
             "preserve-order",

@@ -1,9 +1,13 @@
 //! Limits and safety (fastuntar's own): `--snapshot`, the `--max-*` limits, the zstd window.
 
 #[derive(clap::Args, Debug)]
+#[command(next_help_heading = "Limits and safety")]
 pub struct Limits {
-    /// Accept only the ledger snapshot layout (version, snapshots/, accounts/): regular files
-    /// and directories, files 0644, directories 0755; anything else stops the run.
+    /// Accept only the ledger snapshot layout; files 0644, directories 0755.
+    ///
+    /// The layout of a ledger snapshot (version, snapshots/..., accounts/...): regular files and
+    /// directories only, files landed 0644 and directories 0755, at most 5,000,000 files and 4T
+    /// (--max-files, --max-bytes); anything else stops the run before it is written.
     #[arg(long = "snapshot")]
     pub snapshot: bool,
 
@@ -11,8 +15,7 @@ pub struct Limits {
     #[arg(long = "max-files", value_name = "N")]
     pub max_files: Option<u64>,
 
-    /// Stop before the member that would take the total of file sizes over SIZE (snapshot
-    /// mode: 4T).
+    /// Stop before the file sizes total over SIZE (snapshot mode: 4T).
     #[arg(long = "max-bytes", value_name = "SIZE")]
     pub max_bytes: Option<String>,
 
@@ -20,6 +23,8 @@ pub struct Limits {
     #[arg(long = "max-member-size", value_name = "SIZE")]
     pub max_member_size: Option<String>,
 
+    /// Largest zstd window to accept (`zstd --long=31` archives need 2G).
+    ///
     /// Largest zstd window to accept (memory the decoder may need): a power of two up to 2G.
     /// The default is `zstd -d`'s own; archives made with `zstd --long=31` need 2G.
     // 128M, as zstd's CLI (it refuses larger windows without --long=31 or --memory): a 75 KB

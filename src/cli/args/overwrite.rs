@@ -4,39 +4,54 @@
 use std::ffi::OsString;
 
 #[derive(clap::Args, Debug)]
+#[command(next_help_heading = "Overwrite control")]
 pub struct Overwrite {
-    /// Keep a symlink to a directory where the archive has that directory (`lib -> usr/lib`
-    /// and a member `lib/`), and extract what is under it through the symlink, as GNU tar's
-    /// --keep-directory-symlink. Followed only inside DIR: an absolute or `..` target is taken
-    /// as if DIR were `/`.
+    /// Keep a symlink to a directory where the archive has that directory; extract through it.
+    ///
+    /// Where a directory member meets a symlink to a directory (`lib -> usr/lib` on a merged-/usr
+    /// system), keep the symlink and extract what is under it through it, as GNU tar. Symlinks are
+    /// then followed only inside DIR: an absolute target or `..` is taken as if DIR were `/` (a
+    /// chroot's view). One writer thread, whatever --writer-threads asks (a file may have two names
+    /// then; a line says so).
     #[arg(long = "keep-directory-symlink")]
     pub keep_directory_symlink: bool,
 
-    /// Refuse to replace existing files (report them, "File exists", go on, and exit 2, as
-    /// GNU tar). An existing directory is kept as it is, its metadata too.
+    /// Do not replace existing files: report each, go on, exit 2.
+    ///
+    /// Each existing file is reported (`MEMBER: cannot create: File exists`) and the run goes on,
+    /// then exits 2, as GNU tar. An existing directory is kept with its own mode and times.
     #[arg(short = 'k', long = "keep-old-files", conflicts_with = "skip_old_files")]
     pub keep_old_files: bool,
 
-    /// Like -k, without a word: members whose path exists are skipped silently (with -v, each
-    /// is named) and the exit status stays 0.
+    /// Like -k, silently: members whose path exists are skipped, exit status 0.
+    ///
+    /// Nothing is reported and the exit status stays 0; with -v each kept member is named (`MEMBER:
+    /// skipping existing file`), as GNU tar does. Not together with -k.
     #[arg(long = "skip-old-files")]
     pub skip_old_files: bool,
 
-    /// Keep an existing file, symlink or other non-directory whose modification time is the
-    /// same as or later than its archive copy's ("Current 'NAME' is newer or same age", exit
-    /// status unchanged) and replace the older ones. The time is the existing entry's own
-    /// (a symlink is not followed), read when the member is created. An existing directory is
-    /// never newer: a directory member removes it when empty (and creates it anew), otherwise
-    /// leaves it as it is, metadata too; a file member replaces an empty one. As GNU tar 1.34.
+    /// Do not replace existing files that are as new as their archive copy or newer.
+    ///
+    /// Keep an existing file, symlink (its own time, not followed) or hard link whose modification
+    /// time is the same as or later than the member's (`Current 'PATH' is newer or same age`, exit
+    /// status unchanged), and replace the older ones; nanoseconds count where the archive has them
+    /// (PAX). The check is made by the writer, on the entry it is about to replace.
+    ///
+    /// A directory is never newer: a directory member makes an empty one anew with its own metadata
+    /// and leaves a non-empty one as it is (mode and time too); a file member replaces an empty
+    /// one. As GNU tar 1.34; not together with -k, --skip-old-files, --overwrite,
+    /// --no-overwrite-dir.
     #[arg(
         long = "keep-newer-files",
         conflicts_with_all = ["keep_old_files", "skip_old_files", "overwrite", "no_overwrite_dir"]
     )]
     pub keep_newer_files: bool,
 
-    /// Keep the mode and owner of directories that exist already, made before the run or
-    /// earlier in it (the member's modification time is still set, unless -m), instead of
-    /// the member's.
+    /// Keep the mode and owner of existing directories.
+    ///
+    /// Directories that exist already (before the run or made earlier in it) keep their mode and
+    /// owner instead of the member's; they still get the member's modification time (unless -m), as
+    /// GNU tar 1.34.
     #[arg(
         long = "no-overwrite-dir",
         conflicts_with_all = ["keep_old_files", "skip_old_files", "overwrite"],
@@ -44,10 +59,12 @@ pub struct Overwrite {
     )]
     pub no_overwrite_dir: bool,
 
-    /// Remove what is at a member's path before extracting it, as GNU tar's -U: the same as
-    /// the default for files, links and FIFOs (fastuntar never writes into an existing file);
-    /// a directory member removes an existing empty directory and makes it anew, and leaves a
-    /// non-empty one as it is, metadata too (reported: "Directory not empty", exit 2).
+    /// Remove what is at a member's path before extracting it (an empty directory too).
+    ///
+    /// As GNU tar's -U: for files, links and FIFOs the same as the default (fastuntar never writes
+    /// into an existing file); a directory member removes an existing empty directory and makes it
+    /// anew, and a non-empty one stays as it is, metadata too (`MEMBER: cannot create directory:
+    /// Directory not empty`, exit 2). One writer thread.
     #[arg(
         short = 'U',
         long = "unlink-first",
@@ -55,22 +72,27 @@ pub struct Overwrite {
     )]
     pub unlink_first: bool,
 
-    /// An existing directory in a member's way is removed with everything in it (symlinks in
-    /// it are removed, never followed), as GNU tar's --recursive-unlink: a directory member
-    /// empties what was there, a file member replaces a whole tree. DIR itself is never
-    /// removed.
+    /// Remove a whole directory tree that is in a member's way.
+    ///
+    /// An existing directory in a member's way goes with everything in it (symlinks inside are
+    /// removed, never followed): a directory member empties what was there, a file member replaces
+    /// a whole tree. DIR itself stays. As GNU tar, with or without -U. One writer thread.
     #[arg(long = "recursive-unlink")]
     pub recursive_unlink: bool,
 
-    /// Rename what a member would replace instead of removing it, as GNU tar: CONTROL
-    /// `simple`/`never` (NAME~), `numbered`/`t` (NAME.~N~), `existing`/`nil` (numbered where
-    /// numbered backups exist, else simple; the default, or $VERSION_CONTROL), `none`/`off`.
-    /// Directories are not backed up. With -v each is said: "Renaming 'a' to 'a~'".
+    /// Rename what a member would replace instead of removing it (NAME~, NAME.~N~).
+    ///
+    /// As GNU tar. CONTROL: `simple`/`never` (NAME~, or NAME and --suffix), `numbered`/`t`
+    /// (NAME.~N~), `existing`/`nil` (numbered where numbered backups exist, else simple; the
+    /// default, or $VERSION_CONTROL), `none`/`off`. A directory is never backed up; a symlink is
+    /// renamed itself. With -v, `Renaming 'a' to 'a~'` right after the member's name, as GNU tar
+    /// (each member then lands before the next is read).
     #[arg(long = "backup", value_name = "CONTROL", num_args = 0..=1, require_equals = true, default_missing_value = "")]
     pub backup: Option<String>,
 
-    /// The suffix of simple backups (default $SIMPLE_BACKUP_SUFFIX, else `~`); turns
-    /// --backup on.
+    /// The suffix of simple backups (default `~`); turns --backup on.
+    ///
+    /// The default is $SIMPLE_BACKUP_SUFFIX, else `~`. --suffix alone turns backups on.
     #[arg(long = "suffix", value_name = "SUFFIX")]
     pub suffix: Option<String>,
 
@@ -78,11 +100,16 @@ pub struct Overwrite {
     #[arg(long = "overwrite-dir", overrides_with = "no_overwrite_dir")]
     pub overwrite_dir: bool,
 
-    /// Extract everything under DIR (relative to -C), or without DIR under a directory named
-    /// after the archive without its .tar or compression suffix (.tar, .tar.gz, .tgz, .tar.zst,
-    /// .tzst, .tar.xz, .txz, .tar.bz2, .tbz2, .tar.lz4, ...). Members already under DIR
-    /// (the name DIR itself or starting with DIR/, after --strip-components) are not prefixed
-    /// twice; hard-link targets likewise. Names shown by -v and -t are the archive's.
+    /// Extract everything under DIR, or under the archive's name without its suffix.
+    ///
+    /// DIR is relative to -C. Without DIR, the archive's name less its suffix (.tar,
+    /// .tar.gz/.tgz/.taz, .tar.bz2/.tbz/.tbz2/.tz2, .tar.xz/.txz, .tar.zst/.tzst, .tar.lz,
+    /// .tar.lzma/.tlz, .tar.lzo, .tar.Z/.taZ, .tar.lz4); with standard input or another name, GNU
+    /// tar's "Cannot deduce top-level directory name" and exit 2. A member already at or under DIR
+    /// is not prefixed twice; hard-link targets likewise.
+    ///
+    /// Applied after --strip-components (a name stripped to nothing becomes DIR); MEMBER operands,
+    /// --exclude, -v and -t see the archive's names. A DIR with `..` or a leading `/` is refused.
     #[arg(
         long = "one-top-level",
         value_name = "DIR",
@@ -97,9 +124,10 @@ pub struct Overwrite {
     #[arg(short = 'W', long = "verify", hide = true)]
     pub verify: bool,
 
-    /// Replace existing files (the default): an existing file is removed and created anew,
-    /// never written through in place or through a link (GNU tar's --overwrite writes into
-    /// it).
+    /// Replace existing files (the default), never writing into them.
+    ///
+    /// An existing file is removed and created anew, never written through in place or through a
+    /// link (GNU tar's --overwrite writes into it). Not together with -k or --skip-old-files.
     #[arg(long = "overwrite", conflicts_with_all = ["keep_old_files", "skip_old_files"])]
     pub overwrite: bool,
 }

@@ -4,13 +4,17 @@
 use clap::ValueEnum;
 
 #[derive(clap::Args, Debug)]
+#[command(next_help_heading = "Performance and I/O")]
 pub struct Performance {
-    /// Write files of at least --direct-io-threshold bytes with O_DIRECT: `always` (also
-    /// `--direct-io` alone), `never` (also `--no-direct-io`), or `auto` (the default): direct
-    /// where it was measured to be faster, that is on ext4, XFS, btrfs without data checksums
-    /// and FUSE when the archive is at least 1 GiB or of unknown size (a pipe); buffered on
-    /// tmpfs, ramfs, btrfs with checksums and other filesystems. `-v` and `--json` say what was
-    /// chosen.
+    /// Write large files with O_DIRECT: auto (where faster), always, never.
+    ///
+    /// Files of at least --direct-io-threshold bytes. `auto` (the default): direct where it was
+    /// measured to be faster, that is on ext4, XFS, btrfs without data checksums and FUSE when the
+    /// tree is 256 MiB or more (known from the archive's size and compression, else once that much
+    /// has landed); buffered on tmpfs, ramfs, btrfs with checksums and other filesystems
+    /// (docs/USAGE.md, "Direct IO"). `always` (also --direct-io alone): wherever the filesystem
+    /// takes O_DIRECT (a refusal is warned about once, and the rest written buffered). `never`
+    /// (also --no-direct-io). The last one given wins. -v and --json say what was chosen and why.
     #[arg(
         long = "direct-io",
         value_name = "WHEN",
@@ -30,32 +34,48 @@ pub struct Performance {
     #[arg(long = "direct-io-threshold", value_name = "SIZE")]
     pub direct_io_threshold: Option<String>,
 
-    /// Memory for buffers: file data in flight and, when a zstd archive meets more than one
-    /// decoder thread, decoded frames waiting to be read (default: 64M of file data, plus 32M
-    /// of frames per decoder thread past the first, what the third and later add kept within
-    /// an eighth of the machine's memory; when listing or with -O, the frames' only, at least 64M). A SIZE
-    /// given is the total, divided between the two.
+    /// Memory for buffers: file data in flight and decoded frames (default 64M and more).
+    ///
+    /// File data in flight and, when a zstd archive meets more than one decoder thread, decoded
+    /// frames waiting to be read. Default: 64M of file data, plus 32M of frames per decoder thread
+    /// past the first, what the third and later add kept within an eighth of the machine's memory;
+    /// where the process may use less than 256 MiB (a container's memory limit, `ulimit -v`), a
+    /// quarter of that; when listing or with -O, the frames' only, at least 64M. A SIZE given is
+    /// the total, divided between the two. From a URL a quarter of it is the reorder window.
     #[arg(long = "memory", value_name = "SIZE")]
     pub memory: Option<String>,
 
-    /// Threads that decode a multi-frame zstd archive (default: the CPUs this process may run
-    /// on, one fewer when extracting to disk, for the writer); 1 keeps to one streaming decoder. The
-    /// blocks of a multi-block xz stream (`xz -T`) too, when the decoded frames' memory is at
-    /// least 128M. Other formats, single-frame zstd and single-block xz decode on one.
+    /// Threads decoding a multi-frame zstd or multi-block xz archive.
+    ///
+    /// Default: the CPUs this process may run on, one fewer when extracting to disk (for the
+    /// writer); 1 keeps to one streaming decoder. The blocks of a multi-block xz stream (`xz -T`)
+    /// too, when the decoded frames' memory is at least 128M. Other formats, single-frame zstd and
+    /// single-block xz decode on one.
     #[arg(long = "threads", value_name = "N")]
     pub threads: Option<usize>,
 
-    /// Threads that create files (default: the CPUs this process may run on, at most 8).
-    /// Files of different directories are created in parallel;
-    /// 1 writes everything from one thread.
+    /// Threads that create files (default: the CPUs, at most 8).
+    ///
+    /// Files are created in parallel (those of one large directory too); archive order still
+    /// decides (a later member replaces an earlier one, links follow their targets, directories get
+    /// their times last); 1 writes everything from one thread. Where names are compared without
+    /// case (FAT, exFAT, SMB, HFS+, an ext4 casefold directory) the default is one writer without
+    /// io_uring, since `F` and `f` are one file there; on ext2/3/4 without a journal, one writer
+    /// (ext4 then looks up each new inode's recently deleted neighbours, and parallel creation
+    /// contends there).
     #[arg(long = "writer-threads", value_name = "N")]
     pub writer_threads: Option<usize>,
 
     /// Writer backend.
+    ///
+    /// `auto` (the default): io_uring with one writer thread or when large files go direct, plain
+    /// system calls when several writer threads write everything buffered (io_uring measured no
+    /// faster there). Where the kernel (or a container's seccomp profile) refuses io_uring, `uring`
+    /// falls back to portable with a warning, `auto` silently (with -v, a warning).
     #[arg(long = "io", value_enum, default_value_t = IoBackend::Auto)]
     pub io: IoBackend,
 
-    /// When extraction ends, make everything durable (syncfs) and report how long that took.
+    /// At the end, make everything durable (syncfs) and say how long that took.
     #[arg(long = "sync")]
     pub sync: bool,
 
