@@ -55,6 +55,14 @@ fn gnu_tree(td: &TestDir, archive: &Path, flags: &[&str]) -> Snapshot {
     snapshot(&dest)
 }
 
+/// A time before anything the case makes, for `Compare::extraction` (directory times both
+/// after it are the extractions' own): the kernel stamps files with its coarse clock, up to a
+/// tick behind `SystemTime::now`, so GNU tar's root made just after `now` could read as older
+/// than it (1 run in 3 under load, the root's mtime the only difference).
+fn recently() -> SystemTime {
+    SystemTime::now() - Duration::from_secs(1)
+}
+
 /// Fails with the differences between GNU tar's tree and ours, if any.
 fn assert_tree(gnu: &Snapshot, ours: &Path, since: SystemTime, what: &str) {
     let found = diff(gnu, "GNU tar", &snapshot(ours), "Restore", &Compare::extraction(since));
@@ -122,7 +130,7 @@ fn two_restores_at_once_give_their_own_trees() {
     }
     let td = TestDir::new(test);
     let (a, b) = (td.write("a.tar", archive(6, 40, 1)), td.write("b.tar", archive(5, 50, 2)));
-    let since = SystemTime::now();
+    let since = recently();
     let gnu_a = gnu_tree(&td, &a, &["--strip-components=1"]);
     let gnu_b = gnu_tree(&td, &b, &["--exclude=*.log"]);
     let (da, db) = (td.join("out-a"), td.join("out-b"));
@@ -158,7 +166,7 @@ fn a_reader_source_gives_gnu_tars_tree() {
     let td = TestDir::new(test);
     let tar = archive(3, 30, 3);
     let plain = td.write("r.tar", &tar);
-    let since = SystemTime::now();
+    let since = recently();
     let gnu = gnu_tree(&td, &plain, &[]);
     let zst = zstd::bulk::compress(&tar, 3).unwrap();
     let dest = td.join("out");
@@ -230,7 +238,7 @@ fn cancel_then_resume_gives_gnu_tars_tree() {
     }
     let td = TestDir::new(test);
     let path = td.write("c.tar", archive(20, 100, 4));
-    let since = SystemTime::now();
+    let since = recently();
     let gnu = gnu_tree(&td, &path, &[]);
     let dest = td.join("out");
     let restore = || Restore::new(Source::Path(path.clone()), &dest).resume_every(256 << 10);
