@@ -1,13 +1,16 @@
 //! Restores a snapshot-shaped archive in-process and prints what happens, file by file:
 //!
 //! ```sh
-//! cargo run --release --example restore -- snapshot.tar.zst /ledger [--quiet] [--cancel-after N]
+//! cargo run --release --example restore -- snapshot.tar.zst /ledger [--quiet] [--cancel-after N] \
+//!     [--spread-accounts /mnt/nvme1/accounts,/mnt/nvme2/accounts]
 //! ```
 //!
 //! Each member started, each file landed (its path and size), each member skipped and why,
 //! the warnings and the progress counters are printed; `--quiet` prints only the summary (the
 //! speed comparison with the command line, scripts/ab.sh). `--cancel-after N` cancels the run
-//! after N files landed: run it again without to see it resume.
+//! after N files landed: run it again without to see it resume. `--spread-accounts` lays the
+//! `accounts/` files over the directories given (as Agave over its account paths): each
+//! landed line says its root (0 the destination, 1 and up those directories).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -57,25 +60,29 @@ impl Observer for Print {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let usage = "usage: restore ARCHIVE DEST [--quiet] [--cancel-after N]";
+    let usage =
+        "usage: restore ARCHIVE DEST [--quiet] [--cancel-after N] [--spread-accounts D1,D2,...]";
     let (Some(archive), Some(dest)) = (args.next(), args.next()) else {
         return Err(usage.into());
     };
-    let (mut quiet, mut cancel_after) = (false, None);
+    let (mut quiet, mut cancel_after, mut spread) = (false, None, None);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--quiet" => quiet = true,
             "--cancel-after" => cancel_after = Some(args.next().ok_or(usage)?.parse()?),
+            "--spread-accounts" => spread = Some(args.next().ok_or(usage)?),
             _ => return Err(usage.into()),
         }
     }
     let cancel = Cancel::new();
     let print =
         Arc::new(Print { quiet, landed: AtomicU64::new(0), cancel_after, cancel: cancel.clone() });
-    let summary = Restore::new(Source::Path(PathBuf::from(archive)), dest)
-        .observer(print)
-        .cancel(cancel)
-        .run();
+    let mut restore = Restore::new(Source::Path(PathBuf::from(archive)), dest);
+    if let Some(dirs) = spread {
+        let roots: Vec<&str> = dirs.split(',').collect();
+        restore = restore.spread("accounts/", &roots);
+    }
+    let summary = restore.observer(print).cancel(cancel).run();
     match summary {
         Ok(s) => {
             println!(

@@ -33,6 +33,9 @@ pub struct Entry {
     /// A directory member of an incremental archive (GNU tar's `is_dumpdir`): from it on,
     /// directory metadata waits for the end of the run, as `--delay-directory-restore`.
     pub delay_restore: bool,
+    /// The root `path` is beneath: 0 for DIR, else a `--spread` root (policy/route.rs), whose
+    /// own writer lands it (write/roots.rs).
+    pub root: u16,
 }
 
 impl Entry {

@@ -28,6 +28,7 @@ mod suite {
     mod sample;
     mod selection;
     mod snapshot_mode;
+    mod spread;
     mod stock;
     mod transform;
     mod url;

@@ -114,9 +114,8 @@ pub enum Resume {
 /// # Ok::<(), fastuntar::Error>(())
 /// ```
 ///
-/// Placement across several roots (issue 43 item 6, a routing callback from a member's path
-/// to a root and a path within it) joins this builder as `Restore::route`; until then every
-/// member lands under the one destination, and [`Landed::root`] is always 0.
+/// Members under a prefix can be spread across several roots (separate disks), as Agave lays
+/// account files over its account paths: [`Restore::spread`].
 pub struct Restore {
     args: Args,
     reader: Option<Box<dyn Read + Send>>,
@@ -304,6 +303,26 @@ impl Restore {
     pub fn exact_modes(mut self, on: bool) -> Restore {
         self.args.attributes.preserve_permissions = on;
         self.args.attributes.no_same_permissions = !on;
+        self
+    }
+
+    /// Spreads the members under `prefix` (e.g. `accounts/`) across `roots`, with the prefix
+    /// taken off their paths: each file goes to the root given the fewest bytes so far (a
+    /// deterministic choice, so a resumed run places every member as before), each directory
+    /// under the prefix is made in every root, and a hard link across roots is refused
+    /// ([`SkipReason::Refused`]). Each root is confined as the destination is, has writers of
+    /// its own, and counts towards the limits; [`Landed::root`] says where a file went (1 and
+    /// up, in the order given). Called again, another prefix.
+    pub fn spread<P: AsRef<Path>>(mut self, prefix: &str, roots: &[P]) -> Restore {
+        let roots: Vec<String> =
+            roots.iter().map(|r| r.as_ref().to_string_lossy().into_owned()).collect();
+        if prefix.contains('=') || roots.iter().any(|r| r.contains(',')) {
+            self.refused = Some(format!(
+                "spread: a prefix with '=' or a root with ',' cannot be given ({prefix:?}, {roots:?})"
+            ));
+            return self;
+        }
+        self.args.performance.spread.push(format!("{prefix}={}", roots.join(",")));
         self
     }
 

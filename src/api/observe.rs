@@ -27,8 +27,8 @@ pub struct Started<'a> {
 pub struct Landed<'a> {
     /// Where it is, relative to its root (after `strip_components`).
     pub path: &'a Path,
-    /// Which root it landed under: 0, the destination (placement across several roots is
-    /// not wired yet).
+    /// Which root it landed under: 0 the destination, then the roots of each
+    /// [`Restore::spread`](crate::Restore::spread) in the order given.
     pub root: usize,
     /// Its size in bytes.
     pub size: u64,
@@ -145,14 +145,14 @@ impl Voice for Bridge {
         }
     }
 
-    fn landed(&self, path: &Path, size: u64, fd: BorrowedFd<'_>) {
+    fn landed(&self, (root, path): (usize, &Path), size: u64, fd: BorrowedFd<'_>) {
         let Some(o) = &self.observer else { return };
         // A failed dup (out of descriptors) hands no file; the event is told all the same.
         let file = match self.wants_files {
             true => fd.try_clone_to_owned().ok().map(File::from),
             false => None,
         };
-        o.landed(Landed { path, root: 0, size, file });
+        o.landed(Landed { path, root, size, file });
     }
 
     fn skipped(&self, member: &str, why: Skip, message: &str) {

@@ -10,6 +10,7 @@
 
 mod input;
 mod member;
+mod placement;
 mod reading;
 mod resume;
 mod selection;

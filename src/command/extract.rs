@@ -5,6 +5,7 @@
 //! `produce.rs` the member loop on the decoder's side, `stage.rs` one member's ops and data.
 
 mod pipeline;
+mod placer;
 mod produce;
 mod stage;
 
@@ -68,7 +69,7 @@ pub fn run(plans: &Plans, report: &Arc<Reporter>) -> Result<Summary> {
     let incoming = write::Incoming { arrival, later_fds };
     let writers = write::create_n(writer, &pool, frames, files.clone(), incoming, events)
         .map_err(|e| tag(e, dest_fault()))?;
-    let writer_counts = (writers.workers.len(), writers.uring);
+    let writer_counts = (writers.workers.len() + writers.lanes.len(), writers.uring);
     let direct = writers.direct;
     if direct.threshold.is_some() && direct.start == write::direct_policy::Start::Now {
         input.drop_behind();
@@ -101,7 +102,14 @@ pub fn run(plans: &Plans, report: &Arc<Reporter>) -> Result<Summary> {
     session.complete()?;
     let elapsed = start.elapsed();
     let sync = match writer.sync {
-        true => Some(sync_dest(&writer.dest).map_err(|e| tag(e, dest_fault()))?),
+        // DIR and each `--spread` root: timed together.
+        true => Some(
+            std::iter::once(&writer.dest)
+                .chain(writer.placement.roots())
+                .map(|d| sync_dest(d))
+                .sum::<Result<Duration>>()
+                .map_err(|e| tag(e, dest_fault()))?,
+        ),
         false => None,
     };
     let decoding = counters.summary();
@@ -189,6 +197,8 @@ struct Pipe<'s> {
     gate: Gate,
     session: &'s Session,
     report: &'s Reporter,
+    /// `--spread`: the spread roots' writers (None without it).
+    lanes: Option<&'s pipeline::LaneSet>,
 }
 
 /// Marks a send to a writer that has stopped: the writer's own error explains why.

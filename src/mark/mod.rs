@@ -59,6 +59,17 @@ pub struct Counts {
     pub skipped: u64,
 }
 
+/// What `--spread`'s routing had given out before the resume point (command/extract/
+/// placer.rs): the resumed run routes every member as the interrupted run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Placed {
+    /// Weighed bytes given to each root (by root number; DIR's stays 0).
+    pub loads: Vec<u64>,
+    /// The spread directories made so far (path relative to DIR, as the archive names them),
+    /// with the metadata the resumed run applies to them again in each root.
+    pub dirs: Vec<Record>,
+}
+
 /// A resume point on its way from the decoder to the state file.
 #[derive(Debug)]
 pub struct Mark {
@@ -68,6 +79,8 @@ pub struct Mark {
     pub probes: Vec<SafePath>,
     /// The PAX global headers read before the point, read again by the resumed run.
     pub globals: Globals,
+    /// `--spread`'s routing at the point (empty without it).
+    pub placed: Placed,
     /// Filled in by whoever applies directory metadata, as it stood at the point.
     pub delay: bool,
     pub dirs: Vec<CarriedDir>,
@@ -143,6 +156,7 @@ mod tests {
                 counts: Counts::default(),
                 probes: Vec::new(),
                 globals: Globals::default(),
+                placed: Placed::default(),
                 delay: false,
                 dirs: Vec::new(),
                 frontier: frontier.clone(),

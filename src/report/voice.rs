@@ -46,15 +46,19 @@ pub enum Skip {
     Existing,
     /// An existing file as new as the member or newer was kept (`OldFiles::KeepNewer`).
     KeptNewer,
+    /// Placement across several roots refused it (a hard link whose target lies in another
+    /// root: a link cannot cross filesystems).
+    Refused,
 }
 
 /// What a run says, when a program listens.
 pub trait Voice: Send + Sync {
     /// A member is about to be restored: its name as archived, its kind, its size.
     fn started(&self, name: &[u8], kind: MemberKind, size: u64);
-    /// A regular file's data and metadata landed at `path` (relative to the destination), of
+    /// A regular file's data and metadata landed at `path` (relative to root `root`: 0 the
+    /// destination, then the `--spread` roots in order), of
     /// `size` bytes; `fd` is its open descriptor, still open for writing.
-    fn landed(&self, path: &Path, size: u64, fd: BorrowedFd<'_>);
+    fn landed(&self, at: (usize, &Path), size: u64, fd: BorrowedFd<'_>);
     /// A member was not restored: `why`, and the message GNU tar would print.
     fn skipped(&self, member: &str, why: Skip, message: &str);
     /// Something failed that the run went on after (a member selected nothing, a removal of

@@ -167,7 +167,7 @@ fn mismatch(state: &State, here: &Here) -> Option<String> {
     if state.options != here.options {
         return Some(
             "the options that decide what is extracted are not the interrupted run's \
-             (MEMBERs, --exclude, --transform, --strip-components, --snapshot, limits, ...)"
+             (MEMBERs, --exclude, --transform, --strip-components, --snapshot, --spread, limits, ...)"
                 .into(),
         );
     }

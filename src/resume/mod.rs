@@ -24,6 +24,7 @@
 pub mod decide;
 mod fsio;
 pub mod options;
+mod recorder;
 pub mod sample;
 pub mod state;
 
@@ -38,6 +39,8 @@ use sha2::{Digest, Sha256};
 
 pub use decide::Flag;
 use decide::{Found, Here, Plan};
+pub use recorder::Recorder;
+use recorder::{Job, record};
 use state::{InputId, Probe, State};
 
 use crate::archive::{Member, Reader, Skip, UnitStart};
@@ -187,6 +190,8 @@ fn take_dir(cfg: &ResumePlan, dir: Option<OwnedFd>, shown: &str) -> Result<(Owne
 /// The run's resume state: what was decided at the start, and the recorder's channel.
 pub struct Session {
     dest: std::path::PathBuf,
+    /// `--spread`'s roots, synced with DIR.
+    roots: Vec<std::path::PathBuf>,
     /// DIR, locked for the run (None: resume points are off and no state was used).
     dir: Option<Arc<OwnedFd>>,
     /// Why this run writes no resume points (None: it does).
@@ -219,6 +224,8 @@ pub struct ResumePlan {
     pub flag: Flag,
     /// DIR, where the state is kept.
     pub dest: std::path::PathBuf,
+    /// `--spread`'s roots: a resume point is durable once their filesystems are synced too.
+    pub roots: Vec<std::path::PathBuf>,
     /// The option given that makes a run unable to resume from a member boundary (resolve.rs
     /// `refused_option`).
     pub refused: Option<&'static str>,
@@ -395,6 +402,7 @@ impl Session {
     fn new(cfg: &ResumePlan, off: Option<String>, report: Arc<Reporter>) -> Session {
         Session {
             dest: cfg.dest.clone(),
+            roots: cfg.roots.clone(),
             dir: None,
             off,
             foreign_tmp: None,
@@ -613,6 +621,11 @@ impl Session {
         self.resumed.as_ref().map(|s| (&s.counts, s.point.member))
     }
 
+    /// `--spread`'s routing at the resume point (None: not resumed).
+    pub fn resumed_placed(&self) -> Option<&crate::mark::Placed> {
+        self.resumed.as_ref().map(|s| &s.placed)
+    }
+
     /// Whether this run writes resume points (a state is expected to come).
     pub fn writes_points(&self) -> bool {
         self.off.is_none()
@@ -658,6 +671,7 @@ impl Session {
             counts,
             probes: probes.paths(),
             globals,
+            placed: Default::default(),
             delay: false,
             dirs: Vec::new(),
             frontier: self.shared.frontier.clone(),
@@ -707,7 +721,14 @@ impl Session {
                 Err(_) => return none,
             },
         };
-        let syncs = fsio::filesystems(&self.dest, &dir);
+        let mut syncs = fsio::filesystems(&self.dest, &dir);
+        for root in &self.roots {
+            // Made by the writers before this thread starts; one that is not is not synced
+            // (its writer failed, and with it the run).
+            if let Ok(Some(fd)) = fsio::open_dir(root) {
+                syncs.extend(fsio::filesystems(root, &fd));
+            }
+        }
         let job = match (self.writes_points(), &self.fixed) {
             (true, Some(f)) => Some(Job {
                 fixed: f.clone(),
@@ -837,144 +858,6 @@ fn changed_before_point(archive: Option<&std::path::Path>, s: &State) -> Option<
     match sample::digest(&file, sample::end(s.point.unit.compressed, id.size)) {
         Ok(got) if got == want => None,
         _ => Some(changed().into()),
-    }
-}
-
-/// What the recorder needs to write states.
-struct Job {
-    fixed: Fixed,
-    options: [u8; 32],
-    dest: (u64, u64),
-    shared: Arc<Shared>,
-}
-
-/// The recorder thread: each time another `every` bytes were written, a resume point is asked
-/// for and written (its syncfs is the writeback's), or after MARK_WAIT without one, DIR's
-/// filesystems are synced alone. Only this thread waits for the disk.
-fn record(
-    stop: &std::sync::mpsc::Receiver<()>,
-    every: u64,
-    dir: &OwnedFd,
-    syncs: &[OwnedFd],
-    job: Option<&Job>,
-    (shared, report): (&Shared, &Reporter),
-) {
-    let written = &report.tally.written;
-    let mut last = written.load(Ordering::Relaxed);
-    let mut due: Option<Instant> = None;
-    loop {
-        let wait = if due.is_some() { POLL_DUE } else { POLL };
-        match stop.recv_timeout(wait) {
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-            _ => return,
-        }
-        let now = written.load(Ordering::Relaxed);
-        if due.is_none() && now.saturating_sub(last) >= every {
-            due = Some(Instant::now());
-            if job.is_some() {
-                shared.want.store(true, Ordering::Relaxed);
-            }
-        }
-        let Some(since) = due else { continue };
-        if let Some(job) = job
-            && let Some(mark) = shared.frontier.take()
-        {
-            write(job, (dir, syncs), *mark, report);
-            (last, due) = (now, None);
-            continue;
-        }
-        if job.is_none() || since.elapsed() >= MARK_WAIT {
-            // Errors are the final sync's (or the next run's) to report: this only starts
-            // writeback, as before resume points.
-            let _ = fsio::sync_all(syncs);
-            (last, due) = (now, None);
-        }
-    }
-}
-
-/// Writes `mark` as the state file (fsio::write_state), with the probes looked at now and the
-/// run's skipped members (`report`).
-fn write(job: &Job, (dir, syncs): (&OwnedFd, &[OwnedFd]), mark: Mark, report: &Reporter) {
-    let mut rec = job.shared.recording.lock().unwrap_or_else(|e| e.into_inner());
-    if rec.retired || rec.failed || rec.fatal.is_some() {
-        return;
-    }
-    let probes = mark
-        .probes
-        .iter()
-        .filter_map(|path| {
-            let st = fsio::stat_beneath(dir, path).ok()?;
-            (st.st_mode & libc::S_IFMT == libc::S_IFREG).then(|| Probe {
-                path: path.clone(),
-                ino: st.st_ino,
-                size: st.st_size as u64,
-                mtime_ns: i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec),
-            })
-        })
-        .collect();
-    let written = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i128);
-    let Mark { point, mut counts, delay, dirs, globals, .. } = mark;
-    counts.skipped = report.skipped_count();
-    // The archive file's bytes before the point; a state without them is not written (the
-    // next one will try again).
-    let sample = match (&job.fixed.file, &job.fixed.input) {
-        (Some(f), InputId::File(id)) => {
-            match sample::digest(f, sample::end(point.unit.compressed, id.size)) {
-                Ok(d) => Some(d),
-                Err(_) => return,
-            }
-        }
-        _ => None,
-    };
-    let mut state = State {
-        program: PROGRAM.into(),
-        input: job.fixed.input.clone(),
-        format: job.fixed.format,
-        options: job.options,
-        dest: job.dest,
-        own_ino: 0,
-        point,
-        counts,
-        delay,
-        dirs,
-        probes,
-        globals,
-        written,
-        sample,
-    };
-    if state.encode().len() > state::STATE_MAX {
-        return;
-    }
-    match fsio::write_state(dir, syncs, &mut state) {
-        Ok(()) => {
-            job.shared.written.fetch_add(1, Ordering::Relaxed);
-        }
-        Err(fsio::WriteError::Sync(e)) => {
-            rec.fatal = Some(format!("syncfs failed: {e}; the extraction cannot be trusted"));
-        }
-        Err(fsio::WriteError::State(e)) => {
-            rec.failed = true;
-            report.warn(format!(
-                "cannot write the resume state ({e}); this run writes no more resume points"
-            ));
-        }
-    }
-}
-
-/// The recorder thread; stopped (and joined) when dropped.
-pub struct Recorder {
-    stop: Option<std::sync::mpsc::Sender<()>>,
-    thread: Option<thread::JoinHandle<()>>,
-}
-
-impl Drop for Recorder {
-    fn drop(&mut self) {
-        drop(self.stop.take());
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 

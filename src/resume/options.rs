@@ -8,7 +8,7 @@
 //! writing (`-U`, `--recursive-unlink`, `--keep-directory-symlink`, `-h`, `-m`), metadata
 //! (`-p`, `--same-owner`, `--numeric-owner`, `--xattrs` and its filter, `--acls`, the umask,
 //! the effective uid and gid), the limits (`--snapshot`, `--max-*`, `--max-window`) and
-//! `--delay-directory-restore`, `-V`. Not hashed, since they change only speed or what is said:
+//! `--delay-directory-restore`, `-V`, `--spread`. Not hashed, since they change only speed or what is said:
 //! `--threads`, `--writer-threads`, `--io`, `--direct-io*`, `--memory`, `--writeback-every`,
 //! `-v`, `-q`, `--json`, `--sync`, `--quoting-style`, `-R`, `--index-file`, `--totals`,
 //! `--checkpoint*`, `--show-*`, `--full-time`, the URL's connections and timeouts.
@@ -71,6 +71,9 @@ pub fn digest(
     field("delay_directory_restore", format!("{:?}", writer.delay_restore));
     field("label", format!("{:?}", read.label));
     field("filter", format!("{:?}", input.filter));
+    // `--spread`: the prefixes and the roots (absolute): a rerun with other roots would put
+    // the members after the point elsewhere than those before it.
+    field("spread", format!("{:?}", writer.placement));
     h.finalize().into()
 }
 

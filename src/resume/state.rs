@@ -30,7 +30,7 @@ use sha2::{Digest, Sha256};
 use crate::archive::{GLOBALS_MAX, GlobalHeader, Globals, UnitStart};
 use crate::decode::{FileId, Format};
 use crate::mark::record::{Record, decode_last, encode as encode_record};
-use crate::mark::{CarriedDir, Counts, DirState, Point};
+use crate::mark::{CarriedDir, Counts, DirState, Placed, Point};
 use crate::policy::safety::SafePath;
 
 /// The state file's name in DIR, and the name it is written under before its rename.
@@ -46,7 +46,8 @@ pub const STATE_MAX: usize = 4 << 20;
 const MAGIC: &[u8; 8] = b"FUTRESUM";
 /// 2: the PAX global headers carried (`State::globals`). 3: whose the file is (the owner
 /// block), the archive's ctime, a digest of a sample of its bytes before the point (issue 40).
-const VERSION: u32 = 3;
+/// 4: `--spread`'s routing at the point (`State::placed`, issue 43).
+const VERSION: u32 = 4;
 const HEAD: usize = 16;
 const SUM: usize = 32;
 
@@ -111,6 +112,9 @@ pub struct State {
     /// in place with the same size, times and headers is told apart. None for a URL, whose
     /// server vouches for its version (If-Range).
     pub sample: Option<[u8; 32]>,
+    /// `--spread`: the bytes each root was given and the spread directories made before the
+    /// point (empty without it).
+    pub placed: Placed,
 }
 
 /// Whose a state file is, from its first bytes (`owner`).
@@ -384,6 +388,16 @@ impl State {
         }
         o.i128(self.written);
         o.opt(self.sample.as_ref().map(|s| &s[..]));
+        o.u32(self.placed.loads.len() as u32);
+        for &l in &self.placed.loads {
+            o.u64(l);
+        }
+        o.u32(self.placed.dirs.len() as u32);
+        for d in &self.placed.dirs {
+            let mut rec = Vec::new();
+            encode_record(d, &mut rec);
+            o.bytes(&rec);
+        }
         seal(&o.0)
     }
 
@@ -437,6 +451,7 @@ impl State {
         if matches!(input, InputId::File(_)) != sample.is_some() {
             return bad("an archive file without its sample, or a URL with one");
         }
+        let placed = placed(&mut i)?;
         if !i.0.is_empty() {
             return bad("bytes after its last field");
         }
@@ -455,8 +470,27 @@ impl State {
             globals,
             written,
             sample,
+            placed,
         })
     }
+}
+
+/// `--spread`'s loads (at most one per root) and directories, each checked.
+fn placed(i: &mut In) -> Result<Placed, Bad> {
+    let n = i.count(8, crate::policy::route::MAX_ROOTS)?;
+    let loads = (0..n).map(|_| i.u64()).collect::<Result<Vec<_>, _>>()?;
+    let n = i.count(4, usize::MAX)?;
+    let mut dirs = Vec::with_capacity(n);
+    for _ in 0..n {
+        let rec = i.bytes(STATE_MAX)?;
+        let (record, start) = decode_last(rec).or_else(|_| bad("a spread directory record"))?;
+        if start != 0 {
+            return bad("a spread directory record with bytes before it");
+        }
+        check_record(&record)?;
+        dirs.push(record);
+    }
+    Ok(Placed { loads, dirs })
 }
 
 /// A state file from its body: the head (magic, version, length), the body, its SHA-256.
@@ -668,6 +702,7 @@ pub(crate) mod tests {
             },
             written: 123,
             sample: Some([8; 32]),
+            placed: Placed { loads: vec![0, 7, 9], dirs: vec![record("accounts")] },
         }
     }
 

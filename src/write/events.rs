@@ -42,7 +42,7 @@ pub enum Event<'a> {
     Landed { bytes: u64 },
     /// A regular file is complete at `path` (from DIR): its `size` bytes landed and its
     /// metadata set; `fd` is still open (closed after this returns).
-    FileDone { path: &'a std::path::Path, size: u64, fd: std::os::fd::BorrowedFd<'a> },
+    FileDone { root: usize, path: &'a std::path::Path, size: u64, fd: std::os::fd::BorrowedFd<'a> },
 }
 
 /// Where writers send their events. Shared by every writer thread of a run.
@@ -75,9 +75,9 @@ impl Events for Said {
             Event::Landed { bytes } => {
                 report.tally.written.fetch_add(bytes, Ordering::Relaxed);
             }
-            Event::FileDone { path, size, fd } => {
+            Event::FileDone { root, path, size, fd } => {
                 if let Some(v) = report.voice() {
-                    v.landed(path, size, fd);
+                    v.landed((root, path), size, fd);
                 }
             }
             Event::Skipped { name } if report.kept(name, Skip::Existing, "existing file kept") => {}

@@ -15,6 +15,7 @@ pub mod multi;
 pub mod plan;
 pub mod portable;
 pub mod purge;
+pub mod roots;
 pub mod tree;
 pub mod uring;
 
@@ -96,7 +97,8 @@ pub fn file_done(
     size: u64,
     fd: std::os::fd::BorrowedFd<'_>,
 ) {
-    dest.events().event(events::Event::FileDone { path: entry.path.as_path(), size, fd });
+    let (root, path) = (usize::from(entry.root), entry.path.as_path());
+    dest.events().event(events::Event::FileDone { root, path, size, fd });
 }
 
 /// Directories, symlinks, hard links, FIFOs and device nodes: synchronous in both backends
@@ -230,6 +232,8 @@ pub struct Writers {
     pub dest: Option<dest::Dest>,
     /// Which files are written direct, and why (`-v`, `--json`).
     pub direct: direct_policy::Plan,
+    /// `--spread`: one writer per spread root, in root order (write/roots.rs).
+    pub lanes: Vec<Box<dyn Writer>>,
 }
 
 /// `--io auto` uses the portable writer from this many writer threads on when no file is
@@ -270,11 +274,17 @@ pub fn create_n(
     let layout = plan.layout.as_ref().unwrap_or(&one);
     layout.notes.iter().for_each(|n| warn(n));
     let (n, serial, journal_less) = (layout.threads, layout.serial, layout.journal_less);
-    let fds = fd_budget((n, input.later_fds), plan.threads_given, &warn);
-    let n = fds.writers;
+    // Each spread root has a writer of its own, counted with DIR's in the fd budget.
+    let roots: Vec<&std::path::Path> = plan.placement.roots().map(|p| p.as_path()).collect();
+    let k = roots.len();
+    let fds = fd_budget((n + k, input.later_fds), plan.threads_given, &warn);
+    let n = fds.writers.saturating_sub(k).max(1);
     let dests = if n > 1 { n + 1 } else { 1 };
-    let dir_fds = (fds.dirs / dests).max(1);
-    let mut all = open_dests(plan, (dests, dir_fds), files, events.clone())?;
+    let dir_fds = (fds.dirs / (dests + k)).max(1);
+    let mut dirs = vec![plan.dest.as_path(); dests];
+    dirs.extend(&roots);
+    let mut all = open_dests(plan, (&dirs, dir_fds), files, events.clone())?;
+    let lane_dests = all.split_off(dests);
     let direct_plan = direct_plan(plan, &all[0], pool, input.arrival);
     if let Some(w) = direct_plan.warning() {
         warn(&w);
@@ -282,7 +292,7 @@ pub fn create_n(
     let policy = direct_plan.policy();
     let direct = direct_plan.ring_for_direct(plan.tight_memory);
     let dispatcher = if n > 1 { all.pop() } else { None };
-    let files_each = (fds.files / n).max(1);
+    let files_each = (fds.files / (n + k)).max(1);
     let mut uring_ok = uring_first(plan.backend, serial, journal_less, n, direct);
     let mut workers: Vec<Box<dyn Writer>> = Vec::with_capacity(n);
     let mut uring = 0;
@@ -313,15 +323,29 @@ pub fn create_n(
         }
         workers.push(Box::new(Portable::new(dest, policy)));
     }
-    Ok(Writers { workers, uring, dest: dispatcher, direct: direct_plan })
+    // A lane is one writer on its own disk: io_uring as for one writer on DIR.
+    let lane_uring = uring_first(plan.backend, serial, journal_less, 1, direct);
+    let mut lanes: Vec<Box<dyn Writer>> = Vec::with_capacity(k);
+    for dest in lane_dests {
+        match lane_uring.then(|| ring(plan)) {
+            Some(Ok(ring)) => {
+                let w = uring::Uring::new(ring, pool, frames, dest, policy, files_each, false);
+                lanes.push(Box::new(w));
+                uring += 1;
+            }
+            _ => lanes.push(Box::new(Portable::new(dest, policy))),
+        }
+    }
+    Ok(Writers { workers, uring, dest: dispatcher, direct: direct_plan, lanes })
 }
 
-/// `n` `Dest`s on DIR (one per writer, and the dispatcher's), each caching up to `dir_fds`
-/// directories, sharing what the Dests of one run share: the sink, `--max-files`'s count, the
-/// directories removed (when several) and the set-group-ID directories seen.
+/// A `Dest` on each of `dirs` (DIR for each writer and the dispatcher, then each spread root),
+/// each caching up to `dir_fds` directories, sharing what the Dests of one run share: the
+/// sink, `--max-files`'s count, the directories removed (when several) and the set-group-ID
+/// directories seen.
 fn open_dests(
     plan: &WriterPlan,
-    (n, dir_fds): (usize, usize),
+    (dirs, dir_fds): (&[&std::path::Path], usize),
     files: Arc<FileCount>,
     events: Arc<dyn events::Events>,
 ) -> Result<Vec<dest::Dest>> {
@@ -329,7 +353,9 @@ fn open_dests(
     // for root, undone by --no-same-permissions; cli/resolve.rs); otherwise the archive's
     // modes minus the umask, like tar without -p.
     let (exact, old_umask) = (plan.exact_modes, crate::resources::process_umask());
-    let removals = (n > 1).then(|| Arc::new(tree::Removals::default()));
+    // Removals are told among the Dests of one tree: DIR's (a spread root's lane is alone).
+    let on_dir = dirs.iter().filter(|d| **d == plan.dest.as_path()).count();
+    let removals = (on_dir > 1).then(|| Arc::new(tree::Removals::default()));
     let setgid = Arc::new(tree::SetgidDirs::default());
     let opts = || dest::DestOptions {
         old_files: plan.old_files,
@@ -344,10 +370,14 @@ fn open_dests(
         recursive_unlink: plan.recursive_unlink,
         backup: plan.backup.clone(),
         one_file_system: plan.one_file_system,
-        removals: removals.clone(),
+        removals: None,
         setgid: setgid.clone(),
     };
-    (0..n).map(|_| dest::Dest::open(&plan.dest, opts())).collect()
+    let dest_opts = |i: usize| match i < on_dir {
+        true => dest::DestOptions { removals: removals.clone(), ..opts() },
+        false => opts(),
+    };
+    dirs.iter().enumerate().map(|(i, dir)| dest::Dest::open(dir, dest_opts(i))).collect()
 }
 
 /// The file descriptors for `n` writer threads (resources.rs), `later` more counted as open

@@ -102,6 +102,21 @@ impl Shared {
         Some(self.first_failed.load(SeqCst)).filter(|&i| i != usize::MAX)
     }
 
+    /// Batches worker `i` has applied.
+    pub fn applied(&self, i: usize) -> u64 {
+        self.applied[i].load(SeqCst)
+    }
+
+    /// Archive offset of the oldest member worker `i` holds unfinished (u64::MAX: none).
+    pub fn floor(&self, i: usize) -> u64 {
+        self.floor[i].load(SeqCst)
+    }
+
+    /// A worker stopped on a fatal error.
+    pub fn failed(&self) -> bool {
+        self.failed.load(SeqCst)
+    }
+
     fn wake(&self) {
         if self.waiting.load(SeqCst) {
             let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());

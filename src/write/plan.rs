@@ -11,6 +11,9 @@ use crate::policy::conflict::OldFiles;
 pub struct WriterPlan {
     /// DIR, from the `-C`s.
     pub dest: PathBuf,
+    /// `--spread`: the members under a prefix go to other roots (policy/route.rs), each with
+    /// a writer of its own (write/roots.rs).
+    pub placement: crate::policy::route::Placement,
     pub backend: Backend,
     /// Writer threads asked for (`--writer-threads`) or the default for this machine; the
     /// run's count is `Layout::threads`.

@@ -79,6 +79,18 @@ pub struct Performance {
     #[arg(long = "sync")]
     pub sync: bool,
 
+    /// Put the members under PREFIX in DIR1,DIR2,... (PREFIX taken off), a writer on each.
+    ///
+    /// PREFIX is a directory in the archive, as named after --strip-components and
+    /// --transform. Each file goes to the DIR given the fewest bytes so far, so each gets an
+    /// even share, and the same on a rerun; directories under PREFIX are made in every one.
+    /// Each DIR has a writer thread of its own (put each on its own disk) and is confined as
+    /// -C's DIR is. `--spread accounts/=/mnt/nvme1/accounts,/mnt/nvme2/accounts` lays a ledger
+    /// snapshot's account files out as a validator's account paths. May be given again for
+    /// another PREFIX. A DIR may be DIR/PREFIX itself, not elsewhere in -C's DIR.
+    #[arg(long = "spread", value_name = "PREFIX=DIR1,DIR2,...")]
+    pub spread: Vec<String>,
+
     /// For the test suite: act as a kernel whose io_uring is refused (`refused`: as
     /// kernel.io_uring_disabled=2) or lacks IORING_OP_OPENAT (`no-openat`: a 5.5 kernel).
     #[arg(long = "debug-uring", value_enum, value_name = "KERNEL", hide = true)]

@@ -21,6 +21,7 @@ pub(super) fn resume_plan(
             (false, false) => Flag::Auto,
         },
         dest: writer.dest.clone(),
+        roots: writer.placement.roots().cloned().collect(),
         refused: refused_option(input, selection, policy, writer),
         options: crate::resume::options::digest(
             input,

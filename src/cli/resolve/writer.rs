@@ -14,8 +14,15 @@ pub(super) fn writer_plan(args: &Args, edge: &Edge, warnings: Warnings) -> Resul
         Some((control, suffix)) => crate::write::backup::Backup::new(control, suffix)?,
         None => None,
     };
+    let dest = destination(args)?;
+    let incremental = args.operation.incremental || args.operation.listed_incremental.is_some();
+    if incremental && !args.performance.spread.is_empty() {
+        bail!("--spread cannot be used with -G (--incremental): its removals are DIR's");
+    }
+    let placement = super::placement::placement(&args.performance.spread, &dest)?;
     Ok(WriterPlan {
-        dest: destination(args)?,
+        dest,
+        placement,
         backend: match args.performance.io {
             crate::cli::IoBackend::Auto => Backend::Auto,
             crate::cli::IoBackend::Uring => Backend::Uring,

@@ -42,7 +42,88 @@ pub(super) fn pipeline(
 ) -> Result<(u64, Stats)> {
     let direct = writers.direct.policy();
     let gate = write::direct_policy::Gate::new(&writers.direct);
-    let pipe = Pipe { plans, pool, files, direct, gate, session, report };
+    let pipe = Pipe { plans, pool, files, direct, gate, session, report, lanes: None };
+    let lanes = std::mem::take(&mut writers.lanes);
+    if lanes.is_empty() {
+        return pipeline_dir(pipe, input, writers);
+    }
+    with_lanes(pipe, input, writers, lanes)
+}
+
+/// The writers of the spread roots (`--spread`, write/roots.rs): the decoder's side, taken by
+/// the member loop (`produce`), which puts `write::roots::Roots` in front of DIR's sink.
+pub(super) struct LaneSet {
+    txs: std::sync::Mutex<Option<Vec<SyncSender<Vec<Op>>>>>,
+    pub(super) shared: Arc<write::multi::Shared>,
+}
+
+impl LaneSet {
+    /// The lanes' queues, once (None after).
+    pub(super) fn take(&self) -> Option<Vec<SyncSender<Vec<Op>>>> {
+        self.txs.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+}
+
+/// DIR's writers as without `--spread`, and a writer thread per spread root beside them; the
+/// run's error is a root writer's when one failed (the decoder only saw it gone).
+fn with_lanes(
+    mut pipe: Pipe<'_>,
+    input: Stream,
+    writers: write::Writers,
+    mut lanes: Vec<Box<dyn write::Writer>>,
+) -> Result<(u64, Stats)> {
+    use write::multi::{QUEUE_BATCHES, Shared, run_worker};
+    let shared = Arc::new(Shared::new(lanes.len()));
+    let (txs, rxs): (Vec<_>, Vec<_>) =
+        (0..lanes.len()).map(|_| sync_channel::<Vec<Op>>(QUEUE_BATCHES)).unzip();
+    let set = LaneSet { txs: std::sync::Mutex::new(Some(txs)), shared: shared.clone() };
+    thread::scope(|s| {
+        let mut handles = Vec::new();
+        for (i, (w, rx)) in lanes.iter_mut().zip(rxs).enumerate() {
+            let shared = &shared;
+            let lane = move || run_worker(i, &mut **w, rx, shared);
+            match thread::Builder::new().name(format!("root{}", i + 1)).spawn_scoped(s, lane) {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    drop(set.take());
+                    handles.into_iter().for_each(|h| drop(h.join()));
+                    return Err(anyhow!(
+                        "cannot start a writer thread for a --spread root ({e}: ulimit -u or \
+                         pids.max)"
+                    ));
+                }
+            }
+        }
+        pipe.lanes = Some(&set);
+        let home = pipeline_dir(pipe, input, writers);
+        // Taken and dropped by the member loop; not if it never ran.
+        drop(set.take());
+        let mut results: Vec<Result<Stats>> = handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(anyhow!("writer thread panicked"))))
+            .collect();
+        if let Some(Err(e)) = shared
+            .first_failed()
+            .and_then(|i| results.get_mut(i))
+            .map(|r| std::mem::replace(r, Ok(Stats::default())))
+        {
+            return Err(e);
+        }
+        let (members, stats) = home?;
+        let (stats, errors) = outcome(stats, None, results);
+        match errors.into_iter().next() {
+            Some(e) => Err(e),
+            None => Ok((members, stats)),
+        }
+    })
+}
+
+/// DIR's writers: one, or several behind the dispatcher.
+fn pipeline_dir(
+    pipe: Pipe<'_>,
+    input: Stream,
+    mut writers: write::Writers,
+) -> Result<(u64, Stats)> {
     let Some(dest) = writers.dest.take() else {
         let mut writer = writers.workers.pop().expect("one writer");
         return pipeline_one(pipe, input, &mut *writer);

@@ -3,6 +3,7 @@
 
 use anyhow::Result;
 
+use super::placer::{Placer, dir_entry};
 use super::stage::Stage;
 use super::{MemberError, Pipe, Stream, WriterGone};
 use crate::archive::Member;
@@ -10,6 +11,7 @@ use crate::command::Plans;
 use crate::metadata::owner::Owners;
 use crate::plan::{Op, Sink, Stop};
 use crate::policy::admit::{Admission, FileCount};
+use crate::policy::route::Route;
 use crate::policy::safety::Sanitizer;
 use crate::pool::PoolBuf;
 use crate::reading::Reading;
@@ -35,10 +37,12 @@ struct Kept {
     said_contiguous: bool,
     /// Which files go direct: the bytes of files seen so far (direct_policy.rs).
     gate: Gate,
+    /// `--spread`: which root each member lands in.
+    placer: Placer,
 }
 
 impl Kept {
-    fn new(plans: &Plans, files: Arc<FileCount>, gate: Gate) -> Kept {
+    fn new(plans: &Plans, files: Arc<FileCount>, gate: Gate, session: &Session) -> Kept {
         let policy = &plans.policy;
         let selection = &plans.selection;
         Kept {
@@ -52,6 +56,7 @@ impl Kept {
             probes: crate::resume::Probes::default(),
             said_contiguous: false,
             gate,
+            placer: Placer::new(plans.writer.placement.clone(), session.resumed_placed()),
         }
     }
 }
@@ -71,7 +76,7 @@ fn stopped(members: u64, stop: Stop) -> Result<u64> {
 /// the start.
 fn resumed(
     session: &Session,
-    admission: &mut Admission,
+    (admission, placer): (&mut Admission, &Placer),
     out: &mut dyn Sink,
 ) -> Result<u64, (u64, Stop)> {
     let mut members = 0;
@@ -82,8 +87,27 @@ fn resumed(
     match session.carried_dirs() {
         Some(carried) => out.push(Op::Restore(Box::new(carried))).map_err(|e| (members, e)),
         None => Ok(()),
+    }?;
+    // `--spread`'s directories made before the point are made again in each root, so that
+    // they get their metadata when the archive has left them, as the interrupted run's would.
+    for record in placer.resumed_dirs() {
+        let Some(entry) = dir_entry(record, 0) else { continue };
+        let route = crate::policy::route::route(
+            placer.plan(),
+            &entry.path,
+            crate::policy::route::Shape::Dir,
+            &[],
+            None,
+        );
+        if let Route::Each { roots, path } = route {
+            for root in roots {
+                let mut e = entry.clone();
+                (e.root, e.path) = (root as u16, path.clone());
+                out.push(Op::Dir(e)).map_err(|e| (members, e))?;
+            }
+        }
     }
-    .map(|()| members)
+    Ok(members)
 }
 
 /// The next member of `archive`, None at its end. On an error, the members decoded before it
@@ -118,18 +142,29 @@ fn kind_of(kind: crate::archive::Kind) -> crate::report::voice::MemberKind {
     }
 }
 
-/// Reads members, judges their paths and sends the ops. Returns the number of members.
+/// Reads members, judges their paths and sends the ops. Returns the number of members. With
+/// `--spread` the ops go through the spread roots' sink (write/roots.rs) first.
 pub(super) fn produce(pipe: Pipe<'_>, input: Stream, out: &mut dyn Sink) -> Result<u64> {
-    let Pipe { plans, pool, files, direct, gate, session, report } = pipe;
+    let Some((txs, shared)) = pipe.lanes.and_then(|l| Some((l.take()?, l.shared.clone()))) else {
+        return produce_into(pipe, input, out);
+    };
+    let mut roots = crate::write::roots::Roots::new(out, txs, shared);
+    let produced = produce_into(pipe, input, &mut roots);
+    roots.close();
+    produced
+}
+
+fn produce_into(pipe: Pipe<'_>, input: Stream, out: &mut dyn Sink) -> Result<u64> {
+    let Pipe { plans, pool, files, direct, gate, session, report, lanes: _ } = pipe;
     let Stream { mut archive, arrived } = input;
     // `--keep-archive`'s copy is named in `run`, once no member can land any more.
     archive.copy_named_later = true;
-    let mut kept = Kept::new(plans, files, gate);
+    let mut kept = Kept::new(plans, files, gate, session);
     let utf8 = crate::report::locale::utf8_locale();
     // Safety: geteuid/getegid have no preconditions.
     let ids = unsafe { (libc::geteuid(), libc::getegid()) };
     let keep_probes = session.keeps_probes();
-    let mut members = match resumed(session, &mut kept.admission, out) {
+    let mut members = match resumed(session, (&mut kept.admission, &kept.placer), out) {
         Ok(members) => members,
         Err((members, stop)) => return stopped(members, stop),
     };
@@ -150,11 +185,15 @@ pub(super) fn produce(pipe: Pipe<'_>, input: Stream, out: &mut dyn Sink) -> Resu
         };
         // A resume point before this member, when the recorder asked for one.
         let (wanted, admission, probes) = (archive.wanted(), &kept.admission, &kept.probes);
-        if let Some(mark) =
+        // With more spread directories than a point carries, none is taken.
+        if let Some(mut mark) =
             session.mark(&archive.reader, &member, members, wanted, admission, probes)
-            && let Err(e) = out.push(Op::Mark(mark))
+            && let Some(placed) = kept.placer.at_point()
         {
-            return stopped(members, e);
+            mark.placed = placed;
+            if let Err(e) = out.push(Op::Mark(mark)) {
+                return stopped(members, e);
+            }
         }
         members += 1;
         report.tally.members.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -186,6 +225,7 @@ pub(super) fn produce(pipe: Pipe<'_>, input: Stream, out: &mut dyn Sink) -> Resu
             session,
             probes: keep_probes.then_some(&mut kept.probes),
             said_contiguous: &mut kept.said_contiguous,
+            placer: &mut kept.placer,
         };
         match stage.member(member).and_then(|()| match says_renaming {
             true => stage.landed(),

@@ -26,6 +26,9 @@ use crate::selection::confirm::Confirm;
 use crate::write::direct::DirectPolicy;
 use crate::write::direct_policy::Gate;
 
+use super::placer::{Placer, dir_record};
+use crate::policy::route::{Route, Shape};
+
 /// Files of at most this fraction of a pool buffer share buffers (`Packer`); larger ones get
 /// whole buffers. 1/8 (128 KiB of a 1 MiB buffer) wastes at most that at a buffer's end.
 const PACK_FRACTION: usize = 8;
@@ -64,6 +67,8 @@ pub(super) struct Stage<'a, 'b, R: Skip> {
     pub(super) probes: Option<&'a mut crate::resume::Probes>,
     /// The contiguous-file warning was said.
     pub(super) said_contiguous: &'a mut bool,
+    /// `--spread`: which root each member lands in (placer.rs).
+    pub(super) placer: &'a mut Placer,
 }
 
 impl<R: Skip> Stage<'_, '_, R> {
@@ -181,11 +186,40 @@ impl<R: Skip> Stage<'_, '_, R> {
             offset: m.offset,
             xattrs,
             delay_restore: m.is_dumpdir,
+            root: 0,
         }
     }
 
     /// Sends the ops of `m`, whose `entry` is decided, by its type.
-    fn send_member(&mut self, entry: Entry, mut m: Member) -> Result<(), MemberError> {
+    fn send_member(&mut self, mut entry: Entry, mut m: Member) -> Result<(), MemberError> {
+        let placed =
+            !self.placer.is_empty() && !matches!(m.kind, Kind::Hardlink | Kind::Other(b'V' | b'M'));
+        if placed {
+            let shape = match m.kind {
+                Kind::Dir => Shape::Dir,
+                _ => Shape::Leaf(m.size),
+            };
+            match self.placer.place(&entry.path, shape) {
+                Route::To { root, path } => {
+                    entry.root = root as u16;
+                    entry.path = path;
+                }
+                Route::Each { roots, path } => {
+                    self.placer.note_dir(dir_record(&entry));
+                    for root in roots {
+                        let mut e = entry.clone();
+                        (e.root, e.path) = (root as u16, path.clone());
+                        self.send(Op::Dir(e))?;
+                    }
+                    return Ok(());
+                }
+                Route::Skip => return Ok(()),
+                Route::Refuse(why) => {
+                    self.report.skipped(&entry.name, Skipped::Refused, why);
+                    return Ok(());
+                }
+            }
+        }
         match m.kind {
             Kind::Dir => {
                 if self.plans.policy.incremental
@@ -207,7 +241,19 @@ impl<R: Skip> Stage<'_, '_, R> {
             Kind::Symlink => self.send(Op::Symlink { entry, target: m.link_name }),
             Kind::Hardlink => match judged(self.sanitizer, &m.link_name, self.report) {
                 Verdict::Extract(target) if !target.as_path().as_os_str().is_empty() => {
-                    self.send(Op::Hardlink { entry, target })
+                    if self.placer.is_empty() {
+                        return self.send(Op::Hardlink { entry, target });
+                    }
+                    match self.placer.place_link(&entry.path, &target) {
+                        Ok((root, path, target)) => {
+                            (entry.root, entry.path) = (root as u16, path);
+                            self.send(Op::Hardlink { entry, target })
+                        }
+                        Err(why) => {
+                            self.report.skipped(&entry.name, Skipped::Refused, why);
+                            Ok(())
+                        }
+                    }
                 }
                 _ => {
                     let why = "hard link target is unsafe or empty; skipped";
@@ -251,7 +297,10 @@ impl<R: Skip> Stage<'_, '_, R> {
     /// A regular file: the File op, its data in pool buffers, End.
     fn file(&mut self, entry: Entry, m: &Member) -> Result<(), MemberError> {
         let name = entry.name.clone();
-        if let Some(p) = self.probes.as_deref_mut() {
+        // A probe is looked at in DIR: a file in a spread root is none.
+        if let Some(p) = self.probes.as_deref_mut()
+            && entry.root == 0
+        {
             p.note(&entry.path);
         }
         let sparse = m.sparse.is_some();

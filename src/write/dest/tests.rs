@@ -130,6 +130,7 @@ fn entry(path: &str, mode: u32, secs: i64) -> Entry {
         offset: 0,
         xattrs: None,
         delay_restore: false,
+        root: 0,
     }
 }
 
