@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use clap::CommandFactory;
 
-use fastuntar::cli::resolve::Edge;
-use fastuntar::command::{Command, Plans, extract, list, to_stdout};
-use fastuntar::exit_codes::ExitCode;
-use fastuntar::report::Reporter;
-use fastuntar::{cli, report, resources, write};
+use fastuntar::__private::cli::resolve::Edge;
+use fastuntar::__private::command::{Command, Plans, extract, list, to_stdout};
+use fastuntar::__private::exit_codes::ExitCode;
+use fastuntar::__private::report::Reporter;
+use fastuntar::__private::{cli, report, resources, write};
 
 fn main() {
     // The run's reporter, its clock started now: every line the run says, and the counts
@@ -19,6 +19,10 @@ fn main() {
     report::locale::init_locale();
     ignore_sigxfsz();
     resources::fit_address_space();
+    // The writers size their descriptors from the soft limit in force (resources.rs
+    // `FdBudget`); the command line takes the hard limit first, as GNU tar's users expect
+    // many files in flight. A process setting: the library leaves it to its caller.
+    let _ = resources::raise_nofile();
     let argv = cli::traditional(std::env::args_os().collect())
         .map_err(cli::UsageError::from)
         .and_then(|argv| cli::with_env_options(argv, std::env::var_os("TAR_OPTIONS").as_deref()));
@@ -135,7 +139,7 @@ fn code_of<T>(outcome: &anyhow::Result<T>, reporter: &Reporter) -> ExitCode {
 /// Whether an error cut the run short (GNU tar's "Error is not recoverable"): not an input
 /// that was no tar archive at all, after which GNU tar ends as after errors it went past.
 fn cut_short<T>(outcome: &anyhow::Result<T>) -> bool {
-    outcome.as_ref().is_err_and(|e| !e.chain().any(|c| c.is::<fastuntar::archive::NotTar>()))
+    outcome.as_ref().is_err_and(|e| !e.chain().any(|c| c.is::<fastuntar::__private::archive::NotTar>()))
 }
 
 /// An error that ends the run before it read the archive (`--index-file`'s FILE cannot be

@@ -13,7 +13,6 @@
 //! Back-pressure lives here: the decoder blocks in [`Pool::get`] until the writer has landed
 //! enough data to free a buffer, so the bytes in flight never exceed `count * buf_size`.
 
-use std::alloc::Layout;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -131,11 +130,12 @@ pub struct Pool {
 
 impl Pool {
     /// A pool of `count` buffers of `buf_size` bytes each (`buf_size` a multiple of BUF_ALIGN).
+    #[cfg(test)]
     pub fn new(buf_size: usize, count: usize) -> Pool {
         Pool::try_new(buf_size, count).unwrap_or_else(|| {
             let size = buf_size.checked_mul(count).expect("pool size overflows");
             std::alloc::handle_alloc_error(
-                Layout::from_size_align(size, BUF_ALIGN).expect("layout"),
+                std::alloc::Layout::from_size_align(size, BUF_ALIGN).expect("layout"),
             )
         })
     }

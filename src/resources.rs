@@ -69,10 +69,10 @@ pub fn fit_address_space() {
     }
 }
 
-/// How many of `asked` connections (a socket each) the open-file limit allows (raised to the
-/// hard limit first, as for the writers): see `fit_connections`.
+/// How many of `asked` connections (a socket each) the open-file limit allows: see
+/// `fit_connections`.
 pub fn connections_fit(asked: usize) -> usize {
-    let limit = raise_nofile().unwrap_or(1024);
+    let limit = nofile_limit().unwrap_or(1024);
     fit_connections(asked, limit, open_fds().unwrap_or(RESERVED_FDS))
 }
 
@@ -100,7 +100,8 @@ pub struct FdBudget {
 }
 
 impl FdBudget {
-    /// Raises the soft RLIMIT_NOFILE to the hard limit (best effort) and divides what is left
+    /// Divides what the soft RLIMIT_NOFILE in force leaves (the command line raised it to the
+    /// hard limit before, `raise_nofile`; a library run works within what its caller has)
     /// after the descriptors already open and RESERVED_FDS among `writers` writer threads:
     /// fewer when each cannot get FDS_PER_WRITER plus one file and one directory (under
     /// `ulimit -n 20`, 4 writers failed with EMFILE where 1 extracts the same tree). Of what
@@ -110,7 +111,7 @@ impl FdBudget {
     /// (`write/tree.rs`). `later`: descriptors the input will open after this budget is made
     /// (a URL's connections, a socket each), counted as open now.
     pub fn from_rlimit(writers: usize, later: usize) -> FdBudget {
-        let limit = raise_nofile().unwrap_or(1024);
+        let limit = nofile_limit().unwrap_or(1024);
         FdBudget::divide(limit, open_fds().unwrap_or(RESERVED_FDS) + later, writers)
     }
 
@@ -135,8 +136,19 @@ impl FdBudget {
     }
 }
 
-/// Sets the soft RLIMIT_NOFILE to the hard limit; returns the soft limit now in force.
-fn raise_nofile() -> io::Result<u64> {
+/// The soft RLIMIT_NOFILE in force.
+fn nofile_limit() -> io::Result<u64> {
+    let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // Safety: `rl` is a valid rlimit to fill.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(rl.rlim_cur)
+}
+
+/// Sets the soft RLIMIT_NOFILE to the hard limit (the command line, before a run: a process
+/// setting, which the library leaves to its caller); returns the soft limit now in force.
+pub fn raise_nofile() -> io::Result<u64> {
     let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // Safety: `rl` is a valid rlimit to fill.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } != 0 {
@@ -156,6 +168,23 @@ fn raise_nofile() -> io::Result<u64> {
 fn open_fds() -> Option<usize> {
     // The directory stream's own fd is among the entries.
     Some(std::fs::read_dir("/proc/self/fd").ok()?.count().saturating_sub(1))
+}
+
+/// The process's umask, read without changing it: `Umask:` in /proc/self/status (Linux 4.7
+/// and later). umask(2) can only be read by setting it, and a library run must not touch
+/// what other threads of the caller create meanwhile (issue 43); only where /proc is not
+/// mounted is it read that way, set and put back at once.
+pub fn process_umask() -> libc::mode_t {
+    let status = std::fs::read_to_string("/proc/self/status").ok();
+    let line = status.as_deref().and_then(|s| s.lines().find_map(|l| l.strip_prefix("Umask:")));
+    if let Some(m) = line.and_then(|m| libc::mode_t::from_str_radix(m.trim(), 8).ok()) {
+        return m;
+    }
+    // Safety: umask has no memory effects; this reads it and puts it back.
+    let old = unsafe { libc::umask(0o022) };
+    // Safety: as above.
+    unsafe { libc::umask(old) };
+    old
 }
 
 #[cfg(test)]

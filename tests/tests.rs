@@ -7,6 +7,7 @@
 mod util;
 
 mod suite {
+    mod api;
     mod checkpoint;
     mod cli;
     mod corrupt;

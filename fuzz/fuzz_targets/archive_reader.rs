@@ -1,4 +1,4 @@
-//! Any bytes → `fastuntar::archive::Reader`: members and their data are read to the end or to
+//! Any bytes → `fastuntar::__private::archive::Reader`: members and their data are read to the end or to
 //! the first error. The reader must terminate on its own, never panic, and keep its contract
 //! (see `common::drain`). The same input read with a 509-byte buffer must give the same members,
 //! data and error as with the 64 KiB buffer.

@@ -10,7 +10,7 @@ mod sparse;
 mod units;
 mod xattr;
 
-pub use reader::{DataAhead, GLOBALS_MAX, GlobalHeader, Globals, NOT_TAR, NotTar, Reader};
+pub use reader::{GLOBALS_MAX, GlobalHeader, Globals, NotTar, Reader};
 pub use units::{UnitStart, Units};
 
 /// Whether a PAX keyword matches a `--pax-option delete=` pattern.

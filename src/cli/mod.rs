@@ -19,15 +19,28 @@ use std::path::PathBuf;
 
 /// Parses the command line (after `traditional`), exiting as clap does on an error.
 pub fn parse(argv: Vec<OsString>) -> Args {
-    use clap::{CommandFactory, FromArgMatches};
-    let matches = Args::command().try_get_matches_from(argv).unwrap_or_else(|e| {
+    try_parse(argv).unwrap_or_else(|e| {
         if !e.use_stderr() {
             e.exit();
         }
         let _ = e.print();
         std::process::exit(usage_status(&e));
-    });
-    let mut args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    })
+}
+
+/// The options of `fastuntar -x` with nothing else given: where the library's `Restore`
+/// starts from, so that a program and the command line get the same defaults from the one
+/// resolve step.
+pub fn extract_defaults() -> Args {
+    try_parse(["fastuntar", "-x"].map(OsString::from).into())
+        .expect("`fastuntar -x` is a valid command line")
+}
+
+/// Parses the command line (after `traditional`); clap's error as it is.
+pub fn try_parse(argv: Vec<OsString>) -> Result<Args, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = Args::command().try_get_matches_from(argv)?;
+    let mut args = Args::from_arg_matches(&matches)?;
     // GNU tar: --xattrs, --xattrs-include and --xattrs-exclude turn restoring on, --no-xattrs
     // off; the last one given wins.
     let last = |id: &str| places(&matches, id).into_iter().max();
@@ -37,7 +50,7 @@ pub fn parse(argv: Vec<OsString>) -> Args {
     args.selection.ordered = ordered(&matches, &args);
     args.informative.checkpoints = checkpoints(&matches, &args);
     args.informative.quote_chars_ordered = quote_chars(&matches, &args);
-    args
+    Ok(args)
 }
 
 /// GNU tar's exit status for a command line it cannot read: 64 (argp's EX_USAGE) for an

@@ -102,6 +102,28 @@ impl Edge {
     }
 }
 
+impl Edge {
+    /// The surroundings of a program's run (the library's `Restore`): no `$TAPE`, no
+    /// terminal, no `$VERSION_CONTROL`, and owners and exact modes not restored whoever runs
+    /// it (a program that runs as root gets the archive's files as its own, with modes minus
+    /// its umask, as the `tar` crate and Agave's unpacker make them).
+    pub fn library(started: std::time::SystemTime) -> Result<Edge> {
+        let since = started.duration_since(std::time::UNIX_EPOCH)?;
+        Ok(Edge {
+            tape: None,
+            stdin_tty: false,
+            root: false,
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            address_space_limited: crate::resources::address_space_limited(),
+            nproc_limit: crate::resources::soft_limit(libc::RLIMIT_NPROC),
+            usable_memory: crate::budget::usable_memory(),
+            now: Timestamp { secs: since.as_secs() as i64, nanos: since.subsec_nanos() },
+            version_control: None,
+            backup_suffix: None,
+        })
+    }
+}
+
 /// The archive, the `-f` option's, else the first operand, else `$TAPE` (as GNU tar, which
 /// would take the operand for a MEMBER); None for standard input (`-` or nothing), but never a
 /// terminal.

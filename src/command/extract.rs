@@ -26,6 +26,7 @@ use crate::reading::Reading;
 use crate::report::Reporter;
 use crate::report::progress::Progress;
 use crate::report::summary::{Direct, DownloadSummary, SourceSummary, Summary};
+use crate::report::voice::{Fault, tag};
 use crate::resume::Session;
 use crate::write;
 use crate::write::direct::DirectPolicy;
@@ -35,14 +36,22 @@ use crate::write::direct_policy::Gate;
 /// too: `Reporter::status`).
 pub fn run(plans: &Plans, report: &Arc<Reporter>) -> Result<Summary> {
     let (source, writer) = (&plans.input, &plans.writer);
+    let dest_fault = || Fault::Destination { path: writer.dest.clone() };
     let start = Instant::now();
-    let _umask = UmaskGuard::current();
     // `--direct-io` drops the archive's pages behind the reader from the start; auto from
     // when it has decided to write direct (below).
     let drop_behind = writer.direct == write::plan::DirectIo::Always;
     // What this run does about resuming is decided before anything is opened or written.
-    let mut session = crate::resume::Session::prepare(&plans.resume, source, report)?;
-    let input = crate::resume::open_input(source, &session, drop_behind)?;
+    let mut session = crate::resume::Session::prepare(&plans.resume, source, report)
+        .map_err(|e| tag(e, dest_fault()))?;
+    let input_fault = || match &source.url {
+        Some(u) => Fault::Network { url: decode::url::shown(&u.url) },
+        None => Fault::Input {
+            name: source.archive.as_ref().map_or("-".into(), |p| p.display().to_string()),
+        },
+    };
+    let input = crate::resume::open_input(source, &session, drop_behind)
+        .map_err(|e| tag(e, input_fault()))?;
     session.opened(&input)?;
     let pools = source.pools(input.workers(source.threads))?;
     let count = pool_count(pools, input.size, input.format);
@@ -58,7 +67,8 @@ pub fn run(plans: &Plans, report: &Arc<Reporter>) -> Result<Summary> {
     let arrival =
         write::direct_policy::Arrival::new(input.format, input.size, input.first_frame_size());
     let incoming = write::Incoming { arrival, later_fds };
-    let writers = write::create_n(writer, &pool, frames, files.clone(), incoming, events)?;
+    let writers = write::create_n(writer, &pool, frames, files.clone(), incoming, events)
+        .map_err(|e| tag(e, dest_fault()))?;
     let writer_counts = (writers.workers.len() + writers.lanes.len(), writers.uring);
     let direct = writers.direct;
     if direct.threshold.is_some() && direct.start == write::direct_policy::Start::Now {
@@ -76,13 +86,14 @@ pub fn run(plans: &Plans, report: &Arc<Reporter>) -> Result<Summary> {
         net,
         report.clone(),
     );
-    let decoded = input.decode(threads)?;
+    let decoded = input.decode(threads).map_err(|e| tag(e, input_fault()))?;
     let counters = decoded.counters();
     let stream_download = decoded.download.clone();
 
     let wanted = crate::selection::select::Wanted::new(&plans.selection)?;
     let stream = Stream { archive: session.reading(&plans.read, wanted, decoded)?, arrived };
-    let (members, stats) = pipeline(plans, stream, &pool, writers, files, &session, report)?;
+    let (members, stats) = pipeline(plans, stream, &pool, writers, files, &session, report)
+        .map_err(|e| tag(e, dest_fault()))?;
     // Every writer is done: nothing can take the kept copy's names any more (keep.rs).
     if let Some(d) = &stream_download {
         d.keep_copy()?;
@@ -96,7 +107,8 @@ pub fn run(plans: &Plans, report: &Arc<Reporter>) -> Result<Summary> {
             std::iter::once(&writer.dest)
                 .chain(writer.placement.roots())
                 .map(|d| sync_dest(d))
-                .sum::<Result<Duration>>()?,
+                .sum::<Result<Duration>>()
+                .map_err(|e| tag(e, dest_fault()))?,
         ),
         false => None,
     };
@@ -174,27 +186,6 @@ fn pool_count(pools: Pools, size: Option<u64>, format: decode::Format) -> usize 
     };
     let needed = usize::try_from(expanded.div_ceil(pools.buf_size as u64)).unwrap_or(usize::MAX);
     needed.saturating_add(1).clamp(budget::MIN_BUFFERS.min(pools.files), pools.files)
-}
-
-/// The writers apply modes themselves under umask 0; this gives the caller its umask back
-/// however the run ends.
-struct UmaskGuard(libc::mode_t);
-
-impl UmaskGuard {
-    fn current() -> UmaskGuard {
-        // Safety: umask has no memory effects; this reads it and puts it back.
-        let m = unsafe { libc::umask(0o022) };
-        // Safety: as above.
-        unsafe { libc::umask(m) };
-        UmaskGuard(m)
-    }
-}
-
-impl Drop for UmaskGuard {
-    fn drop(&mut self) {
-        // Safety: as above.
-        unsafe { libc::umask(self.0) };
-    }
 }
 
 fn sync_dest(dest: &std::path::Path) -> Result<Duration> {

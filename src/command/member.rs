@@ -14,6 +14,7 @@ use crate::policy::admit::Admission;
 use crate::policy::member::{self, Implausible, Place};
 use crate::policy::plan::MemberPlan;
 use crate::policy::safety::{SafePath, Sanitizer, Verdict};
+use crate::report::voice::{Fault, Skip, tag};
 use crate::report::{self, Reporter};
 
 /// What extraction and `-O` decide about a member before anything of it is written: where it
@@ -30,13 +31,16 @@ pub(crate) fn judge(
     let path = match member::place(policy, judged(sanitizer, &m.name, report), m.kind) {
         Place::Extract(p) => p,
         Place::Nothing => return Ok(None),
-        Place::Stop(why) => return Err(anyhow!("{name}: {why} (--snapshot stops here)")),
+        Place::Stop(why) => {
+            let e = anyhow!("{name}: {why} (--snapshot stops here)");
+            return Err(tag(e, Fault::Limit));
+        }
         Place::Skip(why) => {
-            report.skipped(name, why);
+            report.skipped(name, Skip::Unsafe, why);
             return Ok(None);
         }
     };
-    admission.admit(m, path.as_path()).map_err(|e| anyhow!("{name}: {e:#}"))?;
+    admission.admit(m, path.as_path()).map_err(|e| tag(anyhow!("{name}: {e:#}"), Fault::Limit))?;
     Ok(Some(path))
 }
 
@@ -121,5 +125,5 @@ pub(crate) fn warn_contiguous((warnings, report): (report::Warnings, &Reporter),
 
 /// A multi-volume continuation (`M`) is the rest of a file begun in another volume: skipped.
 pub(crate) fn skip_continuation(name: &str, report: &Reporter) {
-    report.skipped(name, "continued from another volume; skipped");
+    report.skipped(name, Skip::Continuation, "continued from another volume; skipped");
 }

@@ -726,6 +726,11 @@ fn can_start_a_thread() -> bool {
 /// The archive of `cfg` opened and its format found: a URL's download (`open_url`),
 /// or a file, standard input or a `-I` program's output (`decode::open`).
 pub fn open_input(cfg: &plan::InputPlan, drop_behind: bool) -> Result<Input> {
+    if let Some(handed) = &cfg.reader {
+        // A program's own reader (the library's `Source::Reader`): read as standard input is.
+        let raw = handed.take().context("the archive reader was used by an earlier run")?;
+        return sourced(raw, None, cfg.max_window_log, None, false, None, None);
+    }
     match &cfg.url {
         Some(plan) => open_url(plan, cfg.max_window_log),
         None => {

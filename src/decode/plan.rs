@@ -22,6 +22,31 @@ pub struct InputPlan {
     pub threads: usize,
     /// The buffer memory, divided into pools once the decoder threads are known.
     pub budget: Budget,
+    /// A program's own reader to read the archive from (the library's `Source::Reader`),
+    /// instead of `archive` or standard input; None on the command line.
+    pub reader: Option<Handed>,
+}
+
+/// A reader handed over by a program, taken by the one run that reads it.
+#[derive(Clone)]
+pub struct Handed(std::sync::Arc<std::sync::Mutex<Option<Box<dyn std::io::Read + Send>>>>);
+
+impl Handed {
+    /// `reader`, to be taken once.
+    pub fn new(reader: Box<dyn std::io::Read + Send>) -> Handed {
+        Handed(std::sync::Arc::new(std::sync::Mutex::new(Some(reader))))
+    }
+
+    /// The reader, the first time.
+    pub fn take(&self) -> Option<Box<dyn std::io::Read + Send>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+}
+
+impl std::fmt::Debug for Handed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Handed")
+    }
 }
 
 impl InputPlan {

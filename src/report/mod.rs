@@ -20,6 +20,7 @@ pub mod reporter;
 pub mod summary;
 pub mod time;
 pub mod totals;
+pub mod voice;
 
 pub use reporter::Reporter;
 

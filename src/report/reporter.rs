@@ -14,6 +14,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Instant, SystemTime};
 
+use std::sync::Arc;
+
+use super::voice::{Cancel, MemberKind, PROGRESS_EVERY, Skip, Voice};
 use super::{Warning, Warnings, printable, with_newline, write_stderr};
 
 /// What other threads read while the run goes on: members seen by the reader, bytes landed by
@@ -43,6 +46,19 @@ pub struct Reporter {
     /// Bytes of the tar stream the reader consumed when the archive ended (`--totals`).
     end: AtomicU64,
     pub tally: Tally,
+    /// Where the run's words go instead of stderr and stdout, when a program runs it
+    /// (voice.rs); None: the terminal's streams.
+    voice: Option<Arc<dyn Voice>>,
+    /// The caller's stop token (voice.rs `Cancel`), looked at between members and buffers.
+    cancel: Option<Cancel>,
+    /// Milliseconds since `start` of the last `Voice::progress`.
+    last_progress: AtomicU64,
+}
+
+impl std::fmt::Debug for dyn Voice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Voice")
+    }
 }
 
 impl Default for Reporter {
@@ -63,22 +79,93 @@ impl Reporter {
             start: (Instant::now(), SystemTime::now()),
             end: AtomicU64::new(0),
             tally: Tally::default(),
+            voice: None,
+            cancel: None,
+            last_progress: AtomicU64::new(0),
+        }
+    }
+
+    /// A run's reporter that says everything to `voice` and nothing to stdout or stderr, and
+    /// stops when `cancel` is cancelled.
+    pub fn with_voice(voice: Arc<dyn Voice>, cancel: Option<Cancel>) -> Reporter {
+        Reporter { voice: Some(voice), cancel, ..Reporter::new() }
+    }
+
+    /// Whether the run was asked to stop (voice.rs `Cancel`).
+    pub fn cancelled(&self) -> bool {
+        self.cancel.as_ref().is_some_and(Cancel::is_cancelled)
+    }
+
+    /// Err(`voice::cancelled()`) once the run was asked to stop.
+    pub fn check_cancel(&self) -> anyhow::Result<()> {
+        match self.cancelled() {
+            true => Err(super::voice::cancelled()),
+            false => Ok(()),
+        }
+    }
+
+    /// The voice a program listens with, if any.
+    pub fn voice(&self) -> Option<&dyn Voice> {
+        self.voice.as_deref()
+    }
+
+    /// A member about to be restored, told to the voice (with the counters every
+    /// PROGRESS_EVERY).
+    pub fn started(&self, name: &[u8], kind: MemberKind, size: u64) {
+        let Some(v) = &self.voice else { return };
+        v.started(name, kind, size);
+        let now = self.start.0.elapsed().as_millis() as u64;
+        let last = self.last_progress.load(Ordering::Relaxed);
+        if now >= last + PROGRESS_EVERY.as_millis() as u64
+            && self
+                .last_progress
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            let t = &self.tally;
+            v.progress(t.members.load(Ordering::Relaxed), t.written.load(Ordering::Relaxed));
+        }
+    }
+
+    /// The counters once more at the end of a run (`Voice::progress`).
+    pub fn progress_at_end(&self) {
+        if let Some(v) = &self.voice {
+            let t = &self.tally;
+            v.progress(t.members.load(Ordering::Relaxed), t.written.load(Ordering::Relaxed));
         }
     }
 
     /// A member was skipped or only partly restored; the run goes on and will exit 2, as GNU
     /// tar exits for a member it could not extract ("Exiting with failure status due to
     /// previous errors").
-    pub fn skipped(&self, member: &str, msg: impl std::fmt::Display) {
+    pub fn skipped(&self, member: &str, why: Skip, msg: impl std::fmt::Display) {
         self.skipped.fetch_add(1, Ordering::Relaxed);
-        self.diagnostic(&super::said(format_args!("{member}: {msg}")));
+        match &self.voice {
+            Some(v) => v.skipped(member, why, &msg.to_string()),
+            None => self.diagnostic(&super::said(format_args!("{member}: {msg}"))),
+        }
+    }
+
+    /// A member kept as it was (`--skip-old-files`, `--keep-newer-files`): told to a voice as
+    /// a skip; the command line says it (or not) as its warning classes say.
+    pub fn kept(&self, member: &str, why: Skip, msg: &str) -> bool {
+        match &self.voice {
+            Some(v) => {
+                v.skipped(member, why, msg);
+                true
+            }
+            None => false,
+        }
     }
 
     /// An error the run goes on after, but which makes it exit 2 (GNU tar's "Exiting with
     /// failure status due to previous errors"): a MEMBER operand that selected nothing.
     pub fn failed(&self, name: &str, msg: impl std::fmt::Display) {
         self.failed.fetch_add(1, Ordering::Relaxed);
-        self.diagnostic(&super::said(format_args!("{name}: {msg}")));
+        match &self.voice {
+            Some(v) => v.failed(name, &msg.to_string()),
+            None => self.diagnostic(&super::said(format_args!("{name}: {msg}"))),
+        }
     }
 
     /// Members a resumed run's interrupted run reported skipped before its resume point:
@@ -111,6 +198,11 @@ impl Reporter {
     /// An error, warning or skip message for stderr. If it cannot be written the run will
     /// exit 2.
     pub fn diagnostic(&self, line: &str) {
+        if let Some(v) = &self.voice {
+            let prefix = super::said("");
+            v.warning(line.strip_prefix(prefix.as_str()).unwrap_or(line));
+            return;
+        }
         if write_stderr(line).is_err() {
             self.diagnostic_lost.store(true, Ordering::Relaxed);
         }
@@ -150,6 +242,10 @@ impl Reporter {
     /// Writes to the listing: `--index-file`'s FILE, else stdout, or stderr `beside_data`.
     /// `loss_ok`: a closed stdout pipe or a failed stderr write is not kept for the end.
     fn to_listing(&self, bytes: &[u8], beside_data: bool, loss_ok: bool) -> io::Result<()> {
+        if self.voice.is_some() {
+            // A program's run has no listing.
+            return Ok(());
+        }
         match self.index_file.get() {
             Some(_) => self.write_out(bytes, true, false),
             None if beside_data => {
@@ -168,6 +264,9 @@ impl Reporter {
     /// before. `pipe_gone_ok`: a closed pipe fails this write only, and is not kept for the
     /// end.
     fn write_out(&self, bytes: &[u8], to_index: bool, pipe_gone_ok: bool) -> io::Result<()> {
+        if self.voice.is_some() {
+            return Ok(());
+        }
         let mut failed = self.stdout_failed.lock().unwrap_or_else(|e| e.into_inner());
         if failed.is_some() {
             return Err(io::Error::other("an earlier write to the listing failed"));
@@ -222,6 +321,7 @@ impl Reporter {
     pub fn listing(&self) -> Box<dyn Write + '_> {
         match self.index_file.get() {
             Some((file, _)) => Box::new(file),
+            None if self.voice.is_some() => Box::new(io::sink()),
             None => Box::new(io::stdout().lock()),
         }
     }

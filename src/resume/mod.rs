@@ -34,7 +34,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use sha2::{Digest, Sha256};
 
 pub use decide::Flag;
@@ -318,7 +318,7 @@ impl Session {
             return Ok(session);
         }
         session.archive = source.archive.clone().filter(|_| source.url.is_none());
-        let dir = fsio::open_dir(&cfg.dest).map_err(|e| anyhow!("{shown}: cannot open: {e}"))?;
+        let dir = fsio::open_dir(&cfg.dest).with_context(|| format!("{shown}: cannot open"))?;
         if let Some(d) = &dir
             && !lock_waiting(d).map_err(|e| anyhow!("{shown}: cannot lock: {e}"))?
         {
@@ -645,11 +645,6 @@ impl Session {
     /// `--spread`'s routing at the resume point (None: not resumed).
     pub fn resumed_placed(&self) -> Option<&crate::mark::Placed> {
         self.resumed.as_ref().map(|s| &s.placed)
-    }
-
-    /// Where published points go (None: this run writes none).
-    pub fn frontier(&self) -> Option<Arc<Frontier>> {
-        self.writes_points().then(|| self.shared.frontier.clone())
     }
 
     /// Whether this run writes resume points (a state is expected to come).

@@ -34,12 +34,9 @@ pub fn digest(
     read: &ReadPlan,
     transforms: &[String],
 ) -> [u8; 32] {
-    // Safety: umask, geteuid and getegid have no memory effects; the umask is put back.
-    let (umask, uid, gid) = unsafe {
-        let m = libc::umask(0o022);
-        libc::umask(m);
-        (m, libc::geteuid(), libc::getegid())
-    };
+    let umask = crate::resources::process_umask();
+    // Safety: geteuid and getegid have no preconditions.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
     let mut h = Sha256::new();
     let mut field = |name: &str, value: String| {
         h.update((name.len() as u32).to_le_bytes());

@@ -27,7 +27,6 @@ use std::path::PathBuf;
 
 use sha2::{Digest, Sha256};
 
-use crate::archive::Timestamp;
 use crate::archive::{GLOBALS_MAX, GlobalHeader, Globals, UnitStart};
 use crate::decode::{FileId, Format};
 use crate::mark::record::{Record, decode_last, encode as encode_record};
@@ -675,11 +674,6 @@ fn check_point(p: &Point, input: &InputId) -> Result<(), Bad> {
     Ok(())
 }
 
-/// Nanoseconds since the epoch of `t` (for the state's times).
-pub fn nanos(t: Timestamp) -> i128 {
-    i128::from(t.secs) * 1_000_000_000 + i128::from(t.nanos)
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -689,7 +683,7 @@ pub(crate) mod tests {
         let record = |p: &str| Record {
             path: p.as_bytes().to_vec(),
             mode: 0o755,
-            mtime: Some(Timestamp { secs: 1_600_000_000, nanos: 5 }),
+            mtime: Some(crate::archive::Timestamp { secs: 1_600_000_000, nanos: 5 }),
             owner: Some((1, 2)),
             dev: 7,
             ino: 99,

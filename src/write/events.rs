@@ -8,10 +8,11 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::report::voice::Skip;
 use crate::report::{self, Reporter, Warning, Warnings, locale};
 
 /// One thing a writer did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub enum Event<'a> {
     /// `--backup` renamed what was at a member's path, `from` (as extracted, from DIR), to
     /// `to`, out of the member's way.
@@ -39,6 +40,9 @@ pub enum Event<'a> {
     DirectRefused,
     /// `bytes` of a file's data landed (once per completed write, never per byte).
     Landed { bytes: u64 },
+    /// A regular file is complete at `path` (from DIR): its `size` bytes landed and its
+    /// metadata set; `fd` is still open (closed after this returns).
+    FileDone { root: usize, path: &'a std::path::Path, size: u64, fd: std::os::fd::BorrowedFd<'a> },
 }
 
 /// Where writers send their events. Shared by every writer thread of a run.
@@ -71,7 +75,14 @@ impl Events for Said {
             Event::Landed { bytes } => {
                 report.tally.written.fetch_add(bytes, Ordering::Relaxed);
             }
-            Event::NotRestored { name, why } => report.skipped(name, why),
+            Event::FileDone { root, path, size, fd } => {
+                if let Some(v) = report.voice() {
+                    v.landed((root, path), size, fd);
+                }
+            }
+            Event::Skipped { name } if report.kept(name, Skip::Existing, "existing file kept") => {}
+            Event::KeptNewer { path } if report.kept(path, Skip::KeptNewer, "newer file kept") => {}
+            Event::NotRestored { name, why } => report.skipped(name, Skip::NotRestored, why),
             Event::Failed { name, why } => report.failed(name, why),
             Event::Warned { what } => report.warn(what),
             Event::DirectRefused => {
@@ -141,6 +152,7 @@ impl Events for Kept {
             Event::Warned { what } => format!("warned {what}"),
             Event::DirectRefused => "direct refused".to_string(),
             Event::Landed { bytes } => format!("landed {bytes}"),
+            Event::FileDone { path, size, .. } => format!("done {} {size}", path.display()),
         };
         self.0.lock().unwrap().push(said);
     }

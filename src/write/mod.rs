@@ -122,6 +122,17 @@ fn cannot_make(op: &Op) -> String {
     }
 }
 
+/// A file whose data and metadata landed, told to the run's events with its open fd.
+pub fn file_done(
+    dest: &dest::Dest,
+    entry: &crate::plan::Entry,
+    size: u64,
+    fd: std::os::fd::BorrowedFd<'_>,
+) {
+    let (root, path) = (usize::from(entry.root), entry.path.as_path());
+    dest.events().event(events::Event::FileDone { root, path, size, fd });
+}
+
 /// Directories, symlinks, hard links, FIFOs and device nodes: synchronous in both backends
 /// (rare in snapshots). Returns the op back when it is a file op.
 pub fn apply_namespace_op(dest: &mut dest::Dest, stats: &mut Stats, op: Op) -> Result<Option<Op>> {
@@ -292,9 +303,6 @@ pub fn create_n(
     dirs.extend(&roots);
     let mut all = open_dests(plan, (&dirs, dir_fds), files, events.clone())?;
     let lane_dests = all.split_off(dests);
-    // From here on modes are applied explicitly.
-    // Safety: umask has no memory effects.
-    unsafe { libc::umask(0) };
     let direct_plan = direct_plan(plan, &all[0], pool, input.arrival);
     if let Some(w) = direct_plan.warning() {
         warn(&w);
@@ -363,7 +371,7 @@ fn open_dests(
     // Modes are applied exactly with -p and as root (GNU tar's --preserve-permissions default
     // for root, undone by --no-same-permissions; cli/resolve.rs); otherwise the archive's
     // modes minus the umask, like tar without -p.
-    let (exact, old_umask) = (plan.exact_modes, user_umask());
+    let (exact, old_umask) = (plan.exact_modes, crate::resources::process_umask());
     // Removals are told among the Dests of one tree: DIR's (a spread root's lane is alone).
     let on_dir = dirs.iter().filter(|d| **d == plan.dest.as_path()).count();
     let removals = (on_dir > 1).then(|| Arc::new(tree::Removals::default()));
@@ -390,15 +398,6 @@ fn open_dests(
         false => opts(),
     };
     dirs.iter().enumerate().map(|(i, dir)| dest::Dest::open(dir, dest_opts(i))).collect()
-}
-
-/// The process's umask, left as it is: DIR itself is created like `mkdir -p`, under it.
-fn user_umask() -> libc::mode_t {
-    // Safety: umask has no memory effects; this reads it and puts it back.
-    let old = unsafe { libc::umask(0) };
-    // Safety: as above.
-    unsafe { libc::umask(old) };
-    old
 }
 
 /// The file descriptors for `n` writer threads (resources.rs), `later` more counted as open

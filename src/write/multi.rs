@@ -117,11 +117,6 @@ impl Shared {
         self.failed.load(SeqCst)
     }
 
-    /// Stops the dispatcher without naming a failed worker (a worker thread could not start).
-    pub fn stop(&self) {
-        self.failed.store(true, SeqCst);
-    }
-
     fn wake(&self) {
         if self.waiting.load(SeqCst) {
             let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());

@@ -3,7 +3,7 @@
 //! kernel refuses io_uring.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 
 use anyhow::{Result, anyhow};
 
@@ -119,8 +119,9 @@ impl Portable {
                 return Err(anyhow!("{}: cannot set the size: {e}", f.entry.name));
             }
         }
-        if let Err(e) = self.dest.finish_file(fd, &f.entry) {
-            member_failed(&self.dest, &f.entry, "cannot set metadata", e)?;
+        match self.dest.finish_file(fd, &f.entry) {
+            Err(e) => member_failed(&self.dest, &f.entry, "cannot set metadata", e)?,
+            Ok(()) => super::file_done(&self.dest, &f.entry, f.size, f.fd.as_fd()),
         }
         self.stats.files += 1;
         if f.went_direct {

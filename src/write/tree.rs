@@ -680,14 +680,12 @@ impl Tree {
     }
 
     /// Live nodes (for tests and memory checks).
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.nodes.len() - self.free.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() <= 1
-    }
-
+    #[cfg(test)]
     pub fn cached_fds(&self) -> usize {
         self.fds
     }

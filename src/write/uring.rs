@@ -438,7 +438,7 @@ impl Uring {
 
     fn submit_open(&mut self, file: usize) -> Result<()> {
         let f = &self.files[file];
-        let flags = libc::O_WRONLY
+        let flags = libc::O_RDWR
             | libc::O_CREAT
             | libc::O_EXCL
             | libc::O_NOFOLLOW
@@ -574,11 +574,19 @@ impl Uring {
                 return Err(anyhow!("{}: cannot set the size: {e}", f.entry.name));
             }
         }
-        if !f.incomplete
-            && let Err(e) = self.dest.finish_file(fd, &f.entry)
-        {
-            let entry = f.entry.clone();
-            member_failed(&self.dest, &entry, "cannot set metadata", e)?;
+        if !f.incomplete {
+            match self.dest.finish_file(fd, &f.entry) {
+                Err(e) => {
+                    let entry = f.entry.clone();
+                    member_failed(&self.dest, &entry, "cannot set metadata", e)?;
+                }
+                Ok(()) => {
+                    // Safety: fd is this file's open descriptor, closed only by the Close
+                    // pushed below, after this returns.
+                    let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+                    super::file_done(&self.dest, &f.entry, f.size, borrowed);
+                }
+            }
         }
         let f = &mut self.files[file];
         f.closing = true;

@@ -12,7 +12,7 @@ use std::fs;
 use std::path::Path;
 
 use clap::CommandFactory;
-use fastuntar::cli::reference;
+use fastuntar::__private::cli::reference;
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -96,7 +96,7 @@ fn help_is_grouped_and_short() {
     }
 
     // Every option --help should show is there, under the heading its group has.
-    let cmd = fastuntar::cli::Args::command();
+    let cmd = fastuntar::__private::cli::Args::command();
     for arg in cmd.get_arguments().filter(|a| !a.is_hide_set() && !a.is_positional()) {
         let long = format!("--{}", arg.get_long().expect("every option has a long name"));
         let (heading, _) = entries
@@ -136,7 +136,7 @@ fn man_page_has_every_flag_at_length() {
     let out = fastuntar().arg("--man").run();
     out.expect_code(0);
     let man = out.stdout_str();
-    let cmd = fastuntar::cli::Args::command();
+    let cmd = fastuntar::__private::cli::Args::command();
     for arg in cmd.get_arguments().filter(|a| !a.is_hide_set() && !a.is_positional()) {
         let long = arg.get_long().unwrap().replace('-', "\\-");
         assert!(man.contains(&format!("\\-\\-{long}")), "the man page lacks --{long}");
@@ -169,7 +169,7 @@ fn listed(text: &str) -> BTreeSet<String> {
 
 #[test]
 fn reference_is_current() {
-    let cmd = fastuntar::cli::Args::command();
+    let cmd = fastuntar::__private::cli::Args::command();
     let text = reference::markdown(&cmd);
     let path = repo().join("docs/REFERENCE.md");
     if std::env::var_os(reference::WRITE_VAR).is_some() {

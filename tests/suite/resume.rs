@@ -25,7 +25,7 @@ use crate::util::http;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use fastuntar::resume::state::State;
+use fastuntar::__private::resume::state::State;
 use http::{ARCHIVE, Faults, Server};
 use util::engine::{Encoding, ZSTD_1, ZSTD_64K};
 use util::rawtar::{self, Header, Tar};
@@ -720,7 +720,7 @@ fn version_2_state(dest: &Path) -> Vec<u8> {
     body.extend_from_slice(&(vfs.f_fsid as u64).to_le_bytes());
     body.extend_from_slice(&std::fs::metadata(dest).unwrap().ino().to_le_bytes());
     body.extend_from_slice(&[0; 64]);
-    let mut file = fastuntar::resume::state::seal(&body);
+    let mut file = fastuntar::__private::resume::state::seal(&body);
     file[8..12].copy_from_slice(&2u32.to_le_bytes());
     file
 }

@@ -1,4 +1,4 @@
-//! Differential test of `fastuntar::selection::transform` against GNU tar 1.34's `--transform`: GNU tar
+//! Differential test of `fastuntar::__private::selection::transform` against GNU tar 1.34's `--transform`: GNU tar
 //! builds an archive of varied names (directories, dots, case, spaces, control and non-UTF-8
 //! bytes, symlinks, hard links), lists it with `-tv --show-transformed-names` under each case's
 //! options, and every listed name and link target must be what `Transforms::apply` makes of
@@ -15,7 +15,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use fastuntar::selection::transform::{NameKind, Transforms};
+use fastuntar::__private::selection::transform::{NameKind, Transforms};
 
 #[derive(Clone, Copy)]
 enum Kind {

@@ -682,7 +682,7 @@ fn connections_fit_the_open_file_limit() {
 /// refused before anything is read.
 #[test]
 fn open_at_an_offset_with_a_validator() {
-    use fastuntar::decode::url::{self, Identity, Plan, Start, Validator};
+    use fastuntar::__private::decode::url::{self, Identity, Plan, Start, Validator};
     use std::io::Read;
     let archive: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
     let server =

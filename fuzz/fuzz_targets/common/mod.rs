@@ -1,8 +1,8 @@
 //! Shared by the fuzz targets: a tar header builder, and a driver that reads an archive to the
-//! end through `fastuntar::archive::Reader` while checking the reader's documented contract.
+//! end through `fastuntar::__private::archive::Reader` while checking the reader's documented contract.
 #![allow(dead_code)]
 
-use fastuntar::archive::{Kind, Reader};
+use fastuntar::__private::archive::{Kind, Reader};
 
 pub const BLOCK: usize = 512;
 

@@ -35,7 +35,7 @@ pub(super) fn input_plan(
             || args.operation.to_stdout
             || args.operation.to_command.is_some(),
     };
-    Ok(InputPlan { archive, filter, url, max_window_log, threads, budget })
+    Ok(InputPlan { archive, filter, url, max_window_log, threads, budget, reader: None })
 }
 
 /// The decompressing program the flags ask for, as `PROG -d` split at spaces: GNU tar's

@@ -16,6 +16,7 @@ use crate::policy::safety::Sanitizer;
 use crate::pool::PoolBuf;
 use crate::reading::Reading;
 use crate::report::Reporter;
+use crate::report::voice::{Fault, tag};
 use crate::resume::Session;
 use crate::selection::confirm::Confirm;
 use crate::write::direct_policy::Gate;
@@ -124,6 +125,23 @@ fn next_member(
     })
 }
 
+/// A member's kind as a program is told it.
+fn kind_of(kind: crate::archive::Kind) -> crate::report::voice::MemberKind {
+    use crate::archive::Kind;
+    use crate::report::voice::MemberKind as K;
+    match kind {
+        Kind::File => K::File,
+        Kind::Dir => K::Dir,
+        Kind::Symlink => K::Symlink,
+        Kind::Hardlink => K::Hardlink,
+        Kind::Fifo => K::Fifo,
+        Kind::CharDev | Kind::BlockDev => K::Device,
+        // A label or a multi-volume continuation; any other type is extracted as a file.
+        Kind::Other(b'V' | b'M') => K::Other,
+        Kind::Other(_) => K::File,
+    }
+}
+
 /// Reads members, judges their paths and sends the ops. Returns the number of members. With
 /// `--spread` the ops go through the spread roots' sink (write/roots.rs) first.
 pub(super) fn produce(pipe: Pipe<'_>, input: Stream, out: &mut dyn Sink) -> Result<u64> {
@@ -150,9 +168,21 @@ fn produce_into(pipe: Pipe<'_>, input: Stream, out: &mut dyn Sink) -> Result<u64
         Ok(members) => members,
         Err((members, stop)) => return stopped(members, stop),
     };
+    let mut last_name = Vec::new();
     let says_renaming = plans.report.verbose > 0 && plans.writer.backup.is_some();
     loop {
-        let Some(mut member) = next_member(&mut archive, out, report)? else { break };
+        if report.cancelled() {
+            // What was sent lands; the resume state stays at its last point, as after a kill.
+            let _ = out.flush();
+            return Err(crate::report::voice::cancelled());
+        }
+        let next = next_member(&mut archive, out, report);
+        let at = archive.reader.offset();
+        let Some(mut member) =
+            next.map_err(|e| tag(e, Fault::Archive { offset: at, member: None }))?
+        else {
+            break;
+        };
         // A resume point before this member, when the recorder asked for one.
         let (wanted, admission, probes) = (archive.wanted(), &kept.admission, &kept.probes);
         // With more spread directories than a point carries, none is taken.
@@ -170,6 +200,10 @@ fn produce_into(pipe: Pipe<'_>, input: Stream, out: &mut dyn Sink) -> Result<u64
         if !archive.wants(&mut member) {
             continue;
         }
+        report.started(&member.name, kind_of(member.kind), member.size);
+        // For the error that may end the run in this member (no allocation once it has grown).
+        last_name.clear();
+        last_name.extend_from_slice(&member.name);
         let mut stage = Stage {
             plans,
             report,
@@ -200,16 +234,22 @@ fn produce_into(pipe: Pipe<'_>, input: Stream, out: &mut dyn Sink) -> Result<u64
             Ok(()) => crate::mark::hook::at(crate::mark::hook::Event::Member),
             Err(MemberError::Gone(WriterGone)) => return Ok(members),
             // What was decoded before the error is still written.
-            Err(MemberError::Fatal(e) | MemberError::Read(e)) => {
+            Err(MemberError::Fatal(e)) => {
                 let _ = out.flush();
                 return Err(e);
+            }
+            Err(MemberError::Read(e)) => {
+                let _ = out.flush();
+                let member = Some(String::from_utf8_lossy(&last_name).into_owned());
+                return Err(tag(e, Fault::Archive { offset: archive.reader.offset(), member }));
             }
         }
     }
     if let Err(e) = flush_at_end(out, session.writes_points()) {
         return stopped(members, e);
     }
-    archive.finish(utf8)?;
+    let at = archive.reader.offset();
+    archive.finish(utf8).map_err(|e| tag(e, Fault::Archive { offset: at, member: None }))?;
     Ok(members)
 }
 

@@ -20,6 +20,7 @@ use crate::policy::safety::{SafePath, Sanitizer, Verdict};
 use crate::pool::{Pool, PoolBuf};
 use crate::report::Reporter;
 use crate::report::checkpoint;
+use crate::report::voice::Skip as Skipped;
 use crate::resume::Session;
 use crate::selection::confirm::Confirm;
 use crate::write::direct::DirectPolicy;
@@ -106,6 +107,7 @@ impl<R: Skip> Stage<'_, '_, R> {
     /// A pool buffer; sends the pending batch first if it would have to wait (the writer can
     /// only free buffers it has been sent).
     fn buffer(&mut self) -> Result<PoolBuf, MemberError> {
+        self.report.check_cancel().map_err(MemberError::Read)?;
         if let Some(b) = self.pool.try_get() {
             return Ok(b);
         }
@@ -213,7 +215,7 @@ impl<R: Skip> Stage<'_, '_, R> {
                 }
                 Route::Skip => return Ok(()),
                 Route::Refuse(why) => {
-                    self.report.skipped(&entry.name, why);
+                    self.report.skipped(&entry.name, Skipped::Refused, why);
                     return Ok(());
                 }
             }
@@ -229,7 +231,11 @@ impl<R: Skip> Stage<'_, '_, R> {
             }
             // A target is written as it is, but a NUL byte cannot be (GNU tar cuts it there).
             Kind::Symlink if m.link_name.contains(&0) => {
-                self.report.skipped(&entry.name, "symlink target contains a NUL byte; skipped");
+                self.report.skipped(
+                    &entry.name,
+                    Skipped::Unsafe,
+                    "symlink target contains a NUL byte; skipped",
+                );
                 Ok(())
             }
             Kind::Symlink => self.send(Op::Symlink { entry, target: m.link_name }),
@@ -244,14 +250,14 @@ impl<R: Skip> Stage<'_, '_, R> {
                             self.send(Op::Hardlink { entry, target })
                         }
                         Err(why) => {
-                            self.report.skipped(&entry.name, why);
+                            self.report.skipped(&entry.name, Skipped::Refused, why);
                             Ok(())
                         }
                     }
                 }
                 _ => {
                     let why = "hard link target is unsafe or empty; skipped";
-                    self.report.skipped(&entry.name, why);
+                    self.report.skipped(&entry.name, Skipped::Unsafe, why);
                     Ok(())
                 }
             },
@@ -350,6 +356,8 @@ impl<R: Skip> Stage<'_, '_, R> {
         let incomplete = |e: anyhow::Error| anyhow!("{e:#}; {name} is left incomplete");
         let mut handed = false;
         loop {
+            // A large file is cancelled between its chunks, not only between members.
+            self.report.check_cancel().map_err(MemberError::Read)?;
             let ahead = self.reader.data_ahead();
             let Some(ahead) = ahead.map_err(incomplete)? else { return Ok(handed) };
             let (offset, left) = (ahead.offset, ahead.left);

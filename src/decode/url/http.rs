@@ -213,17 +213,10 @@ pub struct Call<'a> {
     pub body: &'a [u8],
 }
 
-/// The answer to a `Call`: status, headers (names in lower case) and body.
+/// The answer to a `Call`: status and body.
 pub struct Reply {
     pub status: u16,
-    pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
-}
-
-impl Reply {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
-    }
 }
 
 impl Client {
@@ -239,11 +232,6 @@ impl Client {
             .map_err(|e| Failed::new(Failure::Protocol, format!("a request not made: {e}")))?;
         let resp = agent.run(req).map_err(|e| failed(&e))?;
         let status = resp.status().as_u16();
-        let headers = resp
-            .headers()
-            .iter()
-            .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
-            .collect();
         let mut body = Vec::new();
         resp.into_body()
             .into_reader()
@@ -256,7 +244,7 @@ impl Client {
                 format!("an answer of more than {limit} bytes"),
             ));
         }
-        Ok(Reply { status, headers, body })
+        Ok(Reply { status, body })
     }
 }
 

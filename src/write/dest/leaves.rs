@@ -14,7 +14,9 @@ use crate::write::tree::open_file_in_root;
 
 impl Dest {
     /// Creates a regular file for writing; `flags` may add O_DIRECT. Set-id bits and owner are
-    /// applied at the end (`finish_file`).
+    /// applied at the end (`finish_file`). Opened read-write (creating it grants that
+    /// whatever its mode), so that the library can hand the landed file to a program that
+    /// reads it back (api/observe.rs `Landed::file`).
     /// With `--overwrite -h`, a symlink at its path is written through (`open_through`).
     pub fn create_file(&mut self, entry: &Entry, flags: i32) -> io::Result<OwnedFd> {
         if self.policy.write_through {
@@ -25,7 +27,7 @@ impl Dest {
         }
         let mode = self.mode(entry.mode) & 0o777;
         self.create_with(entry, |dirfd, name| {
-            let f = libc::O_WRONLY
+            let f = libc::O_RDWR
                 | libc::O_CREAT
                 | libc::O_EXCL
                 | libc::O_NOFOLLOW
@@ -77,13 +79,21 @@ impl Dest {
         restart(|| unsafe { libc::fchmod(fd, mode as libc::mode_t) });
     }
 
+    /// Whether a node created with `mode` needs a chmod to have it: set-id and sticky bits,
+    /// and permission bits the process umask cleared at creation (exact modes only: other
+    /// modes have the umask's bits cleared already).
+    fn needs_chmod(&self, mode: u32) -> bool {
+        mode & 0o7000 != 0 || mode & 0o777 & self.umask != 0
+    }
+
     /// Owner, set-id bits and mtime of a file whose data is complete, through its fd.
     pub fn finish_file(&self, fd: RawFd, entry: &Entry) -> io::Result<()> {
         let mode = self.mode(entry.mode);
-        // The create mode already holds the permission bits; only set-id and sticky bits need
-        // an explicit chmod (after the chown, which would clear set-id bits; without them it
-        // leaves the mode as it is).
-        let set_mode = mode & 0o7000 != 0;
+        // The create mode already holds the permission bits, less those the process umask
+        // took (the umask is left as the caller set it: exact modes may need bits it clears);
+        // set-id and sticky bits always need an explicit chmod (after the chown, which would
+        // clear set-id bits; without them it leaves the mode as it is).
+        let set_mode = self.needs_chmod(mode);
         let mut meta = MetaOf::of(entry, mode);
         // A new file already belongs to its writer, unless a set-group-ID directory gave it
         // another group (tree.rs `SetgidDirs`).
@@ -155,7 +165,7 @@ impl Dest {
             // Safety: valid dirfd and C string.
             cvt(restart(|| unsafe { libc::mknodat(dirfd, name.as_ptr(), how, dev) }))
         })?;
-        let set_mode = mode & 0o7000 != 0;
+        let set_mode = self.needs_chmod(mode);
         if !set_mode && entry.mtime.is_none() && entry.xattrs.is_none() {
             // Nothing to apply (`-m`): mknodat gave the permission bits.
             return Ok(());

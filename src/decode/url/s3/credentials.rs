@@ -117,10 +117,6 @@ impl Cache {
         }
         Ok(held.0.clone())
     }
-
-    pub fn provider(&self) -> String {
-        self.provider.name()
-    }
 }
 
 /// An RFC 3339 time as AWS writes an Expiration (`2026-11-28T10:00:00Z`), through

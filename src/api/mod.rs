@@ -1,0 +1,378 @@
+//! The library's face: [`Restore`] extracts an archive into a directory in-process, as the
+//! command line does, with typed options, an [`Observer`] told what happens member by member,
+//! a [`Cancel`] token, and one [`Error`] type.
+//!
+//! A run starts from the options of `fastuntar -x` with nothing else given and resolves them
+//! through the same step the command line uses (src/cli/resolve.rs), then runs the same
+//! pipeline (src/command/extract.rs): a program and the command line restore the same tree.
+//! What only a terminal needs stays above this layer (src/main.rs): nothing here writes to
+//! stdout or stderr, changes the umask or a resource limit, installs a signal handler or
+//! exits the process.
+
+#![deny(missing_docs)]
+
+mod error;
+mod observe;
+
+pub use crate::report::voice::{Cancel, MemberKind, Skip as SkipReason};
+pub use error::Error;
+pub use observe::{Landed, Observer, Progress, Skipped, Started};
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::cli::{self, Args, Ordered};
+use crate::report::Reporter;
+
+/// Where the archive comes from.
+pub enum Source {
+    /// An archive file (plain, zstd, gzip, bzip2, xz or LZ4: the format comes from its data).
+    /// A regular file is read with O_DIRECT where that is faster, and a rerun can resume.
+    Path(PathBuf),
+    /// Any reader: the archive's bytes as they come (a pipe, a socket, a decrypting reader).
+    /// It is read once, by the first run; a run from a reader cannot resume.
+    Reader(Box<dyn Read + Send>),
+    /// An `http://`, `https://` or `s3://` URL, fetched over several connections and
+    /// extracted as it arrives.
+    Url(String),
+}
+
+impl std::fmt::Debug for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Path(p) => f.debug_tuple("Path").field(p).finish(),
+            Source::Reader(_) => f.write_str("Reader"),
+            Source::Url(u) => f.debug_tuple("Url").field(u).finish(),
+        }
+    }
+}
+
+impl From<&Path> for Source {
+    fn from(p: &Path) -> Source {
+        Source::Path(p.to_path_buf())
+    }
+}
+
+impl From<PathBuf> for Source {
+    fn from(p: PathBuf) -> Source {
+        Source::Path(p)
+    }
+}
+
+/// When files are written with O_DIRECT, past the page cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirectIo {
+    /// Where it was measured to be faster: by the filesystem, the archive's size and each
+    /// file's (the default).
+    Auto,
+    /// Every file of at least the threshold, wherever the filesystem takes O_DIRECT.
+    Always,
+    /// No file.
+    Never,
+}
+
+/// What a member does with something already at its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overwrite {
+    /// Replace it (an existing directory is kept and gets the member's metadata): GNU tar's
+    /// default.
+    Replace,
+    /// Unlink it before extracting the member (GNU tar's `-U`).
+    UnlinkFirst,
+    /// Keep it; the member is reported skipped ([`SkipReason::NotRestored`]).
+    KeepOld,
+    /// Keep it silently ([`SkipReason::Existing`]).
+    SkipOld,
+    /// Keep it when it is as new as the member or newer ([`SkipReason::KeptNewer`]).
+    KeepNewer,
+}
+
+/// Whether a run resumes an interrupted run into the same destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resume {
+    /// Resume when the destination holds the state of an interrupted run of the same archive
+    /// with the same options, else start from the beginning; record resume points (the
+    /// default).
+    Auto,
+    /// Resume, or fail when there is nothing to resume.
+    Require,
+    /// Neither resume nor record resume points.
+    Off,
+}
+
+/// One extraction, built from a source and a destination, then [`run`](Restore::run).
+///
+/// ```no_run
+/// use fastuntar::{Restore, Source};
+///
+/// let summary = Restore::new(Source::Path("snapshot.tar.zst".into()), "/ledger")
+///     .snapshot(true)
+///     .run()?;
+/// println!("{} files, {} bytes", summary.files, summary.bytes);
+/// # Ok::<(), fastuntar::Error>(())
+/// ```
+///
+/// Members under a prefix can be spread across several roots (separate disks), as Agave lays
+/// account files over its account paths: [`Restore::spread`].
+pub struct Restore {
+    args: Args,
+    reader: Option<Box<dyn Read + Send>>,
+    observer: Option<Arc<dyn Observer>>,
+    cancel: Option<Cancel>,
+    /// The first option refused while building, said by `run`.
+    refused: Option<String>,
+}
+
+impl std::fmt::Debug for Restore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Restore").finish_non_exhaustive()
+    }
+}
+
+/// What a run did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Summary {
+    /// Members read from the archive (selected or not).
+    pub members: u64,
+    /// Regular files created.
+    pub files: u64,
+    /// Of those, files written with O_DIRECT.
+    pub files_direct: u64,
+    /// Directories created.
+    pub dirs: u64,
+    /// Symbolic and hard links created.
+    pub links: u64,
+    /// Bytes of file data written.
+    pub bytes: u64,
+    /// Members not restored (each told to [`Observer::skipped`]).
+    pub skipped: u64,
+    /// Failures the run went on after (each told to [`Observer::warning`]).
+    pub failed: u64,
+    /// From the start to the last file closed and directory stamped.
+    pub elapsed: Duration,
+    /// Whether the run resumed an interrupted one.
+    pub resumed: bool,
+}
+
+impl Restore {
+    /// A restore of `source` into `dest` (created if missing, as `mkdir -p`), with the
+    /// defaults of `fastuntar -x`: modes minus the process umask, owners not restored.
+    pub fn new(source: Source, dest: impl AsRef<Path>) -> Restore {
+        let mut args = cli::extract_defaults();
+        let mut reader = None;
+        match source {
+            // `-` would be standard input.
+            Source::Path(p) if p.as_os_str() == "-" => args.input.file = Some("./-".into()),
+            Source::Path(p) => args.input.file = Some(p),
+            Source::Url(u) => args.input.file = Some(u.into()),
+            Source::Reader(r) => reader = Some(r),
+        }
+        // What the command line says besides warnings (a resumed run's line, a URL's retries)
+        // is not said to a program: `Summary::resumed` tells the one.
+        args.informative.quiet = true;
+        let dest = dest.as_ref().to_path_buf();
+        args.selection.ordered.push(Ordered::Directory(dest.clone()));
+        args.selection.directory.push(dest);
+        Restore { args, reader, observer: None, cancel: None, refused: None }
+    }
+
+    /// Snapshot policy: only the layout of a ledger snapshot (`version`, `snapshots/…`,
+    /// `accounts/…`, regular files and directories with fixed modes) is admitted, within the
+    /// snapshot limits (5,000,000 members, 4 TiB) unless set lower with the `max_*` options.
+    pub fn snapshot(mut self, on: bool) -> Restore {
+        self.args.limits.snapshot = on;
+        self
+    }
+
+    /// At most `n` members and directories created ([`Error::Limit`] past it).
+    pub fn max_files(mut self, n: u64) -> Restore {
+        self.args.limits.max_files = Some(n);
+        self
+    }
+
+    /// At most `n` bytes of file data in all ([`Error::Limit`] past it).
+    pub fn max_bytes(mut self, n: u64) -> Restore {
+        self.args.limits.max_bytes = Some(n.to_string());
+        self
+    }
+
+    /// No member larger than `n` bytes ([`Error::Limit`]).
+    pub fn max_member_size(mut self, n: u64) -> Restore {
+        self.args.limits.max_member_size = Some(n.to_string());
+        self
+    }
+
+    /// When files are written with O_DIRECT.
+    pub fn direct_io(mut self, mode: DirectIo) -> Restore {
+        self.args.performance.direct_io = Some(match mode {
+            DirectIo::Auto => cli::DirectIo::Auto,
+            DirectIo::Always => cli::DirectIo::Always,
+            DirectIo::Never => cli::DirectIo::Never,
+        });
+        self
+    }
+
+    /// Threads decoding a multi-frame zstd archive (default: by the CPUs).
+    pub fn threads(mut self, n: usize) -> Restore {
+        self.args.performance.threads = Some(n);
+        self
+    }
+
+    /// Writer threads (default: by the destination's filesystem).
+    pub fn writer_threads(mut self, n: usize) -> Restore {
+        self.args.performance.writer_threads = Some(n);
+        self
+    }
+
+    /// The memory the run's buffers may take, in bytes (default: by what the process may
+    /// use).
+    pub fn memory(mut self, bytes: u64) -> Restore {
+        self.args.performance.memory = Some(bytes.to_string());
+        self
+    }
+
+    /// Removes `n` leading components from every member's name; members with no more are
+    /// not extracted.
+    pub fn strip_components(mut self, n: usize) -> Restore {
+        self.args.names.strip_components = n;
+        self
+    }
+
+    /// Leaves out the members matching `pattern` (GNU tar's `--exclude`: shell wildcards,
+    /// matched against any trailing part of the name).
+    pub fn exclude(mut self, pattern: &str) -> Restore {
+        self.args.selection.ordered.push(Ordered::Exclude(pattern.to_string()));
+        self
+    }
+
+    /// Extracts only the members named `name` (and, for a directory, what it holds); called
+    /// again, those named either way. Without it, every member.
+    pub fn select(mut self, name: impl AsRef<Path>) -> Restore {
+        let name = name.as_ref().as_os_str().to_os_string();
+        self.args.selection.ordered.push(Ordered::AddFile(name));
+        self
+    }
+
+    /// What a member does with something already at its path.
+    pub fn overwrite(mut self, how: Overwrite) -> Restore {
+        let o = &mut self.args.overwrite;
+        (o.unlink_first, o.keep_old_files, o.skip_old_files, o.keep_newer_files) =
+            (false, false, false, false);
+        match how {
+            Overwrite::Replace => {}
+            Overwrite::UnlinkFirst => o.unlink_first = true,
+            Overwrite::KeepOld => o.keep_old_files = true,
+            Overwrite::SkipOld => o.skip_old_files = true,
+            Overwrite::KeepNewer => o.keep_newer_files = true,
+        }
+        self
+    }
+
+    /// Whether to resume an interrupted run.
+    pub fn resume(mut self, how: Resume) -> Restore {
+        let r = &mut self.args.resume;
+        (r.resume, r.no_resume) = match how {
+            Resume::Auto => (false, false),
+            Resume::Require => (true, false),
+            Resume::Off => (false, true),
+        };
+        self
+    }
+
+    /// Bytes of archive data between two resume points (default 256 MiB): what a rerun after
+    /// a kill or a cancel extracts again at most.
+    pub fn resume_every(mut self, bytes: u64) -> Restore {
+        match bytes {
+            0 => self.refused = Some("resume_every: must be at least 1 byte".into()),
+            n => self.args.resume.writeback_every = n.to_string(),
+        }
+        self
+    }
+
+    /// Makes the destination's filesystem durable (syncfs) before `run` returns.
+    pub fn sync(mut self, on: bool) -> Restore {
+        self.args.performance.sync = on;
+        self
+    }
+
+    /// Restores the archive's permission bits exactly, set-id bits too, ignoring the umask
+    /// (GNU tar's `-p`).
+    pub fn exact_modes(mut self, on: bool) -> Restore {
+        self.args.attributes.preserve_permissions = on;
+        self.args.attributes.no_same_permissions = !on;
+        self
+    }
+
+    /// Spreads the members under `prefix` (e.g. `accounts/`) across `roots`, with the prefix
+    /// taken off their paths: each file goes to the root given the fewest bytes so far (a
+    /// deterministic choice, so a resumed run places every member as before), each directory
+    /// under the prefix is made in every root, and a hard link across roots is refused
+    /// ([`SkipReason::Refused`]). Each root is confined as the destination is, has writers of
+    /// its own, and counts towards the limits; [`Landed::root`] says where a file went (1 and
+    /// up, in the order given). Called again, another prefix.
+    pub fn spread<P: AsRef<Path>>(mut self, prefix: &str, roots: &[P]) -> Restore {
+        let roots: Vec<String> =
+            roots.iter().map(|r| r.as_ref().to_string_lossy().into_owned()).collect();
+        if prefix.contains('=') || roots.iter().any(|r| r.contains(',')) {
+            self.refused = Some(format!(
+                "spread: a prefix with '=' or a root with ',' cannot be given ({prefix:?}, {roots:?})"
+            ));
+            return self;
+        }
+        self.args.performance.spread.push(format!("{prefix}={}", roots.join(",")));
+        self
+    }
+
+    /// Who is told what happens, member by member.
+    pub fn observer(mut self, observer: Arc<dyn Observer>) -> Restore {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// A token that stops the run: `run` returns [`Error::Cancelled`] soon after it is
+    /// cancelled, leaving what a kill leaves, so that a rerun resumes.
+    pub fn cancel(mut self, token: Cancel) -> Restore {
+        self.cancel = Some(token);
+        self
+    }
+
+    /// Extracts. Blocks until the archive is extracted, a member stops the run, or the run is
+    /// cancelled.
+    pub fn run(self) -> Result<Summary, Error> {
+        let Restore { args, reader, observer, cancel, refused } = self;
+        if let Some(r) = refused {
+            return Err(Error::Options { message: r });
+        }
+        let voice: Arc<dyn crate::report::voice::Voice> = Arc::new(observe::Bridge::new(observer));
+        let reporter = Arc::new(Reporter::with_voice(voice, cancel));
+        let edge = cli::resolve::Edge::library(reporter.started_at()).map_err(Error::options)?;
+        let mut notes = Vec::new();
+        let mut plans = cli::resolve::resolve(args, &edge, &mut notes).map_err(Error::options)?;
+        for n in &notes {
+            reporter.warn(n);
+        }
+        if let Some(r) = reader {
+            plans.input.reader = Some(crate::decode::plan::Handed::new(r));
+        }
+        let fs = crate::write::plan::DestFs::probe(&plans.writer);
+        plans.writer.layout = Some(cli::resolve::writer_layout(&plans.writer, &fs));
+        let summary = crate::command::extract::run(&plans, &reporter).map_err(Error::from_run)?;
+        reporter.progress_at_end();
+        let s = &summary.stats;
+        Ok(Summary {
+            members: summary.members,
+            files: s.files,
+            files_direct: s.files_direct,
+            dirs: s.dirs,
+            links: s.links,
+            bytes: s.bytes,
+            skipped: reporter.skipped_count(),
+            failed: reporter.failed_count(),
+            elapsed: summary.elapsed,
+            resumed: summary.resume.resumed.is_some(),
+        })
+    }
+}
