@@ -94,6 +94,7 @@ pub mod __private {
         pub use crate::exit_codes::ExitCode;
     }
     pub mod report {
+        pub use crate::report::voice::causes;
         pub use crate::report::{
             NOT_RECOVERABLE, PREVIOUS_ERRORS, Reporter, chain, closing, program_name, said,
             set_program, strerror,

@@ -139,7 +139,9 @@ fn code_of<T>(outcome: &anyhow::Result<T>, reporter: &Reporter) -> ExitCode {
 /// Whether an error cut the run short (GNU tar's "Error is not recoverable"): not an input
 /// that was no tar archive at all, after which GNU tar ends as after errors it went past.
 fn cut_short<T>(outcome: &anyhow::Result<T>) -> bool {
-    outcome.as_ref().is_err_and(|e| !e.chain().any(|c| c.is::<fastuntar::__private::archive::NotTar>()))
+    outcome
+        .as_ref()
+        .is_err_and(|e| !report::causes(e).any(|c| c.is::<fastuntar::__private::archive::NotTar>()))
 }
 
 /// An error that ends the run before it read the archive (`--index-file`'s FILE cannot be

@@ -220,7 +220,7 @@ pub fn without_errno(text: String) -> String {
 /// error in its strerror words (`strerror`).
 pub fn chain(e: &anyhow::Error) -> String {
     let mut out = String::new();
-    for (i, cause) in e.chain().enumerate() {
+    for (i, cause) in voice::causes(e).enumerate() {
         if i > 0 {
             out.push_str(": ");
         }

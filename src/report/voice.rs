@@ -123,13 +123,29 @@ pub struct Tagged {
     pub inner: anyhow::Error,
 }
 
+/// Shows the inner error's own message; its causes follow as this error's sources, so that
+/// a walk of the chain (`report::chain`'s strerror words, `{:#}`) sees every one of them once.
 impl std::fmt::Display for Tagged {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if f.alternate() { write!(f, "{:#}", self.inner) } else { write!(f, "{}", self.inner) }
+        write!(f, "{}", self.inner)
     }
 }
 
-impl std::error::Error for Tagged {}
+impl std::error::Error for Tagged {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.inner.source()
+    }
+}
+
+/// The causes of `e`, a tag seen through: where the chain holds a `Tagged`, the error it
+/// carries stands in its place (so that a type test, `is::<NotTar>()` or an `io::Error`'s
+/// errno, finds the error as it arose).
+pub fn causes(e: &anyhow::Error) -> impl Iterator<Item = &(dyn std::error::Error + 'static)> {
+    e.chain().map(|c| match c.downcast_ref::<Tagged>() {
+        Some(t) => t.inner.chain().next().unwrap_or(c),
+        None => c,
+    })
+}
 
 /// `e` as a `fault`, unless it was tagged already where it arose (the first tag is the truer).
 pub fn tag(e: anyhow::Error, fault: Fault) -> anyhow::Error {
