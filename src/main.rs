@@ -18,6 +18,7 @@ fn main() {
     report::set_program(report::program_name(std::env::args_os().next().as_deref()));
     report::locale::init_locale();
     ignore_sigxfsz();
+    clear_the_bar_when_interrupted();
     resources::fit_address_space();
     // The writers size their descriptors from the soft limit in force (resources.rs
     // `FdBudget`); the command line takes the hard limit first, as GNU tar's users expect
@@ -193,4 +194,43 @@ fn print_all(text: &[u8], what: &str, reporter: &Reporter) -> ! {
 fn ignore_sigxfsz() {
     // Safety: installs SIG_IGN, which runs no code in the handler; no other thread exists yet.
     unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+}
+
+/// On a terminal, Ctrl-C (SIGINT) or SIGTERM would end the process with the progress bar's
+/// last frame left on the screen, `^C` after it (issue 44). The handler clears the line and
+/// then dies of the same signal as before (default action, raised again), so the shell sees
+/// the same status and a rerun resumes as after any kill. Off a terminal there is no bar and
+/// nothing is installed.
+fn clear_the_bar_when_interrupted() {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return;
+    }
+    extern "C" fn clear_and_die(sig: libc::c_int) {
+        const CLEAR: &[u8] = b"\r\x1b[2K";
+        // A Ctrl-C typed on the terminal makes the tty flush its pending output right after it
+        // signals the process group: a clear written at once can be flushed with it (seen in
+        // tmux: the frame stayed). 30 ms later it lands; nobody notices 30 ms after a Ctrl-C.
+        let wait = libc::timespec { tv_sec: 0, tv_nsec: 30_000_000 };
+        // Safety: nanosleep(2), write(2), signal(2) and raise(3) are async-signal-safe; CLEAR
+        // and `wait` outlive the calls. With the default action restored, raise() ends the
+        // process by `sig`.
+        unsafe {
+            libc::nanosleep(&wait, std::ptr::null_mut());
+            libc::write(libc::STDERR_FILENO, CLEAR.as_ptr().cast(), CLEAR.len());
+            libc::signal(sig, libc::SIG_DFL);
+            libc::raise(sig);
+        }
+    }
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // Safety: installs a handler that only calls async-signal-safe functions (above);
+        // no other thread exists yet. A signal ignored when we started (a background job of
+        // a shell without job control) stays ignored.
+        unsafe {
+            if libc::signal(sig, clear_and_die as *const () as libc::sighandler_t) == libc::SIG_IGN
+            {
+                libc::signal(sig, libc::SIG_IGN);
+            }
+        }
+    }
 }

@@ -395,7 +395,10 @@ impl Progress {
                     tick,
                 };
                 tick += 1;
-                bar.set_message(frame(&f, terminal_width()));
+                // One column short of the width: a frame in the last column leaves the
+                // cursor waiting to wrap, and the `^C` a terminal echoes then lands on the next
+                // line, where the interrupt handler's clear (main.rs) would miss the frame.
+                bar.set_message(frame(&f, terminal_width().saturating_sub(1).max(1)));
                 // Woken early by `finish`, so the run never ends late waiting for a redraw.
                 std::thread::park_timeout(Duration::from_millis(1000 / REDRAW_HZ as u64));
             }

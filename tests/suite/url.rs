@@ -867,10 +867,14 @@ fn three_sources_one_killed_at_30_percent() {
         o.same(&dest, &format!("{ctx}: one of three killed"));
         assert!(b.dead(), "{ctx}: the second source was killed\n{}", out.describe());
         let json = out.stdout_str();
-        // The killed source is retrying, or dropped once its retries were spent.
+        // The killed source is retrying, or dropped once its retries were spent, or (on a
+        // loaded host, where a source measured slow gets a piece only once a second to be
+        // measured again) still "in use" because no request of its was in flight when it
+        // died and the others finished the archive first: seen once in the exhaustive tier
+        // at load 5 with 512 KiB served by it. What the issue asks is the tree, above.
         let states = source_states(&json);
         assert_eq!(states.len(), 3, "{ctx}: {json}");
-        assert!(states[1] == "retrying" || states[1] == "dropped", "{ctx}: {json}");
+        assert!(["retrying", "dropped", "in use"].contains(&states[1].as_str()), "{ctx}: {json}");
         assert_eq!((states[0].as_str(), states[2].as_str()), ("in use", "in use"), "{ctx}");
     });
 }
