@@ -330,6 +330,11 @@ pub struct Plan {
     pub why: Why,
 }
 
+/// Under this many bytes of archive, a plan that starts buffered keeps the portable writers
+/// (`Plan::ring_for_direct`): between the 84 MB archive measured faster that way and the
+/// 129 MB one measured faster through io_uring.
+pub const SMALL_ARCHIVE_PORTABLE: u64 = 96 << 20;
+
 impl Plan {
     /// Whether `--io auto` takes io_uring for its direct writes (`write::uring_first`): where
     /// files may go direct, except for a plan that starts buffered where the process may use
@@ -340,11 +345,20 @@ impl Plan {
     /// page-cache folio), the portable writer in none of 8; that writer writes direct too once
     /// the gate opens, though synchronously (on the virtio disk a 381 MB tree took 0.94 s that
     /// way against 0.63 s through io_uring).
+    ///
+    /// Nor for a plan that starts buffered on an archive known to be under
+    /// `SMALL_ARCHIVE_PORTABLE`: quiet, io_uring's set-up and buffered path cost 20-30 ms more
+    /// than the portable writers on trees of 70 and 247 MB (23 and 84 MB of zstd; extract +
+    /// sync 1.12-1.36x issue 31's default, the portable writers 1.00x; PERFORMANCE.md, "Where
+    /// direct IO starts to pay"), while from the 129 MB archive of a 381 MB tree on, the gate
+    /// opens early and the ring's direct writes pay (0.63 against 0.94 s).
     pub fn ring_for_direct(&self, tight: bool) -> bool {
         match (self.threshold, self.start) {
             (None, _) => false,
             (Some(_), Start::Now) => true,
-            (Some(_), Start::After(_)) => !tight,
+            (Some(_), Start::After(s)) => {
+                !tight && !s.archive.is_some_and(|a| a < SMALL_ARCHIVE_PORTABLE)
+            }
         }
     }
 
@@ -789,7 +803,10 @@ mod tests {
             // buffered until the mark: the ring unless memory is tight
             (zst(None), DirectIo::Auto, false, true),
             (zst(Some(T / 2)), DirectIo::Auto, false, true),
-            (Arrival::new(Format::Gzip, Some(MB), None), DirectIo::Auto, false, true),
+            (Arrival::new(Format::Gzip, Some(SMALL_ARCHIVE_PORTABLE), None), DirectIo::Auto, false, true),
+            // ... but the portable writers for an archive known to be small
+            (Arrival::new(Format::Gzip, Some(MB), None), DirectIo::Auto, false, false),
+            (zst(Some(SMALL_ARCHIVE_PORTABLE - 1)), DirectIo::Auto, false, false),
             (zst(None), DirectIo::Auto, true, false),
             (zst(Some(T / 2)), DirectIo::Auto, true, false),
             // never direct
