@@ -105,6 +105,9 @@ pub mod __private {
         pub mod plan {
             pub use crate::report::plan::ReportPlan;
         }
+        pub mod progress {
+            pub use crate::report::progress::ON_SCREEN;
+        }
         pub mod summary {
             pub use crate::report::summary::say;
         }

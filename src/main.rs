@@ -197,27 +197,44 @@ fn ignore_sigxfsz() {
 }
 
 /// On a terminal, Ctrl-C (SIGINT) or SIGTERM would end the process with the progress bar's
-/// last frame left on the screen, `^C` after it (issue 44). The handler clears the line and
-/// then dies of the same signal as before (default action, raised again), so the shell sees
-/// the same status and a rerun resumes as after any kill. Off a terminal there is no bar and
-/// nothing is installed.
+/// last frame left on the screen (issue 44). The handler clears it and then dies of the same
+/// signal as before (default action, raised again), so the shell sees the same status and a
+/// rerun resumes as after any kill. Off a terminal there is no bar and nothing is installed.
+///
+/// indicatif pads the bar's line to the terminal's width, which leaves the cursor waiting to
+/// wrap; a Ctrl-C typed there is echoed `^C` at the start of the next line (seen in tmux: the
+/// frame stayed above a cleared line). So for a SIGINT from the terminal (`SI_KERNEL`) with
+/// ECHO and ECHOCTL on, the handler clears that line and the one above it; for any other
+/// signal the bar's line only, and nothing when no frame is on the screen.
 fn clear_the_bar_when_interrupted() {
     use std::io::IsTerminal;
     if !std::io::stderr().is_terminal() {
         return;
     }
-    extern "C" fn clear_and_die(sig: libc::c_int) {
-        const CLEAR: &[u8] = b"\r\x1b[2K";
-        // A Ctrl-C typed on the terminal makes the tty flush its pending output right after it
-        // signals the process group: a clear written at once can be flushed with it (seen in
-        // tmux: the frame stayed). 30 ms later it lands; nobody notices 30 ms after a Ctrl-C.
-        let wait = libc::timespec { tv_sec: 0, tv_nsec: 30_000_000 };
-        // Safety: nanosleep(2), write(2), signal(2) and raise(3) are async-signal-safe; CLEAR
-        // and `wait` outlive the calls. With the default action restored, raise() ends the
-        // process by `sig`.
+    extern "C" fn clear_and_die(
+        sig: libc::c_int,
+        info: *mut libc::siginfo_t,
+        _: *mut libc::c_void,
+    ) {
+        const THIS_LINE: &[u8] = b"\r\x1b[2K";
+        const AND_ABOVE: &[u8] = b"\r\x1b[2K\x1b[1A\r\x1b[2K";
+        let shown = fastuntar::__private::report::progress::ON_SCREEN
+            .load(std::sync::atomic::Ordering::Relaxed);
+        // Safety: `info` is the kernel's siginfo for this delivery (SA_SIGINFO); tcgetattr(3),
+        // write(2), signal(2) and raise(3) are async-signal-safe, the buffers static. With the
+        // default action restored, raise() ends the process by `sig`.
         unsafe {
-            libc::nanosleep(&wait, std::ptr::null_mut());
-            libc::write(libc::STDERR_FILENO, CLEAR.as_ptr().cast(), CLEAR.len());
+            if shown {
+                let typed =
+                    sig == libc::SIGINT && !info.is_null() && (*info).si_code == libc::SI_KERNEL;
+                let mut t: libc::termios = std::mem::zeroed();
+                let echoed = typed
+                    && libc::tcgetattr(libc::STDERR_FILENO, &mut t) == 0
+                    && t.c_lflag & libc::ECHO != 0
+                    && t.c_lflag & libc::ECHOCTL != 0;
+                let clear = if echoed { AND_ABOVE } else { THIS_LINE };
+                libc::write(libc::STDERR_FILENO, clear.as_ptr().cast(), clear.len());
+            }
             libc::signal(sig, libc::SIG_DFL);
             libc::raise(sig);
         }
@@ -227,10 +244,17 @@ fn clear_the_bar_when_interrupted() {
         // no other thread exists yet. A signal ignored when we started (a background job of
         // a shell without job control) stays ignored.
         unsafe {
-            if libc::signal(sig, clear_and_die as *const () as libc::sighandler_t) == libc::SIG_IGN
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut old) != 0
+                || old.sa_sigaction == libc::SIG_IGN
             {
-                libc::signal(sig, libc::SIG_IGN);
+                continue;
             }
+            let mut act: libc::sigaction = std::mem::zeroed();
+            act.sa_sigaction = clear_and_die as *const () as libc::sighandler_t;
+            act.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+            libc::sigemptyset(&mut act.sa_mask);
+            libc::sigaction(sig, &act, std::ptr::null_mut());
         }
     }
 }

@@ -43,6 +43,10 @@ const BAR_MAX: usize = 30;
 /// process, as the terminal is.
 static SHOWN: Mutex<Option<Shown>> = Mutex::new(None);
 
+/// Whether a frame of the bar has been drawn and not yet cleared: read by the CLI's interrupt
+/// handler (main.rs), which may not take `SHOWN`'s lock.
+pub static ON_SCREEN: AtomicBool = AtomicBool::new(false);
+
 struct Shown {
     bar: ProgressBar,
     /// Standard output is a terminal too (the same one, as far as we can tell): `-v` names
@@ -395,10 +399,8 @@ impl Progress {
                     tick,
                 };
                 tick += 1;
-                // One column short of the width: a frame in the last column leaves the
-                // cursor waiting to wrap, and the `^C` a terminal echoes then lands on the next
-                // line, where the interrupt handler's clear (main.rs) would miss the frame.
-                bar.set_message(frame(&f, terminal_width().saturating_sub(1).max(1)));
+                bar.set_message(frame(&f, terminal_width()));
+                ON_SCREEN.store(true, Ordering::Relaxed);
                 // Woken early by `finish`, so the run never ends late waiting for a redraw.
                 std::thread::park_timeout(Duration::from_millis(1000 / REDRAW_HZ as u64));
             }
@@ -406,6 +408,7 @@ impl Progress {
             // be printed on the bar's line and then erased with it.
             let mut shown = SHOWN.lock().unwrap_or_else(|e| e.into_inner());
             bar.finish_and_clear();
+            ON_SCREEN.store(false, Ordering::Relaxed);
             *shown = None;
         });
         Progress { stop, thread: spawned.ok() }

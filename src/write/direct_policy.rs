@@ -357,7 +357,7 @@ impl Plan {
             (None, _) => false,
             (Some(_), Start::Now) => true,
             (Some(_), Start::After(s)) => {
-                !tight && !s.archive.is_some_and(|a| a < SMALL_ARCHIVE_PORTABLE)
+                !tight && s.archive.is_none_or(|a| a >= SMALL_ARCHIVE_PORTABLE)
             }
         }
     }
