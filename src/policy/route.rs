@@ -165,15 +165,17 @@ pub fn route_link(
     }
 }
 
+/// The plan the router's and the placer's case tables share (command/extract/placer.rs).
 #[cfg(test)]
-mod tests {
+pub(crate) mod fixture {
     use super::*;
 
-    fn p(s: &str) -> SafePath {
+    pub fn p(s: &str) -> SafePath {
         SafePath(PathBuf::from(s))
     }
 
-    fn plan() -> Placement {
+    /// `accounts` over /a, /b, /c and `snap/big` over /d, /e.
+    pub fn plan() -> Placement {
         Placement {
             spreads: vec![
                 Spread {
@@ -184,6 +186,12 @@ mod tests {
             ],
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixture::{p, plan};
+    use super::*;
 
     #[test]
     fn members_are_routed_by_prefix_and_load() {

@@ -171,24 +171,7 @@ pub fn dir_entry(r: &Record, offset: u64) -> Option<Entry> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::route::Spread;
-    use std::path::PathBuf;
-
-    fn p(s: &str) -> SafePath {
-        SafePath(PathBuf::from(s))
-    }
-
-    fn plan() -> Placement {
-        Placement {
-            spreads: vec![
-                Spread {
-                    prefix: p("accounts"),
-                    roots: vec!["/a".into(), "/b".into(), "/c".into()],
-                },
-                Spread { prefix: p("snap/big"), roots: vec!["/d".into(), "/e".into()] },
-            ],
-        }
-    }
+    use crate::policy::route::fixture::{p, plan};
 
     /// Greedy by weight keeps every root within a few files' weight of the others, and the
     /// same archive order gives the same roots (what resume relies on), also when routing
