@@ -109,6 +109,8 @@ pub struct Server {
     state: Arc<State>,
     stop: Arc<AtomicBool>,
     accept: Option<JoinHandle<()>>,
+    /// Watches the shared count of `Faults::die_when`.
+    watch: Option<JoinHandle<()>>,
 }
 
 const ETAG_1: &str = "\"v1\"";
@@ -166,7 +168,18 @@ impl Server {
                 std::thread::spawn(move || serve(conn, &st));
             }
         });
-        Server { addr, scheme, state, stop, accept: Some(accept) }
+        // A server that dies at a shared mark dies when the count passes it, whoever sent the
+        // bytes: one the client has stopped asking (a source kept out as slow) dies too.
+        let watch = state.faults.lock().unwrap().die_when.is_some().then(|| {
+            let (st, sp) = (state.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !sp.load(Ordering::Relaxed) && !st.dead_or_hung() {
+                    st.check_mark();
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            })
+        });
+        Server { addr, scheme, state, stop, accept: Some(accept), watch }
     }
 
     /// The URL of `path` on this server (`127.0.0.1`, or `localhost` for TLS's name check).
@@ -203,7 +216,7 @@ impl Server {
 
     /// Whether it died or hung (`Faults::die_when`).
     pub fn dead(&self) -> bool {
-        self.state.dead.load(Ordering::Relaxed) || self.state.hung.load(Ordering::Relaxed)
+        self.state.dead_or_hung()
     }
 }
 
@@ -218,6 +231,26 @@ impl State {
             let _ = c.shutdown(Shutdown::Both);
         }
         let _ = TcpStream::connect(self.addr);
+    }
+
+    fn dead_or_hung(&self) -> bool {
+        self.dead.load(Ordering::Relaxed) || self.hung.load(Ordering::Relaxed)
+    }
+
+    /// Dies (or hangs) once the shared count of `Faults::die_when` has reached its mark.
+    fn check_mark(&self) {
+        let (die, hang) = {
+            let f = self.faults.lock().unwrap();
+            (f.die_when.clone(), f.hang)
+        };
+        let Some((count, at)) = die else { return };
+        if count.load(Ordering::Relaxed) < at {
+            return;
+        }
+        match hang {
+            true => self.hung.store(true, Ordering::Relaxed),
+            false => self.die(),
+        }
     }
 
     /// Waits until the rate cap lets `n` more bytes go.
@@ -247,7 +280,7 @@ impl Drop for Server {
         self.state.stopped.store(true, Ordering::Relaxed);
         // Wakes the accept loop, which then sees the flag.
         let _ = TcpStream::connect(self.addr);
-        if let Some(t) = self.accept.take() {
+        for t in [self.accept.take(), self.watch.take()].into_iter().flatten() {
             let _ = t.join();
         }
     }
@@ -547,18 +580,10 @@ fn sent(st: &State, n: u64) {
         let total = log.last().map_or(0, |l| l.1) + n;
         log.push((Instant::now(), total));
     }
-    let (die, hang) = {
-        let f = st.faults.lock().unwrap();
-        (f.die_when.clone(), f.hang)
-    };
-    if let Some((count, at)) = die
-        && count.fetch_add(n, Ordering::Relaxed) + n >= at
-    {
-        if hang {
-            st.hung.store(true, Ordering::Relaxed);
-        } else {
-            st.die();
-        }
+    let count = st.faults.lock().unwrap().die_when.as_ref().map(|d| d.0.clone());
+    if let Some(count) = count {
+        count.fetch_add(n, Ordering::Relaxed);
+        st.check_mark();
     }
 }
 
