@@ -511,7 +511,7 @@ fn merged(dest: &Path, roots: &[PathBuf], prefix: &str) -> Snapshot {
 /// A callback spreading `accounts/` over three roots by the file's id: every file lands in the
 /// root and at the path the callback said, told once to `landed` with that root; the hard link
 /// is a link to its target in their root; the roots and the destination together hold GNU
-/// tar's tree with `accounts/` remapped.
+/// tar's tree with `accounts/` remapped; `max_files` counts the members of all roots.
 #[test]
 fn a_routing_callback_places_every_member_where_it_says() {
     let test = "api::a_routing_callback_places_every_member_where_it_says";
@@ -562,6 +562,15 @@ fn a_routing_callback_places_every_member_where_it_says() {
     let ours = merged(&dest, &roots, "accounts");
     let found = diff(&gnu, "GNU tar", &ours, "Restore (roots merged)", &Compare::extraction(since));
     assert!(found.is_empty(), "{}", found.join("\n"));
+    // The limits count over all roots: the 152 members of `accounts/` (no implied directory,
+    // which a writer would count) are past `max_files(100)` though no root gets 60.
+    let limited = Restore::new(Source::Path(td.join("a.tar")), td.join("limited"))
+        .roots(&[td.join("l1"), td.join("l2"), td.join("l3")])
+        .route(by_id(3))
+        .select("accounts")
+        .max_files(100)
+        .run();
+    assert!(matches!(&limited, Err(Error::Limit { .. })), "{limited:?}");
 }
 
 /// The callback's Skip and Refuse are told to the observer with their reasons and words
