@@ -35,7 +35,7 @@
 mod api;
 pub use api::{
     Cancel, DirectIo, Error, Landed, MemberKind, Observer, Overwrite, Progress, Restore, Resume,
-    SkipReason, Skipped, Source, Started, Summary,
+    Route, SkipReason, Skipped, Source, Started, Summary,
 };
 
 mod archive;

@@ -27,6 +27,10 @@ impl std::error::Error for Cause {}
 #[non_exhaustive]
 pub enum Error {
     /// The options do not go together, or one is out of range; nothing was read or written.
+    /// Also a routing callback's answer that no member can have (a root
+    /// [`Restore::roots`](crate::Restore::roots) did not declare, [`Route::Each`](crate::Route::Each)
+    /// for a non-directory): the run stops at that member, named in `message`, and what landed
+    /// before it stays.
     Options {
         /// What is wrong.
         message: String,
@@ -93,6 +97,8 @@ impl Error {
             .chain()
             .find_map(|c| c.downcast_ref::<std::io::Error>().and_then(|io| io.raw_os_error()));
         let fault = tagged.fault.clone();
+        // The words of a bad option are its message, as for those refused before the run.
+        let message = format!("{:#}", tagged.inner);
         let source: Source = Box::new(Cause(e));
         match fault {
             Fault::Input { name } => Error::Input { name, source },
@@ -101,6 +107,7 @@ impl Error {
             Fault::Destination { path } => Error::Destination { path, errno, source },
             Fault::Limit => Error::Limit { source },
             Fault::Cancelled => Error::Cancelled,
+            Fault::Options => Error::Options { message },
         }
     }
 }

@@ -13,10 +13,12 @@
 
 mod error;
 mod observe;
+mod route;
 
 pub use crate::report::voice::{Cancel, MemberKind, Skip as SkipReason};
 pub use error::Error;
 pub use observe::{Landed, Observer, Progress, Skipped, Started};
+pub use route::Route;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -115,7 +117,8 @@ pub enum Resume {
 /// ```
 ///
 /// Members under a prefix can be spread across several roots (separate disks), as Agave lays
-/// account files over its account paths: [`Restore::spread`].
+/// account files over its account paths: [`Restore::spread`]; or a callback of the program's
+/// places every member: [`Restore::route`] over [`Restore::roots`].
 pub struct Restore {
     args: Args,
     reader: Option<Box<dyn Read + Send>>,
@@ -123,6 +126,8 @@ pub struct Restore {
     cancel: Option<Cancel>,
     /// The first option refused while building, said by `run`.
     refused: Option<String>,
+    /// `roots` and `route`: the routing callback's roots and the callback.
+    routing: (Vec<PathBuf>, Option<Arc<crate::policy::route::Rule>>),
 }
 
 impl std::fmt::Debug for Restore {
@@ -176,7 +181,8 @@ impl Restore {
         let dest = dest.as_ref().to_path_buf();
         args.selection.ordered.push(Ordered::Directory(dest.clone()));
         args.selection.directory.push(dest);
-        Restore { args, reader, observer: None, cancel: None, refused: None }
+        let routing = (Vec::new(), None);
+        Restore { args, reader, observer: None, cancel: None, refused: None, routing }
     }
 
     /// Snapshot policy: only the layout of a ledger snapshot (`version`, `snapshots/…`,
@@ -326,6 +332,74 @@ impl Restore {
         self
     }
 
+    /// Declares the roots a routing callback ([`Restore::route`]) may send members to,
+    /// numbered from 1 in the order given (0 is the destination). Each is made if missing (as
+    /// the destination is), confined as the destination is, has writers of its own (so
+    /// several disks work at once), and counts towards the limits; a resume point covers
+    /// them all (their filesystems are synced with the destination's). A root may lie inside
+    /// the destination (a member the callback sends to the destination there is refused), not
+    /// hold it or another root. Called again, replaces the list.
+    pub fn roots<P: AsRef<Path>>(mut self, roots: &[P]) -> Restore {
+        self.routing.0 = roots.iter().map(|r| r.as_ref().to_path_buf()).collect();
+        self
+    }
+
+    /// A routing callback: asked once for every member the selection takes (after
+    /// [`strip_components`](Restore::strip_components) and the path checks, so the path is
+    /// relative with no `..`), with its kind, it answers where the member goes: a [`Route`]
+    /// into a root of [`Restore::roots`] (or the destination), or to skip or refuse it. A
+    /// hard link is asked for as [`MemberKind::Hardlink`], and its target's path again as a
+    /// [`MemberKind::File`]: both must be in one root, or the link is refused (a link cannot
+    /// cross filesystems). [`Landed::root`] says where each file went.
+    ///
+    /// The callback runs on the decoder thread, between members: it should be quick. It must
+    /// answer by the path and kind only, the same on every call and on a rerun: a run resumed
+    /// after a cancel or a kill asks again for the members after its resume point and the
+    /// directories before it, and the resume state records the roots, not the rule (a rerun
+    /// with other roots, without the callback or with [`spread`](Restore::spread) starts
+    /// over; one whose rule changed needs [`Resume::Off`]). A root the callback names that
+    /// `roots` did not declare, or [`Route::Each`] for a non-directory, stops the run with
+    /// [`Error::Options`] naming the member. Not with `spread` (the callback places every
+    /// member: spread by a rule of its own).
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use fastuntar::{MemberKind, Restore, Route, Source};
+    ///
+    /// let tmp = std::env::temp_dir().join(format!("fastuntar-route-doc-{}", std::process::id()));
+    /// let (ledger, nvme1, nvme2) = (tmp.join("ledger"), tmp.join("nvme1"), tmp.join("nvme2"));
+    /// // `accounts/<slot>.<id>` by the id's parity over two disks, the accounts/ prefix taken
+    /// // off; everything else into the ledger directory as archived.
+    /// let by_id = |path: &Path, kind: MemberKind| {
+    ///     let Ok(file) = path.strip_prefix("accounts") else { return Route::to(0, path) };
+    ///     if kind == MemberKind::Dir {
+    ///         return Route::Each { roots: vec![1, 2], path: file.into() };
+    ///     }
+    ///     let id = file.to_str().and_then(|f| f.rsplit('.').next()?.parse::<usize>().ok());
+    ///     match id {
+    ///         Some(id) => Route::to(1 + id % 2, file),
+    ///         None => Route::Refuse("not an account file".into()),
+    ///     }
+    /// };
+    /// let summary = Restore::new(Source::Path("fixtures/sample.tar.zst".into()), &ledger)
+    ///     .roots(&[&nvme1, &nvme2])
+    ///     .route(by_id)
+    ///     .run()?;
+    /// assert_eq!(summary.skipped, 0);
+    /// assert!(ledger.join("version").is_file() && !ledger.join("accounts").exists());
+    /// assert!(nvme1.join("123456784.1012").is_file()); // an even id
+    /// assert!(nvme2.join("123456783.1013").is_file()); // an odd one
+    /// # std::fs::remove_dir_all(&tmp).unwrap();
+    /// # Ok::<(), fastuntar::Error>(())
+    /// ```
+    pub fn route<F>(mut self, callback: F) -> Restore
+    where
+        F: Fn(&Path, MemberKind) -> Route + Send + Sync + 'static,
+    {
+        self.routing.1 = Some(route::rule(callback));
+        self
+    }
+
     /// Who is told what happens, member by member.
     pub fn observer(mut self, observer: Arc<dyn Observer>) -> Restore {
         self.observer = Some(observer);
@@ -342,9 +416,13 @@ impl Restore {
     /// Extracts. Blocks until the archive is extracted, a member stops the run, or the run is
     /// cancelled.
     pub fn run(self) -> Result<Summary, Error> {
-        let Restore { args, reader, observer, cancel, refused } = self;
+        let Restore { args, reader, observer, cancel, refused, routing } = self;
         if let Some(r) = refused {
             return Err(Error::Options { message: r });
+        }
+        if routing.1.is_none() && !routing.0.is_empty() {
+            let message = "roots without route: nothing would be sent to them".to_string();
+            return Err(Error::Options { message });
         }
         let voice: Arc<dyn crate::report::voice::Voice> = Arc::new(observe::Bridge::new(observer));
         let reporter = Arc::new(Reporter::with_voice(voice, cancel));
@@ -356,6 +434,9 @@ impl Restore {
         }
         if let Some(r) = reader {
             plans.input.reader = Some(crate::decode::plan::Handed::new(r));
+        }
+        if let (roots, Some(rule)) = routing {
+            cli::resolve::route(&mut plans, &roots, rule).map_err(Error::options)?;
         }
         let fs = crate::write::plan::DestFs::probe(&plans.writer);
         plans.writer.layout = Some(cli::resolve::writer_layout(&plans.writer, &fs));

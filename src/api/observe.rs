@@ -28,7 +28,8 @@ pub struct Landed<'a> {
     /// Where it is, relative to its root (after `strip_components`).
     pub path: &'a Path,
     /// Which root it landed under: 0 the destination, then the roots of each
-    /// [`Restore::spread`](crate::Restore::spread) in the order given.
+    /// [`Restore::spread`](crate::Restore::spread) in the order given, or those of
+    /// [`Restore::roots`](crate::Restore::roots) (as a routing callback numbers them).
     pub root: usize,
     /// Its size in bytes.
     pub size: u64,

@@ -51,6 +51,7 @@ use selection::selection_plan;
 use units::window_log;
 use writer::writer_plan;
 
+pub use placement::route;
 pub use units::{parse_rate, parse_size};
 pub use writer::writer_layout;
 

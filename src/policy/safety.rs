@@ -200,6 +200,22 @@ fn bytes(c: Component<'_>) -> &[u8] {
 }
 
 impl SafePath {
+    /// `path` as given by a program (a routing callback's answer, policy/route.rs), taken only
+    /// when it already is safe: relative, every component a plain name (`.` components are
+    /// dropped), no NUL byte, at most MAX_PATH_BYTES. Nothing is stripped or repaired: a path
+    /// that needs it is none (None).
+    pub fn plain(path: &Path) -> Option<SafePath> {
+        let mut out = PathBuf::new();
+        for c in path.components() {
+            match c {
+                Component::Normal(n) if !n.as_bytes().contains(&0) => out.push(n),
+                Component::CurDir => {}
+                _ => return None,
+            }
+        }
+        (out.as_os_str().len() <= MAX_PATH_BYTES).then_some(SafePath(out))
+    }
+
     pub fn as_path(&self) -> &Path {
         &self.0
     }
@@ -255,6 +271,28 @@ impl SafePath {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A program's path is taken as it is or not at all (`SafePath::plain`).
+    #[test]
+    fn plain_paths_are_taken_or_refused() {
+        use std::ffi::OsStr;
+        let plain = |p: &Path| SafePath::plain(p).map(|s| s.0);
+        for (given, want) in [
+            ("a/b", Some("a/b")),
+            ("./a//b/.", Some("a/b")),
+            ("", Some("")),
+            (".", Some("")),
+            ("/a", None),
+            ("a/../b", None),
+            ("..", None),
+            ("a/..", None),
+        ] {
+            assert_eq!(plain(Path::new(given)), want.map(PathBuf::from), "{given:?}");
+        }
+        assert_eq!(plain(Path::new(OsStr::from_bytes(b"a\0b"))), None);
+        assert_eq!(plain(&PathBuf::from("x".repeat(MAX_PATH_BYTES + 1))), None);
+        assert!(plain(&PathBuf::from("x".repeat(MAX_PATH_BYTES))).is_some());
+    }
 
     /// The names GNU tar 1.34 lists with `-t --show-transformed-names` (checked against it).
     #[test]

@@ -47,8 +47,12 @@ pub enum Skip {
     /// An existing file as new as the member or newer was kept (`OldFiles::KeepNewer`).
     KeptNewer,
     /// Placement across several roots refused it (a hard link whose target lies in another
-    /// root: a link cannot cross filesystems).
+    /// root: a link cannot cross filesystems), or the routing callback did
+    /// (`Route::Refuse`, with its words).
     Refused,
+    /// The routing callback answered `Route::Skip`: left out by the program's choice, which
+    /// is no failure (not counted in `Summary::skipped`).
+    Routed,
 }
 
 /// What a run says, when a program listens.
@@ -57,7 +61,8 @@ pub trait Voice: Send + Sync {
     fn started(&self, name: &[u8], kind: MemberKind, size: u64);
     /// A regular file's data and metadata landed at `path` (relative to root `root`: 0 the
     /// destination, then the `--spread` roots in order), of
-    /// `size` bytes; `fd` is its open descriptor, still open for writing.
+    /// `size` bytes; `fd` is its open descriptor, still open for writing. (With a routing
+    /// callback, the roots are 0 the destination, then those of `Restore::roots`.)
     fn landed(&self, at: (usize, &Path), size: u64, fd: BorrowedFd<'_>);
     /// A member was not restored: `why`, and the message GNU tar would print.
     fn skipped(&self, member: &str, why: Skip, message: &str);
@@ -113,6 +118,9 @@ pub enum Fault {
     Limit,
     /// The run was cancelled (`Cancel`).
     Cancelled,
+    /// A library caller's own setting failed the run once it had started: its routing
+    /// callback answered a root that does not exist, or `Each` for a non-directory.
+    Options,
 }
 
 /// An error with the `Fault` it is: says exactly what the error inside says (the command

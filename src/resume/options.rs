@@ -81,6 +81,16 @@ pub fn digest(
     h.finalize().into()
 }
 
+/// `digest` with a library caller's routing (`Restore::route`) added to it: that a callback
+/// routes, and over which roots (`Placement`'s `Debug`). The callback's rule cannot be
+/// hashed: a rerun must route by the same rule (src/api/route.rs says so).
+pub fn with_placement(digest: [u8; 32], placement: &crate::policy::route::Placement) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(digest);
+    h.update(format!("{placement:?}").as_bytes());
+    h.finalize().into()
+}
+
 #[cfg(test)]
 mod tests {
     fn digest_of(extra: &[&str]) -> [u8; 32] {

@@ -1,7 +1,9 @@
 //! The library's API (`fastuntar::Restore`, issue 43): restores in-process compared with GNU
 //! tar's tree, two at once, from a reader, cancelled and resumed; every landed file told once
 //! with its path and size; the errors by kind; and no process-wide effect (nothing on stdout
-//! or stderr, the umask untouched). The runs are in-process, so the engine matrix's rows
+//! or stderr, the umask untouched). A routing callback (`Restore::route`): every member where
+//! it said, the roots together GNU tar's tree remapped, its skips and refusals told, hostile
+//! answers kept in their root, an undeclared root, cancel and resume. The runs are in-process, so the engine matrix's rows
 //! (command-line flags) do not apply: each case runs once in both tiers.
 
 use std::collections::BTreeMap;
@@ -13,7 +15,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use fastuntar::{
-    Cancel, Error, Landed, MemberKind, Observer, Restore, SkipReason, Skipped, Source, Started,
+    Cancel, Error, Landed, MemberKind, Observer, Restore, Resume, Route, SkipReason, Skipped,
+    Source, Started,
 };
 
 use crate::util::rawtar::{Header, Tar};
@@ -79,6 +82,8 @@ struct Kept {
     started: Mutex<Vec<(Vec<u8>, MemberKind, u64)>>,
     landed: Mutex<Vec<Told>>,
     skipped: Mutex<Vec<(String, SkipReason)>>,
+    /// The words of each skip, in the same order.
+    said: Mutex<Vec<String>>,
     warnings: Mutex<Vec<String>>,
     progress: AtomicU64,
     /// Hand the files over and read them back (their length is kept).
@@ -103,6 +108,7 @@ impl Observer for Kept {
 
     fn skipped(&self, s: &Skipped<'_>) {
         self.skipped.lock().unwrap().push((s.member.to_string(), s.reason));
+        self.said.lock().unwrap().push(s.message.to_string());
     }
 
     fn warning(&self, w: &str) {
@@ -440,6 +446,349 @@ fn skipped_members_are_told_why() {
     );
     assert_eq!(summary.skipped, 2);
     assert_eq!(fs::read(td.join("out/fine")).unwrap(), b"ok");
+}
+
+/// A snapshot-shaped archive: `version`, `snapshots/`, `accounts/` (its own mode and time)
+/// with `n` files `accounts/<slot>.<id>` of 1 B to 90 KiB, a hard link `accounts/0.24` to
+/// `accounts/3.21` (ids 24 and 21 in one root by `by_id`), then `status` after them.
+fn accounts(n: u64) -> Vec<u8> {
+    let mut t = Tar::new();
+    t.entry(&Header::file("version").mtime(1_600_000_000), b"1.2.3\n");
+    t.header(&Header::dir("snapshots/").mtime(1_600_000_001));
+    t.entry(&Header::file("snapshots/100/100").mtime(1_600_000_002), &[7; 5000]);
+    t.header(&Header::dir("accounts/").mode(0o750).mtime(1_600_000_003));
+    for i in 0..n {
+        let size = 1 + ((i * 7919) % 90_000) as usize;
+        let h = Header::file(format!("accounts/{i}.{}", i * 7)).mtime(1_600_001_000 + i);
+        t.entry(&h, &crate::util::tree::contents(size, i));
+    }
+    t.hardlink("accounts/0.24", "accounts/3.21");
+    t.entry(&Header::file("status").mtime(1_600_000_006), b"done\n");
+    t.finish()
+}
+
+/// The caller's rule of `a_routing_callback_places_every_member_where_it_says`: each account
+/// file to root 1 + its id modulo `roots` without the `accounts/` prefix, `accounts/` itself
+/// made in every root (its mode and time in each), everything else into the destination.
+fn by_id(roots: usize) -> impl Fn(&Path, MemberKind) -> Route + Send + Sync + Clone + 'static {
+    move |path: &Path, kind: MemberKind| {
+        let Ok(file) = path.strip_prefix("accounts") else { return Route::to(0, path) };
+        if kind == MemberKind::Dir && file.as_os_str().is_empty() {
+            return Route::Each { roots: (1..=roots).collect(), path: file.into() };
+        }
+        let id: usize = file.to_str().unwrap().rsplit('.').next().unwrap().parse().unwrap();
+        Route::to(1 + id % roots, file)
+    }
+}
+
+/// The destination's tree with each root's (`roots[i]`, put back under `prefix`): a directory
+/// several roots hold must be the same in each (mode, time), a non-directory is in one only.
+fn merged(dest: &Path, roots: &[PathBuf], prefix: &str) -> Snapshot {
+    let mut all = snapshot(dest);
+    let mut dirs = BTreeMap::new();
+    for root in roots {
+        let s = snapshot(root).map_paths(|p| {
+            Some(match p {
+                b"." => prefix.as_bytes().to_vec(),
+                p => [prefix.as_bytes(), b"/", p].concat(),
+            })
+        });
+        for (p, e) in s.entries {
+            let shown = String::from_utf8_lossy(&p).into_owned();
+            if e.kind == Kind::Dir {
+                if let Some((mode, mtime)) = dirs.insert(p.clone(), (e.mode, e.mtime)) {
+                    assert_eq!((mode, mtime), (e.mode, e.mtime), "{shown} differs between roots");
+                }
+            } else {
+                assert!(!all.entries.contains_key(&p), "{shown} is in two roots");
+            }
+            all.entries.insert(p, e);
+        }
+    }
+    all
+}
+
+/// A callback spreading `accounts/` over three roots by the file's id: every file lands in the
+/// root and at the path the callback said, told once to `landed` with that root; the hard link
+/// is a link to its target in their root; the roots and the destination together hold GNU
+/// tar's tree with `accounts/` remapped; `max_files` counts the members of all roots.
+#[test]
+fn a_routing_callback_places_every_member_where_it_says() {
+    let test = "api::a_routing_callback_places_every_member_where_it_says";
+    if !have_tool(test, "tar") {
+        return;
+    }
+    let td = TestDir::new(test);
+    let tar = td.write("a.tar", accounts(150));
+    let since = recently();
+    let gnu = gnu_tree(&td, &tar, &[]);
+    let dest = td.join("ledger");
+    let roots: Vec<PathBuf> = (1..=3).map(|i| td.join(format!("nvme{i}"))).collect();
+    let kept = Arc::new(Kept::default());
+    let rule = by_id(3);
+    let summary = Restore::new(Source::Path(tar), &dest)
+        .roots(&roots)
+        .route(rule.clone())
+        .observer(kept.clone())
+        .writer_threads(2)
+        .run()
+        .unwrap();
+    assert_eq!((summary.skipped, summary.files), (0, 153), "{summary:?}");
+    let landed = kept.landed.lock().unwrap();
+    let mut told = BTreeMap::new();
+    for (path, root, size, _) in landed.iter() {
+        assert!(told.insert((*root, path.clone()), *size).is_none(), "{path:?} told twice");
+    }
+    assert_eq!(told.len(), 153);
+    let mut per_root = [0; 4];
+    for i in 0..150u64 {
+        let name = format!("accounts/{i}.{}", i * 7);
+        let Route::To { root, path } = rule(Path::new(&name), MemberKind::File) else {
+            panic!("{name}")
+        };
+        let size = told.get(&(root, path.clone())).unwrap_or_else(|| panic!("{name} not told"));
+        let base = if root == 0 { &dest } else { &roots[root - 1] };
+        assert_eq!(fs::metadata(base.join(&path)).unwrap().len(), *size, "{name}");
+        per_root[root] += 1;
+    }
+    assert_eq!(per_root, [0, 50, 50, 50], "files by root");
+    for other in ["version", "snapshots/100/100", "status"] {
+        assert!(told.contains_key(&(0, PathBuf::from(other))), "{other} in the destination");
+    }
+    // 24 % 3 == 21 % 3: the link and its target in root 1.
+    let (link, target) = (roots[0].join("0.24"), roots[0].join("3.21"));
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(fs::metadata(link).unwrap().ino(), fs::metadata(target).unwrap().ino());
+    let ours = merged(&dest, &roots, "accounts");
+    let found = diff(&gnu, "GNU tar", &ours, "Restore (roots merged)", &Compare::extraction(since));
+    assert!(found.is_empty(), "{}", found.join("\n"));
+    // The limits count over all roots: the 152 members of `accounts/` (no implied directory,
+    // which a writer would count) are past `max_files(100)` though no root gets 60.
+    let limited = Restore::new(Source::Path(td.join("a.tar")), td.join("limited"))
+        .roots(&[td.join("l1"), td.join("l2"), td.join("l3")])
+        .route(by_id(3))
+        .select("accounts")
+        .max_files(100)
+        .run();
+    assert!(matches!(&limited, Err(Error::Limit { .. })), "{limited:?}");
+}
+
+/// The callback's Skip and Refuse are told to the observer with their reasons and words
+/// (Skip as no failure, Refuse counted), as is a hard link it put in another root than its
+/// target; nothing of them lands anywhere.
+#[test]
+fn a_routing_callbacks_skips_and_refusals_are_told() {
+    let td = TestDir::new("api::a_routing_callbacks_skips_and_refusals_are_told");
+    let mut t = Tar::new();
+    t.file("keep", b"k").file("run.log", b"l").file("secret", b"s");
+    t.file("accounts/1.1", b"one").hardlink("accounts/2.2", "accounts/1.1");
+    let tar = td.write("s.tar", t.finish());
+    let (dest, roots) = (td.join("out"), [td.join("r1"), td.join("r2")]);
+    let rule = |path: &Path, kind: MemberKind| match path.to_str().unwrap() {
+        "run.log" => Route::Skip,
+        "secret" => Route::Refuse(format!("{kind:?} not wanted here")),
+        _ => by_id(2)(path, kind),
+    };
+    let kept = Arc::new(Kept::default());
+    let summary = Restore::new(Source::Path(tar), &dest)
+        .roots(&roots)
+        .route(rule)
+        .observer(kept.clone())
+        .run()
+        .unwrap();
+    let skipped = kept.skipped.lock().unwrap().clone();
+    let said = kept.said.lock().unwrap().clone();
+    assert_eq!(
+        skipped,
+        [
+            ("run.log".to_string(), SkipReason::Routed),
+            ("secret".to_string(), SkipReason::Refused),
+            ("accounts/2.2".to_string(), SkipReason::Refused),
+        ],
+        "{said:?}"
+    );
+    assert_eq!(said[1], "File not wanted here");
+    assert!(said[2].contains("hard link across roots"), "{said:?}");
+    assert_eq!(summary.skipped, 2, "a Skip is no failure: {summary:?}");
+    let everywhere: Vec<String> = [&dest, &roots[0], &roots[1]]
+        .iter()
+        .flat_map(|r| snapshot(r).entries.into_keys())
+        .map(|p| String::from_utf8_lossy(&p).into_owned())
+        .collect();
+    assert_eq!(everywhere, [".", "keep", ".", ".", "1.1"], "what landed, root by root");
+}
+
+/// Hostile answers cannot leave a root: `..`, absolute paths and an empty name skip the member
+/// as an unsafe name does; a symlink planted in a root before the run, or one the archive put
+/// there, is not passed through (the member fails, as in the destination); nothing appears
+/// outside the roots.
+#[test]
+fn a_routing_callback_cannot_leave_its_root() {
+    let td = TestDir::new("api::a_routing_callback_cannot_leave_its_root");
+    let outside = td.join("outside");
+    fs::create_dir_all(&outside).unwrap();
+    let (dest, roots) = (td.join("out"), [td.join("r1"), td.join("r2")]);
+    fs::create_dir_all(&roots[0]).unwrap();
+    std::os::unix::fs::symlink(&outside, roots[0].join("planted")).unwrap();
+    let mut t = Tar::new();
+    for name in ["up", "abs", "deep", "empty", "via-planted", "fine"] {
+        t.file(name, name.as_bytes());
+    }
+    t.symlink("l", "../outside").file("l/x", b"through the archive's symlink");
+    let tar = td.write("h.tar", t.finish());
+    let escape = td.join("escaped");
+    let abs = escape.clone();
+    let rule = move |path: &Path, _: MemberKind| match path.to_str().unwrap() {
+        "up" => Route::to(1, "../escaped"),
+        "abs" => Route::to(2, &abs),
+        "deep" => Route::to(1, "a/../../../escaped"),
+        "empty" => Route::to(2, ""),
+        "via-planted" => Route::to(1, "planted/x"),
+        "l" => Route::to(2, "l"),
+        "l/x" => Route::to(2, "l/x"),
+        other => Route::to(1, other),
+    };
+    let kept = Arc::new(Kept::default());
+    let summary = Restore::new(Source::Path(tar), &dest)
+        .roots(&roots)
+        .route(rule)
+        .observer(kept.clone())
+        .run()
+        .unwrap();
+    let skipped = kept.skipped.lock().unwrap().clone();
+    let reasons: BTreeMap<&str, SkipReason> =
+        skipped.iter().map(|(m, r)| (m.as_str(), *r)).collect();
+    let unsafe_ = SkipReason::Unsafe;
+    let failed = SkipReason::NotRestored;
+    let want: BTreeMap<&str, SkipReason> = [
+        ("up", unsafe_),
+        ("abs", unsafe_),
+        ("deep", unsafe_),
+        ("empty", unsafe_),
+        ("via-planted", failed),
+        ("l/x", failed),
+    ]
+    .into();
+    assert_eq!(reasons, want, "{:?}", kept.said.lock().unwrap());
+    assert_eq!(summary.skipped, 6);
+    assert_eq!(fs::read_dir(&outside).unwrap().count(), 0, "something landed outside");
+    assert!(!escape.exists(), "{} was made", escape.display());
+    assert_eq!(fs::read(roots[0].join("fine")).unwrap(), b"fine");
+    assert_eq!(fs::read_link(roots[1].join("l")).unwrap(), Path::new("../outside"));
+}
+
+/// A root the callback names that `roots` did not declare stops the run at that member with
+/// `Error::Options` naming it and the roots there are (what landed before stays); so does
+/// `Route::Each` for a file. `roots` without `route`, `route` with `spread`, and a root that
+/// holds the destination are refused before anything is written.
+#[test]
+fn a_routing_callbacks_undeclared_root_stops_the_run() {
+    let td = TestDir::new("api::a_routing_callbacks_undeclared_root_stops_the_run");
+    let mut t = Tar::new();
+    t.file("a", b"a").file("b", b"b").file("c", b"c");
+    let tar = td.write("r.tar", t.finish());
+    let roots = [td.join("r1"), td.join("r2")];
+    let run = |dest: &str, rule: fn(&Path, MemberKind) -> Route| {
+        Restore::new(Source::Path(tar.clone()), td.join(dest)).roots(&roots).route(rule).run()
+    };
+    let e =
+        run("out", |p, _| if p == Path::new("b") { Route::to(3, "b") } else { Route::to(2, p) })
+            .expect_err("root 3 of 2");
+    let Error::Options { message } = &e else { panic!("{e:?}") };
+    assert!(message.starts_with("b: the routing callback answered root 3"), "{message}");
+    assert!(message.contains("the roots are 0 to 2"), "{message}");
+    assert_eq!(fs::read(roots[1].join("a")).unwrap(), b"a", "what landed before stays");
+    assert!(!roots[1].join("c").exists(), "the run stopped at b");
+
+    let e = run("each", |p, _| Route::Each { roots: vec![1], path: p.into() }).unwrap_err();
+    assert!(matches!(&e, Error::Options { message } if message.contains("Route::Each")), "{e:?}");
+
+    let options = |r: Restore| match r.run() {
+        Err(Error::Options { message }) => message,
+        other => panic!("{other:?}"),
+    };
+    let fresh = || Restore::new(Source::Path(tar.clone()), td.join("fresh"));
+    assert!(options(fresh().roots(&roots)).contains("roots without route"));
+    let both = fresh().spread("accounts", &[td.join("s1")]).route(|p, _| Route::to(0, p));
+    assert!(options(both).contains("spread and route cannot be used together"));
+    let holding = fresh().roots(&[td.path()]).route(|p, _| Route::to(0, p));
+    assert!(options(holding).contains("is or holds the destination"));
+    assert!(!td.join("fresh").join("a").exists(), "nothing written");
+}
+
+/// A run with a callback cancelled once a resume point is recorded resumes to GNU tar's tree
+/// remapped: the files after the point go where the callback sends them again, the
+/// directories it sent to the roots before the point get their times; a rerun without the
+/// callback does not resume that state (the state records that a callback routed, and where).
+#[test]
+fn cancel_then_resume_with_a_routing_callback() {
+    let test = "api::cancel_then_resume_with_a_routing_callback";
+    if !have_tool(test, "tar") {
+        return;
+    }
+    let td = TestDir::new(test);
+    let path = td.write("c.tar", archive(20, 100, 7));
+    let since = recently();
+    let gnu = gnu_tree(&td, &path, &[]);
+    let dest = td.join("out");
+    let roots = [td.join("r1"), td.join("r2")];
+    // `top/dN/...` to root 1 + N % 2 as `dN/...`; `top` itself in both roots; `top/big` in
+    // the destination, as archived.
+    let rule = |path: &Path, kind: MemberKind| {
+        let Ok(rest) = path.strip_prefix("top") else { return Route::to(0, path) };
+        let first = rest.components().next().map(|c| c.as_os_str().to_str().unwrap());
+        match first.and_then(|f| f.strip_prefix('d')).and_then(|n| n.parse::<usize>().ok()) {
+            Some(n) => Route::to(1 + n % 2, rest),
+            None if kind == MemberKind::Dir => Route::Each { roots: vec![1, 2], path: rest.into() },
+            None => Route::to(0, path),
+        }
+    };
+    let restore = || {
+        Restore::new(Source::Path(path.clone()), &dest)
+            .resume_every(256 << 10)
+            .roots(&roots)
+            .route(rule)
+    };
+    struct CancelAfterPoint {
+        state: PathBuf,
+        cancel: Cancel,
+        landed: AtomicU64,
+        done: AtomicBool,
+    }
+    impl Observer for CancelAfterPoint {
+        fn landed(&self, _: Landed<'_>) {
+            let n = self.landed.fetch_add(1, Ordering::Relaxed);
+            if self.done.load(Ordering::Relaxed) {
+                return;
+            }
+            if self.state.exists() {
+                self.cancel.cancel();
+                self.done.store(true, Ordering::Relaxed);
+            } else if n > 200 {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+    }
+    let cancel = Cancel::new();
+    let watch = Arc::new(CancelAfterPoint {
+        state: dest.join(".fastuntar-resume"),
+        cancel: cancel.clone(),
+        landed: AtomicU64::new(0),
+        done: AtomicBool::new(false),
+    });
+    let first = restore().cancel(cancel).observer(watch.clone()).run();
+    assert!(watch.done.load(Ordering::Relaxed), "no resume point before the end: {first:?}");
+    assert!(matches!(first, Err(Error::Cancelled)), "{first:?}");
+    let landed = watch.landed.load(Ordering::Relaxed);
+    assert!(landed < 20 * 101 + 1, "the cancelled run left a partial tree ({landed} files)");
+    let without = Restore::new(Source::Path(path.clone()), &dest).resume(Resume::Require).run();
+    let refused = format!("{:?}", without.expect_err("resumed without the callback"));
+    assert!(refused.contains("options"), "{refused}");
+    let again = restore().run().unwrap();
+    assert!(again.resumed, "the rerun resumed: {again:?}");
+    let ours = merged(&dest, &roots, "top");
+    let found = diff(&gnu, "GNU tar", &ours, "Restore (roots merged)", &Compare::extraction(since));
+    assert!(found.is_empty(), "cancelled, then resumed:\n{}", found.join("\n"));
 }
 
 /// What a member finds at its path, as the observer is told it under each overwrite policy

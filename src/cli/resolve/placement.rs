@@ -12,10 +12,12 @@
 //! makes two of them one directory is not seen through.
 
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
-use anyhow::Result;
+use anyhow::{Result, anyhow, bail};
 
-use crate::policy::route::{MAX_ROOTS, Placement, Spread};
+use crate::command::Plans;
+use crate::policy::route::{MAX_ROOTS, Placement, Routed, Rule, Spread};
 use crate::policy::safety::SafePath;
 
 /// The `--spread` values given, against DIR (`dest`).
@@ -70,6 +72,57 @@ fn resolve(given: &[String], dest: &Path, cwd: &Path) -> Result<Placement> {
         plan.spreads.push(Spread { prefix, roots });
     }
     Ok(plan)
+}
+
+/// A library caller's routing (`Restore::route`, `Restore::roots`) put into resolved `plans`:
+/// the roots checked against DIR, the writers' placement, the roots the resume points sync,
+/// and the resume digest (which records that a callback routes and over which roots; its
+/// rule it cannot). Not with `--spread`: the callback places every member.
+pub fn route(plans: &mut Plans, roots: &[PathBuf], rule: Arc<Rule>) -> Result<()> {
+    if !plans.writer.placement.spreads.is_empty() {
+        bail!(
+            "spread and route cannot be used together: the routing callback places every \
+             member (spread by a rule of your own in it)"
+        );
+    }
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let routed = routed(roots, &plans.writer.dest, &cwd, rule)?;
+    let placement = &mut plans.writer.placement;
+    placement.routed = Some(routed);
+    plans.resume.roots = placement.roots().cloned().collect();
+    plans.resume.options = crate::resume::options::with_placement(plans.resume.options, placement);
+    Ok(())
+}
+
+/// The roots of a routing, numbered from 1, against DIR (`dest`): refused, each in one line,
+/// an empty one, one that is or holds DIR, one given twice or lying in another, more than
+/// MAX_ROOTS in all. A root inside DIR is allowed (a validator's account paths often lie
+/// under its ledger directory); the router keeps DIR's members out of it (route.rs `in_dir`).
+fn routed(roots: &[PathBuf], dest: &Path, cwd: &Path, rule: Arc<Rule>) -> Result<Routed> {
+    let dest = absolute(dest, cwd);
+    if 1 + roots.len() > MAX_ROOTS {
+        bail!("roots: more than {} roots", MAX_ROOTS - 1);
+    }
+    let (mut seen, mut inside): (Vec<PathBuf>, _) = (Vec::new(), Vec::new());
+    for (i, given) in roots.iter().enumerate() {
+        let fail = |why: String| anyhow!("roots: {}: {why}", given.display());
+        if given.as_os_str().is_empty() {
+            return Err(fail("an empty path".into()));
+        }
+        let root = absolute(given, cwd);
+        if root == dest || dest.starts_with(&root) {
+            return Err(fail(format!("is or holds the destination ({})", dest.display())));
+        }
+        if let Some(other) = seen.iter().find(|o| o.starts_with(&root) || root.starts_with(o)) {
+            let what = if *other == root { "is given twice" } else { "overlaps another root" };
+            return Err(fail(format!("{what} ({})", other.display())));
+        }
+        if let Ok(rel) = root.strip_prefix(&dest) {
+            inside.push((i + 1, SafePath(rel.to_path_buf())));
+        }
+        seen.push(root);
+    }
+    Ok(Routed { roots: seen, inside, rule })
 }
 
 /// PREFIX as plain components (`/` and `.` dropped, as member names are).
@@ -162,5 +215,43 @@ mod tests {
         let many: Vec<String> = (0..MAX_ROOTS).map(|i| format!("/r{i}")).collect();
         let too_many = format!("a={}", many.join(","));
         assert!(spreads(&[&too_many]).unwrap_err().contains("more than 63 roots"));
+    }
+
+    /// A routing callback's roots: absolute from the current directory, numbered from 1,
+    /// those inside DIR noted; refused in one line as `--spread`'s DIRs are.
+    #[test]
+    fn routed_roots_resolve_or_are_refused_in_one_line() {
+        use crate::policy::route::Answer;
+        let rule: Arc<Rule> = Arc::new(|_: &Path, _| Answer::Skip);
+        let roots = |given: &[&str]| {
+            let given: Vec<PathBuf> = given.iter().map(PathBuf::from).collect();
+            routed(&given, Path::new("ledger"), Path::new("/w"), rule.clone())
+                .map(|r| (r.roots, r.inside))
+                .map_err(|e| e.to_string())
+        };
+        let (got, inside) = roots(&["/a", "b/./c", "ledger/acc", "/w/ledger/x/../y"]).unwrap();
+        let want: Vec<PathBuf> =
+            ["/a", "/w/b/c", "/w/ledger/acc", "/w/ledger/y"].iter().map(PathBuf::from).collect();
+        assert_eq!(got, want);
+        let p = |s: &str| SafePath(PathBuf::from(s));
+        assert_eq!(inside, vec![(3, p("acc")), (4, p("y"))]);
+        assert_eq!(roots(&[]).unwrap().0, Vec::<PathBuf>::new());
+        for (given, says) in [
+            (&[""][..], "an empty path"),
+            (&["/w/ledger"], "is or holds the destination"),
+            (&["ledger/."], "is or holds the destination"),
+            (&["/w"], "is or holds the destination"),
+            (&["/a", "/a/"], "/a/: is given twice (/a)"),
+            (&["/a", "/a/b"], "overlaps another root"),
+            (&["/a/b", "/a"], "overlaps another root"),
+        ] {
+            let got = roots(given).expect_err(&format!("{given:?}"));
+            assert!(got.contains(says), "{given:?}: {got}");
+            assert!(got.starts_with("roots: "), "{got}");
+        }
+        let many: Vec<String> = (0..MAX_ROOTS).map(|i| format!("/r{i}")).collect();
+        let many: Vec<&str> = many.iter().map(|s| s.as_str()).collect();
+        assert!(roots(&many).unwrap_err().contains("more than 63 roots"));
+        assert!(roots(&many[1..]).is_ok());
     }
 }

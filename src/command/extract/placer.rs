@@ -1,6 +1,8 @@
 //! The routing state of `--spread` (policy/route.rs decides): the bytes each root was given
 //! and where each spread file went (for hard links to it), carried at a resume point as
-//! `mark::Placed` and started from again by the resumed run.
+//! `mark::Placed` and started from again by the resumed run. With a library caller's routing
+//! callback (`Restore::route`) the callback is asked instead and its answer checked
+//! (`route::answered`); what a point carries is then the directories it sent to other roots.
 
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
@@ -9,8 +11,11 @@ use crate::archive::Timestamp;
 use crate::mark::Placed;
 use crate::mark::record::Record;
 use crate::plan::Entry;
-use crate::policy::route::{Placement, Route, Shape, route, route_link, weight};
+use crate::policy::route::{
+    Placement, Route, Shape, answered, answered_link, route, route_link, weight,
+};
 use crate::policy::safety::SafePath;
+use crate::report::voice::MemberKind;
 use crate::write::tree::PassThrough;
 
 /// Spread directories a resume point carries at most: past it, no more resume points are
@@ -53,8 +58,11 @@ impl Placer {
         self.plan.is_empty()
     }
 
-    /// Routes one member and counts it.
-    pub fn place(&mut self, path: &SafePath, shape: Shape) -> Route {
+    /// Routes one member (of `kind`, for a routing callback) and counts it.
+    pub fn place(&mut self, path: &SafePath, shape: Shape, kind: MemberKind) -> Route {
+        if let Some(routed) = &self.plan.routed {
+            return answered((routed.rule)(path.as_path(), kind), shape, routed);
+        }
         let above = self.above(path);
         let route = route(&self.plan, path, shape, &self.placed.loads, above);
         if let (Route::To { root, .. }, Shape::Leaf(size)) = (&route, shape)
@@ -80,11 +88,22 @@ impl Placer {
     /// Routes a hard link (see `route_link`). A resumed run does not know where the files
     /// before its resume point went: it looks for the target in the roots of its spread (it
     /// landed before the point; only a lookup, the link is made beneath the root it names).
+    /// With a routing callback, the link is asked for as a hard link and its target again as
+    /// a regular file (the callback answers by path: a resumed run's targets are found the
+    /// same way); both must be in one root (`route::answered_link`).
     pub fn place_link(
         &mut self,
         link: &SafePath,
         target: &SafePath,
-    ) -> Result<(usize, SafePath, SafePath), &'static str> {
+    ) -> Result<(usize, SafePath, SafePath), Route> {
+        if let Some(routed) = &self.plan.routed {
+            let rule = &routed.rule;
+            let (l, t) = (
+                rule(link.as_path(), MemberKind::Hardlink),
+                rule(target.as_path(), MemberKind::File),
+            );
+            return answered_link(l, t, routed);
+        }
         let mut target_root = self.roots.get(&key(target)).map(|&r| usize::from(r));
         if target_root.is_none()
             && self.resumed
@@ -96,11 +115,39 @@ impl Placer {
                 found.is_ok_and(|m| !m.is_dir()).then_some(n)
             });
         }
-        let routed = route_link(&self.plan, link, target, target_root)?;
+        let routed = route_link(&self.plan, link, target, target_root)
+            .map_err(|why| Route::Refuse(why.into()))?;
         if routed.0 != 0 {
             self.roots.insert(key(link), routed.0 as u16);
         }
         Ok(routed)
+    }
+
+    /// Whether a directory routed `route` is one a resume point carries (`note_dir`): made in
+    /// other roots than DIR, whose directories no carried state of DIR's writers holds.
+    pub fn carries(&self, route: &Route) -> bool {
+        match route {
+            Route::Each { .. } => true,
+            Route::To { root, .. } => *root != 0 && self.plan.routed.is_some(),
+            _ => false,
+        }
+    }
+
+    /// Where a directory a resume point carried (its path as the archive names it) is made
+    /// again by the resumed run: the roots other than DIR (whose directories its writers'
+    /// own carried state holds) and the path in each, routed as the interrupted run routed
+    /// it (a routing callback is asked again; it answers by path).
+    pub fn again(&self, path: &SafePath) -> Vec<(usize, SafePath)> {
+        let route = match &self.plan.routed {
+            Some(r) => answered((r.rule)(path.as_path(), MemberKind::Dir), Shape::Dir, r),
+            None => route(&self.plan, path, Shape::Dir, &[], None),
+        };
+        let roots = match route {
+            Route::Each { roots, path } => roots.into_iter().map(|r| (r, path.clone())).collect(),
+            Route::To { root, path } => vec![(root, path)],
+            _ => Vec::new(),
+        };
+        roots.into_iter().filter(|(r, _)| *r != 0).collect()
     }
 
     /// A spread directory was made: the resumed run makes it again.
@@ -128,10 +175,6 @@ impl Placer {
     /// The spread directories a resumed run makes again before any member.
     pub fn resumed_dirs(&self) -> &[Record] {
         &self.placed.dirs
-    }
-
-    pub fn plan(&self) -> &Placement {
-        &self.plan
     }
 }
 
@@ -187,7 +230,7 @@ mod tests {
                 if i == 1000 {
                     at = placer.at_point();
                 }
-                match placer.place(&p(&format!("accounts/{i}")), Shape::Leaf(s)) {
+                match placer.place(&p(&format!("accounts/{i}")), Shape::Leaf(s), MemberKind::File) {
                     Route::To { root, .. } => roots.push(root),
                     r => panic!("{r:?}"),
                 }
@@ -206,13 +249,49 @@ mod tests {
     #[test]
     fn hard_links_follow_the_placer() {
         let mut placer = Placer::new(plan(), None);
-        placer.place(&p("accounts/a"), Shape::Leaf(10));
-        let b = placer.place(&p("accounts/b"), Shape::Leaf(10));
+        placer.place(&p("accounts/a"), Shape::Leaf(10), MemberKind::File);
+        let b = placer.place(&p("accounts/b"), Shape::Leaf(10), MemberKind::File);
         assert_eq!(b, Route::To { root: 2, path: p("b") });
         assert_eq!(placer.place_link(&p("accounts/l"), &p("accounts/b")), Ok((2, p("l"), p("b"))));
         // A link to the link is in that root too.
         let again = placer.place_link(&p("accounts/m"), &p("accounts/l"));
         assert_eq!(again, Ok((2, p("m"), p("l"))));
+    }
+
+    /// With a routing callback: its answers, checked; the directories it sent to other roots
+    /// than DIR carried by a point and routed again the same way; hard links by its answers.
+    #[test]
+    fn a_callback_places_and_is_asked_again() {
+        use crate::policy::route::fixture::routed;
+        let routing = Placement { spreads: Vec::new(), routed: Some(routed()) };
+        let mut placer = Placer::new(routing, None);
+        let to = |root, path: &str| Route::To { root, path: p(path) };
+        let file = placer.place(&p("accounts/3.1"), Shape::Leaf(1), MemberKind::File);
+        assert_eq!(file, to(2, "3.1"));
+        let each = placer.place(&p("each"), Shape::Dir, MemberKind::Dir);
+        assert_eq!(each, Route::Each { roots: vec![0, 1, 2], path: p("e") });
+        assert!(placer.carries(&each));
+        assert_eq!(placer.again(&p("each")), vec![(1, p("e")), (2, p("e"))]);
+        let in_one = placer.place(&p("ret/d"), Shape::Dir, MemberKind::Dir);
+        assert_eq!(in_one, to(1, "d"));
+        assert!(placer.carries(&in_one));
+        assert_eq!(placer.again(&p("ret/d")), vec![(1, p("d"))]);
+        let in_dir = placer.place(&p("snapshots"), Shape::Dir, MemberKind::Dir);
+        assert_eq!(in_dir, to(0, "snapshots"));
+        assert!(!placer.carries(&in_dir));
+        assert_eq!(placer.again(&p("snapshots")), vec![]);
+        assert_eq!(placer.again(&p("skip")), vec![]);
+        let link = placer.place_link(&p("accounts/1.l"), &p("accounts/5.t"));
+        assert_eq!(link, Ok((2, p("1.l"), p("5.t"))));
+        assert!(matches!(
+            placer.place_link(&p("accounts/1.l"), &p("accounts/2.t")),
+            Err(Route::Refuse(_))
+        ));
+        // `--spread` carries only the directories it makes in every root.
+        let spread = Placer::new(plan(), None);
+        assert!(!spread.carries(&to(1, "x")));
+        assert!(spread.carries(&Route::Each { roots: vec![1, 2, 3], path: p("x") }));
+        assert_eq!(spread.again(&p("accounts/x")), vec![(1, p("x")), (2, p("x")), (3, p("x"))]);
     }
 
     #[test]

@@ -11,7 +11,6 @@ use crate::command::Plans;
 use crate::metadata::owner::Owners;
 use crate::plan::{Op, Sink, Stop};
 use crate::policy::admit::{Admission, FileCount};
-use crate::policy::route::Route;
 use crate::policy::safety::Sanitizer;
 use crate::pool::PoolBuf;
 use crate::reading::Reading;
@@ -88,23 +87,15 @@ fn resumed(
         Some(carried) => out.push(Op::Restore(Box::new(carried))).map_err(|e| (members, e)),
         None => Ok(()),
     }?;
-    // `--spread`'s directories made before the point are made again in each root, so that
-    // they get their metadata when the archive has left them, as the interrupted run's would.
+    // The directories made in other roots than DIR before the point (`--spread`'s, or those
+    // a routing callback sent there) are made again there, so that they get their metadata
+    // when the archive has left them, as the interrupted run's would.
     for record in placer.resumed_dirs() {
         let Some(entry) = dir_entry(record, 0) else { continue };
-        let route = crate::policy::route::route(
-            placer.plan(),
-            &entry.path,
-            crate::policy::route::Shape::Dir,
-            &[],
-            None,
-        );
-        if let Route::Each { roots, path } = route {
-            for root in roots {
-                let mut e = entry.clone();
-                (e.root, e.path) = (root as u16, path.clone());
-                out.push(Op::Dir(e)).map_err(|e| (members, e))?;
-            }
+        for (root, path) in placer.again(&entry.path) {
+            let mut e = entry.clone();
+            (e.root, e.path) = (root as u16, path);
+            out.push(Op::Dir(e)).map_err(|e| (members, e))?;
         }
     }
     Ok(members)
@@ -125,8 +116,8 @@ fn next_member(
     })
 }
 
-/// A member's kind as a program is told it.
-fn kind_of(kind: crate::archive::Kind) -> crate::report::voice::MemberKind {
+/// A member's kind as a program is told it (and a routing callback is asked with).
+pub(super) fn kind_of(kind: crate::archive::Kind) -> crate::report::voice::MemberKind {
     use crate::archive::Kind;
     use crate::report::voice::MemberKind as K;
     match kind {

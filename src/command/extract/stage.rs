@@ -21,6 +21,7 @@ use crate::pool::{Pool, PoolBuf};
 use crate::report::Reporter;
 use crate::report::checkpoint;
 use crate::report::voice::Skip as Skipped;
+use crate::report::voice::{Fault, tag};
 use crate::resume::Session;
 use crate::selection::confirm::Confirm;
 use crate::write::direct::DirectPolicy;
@@ -199,25 +200,31 @@ impl<R: Skip> Stage<'_, '_, R> {
                 Kind::Dir => Shape::Dir,
                 _ => Shape::Leaf(m.size),
             };
-            match self.placer.place(&entry.path, shape) {
+            let route = self.placer.place(&entry.path, shape, super::produce::kind_of(m.kind));
+            if shape == Shape::Dir && self.placer.carries(&route) {
+                self.placer.note_dir(dir_record(&entry));
+            }
+            match route {
                 Route::To { root, path } => {
                     entry.root = root as u16;
                     entry.path = path;
+                    // A routing callback may give DIR another name: not the state file's.
+                    if root == 0 {
+                        self.session.retire_if_ours(&entry.path);
+                    }
                 }
                 Route::Each { roots, path } => {
-                    self.placer.note_dir(dir_record(&entry));
                     for root in roots {
                         let mut e = entry.clone();
                         (e.root, e.path) = (root as u16, path.clone());
+                        if root == 0 {
+                            self.session.retire_if_ours(&e.path);
+                        }
                         self.send(Op::Dir(e))?;
                     }
                     return Ok(());
                 }
-                Route::Skip => return Ok(()),
-                Route::Refuse(why) => {
-                    self.report.skipped(&entry.name, Skipped::Refused, why);
-                    return Ok(());
-                }
+                other => return self.not_placed(&entry.name, other),
             }
         }
         match m.kind {
@@ -247,12 +254,12 @@ impl<R: Skip> Stage<'_, '_, R> {
                     match self.placer.place_link(&entry.path, &target) {
                         Ok((root, path, target)) => {
                             (entry.root, entry.path) = (root as u16, path);
+                            if root == 0 {
+                                self.session.retire_if_ours(&entry.path);
+                            }
                             self.send(Op::Hardlink { entry, target })
                         }
-                        Err(why) => {
-                            self.report.skipped(&entry.name, Skipped::Refused, why);
-                            Ok(())
-                        }
+                        Err(route) => self.not_placed(&entry.name, route),
                     }
                 }
                 _ => {
@@ -292,6 +299,23 @@ impl<R: Skip> Stage<'_, '_, R> {
                 self.file(entry, &m)
             }
         }
+    }
+
+    /// A member placement did not place (`route`: not `To` or `Each`): told why, or, for a
+    /// routing callback's answer no member can have, the end of the run (`Error::Options`).
+    fn not_placed(&mut self, name: &str, route: Route) -> Result<(), MemberError> {
+        match route {
+            Route::Skip => {
+                self.report.kept(name, Skipped::Routed, "skipped by the routing callback");
+            }
+            Route::Refuse(why) => self.report.skipped(name, Skipped::Refused, why),
+            Route::Unsafe(why) => self.report.skipped(name, Skipped::Unsafe, why),
+            Route::Broken(why) => {
+                return Err(MemberError::Fatal(tag(anyhow!("{name}: {why}"), Fault::Options)));
+            }
+            Route::To { .. } | Route::Each { .. } => {}
+        }
+        Ok(())
     }
 
     /// A regular file: the File op, its data in pool buffers, End.
