@@ -87,7 +87,17 @@ pub fn member_failed(
             events.event(events::Event::NotRestored { name, why: &e.words(what) });
             Ok(())
         }
-        outcome::Verdict::Stop => Err(anyhow::anyhow!("{name}: {}", e.words(what))),
+        outcome::Verdict::Stop => {
+            let stop = anyhow::anyhow!("{name}: {}", e.words(what));
+            // `--max-files` passed by a directory the writer makes is the limit's fault, not
+            // the destination's (a library caller gets `Error::Limit`).
+            Err(match e {
+                outcome::MemberError::TooManyFiles(_) => {
+                    crate::report::voice::tag(stop, crate::report::voice::Fault::Limit)
+                }
+                _ => stop,
+            })
+        }
     }
 }
 

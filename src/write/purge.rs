@@ -165,7 +165,10 @@ impl Dest {
         let mut temp: Option<SafePath> = None;
         let fatal = |e: &MemberError| -> Result<()> {
             match e {
-                MemberError::TooManyFiles(_) => Err(anyhow::anyhow!("{}: {e}", entry.name)),
+                MemberError::TooManyFiles(_) => Err(crate::report::voice::tag(
+                    anyhow::anyhow!("{}: {e}", entry.name),
+                    crate::report::voice::Fault::Limit,
+                )),
                 _ => Ok(()),
             }
         };

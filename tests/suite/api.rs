@@ -330,6 +330,13 @@ fn errors_by_kind() {
 
     let e = run(Restore::new(Source::Path(good.clone()), td.join("limit")).max_files(3));
     assert!(matches!(&e, Error::Limit { .. }), "{e:?}");
+    // The same limit passed by the directories a writer makes for a member whose parents the
+    // archive does not hold (no directory member: the admission count never sees them).
+    let mut t = Tar::new();
+    t.file("a/b/c/d", b"1");
+    let implied = td.write("implied.tar", t.finish());
+    let e = run(Restore::new(Source::Path(implied), td.join("implied")).max_files(2));
+    assert!(matches!(&e, Error::Limit { .. }), "{e:?}");
 
     let file = td.write("a-file", b"x");
     let e = run(Restore::new(Source::Path(good.clone()), file.join("below")));
