@@ -34,9 +34,14 @@ use ureq::unversioned::transport::{
     Buffers, ConnectionDetails, Connector, LazyBuffers, NextTimeout, Transport, TransportAdapter,
 };
 
-/// The most bytes handed to ureq a read: half the header bound (`http::MAX_HEADER_BYTES`),
+/// The most header bytes a response may have (ureq stops reading at this bound and fails the
+/// request: a server sending endless headers costs at most this much). Real responses carry
+/// under 2 KiB; S3's and CDNs' with their x-amz-*/cf-* headers under 4 KiB.
+pub const MAX_HEADER_BYTES: usize = 64 << 10;
+
+/// The most bytes handed to ureq a read: half the header bound (`MAX_HEADER_BYTES`),
 /// so an interim head of up to the other half and what follows it fit under the bound.
-pub const STEP: usize = super::http::MAX_HEADER_BYTES / 2;
+pub const STEP: usize = MAX_HEADER_BYTES / 2;
 
 /// The connector, last in ureq's chain (after TCP, a CONNECT proxy, TLS): wraps each
 /// connection in `Stepped`.
