@@ -920,6 +920,84 @@ fn a_source_with_other_bytes_is_dropped() {
     assert_eq!(bytes, [tar.len() as u64, 0], "{json}");
 }
 
+/// Each source's fields in the `--json` summary (issue 42: bytes, rate, connections, state
+/// and why dropped), held against what the servers say they did: two sources capped at
+/// different rates and one answering 404. A source's `bytes` (those that count) are at most
+/// what its server sent, within the 64 KiB sample a mirror sends for comparison when no copy
+/// or retry was made, and all of them together are the archive; its `mb_per_s` is those
+/// bytes over the run; its `connections` (most at once) at least
+/// one and at most the TCP connections its server accepted; the 404 source dropped, saying
+/// so, with no byte and no connection. The text summary (`--totals`) says the same.
+#[test]
+fn each_source_in_the_summary() {
+    let Some(td) = util::test_dir("each_source_in_the_summary", &["tar"]) else { return };
+    let tar = big_tar(8, 7);
+    let o = oracle(&td, &tar);
+    let caps = [3_000_000u64, 9_000_000];
+    let slow = Server::start(tar.clone(), Faults { rate: Some(caps[0]), ..Faults::default() });
+    let fast = Server::start(tar.clone(), Faults { rate: Some(caps[1]), ..Faults::default() });
+    let gone = Server::start(tar.clone(), Faults::default());
+    let missing = gone.url("/missing.tar");
+    let flags = ["--mirror", &fast.url(ARCHIVE), "--mirror", &missing];
+    let (out, dest) = extract(&td, util::fastuntar(), &slow.url(ARCHIVE), &flags);
+    out.expect_code(0);
+    o.same(&dest, "three sources, one 404");
+    let text = out.stdout_str();
+    let json: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    let sources = json["sources"].as_array().unwrap();
+    assert_eq!(sources.len(), 3, "{json}");
+    let secs = json["elapsed_s"].as_f64().unwrap();
+    let clean = json["copies"] == 0 && json["retries"] == 0;
+    let mut total = 0;
+    for (i, server) in [&slow, &fast].into_iter().enumerate() {
+        let src = &sources[i];
+        let ctx = format!("source {i} of {json}");
+        assert_eq!(src["url"], server.url(ARCHIVE), "{ctx}");
+        assert_eq!(src["state"], "in use", "{ctx}");
+        assert_eq!(src["dropped"], serde_json::Value::Null, "{ctx}");
+        let bytes = src["bytes"].as_u64().unwrap();
+        let sent = server.sent().last().map_or(0, |l| l.1);
+        assert!(bytes > 0 && bytes <= sent, "{ctx}: {bytes} counted, {sent} sent");
+        if clean {
+            assert!(sent - bytes <= 64 << 10, "{ctx}: {bytes} counted, {sent} sent");
+        }
+        total += bytes;
+        let rate = src["mb_per_s"].as_f64().unwrap();
+        let want = bytes as f64 / 1e6 / secs;
+        assert!((rate - want).abs() <= 0.002, "{ctx}: {rate} MB/s, {bytes} B in {secs} s");
+        let most = src["connections"].as_u64().unwrap() as usize;
+        assert!(most >= 1 && most <= server.accepted(), "{ctx}: {}", server.accepted());
+    }
+    assert_eq!(total, tar.len() as u64, "every byte counted once: {json}");
+    let dropped = &sources[2];
+    assert_eq!(dropped["url"], missing, "{json}");
+    assert_eq!(dropped["state"], "dropped", "{json}");
+    assert!(dropped["dropped"].as_str().unwrap().contains("404"), "{json}");
+    assert_eq!((&dropped["bytes"], &dropped["connections"]), (&0.into(), &0.into()), "{json}");
+    assert!(gone.sent().is_empty(), "the 404 server sent no archive byte");
+    // The text summary (`--totals`, without --json), another run: each source's MB, at most
+    // what its server sent this time, together the archive; the 404 one dropped, saying why.
+    let before = [&slow, &fast].map(|s| s.sent().last().map_or(0, |l| l.1));
+    let dest = td.fresh("dest");
+    let flags = ["--mirror", &fast.url(ARCHIVE), "--mirror", &missing, "--totals"];
+    let out =
+        util::fastuntar().args(["-x", "-f", &slow.url(ARCHIVE), "-C"]).arg(&dest).args(flags).run();
+    out.expect_code(0);
+    let line = out.stderr_str();
+    let mut mb = 0.0;
+    for (i, server) in [&slow, &fast].into_iter().enumerate() {
+        let url = server.url(ARCHIVE);
+        let said = line.split(&format!("{url} ")).nth(1).and_then(|r| r.split(" MB").next());
+        let said: f64 =
+            said.and_then(|m| m.parse().ok()).unwrap_or_else(|| panic!("{url} in {line}"));
+        let sent = server.sent().last().map_or(0, |l| l.1) - before[i];
+        assert!(said <= sent as f64 / 1e6 + 0.05, "{url}: {said} MB said, {sent} B sent: {line}");
+        mb += said;
+    }
+    assert!((mb - tar.len() as f64 / 1e6).abs() <= 0.1, "{mb} MB of {}: {line}", tar.len());
+    assert!(line.contains(&format!("{missing} dropped (404 Not Found)")), "{line}");
+}
+
 /// A mirror that answers 404 is dropped with a note; the tree is the archive's. An archive
 /// operand that answers 404 is dropped the same way, and its mirrors serve the run.
 #[test]
