@@ -59,6 +59,9 @@ pub struct Faults {
     /// sent before every answer to the archive, in one write with that answer's head and its
     /// first bytes, as a server that flushes them together does.
     pub interim: Vec<&'static str>,
+    /// The first interim answer is written on its own, and the rest of the answer after this
+    /// pause: the client reads the interim answer alone, and what follows in reads of its own.
+    pub interim_apart: Option<Duration>,
     /// The first N answers to the archive send their bytes K at a time, one write every D
     /// (N, K, D): a trickle, for `--min-rate`.
     pub trickle: Option<(usize, usize, Duration)>,
@@ -426,6 +429,13 @@ fn respond(s: &mut impl Write, st: &State, req: &Seen) -> io::Result<bool> {
     // The answer's head, written with its first bytes (`body`), after the interim answers.
     let mut head: Vec<u8> =
         f.interim.iter().flat_map(|i| format!("{i}\r\n\r\n").into_bytes()).collect();
+    if let (Some(pause), Some(first)) = (f.interim_apart, f.interim.first()) {
+        let alone = first.len() + 4;
+        s.write_all(&head[..alone])?;
+        s.flush()?;
+        std::thread::sleep(pause);
+        head.drain(..alone);
+    }
     if let Some((status, retry_after)) = f.statuses.get(n).filter(|s| s.0 != 0) {
         let ra = retry_after.map_or(String::new(), |r| format!("Retry-After: {r}\r\n"));
         write!(head, "HTTP/1.1 {status} Try Later\r\n{ra}Content-Length: 5\r\n\r\nlater")?;

@@ -126,7 +126,8 @@ pub struct Input {
     /// URL: at most RATE bytes a second, in all.
     ///
     /// For a URL: download at most RATE bytes a second, all connections of all sources
-    /// together (curl's spelling: 500K, 50M, 1G, 1024-based).
+    /// together (curl's spelling: 500K, 50M, 1.5M, 0.5G, 1024-based; a fraction rounds down to
+    /// a byte).
     #[arg(long = "limit-rate", value_name = "RATE")]
     pub limit_rate: Option<String>,
 
@@ -140,7 +141,7 @@ pub struct Input {
     /// URL: retry a connection slower than RATE (1K).
     ///
     /// For a URL: a connection that brings less than RATE bytes a second over --stall-timeout of
-    /// waiting is retried as stalled. RATE as curl's --limit-rate takes it: 500, 64K, 50M, 1G
+    /// waiting is retried as stalled. RATE as curl's --limit-rate takes it: 500, 64K, 1.5M, 1G
     /// (1024-based); default 1K, 0 for no floor.
     #[arg(long = "min-rate", value_name = "RATE")]
     pub min_rate: Option<String>,

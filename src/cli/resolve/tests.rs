@@ -331,12 +331,13 @@ fn sizes() {
     assert_eq!(parse_size("64K").unwrap(), 65536);
     assert_eq!(parse_size("1MiB").unwrap(), 1 << 20);
     assert_eq!(parse_size("0").unwrap(), 0);
+    assert_eq!(parse_size("1.5G").unwrap(), 3 << 29);
     assert!(parse_size("12Q").is_err());
     assert!(parse_size("99999999999T").is_err());
 }
 
-/// Rates as curl's --limit-rate spells them (1024-based, either case, K to P); the
-/// errors name a rate.
+/// Rates as curl's --limit-rate spells them (1024-based, either case, K to P, fractions as
+/// curl 8.19 takes them); the errors name a rate.
 #[test]
 fn rates() {
     for (text, want) in [
@@ -352,10 +353,39 @@ fn rates() {
         ("10KB", 10 << 10),
         ("8 MiB", 8 << 20),
         ("100B", 100),
+        // Fractions, as curl 8.19 takes them, rounded down to a byte.
+        ("1.5M", 3 << 19),
+        ("0.5G", 1 << 29),
+        ("0.5g", 1 << 29),
+        ("500k", 500 << 10),
+        ("1.25K", 1280),
+        ("0.1K", 102),
+        ("2.0", 2),
+        ("1.5", 1),
+        ("0.0001K", 0),
+        ("0.000000000000001P", 1),
+        ("1.999999999999999999", 1),
+        ("16383.999999999999999999P", u64::MAX),
     ] {
         assert_eq!(parse_rate(text).unwrap(), want, "{text}");
     }
-    for bad in ["", "M", "1.5M", "-1", "50Mb/s", "1X", "99999P"] {
+    for bad in [
+        "",
+        "M",
+        ".5M",
+        "1.M",
+        "1..5M",
+        "1.5.2M",
+        "1,5M",
+        "1e3",
+        "-1",
+        "-0.5M",
+        "50Mb/s",
+        "1X",
+        "99999P",
+        "16384P",
+        "1.0000000000000000001M",
+    ] {
         let e = parse_rate(bad).unwrap_err().to_string();
         assert!(e.contains("rate"), "{bad}: {e}");
     }

@@ -12,8 +12,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use super::failed::Failed;
 use super::floor::{self, Floor};
-use super::http::{Answer, Failed};
+use super::http::Answer;
 use super::ranges::{self, BLOCK, Resume};
 use super::retry::{self, Failure};
 use super::shared::{Ctx, Shared, Target, Task};

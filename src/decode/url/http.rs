@@ -16,15 +16,12 @@ use ureq::unversioned::resolver::DefaultResolver;
 use ureq::unversioned::transport::{Connector, DefaultConnector};
 use url::Url;
 
+use super::failed::Failed;
+use super::interim::MAX_HEADER_BYTES;
 use super::redirect;
 use super::retry::{self, Failure};
 use super::source::Sign;
 use super::validator::{ContentRange, Validator};
-
-/// The most header bytes a response may have (ureq stops reading at this bound and fails the
-/// request: a server sending endless headers costs at most this much). Real responses carry
-/// under 2 KiB; S3's and CDNs' with their x-amz-*/cf-* headers under 4 KiB.
-pub const MAX_HEADER_BYTES: usize = 64 << 10;
 
 /// What a request needs besides its address.
 #[derive(Clone, Debug)]
@@ -56,19 +53,6 @@ pub struct Answer {
     /// S3's x-amz-bucket-region: an S3 error answer names the bucket's region in it.
     pub bucket_region: Option<String>,
     pub body: ureq::BodyReader<'static>,
-}
-
-/// A request that got no answer to read, or one not to follow.
-#[derive(Debug)]
-pub struct Failed {
-    pub failure: Failure,
-    pub text: String,
-}
-
-impl Failed {
-    pub fn new(failure: Failure, text: impl Into<String>) -> Failed {
-        Failed { failure, text: text.into() }
-    }
 }
 
 /// The agents (one per proxy choice: a redirect may lead to a host NO_PROXY names) with their

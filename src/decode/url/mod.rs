@@ -4,13 +4,15 @@
 //! (`--mirror`, `--mirrors`): pieces are fetched from every source, scheduled by measured
 //! speed, and put back in order.
 //!
-//! - `source.rs`: an operand as a `Source` (the address requests go to, and for S3 the signer
-//!   of each request); `s3/`: an S3 object's endpoint, region, credentials and signing.
+//! - `source.rs`: a `Source` (the address requests go to, and for S3 the signer of each
+//!   request), which `resolve` makes of an operand; `s3/`: an S3 object's endpoint, region,
+//!   credentials and signing. `failed.rs`: what a request, a signer or a credential provider
+//!   that failed gives (its class and its words).
 //! - `http.rs`: one GET through ureq (rustls, the system's trust store and `--cacert`, the
 //!   proxy of the environment, redirects, a source's signer), every timeout at
 //!   `--stall-timeout`.
 //! - `interim.rs`: a layer over ureq's connections that works around its miscount of the
-//!   bytes after a 1xx interim answer.
+//!   bytes after a 1xx interim answer, and the bound on an answer's head it keeps within.
 //! - `shared/`: the download's state under its lock: the sources as they are now, the jobs
 //!   connections take, failures, the admission; the reader's side (`reader.rs`) and the
 //!   conductor thread (`conductor.rs`).
@@ -27,6 +29,7 @@
 //! `open` is "these sources from byte X, expecting this version": a restore that resumes at
 //! an offset opens the download there with the `Identity` the first run recorded.
 
+mod failed;
 mod fetch;
 mod floor;
 pub mod http;
@@ -230,6 +233,27 @@ pub fn incomplete_name(keep: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// The source `operand` names: `http://` and `https://` as given (a presigned URL's query
+/// string untouched, nothing added), `s3://BUCKET/KEY` through `s3/` (endpoint, region,
+/// credentials), with the download's settings (`--no-sign-request`,
+/// `--stall-timeout`, `--cacert` for the credential endpoints).
+pub fn resolve(operand: &str, plan: &Plan) -> Result<source::Source> {
+    let given = shown(operand);
+    if s3::is_s3(operand) {
+        let opts = s3::Options {
+            no_sign: plan.no_sign_request,
+            stall: plan.stall,
+            cacert: plan.cacert.clone(),
+        };
+        return s3::source(operand, &opts, &|k| std::env::var(k).ok());
+    }
+    let url = Url::parse(operand).map_err(|e| anyhow!("{given}: not a valid URL ({e})"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        bail!("{given}: only http://, https:// and s3:// URLs are read");
+    }
+    Ok(source::Source { given, url, sign: None })
+}
+
 /// Opens the archive at `start` from every source of `plan`: each source's first ranged GET
 /// (never HEAD: a presigned URL refuses it) gives its length, its validator and its first
 /// bytes; once the sources are admitted (`sources::admit`), the connections take pieces.
@@ -246,7 +270,7 @@ pub fn open(plan: &Plan, start: Start) -> Result<Download> {
     }
     // An s3:// source becomes its endpoint's address and the signer of its requests.
     let resolved: Vec<source::Source> =
-        given.iter().map(|g| source::resolve(g, plan)).collect::<Result<_>>()?;
+        given.iter().map(|g| resolve(g, plan)).collect::<Result<_>>()?;
     let shown_all: Vec<String> = resolved.iter().map(|s| s.given.clone()).collect();
     let n = given.len();
     // A socket each: no more than the open-file limit leaves room for (`ulimit -n`).

@@ -5,17 +5,14 @@
 //! with the credentials of the moment (refreshed before they expire), and a request to another
 //! origin (a redirect off the endpoint) goes unsigned.
 //!
-//! `resolve` turns an operand into a Source: `http://` and `https://` as given (a presigned
-//! URL's query string untouched, nothing added), `s3://BUCKET/KEY` through `s3/` (endpoint,
-//! region, credentials).
+//! `url::resolve` (mod.rs) turns an operand into a Source.
 
 use std::sync::Arc;
 
-use anyhow::{Result, anyhow, bail};
 use url::Url;
 
-use super::http::Failed;
-use super::{Plan, s3, shown};
+use super::failed::Failed;
+use super::shown;
 
 /// Signs requests to one endpoint (an S3 object's: `s3::sign::Signer`).
 pub trait Sign: Send + Sync {
@@ -51,23 +48,4 @@ impl std::fmt::Debug for Source {
             .field("signed", &self.sign.is_some())
             .finish()
     }
-}
-
-/// The source `operand` names, with the download's settings (`--no-sign-request`,
-/// `--stall-timeout`, `--cacert` for the credential endpoints).
-pub fn resolve(operand: &str, plan: &Plan) -> Result<Source> {
-    let given = shown(operand);
-    if s3::is_s3(operand) {
-        let opts = s3::Options {
-            no_sign: plan.no_sign_request,
-            stall: plan.stall,
-            cacert: plan.cacert.clone(),
-        };
-        return s3::source(operand, &opts, &|k| std::env::var(k).ok());
-    }
-    let url = Url::parse(operand).map_err(|e| anyhow!("{given}: not a valid URL ({e})"))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        bail!("{given}: only http://, https:// and s3:// URLs are read");
-    }
-    Ok(Source { given, url, sign: None })
 }

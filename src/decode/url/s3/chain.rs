@@ -26,7 +26,7 @@ use super::imds::Imds;
 use super::process::Process;
 use super::web_identity::WebIdentity;
 use super::{Clients, Env, config, ecs, imds, var};
-use crate::decode::url::http::Failed;
+use crate::decode::url::failed::Failed;
 
 /// What the chain looks at.
 pub struct Context<'a> {

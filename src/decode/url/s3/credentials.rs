@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
-use crate::decode::url::http::Failed;
+use crate::decode::url::failed::Failed;
 use crate::decode::url::retry::Failure;
 
 /// A secret value: printed as `***`, given out only by `expose`.

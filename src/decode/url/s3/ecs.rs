@@ -14,7 +14,8 @@ use url::{Host, Url};
 
 use super::credentials::{Credentials, Provider, from_json};
 use super::{Env, var};
-use crate::decode::url::http::{Call, Client, Failed};
+use crate::decode::url::failed::Failed;
+use crate::decode::url::http::{Call, Client};
 use crate::decode::url::retry::Failure;
 
 /// The ECS agent's address for a relative URI.

@@ -13,7 +13,8 @@ use url::Url;
 use super::config::Profile;
 use super::credentials::{Credentials, Provider, from_json};
 use super::{Env, var};
-use crate::decode::url::http::{Call, Client, Failed, Reply};
+use crate::decode::url::failed::Failed;
+use crate::decode::url::http::{Call, Client, Reply};
 use crate::decode::url::retry::Failure;
 
 const ANSWER_MAX: u64 = 64 << 10;

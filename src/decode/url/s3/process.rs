@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::credentials::{Credentials, Provider, from_json};
-use crate::decode::url::http::Failed;
+use crate::decode::url::failed::Failed;
 use crate::decode::url::retry::Failure;
 
 /// The most output read from the process (its JSON is under 2 KiB).

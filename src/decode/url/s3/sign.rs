@@ -16,7 +16,7 @@ use aws_smithy_runtime_api::client::identity::Identity;
 use url::{Origin, Url};
 
 use super::credentials::{Cache, Credentials};
-use crate::decode::url::http::Failed;
+use crate::decode::url::failed::Failed;
 use crate::decode::url::retry::Failure;
 use crate::decode::url::source::Sign;
 

@@ -12,7 +12,8 @@ use std::sync::Arc;
 use url::Url;
 
 use super::credentials::{Credentials, Provider, Secret, parse_time};
-use crate::decode::url::http::{Call, Client, Failed};
+use crate::decode::url::failed::Failed;
+use crate::decode::url::http::{Call, Client};
 use crate::decode::url::retry::Failure;
 
 /// The largest token file read (a JWT is 1-2 KiB).
