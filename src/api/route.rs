@@ -19,6 +19,7 @@ use crate::policy::route::{Answer, Rule};
 /// following any symlink (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), whether the archive made it
 /// or it was there before, so no answer can put a file outside its root.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Route {
     /// Into root `root`, at `path` beneath it. Directories missing on the way are made, as
     /// GNU tar makes them (mode 0777 less the umask). The path of a non-directory may not be
