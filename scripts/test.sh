@@ -15,7 +15,8 @@
 #    moto's S3 server (tests/suite/s3.rs) comes from PyPI into a venv under target/ (Debian's
 #    python3 refuses a system-wide pip install, PEP 668); the tests run its python
 #    (FASTUNTAR_TEST_PYTHON). Under CI a missing moto fails the S3 tests.
-# 2. Exhaustive tier only: cargo fmt --check; cargo clippy --release --all-targets -D warnings,
+# 2. Exhaustive tier only: cargo fmt --check; cargo clippy --release --all-targets -D warnings
+#    and cargo doc with -D warnings,
 #    in the tests' profile, so the build scripts (zstd's, liblzma's and ring's C) run once for
 #    both (the dev profile's clippy built every dependency again: 134 s against 58 s).
 #    Then scripts/package.sh: the static (musl) build and the .deb that
@@ -87,6 +88,9 @@ if [[ $tier == exhaustive ]]; then
   cargo fmt --check
   echo "test.sh: cargo clippy --release --all-targets -- -D warnings"
   cargo clippy --release --all-targets -- -D warnings
+  # The API's documentation (issue 43: `cargo doc` with no warnings), private items too.
+  echo "test.sh: cargo doc --no-deps --document-private-items with -D warnings"
+  RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --document-private-items --quiet
   # The static build for tests/suite/package.rs, before the tests rather than during them
   # (it would compete with them for the CPUs); the test runs package.sh again, which then
   # only packs. A failure here is the test's to report.
@@ -94,8 +98,8 @@ if [[ $tier == exhaustive ]]; then
   scripts/package.sh >/dev/null || echo "test.sh: scripts/package.sh failed; suite::package says why"
 fi
 
-# --all-targets: every unit and integration test, without the empty doc-test pass (the crate
-# has no doc tests), so the last summary line belongs to a real suite.
+# --all-targets: every unit and integration test; the API's doc tests (its examples, which
+# restore fixtures/sample.tar.zst) run after, with --doc, which --all-targets leaves out.
 echo "test.sh: FASTUNTAR_TEST_TIER=$tier cargo test --release --no-fail-fast --all-targets"
 log=$(mktemp)
 users=$(mktemp)
@@ -111,6 +115,10 @@ echo "test.sh: the tests that run alone (--ignored)"
 FASTUNTAR_TEST_TIER=$tier cargo test --release --test tests -- --ignored 2>&1 | tee -a "$log"
 alone=${PIPESTATUS[0]}
 ((status == 0)) && status=$alone
+echo "test.sh: the API's doc tests (cargo test --doc)"
+cargo test --release --doc 2>&1 | tee -a "$log"
+doc=${PIPESTATUS[0]}
+((status == 0)) && status=$doc
 # The tests that ran a program as another user (each noted its name), from under a 0700
 # directory (mktemp -d's): the tests' directories (FASTUNTAR_TEST_TMPDIR) and the binary
 # (FASTUNTAR_TEST_BIN) where uid 65534 cannot reach them. What the rows add is not about

@@ -141,8 +141,8 @@ impl Warnings {
 
 /// The name every message begins with (`NAME: ...`): `argv[0]`'s last component, so that a
 /// `tar` symlink to fastuntar speaks as `tar`, as scripts that grep GNU tar's messages expect;
-/// "fastuntar" when argv[0] is missing or empty (and in a library run: set once by main).
-/// GNU tar prints argv[0] whole (`/usr/bin/tar: ...`); the last component reads the same
+/// "fastuntar" when `argv[0]` is missing or empty (and in a library run: set once by main).
+/// GNU tar prints `argv[0]` whole (`/usr/bin/tar: ...`); the last component reads the same
 /// wherever the binary was found.
 pub fn program_name(argv0: Option<&std::ffi::OsStr>) -> String {
     let base = argv0.map(|a| a.as_encoded_bytes().rsplit(|&b| b == b'/').next().unwrap_or(b""));
@@ -152,7 +152,7 @@ pub fn program_name(argv0: Option<&std::ffi::OsStr>) -> String {
     }
 }
 
-/// Set once by main from argv[0] (`program_name`).
+/// Set once by main from `argv[0]` (`program_name`).
 static PROGRAM: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 /// Names the program for every message from now on (main, before anything is said).

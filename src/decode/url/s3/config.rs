@@ -170,7 +170,7 @@ pub fn region(env: Env, profile: Option<&Profile>) -> Region {
     }
 }
 
-/// The endpoint for `service` (`S3`, `STS`): AWS_ENDPOINT_URL_<SERVICE>, else
+/// The endpoint for `service` (`S3`, `STS`): `AWS_ENDPOINT_URL_<SERVICE>`, else
 /// AWS_ENDPOINT_URL, else the profile's `endpoint_url`; none at all with
 /// AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true. None: AWS's own.
 pub fn endpoint(env: Env, profile: Option<&Profile>, service: &str) -> Result<Option<Url>, String> {

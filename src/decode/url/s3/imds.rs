@@ -1,7 +1,7 @@
 //! EC2 instance metadata, IMDSv2: a session token (PUT /latest/api/token with its lifetime
 //! asked in X-aws-ec2-metadata-token-ttl-seconds), then the instance role's name (GET
 //! /latest/meta-data/iam/security-credentials/) and its credentials (GET .../ROLE), each with
-//! the token in X-aws-ec2-metadata-token. The service is at 169.254.169.254 ([fd00:ec2::254]
+//! the token in X-aws-ec2-metadata-token. The service is at 169.254.169.254 (`[fd00:ec2::254]`
 //! with AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE=IPv6), or AWS_EC2_METADATA_SERVICE_ENDPOINT
 //! (or the profile's `ec2_metadata_service_endpoint`); AWS_EC2_METADATA_DISABLED=true turns it
 //! off. IMDSv1 (no token) is not used.
