@@ -47,6 +47,7 @@ mod exit_codes;
 mod lend;
 mod mark;
 mod metadata;
+mod options;
 mod plan;
 mod policy;
 mod pool;
@@ -70,7 +71,7 @@ pub mod __private {
             pub use crate::cli::reference::{REGENERATE, WRITE_VAR, man_page, markdown, spellings};
         }
         pub mod resolve {
-            pub use crate::cli::resolve::{Edge, resolve, writer_layout};
+            pub use crate::cli::resolve::{Edge, options, resolve};
         }
     }
     pub mod command {
@@ -89,6 +90,9 @@ pub mod __private {
         pub mod url {
             pub use crate::decode::url::{Identity, Plan, Start, Validator, open};
         }
+    }
+    pub mod options {
+        pub use crate::options::{Machine, Options, writer_layout};
     }
     pub mod exit_codes {
         pub use crate::exit_codes::ExitCode;

@@ -28,14 +28,6 @@ pub fn parse(argv: Vec<OsString>) -> Args {
     })
 }
 
-/// The options of `fastuntar -x` with nothing else given: where the library's `Restore`
-/// starts from, so that a program and the command line get the same defaults from the one
-/// resolve step.
-pub fn extract_defaults() -> Args {
-    try_parse(["fastuntar", "-x"].map(OsString::from).into())
-        .expect("`fastuntar -x` is a valid command line")
-}
-
 /// Parses the command line (after `traditional`); clap's error as it is.
 pub fn try_parse(argv: Vec<OsString>) -> Result<Args, clap::Error> {
     use clap::{CommandFactory, FromArgMatches};
