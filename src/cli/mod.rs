@@ -1,7 +1,7 @@
 //! The command line: `args.rs` the raw flags (clap derive, in GNU tar's --help groups),
 //! `argv.rs` what comes before clap (tar's bundled first argument, TAR_OPTIONS), this file
 //! `parse` and the options whose place matters (`Ordered`), `operands.rs` those read in
-//! order, `resolve.rs` the plans made of them all; `reference.rs` the man page and
+//! order, `resolve.rs` the run's typed options (src/options/) made of them all; `reference.rs` the man page and
 //! docs/REFERENCE.md, generated from `args.rs`.
 
 pub mod args;

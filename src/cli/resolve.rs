@@ -20,7 +20,6 @@ pub(crate) mod tests;
 mod units;
 mod writer;
 
-use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -30,8 +29,10 @@ use anyhow::{Context, Result, bail};
 use crate::archive::Timestamp;
 use crate::cli::operands::{self, Selection};
 use crate::cli::{Args, Ordered};
+use crate::command::Command;
+#[cfg(test)]
+use crate::command::Plans;
 use crate::command::listing::ListingPlan;
-use crate::command::{Command, Plans};
 use crate::options::{Machine, Options, Shown, Spreading};
 use crate::policy::admit::Limits;
 use crate::policy::conflict::OldFiles;
@@ -97,8 +98,10 @@ fn archive_source(args: &Args, edge: &Edge) -> Result<Option<PathBuf>> {
     }
 }
 
-/// The plans for a run: the options (`options`), then their plans (`Options::plans`).
-pub fn resolve(args: Args, edge: &Edge, notes: &mut Vec<String>) -> Result<Plans> {
+/// The plans for a run: the options (`options`), then their plans (`Options::plans`); for
+/// the tests of the rooms below, which read what the flags lead to.
+#[cfg(test)]
+pub(crate) fn resolve(args: Args, edge: &Edge, notes: &mut Vec<String>) -> Result<Plans> {
     options(args, edge, notes)?.plans(&edge.machine)
 }
 
@@ -146,7 +149,7 @@ pub fn options(args: Args, edge: &Edge, notes: &mut Vec<String>) -> Result<Optio
         plain_file: opts.archive.clone().filter(|_| opts.filter.is_none()),
         ignore_zeros: args.input.ignore_zeros,
         dots_to_stderr: args.operation.to_stdout,
-        env: tar_env(opts.archive.as_deref(), record_size),
+        env: crate::options::tar_env(opts.archive.as_deref(), record_size),
         subcommand: if args.operation.list { "-t" } else { "-x" },
     });
     opts.ignore_zeros = args.input.ignore_zeros;
@@ -237,18 +240,6 @@ fn command(args: &Args) -> Command {
         (None, false, true) => Command::ToStdout,
         (None, false, false) => Command::Extract,
     }
-}
-
-/// The TAR_* variables a checkpoint's `exec` gets (options/mod.rs `tar_env` gives the same
-/// to the run's plans): TAR_VERSION, TAR_ARCHIVE (`-` for standard input),
-/// TAR_BLOCKING_FACTOR.
-fn tar_env(archive: Option<&std::path::Path>, record_size: u64) -> [(&'static str, OsString); 3] {
-    let archive = archive.map_or_else(|| "-".into(), |p| p.as_os_str().to_os_string());
-    [
-        ("TAR_VERSION", env!("CARGO_PKG_VERSION").into()),
-        ("TAR_ARCHIVE", archive),
-        ("TAR_BLOCKING_FACTOR", (record_size / 512).to_string().into()),
-    ]
 }
 
 /// How `-t` and `-v` lines look.

@@ -433,7 +433,7 @@ impl Options {
 /// The TAR_* variables GNU tar gives every program it runs (`--to-command`, a checkpoint's
 /// `exec`) that describe the run: TAR_VERSION (fastuntar's), TAR_ARCHIVE (`-` for standard
 /// input) and TAR_BLOCKING_FACTOR. Each caller adds TAR_FORMAT and its own.
-fn tar_env(archive: Option<&Path>, record_size: u64) -> [(&'static str, OsString); 3] {
+pub fn tar_env(archive: Option<&Path>, record_size: u64) -> [(&'static str, OsString); 3] {
     let archive = archive.map_or_else(|| "-".into(), |p| p.as_os_str().to_os_string());
     [
         ("TAR_VERSION", env!("CARGO_PKG_VERSION").into()),

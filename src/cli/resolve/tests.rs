@@ -1,5 +1,7 @@
 //! The resolve step's tests.
 
+use std::ffi::OsString;
+
 use super::*;
 use selection::incremental_level;
 use writer::{backup_wanted, direct_io, old_files};
