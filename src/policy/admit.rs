@@ -68,11 +68,12 @@ impl FileCount {
     }
 
     /// `take` for a directory the writer makes (implied, or `-G`'s temporary one): the refusal
-    /// as an io error that says what it is (`TooManyFiles`), and nothing counted then.
-    pub fn take_dir(&self) -> std::io::Result<()> {
+    /// as its own type (`TooManyFiles`, which the writer's `MemberError` carries), and nothing
+    /// counted then.
+    pub fn take_dir(&self) -> Result<(), TooManyFiles> {
         self.take().map_err(|refused| {
             self.give_back();
-            std::io::Error::other(TooManyFiles(format!("{refused:#}")))
+            TooManyFiles(format!("{refused:#}"))
         })
     }
 }
@@ -89,13 +90,6 @@ impl std::fmt::Display for TooManyFiles {
 }
 
 impl std::error::Error for TooManyFiles {}
-
-impl TooManyFiles {
-    /// Whether `e` is such a refusal.
-    pub fn is(e: &std::io::Error) -> bool {
-        e.get_ref().is_some_and(|x| x.is::<TooManyFiles>())
-    }
-}
 
 pub struct Admission {
     snapshot: bool,

@@ -16,7 +16,7 @@
 //! This file holds `Dest` and its start; `existing.rs` deals with what is in a member's way,
 //! `dirs.rs` with directories and their deferred metadata, `leaves.rs` with files, links and
 //! nodes, `meta.rs` with the metadata set on each, `errors.rs` with which failures are a
-//! member's.
+//! member's (the typed `write::outcome::MemberError` every operation on a member returns).
 
 mod dirs;
 mod errors;
@@ -44,10 +44,9 @@ use crate::policy::admit::FileCount;
 use crate::policy::conflict::{OldFiles, Policy};
 use crate::policy::safety::SafePath;
 use dirs::DeferredDir;
-use errors::{beyond_link, owner_refused};
 use meta::{MetaOf, fset_xattrs, is_acl_attr, set_meta, set_meta_opath};
 
-pub use errors::{KeptExisting, MetadataFailed, says_all};
+use super::outcome::{KeptExisting, MemberError};
 pub(super) use existing::{Removed, empty_tree, remove_entry};
 
 /// Mode a directory member is created with; its own mode is applied once it is complete, so a
@@ -60,7 +59,7 @@ pub struct Dest {
     policy: Policy,
     /// Where what is done is said (events.rs).
     events: Arc<dyn Events>,
-    /// DIR itself is writable (`is_member_error`).
+    /// DIR itself is writable (`outcome::errno_is_members`).
     dir_writable: bool,
     /// Modes are restored exactly (root, or `-p`).
     exact: bool,
@@ -322,7 +321,7 @@ impl Dest {
     }
 
     /// The parent directory of `path` (created as needed) and its last component.
-    pub fn slot(&mut self, path: &SafePath) -> io::Result<Slot> {
+    pub fn slot(&mut self, path: &SafePath) -> Result<Slot, MemberError> {
         let (node, dir) = self.dir(path.parent_components(), true)?;
         let name = cstr_io(path.file_name())?;
         Ok(Slot { dir, node, name })

@@ -8,6 +8,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::outcome::KeptExisting;
 use crate::report::voice::Skip;
 use crate::report::{self, Reporter, Warning, Warnings, locale};
 
@@ -20,11 +21,9 @@ pub enum Event<'a> {
     /// `-G`: `path` (from DIR, escaped already) is removed, as the archive's directory list
     /// no longer names it.
     Deleting { path: &'a str },
-    /// `--skip-old-files` kept what was at member `name`'s path.
-    Skipped { name: &'a str },
-    /// `--keep-newer-files` kept what is at `path` (as GNU tar names it), as new as the
-    /// member or newer.
-    KeptNewer { path: &'a str },
+    /// `--skip-old-files` or `--keep-newer-files` kept what was at member `name`'s path
+    /// (`KeptExisting::Newer` names the path as GNU tar names it).
+    Kept { name: &'a str, kept: &'a KeptExisting },
     /// `--xattrs`, `--acls`: attributes of member `member` were not set; `name` (escaped
     /// already) is the first refused, for `error`, and `more` others were refused as well.
     XattrsNotSet { member: &'a str, name: &'a str, error: &'a str, more: usize },
@@ -80,8 +79,9 @@ impl Events for Said {
                     v.landed((root, path), size, fd);
                 }
             }
-            Event::Skipped { name } if report.kept(name, Skip::Existing, "existing file kept") => {}
-            Event::KeptNewer { path } if report.kept(path, Skip::KeptNewer, "newer file kept") => {}
+            // A library's observer is told it as a skip, with why (`KeptExisting::reason`).
+            Event::Kept { name, kept }
+                if report.kept(kept.shown(name), kept.reason(), kept.summary()) => {}
             Event::NotRestored { name, why } => report.skipped(name, Skip::NotRestored, why),
             Event::Failed { name, why } => report.failed(name, why),
             Event::Warned { what } => report.warn(what),
@@ -103,17 +103,16 @@ impl Events for Said {
                 let quoted = report::in_locale_quotes(path, locale::utf8_locale());
                 let _ = report.list_line(report::said(format_args!("Deleting {quoted}")), false);
             }
-            Event::Skipped { name } if self.verbose => {
+            Event::Kept { name, kept: kept @ KeptExisting::Skipped } if self.verbose => {
                 // GNU tar names it without the trailing `/` of a directory member (`./d/` is
                 // "./d", `./` is ".").
                 let trimmed = name.trim_end_matches('/');
                 let name = if trimmed.is_empty() { name } else { trimmed };
-                let said = format!("{name}: skipping existing file");
+                let said = format!("{name}: {kept}");
                 self.warnings.warn(report, Warning::ExistingFile, said);
             }
-            Event::KeptNewer { path } => {
-                let said = format!("Current '{path}' is newer or same age");
-                self.warnings.warn(report, Warning::IgnoreNewer, said);
+            Event::Kept { kept: kept @ KeptExisting::Newer { .. }, .. } => {
+                self.warnings.warn(report, Warning::IgnoreNewer, kept.to_string());
             }
             Event::XattrsNotSet { member, name, error, more } => {
                 let more = match more {
@@ -124,7 +123,7 @@ impl Events for Said {
                     format!("{member}: cannot set extended attribute '{name}': {error}{more}");
                 self.warnings.warn(report, Warning::XattrWrite, said);
             }
-            Event::Renamed { .. } | Event::Deleting { .. } | Event::Skipped { .. } => {}
+            Event::Renamed { .. } | Event::Deleting { .. } | Event::Kept { .. } => {}
         }
     }
 }
@@ -142,8 +141,8 @@ impl Events for Kept {
                 format!("renamed {} {}", String::from_utf8_lossy(from), String::from_utf8_lossy(to))
             }
             Event::Deleting { path } => format!("deleting {path}"),
-            Event::Skipped { name } => format!("skipped {name}"),
-            Event::KeptNewer { path } => format!("kept newer {path}"),
+            Event::Kept { name, kept: KeptExisting::Skipped } => format!("skipped {name}"),
+            Event::Kept { kept: KeptExisting::Newer { path }, .. } => format!("kept newer {path}"),
             Event::XattrsNotSet { member, name, error, more } => {
                 format!("xattrs not set {member} {name}: {error} +{more}")
             }

@@ -12,6 +12,7 @@ pub mod events;
 pub mod journal;
 pub mod mount;
 pub mod multi;
+pub mod outcome;
 pub mod plan;
 pub mod portable;
 pub mod purge;
@@ -60,43 +61,33 @@ pub fn incomplete(name: &str, what: &str, err: impl std::fmt::Display) -> anyhow
     anyhow::anyhow!("{name}: {what}: {err}; the file is incomplete")
 }
 
-/// Sorts an io error on a member into "skip it, warn, go on" (Ok) or "stop the run" (Err),
-/// for both backends. What `--skip-old-files` and `--keep-newer-files` kept is not a failure
-/// (the exit status stays as it was): it goes to `events`.
+/// Carries out `outcome::judge` for a member that did not land whole, for both backends:
+/// what `--skip-old-files` and `--keep-newer-files` kept is not a failure (the exit status
+/// stays as it was) and goes to `events`; an error of this member only is reported there and
+/// the run goes on (Ok); anything else stops the run (Err). `what` is GNU tar's words for the
+/// operation that failed (`CANNOT_OPEN`, `cannot_make`).
 pub fn member_failed(
     dest: &dest::Dest,
     entry: &crate::plan::Entry,
     what: &str,
-    e: std::io::Error,
+    e: outcome::MemberError,
 ) -> Result<()> {
     let events = dest.events();
-    if let Some(kept) = e.get_ref().and_then(|k| k.downcast_ref::<dest::KeptExisting>()) {
-        events.event(match kept {
-            dest::KeptExisting::Newer { path } => events::Event::KeptNewer { path },
-            dest::KeptExisting::Skipped => events::Event::Skipped { name: &entry.name },
-        });
-        return Ok(());
-    }
-    // A symlink, FIFO or device node that was made, but whose metadata was not all set.
-    let what = match e.get_ref().is_some_and(|x| x.is::<dest::MetadataFailed>()) {
-        true => "cannot set metadata",
-        false => what,
-    };
-    // The system's words as GNU tar says them (no " (os error N)"), and a directory member
-    // named without its trailing `/` (`x/z: Cannot mkdir`), as there.
-    let why = match dest::says_all(&e) {
-        true => crate::report::strerror(&e),
-        false => format!("{what}: {}", crate::report::strerror(&e)),
-    };
+    // A directory member named without its trailing `/` (`x/z: Cannot mkdir`), as GNU tar.
     let name = match entry.name.trim_end_matches('/') {
         "" => entry.name.as_str(),
         trimmed => trimmed,
     };
-    if dest.is_member_error(&e) {
-        events.event(events::Event::NotRestored { name, why: &why });
-        Ok(())
-    } else {
-        Err(anyhow::anyhow!("{name}: {why}"))
+    match outcome::judge(&e, dest.dir_writable()) {
+        outcome::Verdict::Kept(kept) => {
+            events.event(events::Event::Kept { name: &entry.name, kept });
+            Ok(())
+        }
+        outcome::Verdict::Report => {
+            events.event(events::Event::NotRestored { name, why: &e.words(what) });
+            Ok(())
+        }
+        outcome::Verdict::Stop => Err(anyhow::anyhow!("{name}: {}", e.words(what))),
     }
 }
 

@@ -9,6 +9,7 @@ use anyhow::{Result, anyhow};
 
 use super::dest::Dest;
 use super::direct::{DirectPolicy, clear_direct, reserve};
+use super::outcome::MemberError;
 use super::restart;
 use super::{Stats, Writer, apply_namespace_op, member_failed};
 use crate::plan::{Entry, Op};
@@ -46,7 +47,7 @@ impl Portable {
     fn open_file(&mut self, entry: Entry, size: u64, sparse: bool, direct: bool) -> Result<()> {
         let mut direct = self.policy.opens_direct(direct);
         let fd = match self.dest.create_file(&entry, if direct { libc::O_DIRECT } else { 0 }) {
-            Err(e) if direct && e.raw_os_error() == Some(libc::EINVAL) => {
+            Err(MemberError::Io(e)) if direct && e.raw_os_error() == Some(libc::EINVAL) => {
                 self.policy.refused(self.dest.events());
                 direct = false;
                 self.dest.create_file(&entry, 0)

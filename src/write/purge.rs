@@ -28,9 +28,9 @@ use anyhow::Result;
 use super::dest::{Dest, Removed, cstr_io, empty_tree, fstat, fstatat_nofollow};
 use super::events::Event;
 use super::names_in;
+use super::outcome::MemberError;
 use super::restart;
 use crate::plan::Entry;
-use crate::policy::admit::TooManyFiles;
 use crate::policy::incremental::{Dumpdir, Move};
 use crate::policy::safety::SafePath;
 use crate::report;
@@ -70,11 +70,12 @@ impl Dest {
         // What it holds now, before the renames (GNU tar's `savedir`). Not there: nothing to
         // purge. Not a directory, or not to be opened (a symlink, which GNU tar's opendir does
         // not follow either): reported, exit 2, as GNU tar's "Cannot open".
-        let listed =
-            self.dir(entry.path.components(), false).and_then(|(_, dir)| names_in(dir.as_raw_fd()));
+        let listed = self
+            .dir(entry.path.components(), false)
+            .and_then(|(_, dir)| Ok(names_in(dir.as_raw_fd())?));
         let names = match listed {
             Ok(names) => names,
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
+            Err(MemberError::Io(e)) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
             Err(e) => {
                 let why = match self.type_at(&entry.path) == Some(libc::S_IFLNK) {
                     true => format!("'{}' is a symlink; not followed", entry.path.display()),
@@ -162,10 +163,10 @@ impl Dest {
     /// when `--max-files` refuses a directory one would make.
     fn moves(&mut self, entry: &Entry, moves: &[Move]) -> Result<bool> {
         let mut temp: Option<SafePath> = None;
-        let fatal = |e: &io::Error| -> Result<()> {
-            match TooManyFiles::is(e) {
-                true => Err(anyhow::anyhow!("{}: {e}", entry.name)),
-                false => Ok(()),
+        let fatal = |e: &MemberError| -> Result<()> {
+            match e {
+                MemberError::TooManyFiles(_) => Err(anyhow::anyhow!("{}: {e}", entry.name)),
+                _ => Ok(()),
             }
         };
         for m in moves {
@@ -213,7 +214,7 @@ impl Dest {
 
     /// Renames the directory `from` to `to` (both beneath DIR, never through a symlink),
     /// making `to`'s missing parents as GNU tar does.
-    fn rename_dir(&mut self, from: &SafePath, to: &SafePath) -> io::Result<()> {
+    fn rename_dir(&mut self, from: &SafePath, to: &SafePath) -> Result<(), MemberError> {
         let (_, src) = self.dir(from.parent_components(), false)?;
         let src_name = cstr_io(from.file_name())?;
         let dst = self.slot(to)?;
@@ -222,7 +223,7 @@ impl Dest {
             libc::renameat(src.as_raw_fd(), src_name.as_ptr(), dst.dirfd(), dst.name.as_ptr())
         });
         if r != 0 {
-            return Err(io::Error::last_os_error());
+            return Err(io::Error::last_os_error().into());
         }
         self.tree().detach(from.components());
         self.tree().detach(to.components());
@@ -232,7 +233,7 @@ impl Dest {
     /// Makes `parent/tar.XXXXXX` (mode 0700, a name not taken) and returns its path. It counts
     /// against `--max-files` like any directory made (a list of 20,000 swaps once made 20,000
     /// of them under `--max-files 10`).
-    fn temp_dir(&mut self, parent: &SafePath) -> io::Result<SafePath> {
+    fn temp_dir(&mut self, parent: &SafePath) -> Result<SafePath, MemberError> {
         let (_, dir) = self.dir(parent.components(), false)?;
         let files = self.files.clone();
         files.take_dir()?;
@@ -246,11 +247,11 @@ impl Dest {
             let e = io::Error::last_os_error();
             if e.raw_os_error() != Some(libc::EEXIST) {
                 files.give_back();
-                return Err(e);
+                return Err(e.into());
             }
         }
         files.give_back();
-        Err(io::Error::from_raw_os_error(libc::EEXIST))
+        Err(io::Error::from_raw_os_error(libc::EEXIST).into())
     }
 }
 

@@ -37,6 +37,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::outcome::MemberError;
 use super::restart;
 use crate::policy::admit::FileCount;
 use beneath::open_in_root;
@@ -449,7 +450,7 @@ impl Tree {
         comps: I,
         create: Create,
         files: &FileCount,
-    ) -> io::Result<(NodeId, Arc<OwnedFd>)>
+    ) -> Result<(NodeId, Arc<OwnedFd>), MemberError>
     where
         I: IntoIterator<Item = &'a [u8]>,
         I::IntoIter: Clone,
@@ -485,13 +486,15 @@ impl Tree {
             self.pin(child);
             let mut opened = self.open_child(fd.as_raw_fd(), c, create, files);
             if self.follow
-                && let Err(e) = &opened
+                && let Err(MemberError::Io(e)) = &opened
                 && matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR))
             {
                 // Names hold no NUL (open_child made C strings of them).
                 if let Ok(path) = CString::new(self.path_of(child)) {
                     let root = self.root_fd().clone();
-                    opened = self.retry_emfile(|| open_in_root(root.as_raw_fd(), &path));
+                    opened = self
+                        .retry_emfile(|| open_in_root(root.as_raw_fd(), &path))
+                        .map_err(MemberError::Io);
                 }
             }
             let opened = opened.map(Arc::new);
@@ -513,11 +516,11 @@ impl Tree {
         name: &[u8],
         create: Create,
         files: &FileCount,
-    ) -> io::Result<OwnedFd> {
+    ) -> Result<OwnedFd, MemberError> {
         let name = CString::new(name).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
         match self.retry_emfile(|| open_dir_beneath(parent, &name)) {
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
-                let Create::With(mode) = create else { return Err(e) };
+                let Create::With(mode) = create else { return Err(e.into()) };
                 // With a limit, one writer thread at a time looks again, counts and makes: a
                 // directory two of them need at once is made and counted by one, and the other
                 // finds it. (Both counted it, and an archive exactly at `--max-files` was
@@ -536,13 +539,13 @@ impl Tree {
                     // to count against, or by an explicit directory member).
                     files.give_back();
                     if e.raw_os_error() != Some(libc::EEXIST) {
-                        return Err(e);
+                        return Err(e.into());
                     }
                 }
                 drop(one);
-                self.retry_emfile(|| open_dir_beneath(parent, &name))
+                Ok(self.retry_emfile(|| open_dir_beneath(parent, &name))?)
             }
-            other => other,
+            other => Ok(other?),
         }
     }
 

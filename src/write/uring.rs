@@ -23,6 +23,7 @@ use io_uring::{IoUring, opcode, squeue, types};
 
 use super::dest::{Dest, Slot};
 use super::direct::{DirectPolicy, clear_direct, reserve};
+use super::outcome::MemberError;
 use super::tree::{self, NodeId};
 use super::{Stats, Writer, apply_namespace_op, member_failed};
 use crate::plan::{Entry, Op};
@@ -450,7 +451,7 @@ impl Uring {
             let res = match self.dest.open_through(&entry, flags & libc::O_DIRECT) {
                 Ok(fd) => fd.into_raw_fd(),
                 // The system's refusal (O_DIRECT's EINVAL, out of fds) as a completion's.
-                Err(e) if e.get_ref().is_none() && e.raw_os_error().is_some() => {
+                Err(MemberError::Io(e)) if e.raw_os_error().is_some() => {
                     -e.raw_os_error().unwrap_or(libc::EIO)
                 }
                 Err(e) => return self.open_failed(file, e),
@@ -700,10 +701,10 @@ impl Uring {
                 Err(e) => return self.open_failed(file, e),
             }
         }
-        self.open_failed(file, io::Error::from_raw_os_error(err))
+        self.open_failed(file, io::Error::from_raw_os_error(err).into())
     }
 
-    fn open_failed(&mut self, file: usize, e: io::Error) -> Result<()> {
+    fn open_failed(&mut self, file: usize, e: MemberError) -> Result<()> {
         let f = &mut self.files[file];
         f.failed = true;
         f.queued.clear();

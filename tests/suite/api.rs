@@ -441,3 +441,47 @@ fn skipped_members_are_told_why() {
     assert_eq!(summary.skipped, 2);
     assert_eq!(fs::read(td.join("out/fine")).unwrap(), b"ok");
 }
+
+/// What a member finds at its path, as the observer is told it under each overwrite policy
+/// (the writers' typed outcome, `write::outcome::MemberError`, mapped to `SkipReason`): a file
+/// kept is `Existing` or `KeptNewer` (not counted as skipped), one `-k` refuses and a member
+/// the destination refuses (`x/y` where `x` is a file) are `NotRestored` (counted).
+#[test]
+fn what_is_in_the_way_is_told_by_reason() {
+    use SkipReason::{Existing, KeptNewer, NotRestored};
+    use fastuntar::Overwrite;
+    let td = TestDir::new("api::what_is_in_the_way_is_told_by_reason");
+    let mut t = Tar::new();
+    // The members are of 2020; what is in the way is of now, so newer.
+    t.file("f", b"new").file("x/y", b"y").file("fine", b"ok");
+    let path = td.write("w.tar", t.finish());
+    // (policy, the members told skipped and why, how many count as skipped)
+    type Row = (Overwrite, &'static [(&'static str, SkipReason)], u64);
+    let rows: [Row; 4] = [
+        (Overwrite::Replace, &[("x/y", NotRestored)], 1),
+        (Overwrite::SkipOld, &[("f", Existing), ("x/y", NotRestored)], 1),
+        (Overwrite::KeepNewer, &[("f", KeptNewer), ("x/y", NotRestored)], 1),
+        (Overwrite::KeepOld, &[("f", NotRestored), ("x/y", NotRestored)], 2),
+    ];
+    for (i, (how, told, counted)) in rows.into_iter().enumerate() {
+        let out = td.join(format!("out{i}"));
+        fs::create_dir_all(&out).unwrap();
+        fs::write(out.join("f"), b"old").unwrap();
+        fs::write(out.join("x"), b"a file in the way").unwrap();
+        let kept = Arc::new(Kept::default());
+        let summary = Restore::new(Source::Path(path.clone()), &out)
+            .overwrite(how)
+            .observer(kept.clone())
+            .run()
+            .unwrap();
+        let mut skipped = kept.skipped.lock().unwrap().clone();
+        skipped.sort_by(|a, b| a.0.cmp(&b.0));
+        let told: Vec<(String, SkipReason)> =
+            told.iter().map(|(m, r)| (m.to_string(), *r)).collect();
+        assert_eq!(skipped, told, "{how:?}");
+        assert_eq!(summary.skipped, counted, "{how:?}");
+        let f = if how == Overwrite::Replace { &b"new"[..] } else { &b"old"[..] };
+        assert_eq!(fs::read(out.join("f")).unwrap(), f, "{how:?}");
+        assert_eq!(fs::read(out.join("fine")).unwrap(), b"ok", "{how:?}");
+    }
+}

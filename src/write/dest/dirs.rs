@@ -83,7 +83,7 @@ impl Dest {
         &mut self,
         comps: I,
         create: bool,
-    ) -> io::Result<(NodeId, Arc<OwnedFd>)>
+    ) -> Result<(NodeId, Arc<OwnedFd>), MemberError>
     where
         I: IntoIterator<Item = &'a [u8]>,
         I::IntoIter: Clone,
@@ -94,7 +94,7 @@ impl Dest {
 
     /// Creates (or keeps, if a directory is already there) the directory member and defers its
     /// metadata until the archive has left it.
-    pub fn mkdir(&mut self, entry: &Entry) -> io::Result<()> {
+    pub fn mkdir(&mut self, entry: &Entry) -> Result<(), MemberError> {
         // GNU tar's `prepare_to_extract`: a dumpdir member turns delayed restore on for the
         // rest of the run (after this member's `enter`, as there).
         self.delay |= entry.delay_restore;
@@ -126,7 +126,7 @@ impl Dest {
                 match cvt(restart(|| unsafe { libc::fchmod(fd.as_raw_fd(), mode | 0o300) })) {
                     Ok(()) => borrowed = true,
                     Err(e) if e.raw_os_error() == Some(libc::EPERM) => {}
-                    Err(e) => return Err(e),
+                    Err(e) => return Err(e.into()),
                 }
             }
         }
@@ -170,7 +170,7 @@ impl Dest {
     /// The directory of a directory member: made, or found there and kept, as
     /// `conflict::decide` says. None: the member changes nothing (what is there stays, its
     /// metadata too).
-    fn make_dir(&mut self, entry: &Entry) -> io::Result<Option<DirMade>> {
+    fn make_dir(&mut self, entry: &Entry) -> Result<Option<DirMade>, MemberError> {
         let p = &entry.path;
         // DIR itself is always there.
         if p.is_root() {
@@ -185,7 +185,7 @@ impl Dest {
         }
         let e = io::Error::last_os_error();
         if e.raw_os_error() != Some(libc::EEXIST) {
-            return Err(e);
+            return Err(e.into());
         }
         let there = if is_dir_nofollow(slot.dirfd(), &slot.name)? {
             There::Dir
@@ -208,7 +208,7 @@ impl Dest {
         entry: &Entry,
         slot: Option<&Slot>,
         there: There,
-    ) -> io::Result<Option<DirMade>> {
+    ) -> Result<Option<DirMade>, MemberError> {
         let decision = conflict::decide(&self.policy, Member::Dir, there);
         let Some(slot) = slot else {
             // DIR itself: never made, removed or replaced.
@@ -234,11 +234,11 @@ impl Dest {
                 if !(backup && self.backed_up(entry, dirfd, &slot.name)?)
                     && restart(|| unsafe { libc::unlinkat(dirfd, name, 0) }) != 0
                 {
-                    return Err(io::Error::last_os_error());
+                    return Err(io::Error::last_os_error().into());
                 }
                 // Safety: as above.
                 if restart(|| unsafe { libc::mkdirat(dirfd, name, DIR_CREATE_MODE) }) != 0 {
-                    return Err(io::Error::last_os_error());
+                    return Err(io::Error::last_os_error().into());
                 }
             }
             Decision::Remake { recursive } => {
@@ -246,7 +246,7 @@ impl Dest {
                 // or with everything in it) and is made anew; a non-empty one stays under -U
                 // alone, and the member fails (ENOTEMPTY), its metadata unset.
                 match remove_entry(dirfd, &slot.name)? {
-                    Removed::Full(e) if !recursive => return Err(e),
+                    Removed::Full(e) if !recursive => return Err(e.into()),
                     Removed::Full(_) => empty_tree(dirfd, &slot.name)?,
                     Removed::Entry | Removed::Dir => {}
                 }
@@ -261,7 +261,7 @@ impl Dest {
                     let e = io::Error::last_os_error();
                     return match e.raw_os_error() {
                         Some(libc::ENOTEMPTY | libc::EEXIST | libc::EBUSY) => Ok(None),
-                        _ => Err(e),
+                        _ => Err(e.into()),
                     };
                 }
                 self.remake_dir(dirfd, &slot.name, &entry.path)?;

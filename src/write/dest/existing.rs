@@ -21,7 +21,7 @@ impl Dest {
     /// (`KeptExisting`), with --keep-newer-files passes what is as new as the member or newer,
     /// otherwise backs up or unlinks what is there (an empty directory is removed; a non-empty
     /// one is an error, unless --recursive-unlink).
-    pub fn remove_existing(&mut self, entry: &Entry, slot: &Slot) -> io::Result<()> {
+    pub fn remove_existing(&mut self, entry: &Entry, slot: &Slot) -> Result<(), MemberError> {
         let newer =
             self.policy.compares_age() && self.newer_there(entry, slot.dirfd(), &slot.name)?;
         let there = There::Other { newer, dir_link: false };
@@ -40,14 +40,14 @@ impl Dest {
         slot: &Slot,
         backup: bool,
         recursive: bool,
-    ) -> io::Result<()> {
+    ) -> Result<(), MemberError> {
         if backup && self.backed_up(entry, slot.dirfd(), &slot.name)? {
             return Ok(());
         }
         match remove_entry(slot.dirfd(), &slot.name)? {
             Removed::Entry => return Ok(()),
             Removed::Dir => {}
-            Removed::Full(e) if !recursive => return Err(e),
+            Removed::Full(e) if !recursive => return Err(e.into()),
             Removed::Full(_) => empty_tree(slot.dirfd(), &slot.name)?,
         }
         self.tree.detach(entry.path.components());
@@ -77,17 +77,16 @@ impl Dest {
         Ok(true)
     }
 
-    /// The error for a member that leaves what is at its path as it is: -k's EEXIST, or
+    /// The outcome of a member that leaves what is at its path as it is: -k's EEXIST, or
     /// `KeptExisting` for --skip-old-files and --keep-newer-files.
-    pub(super) fn kept(&self, entry: &Entry, decision: Decision) -> io::Error {
-        let kept = match decision {
-            Decision::Refuse => return io::Error::from_raw_os_error(libc::EEXIST),
+    pub(super) fn kept(&self, entry: &Entry, decision: Decision) -> MemberError {
+        MemberError::Kept(match decision {
+            Decision::Refuse => return io::Error::from_raw_os_error(libc::EEXIST).into(),
             Decision::Skip => KeptExisting::Skipped,
             // GNU tar names the path as it extracts it, a leading `./` kept.
             Decision::KeepNewer => KeptExisting::Newer { path: entry.shown_path() },
             other => unreachable!("{other:?} keeps nothing"),
-        };
-        io::Error::new(io::ErrorKind::AlreadyExists, kept)
+        })
     }
 
     /// `--keep-newer-files`: whether what is at `slot` now (fstatat of the name in the held
@@ -109,7 +108,12 @@ impl Dest {
     }
 
     /// With `--keep-newer-files`, `KeptExisting::Newer` when `newer_there`.
-    pub(super) fn keep_if_newer(&self, entry: &Entry, dirfd: RawFd, name: &CStr) -> io::Result<()> {
+    pub(super) fn keep_if_newer(
+        &self,
+        entry: &Entry,
+        dirfd: RawFd,
+        name: &CStr,
+    ) -> Result<(), MemberError> {
         if self.policy.compares_age() && self.newer_there(entry, dirfd, name)? {
             return Err(self.kept(entry, Decision::KeepNewer));
         }
@@ -122,7 +126,7 @@ impl Dest {
         &mut self,
         entry: &Entry,
         create: impl FnMut(RawFd, &CStr) -> io::Result<T>,
-    ) -> io::Result<T> {
+    ) -> Result<T, MemberError> {
         let slot = self.slot(&entry.path)?;
         self.create_at(entry, &slot, create)
     }
@@ -133,14 +137,14 @@ impl Dest {
         entry: &Entry,
         slot: &Slot,
         mut create: impl FnMut(RawFd, &CStr) -> io::Result<T>,
-    ) -> io::Result<T> {
+    ) -> Result<T, MemberError> {
         let tree = &mut self.tree;
         match tree.retry_emfile(|| create(slot.dirfd(), &slot.name)) {
             Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
                 self.remove_existing(entry, slot)?;
-                self.tree.retry_emfile(|| create(slot.dirfd(), &slot.name))
+                Ok(self.tree.retry_emfile(|| create(slot.dirfd(), &slot.name))?)
             }
-            other => other,
+            other => Ok(other?),
         }
     }
 }

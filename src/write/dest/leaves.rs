@@ -18,7 +18,7 @@ impl Dest {
     /// whatever its mode), so that the library can hand the landed file to a program that
     /// reads it back (api/observe.rs `Landed::file`).
     /// With `--overwrite -h`, a symlink at its path is written through (`open_through`).
-    pub fn create_file(&mut self, entry: &Entry, flags: i32) -> io::Result<OwnedFd> {
+    pub fn create_file(&mut self, entry: &Entry, flags: i32) -> Result<OwnedFd, MemberError> {
         if self.policy.write_through {
             let slot = self.slot(&entry.path)?;
             if self.link_at(&slot) {
@@ -55,16 +55,17 @@ impl Dest {
     /// O_NOFOLLOW; resolved as if DIR were `/` (`tree::open_file_in_root`), so nothing outside
     /// DIR is written. It gets the member's permission bits now: it was not created with
     /// them. `flags` may add O_DIRECT, as for `create_file`.
-    pub fn open_through(&mut self, entry: &Entry, flags: i32) -> io::Result<OwnedFd> {
+    pub fn open_through(&mut self, entry: &Entry, flags: i32) -> Result<OwnedFd, MemberError> {
         let mode = self.mode(entry.mode) & 0o777;
         let path = cstr_io(entry.path.as_path().as_os_str().as_encoded_bytes())?;
         let root = self.root_fd();
         let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | flags;
         let opened = self.tree.retry_emfile(|| open_file_in_root(root, &path, flags, mode));
-        let fd = opened.map_err(|e| beyond_link(entry.path.display().to_string(), e))?;
+        let fd =
+            opened.map_err(|e| MemberError::beyond_link(entry.path.display().to_string(), e))?;
         // Safety: fd is an open file of ours; fchmod takes no pointers.
         if restart(|| unsafe { libc::fchmod(fd.as_raw_fd(), mode as libc::mode_t) }) != 0 {
-            return Err(io::Error::last_os_error());
+            return Err(io::Error::last_os_error().into());
         }
         Ok(fd)
     }
@@ -86,8 +87,9 @@ impl Dest {
         mode & 0o7000 != 0 || mode & 0o777 & self.umask != 0
     }
 
-    /// Owner, set-id bits and mtime of a file whose data is complete, through its fd.
-    pub fn finish_file(&self, fd: RawFd, entry: &Entry) -> io::Result<()> {
+    /// Owner, set-id bits and mtime of a file whose data is complete, through its fd: a
+    /// failure is `MemberError::Metadata` or `OwnerRefused` (the file is there).
+    pub fn finish_file(&self, fd: RawFd, entry: &Entry) -> Result<(), MemberError> {
         let mode = self.mode(entry.mode);
         // The create mode already holds the permission bits, less those the process umask
         // took (the umask is left as the caller set it: exact modes may need bits it clears);
@@ -100,12 +102,12 @@ impl Dest {
         if meta.owner == Some(self.own_ids) && !self.tree.setgid().seen() {
             meta.owner = None;
         }
-        set_meta(fd, &meta, set_mode, &*self.events)
+        set_meta(fd, &meta, set_mode, &*self.events).map_err(MemberError::of_metadata)
     }
 
     /// A symlink: created with symlinkat; owner, attributes and mtime (unless `-m`) set
     /// through an O_PATH fd of the link (a symlink has no mode of its own on Linux).
-    pub fn symlink(&mut self, entry: &Entry, target: &[u8]) -> io::Result<()> {
+    pub fn symlink(&mut self, entry: &Entry, target: &[u8]) -> Result<(), MemberError> {
         let target = cstr_io(target)?;
         let slot = self.slot(&entry.path)?;
         self.create_at(entry, &slot, |dirfd, name| {
@@ -118,7 +120,7 @@ impl Dest {
         self.set_meta_made(&slot, libc::S_IFLNK, &MetaOf::of(entry, 0), false)
     }
 
-    pub fn hardlink(&mut self, entry: &Entry, target: &SafePath) -> io::Result<()> {
+    pub fn hardlink(&mut self, entry: &Entry, target: &SafePath) -> Result<(), MemberError> {
         if *target == entry.path {
             // `tar -cf A f f` stores the second `f` as a hard link to itself. GNU tar's
             // extract_link counts such a link done when its target is the file already there
@@ -130,12 +132,11 @@ impl Dest {
             self.keep_if_newer(entry, dir.as_raw_fd(), &name)?;
             return match is_dir_nofollow(dir.as_raw_fd(), &name) {
                 Ok(_) => Ok(()),
-                // Our own refusal, so a member error (`is_member_error`), like ENOENT.
-                Err(e) if e.kind() == io::ErrorKind::NotFound => Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "hard link to itself, and nothing is there",
-                )),
-                Err(e) => Err(e),
+                // Our own refusal, so a member error (`outcome::judge`), like ENOENT.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    Err(MemberError::Refused("hard link to itself, and nothing is there"))
+                }
+                Err(e) => Err(e.into()),
             };
         }
         let (_, tdir) = self.dir(target.parent_components(), false)?;
@@ -152,7 +153,7 @@ impl Dest {
     /// else) after the mknod is never followed or changed.
     /// A FIFO or a device node (mknodat; a device needs CAP_MKNOD, as root: otherwise EPERM,
     /// and the member is reported and skipped).
-    pub fn mknod(&mut self, entry: &Entry, node: Node) -> io::Result<()> {
+    pub fn mknod(&mut self, entry: &Entry, node: Node) -> Result<(), MemberError> {
         let mode = self.mode(entry.mode);
         let (kind, dev) = match node {
             Node::Fifo => (libc::S_IFIFO, 0),
@@ -183,11 +184,10 @@ impl Dest {
         kind: libc::mode_t,
         meta: &MetaOf,
         set_mode: bool,
-    ) -> io::Result<()> {
+    ) -> Result<(), MemberError> {
         let node = self.tree.retry_emfile(|| open_path_nofollow(slot.dirfd(), &slot.name))?;
         made_as(&node, kind)?;
-        set_meta_opath(&node, meta, set_mode, &*self.events)
-            .map_err(|e| io::Error::new(e.kind(), MetadataFailed(e)))
+        set_meta_opath(&node, meta, set_mode, &*self.events).map_err(MemberError::of_metadata)
     }
 }
 
@@ -216,11 +216,10 @@ pub(super) fn open_path_nofollow(dirfd: RawFd, name: &CStr) -> io::Result<OwnedF
 /// Checks that `node` (an O_PATH fd of a name just created) is what was created: of type
 /// `kind` and with no other name (a hard link of some other inode renamed over it would have
 /// two, or be of another type).
-pub(super) fn made_as(node: &OwnedFd, kind: libc::mode_t) -> io::Result<()> {
+pub(super) fn made_as(node: &OwnedFd, kind: libc::mode_t) -> Result<(), MemberError> {
     let st = fstat(node.as_raw_fd())?;
     if st.st_mode & libc::S_IFMT != kind || st.st_nlink != 1 {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
+        return Err(MemberError::Refused(
             "replaced by something else while being created; left alone",
         ));
     }

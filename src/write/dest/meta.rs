@@ -46,11 +46,16 @@ impl<'a> MetaOf<'a> {
 /// mode and the time; a FUSE filesystem without chmod still takes the time), and the first
 /// failure is returned. Where the owner could not be set, the set-id bits are not: the file
 /// belongs to whoever extracts it.
-pub fn set_meta(fd: RawFd, m: &MetaOf, set_mode: bool, events: &dyn Events) -> io::Result<()> {
+pub fn set_meta(
+    fd: RawFd,
+    m: &MetaOf,
+    set_mode: bool,
+    events: &dyn Events,
+) -> Result<(), MemberError> {
     let owner = match m.owner {
         // Safety: fd is open.
         Some((uid, gid)) => cvt(restart(|| unsafe { libc::fchown(fd, uid, gid) }))
-            .map_err(|e| owner_refused(uid, gid, e)),
+            .map_err(|e| MemberError::owner_refused(uid, gid, e)),
         None => Ok(()),
     };
     // ACLs after the mode (a mode set later would reset their mask), as GNU tar sets them;
@@ -84,7 +89,7 @@ pub fn set_meta(fd: RawFd, m: &MetaOf, set_mode: bool, events: &dyn Events) -> i
         }
         None => Ok(()),
     };
-    owner.and(mode).and(time)
+    owner.and(mode.map_err(MemberError::Io)).and(time.map_err(MemberError::Io))
 }
 
 /// Whether an attribute is a POSIX ACL (`--acls`, acl.rs).
@@ -161,7 +166,7 @@ pub(super) fn set_meta_opath(
     m: &MetaOf,
     set_mode: bool,
     events: &dyn Events,
-) -> io::Result<()> {
+) -> Result<(), MemberError> {
     let raw = fd.as_raw_fd();
     // Each step is tried whatever the one before did, as in `set_meta` (a symlink whose owner
     // cannot be set still gets its time), and the first failure is returned.
@@ -170,7 +175,7 @@ pub(super) fn set_meta_opath(
         Some((uid, gid)) => cvt(restart(|| unsafe {
             libc::fchownat(raw, c"".as_ptr(), uid, gid, libc::AT_EMPTY_PATH)
         }))
-        .map_err(|e| owner_refused(uid, gid, e)),
+        .map_err(|e| MemberError::owner_refused(uid, gid, e)),
         None => Ok(()),
     };
     let proc = CString::new(format!("/proc/self/fd/{raw}")).expect("no NUL in a number");
@@ -214,5 +219,5 @@ pub(super) fn set_meta_opath(
             }
         }
     };
-    owner.and(mode).and(time)
+    owner.and(mode.map_err(MemberError::Io)).and(time.map_err(MemberError::Io))
 }

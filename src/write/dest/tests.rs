@@ -92,7 +92,7 @@ fn what_is_done_goes_to_the_sink() {
         super::super::member_failed(&d, &e, "cannot create", err).unwrap();
     }
     let gone = io::Error::from_raw_os_error(libc::ENOENT);
-    super::super::member_failed(&d, &entry("g", 0o644, 0), "cannot create", gone).unwrap();
+    super::super::member_failed(&d, &entry("g", 0o644, 0), "cannot create", gone.into()).unwrap();
     let said = kept.0.lock().unwrap().clone();
     let not_restored = "not restored g: cannot create: No such file or directory";
     assert_eq!(said, ["renamed f f~", "skipped f", "kept newer f", not_restored]);
