@@ -1,7 +1,7 @@
 //! The memory budget: how `--memory` (or the default, sized to what the process may use) is
 //! divided into buffers, between file data in flight to the writers and the frames that
 //! decoder workers decode ahead (decode/parallel.rs), less a URL's reorder window. Pure: what
-//! the machine allows (`usable_memory`) is read once at the edge (cli/resolve.rs) and passed
+//! the machine allows (`usable_memory`) is read once at the edge (`options::Machine`) and passed
 //! in as a number.
 
 use anyhow::{Result, bail};
@@ -58,7 +58,7 @@ const MIN_FRAME_BUFFERS: usize = 2;
 /// the frames get only the fraction.
 const AUTO_MEMORY_FRACTION: u64 = 8;
 
-/// What the resolve step fixed about memory (cli/resolve.rs), from which each run's pools are
+/// What the run's options fixed about memory (options/input.rs), from which each run's pools are
 /// divided once the decoder threads are known (`Budget::pools`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budget {

@@ -26,11 +26,12 @@
 //! # Ok::<(), fastuntar::Error>(())
 //! ```
 //!
-//! Inside (docs/DESIGN.md): the options resolve into one plan per stage (`cli/resolve`), a
-//! `command` (extract, list, to stdout) reads its input through `decode` into `archive`
-//! members, which `selection` chooses and `policy` makes safe, as `plan` ops for the `write`
-//! backend, with file data in `pool` buffers that return to the pool once written; `report`
-//! says what happened, to a terminal (the command line, src/main.rs) or to the observer.
+//! Inside (docs/DESIGN.md): the typed options (`options`: `Restore` fills them, the command
+//! line fills them from its flags) make one plan per stage; a `command` (extract, list, to
+//! stdout) reads its input through `decode` into `archive` members, which `selection` chooses
+//! and `policy` makes safe, as `plan` ops for the `write` backend, with file data in `pool`
+//! buffers that return to the pool once written; `report` says what happened, to a terminal
+//! (the command line, src/main.rs) or to the observer.
 
 mod api;
 pub use api::{
@@ -47,6 +48,7 @@ mod exit_codes;
 mod lend;
 mod mark;
 mod metadata;
+mod options;
 mod plan;
 mod policy;
 mod pool;
@@ -70,7 +72,7 @@ pub mod __private {
             pub use crate::cli::reference::{REGENERATE, WRITE_VAR, man_page, markdown, spellings};
         }
         pub mod resolve {
-            pub use crate::cli::resolve::{Edge, resolve, writer_layout};
+            pub use crate::cli::resolve::{Edge, options};
         }
     }
     pub mod command {
@@ -89,6 +91,9 @@ pub mod __private {
         pub mod url {
             pub use crate::decode::url::{Identity, Plan, Start, Validator, open};
         }
+    }
+    pub mod options {
+        pub use crate::options::{Machine, Options};
     }
     pub mod exit_codes {
         pub use crate::exit_codes::ExitCode;

@@ -9,7 +9,7 @@ use fastuntar::__private::cli::resolve::Edge;
 use fastuntar::__private::command::{Command, Plans, extract, list, to_stdout};
 use fastuntar::__private::exit_codes::ExitCode;
 use fastuntar::__private::report::Reporter;
-use fastuntar::__private::{cli, report, resources, write};
+use fastuntar::__private::{cli, report, resources};
 
 fn main() {
     // The run's reporter, its clock started now: every line the run says, and the counts
@@ -67,29 +67,28 @@ fn print_generated(args: &cli::Args, reporter: &Reporter) {
     }
 }
 
-/// The plans for this run (cli/resolve.rs), from the arguments and what the edge reads of the
-/// process's surroundings; with the writers' layout for DIR's filesystem when extracting.
-/// What the resolve step warns about is said here; a refusal exits 2.
+/// The plans for this run: the options the flags ask for (cli/resolve.rs), from the
+/// arguments and what the edge reads of the process's surroundings, made into plans as a
+/// program's `Restore` makes its own (`Options::prepare`: with the writers' layout for DIR's
+/// filesystem when extracting). What the resolve step warns about is said here; a refusal
+/// exits 2.
 fn resolve(args: cli::Args, reporter: &Reporter) -> Plans {
     let mut notes = Vec::new();
-    let edge = Edge::read(reporter.started_at());
-    let plans = edge.and_then(|edge| cli::resolve::resolve(args, &edge, &mut notes));
+    let plans = Edge::read(reporter.started_at()).and_then(|edge| {
+        let options = cli::resolve::options(args, &edge, &mut notes);
+        options.and_then(|options| options.prepare(&edge.machine))
+    });
     for note in &notes {
         reporter.warn(note);
     }
-    let mut plans = match plans {
+    match plans {
         Ok(plans) => plans,
         Err(e) => {
             // A refused command line (GNU tar's usage errors, exit 2): the line alone.
             reporter.diagnostic(&report::said(report::chain(&e)));
             std::process::exit(ExitCode::Fatal as i32);
         }
-    };
-    if !plans.command.reads_only() {
-        let fs = write::plan::DestFs::probe(&plans.writer);
-        plans.writer.layout = Some(cli::resolve::writer_layout(&plans.writer, &fs));
     }
-    plans
 }
 
 /// Runs the command the plans say, then exits with its code.

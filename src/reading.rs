@@ -15,7 +15,7 @@ use crate::report::locale::utf8_locale;
 use crate::selection::select::Wanted;
 use crate::selection::transform::{NameKind, Transforms};
 
-/// How the archive is read, as the resolve step fixed it (cli/resolve.rs).
+/// How the archive is read, as the run's options fixed it (options/mod.rs `read_plan`).
 #[derive(Debug, Clone)]
 pub struct ReadPlan {
     /// `-i`: read past zero blocks.

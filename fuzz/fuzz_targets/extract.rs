@@ -27,11 +27,10 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use fastuntar::__private::cli::resolve::{Edge, resolve, writer_layout};
+use fastuntar::__private::cli::resolve::{Edge, options};
 use fastuntar::__private::command::Plans;
 use fastuntar::__private::command::extract;
 use fastuntar::__private::report::Reporter;
-use fastuntar::__private::write::plan::DestFs;
 use libfuzzer_sys::fuzz_target;
 
 const SENTINEL: &[u8] = b"sentinel: must never change\n";
@@ -213,10 +212,8 @@ fn config(archive: &Path, dest: &Path, backend: &[&str], report: &Reporter) -> P
     // clap's own parse leaves out (the run then extracted into the working directory).
     let args = fastuntar::__private::cli::parse(argv.iter().map(Into::into).collect());
     let edge = Edge::read(report.started_at()).expect("the edge reads");
-    let mut plans = resolve(args, &edge, &mut Vec::new()).expect("fixed arguments resolve");
-    let fs = DestFs::probe(&plans.writer);
-    plans.writer.layout = Some(writer_layout(&plans.writer, &fs));
-    plans
+    let options = options(args, &edge, &mut Vec::new()).expect("fixed arguments resolve");
+    options.prepare(&edge.machine).expect("fixed arguments resolve")
 }
 
 const BACKENDS: [&[&str]; 2] =

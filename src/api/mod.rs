@@ -2,9 +2,10 @@
 //! command line does, with typed options, an [`Observer`] told what happens member by member,
 //! a [`Cancel`] token, and one [`Error`] type.
 //!
-//! A run starts from the options of `fastuntar -x` with nothing else given and resolves them
-//! through the same step the command line uses (src/cli/resolve.rs), then runs the same
-//! pipeline (src/command/extract.rs): a program and the command line restore the same tree.
+//! A run fills the typed options (src/options/) that the command line fills from its flags,
+//! starting from the defaults of `fastuntar -x` with nothing else given, makes the same plans
+//! of them (`Options::prepare`) and runs the same pipeline (src/command/extract.rs): a
+//! program and the command line restore the same tree.
 //! What only a terminal needs stays above this layer (src/main.rs): nothing here writes to
 //! stdout or stderr, changes the umask or a resource limit, installs a signal handler or
 //! exits the process.
@@ -25,8 +26,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::cli::{self, Args, Ordered};
+use crate::options::{Options, Spreading};
 use crate::report::Reporter;
+use crate::selection::given::Given;
 
 /// Where the archive comes from.
 pub enum Source {
@@ -120,8 +122,7 @@ pub enum Resume {
 /// account files over its account paths: [`Restore::spread`]; or a callback of the program's
 /// places every member: [`Restore::route`] over [`Restore::roots`].
 pub struct Restore {
-    args: Args,
-    reader: Option<Box<dyn Read + Send>>,
+    opts: Options,
     observer: Option<Arc<dyn Observer>>,
     cancel: Option<Cancel>,
     /// The first option refused while building, said by `run`.
@@ -166,124 +167,118 @@ impl Restore {
     /// A restore of `source` into `dest` (created if missing, as `mkdir -p`), with the
     /// defaults of `fastuntar -x`: modes minus the process umask, owners not restored.
     pub fn new(source: Source, dest: impl AsRef<Path>) -> Restore {
-        let mut args = cli::extract_defaults();
-        let mut reader = None;
-        match source {
-            // `-` would be standard input.
-            Source::Path(p) if p.as_os_str() == "-" => args.input.file = Some("./-".into()),
-            Source::Path(p) => args.input.file = Some(p),
-            Source::Url(u) => args.input.file = Some(u.into()),
-            Source::Reader(r) => reader = Some(r),
-        }
         // What the command line says besides warnings (a resumed run's line, a URL's retries)
-        // is not said to a program: `Summary::resumed` tells the one.
-        args.informative.quiet = true;
-        let dest = dest.as_ref().to_path_buf();
-        args.selection.ordered.push(Ordered::Directory(dest.clone()));
-        args.selection.directory.push(dest);
+        // is not said to a program (`Options::new`): `Summary::resumed` tells the one.
+        let mut opts = Options::new(dest.as_ref().to_path_buf());
+        match source {
+            Source::Path(p) => opts.archive = Some(p),
+            Source::Url(u) => opts.archive = Some(u.into()),
+            Source::Reader(r) => opts.reader = Some(crate::decode::plan::Handed::new(r)),
+        }
         let routing = (Vec::new(), None);
-        Restore { args, reader, observer: None, cancel: None, refused: None, routing }
+        Restore { opts, observer: None, cancel: None, refused: None, routing }
     }
 
     /// Snapshot policy: only the layout of a ledger snapshot (`version`, `snapshots/…`,
     /// `accounts/…`, regular files and directories with fixed modes) is admitted, within the
     /// snapshot limits (5,000,000 members, 4 TiB) unless set lower with the `max_*` options.
     pub fn snapshot(mut self, on: bool) -> Restore {
-        self.args.limits.snapshot = on;
+        self.opts.snapshot = on;
         self
     }
 
     /// At most `n` members and directories created ([`Error::Limit`] past it).
     pub fn max_files(mut self, n: u64) -> Restore {
-        self.args.limits.max_files = Some(n);
+        self.opts.limits.max_files = Some(n);
         self
     }
 
     /// At most `n` bytes of file data in all ([`Error::Limit`] past it).
     pub fn max_bytes(mut self, n: u64) -> Restore {
-        self.args.limits.max_bytes = Some(n.to_string());
+        self.opts.limits.max_bytes = Some(n);
         self
     }
 
     /// No member larger than `n` bytes ([`Error::Limit`]).
     pub fn max_member_size(mut self, n: u64) -> Restore {
-        self.args.limits.max_member_size = Some(n.to_string());
+        self.opts.limits.max_member_size = Some(n);
         self
     }
 
     /// When files are written with O_DIRECT.
     pub fn direct_io(mut self, mode: DirectIo) -> Restore {
-        self.args.performance.direct_io = Some(match mode {
-            DirectIo::Auto => cli::DirectIo::Auto,
-            DirectIo::Always => cli::DirectIo::Always,
-            DirectIo::Never => cli::DirectIo::Never,
-        });
+        use crate::write::plan::DirectIo as Plan;
+        self.opts.direct = match mode {
+            DirectIo::Auto => Plan::Auto,
+            DirectIo::Always => Plan::Always,
+            DirectIo::Never => Plan::Never,
+        };
         self
     }
 
     /// Threads decoding a multi-frame zstd archive (default: by the CPUs).
     pub fn threads(mut self, n: usize) -> Restore {
-        self.args.performance.threads = Some(n);
+        self.opts.threads = Some(n);
         self
     }
 
     /// Writer threads (default: by the destination's filesystem).
     pub fn writer_threads(mut self, n: usize) -> Restore {
-        self.args.performance.writer_threads = Some(n);
+        self.opts.writer_threads = Some(n);
         self
     }
 
     /// The memory the run's buffers may take, in bytes (default: by what the process may
     /// use).
     pub fn memory(mut self, bytes: u64) -> Restore {
-        self.args.performance.memory = Some(bytes.to_string());
+        self.opts.memory = Some(bytes);
         self
     }
 
     /// Removes `n` leading components from every member's name; members with no more are
     /// not extracted.
     pub fn strip_components(mut self, n: usize) -> Restore {
-        self.args.names.strip_components = n;
+        self.opts.strip_components = n;
         self
     }
 
     /// Leaves out the members matching `pattern` (GNU tar's `--exclude`: shell wildcards,
     /// matched against any trailing part of the name).
     pub fn exclude(mut self, pattern: &str) -> Restore {
-        self.args.selection.ordered.push(Ordered::Exclude(pattern.to_string()));
+        // A shell pattern, unanchored, as `--exclude` makes it.
+        self.opts.exclude.push(Given::new(pattern.as_bytes(), true, false));
         self
     }
 
     /// Extracts only the members named `name` (and, for a directory, what it holds); called
     /// again, those named either way. Without it, every member.
     pub fn select(mut self, name: impl AsRef<Path>) -> Restore {
-        let name = name.as_ref().as_os_str().to_os_string();
-        self.args.selection.ordered.push(Ordered::AddFile(name));
+        // The name as it is (no C escapes read), matched literally from the start.
+        use std::os::unix::ffi::OsStrExt;
+        self.opts.members.push(Given::new(name.as_ref().as_os_str().as_bytes(), false, true));
         self
     }
 
     /// What a member does with something already at its path.
     pub fn overwrite(mut self, how: Overwrite) -> Restore {
-        let o = &mut self.args.overwrite;
-        (o.unlink_first, o.keep_old_files, o.skip_old_files, o.keep_newer_files) =
-            (false, false, false, false);
-        match how {
-            Overwrite::Replace => {}
-            Overwrite::UnlinkFirst => o.unlink_first = true,
-            Overwrite::KeepOld => o.keep_old_files = true,
-            Overwrite::SkipOld => o.skip_old_files = true,
-            Overwrite::KeepNewer => o.keep_newer_files = true,
-        }
+        use crate::policy::conflict::OldFiles;
+        self.opts.old_files = match how {
+            Overwrite::Replace => OldFiles::Replace,
+            Overwrite::UnlinkFirst => OldFiles::UnlinkFirst,
+            Overwrite::KeepOld => OldFiles::Keep,
+            Overwrite::SkipOld => OldFiles::Skip,
+            Overwrite::KeepNewer => OldFiles::KeepNewer,
+        };
         self
     }
 
     /// Whether to resume an interrupted run.
     pub fn resume(mut self, how: Resume) -> Restore {
-        let r = &mut self.args.resume;
-        (r.resume, r.no_resume) = match how {
-            Resume::Auto => (false, false),
-            Resume::Require => (true, false),
-            Resume::Off => (false, true),
+        use crate::resume::Flag;
+        self.opts.resume = match how {
+            Resume::Auto => Flag::Auto,
+            Resume::Require => Flag::Resume,
+            Resume::Off => Flag::Off,
         };
         self
     }
@@ -293,22 +288,21 @@ impl Restore {
     pub fn resume_every(mut self, bytes: u64) -> Restore {
         match bytes {
             0 => self.refused = Some("resume_every: must be at least 1 byte".into()),
-            n => self.args.resume.writeback_every = n.to_string(),
+            n => self.opts.writeback = n,
         }
         self
     }
 
     /// Makes the destination's filesystem durable (syncfs) before `run` returns.
     pub fn sync(mut self, on: bool) -> Restore {
-        self.args.performance.sync = on;
+        self.opts.sync = on;
         self
     }
 
     /// Restores the archive's permission bits exactly, set-id bits too, ignoring the umask
     /// (GNU tar's `-p`).
     pub fn exact_modes(mut self, on: bool) -> Restore {
-        self.args.attributes.preserve_permissions = on;
-        self.args.attributes.no_same_permissions = !on;
+        self.opts.exact_modes = on;
         self
     }
 
@@ -320,15 +314,8 @@ impl Restore {
     /// its own, and counts towards the limits; [`Landed::root`] says where a file went (1 and
     /// up, in the order given). Called again, another prefix.
     pub fn spread<P: AsRef<Path>>(mut self, prefix: &str, roots: &[P]) -> Restore {
-        let roots: Vec<String> =
-            roots.iter().map(|r| r.as_ref().to_string_lossy().into_owned()).collect();
-        if prefix.contains('=') || roots.iter().any(|r| r.contains(',')) {
-            self.refused = Some(format!(
-                "spread: a prefix with '=' or a root with ',' cannot be given ({prefix:?}, {roots:?})"
-            ));
-            return self;
-        }
-        self.args.performance.spread.push(format!("{prefix}={}", roots.join(",")));
+        let roots = roots.iter().map(|r| r.as_ref().to_path_buf()).collect();
+        self.opts.spread.push(Spreading { prefix: prefix.to_string(), roots });
         self
     }
 
@@ -416,7 +403,7 @@ impl Restore {
     /// Extracts. Blocks until the archive is extracted, a member stops the run, or the run is
     /// cancelled.
     pub fn run(self) -> Result<Summary, Error> {
-        let Restore { args, reader, observer, cancel, refused, routing } = self;
+        let Restore { mut opts, observer, cancel, refused, routing } = self;
         if let Some(r) = refused {
             return Err(Error::Options { message: r });
         }
@@ -426,20 +413,12 @@ impl Restore {
         }
         let voice: Arc<dyn crate::report::voice::Voice> = Arc::new(observe::Bridge::new(observer));
         let reporter = Arc::new(Reporter::with_voice(voice, cancel));
-        let edge = cli::resolve::Edge::library(reporter.started_at()).map_err(Error::options)?;
-        let mut notes = Vec::new();
-        let mut plans = cli::resolve::resolve(args, &edge, &mut notes).map_err(Error::options)?;
-        for n in &notes {
-            reporter.warn(n);
-        }
-        if let Some(r) = reader {
-            plans.input.reader = Some(crate::decode::plan::Handed::new(r));
-        }
         if let (roots, Some(rule)) = routing {
-            cli::resolve::route(&mut plans, &roots, rule).map_err(Error::options)?;
+            opts.routing = Some(crate::options::Routing { roots, rule });
         }
-        let fs = crate::write::plan::DestFs::probe(&plans.writer);
-        plans.writer.layout = Some(cli::resolve::writer_layout(&plans.writer, &fs));
+        let machine =
+            crate::options::Machine::read(reporter.started_at()).map_err(Error::options)?;
+        let plans = opts.prepare(&machine).map_err(Error::options)?;
         let summary = crate::command::extract::run(&plans, &reporter).map_err(Error::from_run)?;
         reporter.progress_at_end();
         let s = &summary.stats;

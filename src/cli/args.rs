@@ -1,4 +1,4 @@
-//! The command line as clap reads it (the raw flags; cli/resolve.rs makes plans of them), in
+//! The command line as clap reads it (the raw flags; cli/resolve.rs makes the run's typed options of them), in
 //! groups as GNU tar's --help groups its options: one file of `args/` per group, flattened
 //! into `Args`, whose fields keep the flags' ids.
 

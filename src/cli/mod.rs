@@ -1,7 +1,7 @@
 //! The command line: `args.rs` the raw flags (clap derive, in GNU tar's --help groups),
 //! `argv.rs` what comes before clap (tar's bundled first argument, TAR_OPTIONS), this file
 //! `parse` and the options whose place matters (`Ordered`), `operands.rs` those read in
-//! order, `resolve.rs` the plans made of them all; `reference.rs` the man page and
+//! order, `resolve.rs` the run's typed options (src/options/) made of them all; `reference.rs` the man page and
 //! docs/REFERENCE.md, generated from `args.rs`.
 
 pub mod args;
@@ -26,14 +26,6 @@ pub fn parse(argv: Vec<OsString>) -> Args {
         let _ = e.print();
         std::process::exit(usage_status(&e));
     })
-}
-
-/// The options of `fastuntar -x` with nothing else given: where the library's `Restore`
-/// starts from, so that a program and the command line get the same defaults from the one
-/// resolve step.
-pub fn extract_defaults() -> Args {
-    try_parse(["fastuntar", "-x"].map(OsString::from).into())
-        .expect("`fastuntar -x` is a valid command line")
 }
 
 /// Parses the command line (after `traditional`); clap's error as it is.

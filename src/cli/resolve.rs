@@ -1,81 +1,66 @@
-//! The resolve step: the low arguments clap parsed (`Args`) become one narrow plan per stage
-//! (`command::Plans`), as ripgrep's `LowArgs` become `HiArgs`. Every choice the options imply
-//! is made here, by pure functions of the arguments and of what the edge read once from the
-//! environment (`Edge`: `$TAPE`, whether stdin is a terminal, the CPUs, the memory and the
-//! limits the process may use); the stages never see a flag.
+//! The resolve step: the low arguments clap parsed (`Args`) become the run's typed options
+//! (`options::Options`), as ripgrep's `LowArgs` become `HiArgs`; `Options::plans` then makes
+//! one narrow plan per stage of them (src/options/), as for a program's `Restore`. What is
+//! the command line's alone is decided here, by pure functions of the arguments and of what
+//! the edge read once from the environment (`Edge`: `$TAPE`, whether stdin is a terminal,
+//! `$VERSION_CONTROL`, and the `Machine`): sizes as written (`64K`), GNU tar's meaning of
+//! each option, the options that cannot go together and their words, and what only the
+//! command line shows (the report and the listing, `Shown`); the stages never see a flag.
 //!
-//! This file holds `Edge` and `resolve`; each stage's plan is made in a file of its own
-//! (`input.rs`, `selection.rs`, `member.rs`, `writer.rs`, `reading.rs`, `resume.rs`), sizes
-//! and rates are read by `units.rs`.
+//! This file holds `Edge` and `resolve`; the options of each concern are read in a file of
+//! their own (`input.rs`, `selection.rs`, `member.rs`, `writer.rs`, `reading.rs`), sizes and
+//! rates by `units.rs`.
 
 mod input;
 mod member;
-mod placement;
 mod reading;
-mod resume;
 mod selection;
 #[cfg(test)]
 pub(crate) mod tests;
 mod units;
 mod writer;
 
-use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 
 use crate::archive::Timestamp;
-use crate::budget::{Budget, tight_memory, url_window};
 use crate::cli::operands::{self, Selection};
 use crate::cli::{Args, Ordered};
+use crate::command::Command;
+#[cfg(test)]
+use crate::command::Plans;
 use crate::command::listing::ListingPlan;
-use crate::command::{Command, Plans};
-use crate::decode::plan::InputPlan;
-use crate::policy::admit::{Limits, SNAPSHOT_MAX_BYTES, SNAPSHOT_MAX_FILES};
+use crate::options::{Machine, Options, Shown, Spreading};
+use crate::policy::admit::Limits;
 use crate::policy::conflict::OldFiles;
-use crate::policy::plan::MemberPlan;
-use crate::reading::ReadPlan;
 use crate::report::Warnings;
 use crate::report::checkpoint::CheckpointPlan;
 use crate::report::plan::ReportPlan;
-use crate::resume::{Flag, ResumePlan};
-use crate::selection::plan::SelectionPlan;
-use crate::write::plan::{Backend, DestFs, DirectIo, Layout, RingProbe, WriterPlan};
-use input::{default_threads, filter, input_plan};
-use member::{member_plan, top_level};
-use reading::read_plan;
-use resume::resume_plan;
-use selection::selection_plan;
+use crate::resume::Flag;
+use crate::write::plan::{Backend, DirectIo, RingProbe};
+use input::{filter, input_options};
+use member::{member_options, top_level};
+use reading::pax_delete;
+use selection::selection_options;
 use units::window_log;
-use writer::writer_plan;
+use writer::writer_options;
 
-pub use placement::route;
 pub use units::{parse_rate, parse_size};
-pub use writer::writer_layout;
 
 /// What the resolve step needs of the process's surroundings, read once at the edge
 /// (`Edge::read`, in main) and passed in as values, so that `resolve` is a pure function of
 /// its inputs.
 #[derive(Debug, Clone)]
 pub struct Edge {
+    /// What the plans need (CPUs, memory, limits, root, the start).
+    pub machine: Machine,
     /// `$TAPE`, when set and not empty: the archive without `-f`.
     pub tape: Option<PathBuf>,
     /// Standard input is a terminal (never read an archive from one).
     pub stdin_tty: bool,
-    /// The effective user is root: owners and modes are restored by default.
-    pub root: bool,
-    /// CPUs this process may run on (`available_parallelism`).
-    pub cpus: usize,
-    /// `ulimit -v` is set (resources.rs `address_space_limited`).
-    pub address_space_limited: bool,
-    /// The soft RLIMIT_NPROC, when there is one.
-    pub nproc_limit: Option<u64>,
-    /// Bytes of memory this process may use (budget.rs `usable_memory`).
-    pub usable_memory: u64,
-    /// The run's start, from which relative dates (`-N yesterday`) count.
-    pub now: Timestamp,
     /// `$VERSION_CONTROL`: the kind of backups `--backup` without CONTROL makes.
     pub version_control: Option<String>,
     /// `$SIMPLE_BACKUP_SUFFIX`: the backups' suffix without `--suffix`.
@@ -86,41 +71,12 @@ impl Edge {
     /// Reads the surroundings, once; `started`: when the run started (`Reporter::started_at`).
     pub fn read(started: std::time::SystemTime) -> Result<Edge> {
         use std::io::IsTerminal;
-        let since = started.duration_since(std::time::UNIX_EPOCH)?;
         Ok(Edge {
+            machine: Machine::read(started)?,
             tape: std::env::var_os("TAPE").filter(|t| !t.is_empty()).map(PathBuf::from),
             stdin_tty: std::io::stdin().is_terminal(),
-            // Safety: geteuid has no preconditions.
-            root: unsafe { libc::geteuid() } == 0,
-            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            address_space_limited: crate::resources::address_space_limited(),
-            nproc_limit: crate::resources::soft_limit(libc::RLIMIT_NPROC),
-            usable_memory: crate::budget::usable_memory(),
-            now: Timestamp { secs: since.as_secs() as i64, nanos: since.subsec_nanos() },
             version_control: std::env::var("VERSION_CONTROL").ok(),
             backup_suffix: std::env::var("SIMPLE_BACKUP_SUFFIX").ok(),
-        })
-    }
-}
-
-impl Edge {
-    /// The surroundings of a program's run (the library's `Restore`): no `$TAPE`, no
-    /// terminal, no `$VERSION_CONTROL`, and owners and exact modes not restored whoever runs
-    /// it (a program that runs as root gets the archive's files as its own, with modes minus
-    /// its umask, as the `tar` crate and Agave's unpacker make them).
-    pub fn library(started: std::time::SystemTime) -> Result<Edge> {
-        let since = started.duration_since(std::time::UNIX_EPOCH)?;
-        Ok(Edge {
-            tape: None,
-            stdin_tty: false,
-            root: false,
-            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            address_space_limited: crate::resources::address_space_limited(),
-            nproc_limit: crate::resources::soft_limit(libc::RLIMIT_NPROC),
-            usable_memory: crate::budget::usable_memory(),
-            now: Timestamp { secs: since.as_secs() as i64, nanos: since.subsec_nanos() },
-            version_control: None,
-            backup_suffix: None,
         })
     }
 }
@@ -142,9 +98,16 @@ fn archive_source(args: &Args, edge: &Edge) -> Result<Option<PathBuf>> {
     }
 }
 
-/// The plans for a run. `notes`: warnings to say (in order) whether or not the run goes on
-/// (`--level` without `-g`, `-N`'s date as read with `-v`).
-pub fn resolve(args: Args, edge: &Edge, notes: &mut Vec<String>) -> Result<Plans> {
+/// The plans for a run: the options (`options`), then their plans (`Options::plans`); for
+/// the tests of the rooms below, which read what the flags lead to.
+#[cfg(test)]
+pub(crate) fn resolve(args: Args, edge: &Edge, notes: &mut Vec<String>) -> Result<Plans> {
+    options(args, edge, notes)?.plans(&edge.machine)
+}
+
+/// The typed options the flags ask for. `notes`: warnings to say (in order) whether or not the
+/// run goes on (`--level` without `-g`, `-N`'s date as read with `-v`).
+pub fn options(args: Args, edge: &Edge, notes: &mut Vec<String>) -> Result<Options> {
     refuse_unsupported(&args)?;
     let chars: Vec<(bool, &[u8])> =
         args.informative.quote_chars_ordered.iter().map(|(on, s)| (*on, s.as_bytes())).collect();
@@ -160,35 +123,45 @@ pub fn resolve(args: Args, edge: &Edge, notes: &mut Vec<String>) -> Result<Plans
              (use --totals)"
         ),
     };
-    let filter = filter(&args)?;
-    let archive = archive_source(&args, edge)?;
+    let mut opts = Options::new(PathBuf::from("."));
+    opts.filter = filter(&args)?;
+    opts.archive = archive_source(&args, edge)?;
     // GNU tar looks at the first record of an archive file named without -I or a
     // compression flag, to learn its compression (checkpoint.rs).
-    let sniffs = archive.is_some() && filter.is_none() && args.input.compression_flag == 0;
+    let sniffs =
+        opts.archive.is_some() && opts.filter.is_none() && args.input.compression_flag == 0;
     let checkpoint =
         crate::report::checkpoint::Checkpoints::new(&args.informative.checkpoints, sniffs)?;
-    let one_top_level = match args.overwrite.one_top_level.as_deref() {
-        Some(dir) => top_level(dir.as_ref(), archive.as_deref())?,
+    opts.one_top_level = match args.overwrite.one_top_level.as_deref() {
+        Some(dir) => top_level(dir.as_ref(), opts.archive.as_deref())?,
         None => None,
     };
     let warnings = Warnings::parse(&args.informative.warning)?;
-    let selection = selection_plan(&args, archive.is_none(), edge, notes)?;
+    selection_options(&args, edge, notes, &mut opts)?;
     refuse_json(&args)?;
-    let input = input_plan(&args, archive, filter, edge)?;
-    let policy = member_plan(&args, one_top_level, edge)?;
-    let writer = writer_plan(&args, edge, warnings)?;
-    let command = command(&args);
-    let tar_env = tar_env(input.archive.as_deref(), record_size);
+    input_options(&args, &mut opts)?;
+    member_options(&args, edge, &mut opts)?;
+    writer_options(&args, edge, &mut opts)?;
+    opts.command = command(&args);
     let checkpoint = checkpoint.map(|spec| CheckpointPlan {
         spec,
         record: record_size,
-        plain_file: input.archive.clone().filter(|_| input.filter.is_none()),
+        plain_file: opts.archive.clone().filter(|_| opts.filter.is_none()),
         ignore_zeros: args.input.ignore_zeros,
         dots_to_stderr: args.operation.to_stdout,
-        env: tar_env.clone(),
+        env: crate::options::tar_env(opts.archive.as_deref(), record_size),
         subcommand: if args.operation.list { "-t" } else { "-x" },
     });
-    let read = read_plan(&args, &selection, &policy, &command, checkpoint.clone(), warnings)?;
+    opts.ignore_zeros = args.input.ignore_zeros;
+    opts.pax_delete = pax_delete(&args.input.pax_option)?;
+    opts.label = args.input.label.clone();
+    opts.resume = match (args.resume.resume, args.resume.no_resume) {
+        (_, true) => Flag::Off,
+        (true, false) => Flag::Resume,
+        (false, false) => Flag::Auto,
+    };
+    opts.writeback = parse_size(&args.resume.writeback_every).context("--writeback-every")?;
+    opts.debug_kill = args.resume.debug_kill_at.clone();
     let report = ReportPlan {
         verbose: args.informative.verbose,
         quiet: args.informative.quiet,
@@ -199,9 +172,14 @@ pub fn resolve(args: Args, edge: &Edge, notes: &mut Vec<String>) -> Result<Plans
         warnings,
         checkpoint,
     };
-    let listing = listing_plan(&args, quoting, &policy);
-    let resume = resume_plan(&args, &input, &selection, &policy, &writer, &read)?;
-    Ok(Plans { command, input, resume, read, selection, policy, writer, report, listing, tar_env })
+    let listing = listing_plan(&args, quoting, &opts);
+    opts.shown = Shown {
+        report,
+        listing,
+        block_numbers: args.informative.block_number,
+        show_omitted_dirs: args.informative.show_omitted_dirs,
+    };
+    Ok(opts)
 }
 
 /// The operations and options of GNU tar that fastuntar does not have: one line each.
@@ -264,23 +242,11 @@ fn command(args: &Args) -> Command {
     }
 }
 
-/// The TAR_* variables GNU tar gives every program it runs (`--to-command`, a checkpoint's
-/// `exec`) that describe the run: TAR_VERSION (fastuntar's), TAR_ARCHIVE (`-` for standard
-/// input) and TAR_BLOCKING_FACTOR. Each caller adds TAR_FORMAT and its own.
-fn tar_env(archive: Option<&Path>, record_size: u64) -> [(&'static str, OsString); 3] {
-    let archive = archive.map_or_else(|| "-".into(), |p| p.as_os_str().to_os_string());
-    [
-        ("TAR_VERSION", env!("CARGO_PKG_VERSION").into()),
-        ("TAR_ARCHIVE", archive),
-        ("TAR_BLOCKING_FACTOR", (record_size / 512).to_string().into()),
-    ]
-}
-
 /// How `-t` and `-v` lines look.
 fn listing_plan(
     args: &Args,
     quoting: crate::report::quoting::Quoting,
-    policy: &MemberPlan,
+    opts: &Options,
 ) -> ListingPlan {
     ListingPlan {
         block_past: args.informative.block_number.then_some(u64::from(!args.operation.list)),
@@ -288,13 +254,13 @@ fn listing_plan(
         label_given: args.input.label.is_some(),
         show_transformed: args.informative.show_transformed_names > 0,
         strip_components: args.names.strip_components,
-        one_top_level: policy.one_top_level.clone(),
+        one_top_level: opts.one_top_level.clone(),
         quoting,
         times: crate::report::time::TimeStyle {
             full: args.informative.full_time,
             utc: args.informative.utc,
         },
-        xattrs: policy.xattrs.clone(),
+        xattrs: opts.xattrs.clone(),
         acls: args.attributes.acls_on,
     }
 }

@@ -15,7 +15,7 @@ use crate::resume::ResumePlan;
 use crate::selection::plan::SelectionPlan;
 use crate::write::plan::WriterPlan;
 
-/// What the command line asks for, resolved into one narrow plan per stage (cli/resolve.rs):
+/// What a run's options ask for, made into one narrow plan per stage (options/mod.rs):
 /// the command takes them all and hands each stage its own.
 #[derive(Debug, Clone)]
 pub struct Plans {

@@ -1,5 +1,5 @@
-//! The input plan: where the archive comes from and how it is decoded, as the resolve step
-//! (cli/resolve.rs) fixed it. The input stage (decode/, and resume/ which opens it at a resume
+//! The input plan: where the archive comes from and how it is decoded, as the run's options
+//! fixed it (options/input.rs). The input stage (decode/, and resume/ which opens it at a resume
 //! point) reads only this, never the flags.
 
 use std::path::PathBuf;

@@ -1,5 +1,5 @@
-//! The member policy plan: what may land and how, as the resolve step (cli/resolve.rs) fixed
-//! it: safe paths (`--strip-components`, `--one-top-level`), admission (`--snapshot`, the
+//! The member policy plan: what may land and how, as the run's options fixed it
+//! (options/member.rs): safe paths (`--strip-components`, `--one-top-level`), admission (`--snapshot`, the
 //! limits), ownership, times and attributes, `-G`. (What to do with a path that exists
 //! already is the writer plan's, decided by conflict.rs.)
 

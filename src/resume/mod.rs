@@ -215,7 +215,7 @@ pub struct Session {
     report: Arc<Reporter>,
 }
 
-/// What the resolve step fixed about resume points (cli/resolve.rs): the flag, DIR, which
+/// What the options fixed about resume points (options/resume.rs): the flag, DIR, which
 /// option refuses them, and the digest of the options that change what lands. The input
 /// stage's: resume points are offsets in the input.
 #[derive(Debug, Clone)]
@@ -226,8 +226,8 @@ pub struct ResumePlan {
     pub dest: std::path::PathBuf,
     /// `--spread`'s roots: a resume point is durable once their filesystems are synced too.
     pub roots: Vec<std::path::PathBuf>,
-    /// The option given that makes a run unable to resume from a member boundary (resolve.rs
-    /// `refused_option`).
+    /// The option given that makes a run unable to resume from a member boundary
+    /// (options/resume.rs `refused_option`).
     pub refused: Option<&'static str>,
     /// The digest of the options that change what lands (options.rs).
     pub options: [u8; 32],

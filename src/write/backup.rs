@@ -5,7 +5,7 @@
 //! than the highest there), `existing`/`nil` (numbered where numbered backups exist, else
 //! simple; the default, or `$VERSION_CONTROL`), `none`/`off` (no backups). SUFFIX defaults to
 //! `$SIMPLE_BACKUP_SUFFIX`, else `~`. The options and the environment are settled by the
-//! resolve step (cli/resolve.rs `backup_wanted`); this only reads the CONTROL and SUFFIX it
+//! resolve step (cli/resolve/writer.rs `backup_wanted`); this only reads the CONTROL and SUFFIX it
 //! is given.
 
 use std::collections::HashMap;

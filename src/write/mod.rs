@@ -287,7 +287,7 @@ pub fn create_n(
     events: Arc<dyn events::Events>,
 ) -> Result<Writers> {
     let warn = |what: &str| events.event(events::Event::Warned { what });
-    // Decided at the edge from DIR's filesystem (cli/resolve.rs `writer_layout`); one writer
+    // Decided at the edge from DIR's filesystem (options/writer.rs `writer_layout`); one writer
     // where it was not.
     let one = Layout { threads: 1, serial: false, journal_less: false, notes: Vec::new() };
     let layout = plan.layout.as_ref().unwrap_or(&one);

@@ -1,4 +1,4 @@
-//! The writer plan: how members land in DIR, as the resolve step (cli/resolve.rs) fixed it:
+//! The writer plan: how members land in DIR, as the run's options fixed it (options/writer.rs):
 //! the backend, the writer threads, the direct-IO policy's inputs, the options for a path that
 //! exists already, and how modes and directories are restored. write/ reads only this.
 
@@ -60,7 +60,7 @@ pub struct WriterPlan {
     pub ring_probe: RingProbe,
     /// `--sync`: DIR's filesystem is synced at the end.
     pub sync: bool,
-    /// The writer threads and backend rule for DIR's filesystem (cli/resolve.rs
+    /// The writer threads and backend rule for DIR's filesystem (options/writer.rs
     /// `writer_layout`, from `DestFs::probe`); None until decided, for a run that writes.
     pub layout: Option<Layout>,
 }

@@ -2609,7 +2609,7 @@ fn two_runs_in_one_process_count_their_own() {
 #[test]
 #[ignore = "run by two_runs_in_one_process_count_their_own, in a process of its own"]
 fn two_runs_child() {
-    use fastuntar::__private::cli::resolve::{Edge, resolve, writer_layout};
+    use fastuntar::__private::cli::resolve::{Edge, options};
     use fastuntar::__private::exit_codes::ExitCode;
     use fastuntar::__private::report::Reporter;
     use std::sync::Arc;
@@ -2631,9 +2631,8 @@ fn two_runs_child() {
         let argv = ["fastuntar", "-x", "-f", a, "-C", d, "-q"];
         let args = fastuntar::__private::cli::parse(argv.iter().map(Into::into).collect());
         let edge = Edge::read(report.started_at()).unwrap();
-        let mut plans = resolve(args, &edge, &mut Vec::new()).unwrap();
-        let fs = fastuntar::__private::write::plan::DestFs::probe(&plans.writer);
-        plans.writer.layout = Some(writer_layout(&plans.writer, &fs));
+        let options = options(args, &edge, &mut Vec::new()).unwrap();
+        let plans = options.prepare(&edge.machine).unwrap();
         let summary = fastuntar::__private::command::extract::run(&plans, &report).unwrap();
         assert_eq!(summary.members, members, "run {i}");
         assert_eq!(report.skipped_count(), skipped, "run {i}");

@@ -3,39 +3,14 @@
 
 use super::*;
 
-/// Where the archive comes from, how it is decoded, and the memory for it.
-pub(super) fn input_plan(
-    args: &Args,
-    archive: Option<PathBuf>,
-    filter: Option<Vec<String>>,
-    edge: &Edge,
-) -> Result<InputPlan> {
-    let memory =
+/// `--memory`, `--max-window`, `--threads` and a URL's download flags into `opts`.
+pub(super) fn input_options(args: &Args, opts: &mut Options) -> Result<()> {
+    opts.memory =
         args.performance.memory.as_deref().map(parse_size).transpose().context("--memory")?;
-    if let Some(m) = memory {
-        crate::budget::pool_shape(m)?;
-    }
-    let max_window_log = window_log(parse_size(&args.limits.max_window).context("--max-window")?)?;
-    let budget_memory = memory.or_else(|| tight_memory(edge.usable_memory));
-    let url = url_plan(args, archive.as_deref(), filter.is_some(), budget_memory)?;
-    let threads = match args.performance.threads {
-        Some(0) => bail!("--threads: must be at least 1"),
-        Some(n) => n.min(MAX_THREADS),
-        None => default_threads(
-            args.operation.list || args.operation.to_stdout || args.operation.to_command.is_some(),
-            edge,
-        ),
-    };
-    let budget = Budget {
-        memory: budget_memory,
-        explicit: memory.is_some(),
-        usable: edge.usable_memory,
-        window: url.as_ref().map_or(0, |u| u.window),
-        reads_only: args.operation.list
-            || args.operation.to_stdout
-            || args.operation.to_command.is_some(),
-    };
-    Ok(InputPlan { archive, filter, url, max_window_log, threads, budget, reader: None })
+    opts.max_window_log = window_log(parse_size(&args.limits.max_window).context("--max-window")?)?;
+    opts.threads = args.performance.threads;
+    opts.download = download(args, opts.archive.as_deref(), opts.filter.is_some())?;
+    Ok(())
 }
 
 /// The decompressing program the flags ask for, as `PROG -d` split at spaces: GNU tar's
@@ -60,16 +35,15 @@ pub(super) fn filter(args: &Args) -> Result<Option<Vec<String>>> {
     Ok(Some(words))
 }
 
-/// The download settings when the archive is a URL (`decode::url::is_url`); the URL-only
-/// flags are refused for a file, the tuning ones (`--connections`, `--stall-timeout`,
-/// `--retries`, `--cacert`) are let be, as TAR_OPTIONS may set them for every run.
-fn url_plan(
+/// The download settings, used when the archive is a URL (`decode::url::is_url`); the
+/// URL-only flags are refused for a file, the tuning ones (`--connections`,
+/// `--stall-timeout`, `--retries`, `--cacert`) are let be, as TAR_OPTIONS may set them for
+/// every run.
+fn download(
     args: &Args,
     archive: Option<&std::path::Path>,
     filter: bool,
-    // The budget: `--memory`, or the default where memory is tight (`tight_memory`).
-    memory: Option<u64>,
-) -> Result<Option<crate::decode::url::Plan>> {
+) -> Result<crate::options::Download> {
     use crate::decode::url;
     let Some(a) = archive.filter(|a| url::is_url(a.as_os_str())) else {
         if args.input.keep_archive.is_some() || args.input.checksum.is_some() {
@@ -81,7 +55,7 @@ fn url_plan(
         if !args.input.mirror.is_empty() || args.input.mirrors.is_some() {
             bail!("--mirror and --mirrors apply to an archive read from a URL");
         }
-        return Ok(None);
+        return Ok(Default::default());
     };
     if filter {
         bail!("-I/--use-compress-program cannot read a URL: fastuntar decodes its formats itself");
@@ -136,8 +110,7 @@ fn url_plan(
             n => Some(n),
         },
     };
-    Ok(Some(url::Plan {
-        url: a.to_string_lossy().into_owned(),
+    Ok(crate::options::Download {
         mirrors,
         limit_rate,
         connections,
@@ -147,30 +120,6 @@ fn url_plan(
         cacert: args.input.cacert.clone(),
         keep: args.input.keep_archive.clone(),
         checksum,
-        window: url_window(memory, url::ranges::BLOCK),
-        verbose: args.informative.verbose > 0,
-        quiet: args.informative.quiet,
         no_sign_request: args.input.no_sign_request,
-    }))
-}
-
-/// Most decoder threads: past the 64 cores of the biggest validators, more threads only add
-/// frames in flight that the pool and the writer cannot use.
-pub(super) const MAX_THREADS: usize = 256;
-
-/// zstd decoder threads by default: the CPUs this process may run on (sched_getaffinity, and a
-/// cgroup's CPU quota, through `available_parallelism`) when listing or with `-O`; one fewer when
-/// extracting to disk, because the writer needs a CPU of its own. Measured on 2 CPUs (4 GB in 119
-/// frames): `-t` took 0.57x the time with 2 threads, but extraction none less, to tmpfs, to
-/// RAM-backed ext4 or to the disk: the writer's system time (2.4 s of copying into the page cache,
-/// or the loop device's worker) already filled the second CPU, and a second decoder only added its
-/// copying (docs/PERFORMANCE.md). One under `ulimit -v`.
-pub(super) fn default_threads(listing: bool, edge: &Edge) -> usize {
-    // Under `ulimit -v` one: every thread adds its zstd window, stack and read-ahead, and
-    // `--threads 8` under `ulimit -v 196608` failed (in a different allocation each run).
-    if edge.address_space_limited {
-        return 1;
-    }
-    let spare = if listing { edge.cpus } else { edge.cpus.saturating_sub(1) };
-    spare.clamp(1, MAX_THREADS)
+    })
 }

@@ -1,33 +1,27 @@
-//! The member plan: safe paths (`--strip-components`, `--one-top-level`), `--snapshot` and
-//! the limits, owners, times, attributes, `-G`.
+//! What may land: `--strip-components`, `--one-top-level`'s directory, `--snapshot` and the
+//! limits, owners, times, attributes, `-G`.
 
 use super::*;
 
-/// What may land and how.
-pub(super) fn member_plan(
-    args: &Args,
-    one_top_level: Option<PathBuf>,
-    edge: &Edge,
-) -> Result<MemberPlan> {
+/// The limits, owners, times and attributes into `opts`: sizes read, GNU tar's defaults for
+/// root (owners restored unless `--no-same-owner`), `--xattrs` with its filter.
+pub(super) fn member_options(args: &Args, edge: &Edge, opts: &mut Options) -> Result<()> {
     let opt_size = |s: &Option<String>, flag: &str| -> Result<Option<u64>> {
         s.as_deref().map(parse_size).transpose().with_context(|| flag.to_string())
     };
-    let mut limits = Limits {
+    opts.limits = Limits {
         max_files: args.limits.max_files,
         max_bytes: opt_size(&args.limits.max_bytes, "--max-bytes")?,
         max_member_size: opt_size(&args.limits.max_member_size, "--max-member-size")?,
     };
-    if args.limits.snapshot {
-        limits.max_files = limits.max_files.or(Some(SNAPSHOT_MAX_FILES));
-        limits.max_bytes = limits.max_bytes.or(Some(SNAPSHOT_MAX_BYTES));
-    }
+    opts.snapshot = args.limits.snapshot;
     if args.attributes.xattrs_on && args.limits.snapshot {
         bail!(
             "--xattrs cannot be used with --snapshot: the snapshot layout holds only files \
              and directories with fixed modes"
         );
     }
-    let xattrs = args
+    opts.xattrs = args
         .attributes
         .xattrs_on
         .then(|| {
@@ -37,20 +31,16 @@ pub(super) fn member_plan(
             )
         })
         .transpose()?;
-    Ok(MemberPlan {
-        strip_components: args.names.strip_components,
-        one_top_level,
-        snapshot: args.limits.snapshot,
-        limits,
-        // As GNU tar: restored by default for root (`--no-same-owner` says not), by request
-        // for everyone else.
-        same_owner: args.attributes.same_owner || (!args.attributes.no_same_owner && edge.root),
-        numeric_owner: args.attributes.numeric_owner,
-        touch: args.attributes.touch,
-        xattrs,
-        acls: args.attributes.acls_on,
-        incremental: args.operation.incremental || args.operation.listed_incremental.is_some(),
-    })
+    opts.strip_components = args.names.strip_components;
+    // As GNU tar: restored by default for root (`--no-same-owner` says not), by request
+    // for everyone else.
+    opts.same_owner =
+        args.attributes.same_owner || (!args.attributes.no_same_owner && edge.machine.root);
+    opts.numeric_owner = args.attributes.numeric_owner;
+    opts.touch = args.attributes.touch;
+    opts.acls = args.attributes.acls_on;
+    opts.incremental = args.operation.incremental || args.operation.listed_incremental.is_some();
+    Ok(())
 }
 
 /// Suffixes GNU tar 1.34 strips from the archive's base name to name `--one-top-level`'s

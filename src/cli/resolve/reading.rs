@@ -1,37 +1,6 @@
-//! The read plan: how the archive is read (`-i`, `--xattrs`, `-G`'s lists, `--pax-option
-//! delete=`, `-V`, checkpoints).
+//! How the archive is read: `--pax-option`'s list, as GNU tar reads it.
 
 use super::*;
-
-/// How the archive is read: the reader's options and what it keeps.
-pub(super) fn read_plan(
-    args: &Args,
-    selection: &SelectionPlan,
-    policy: &MemberPlan,
-    command: &Command,
-    checkpoint: Option<CheckpointPlan>,
-    warnings: Warnings,
-) -> Result<ReadPlan> {
-    let reads_only = command.reads_only();
-    // Kept when extracting with --xattrs or --acls, and for -tv's mark with either.
-    let marks = args.operation.list && args.informative.verbose > 0;
-    let asked = policy.xattrs.is_some() || policy.acls;
-    Ok(ReadPlan {
-        ignore_zeros: args.input.ignore_zeros,
-        block_numbers: args.informative.block_number,
-        pax_delete: pax_delete(&args.input.pax_option)?,
-        xattrs: asked && (marks || !reads_only),
-        // -G: the directories' lists, to purge by, or to show (-t -vv, as GNU tar's -tvvv:
-        // its -t counts as one -v).
-        dumpdirs: policy.incremental
-            && (!reads_only || args.operation.list && args.informative.verbose > 1),
-        show_omitted_dirs: args.informative.show_omitted_dirs,
-        transforms: selection.transforms.clone(),
-        label: args.input.label.clone(),
-        checkpoint,
-        warnings,
-    })
-}
 
 /// GNU tar's PAX keywords that `--pax-option delete=` may not name (xheader.c's protected
 /// ones: without them sparse files, incremental and multi-volume archives would be misread).
@@ -61,7 +30,7 @@ const PROTECTED_PAX_KEYWORDS: &[&str] = &[
 /// reads: refused for the keywords that would change what is extracted (`uname=bob`), and
 /// for a protected keyword as GNU tar refuses it; accepted for the others, which change
 /// nothing there either.
-fn pax_delete(options: &[String]) -> Result<Vec<std::ffi::CString>> {
+pub(super) fn pax_delete(options: &[String]) -> Result<Vec<std::ffi::CString>> {
     /// The keywords an override of would change what GNU tar extracts or lists.
     const APPLIED: &[&str] =
         &["path", "linkpath", "size", "mtime", "atime", "ctime", "uid", "gid", "uname", "gname"];

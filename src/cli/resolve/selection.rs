@@ -3,15 +3,17 @@
 
 use super::*;
 
-/// Which members, under which names.
-pub(super) fn selection_plan(
+/// Which members, under which names, into `opts`: MEMBER operands, `-T` and `--exclude` read
+/// in command-line order (operands.rs).
+pub(super) fn selection_options(
     args: &Args,
-    stdin_archive: bool,
     edge: &Edge,
     notes: &mut Vec<String>,
-) -> Result<SelectionPlan> {
-    let transforms = crate::selection::transform::Transforms::parse(&args.names.transform)
-        .context("--transform")?;
+    opts: &mut Options,
+) -> Result<()> {
+    // Checked here for its words; the plans compile them (options/mod.rs).
+    crate::selection::transform::Transforms::parse(&args.names.transform).context("--transform")?;
+    let stdin_archive = opts.archive.is_none();
     let Selection { members, exclude, recursion, read_stdin } = operands::resolve(
         &args.selection.ordered,
         args.input.file.is_none(),
@@ -26,7 +28,7 @@ pub(super) fn selection_plan(
         // GNU tar: 0 is "every occurrence", as without the option.
         Some(n) => n,
     };
-    let newer = newer_than(args, edge.now, notes)?;
+    let newer = newer_than(args, edge.machine.now, notes)?;
     if let Some(level) = &args.compat.level {
         let level = incremental_level(level).context("Invalid incremental level value")?;
         // GNU tar's "no level" is -1; any other without -g is warned about.
@@ -34,17 +36,16 @@ pub(super) fn selection_plan(
             notes.push("--level is meaningless without --listed-incremental".into());
         }
     }
-    Ok(SelectionPlan {
-        members,
-        exclude,
-        recursion,
-        starting_file: args.selection.starting_file.last().map(|n| n.as_bytes().to_vec()),
-        occurrence,
-        newer,
-        transforms: Arc::new(transforms),
-        interactive: args.informative.interactive,
-        stdin_taken: stdin_archive || read_stdin,
-    })
+    opts.members = members;
+    opts.exclude = exclude;
+    opts.recursion = recursion;
+    opts.starting_file = args.selection.starting_file.last().map(|n| n.as_bytes().to_vec());
+    opts.occurrence = occurrence;
+    opts.newer = newer;
+    opts.transform = args.names.transform.clone();
+    opts.interactive = args.informative.interactive;
+    opts.stdin_read = read_stdin;
+    Ok(())
 }
 
 /// `-N/--newer/--after-date DATE` or `--newer-mtime DATE` (dates.rs), relative dates counted

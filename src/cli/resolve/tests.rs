@@ -1,21 +1,18 @@
 //! The resolve step's tests.
 
-use super::*;
-use input::MAX_THREADS;
-use selection::incremental_level;
-use writer::{DEFAULT_MAX_WRITERS, backup_wanted, direct_io, old_files, writer_threads};
+use std::ffi::OsString;
 
-/// A machine with 4 CPUs, 16 GiB, no limits, stdin not a terminal, not root.
+use super::*;
+use selection::incremental_level;
+use writer::{backup_wanted, direct_io, old_files};
+
+/// A machine with 4 CPUs, 16 GiB, no limits (options/tests.rs `machine`), stdin not a
+/// terminal, not root.
 pub(crate) fn edge() -> Edge {
     Edge {
+        machine: crate::options::tests::machine(),
         tape: None,
         stdin_tty: false,
-        root: false,
-        cpus: 4,
-        address_space_limited: false,
-        nproc_limit: None,
-        usable_memory: 16 << 30,
-        now: Timestamp { secs: 1_800_000_000, nanos: 0 },
         version_control: None,
         backup_suffix: None,
     }
@@ -93,42 +90,6 @@ fn which_command_runs() {
     }
 }
 
-/// Decoder threads: all CPUs when only reading, one fewer when writing, one under
-/// `ulimit -v`; writer threads: the CPUs up to 8, one under a low RLIMIT_NPROC (not for
-/// root), a given count kept (at most MAX_WRITERS).
-#[test]
-fn thread_counts() {
-    let e = |cpus, limited, nproc, root| Edge {
-        cpus,
-        address_space_limited: limited,
-        nproc_limit: nproc,
-        root,
-        ..edge()
-    };
-    for (edge, listing, want) in [
-        (e(4, false, None, false), true, 4),
-        (e(4, false, None, false), false, 3),
-        (e(1, false, None, false), false, 1),
-        (e(4, true, None, false), true, 1),
-        (e(1000, false, None, false), true, MAX_THREADS),
-    ] {
-        assert_eq!(default_threads(listing, &edge), want, "{edge:?} {listing}");
-    }
-    for (flag, edge, want) in [
-        (None, e(4, false, None, false), Some((4, false))),
-        (None, e(32, false, None, false), Some((DEFAULT_MAX_WRITERS, false))),
-        (None, e(4, false, Some(100), false), Some((1, false))),
-        (None, e(4, false, Some(100), true), Some((4, false))),
-        (None, e(4, false, Some(4096), false), Some((4, false))),
-        (None, e(4, true, None, false), Some((1, false))),
-        (Some(2), e(1, false, Some(100), false), Some((2, true))),
-        (Some(100_000), e(4, false, None, false), Some((crate::write::multi::MAX_WRITERS, true))),
-        (Some(0), e(4, false, None, false), None),
-    ] {
-        assert_eq!(writer_threads(flag, &edge).ok(), want, "{flag:?} {edge:?}");
-    }
-}
-
 #[test]
 fn old_files_and_direct_io() {
     for (argv, want) in [
@@ -185,7 +146,7 @@ fn options_that_refuse_resume_points() {
 /// Root restores owners and exact modes by default; others only when asked.
 #[test]
 fn root_restores_owners_and_modes() {
-    let root = Edge { root: true, ..edge() };
+    let root = Edge { machine: crate::options::Machine { root: true, ..edge().machine }, ..edge() };
     for (argv, edge, owner, exact) in [
         (&[][..], edge(), false, false),
         (&[], root.clone(), true, true),
@@ -198,43 +159,44 @@ fn root_restores_owners_and_modes() {
     }
 }
 
-/// create_n's six conditions: a given count, `-U`/`--recursive-unlink`,
-/// `--keep-directory-symlink`, names without case, an ext4 without a journal.
+/// The layout the flags lead to (the conditions themselves: options/tests.rs
+/// `writer_layouts`): `-h` keeps directory symlinks, `-U` unlinks.
 #[test]
-fn writer_layouts() {
-    let caseless = DestFs { caseless: Some("vfat".into()), journal_less: None };
-    let no_journal = DestFs { caseless: None, journal_less: Some("ext4".into()) };
-    let plain = DestFs::default();
-    let layout = |argv: &[&str], fs: &DestFs, verbose| {
-        let mut argv: Vec<&str> =
-            ["-x", "-f", "a", "-C", "/d"].iter().chain(argv).copied().collect();
-        if verbose {
-            argv.push("-v");
-        }
-        let plans = plans_of(&argv, &edge()).unwrap();
-        writer_layout(&plans.writer, fs)
-    };
-    // (extra args, filesystem, -v) -> (threads, serial, journal-less, notes)
-    for (argv, fs, verbose, want) in [
-        (&[][..], &plain, false, (4, false, false, 0)),
-        (&["--writer-threads", "2"], &plain, false, (2, false, false, 0)),
-        (&[], &caseless, false, (1, true, false, 0)),
-        (&[], &caseless, true, (1, true, false, 1)),
-        (&["--writer-threads", "2"], &caseless, false, (2, true, false, 0)),
-        (&[], &no_journal, false, (1, false, true, 0)),
-        (&["--writer-threads", "3"], &no_journal, false, (3, false, true, 0)),
-        (&["-U", "--writer-threads", "3"], &plain, false, (1, false, false, 0)),
-        (&["--recursive-unlink"], &plain, false, (1, false, false, 0)),
-        (&["--keep-directory-symlink"], &plain, false, (1, true, false, 0)),
-        (&["-h", "--writer-threads", "4"], &plain, false, (1, true, false, 1)),
-        (&["-h", "-U", "--writer-threads", "4"], &plain, false, (1, true, false, 0)),
+fn writer_layouts_from_flags() {
+    let plain = crate::write::plan::DestFs::default();
+    for (argv, want) in [
+        (&[][..], 4),
+        (&["--writer-threads", "2"], 2),
+        (&["-U", "--writer-threads", "3"], 1),
+        (&["--recursive-unlink"], 1),
+        (&["-h", "--writer-threads", "4"], 1),
     ] {
-        let l = layout(argv, fs, verbose);
-        let got = (l.threads, l.serial, l.journal_less, l.notes.len());
-        assert_eq!(got, want, "{argv:?} {fs:?} -v {verbose}: {:?}", l.notes);
+        let argv: Vec<&str> = ["-x", "-f", "a", "-C", "/d"].iter().chain(argv).copied().collect();
+        let plans = plans_of(&argv, &edge()).unwrap();
+        assert_eq!(crate::options::writer_layout(&plans.writer, &plain).threads, want, "{argv:?}");
     }
-    let note = &layout(&[], &caseless, true).notes[0];
-    assert!(note.starts_with("/d: names are compared without case here (vfat)"), "{note}");
+}
+
+/// A program's defaults (`Options::new`, what `Restore` starts from) are the command line's
+/// for `fastuntar -x -f ARCHIVE -C DIR`, but for what only the command line shows: every
+/// stage's plan the same, and so the resume digest (a rerun from the other resumes).
+#[test]
+fn library_defaults_are_the_command_lines() {
+    let machine = edge().machine;
+    for argv in
+        [&["-x", "-f", "a.tar", "-C", "/d"][..], &["-x", "-f", "https://h/a.tar", "-C", "/d"]]
+    {
+        let cli = options(args(argv), &edge(), &mut Vec::new()).unwrap().plans(&machine).unwrap();
+        let mut lib = Options::new("/d".into());
+        lib.archive = Some(argv[2].into());
+        lib.shown.report.quiet = false;
+        let lib = lib.plans(&machine).unwrap();
+        let stages = |p: &Plans| {
+            let Plans { command, input, resume, read, selection, policy, writer, .. } = p;
+            format!("{command:?} {input:?} {resume:?} {read:?} {selection:?} {policy:?} {writer:?}")
+        };
+        assert_eq!(stages(&cli), stages(&lib), "{argv:?}");
+    }
 }
 
 /// Warnings the resolve step leaves to the caller, in order.

@@ -111,7 +111,7 @@ const DRAIN_MAX: u64 = 64 << 20;
 /// it answers: a source of another length is dropped, not refused).
 const FIRST_WAIT: Duration = Duration::from_secs(1);
 
-/// The resolved options of a download (cli/resolve.rs makes it from the flags).
+/// The resolved options of a download (options/input.rs makes it from the run's options).
 #[derive(Clone, Debug)]
 pub struct Plan {
     /// The address as given (a presigned URL keeps its query string as it is).

@@ -1,25 +1,27 @@
-//! The resume plan: `--resume`, `--no-resume`, `--writeback-every`, and the option that
+//! The resume plan: whether to resume, how often to record a point, and the option that
 //! keeps a run from resuming at a member boundary.
 
-use super::*;
+use super::Options;
+use crate::decode::plan::InputPlan;
+use crate::policy::conflict::OldFiles;
+use crate::policy::plan::MemberPlan;
+use crate::reading::ReadPlan;
+use crate::resume::ResumePlan;
+use crate::selection::plan::SelectionPlan;
+use crate::write::plan::WriterPlan;
 
 /// Resume points: the flag, the options that refuse them, and the digest of the options that
 /// change what lands (resume/options.rs).
 pub(super) fn resume_plan(
-    args: &Args,
+    opts: &Options,
     input: &InputPlan,
     selection: &SelectionPlan,
     policy: &MemberPlan,
     writer: &WriterPlan,
     read: &ReadPlan,
-) -> Result<ResumePlan> {
-    let writeback = parse_size(&args.resume.writeback_every).context("--writeback-every")?;
-    Ok(ResumePlan {
-        flag: match (args.resume.resume, args.resume.no_resume) {
-            (_, true) => Flag::Off,
-            (true, false) => Flag::Resume,
-            (false, false) => Flag::Auto,
-        },
+) -> ResumePlan {
+    ResumePlan {
+        flag: opts.resume,
         dest: writer.dest.clone(),
         roots: writer.placement.roots().cloned().collect(),
         refused: refused_option(input, selection, policy, writer),
@@ -29,15 +31,13 @@ pub(super) fn resume_plan(
             policy,
             writer,
             read,
-            &args.names.transform,
+            &opts.transform,
         ),
-        debug_kill: args.resume.debug_kill_at.clone(),
-        writeback: Some(writeback).filter(|&n| n > 0),
-        quiet: args.informative.quiet,
-        reads_only: args.operation.list
-            || args.operation.to_stdout
-            || args.operation.to_command.is_some(),
-    })
+        debug_kill: opts.debug_kill.clone(),
+        writeback: Some(opts.writeback).filter(|&n| n > 0),
+        quiet: opts.shown.report.quiet,
+        reads_only: opts.reads_only(),
+    }
 }
 
 /// The options that make a run unable to resume from a member boundary: with them the killed

@@ -1,8 +1,10 @@
-//! `--spread PREFIX=DIR1,DIR2,...` into the run's `Placement` (policy/route.rs). Pure but for
-//! the current directory, which a relative DIR is taken from (as `-C`'s is).
+//! The spreads asked for (`Spreading`: `--spread PREFIX=DIR1,DIR2,...`, `Restore::spread`)
+//! into the run's `Placement` (policy/route.rs). Pure but for the current directory, which a
+//! relative DIR is taken from (as `-C`'s is).
 //!
-//! Repeatable, one PREFIX each: a snapshot needs one (`accounts/`), and a second costs the
-//! router nothing. Refused, each with one line: no `=`, an empty or `..` PREFIX, a PREFIX
+//! One PREFIX each: a snapshot needs one (`accounts/`), and a second costs the router nothing.
+//! Refused, each with one line naming the spread as `--spread` spells it: an empty or `..`
+//! PREFIX, a PREFIX
 //! under another, an empty DIR, a DIR given twice, a DIR that is, holds or lies in another
 //! root or DIR (where both would write the same names), and more roots than MAX_ROOTS. A root
 //! inside DIR is allowed only where DIR's own tree would have put PREFIX (`-C /ledger
@@ -16,26 +18,27 @@ use std::sync::Arc;
 
 use anyhow::{Result, anyhow, bail};
 
+use super::Spreading;
 use crate::command::Plans;
 use crate::policy::route::{MAX_ROOTS, Placement, Routed, Rule, Spread};
 use crate::policy::safety::SafePath;
 
-/// The `--spread` values given, against DIR (`dest`).
-pub(super) fn placement(given: &[String], dest: &Path) -> Result<Placement> {
+/// The spreads given, against DIR (`dest`).
+pub(super) fn placement(given: &[Spreading], dest: &Path) -> Result<Placement> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     resolve(given, dest, &cwd)
 }
 
-fn resolve(given: &[String], dest: &Path, cwd: &Path) -> Result<Placement> {
+fn resolve(given: &[Spreading], dest: &Path, cwd: &Path) -> Result<Placement> {
     let dest = absolute(dest, cwd);
     let mut plan = Placement::default();
     let mut seen: Vec<PathBuf> = Vec::new();
-    for value in given {
+    for spreading in given {
+        let dirs: Vec<String> =
+            spreading.roots.iter().map(|r| r.to_string_lossy().into_owned()).collect();
+        let value = format!("{}={}", spreading.prefix, dirs.join(","));
         let fail = |why: String| anyhow::anyhow!("--spread '{value}': {why}");
-        let Some((prefix, dirs)) = value.split_once('=') else {
-            return Err(fail("expected PREFIX=DIR1,DIR2,... (accounts/=/mnt/a,/mnt/b)".into()));
-        };
-        let prefix = prefix_path(prefix).map_err(|w| fail(w.into()))?;
+        let prefix = prefix_path(&spreading.prefix).map_err(|w| fail(w.into()))?;
         if let Some(other) = plan.spreads.iter().find(|s| {
             s.prefix.as_path().starts_with(prefix.as_path())
                 || prefix.as_path().starts_with(s.prefix.as_path())
@@ -44,7 +47,7 @@ fn resolve(given: &[String], dest: &Path, cwd: &Path) -> Result<Placement> {
             return Err(fail(format!("PREFIX overlaps another --spread's ({other}/)")));
         }
         let mut roots = Vec::new();
-        for dir in dirs.split(',') {
+        for dir in &dirs {
             if dir.is_empty() {
                 return Err(fail("an empty DIR (DIRs are separated by single commas)".into()));
             }
@@ -78,7 +81,7 @@ fn resolve(given: &[String], dest: &Path, cwd: &Path) -> Result<Placement> {
 /// the roots checked against DIR, the writers' placement, the roots the resume points sync,
 /// and the resume digest (which records that a callback routes and over which roots; its
 /// rule it cannot). Not with `--spread`: the callback places every member.
-pub fn route(plans: &mut Plans, roots: &[PathBuf], rule: Arc<Rule>) -> Result<()> {
+pub(super) fn route(plans: &mut Plans, roots: &[PathBuf], rule: Arc<Rule>) -> Result<()> {
     if !plans.writer.placement.spreads.is_empty() {
         bail!(
             "spread and route cannot be used together: the routing callback places every \
@@ -161,7 +164,15 @@ mod tests {
     use super::*;
 
     fn spreads(given: &[&str]) -> Result<Vec<(String, Vec<String>)>, String> {
-        let given: Vec<String> = given.iter().map(|s| s.to_string()).collect();
+        // As the command line splits `--spread`'s value (cli/resolve.rs `spreads`).
+        let given: Vec<Spreading> = given
+            .iter()
+            .map(|v| v.split_once('=').expect("PREFIX=DIRS"))
+            .map(|(prefix, dirs)| Spreading {
+                prefix: prefix.into(),
+                roots: dirs.split(',').map(PathBuf::from).collect(),
+            })
+            .collect();
         resolve(&given, Path::new("ledger"), Path::new("/w"))
             .map(|p| {
                 p.spreads
@@ -191,8 +202,7 @@ mod tests {
         let two = spreads(&["accounts=/a", "snaps=/b,/c"]).unwrap();
         assert_eq!(two.len(), 2);
         for (given, says) in [
-            (&["accounts"][..], "expected PREFIX=DIR1,DIR2"),
-            (&["=/a"], "an empty PREFIX"),
+            (&["=/a"][..], "an empty PREFIX"),
             (&["/=/a"], "an empty PREFIX"),
             (&["a/../b=/a"], "may not hold '..'"),
             (&["a=/x,,/y"], "an empty DIR"),
