@@ -127,3 +127,20 @@ pub(crate) fn warn_contiguous((warnings, report): (report::Warnings, &Reporter),
 pub(crate) fn skip_continuation(name: &str, report: &Reporter) {
     report.skipped(name, Skip::Continuation, "continued from another volume; skipped");
 }
+
+/// A member's kind as a program is told it (and a routing callback is asked with).
+pub fn kind_of(kind: crate::archive::Kind) -> crate::report::voice::MemberKind {
+    use crate::archive::Kind;
+    use crate::report::voice::MemberKind as K;
+    match kind {
+        Kind::File => K::File,
+        Kind::Dir => K::Dir,
+        Kind::Symlink => K::Symlink,
+        Kind::Hardlink => K::Hardlink,
+        Kind::Fifo => K::Fifo,
+        Kind::CharDev | Kind::BlockDev => K::Device,
+        // A label or a multi-volume continuation; any other type is extracted as a file.
+        Kind::Other(b'V' | b'M') => K::Other,
+        Kind::Other(_) => K::File,
+    }
+}

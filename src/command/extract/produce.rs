@@ -116,23 +116,6 @@ fn next_member(
     })
 }
 
-/// A member's kind as a program is told it (and a routing callback is asked with).
-pub(super) fn kind_of(kind: crate::archive::Kind) -> crate::report::voice::MemberKind {
-    use crate::archive::Kind;
-    use crate::report::voice::MemberKind as K;
-    match kind {
-        Kind::File => K::File,
-        Kind::Dir => K::Dir,
-        Kind::Symlink => K::Symlink,
-        Kind::Hardlink => K::Hardlink,
-        Kind::Fifo => K::Fifo,
-        Kind::CharDev | Kind::BlockDev => K::Device,
-        // A label or a multi-volume continuation; any other type is extracted as a file.
-        Kind::Other(b'V' | b'M') => K::Other,
-        Kind::Other(_) => K::File,
-    }
-}
-
 /// Reads members, judges their paths and sends the ops. Returns the number of members. With
 /// `--spread` the ops go through the spread roots' sink (write/roots.rs) first.
 pub(super) fn produce(pipe: Pipe<'_>, input: Stream, out: &mut dyn Sink) -> Result<u64> {
@@ -191,7 +174,7 @@ fn produce_into(pipe: Pipe<'_>, input: Stream, out: &mut dyn Sink) -> Result<u64
         if !archive.wants(&mut member) {
             continue;
         }
-        report.started(&member.name, kind_of(member.kind), member.size);
+        report.started(&member.name, crate::command::member::kind_of(member.kind), member.size);
         // For the error that may end the run in this member (no allocation once it has grown).
         last_name.clear();
         last_name.extend_from_slice(&member.name);

@@ -200,7 +200,8 @@ impl<R: Skip> Stage<'_, '_, R> {
                 Kind::Dir => Shape::Dir,
                 _ => Shape::Leaf(m.size),
             };
-            let route = self.placer.place(&entry.path, shape, super::produce::kind_of(m.kind));
+            let route =
+                self.placer.place(&entry.path, shape, crate::command::member::kind_of(m.kind));
             if shape == Shape::Dir && self.placer.carries(&route) {
                 self.placer.note_dir(dir_record(&entry));
             }
