@@ -61,5 +61,11 @@ fn scaled(s: &str, what: &str) -> Result<u64> {
             (digits << shift) / 10u128.pow(f.len() as u32)
         }
     };
-    whole.checked_add(part as u64).with_context(too_large)
+    let total = whole.checked_add(part as u64).with_context(too_large)?;
+    // A fraction that rounds down to nothing is not the `0` that turns a floor or the resume
+    // points off (`--min-rate 0.5`, `--writeback-every 0.5`): refused, as less than a byte.
+    if total == 0 && num.bytes().any(|b| (b'1'..=b'9').contains(&b)) {
+        bail!("{what} '{s}' is less than one byte");
+    }
+    Ok(total)
 }
