@@ -67,6 +67,7 @@ impl From<PathBuf> for Source {
 
 /// When files are written with O_DIRECT, past the page cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DirectIo {
     /// Where it was measured to be faster: by the filesystem, the archive's size and each
     /// file's (the default).
@@ -79,6 +80,7 @@ pub enum DirectIo {
 
 /// What a member does with something already at its path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Overwrite {
     /// Replace it (an existing directory is kept and gets the member's metadata): GNU tar's
     /// default.
@@ -95,6 +97,7 @@ pub enum Overwrite {
 
 /// Whether a run resumes an interrupted run into the same destination.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Resume {
     /// Resume when the destination holds the state of an interrupted run of the same archive
     /// with the same options, else start from the beginning; record resume points (the
@@ -218,13 +221,19 @@ impl Restore {
 
     /// Threads decoding a multi-frame zstd archive (default: by the CPUs).
     pub fn threads(mut self, n: usize) -> Restore {
-        self.opts.threads = Some(n);
+        match n {
+            0 => self.refuse("threads: must be at least 1"),
+            n => self.opts.threads = Some(n),
+        }
         self
     }
 
     /// Writer threads (default: by the destination's filesystem).
     pub fn writer_threads(mut self, n: usize) -> Restore {
-        self.opts.writer_threads = Some(n);
+        match n {
+            0 => self.refuse("writer_threads: must be at least 1"),
+            n => self.opts.writer_threads = Some(n),
+        }
         self
     }
 
@@ -287,7 +296,7 @@ impl Restore {
     /// a kill or a cancel extracts again at most.
     pub fn resume_every(mut self, bytes: u64) -> Restore {
         match bytes {
-            0 => self.refused = Some("resume_every: must be at least 1 byte".into()),
+            0 => self.refuse("resume_every: must be at least 1 byte"),
             n => self.opts.writeback = n,
         }
         self
@@ -398,6 +407,12 @@ impl Restore {
     pub fn cancel(mut self, token: Cancel) -> Restore {
         self.cancel = Some(token);
         self
+    }
+
+    /// Keeps the first option refused while building, for `run` to say (in the builder's
+    /// words, not a flag's).
+    fn refuse(&mut self, why: &str) {
+        self.refused.get_or_insert_with(|| why.to_string());
     }
 
     /// Extracts. Blocks until the archive is extracted, a member stops the run, or the run is

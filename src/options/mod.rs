@@ -373,7 +373,7 @@ impl Options {
         let resume = resume::resume_plan(&self, &input, &selection, &policy, &writer, &read);
         let tar_env = tar_env(input.archive.as_deref(), self.shown.report.record_size);
         let Shown { report, listing, .. } = self.shown;
-        Ok(Plans {
+        let mut plans = Plans {
             command: self.command,
             input,
             resume,
@@ -384,17 +384,19 @@ impl Options {
             report,
             listing,
             tar_env,
-        })
+        };
+        // A program's routing callback: its roots checked, the writers' placement, the roots
+        // the resume points sync and the digest.
+        if let Some(Routing { roots, rule }) = self.routing {
+            placement::route(&mut plans, &roots, rule)?;
+        }
+        Ok(plans)
     }
 
     /// The plans, and for an extraction the writers' layout on DIR's filesystem (probed
     /// here): what `command::extract::run` takes.
-    pub fn prepare(mut self, machine: &Machine) -> Result<Plans> {
-        let routing = self.routing.take();
+    pub fn prepare(self, machine: &Machine) -> Result<Plans> {
         let mut plans = self.plans(machine)?;
-        if let Some(Routing { roots, rule }) = routing {
-            placement::route(&mut plans, &roots, rule)?;
-        }
         if !plans.command.reads_only() {
             let fs = DestFs::probe(&plans.writer);
             plans.writer.layout = Some(writer_layout(&plans.writer, &fs));

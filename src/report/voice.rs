@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A member's type, as a program is told it (the archive's `Kind`, mapped by the command).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MemberKind {
     /// A regular file (also a contiguous file or an unknown type, extracted as one).
     File,
@@ -34,6 +35,7 @@ pub enum MemberKind {
 
 /// Why a member was not restored (or only in part); the run goes on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Skip {
     /// Its name or link target is unsafe (absolute, `..`, through a symlink) or empty.
     Unsafe,

@@ -307,7 +307,13 @@ fn errors_by_kind() {
     let dest = td.join("out");
 
     let e = run(Restore::new(Source::Path(good.clone()), &dest).threads(0));
-    assert!(matches!(&e, Error::Options { message } if message.contains("threads")), "{e:?}");
+    // In the builder's words, not a flag's.
+    assert!(matches!(&e, Error::Options { message } if message.starts_with("threads")), "{e:?}");
+    let e = run(Restore::new(Source::Path(good.clone()), &dest).writer_threads(0));
+    assert!(
+        matches!(&e, Error::Options { message } if message.starts_with("writer_threads")),
+        "{e:?}"
+    );
 
     let missing = td.join("missing.tar");
     let e = run(Restore::new(Source::Path(missing), &dest));
@@ -790,7 +796,7 @@ fn cancel_then_resume_with_a_routing_callback() {
     assert!(landed < 20 * 101 + 1, "the cancelled run left a partial tree ({landed} files)");
     let without = Restore::new(Source::Path(path.clone()), &dest).resume(Resume::Require).run();
     let refused = format!("{:?}", without.expect_err("resumed without the callback"));
-    assert!(refused.contains("options"), "{refused}");
+    assert!(refused.contains("the options that decide what is extracted"), "{refused}");
     let again = restore().run().unwrap();
     assert!(again.resumed, "the rerun resumed: {again:?}");
     let ours = merged(&dest, &roots, "top");
