@@ -164,7 +164,7 @@ mod tests {
     use super::*;
 
     fn spreads(given: &[&str]) -> Result<Vec<(String, Vec<String>)>, String> {
-        // As the command line splits `--spread`'s value (cli/resolve.rs `spreads`).
+        // As the command line splits `--spread`'s value (cli/resolve/writer.rs `spreads`).
         let given: Vec<Spreading> = given
             .iter()
             .map(|v| v.split_once('=').expect("PREFIX=DIRS"))

@@ -370,7 +370,7 @@ fn open_dests(
     events: Arc<dyn events::Events>,
 ) -> Result<Vec<dest::Dest>> {
     // Modes are applied exactly with -p and as root (GNU tar's --preserve-permissions default
-    // for root, undone by --no-same-permissions; cli/resolve.rs); otherwise the archive's
+    // for root, undone by --no-same-permissions; cli/resolve/writer.rs); otherwise the archive's
     // modes minus the umask, like tar without -p.
     let (exact, old_umask) = (plan.exact_modes, crate::resources::process_umask());
     // Removals are told among the Dests of one tree: DIR's (a spread root's lane is alone).
