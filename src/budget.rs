@@ -242,12 +242,14 @@ fn cgroup_memory_max() -> Option<u64> {
     v2.into_iter().chain(v1).min()
 }
 
+/// The least memory budget: MIN_BUFFERS buffers of one alignment unit.
+pub const MIN_MEMORY: u64 = (MIN_BUFFERS * BUF_ALIGN) as u64;
+
 /// Splits the memory budget into buffers: CHUNK_SIZE each while that leaves MIN_BUFFERS,
 /// smaller (still BUF_ALIGN multiples) below that.
 pub fn pool_shape(memory: u64) -> Result<(usize, usize)> {
-    let min = (MIN_BUFFERS * BUF_ALIGN) as u64;
-    if memory < min {
-        bail!("--memory must be at least {min} bytes");
+    if memory < MIN_MEMORY {
+        bail!("--memory must be at least {MIN_MEMORY} bytes");
     }
     let memory = usize::try_from(memory.min(1 << 40)).unwrap_or(usize::MAX);
     let size = (memory / MIN_BUFFERS).min(CHUNK_SIZE) / BUF_ALIGN * BUF_ALIGN;

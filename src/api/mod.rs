@@ -240,7 +240,13 @@ impl Restore {
     /// The memory the run's buffers may take, in bytes (default: by what the process may
     /// use).
     pub fn memory(mut self, bytes: u64) -> Restore {
-        self.opts.memory = Some(bytes);
+        match bytes {
+            n if n < crate::budget::MIN_MEMORY => {
+                let min = crate::budget::MIN_MEMORY;
+                self.refuse(&format!("memory: must be at least {min} bytes"));
+            }
+            n => self.opts.memory = Some(n),
+        }
         self
     }
 

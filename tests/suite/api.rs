@@ -309,6 +309,8 @@ fn errors_by_kind() {
     let e = run(Restore::new(Source::Path(good.clone()), &dest).threads(0));
     // In the builder's words, not a flag's.
     assert!(matches!(&e, Error::Options { message } if message.starts_with("threads")), "{e:?}");
+    let e = run(Restore::new(Source::Path(good.clone()), &dest).memory(4096));
+    assert!(matches!(&e, Error::Options { message } if message.starts_with("memory")), "{e:?}");
     let e = run(Restore::new(Source::Path(good.clone()), &dest).writer_threads(0));
     assert!(
         matches!(&e, Error::Options { message } if message.starts_with("writer_threads")),
