@@ -75,8 +75,9 @@ pub struct Placed {
 pub struct Mark {
     pub point: Point,
     pub counts: Counts,
-    /// Files extracted before the point, to be looked at when the state is written.
-    pub probes: Vec<SafePath>,
+    /// Files extracted before the point, each with its root (0: DIR), to be looked at when
+    /// the state is written.
+    pub probes: Vec<(u16, SafePath)>,
     /// The PAX global headers read before the point, read again by the resumed run.
     pub globals: Globals,
     /// `--spread`'s routing at the point (empty without it).

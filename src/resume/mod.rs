@@ -90,14 +90,19 @@ pub fn anchor(m: &Member) -> [u8; 32] {
     h.finalize().into()
 }
 
-/// The files the probes are chosen from, as the decoder sends them: the last 8, and 8 of
-/// those at member counts 1, 2, 4, 8, ... (spread over the run, most of them early, where
-/// `rm -rf DIR/*` or another extraction would show).
+/// The files the probes are chosen from, as the decoder sends them, each with the root it is
+/// placed in (0: DIR; `--spread`'s or a routing callback's roots from 1): the last 8, 8 of
+/// those at file counts 1, 2, 4, 8, ... (spread over the run, most of them early, where
+/// `rm -rf DIR/*` or another extraction would show), and the last file of each root, so that
+/// a root emptied since (`rm -rf ROOT/*`: for a snapshot, most of it) is seen even when the
+/// last 8 all went elsewhere (a root given one large file takes no other for a while).
 #[derive(Default)]
 pub struct Probes {
-    recent: Vec<SafePath>,
+    recent: Vec<(u16, SafePath)>,
     next: usize,
-    spread: Vec<SafePath>,
+    spread: Vec<(u16, SafePath)>,
+    /// By root number.
+    last: Vec<Option<SafePath>>,
     files: u64,
 }
 
@@ -105,28 +110,43 @@ const RECENT_PROBES: usize = 8;
 const SPREAD_PROBES: usize = 8;
 
 impl Probes {
-    /// A regular file was sent to be written at `path`.
-    pub fn note(&mut self, path: &SafePath) {
+    /// A regular file was sent to be written at `path` within root `root`.
+    pub fn note(&mut self, root: u16, path: &SafePath) {
         self.files += 1;
         if self.files.is_power_of_two() {
             if self.spread.len() == SPREAD_PROBES {
                 self.spread.remove(0);
             }
-            self.spread.push(path.clone());
+            self.spread.push((root, path.clone()));
         }
         if self.recent.len() < RECENT_PROBES {
-            self.recent.push(path.clone());
+            self.recent.push((root, path.clone()));
         } else {
             // Reuses the allocation: one note per file costs no malloc.
-            self.recent[self.next].0.clone_from(&path.0);
+            let slot = &mut self.recent[self.next];
+            slot.0 = root;
+            slot.1.0.clone_from(&path.0);
             self.next = (self.next + 1) % RECENT_PROBES;
+        }
+        let r = usize::from(root);
+        if self.last.len() <= r {
+            self.last.resize(r + 1, None);
+        }
+        match &mut self.last[r] {
+            Some(p) => p.0.clone_from(&path.0),
+            none => *none = Some(path.clone()),
         }
     }
 
-    fn paths(&self) -> Vec<SafePath> {
-        let mut v: Vec<SafePath> = self.spread.iter().chain(&self.recent).cloned().collect();
-        v.sort_by(|a, b| a.0.cmp(&b.0));
+    /// The probes, each once: at most `state::MAX_PROBES` (root numbers are below
+    /// `MAX_ROOTS`).
+    fn paths(&self) -> Vec<(u16, SafePath)> {
+        let last = self.last.iter().enumerate().filter_map(|(r, p)| Some((r as u16, p.clone()?)));
+        let mut v: Vec<(u16, SafePath)> =
+            self.spread.iter().chain(&self.recent).cloned().chain(last).collect();
+        v.sort_by(|a, b| (a.0, &a.1.0).cmp(&(b.0, &b.1.0)));
         v.dedup();
+        v.truncate(state::MAX_PROBES);
         v
     }
 }
@@ -378,7 +398,7 @@ impl Session {
             }
             Plan::Resume(mut state) => {
                 let d = dir.expect("a state was read from it");
-                if let Some(why) = changed_in_dest(&d, &mut state)
+                if let Some(why) = changed_in_dest(&d, &cfg.roots, &mut state)
                     .or_else(|| changed_before_point(source.archive.as_deref(), &state))
                 {
                     return Err(refuse(format!("{why}; {}", decide::START_OVER)));
@@ -743,11 +763,13 @@ impl Session {
             },
         };
         let mut syncs = fsio::filesystems(&self.dest, &dir);
-        for root in &self.roots {
-            // Made by the writers before this thread starts; one that is not is not synced
-            // (its writer failed, and with it the run).
-            if let Ok(Some(fd)) = fsio::open_dir(root) {
-                syncs.extend(fsio::filesystems(root, &fd));
+        // Made by the writers before this thread starts; one that is not is neither synced
+        // nor probed (its writer failed, and with it the run).
+        let roots: Vec<Option<OwnedFd>> =
+            self.roots.iter().map(|r| fsio::open_dir(r).ok().flatten()).collect();
+        for (root, fd) in self.roots.iter().zip(&roots) {
+            if let Some(fd) = fd {
+                syncs.extend(fsio::filesystems(root, fd));
             }
         }
         let job = match (self.writes_points(), &self.fixed) {
@@ -755,6 +777,7 @@ impl Session {
                 fixed: f.clone(),
                 options: self.options,
                 dest: self.dest_id,
+                roots,
                 shared: self.shared.clone(),
             }),
             _ => None,
@@ -813,29 +836,42 @@ impl Session {
     }
 }
 
-/// Whether DIR still holds what the state says was extracted: the probes (regular files, same
-/// inode, size and mtime) and the directories waiting for their metadata (same inode). The
-/// reason as the line says it.
+/// Whether DIR and the roots (`roots`: root 1 first) still hold what the state says was
+/// extracted: the probes (regular files, same inode, size and mtime), each looked at beneath
+/// its own root, and the directories waiting for their metadata (same inode). The reason as
+/// the line says it: a probe in a root other than DIR is named with the root's path.
 ///
 /// Each directory's device number is taken as it is now: it names the device the filesystem
 /// is mounted from, which a reboot or a remount may change (a loop device attached anew, a
 /// disk enumerated in another order) while the inodes stay. The writer stamps a directory only
 /// while its device and inode are the recorded ones (`Dest::deferred_fd`): with the old number
 /// the resumed run would pass over every directory the state carried, `.` included.
-fn changed_in_dest(dir: &OwnedFd, s: &mut State) -> Option<String> {
+fn changed_in_dest(dir: &OwnedFd, roots: &[std::path::PathBuf], s: &mut State) -> Option<String> {
     for p in &s.probes {
-        let same = fsio::stat_beneath(dir, &p.path).is_ok_and(|st| {
-            st.st_mode & libc::S_IFMT == libc::S_IFREG
-                && st.st_ino == p.ino
-                && st.st_size as u64 == p.size
-                && i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec)
-                    == p.mtime_ns
+        let opened;
+        let (at, shown) = match p.root {
+            0 => (Some(dir), p.path.display()),
+            n => {
+                // The roots are in the options' digest: a state of other roots is refused
+                // before this.
+                let Some(root) = roots.get(usize::from(n) - 1) else {
+                    return Some(format!("a probe names root {n}, which this run does not have"));
+                };
+                opened = fsio::open_dir(root).ok().flatten();
+                (opened.as_ref(), format!("{}/{}", dest_shown(root), p.path.display()))
+            }
+        };
+        let same = at.is_some_and(|at| {
+            fsio::stat_beneath(at, &p.path).is_ok_and(|st| {
+                st.st_mode & libc::S_IFMT == libc::S_IFREG
+                    && st.st_ino == p.ino
+                    && st.st_size as u64 == p.size
+                    && i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec)
+                        == p.mtime_ns
+            })
         });
         if !same {
-            return Some(format!(
-                "{} was changed or removed since the interrupted run",
-                p.path.display()
-            ));
+            return Some(format!("{shown} was changed or removed since the interrupted run"));
         }
     }
     for d in &mut s.dirs {
@@ -936,15 +972,42 @@ mod tests {
     fn probes_are_the_last_files_and_spread_ones() {
         let mut probes = Probes::default();
         for i in 1..=1000 {
-            probes.note(&p(&format!("f{i}")));
+            probes.note(0, &p(&format!("f{i}")));
         }
-        let got: Vec<String> = probes.paths().iter().map(|x| x.display()).collect();
-        assert!(got.len() <= state::MAX_PROBES, "{got:?}");
+        let got: Vec<String> = probes.paths().iter().map(|(_, x)| x.display()).collect();
+        assert!(got.len() <= RECENT_PROBES + SPREAD_PROBES, "{got:?}");
         for i in 993..=1000 {
             assert!(got.contains(&format!("f{i}")), "{got:?}");
         }
         for i in [8, 16, 32, 64, 128, 256, 512] {
             assert!(got.contains(&format!("f{i}")), "{got:?}");
         }
+    }
+
+    /// Probes come from every root, each with its root: the last files wherever they went,
+    /// and the last of each root even when the last 8 all went elsewhere (root 3 was given
+    /// one file early, then nothing); never more than the state takes, with the most roots.
+    #[test]
+    fn probes_keep_their_roots_and_cover_every_root() {
+        let mut probes = Probes::default();
+        probes.note(0, &p("version"));
+        probes.note(3, &p("big"));
+        for i in 1..=1000 {
+            probes.note(1 + i % 2, &p(&format!("{i}.{i}")));
+        }
+        let got = probes.paths();
+        for want in [(0, "version"), (3, "big"), (1, "1000.1000"), (2, "999.999")] {
+            assert!(got.contains(&(want.0, p(want.1))), "{want:?} in {got:?}");
+        }
+        assert!(!got.contains(&(0, p("big"))), "a root's file probed in DIR: {got:?}");
+        let mut most = Probes::default();
+        for i in 0..5000usize {
+            let root = (i % crate::policy::route::MAX_ROOTS) as u16;
+            most.note(root, &p(&format!("f{i}")));
+        }
+        let got = most.paths();
+        assert!(got.len() <= state::MAX_PROBES, "{} probes", got.len());
+        let roots: std::collections::BTreeSet<u16> = got.iter().map(|x| x.0).collect();
+        assert_eq!(roots.len(), crate::policy::route::MAX_ROOTS, "a root not probed");
     }
 }

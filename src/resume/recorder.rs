@@ -8,6 +8,8 @@ pub(super) struct Job {
     pub(super) fixed: Fixed,
     pub(super) options: [u8; 32],
     pub(super) dest: (u64, u64),
+    /// The roots other than DIR, root 1 first (None: not opened, its probes left out).
+    pub(super) roots: Vec<Option<OwnedFd>>,
     pub(super) shared: Arc<Shared>,
 }
 
@@ -55,8 +57,8 @@ pub(super) fn record(
     }
 }
 
-/// Writes `mark` as the state file (fsio::write_state), with the probes looked at now and the
-/// run's skipped members (`report`).
+/// Writes `mark` as the state file (fsio::write_state), with the probes looked at now, each
+/// beneath its own root, and the run's skipped members (`report`).
 fn write(job: &Job, (dir, syncs): (&OwnedFd, &[OwnedFd]), mark: Mark, report: &Reporter) {
     let mut rec = job.shared.recording.lock().unwrap_or_else(|e| e.into_inner());
     if rec.retired || rec.failed || rec.fatal.is_some() {
@@ -65,9 +67,14 @@ fn write(job: &Job, (dir, syncs): (&OwnedFd, &[OwnedFd]), mark: Mark, report: &R
     let probes = mark
         .probes
         .iter()
-        .filter_map(|path| {
-            let st = fsio::stat_beneath(dir, path).ok()?;
+        .filter_map(|(root, path)| {
+            let at = match *root {
+                0 => dir,
+                n => job.roots.get(usize::from(n) - 1)?.as_ref()?,
+            };
+            let st = fsio::stat_beneath(at, path).ok()?;
             (st.st_mode & libc::S_IFMT == libc::S_IFREG).then(|| Probe {
+                root: *root,
                 path: path.clone(),
                 ino: st.st_ino,
                 size: st.st_size as u64,

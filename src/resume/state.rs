@@ -31,6 +31,7 @@ use crate::archive::{GLOBALS_MAX, GlobalHeader, Globals, UnitStart};
 use crate::decode::{FileId, Format};
 use crate::mark::record::{Record, decode_last, encode as encode_record};
 use crate::mark::{CarriedDir, Counts, DirState, Placed, Point};
+use crate::policy::route::MAX_ROOTS;
 use crate::policy::safety::SafePath;
 
 /// The state file's name in DIR, and the name it is written under before its rename.
@@ -46,13 +47,16 @@ pub const STATE_MAX: usize = 4 << 20;
 const MAGIC: &[u8; 8] = b"FUTRESUM";
 /// 2: the PAX global headers carried (`State::globals`). 3: whose the file is (the owner
 /// block), the archive's ctime, a digest of a sample of its bytes before the point (issue 40).
-/// 4: `--spread`'s routing at the point (`State::placed`, issue 43).
-const VERSION: u32 = 4;
+/// 4: `--spread`'s routing at the point (`State::placed`, issue 43). 5: each probe's root
+/// (`Probe::root`): a file placed in a spread root or by a routing callback is probed there.
+const VERSION: u32 = 5;
 const HEAD: usize = 16;
 const SUM: usize = 32;
 
-/// Most probes (files checked to be still there, unchanged, before resuming).
-pub const MAX_PROBES: usize = 16;
+/// Most probes (files checked to be still there, unchanged, before resuming): the 8 last
+/// files, 8 spread over the run, and the last file of each root, DIR's included (MAX_ROOTS
+/// counts DIR: root numbers are below it; `resume::Probes`).
+pub const MAX_PROBES: usize = 16 + MAX_ROOTS;
 
 /// Directories a member may imply at most (one per component: PATH_MAX / 2).
 const MAX_IMPLIED: u64 = 2048;
@@ -89,9 +93,13 @@ pub struct SourceId {
 const MAX_SOURCES: usize = 64;
 
 /// A file extracted before the resume point, as it was when the state was written: it must
-/// be there unchanged for the resume (`rm -rf DIR/*` leaves the state file, a dotfile).
+/// be there unchanged for the resume (`rm -rf DIR/*` leaves the state file, a dotfile; so
+/// does `rm -rf ROOT/*` of a spread root).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Probe {
+    /// The root it was placed in (0: DIR; 1.. the `--spread` or callback roots, in order).
+    pub root: u16,
+    /// Its path within that root.
     pub path: SafePath,
     pub ino: u64,
     pub size: u64,
@@ -399,6 +407,7 @@ impl State {
         }
         o.u32(self.probes.len() as u32);
         for p in &self.probes {
+            o.u32(u32::from(p.root));
             o.bytes(path_bytes(&p.path));
             o.u64(p.ino);
             o.u64(p.size);
@@ -621,16 +630,21 @@ fn carried_dirs(i: &mut In) -> Result<Vec<CarriedDir>, Bad> {
     Ok(dirs)
 }
 
-/// The files probed to tell whether DIR was changed since, never DIR itself.
+/// The files probed to tell whether DIR and the roots were changed since, never a root itself.
 fn probes(i: &mut In) -> Result<Vec<Probe>, Bad> {
-    let n = i.count(36, MAX_PROBES)?;
+    let n = i.count(40, MAX_PROBES)?;
     let mut probes = Vec::with_capacity(n);
     for _ in 0..n {
+        let root = i.u32()?;
+        let Some(root) = u16::try_from(root).ok().filter(|&r| usize::from(r) < MAX_ROOTS) else {
+            return bad(format!("a probe in root {root}, past the most roots"));
+        };
         let path = safe_path(i.bytes(MAX_PATH)?)?;
         if path.is_root() {
-            return bad("a probe of DIR itself");
+            return bad("a probe of a root itself");
         }
-        probes.push(Probe { path, ino: i.u64()?, size: i.u64()?, mtime_ns: i.i128()? });
+        let (ino, size, mtime_ns) = (i.u64()?, i.u64()?, i.i128()?);
+        probes.push(Probe { root, path, ino, size, mtime_ns });
     }
     Ok(probes)
 }
@@ -727,12 +741,16 @@ pub(crate) mod tests {
                 CarriedDir { state: DirState::Open, record: with_attrs },
                 CarriedDir { state: DirState::Closing, record: record("snapshots/1") },
             ],
-            probes: vec![Probe {
-                path: safe_path(b"accounts/1.1").unwrap(),
-                ino: 5,
-                size: 6,
-                mtime_ns: 7,
-            }],
+            probes: vec![
+                Probe {
+                    root: 0,
+                    path: safe_path(b"version").unwrap(),
+                    ino: 5,
+                    size: 6,
+                    mtime_ns: 7,
+                },
+                Probe { root: 2, path: safe_path(b"1.1").unwrap(), ino: 8, size: 9, mtime_ns: -10 },
+            ],
             globals: Globals {
                 headers: vec![GlobalHeader { mtime: -3, records: b"11 uid=80\n".to_vec() }],
             },
@@ -747,6 +765,10 @@ pub(crate) mod tests {
         let s = sample();
         let bytes = s.encode();
         assert_eq!(State::decode(&bytes), Ok(s.clone()));
+        // Each probe keeps its root (a spread root's file is probed there, not in DIR).
+        let roots: Vec<u16> =
+            State::decode(&bytes).unwrap().probes.iter().map(|p| p.root).collect();
+        assert_eq!(roots, [0, 2]);
         let url = State {
             input: InputId::Url {
                 url: "https://h/a".into(),
@@ -778,6 +800,20 @@ pub(crate) mod tests {
             ..url
         };
         assert_eq!(State::decode(&several.encode()), Ok(several));
+    }
+
+    /// A state of format 4 (its probes without their roots) is ours, and refused in the one
+    /// line every other format version gets.
+    #[test]
+    fn format_4_is_refused_in_one_line() {
+        let mut file = sample().encode();
+        file[8..12].copy_from_slice(&4u32.to_le_bytes());
+        let n = file.len() - SUM;
+        let sum = Sha256::digest(&file[..n]);
+        file[n..].copy_from_slice(&sum);
+        assert_eq!(owner(&file).map(|o| o.version), Some(4));
+        let e = State::decode(&file).unwrap_err().0;
+        assert_eq!(e, "it is of format version 4, this fastuntar reads 5");
     }
 
     /// Whose a file is, read before the rest: ours names DIR and its own inode; a file of
@@ -855,7 +891,11 @@ pub(crate) mod tests {
         assert!(signed(s.clone(), |s| s.counts.found[0] = 11).is_err(), "counts over N");
         assert!(signed(s.clone(), |s| s.dirs[0].record.mode = 0o10000).is_err());
         assert!(signed(s.clone(), |s| s.dirs[0].record.borrowed = true).is_err());
-        assert!(signed(s.clone(), |s| s.probes = vec![s.probes[0].clone(); 17]).is_err());
+        let many = vec![s.probes[0].clone(); MAX_PROBES + 1];
+        assert!(signed(s.clone(), |s| s.probes = many).is_err(), "more probes than the most");
+        let far = MAX_ROOTS as u16;
+        assert!(signed(s.clone(), |s| s.probes[1].root = far).is_err(), "a probe past the roots");
+        assert!(signed(s.clone(), |s| s.probes[1].root = far - 1).is_ok());
         assert!(signed(s.clone(), |s| s.sample = None).is_err(), "a file without its sample");
         let big = vec![Xattr { name: b"user.x".to_vec(), value: Some(vec![0; 70_000]) }];
         assert!(signed(s.clone(), |s| s.dirs[1].record.xattrs = Some(big.into())).is_err());

@@ -735,6 +735,9 @@ fn a_routing_callbacks_undeclared_root_stops_the_run() {
 /// remapped: the files after the point go where the callback sends them again, the
 /// directories it sent to the roots before the point get their times; a rerun without the
 /// callback does not resume that state (the state records that a callback routed, and where).
+/// A root whose files were removed since (the directories kept) is not resumed silently: the
+/// rerun is refused in one line naming a file of that root, as for DIR's files, and
+/// `Resume::Off` starts over to the same tree.
 #[test]
 fn cancel_then_resume_with_a_routing_callback() {
     let test = "api::cancel_then_resume_with_a_routing_callback";
@@ -758,10 +761,10 @@ fn cancel_then_resume_with_a_routing_callback() {
             None => Route::to(0, path),
         }
     };
-    let restore = || {
-        Restore::new(Source::Path(path.clone()), &dest)
+    let restore = |dest: &Path, roots: &[PathBuf]| {
+        Restore::new(Source::Path(path.clone()), dest)
             .resume_every(256 << 10)
-            .roots(&roots)
+            .roots(roots)
             .route(rule)
     };
     struct CancelAfterPoint {
@@ -784,32 +787,48 @@ fn cancel_then_resume_with_a_routing_callback() {
             }
         }
     }
-    let cancel = Cancel::new();
-    let watch = Arc::new(CancelAfterPoint {
-        state: dest.join(".fastuntar-resume"),
-        cancel: cancel.clone(),
-        landed: AtomicU64::new(0),
-        done: AtomicBool::new(false),
-    });
-    let first = restore().cancel(cancel).observer(watch.clone()).run();
-    assert!(watch.done.load(Ordering::Relaxed), "no resume point before the end: {first:?}");
-    assert!(matches!(first, Err(Error::Cancelled)), "{first:?}");
-    let landed = watch.landed.load(Ordering::Relaxed);
-    assert!(landed < 20 * 101 + 1, "the cancelled run left a partial tree ({landed} files)");
+    let cancelled = |dest: &Path, roots: &[PathBuf]| {
+        let cancel = Cancel::new();
+        let watch = Arc::new(CancelAfterPoint {
+            state: dest.join(".fastuntar-resume"),
+            cancel: cancel.clone(),
+            landed: AtomicU64::new(0),
+            done: AtomicBool::new(false),
+        });
+        let first = restore(dest, roots).cancel(cancel).observer(watch.clone()).run();
+        assert!(watch.done.load(Ordering::Relaxed), "no resume point before the end: {first:?}");
+        assert!(matches!(first, Err(Error::Cancelled)), "{first:?}");
+        let landed = watch.landed.load(Ordering::Relaxed);
+        assert!(landed < 20 * 101 + 1, "the cancelled run left a partial tree ({landed} files)");
+    };
+    cancelled(&dest, &roots);
     let without = Restore::new(Source::Path(path.clone()), &dest).resume(Resume::Require).run();
     let refused = format!("{:?}", without.expect_err("resumed without the callback"));
     assert!(refused.contains("the options that decide what is extracted"), "{refused}");
-    let again = restore().run().unwrap();
+    let again = restore(&dest, &roots).run().unwrap();
     assert!(again.resumed, "the rerun resumed: {again:?}");
     let ours = merged(&dest, &roots, "top");
     let found = diff(&gnu, "GNU tar", &ours, "Restore (roots merged)", &Compare::extraction(since));
     assert!(found.is_empty(), "cancelled, then resumed:\n{}", found.join("\n"));
+
+    // Root 1 (`top/d0/` first) emptied of its files after the cancel.
+    let dest = td.join("out2");
+    let roots = [td.join("s1"), td.join("s2")];
+    cancelled(&dest, &roots);
+    assert!(crate::util::tree::remove_files(&roots[0]) > 0, "root 1 held no file yet");
+    let refused = format!("{:?}", restore(&dest, &roots).run().expect_err("resumed, a root empty"));
+    let root = format!("{}/", roots[0].display());
+    assert!(
+        refused.contains(&root) && refused.contains("was changed or removed"),
+        "the line names the root's file: {refused}"
+    );
+    let over = restore(&dest, &roots).resume(Resume::Off).run().unwrap();
+    assert!(!over.resumed, "{over:?}");
+    let ours = merged(&dest, &roots, "top");
+    let found = diff(&gnu, "GNU tar", &ours, "Restore (roots merged)", &Compare::extraction(since));
+    assert!(found.is_empty(), "a root emptied, then started over:\n{}", found.join("\n"));
 }
 
-/// What a member finds at its path, as the observer is told it under each overwrite policy
-/// (the writers' typed outcome, `write::outcome::MemberError`, mapped to `SkipReason`): a file
-/// kept is `Existing` or `KeptNewer` (not counted as skipped), one `-k` refuses and a member
-/// the destination refuses (`x/y` where `x` is a file) are `NotRestored` (counted).
 #[test]
 fn what_is_in_the_way_is_told_by_reason() {
     use SkipReason::{Existing, KeptNewer, NotRestored};

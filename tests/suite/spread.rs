@@ -5,7 +5,8 @@
 //! directory; its `accounts/` is compared with the union of the roots), under the writer rows
 //! that take different paths (one io_uring writer, several writer threads, the portable
 //! writer, O_DIRECT); each root's share of the bytes is within 15 % of even; a run killed at
-//! points spread over it resumes to that tree; hostile names cannot leave any root; bad
+//! points spread over it resumes to that tree, and one whose root was emptied since is
+//! refused (its probes are looked at in every root); hostile names cannot leave any root; bad
 //! values and a rerun with other roots are refused in one line.
 
 use crate::util;
@@ -253,6 +254,55 @@ fn killed_anywhere_resumes_across_all_roots() {
     let lines = r.diagnostics();
     assert_eq!(lines.len(), 1, "{}", r.describe());
     assert!(lines[0].contains("cannot resume") && lines[0].contains("--spread"), "{lines:?}");
+}
+
+/// Killed once a resume point is written, then one root's files removed (its directories kept: an
+/// operator's `rm` between the kill and the rerun): the rerun does not resume over the hole
+/// (issue 43: probes were DIR's files only, and it did, silently missing that root's files).
+/// It is refused in one line naming a file of that root, nothing written, as for DIR's files
+/// (`resume::mismatches_are_refused_in_one_line_and_no_resume_starts_over`), and
+/// `--no-resume` starts over to GNU tar's tree.
+#[test]
+fn a_root_emptied_after_the_kill_is_not_resumed() {
+    let test = "spread::a_root_emptied_after_the_kill_is_not_resumed";
+    if !have_tools(test, &["tar"]) {
+        return;
+    }
+    let td = TestDir::new(test);
+    let tar = td.write("a.tar", archive());
+    let (want, started) = gnu(&td, &tar);
+    let (dest, roots) = places(&td);
+    let run = |extra: &[&str]| {
+        Cmd::new(util::fastuntar_path())
+            .args(["-x", "-f"])
+            .arg(&tar)
+            .arg("-C")
+            .arg(&dest)
+            .arg(spread_arg(&roots))
+            .args(["--writeback-every", "64K"])
+            .args(extra)
+            .run()
+    };
+    // The first state: on a fast disk the whole run may write no second before its end.
+    let k = run(&["--debug-kill-at=renamed:1"]);
+    assert_eq!(k.signal, Some(libc::SIGKILL), "{}", k.describe());
+    assert!(dest.join(".fastuntar-resume").exists(), "no state at the first point");
+    let emptied = &roots[1];
+    assert!(util::tree::remove_files(emptied) > 0, "the root held no file at the kill");
+    let before: Vec<Snapshot> = [&dest].into_iter().chain(&roots).map(|d| snapshot(d)).collect();
+    let r = run(&[]);
+    r.expect_code(2);
+    let lines = r.diagnostics();
+    assert_eq!(lines.len(), 1, "{}", r.describe());
+    let root = format!("{}/", emptied.display());
+    for want in ["cannot resume", root.as_str(), "was changed or removed", "--no-resume"] {
+        assert!(lines[0].contains(want), "the line says {want:?}: {lines:?}");
+    }
+    for (d, was) in [&dest].into_iter().chain(&roots).zip(&before) {
+        assert_same(was, "before", &snapshot(d), "after", &Compare::exact(), "refused");
+    }
+    run(&["--no-resume"]).expect_code(0);
+    same_as_gnu(&want, started, &dest, &roots, "a root emptied, then --no-resume");
 }
 
 /// Names that try to leave a root: `..`, absolute names, a symlink in a root pointing out of

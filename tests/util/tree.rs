@@ -76,6 +76,22 @@ pub fn write_files(root: &Path, files: &[(&str, &str)]) {
     }
 }
 
+/// Removes everything beneath `root` but the directories (`find ROOT ! -type d -delete`: an
+/// operator's `rm` of a root's files, the tree kept): the count removed.
+pub fn remove_files(root: &Path) -> usize {
+    let mut n = 0;
+    for e in std::fs::read_dir(root).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            n += remove_files(&e.path());
+        } else {
+            std::fs::remove_file(e.path()).unwrap();
+            n += 1;
+        }
+    }
+    n
+}
+
 /// Sets the mtime (and atime) of `p` without following a symlink.
 pub fn set_mtime(p: &Path, secs: i64, nsecs: i64) {
     let ts = libc::timespec { tv_sec: secs as libc::time_t, tv_nsec: nsecs as _ };

@@ -322,11 +322,9 @@ impl<R: Skip> Stage<'_, '_, R> {
     /// A regular file: the File op, its data in pool buffers, End.
     fn file(&mut self, entry: Entry, m: &Member) -> Result<(), MemberError> {
         let name = entry.name.clone();
-        // A probe is looked at in DIR: a file in a spread root is none.
-        if let Some(p) = self.probes.as_deref_mut()
-            && entry.root == 0
-        {
-            p.note(&entry.path);
+        // A probe is looked at in the root the file is placed in (0: DIR).
+        if let Some(p) = self.probes.as_deref_mut() {
+            p.note(entry.root, &entry.path);
         }
         let sparse = m.sparse.is_some();
         let consumed = self.arrived.consumed.load(std::sync::atomic::Ordering::Relaxed);
