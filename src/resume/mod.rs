@@ -847,8 +847,11 @@ impl Session {
 /// while its device and inode are the recorded ones (`Dest::deferred_fd`): with the old number
 /// the resumed run would pass over every directory the state carried, `.` included.
 fn changed_in_dest(dir: &OwnedFd, roots: &[std::path::PathBuf], s: &mut State) -> Option<String> {
+    // Each root opened once (up to 16 probes and one a root look into them); one that cannot
+    // be opened holds none of its probes.
+    let opened: Vec<Option<OwnedFd>> =
+        roots.iter().map(|r| fsio::open_dir(r).ok().flatten()).collect();
     for p in &s.probes {
-        let opened;
         let (at, shown) = match p.root {
             0 => (Some(dir), p.path.display()),
             n => {
@@ -857,8 +860,8 @@ fn changed_in_dest(dir: &OwnedFd, roots: &[std::path::PathBuf], s: &mut State) -
                 let Some(root) = roots.get(usize::from(n) - 1) else {
                     return Some(format!("a probe names root {n}, which this run does not have"));
                 };
-                opened = fsio::open_dir(root).ok().flatten();
-                (opened.as_ref(), format!("{}/{}", dest_shown(root), p.path.display()))
+                let fd = opened[usize::from(n) - 1].as_ref();
+                (fd, format!("{}/{}", dest_shown(root), p.path.display()))
             }
         };
         let same = at.is_some_and(|at| {

@@ -233,6 +233,45 @@ fn every_landed_file_is_told_once_with_its_path_and_size() {
     }
 }
 
+/// Cancels once the run has recorded a resume point (its state file is there); until then,
+/// past its first 200 files, it holds each file 2 ms, so that the run cannot end before the
+/// writeback thread records one, however fast the disk.
+struct CancelAfterPoint {
+    state: PathBuf,
+    cancel: Cancel,
+    landed: AtomicU64,
+    /// When it cancelled.
+    at: Mutex<Option<Instant>>,
+}
+
+impl CancelAfterPoint {
+    /// For a run into `dest` holding `cancel`.
+    fn new(dest: &Path, cancel: &Cancel) -> CancelAfterPoint {
+        CancelAfterPoint {
+            state: dest.join(".fastuntar-resume"),
+            cancel: cancel.clone(),
+            landed: AtomicU64::new(0),
+            at: Mutex::new(None),
+        }
+    }
+}
+
+impl Observer for CancelAfterPoint {
+    fn landed(&self, _: Landed<'_>) {
+        let n = self.landed.fetch_add(1, Ordering::Relaxed);
+        let mut at = self.at.lock().unwrap();
+        if at.is_some() {
+            return;
+        }
+        if self.state.exists() {
+            self.cancel.cancel();
+            *at = Some(Instant::now());
+        } else if n > 200 {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+}
+
 /// A run cancelled once resume points have been written returns `Error::Cancelled` soon
 /// after; the tree is partial; a rerun with the same options resumes (`Summary::resumed`)
 /// and gives GNU tar's tree.
@@ -248,38 +287,8 @@ fn cancel_then_resume_gives_gnu_tars_tree() {
     let gnu = gnu_tree(&td, &path, &[]);
     let dest = td.join("out");
     let restore = || Restore::new(Source::Path(path.clone()), &dest).resume_every(256 << 10);
-    /// Cancels once the run has recorded a resume point (its state file is there); until
-    /// then, past its first 200 files, it holds each file 2 ms, so that the run cannot end
-    /// before the writeback thread records one, however fast the disk.
-    struct CancelAfterPoint {
-        state: PathBuf,
-        cancel: Cancel,
-        landed: AtomicU64,
-        at: Mutex<Option<Instant>>,
-    }
-    impl Observer for CancelAfterPoint {
-        fn landed(&self, _: Landed<'_>) {
-            let n = self.landed.fetch_add(1, Ordering::Relaxed);
-            let mut at = self.at.lock().unwrap();
-            if at.is_some() {
-                return;
-            }
-            if self.state.exists() {
-                self.cancel.cancel();
-                *at = Some(Instant::now());
-            } else if n > 200 {
-                std::thread::sleep(Duration::from_millis(2));
-            }
-        }
-    }
     let cancel = Cancel::new();
-    let state = dest.join(".fastuntar-resume");
-    let watch = Arc::new(CancelAfterPoint {
-        state,
-        cancel: cancel.clone(),
-        landed: AtomicU64::new(0),
-        at: Mutex::new(None),
-    });
+    let watch = Arc::new(CancelAfterPoint::new(&dest, &cancel));
     let first = restore().cancel(cancel).observer(watch.clone()).run();
     let returned = Instant::now();
     let Some(cancelled_at) = *watch.at.lock().unwrap() else {
@@ -362,15 +371,7 @@ fn errors_by_kind() {
 #[test]
 fn the_library_writes_nothing_to_stdout_or_stderr() {
     let td = TestDir::new("api::the_library_writes_nothing");
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "suite::api::silent_child", "--test-threads=1"])
-        .env("FASTUNTAR_SILENT_DIR", td.path())
-        .output()
-        .unwrap();
-    let said =
-        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "{said}");
-    assert!(said.contains("1 passed"), "the child test ran: {said}");
+    crate::util::run_child_test("suite::api::silent_child", "FASTUNTAR_SILENT_DIR", td.path(), &[]);
 }
 
 /// The run of `the_library_writes_nothing_to_stdout_or_stderr`, in its child process only.
@@ -767,36 +768,12 @@ fn cancel_then_resume_with_a_routing_callback() {
             .roots(roots)
             .route(rule)
     };
-    struct CancelAfterPoint {
-        state: PathBuf,
-        cancel: Cancel,
-        landed: AtomicU64,
-        done: AtomicBool,
-    }
-    impl Observer for CancelAfterPoint {
-        fn landed(&self, _: Landed<'_>) {
-            let n = self.landed.fetch_add(1, Ordering::Relaxed);
-            if self.done.load(Ordering::Relaxed) {
-                return;
-            }
-            if self.state.exists() {
-                self.cancel.cancel();
-                self.done.store(true, Ordering::Relaxed);
-            } else if n > 200 {
-                std::thread::sleep(Duration::from_millis(2));
-            }
-        }
-    }
     let cancelled = |dest: &Path, roots: &[PathBuf]| {
         let cancel = Cancel::new();
-        let watch = Arc::new(CancelAfterPoint {
-            state: dest.join(".fastuntar-resume"),
-            cancel: cancel.clone(),
-            landed: AtomicU64::new(0),
-            done: AtomicBool::new(false),
-        });
+        let watch = Arc::new(CancelAfterPoint::new(dest, &cancel));
         let first = restore(dest, roots).cancel(cancel).observer(watch.clone()).run();
-        assert!(watch.done.load(Ordering::Relaxed), "no resume point before the end: {first:?}");
+        let done = watch.at.lock().unwrap().is_some();
+        assert!(done, "no resume point before the end: {first:?}");
         assert!(matches!(first, Err(Error::Cancelled)), "{first:?}");
         let landed = watch.landed.load(Ordering::Relaxed);
         assert!(landed < 20 * 101 + 1, "the cancelled run left a partial tree ({landed} files)");

@@ -2593,16 +2593,8 @@ fn other_operations_are_refused_by_name() {
 #[test]
 fn two_runs_in_one_process_count_their_own() {
     let td = TestDir::new("two_runs_in_one_process");
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "suite::cli::two_runs_child", "--test-threads=1"])
-        .args(["--nocapture"])
-        .env("FASTUNTAR_TWO_RUNS_DIR", td.path())
-        .output()
-        .unwrap();
-    let said =
-        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "{said}");
-    assert!(said.contains("1 passed"), "the child test ran: {said}");
+    let (child, env) = ("suite::cli::two_runs_child", "FASTUNTAR_TWO_RUNS_DIR");
+    crate::util::run_child_test(child, env, td.path(), &["--nocapture"]);
 }
 
 /// The two runs of `two_runs_in_one_process_count_their_own`, in its child process only.

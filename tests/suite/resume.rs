@@ -402,12 +402,7 @@ fn url_resumes_without_downloading_the_bytes_before_the_point() {
     assert!(at > 0, "{}", r.describe());
     for s in &server.seen()[seen_before..] {
         let Some(range) = &s.range else { continue };
-        let from: u64 = range
-            .trim_start_matches("bytes=")
-            .split('-')
-            .next()
-            .and_then(|x| x.parse().ok())
-            .unwrap_or_else(|| panic!("range {range}"));
+        let from = util::http::parse_range(range).unwrap_or_else(|| panic!("range {range}")).0;
         assert!(from >= at, "the resumed run fetched byte {from}, before {at}\n{}", r.describe());
     }
     let downloaded = util::json_number(&r.stdout_str(), "download_bytes").unwrap();
@@ -444,12 +439,7 @@ fn url_with_mirrors_resumes() {
     for (s, n) in [&a, &b, &c].iter().zip(before) {
         for seen in &s.seen()[n..] {
             let Some(range) = &seen.range else { continue };
-            let from: u64 = range
-                .trim_start_matches("bytes=")
-                .split('-')
-                .next()
-                .and_then(|x| x.parse().ok())
-                .unwrap_or_else(|| panic!("range {range}"));
+            let from = util::http::parse_range(range).unwrap_or_else(|| panic!("range {range}")).0;
             assert!(from >= at, "a source was asked for byte {from}, before {at}");
         }
     }

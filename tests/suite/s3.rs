@@ -729,17 +729,7 @@ fn resume_after_a_kill() {
     let reqs = c.requests(before);
     let starts: Vec<u64> = reqs
         .iter()
-        .map(|r| {
-            r["range"]
-                .as_str()
-                .unwrap()
-                .trim_start_matches("bytes=")
-                .split('-')
-                .next()
-                .unwrap()
-                .parse()
-                .unwrap()
-        })
+        .map(|r| crate::util::http::parse_range(r["range"].as_str().unwrap()).unwrap().0)
         .collect();
     assert!(starts.iter().all(|&s| s > 0), "the resumed run starts past the point: {starts:?}");
     assert!(out.stderr_str().contains("resumed at member"), "{}", out.describe());

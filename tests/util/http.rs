@@ -492,7 +492,7 @@ fn respond(s: &mut impl Write, st: &State, req: &Seen) -> io::Result<bool> {
 }
 
 /// `bytes=A-B` or `bytes=A-` (the forms fastuntar sends).
-fn parse_range(v: &str) -> Option<(u64, Option<u64>)> {
+pub fn parse_range(v: &str) -> Option<(u64, Option<u64>)> {
     let (a, b) = v.strip_prefix("bytes=")?.split_once('-')?;
     Some((a.parse().ok()?, if b.is_empty() { None } else { Some(b.parse().ok()?) }))
 }

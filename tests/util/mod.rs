@@ -96,6 +96,23 @@ pub fn note(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
+/// Runs the `#[ignore]`d test `name` (its full path) of this test binary alone in a process of
+/// its own, with `env` set to `dir` (the child returns at once without it), and asserts that
+/// it ran and passed: for what a test must see of a whole process (its fds 1 and 2, process
+/// counters) that libtest's threads would share.
+pub fn run_child_test(name: &str, env: &str, dir: &std::path::Path, extra: &[&str]) {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", name, "--test-threads=1"])
+        .args(extra)
+        .env(env, dir)
+        .output()
+        .unwrap();
+    let said =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("1 passed"), "the child test ran: {said}");
+}
+
 /// Whether this is a CI run (`CI=true`, as CI services and .ci/run set it): a missing tool
 /// or oracle is then a failure, not a skip.
 pub fn in_ci() -> bool {

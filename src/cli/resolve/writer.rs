@@ -12,10 +12,8 @@ pub(super) fn writer_options(args: &Args, edge: &Edge, opts: &mut Options) -> Re
         .map(parse_size)
         .transpose()
         .context("--direct-io-threshold")?;
+    // 0 is refused with the options (options/writer.rs), for a program's run too.
     opts.writer_threads = args.performance.writer_threads;
-    if args.performance.writer_threads == Some(0) {
-        bail!("--writer-threads: must be at least 1");
-    }
     opts.backup = match backup_wanted(args, edge) {
         Some((control, suffix)) => {
             crate::write::backup::Backup::new(control, suffix)?.map(Arc::new)
