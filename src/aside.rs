@@ -48,6 +48,12 @@ fn policy() -> libc::c_int {
     unsafe { libc::sched_getscheduler(0) }
 }
 
+/// A sched_param of priority 0 (musl's has more fields than glibc's, all of them 0 here).
+fn priority_0() -> libc::sched_param {
+    // Safety: a plain C struct of integers, for which all zeros is a valid value.
+    unsafe { std::mem::zeroed() }
+}
+
 /// Moves the calling thread from SCHED_OTHER to `to` (or back to SCHED_OTHER from the policy
 /// we set): the policy it had when it changed, None when it was not SCHED_OTHER (or back) or
 /// the call failed.
@@ -58,7 +64,7 @@ fn set(to: libc::c_int) -> Option<libc::c_int> {
         return None;
     }
     // SCHED_OTHER and SCHED_BATCH both take priority 0; the nice value is kept.
-    let param = libc::sched_param { sched_priority: 0 };
+    let param = priority_0();
     // Safety: `param` is a valid sched_param that outlives the call; 0 is the calling thread.
     let done = unsafe { libc::sched_setscheduler(0, to, &param) } == 0;
     done.then_some(now)
@@ -102,7 +108,7 @@ mod tests {
     #[test]
     fn another_policy_is_left_alone() {
         let seen = on_a_thread(|| {
-            let param = libc::sched_param { sched_priority: 0 };
+            let param = priority_0();
             // Safety: as in `set`.
             assert_eq!(unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) }, 0);
             let during = {
