@@ -71,7 +71,7 @@ run() {
     shift
     truncate -s "$size" "$img"
     loop=$(losetup -f --show "$img")
-    mkfs.ext4 -q -F "$loop"
+    mkfs.ext4 -q -F -E nodiscard,lazy_itable_init=0,lazy_journal_init=0 "$loop"
     mount "$loop" "$mnt"
     mkdir "$mnt/d"
     sync
