@@ -17,7 +17,10 @@
 //! Only a thread under the default policy (SCHED_OTHER) is changed, and back when the `Aside`
 //! is dropped: a program's thread that runs a restore (the writer on the calling thread) keeps
 //! its own policy afterwards, and a real-time, idle or batch thread is left as it is. Where
-//! the call is refused (a seccomp filter), nothing changes and nothing is said.
+//! the call is refused (a seccomp filter), nothing changes and nothing is said. What a batch
+//! thread starts inherits the policy, as children do: io_uring's io-wq workers (they write
+//! for the writer; idle ones end after a few seconds) and a `credential_process` started by a
+//! connection thread.
 
 /// A thread under SCHED_BATCH until this is dropped (see the module's words).
 pub struct Aside {
@@ -41,32 +44,33 @@ impl Drop for Aside {
     }
 }
 
-/// The calling thread's policy: `sched_getscheduler(0)` (Linux: 0 is the calling thread),
-/// with SCHED_RESET_ON_FORK when it is set (-1 on failure).
+/// The calling thread's policy (SCHED_RESET_ON_FORK or'd in when set; -1 on failure). The
+/// system calls are made directly: musl's `sched_getscheduler` and `sched_setscheduler` are
+/// stubs that fail with ENOSYS (POSIX has them act on a process, Linux on a thread), and the
+/// static binary is built with musl.
 fn policy() -> libc::c_int {
     // Safety: no pointers; 0 names the calling thread.
-    unsafe { libc::sched_getscheduler(0) }
-}
-
-/// A sched_param of priority 0 (musl's has more fields than glibc's, all of them 0 here).
-fn priority_0() -> libc::sched_param {
-    // Safety: a plain C struct of integers, for which all zeros is a valid value.
-    unsafe { std::mem::zeroed() }
+    let got = unsafe { libc::syscall(libc::SYS_sched_getscheduler, 0) };
+    libc::c_int::try_from(got).unwrap_or(-1)
 }
 
 /// Moves the calling thread from SCHED_OTHER to `to` (or back to SCHED_OTHER from the policy
 /// we set): the policy it had when it changed, None when it was not SCHED_OTHER (or back) or
-/// the call failed.
+/// the call failed. A thread someone else moved meanwhile (to SCHED_IDLE, say) is left there.
 fn set(to: libc::c_int) -> Option<libc::c_int> {
     let now = policy();
     let ours = now == libc::SCHED_OTHER || now == libc::SCHED_BATCH;
     if !ours || now == to {
         return None;
     }
-    // SCHED_OTHER and SCHED_BATCH both take priority 0; the nice value is kept.
-    let param = priority_0();
-    // Safety: `param` is a valid sched_param that outlives the call; 0 is the calling thread.
-    let done = unsafe { libc::sched_setscheduler(0, to, &param) } == 0;
+    // The kernel's `struct sched_param` is one int: the priority, 0 for both policies (the
+    // nice value is kept).
+    let priority: libc::c_int = 0;
+    // Safety: a pointer to an int that outlives the call, as the kernel reads it; 0 is the
+    // calling thread.
+    let done = unsafe {
+        libc::syscall(libc::SYS_sched_setscheduler, 0, to, &priority as *const libc::c_int)
+    } == 0;
     done.then_some(now)
 }
 
@@ -108,9 +112,12 @@ mod tests {
     #[test]
     fn another_policy_is_left_alone() {
         let seen = on_a_thread(|| {
-            let param = priority_0();
+            let priority: libc::c_int = 0;
             // Safety: as in `set`.
-            assert_eq!(unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) }, 0);
+            let r = unsafe {
+                libc::syscall(libc::SYS_sched_setscheduler, 0, libc::SCHED_IDLE, &priority)
+            };
+            assert_eq!(r, 0);
             let during = {
                 let _aside = Aside::enter();
                 policy()

@@ -661,6 +661,9 @@ fn sourced(
             if passed != before {
                 bail!("the archive ends before byte {from}, where the resume point is");
             }
+            // The resumed unit's first bytes in the Source's own buffer, as format detection
+            // leaves them: `first_frame_size` reads the frame's header there.
+            source.fill_more().context("cannot read the archive")?;
             at.format
         }
     };
@@ -761,6 +764,29 @@ pub fn open_input(cfg: &plan::InputPlan, drop_behind: bool) -> Result<Input> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first frame's declared size is read from what format detection looked at, and
+    /// from a resumed run's first bytes (the frame it resumes at): the direct-IO policy's
+    /// first guess (`direct_policy::Arrival`). Until the resumed Source filled its own buffer
+    /// again, a resumed run had none.
+    #[test]
+    fn the_first_frame_size_at_the_start_and_at_a_resume_point() {
+        let one: Vec<u8> = (0..70_000u32).map(|i| (i % 7) as u8).collect();
+        let two: Vec<u8> = (0..90_000u32).map(|i| (i % 11) as u8).collect();
+        let first = zstd::bulk::compress(&one, 3).unwrap();
+        let mut archive = first.clone();
+        archive.extend(zstd::bulk::compress(&two, 3).unwrap());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.tar.zst");
+        std::fs::write(&path, &archive).unwrap();
+        let input = open(Some(&path), None, 27, false).unwrap();
+        assert_eq!(input.first_frame_size(), Some(one.len() as u64));
+        let unit =
+            UnitStart { index: 1, compressed: first.len() as u64, decoded: one.len() as u64 };
+        let at = Reopen { format: Format::Zstd, unit };
+        let input = open_file_at(&path, 27, false, at).unwrap();
+        assert_eq!(input.first_frame_size(), Some(two.len() as u64));
+    }
 
     /// A frame pool that cannot be had: one thread decodes when the user did not size it,
     /// the run stops with the allocation's message when they did.

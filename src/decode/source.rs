@@ -36,24 +36,13 @@ pub struct Source<R> {
     buf: Box<[u8]>,
     pos: usize,
     end: usize,
+    /// `inner` came to its end: it is not read again (a terminal, or a program's reader,
+    /// might wait for more).
+    eof: bool,
     /// Bytes consumed so far, and where the budget ends them (u64::MAX: not armed yet).
     taken: u64,
     limit: u64,
     budget: Arc<Budget>,
-}
-
-/// `inner.fill_buf()`, again when interrupted (a read of a pipe under a signal). The call
-/// that was not interrupted filled the buffer: the last call returns it without a read.
-fn fill<R: BufRead>(inner: &mut R) -> io::Result<&[u8]> {
-    loop {
-        match inner.fill_buf() {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-            Ok([]) => return Ok(&[]),
-            Ok(_) => break,
-        }
-    }
-    inner.fill_buf()
 }
 
 impl<R: BufRead> Source<R> {
@@ -66,10 +55,29 @@ impl<R: BufRead> Source<R> {
             buf: vec![0; capacity].into_boxed_slice(),
             pos: 0,
             end: 0,
+            eof: false,
             taken: 0,
             limit: u64::MAX,
             budget: Arc::default(),
         }
+    }
+
+    /// How many bytes `inner`'s buffer holds, filling it when empty (again when interrupted, a
+    /// read of a pipe under a signal); 0 at the end of the input, from then on without a read.
+    /// The slice itself is `inner.fill_buf()` again, which returns it without reading.
+    fn fill_len(&mut self) -> io::Result<usize> {
+        if self.eof {
+            return Ok(0);
+        }
+        let n = loop {
+            match self.inner.fill_buf() {
+                Ok(b) => break b.len(),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        };
+        self.eof = n == 0;
+        Ok(n)
     }
 
     /// The handle that arms this Source's budget.
@@ -104,13 +112,10 @@ impl<R: BufRead> Source<R> {
     pub fn fill_more(&mut self) -> io::Result<bool> {
         self.compact();
         let room = self.buf.len() - self.end;
-        if room == 0 {
+        if room == 0 || self.fill_len()? == 0 {
             return Ok(false);
         }
-        let avail = fill(&mut self.inner)?;
-        if avail.is_empty() {
-            return Ok(false);
-        }
+        let avail = self.inner.fill_buf()?;
         let n = avail.len().min(room);
         self.buf[self.end..self.end + n].copy_from_slice(&avail[..n]);
         self.inner.consume(n);
@@ -126,7 +131,7 @@ impl<R: BufRead> Source<R> {
         // Looking for more is where a decoder stepping over input without consuming it through
         // fill_buf (empty bzip2 streams) meets the budget.
         self.allowance()?;
-        if self.pos == self.end && fill(&mut self.inner)?.len() >= n {
+        if self.pos == self.end && self.fill_len()? >= n {
             return Ok(&self.inner.fill_buf()?[..n]);
         }
         while self.end - self.pos < n && self.fill_more()? {}
@@ -159,7 +164,11 @@ impl<R: BufRead> Read for Source<R> {
         // read goes straight to the caller's buffer (a plain archive's file data lands in
         // pool buffers without a copy), a download's copies its blocks' bytes there once.
         if self.pos == self.end && self.limit == u64::MAX {
+            if self.eof {
+                return Ok(0);
+            }
             let n = self.inner.read(out)?;
+            self.eof = n == 0 && !out.is_empty();
             self.taken += n as u64;
             return Ok(n);
         }
@@ -180,7 +189,10 @@ impl<R: BufRead> BufRead for Source<R> {
             let end = self.end.min(self.pos.saturating_add(allowed));
             return Ok(&self.buf[self.pos..end]);
         }
-        let avail = fill(&mut self.inner)?;
+        if self.fill_len()? == 0 {
+            return Ok(&[]);
+        }
+        let avail = self.inner.fill_buf()?;
         Ok(&avail[..avail.len().min(allowed)])
     }
 
@@ -249,6 +261,28 @@ mod tests {
         let mut big = vec![0u8; 64];
         assert_eq!(s.read(&mut big).unwrap(), 64);
         assert_eq!(s.fill_buf().unwrap().len(), 16);
+    }
+
+    /// Once the input has ended it is not read again (a terminal, or a program's reader, may
+    /// wait for more): this one fails a read after its end.
+    #[test]
+    fn the_end_is_read_once() {
+        struct Once(bool);
+        impl Read for Once {
+            fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+                assert!(!self.0, "read after its end");
+                self.0 = true;
+                Ok(0)
+            }
+        }
+        let mut s = Source::with_capacity(8, io::BufReader::new(Once(false)));
+        assert_eq!(s.peek(4).unwrap(), b"");
+        assert!(!s.fill_more().unwrap());
+        assert_eq!(s.fill_buf().unwrap(), b"");
+        assert_eq!(s.read(&mut [0u8; 64]).unwrap(), 0);
+        let mut s = Source::with_capacity(8, io::BufReader::new(Once(false)));
+        assert_eq!(s.read(&mut [0u8; 64]).unwrap(), 0);
+        assert_eq!(s.fill_buf().unwrap(), b"");
     }
 
     /// The decoders read the input's own buffer where it is (a download's block), and a peek

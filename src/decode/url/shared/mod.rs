@@ -171,6 +171,8 @@ pub struct Sink {
     pub hasher: Option<Sha256>,
     pub keep: Option<std::fs::File>,
     eof: bool,
+    /// A write of the kept copy failed: every take from then on fails with it.
+    broken: Option<(std::io::ErrorKind, String)>,
 }
 
 /// The download shared by its connection threads, its conductor and its reader.
@@ -241,7 +243,7 @@ impl Shared {
             drain: None,
             whole_taken: false,
         };
-        let sink = Sink { at: from, hasher: sink.0, keep: sink.1, eof: false };
+        let sink = Sink { at: from, hasher: sink.0, keep: sink.1, eof: false, broken: None };
         Shared {
             fixed,
             client,

@@ -70,6 +70,9 @@ impl Shared {
     /// read, as a file's read-ahead does. Its block goes back to the window with `consumed`.
     pub fn take(&self) -> io::Result<Option<Chunk>> {
         let mut sink = self.sink();
+        if let Some((kind, why)) = &sink.broken {
+            return Err(io::Error::new(*kind, why.clone()));
+        }
         if sink.eof {
             return Ok(None);
         }
@@ -85,9 +88,13 @@ impl Shared {
         if let Some(f) = &mut sink.keep
             && let Err(e) = f.write_all(bytes)
         {
+            // Every later take fails too: a reader that already has bytes of this read goes
+            // on with them and meets the error at its next call, not a hole in the archive.
+            let why = format!("--keep-archive: {e}");
+            sink.broken = Some((e.kind(), why.clone()));
             drop(sink);
             self.consumed(c.block, c.len);
-            return Err(io::Error::new(e.kind(), format!("--keep-archive: {e}")));
+            return Err(io::Error::new(e.kind(), why));
         }
         Ok(Some(c))
     }
