@@ -8,10 +8,13 @@
 #
 #   scripts/ab.sh [--rounds N] [--size BYTES] ARCHIVE BIN_A BIN_B [FASTUNTAR ARGS...]
 #
+# ARCHIVE may be a URL (a server the caller runs: `nginx` on 127.0.0.1 for the fast link of
+# docs/PERFORMANCE.md); its server's page cache is dropped with everything else.
 # Prints every run, then per binary the median and the range of extract+sync and of user+sys
 # CPU seconds. Root only (losetup, mount, drop_caches). --size: the ext4 in bytes (default 4x
-# the archive's size, at least 3 GiB; /dev/shm must hold what is extracted). For the tables of
-# every tool, see scripts/bench.sh; this answers "did this change make it slower".
+# the archive's size, at least 3 GiB, and 4 GiB for a URL; /dev/shm must hold what is
+# extracted). For the tables of every tool, see scripts/bench.sh; this answers "did this
+# change make it slower".
 set -euo pipefail
 
 rounds=5
@@ -20,7 +23,7 @@ while [[ $# -gt 0 ]]; do
     case $1 in
     --rounds) rounds=$2; shift 2 ;;
     --size) size=$2; shift 2 ;;
-    -h | --help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
     *) break ;;
     esac
 done
@@ -34,10 +37,15 @@ if [[ $(id -u) != 0 ]]; then
     echo "ab.sh: needs root (loop devices, mount, drop_caches)" >&2
     exit 2
 fi
+url=false
+[[ $archive =~ ^(https?|s3):// ]] && url=true
 for f in "$archive" "$a" "$b"; do
+    [[ $f == "$archive" && $url == true ]] && continue
     [[ -e $f ]] || { echo "ab.sh: $f: not found" >&2; exit 2; }
 done
-if [[ -z $size ]]; then
+if [[ -z $size && $url == true ]]; then
+    size=$((4 << 30))
+elif [[ -z $size ]]; then
     # zstd -1 takes a tree of small files to about a third: 4x the archive holds that, with
     # ext4's own room (a /usr tarball of 2 GB needed more than 2.5x).
     size=$(($(stat -c %s "$archive") * 4))
@@ -63,7 +71,7 @@ run() {
     shift
     truncate -s "$size" "$img"
     loop=$(losetup -f --show "$img")
-    mkfs.ext4 -q -F "$loop"
+    mkfs.ext4 -q -F -E nodiscard,lazy_itable_init=0,lazy_journal_init=0 "$loop"
     mount "$loop" "$mnt"
     mkdir "$mnt/d"
     sync

@@ -34,6 +34,7 @@
 //! (the command line, src/main.rs) or to the observer.
 
 mod api;
+mod aside;
 pub use api::{
     Cancel, DirectIo, Error, Landed, MemberKind, Observer, Overwrite, Progress, Restore, Resume,
     Route, SkipReason, Skipped, Source, Started, Summary,

@@ -4,7 +4,7 @@
 //! `gzip -d` reports with exit 2, so GNU tar fails too). flate2's `GzDecoder` reads one member
 //! and stops exactly after its trailer; this loops around it.
 
-use std::io::{self, BufRead, Read};
+use std::io::{self, BufRead};
 
 use flate2::bufread::GzDecoder;
 
@@ -23,7 +23,7 @@ fn garbage() -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, "trailing garbage after the last member")
 }
 
-impl<R: Read> Format<R> for Gzip {
+impl<R: BufRead> Format<R> for Gzip {
     type Decoder = GzDecoder<Source<R>>;
 
     fn decoder(&self, src: Source<R>) -> io::Result<Self::Decoder> {
@@ -65,6 +65,7 @@ impl<R: Read> Format<R> for Gzip {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
     use std::io::Write;
 
     fn member(data: &[u8]) -> Vec<u8> {

@@ -4,7 +4,7 @@
 //! bzip2's `BzDecoder`, liblzma's without `LZMA_CONCATENATED`) each read one member and stop
 //! exactly after it; this loops around them.
 
-use std::io::{self, Read};
+use std::io::{self, BufRead, Read};
 
 use super::source::Source;
 
@@ -20,7 +20,7 @@ pub enum Next {
 }
 
 /// One multi-member format.
-pub trait Format<R: Read> {
+pub trait Format<R: BufRead> {
     type Decoder: Read;
     /// A decoder for the member starting at `src` (the format's settings in `self`).
     fn decoder(&self, src: Source<R>) -> io::Result<Self::Decoder>;
@@ -39,20 +39,20 @@ enum State<R, D> {
     Poisoned,
 }
 
-pub struct Members<R: Read, F: Format<R>> {
+pub struct Members<R: BufRead, F: Format<R>> {
     format: F,
     state: State<R, F::Decoder>,
     /// Members read to their end.
     done: u64,
 }
 
-impl<R: Read, F: Format<R> + Default> Members<R, F> {
+impl<R: BufRead, F: Format<R> + Default> Members<R, F> {
     pub fn new(input: Source<R>) -> Self {
         Members::with(input, F::default())
     }
 }
 
-impl<R: Read, F: Format<R>> Members<R, F> {
+impl<R: BufRead, F: Format<R>> Members<R, F> {
     pub fn with(input: Source<R>, format: F) -> Self {
         Members { format, state: State::Between(input), done: 0 }
     }
@@ -60,9 +60,9 @@ impl<R: Read, F: Format<R>> Members<R, F> {
 
 /// Decoded again from the start when a run resumes (the default unit): gzip members, bzip2
 /// and xz streams could each be a unit, not done yet.
-impl<R: Read, F: Format<R>> crate::archive::Skip for Members<R, F> {}
+impl<R: BufRead, F: Format<R>> crate::archive::Skip for Members<R, F> {}
 
-impl<R: Read, F: Format<R>> Read for Members<R, F> {
+impl<R: BufRead, F: Format<R>> Read for Members<R, F> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
             match std::mem::replace(&mut self.state, State::Poisoned) {

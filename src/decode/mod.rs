@@ -15,7 +15,7 @@ mod xz;
 mod zstd_stream;
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, BufRead, Read};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -166,7 +166,8 @@ fn decide(head: &[u8], eof: bool) -> Option<Format> {
     }
 }
 
-/// Counts bytes read from the raw input (for progress and messages).
+/// Counts the bytes taken from the raw input (for progress, messages and the direct-IO
+/// policy's ratio): read, or consumed from its buffer.
 struct Counted<R> {
     inner: R,
     count: Arc<AtomicU64>,
@@ -178,6 +179,23 @@ impl<R: Read> Read for Counted<R> {
         self.count.fetch_add(n as u64, Ordering::Relaxed);
         Ok(n)
     }
+}
+
+impl<R: BufRead> BufRead for Counted<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.inner.consume(n);
+        self.count.fetch_add(n as u64, Ordering::Relaxed);
+    }
+}
+
+/// A raw input that has no buffers of its own (a file, a pipe, a program's output), behind
+/// the INPUT_BUF buffer the decoders read in place.
+fn buffered(raw: Box<dyn Read + Send>) -> Box<dyn BufRead + Send> {
+    Box::new(io::BufReader::with_capacity(INPUT_BUF, raw))
 }
 
 /// Checks what follows the tar end marker in a compressed stream, within TRAILER_DECODED
@@ -204,7 +222,7 @@ pub struct Input {
     pub size: Option<u64>,
     /// Bytes consumed from the archive so far.
     pub consumed: Arc<AtomicU64>,
-    source: Source<Counted<Box<dyn Read + Send>>>,
+    source: Source<Counted<Box<dyn BufRead + Send>>>,
     trailer: Trailer,
     max_window_log: u32,
     /// Lets a regular archive file be read with O_DIRECT (see archive_file.rs).
@@ -549,7 +567,7 @@ fn open_as(
         }
     };
     let filtered = filter.is_some();
-    let mut input = sourced(raw, size, max_window_log, direct, filtered, None, None)?;
+    let mut input = sourced(buffered(raw), size, max_window_log, direct, filtered, None, None)?;
     input.file = id;
     Ok(input)
 }
@@ -570,8 +588,8 @@ pub fn open_file_at(
     let mut file = ArchiveFile::new(f, path, drop_behind);
     file.seek_to(page);
     let direct = Some(file.direct());
-    let mut input =
-        sourced(Box::new(file), Some(id.size), max_window_log, direct, false, None, Some(at))?;
+    let raw = buffered(Box::new(file));
+    let mut input = sourced(raw, Some(id.size), max_window_log, direct, false, None, Some(at))?;
     input.file = Some(id);
     Ok(input)
 }
@@ -587,7 +605,7 @@ pub fn open_url_at(
     let start = url::Start { from: at.unit.compressed, expect: Some(expect) };
     let download = Arc::new(url::open(plan, start)?);
     let size = download.identity().length;
-    let raw: Box<dyn Read + Send> = Box::new(download.reader());
+    let raw: Box<dyn BufRead + Send> = Box::new(download.reader());
     sourced(raw, size, max_window_log, None, false, Some(download), Some(at))
 }
 
@@ -597,7 +615,8 @@ pub fn open_url_at(
 pub fn open_url(plan: &url::Plan, max_window_log: u32) -> Result<Input> {
     let download = Arc::new(url::open(plan, url::Start::default())?);
     let size = download.identity().length;
-    let raw: Box<dyn Read + Send> = Box::new(download.reader());
+    // The download lends its blocks: the decoders read them where they landed.
+    let raw: Box<dyn BufRead + Send> = Box::new(download.reader());
     sourced(raw, size, max_window_log, None, false, Some(download), None)
 }
 
@@ -614,7 +633,7 @@ fn read_error(e: io::Error) -> anyhow::Error {
 /// run's input begins at `at.unit`, inside the archive, after the bytes of the page it was
 /// read from, `raw`'s first, are passed over).
 fn sourced(
-    raw: Box<dyn Read + Send>,
+    raw: Box<dyn BufRead + Send>,
     size: Option<u64>,
     max_window_log: u32,
     direct: Option<Arc<Direct>>,
@@ -631,7 +650,7 @@ fn sourced(
     };
     let consumed = Arc::new(AtomicU64::new(page));
     let counted = Counted { inner: raw, count: consumed.clone() };
-    let mut source = Source::with_capacity(INPUT_BUF, counted);
+    let mut source = Source::with_capacity(SNIFF, counted);
     let trailer = Trailer(source.budget());
     let format = match at {
         None => sniff(&mut source).map_err(read_error)?,
@@ -642,6 +661,9 @@ fn sourced(
             if passed != before {
                 bail!("the archive ends before byte {from}, where the resume point is");
             }
+            // The resumed unit's first bytes in the Source's own buffer, as format detection
+            // leaves them: `first_frame_size` reads the frame's header there.
+            source.fill_more().context("cannot read the archive")?;
             at.format
         }
     };
@@ -662,7 +684,7 @@ fn sourced(
 
 /// Reads until the format is known: from the first read on, whatever has arrived is looked
 /// at, and more is read only while it cannot tell (see `decide`), never past SNIFF bytes.
-fn sniff<R: Read>(input: &mut Source<R>) -> io::Result<Format> {
+fn sniff<R: BufRead>(input: &mut Source<R>) -> io::Result<Format> {
     loop {
         let head = input.buffered();
         if head.len() >= SNIFF {
@@ -729,7 +751,7 @@ pub fn open_input(cfg: &plan::InputPlan, drop_behind: bool) -> Result<Input> {
     if let Some(handed) = &cfg.reader {
         // A program's own reader (the library's `Source::Reader`): read as standard input is.
         let raw = handed.take().context("the archive reader was used by an earlier run")?;
-        return sourced(raw, None, cfg.max_window_log, None, false, None, None);
+        return sourced(buffered(raw), None, cfg.max_window_log, None, false, None, None);
     }
     match &cfg.url {
         Some(plan) => open_url(plan, cfg.max_window_log),
@@ -742,6 +764,29 @@ pub fn open_input(cfg: &plan::InputPlan, drop_behind: bool) -> Result<Input> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first frame's declared size is read from what format detection looked at, and
+    /// from a resumed run's first bytes (the frame it resumes at): the direct-IO policy's
+    /// first guess (`direct_policy::Arrival`). Until the resumed Source filled its own buffer
+    /// again, a resumed run had none.
+    #[test]
+    fn the_first_frame_size_at_the_start_and_at_a_resume_point() {
+        let one: Vec<u8> = (0..70_000u32).map(|i| (i % 7) as u8).collect();
+        let two: Vec<u8> = (0..90_000u32).map(|i| (i % 11) as u8).collect();
+        let first = zstd::bulk::compress(&one, 3).unwrap();
+        let mut archive = first.clone();
+        archive.extend(zstd::bulk::compress(&two, 3).unwrap());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.tar.zst");
+        std::fs::write(&path, &archive).unwrap();
+        let input = open(Some(&path), None, 27, false).unwrap();
+        assert_eq!(input.first_frame_size(), Some(one.len() as u64));
+        let unit =
+            UnitStart { index: 1, compressed: first.len() as u64, decoded: one.len() as u64 };
+        let at = Reopen { format: Format::Zstd, unit };
+        let input = open_file_at(&path, 27, false, at).unwrap();
+        assert_eq!(input.first_frame_size(), Some(two.len() as u64));
+    }
 
     /// A frame pool that cannot be had: one thread decodes when the user did not size it,
     /// the run stops with the allocation's message when they did.
@@ -764,8 +809,9 @@ mod tests {
     }
 
     /// A multi-frame archive file whose frame headers (and skippable frames' headers) straddle
-    /// the reads the frame-parallel decoder makes of it: the end of the Source's first buffer
-    /// (what format detection read, INPUT_BUF) and of the first PIECE_FILE read after it.
+    /// the reads the frame-parallel decoder makes of it: the end of what format detection took
+    /// into the Source's own buffer (SNIFF), of the file's first read (INPUT_BUF, the
+    /// `BufReader`'s) and of the first PIECE_FILE read after it.
     /// Until frames.rs carried a header's first bytes over, a frame starting at byte
     /// 1,048,574 failed with "the compressed input ends inside the frame".
     #[test]
@@ -779,7 +825,7 @@ mod tests {
             out.extend_from_slice(&(size as u32).to_le_bytes());
             out.resize(to, 0);
         };
-        let reads = [INPUT_BUF, INPUT_BUF + parallel::PIECE_FILE];
+        let reads = [SNIFF, INPUT_BUF, INPUT_BUF + parallel::PIECE_FILE];
         for k in [1, 2, 3, 4, 5, 6, 9, 13, 17] {
             for skippable in [false, true] {
                 // A frame, or a skippable frame, starts k bytes before each read ends.
@@ -947,7 +993,8 @@ mod tests {
                 Format::Bzip2 => 4,
                 _ => bytes.len(),
             };
-            let mut src = Source::with_capacity(1 << 20, Dribble(bytes[..n].to_vec(), 0));
+            let raw = io::BufReader::with_capacity(1 << 20, Dribble(bytes[..n].to_vec(), 0));
+            let mut src = Source::with_capacity(SNIFF, raw);
             assert_eq!(sniff(&mut src).unwrap(), want);
         }
     }

@@ -22,7 +22,7 @@
 //! `memlimit_threading` to `memlimit_stop`): at the default `--max-window` 144 MiB in all, two
 //! threads of a `-6` stream, not more; a larger `--max-window` lets more run.
 
-use std::io::{self, BufRead, Read};
+use std::io::{self, BufRead};
 
 use liblzma::bufread::XzDecoder;
 use liblzma::stream::{MtStreamBuilder, Stream};
@@ -63,7 +63,7 @@ pub fn threads(threads: usize, for_threads: u64) -> usize {
 
 /// The xz streams in `src`, each needing at most a `1 << max_window_log` dictionary, blocks
 /// decoded on up to `threads` threads within `for_threads` bytes in all.
-pub fn streams<R: Read>(
+pub fn streams<R: BufRead>(
     src: Source<R>,
     max_window_log: u32,
     threads: usize,
@@ -81,7 +81,7 @@ fn corrupt() -> io::Error {
     )
 }
 
-impl<R: Read> Format<R> for Xz {
+impl<R: BufRead> Format<R> for Xz {
     type Decoder = XzDecoder<Source<R>>;
 
     fn decoder(&self, src: Source<R>) -> io::Result<Self::Decoder> {
@@ -136,6 +136,7 @@ impl<R: Read> Format<R> for Xz {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
     use std::io::Write;
 
     fn stream(data: &[u8], dict: u32, block: Option<u64>) -> Vec<u8> {

@@ -141,6 +141,8 @@ pub fn run_worker(
     rx: Receiver<Vec<Op>>,
     shared: &Shared,
 ) -> Result<Stats> {
+    // Back to its own policy when this returns: worker 0 is the calling thread.
+    let _aside = crate::aside::Aside::enter();
     let worked = work(i, writer, &rx, shared);
     if worked.is_err() {
         shared.fail(i);

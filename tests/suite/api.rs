@@ -444,6 +444,62 @@ fn the_umask_is_unchanged_during_a_run() {
     assert_eq!(seen, [before].into(), "umasks seen during the run ({reads} reads)");
 }
 
+/// A thread of this process's scheduling policy (`util::policy_in`).
+fn policy_of(tid: i32) -> Option<i32> {
+    crate::util::policy_in(Path::new(&format!("/proc/self/task/{tid}/stat")))
+}
+
+/// The writer on the calling thread stands aside for the decoder while it works
+/// (SCHED_BATCH, src/aside.rs), and the thread has its own policy back when the run returns:
+/// with one writer (on the calling thread) and with several (the first on it).
+#[test]
+fn the_calling_thread_gets_its_policy_back() {
+    let td = TestDir::new("api::the_calling_thread_gets_its_policy_back");
+    let path = td.write("p.tar", archive(20, 60, 9));
+    for writers in [1, 2] {
+        let (during, after, reads) = std::thread::spawn({
+            let (path, out) = (path.clone(), td.join(format!("out{writers}")));
+            move || {
+                // Safety: no arguments; the calling thread's id.
+                let me = unsafe { libc::gettid() };
+                let before = policy_of(me);
+                if before != Some(libc::SCHED_OTHER) {
+                    // A harness run under another policy: the writer leaves it alone.
+                    return (Default::default(), before, u64::MAX);
+                }
+                let done = AtomicBool::new(false);
+                let (during, reads) = std::thread::scope(|s| {
+                    let poll = s.spawn(|| {
+                        let (mut seen, mut reads) = (std::collections::BTreeSet::new(), 0u64);
+                        while !done.load(Ordering::Relaxed) {
+                            seen.extend(policy_of(me));
+                            reads += 1;
+                        }
+                        (seen, reads)
+                    });
+                    let r = Restore::new(Source::Path(path), out).writer_threads(writers).run();
+                    done.store(true, Ordering::Relaxed);
+                    r.unwrap();
+                    poll.join().unwrap()
+                });
+                (during, policy_of(me), reads)
+            }
+        })
+        .join()
+        .unwrap();
+        if reads == u64::MAX {
+            crate::util::note(&format!(
+                "the_calling_thread_gets_its_policy_back: SKIP, the test thread's policy is \
+                 {after:?}, not SCHED_OTHER"
+            ));
+            return;
+        }
+        assert!(reads > 10, "{writers} writers: the policy was read {reads} times");
+        assert!(during.contains(&libc::SCHED_BATCH), "{writers} writers: seen {during:?}");
+        assert_eq!(after, Some(libc::SCHED_OTHER), "{writers} writers");
+    }
+}
+
 /// Members the snapshot policy or the path rules skip are told with their reason.
 #[test]
 fn skipped_members_are_told_why() {

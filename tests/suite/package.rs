@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use util::http::{self, Faults, Server};
+use util::rawtar::Tar;
 use util::{Cmd, Output, TestDir, have_tools, note};
 
 fn repo() -> &'static Path {
@@ -195,6 +196,43 @@ fn deb_and_static_binary() {
             .current_dir(&dest),
         "the sample extracted by the static binary",
     );
+
+    // 5b. Its writer stands aside for the decoder (SCHED_BATCH, src/aside.rs): musl's
+    //     sched_setscheduler is a stub that fails, so the binary makes the system call itself
+    //     (until it did, the static binary never changed a thread). The archive comes on a
+    //     pipe held open after its first member's header, so the run waits with its writer
+    //     under its policy while the threads are looked at.
+    let mut tar = Tar::new();
+    let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+    tar.file("waits", &data);
+    let tar = tar.finish();
+    let dest = td.join("aside");
+    fs::create_dir(&dest).unwrap();
+    let mut child = std::process::Command::new(&bin)
+        .args(["-x", "-f", "-", "-C"])
+        .arg(&dest)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    std::io::Write::write_all(&mut stdin, &tar[..1024]).unwrap();
+    let start = std::time::Instant::now();
+    let mut seen = Vec::new();
+    while !seen.contains(&libc::SCHED_BATCH) && start.elapsed() < Duration::from_secs(20) {
+        seen = util::thread_policies(child.id());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::io::Write::write_all(&mut stdin, &tar[1024..]).unwrap();
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert!(
+        seen.contains(&libc::SCHED_BATCH),
+        "no thread of the static binary under SCHED_BATCH: {seen:?}"
+    );
+    assert!(status.success(), "the static binary on a pipe: {status}");
+    assert_eq!(fs::read(dest.join("waits")).unwrap(), data);
 
     // 6. From an https:// URL on localhost: the name through musl's resolver (/etc/hosts),
     //    the certificate checked by rustls with ring as built by musl-gcc.

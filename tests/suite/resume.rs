@@ -33,6 +33,23 @@ use util::snapshot::{Compare, Snapshot, assert_same, snapshot};
 use util::{Cmd, Output, Rng, TestDir, have_tools};
 
 const STATE: &str = ".fastuntar-resume";
+const TMP: &str = ".fastuntar-resume.tmp";
+
+/// A file at `path` as a failure message shows it: its size, mode and first bytes.
+fn describe(path: &Path) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    match (std::fs::symlink_metadata(path), std::fs::read(path)) {
+        (Ok(m), Ok(bytes)) => format!(
+            "{}: {} bytes, mode {:o}, starts {:02x?}",
+            path.display(),
+            m.len(),
+            m.permissions().mode() & 0o7777,
+            &bytes[..bytes.len().min(48)]
+        ),
+        (Ok(m), Err(e)) => format!("{}: {} bytes, unreadable ({e})", path.display(), m.len()),
+        (Err(_), _) => format!("{}: absent", path.display()),
+    }
+}
 
 /// A state every 64 KiB written: many resume points in a 3 MB archive.
 const EVERY: &[&str] = &["--writeback-every", "64K"];
@@ -1127,9 +1144,17 @@ fn power_cut_never_leaves_a_state_ahead_of_the_data() {
             if dest.join(STATE).exists() {
                 states += 1;
             }
+            // What the cut left at the state's names, for the message of a failure.
+            let left = [STATE, TMP].map(|name| describe(&dest.join(name))).join("; ");
             let r = again(&src, &dest, row, &[]);
             r.expect_code(0);
-            o.same(&dest, &format!("power cut {delay_ms} ms after a state appeared {row:?}"));
+            let what = format!("power cut {delay_ms} ms after a state appeared {row:?}");
+            assert!(
+                !dest.join(TMP).exists() && !dest.join(STATE).exists(),
+                "{what}: left after the rerun; after the cut: {left}; the rerun said: {}",
+                r.stderr_str()
+            );
+            o.same(&dest, &what);
         }
     }
     assert!(states >= 1, "no power cut found a state in place");

@@ -1069,6 +1069,21 @@ pub fn run_bounded(mut cmd: Command, what: &str, timeout: Duration) -> (Option<i
     (status.code(), String::from_utf8_lossy(&reader.join().unwrap()).into_owned())
 }
 
+/// A thread's scheduling policy from its `/proc/.../stat` (field 41: 0 SCHED_OTHER,
+/// 3 SCHED_BATCH), or None once it has ended.
+pub fn policy_in(stat: &Path) -> Option<i32> {
+    let stat = std::fs::read_to_string(stat).ok()?;
+    // The fields after the command name, which ends at the last ')', begin with field 3.
+    let (_, after) = stat.rsplit_once(')')?;
+    after.split_whitespace().nth(41 - 3)?.parse().ok()
+}
+
+/// The scheduling policies of process `pid`'s threads that are still there.
+pub fn thread_policies(pid: u32) -> Vec<i32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
+    tasks.flatten().filter_map(|t| policy_in(&t.path().join("stat"))).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -385,6 +385,8 @@ fn outcome(
 /// batch is waiting, the writer reaps completions instead of blocking: the producer may be
 /// waiting for a pool buffer that only a reaped write returns.
 fn consume(writer: &mut dyn write::Writer, rx: Receiver<Vec<Op>>) -> Result<()> {
+    // The calling thread, back to its own policy when this returns.
+    let _aside = crate::aside::Aside::enter();
     let apply = |batch: Vec<Op>, writer: &mut dyn write::Writer| -> Result<()> {
         for op in batch {
             writer.apply(op)?;

@@ -25,6 +25,7 @@ use super::window::Published;
 /// A connection thread: the source's first answer if it is its first connection, then
 /// jobs until none is left.
 pub fn connection(sh: Arc<Shared>, ctx: Ctx, lead: bool) {
+    let _aside = crate::aside::Aside::enter();
     if lead {
         first_contact(&sh, ctx.source);
     }

@@ -48,7 +48,7 @@ pub mod sources;
 pub mod validator;
 mod window;
 
-use std::io::{self, Read};
+use std::io::{self, BufRead, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -65,6 +65,7 @@ use shared::{Ctx, Fixed, Live, Shared};
 use sources::{Mode, Seen};
 use validator::ContentRange;
 pub use validator::Validator;
+use window::Chunk;
 
 /// Connections by default (`--connections`), for each source: a ceiling. Each source starts
 /// with one and is given more while the total rate still rises (`schedule::tune`). Mirrors
@@ -214,15 +215,72 @@ impl Drop for Guard {
     }
 }
 
-/// The archive's bytes in order.
+/// The archive's bytes in order: a `BufRead` whose buffers are the window's blocks, read in
+/// place by the decoders.
 pub struct Reader {
     shared: Arc<Shared>,
+    /// The chunk being read (`pos` and `len` move as it is consumed), and its length when
+    /// taken.
+    cur: Option<(Chunk, usize)>,
     _guard: Arc<Guard>,
 }
 
+impl BufRead for Reader {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        if self.cur.is_none() {
+            self.cur = self.shared.take()?.map(|c| {
+                let len = c.len;
+                (c, len)
+            });
+        }
+        Ok(match &self.cur {
+            Some((c, _)) => &c.block[c.pos..c.pos + c.len],
+            None => &[],
+        })
+    }
+
+    fn consume(&mut self, n: usize) {
+        let Some((c, _)) = &mut self.cur else { return };
+        let n = n.min(c.len);
+        c.pos += n;
+        c.len -= n;
+        if c.len == 0 {
+            let (c, total) = self.cur.take().expect("just matched");
+            self.shared.consumed(c.block, total);
+        }
+    }
+}
+
+/// As a regular file's read: `out` is filled unless the archive ends (or the download fails:
+/// the bytes before the failure come first, the error at the next call), so a decoder that
+/// reads (the frame-parallel one's splitter) sees the same reads as from a file, whatever the
+/// pieces and blocks the bytes arrived in.
 impl Read for Reader {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.shared.read(buf)
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let mut n = 0;
+        while n < out.len() {
+            let avail = match self.fill_buf() {
+                Ok([]) => break,
+                Ok(avail) => avail,
+                Err(e) if n == 0 => return Err(e),
+                Err(_) => break,
+            };
+            let k = avail.len().min(out.len() - n);
+            out[n..n + k].copy_from_slice(&avail[..k]);
+            self.consume(k);
+            n += k;
+        }
+        Ok(n)
+    }
+}
+
+/// The block of a chunk not read to its end goes back to the window (its bytes were counted
+/// when it was taken).
+impl Drop for Reader {
+    fn drop(&mut self) {
+        if let Some((c, total)) = self.cur.take() {
+            self.shared.consumed(c.block, total);
+        }
     }
 }
 
@@ -447,7 +505,7 @@ fn changed_since(
 
 impl Download {
     pub fn reader(&self) -> Reader {
-        Reader { shared: self.shared.clone(), _guard: self.guard.clone() }
+        Reader { shared: self.shared.clone(), cur: None, _guard: self.guard.clone() }
     }
 
     pub fn identity(&self) -> &Identity {
@@ -467,14 +525,10 @@ impl Download {
         if self.keep.is_none() && self.checksum.is_none() {
             return Ok(());
         }
-        let mut buf = vec![0u8; 1 << 20];
         let mut drained = 0u64;
-        loop {
-            let n = self.shared.read(&mut buf).with_context(|| given.clone())?;
-            if n == 0 {
-                break;
-            }
-            drained += n as u64;
+        while let Some(c) = self.shared.take().with_context(|| given.clone())? {
+            drained += c.len as u64;
+            self.shared.consumed(c.block, c.len);
             if drained > DRAIN_MAX {
                 bail!(
                     "{given}: more than {} MiB follow the end of the archive; not downloaded",

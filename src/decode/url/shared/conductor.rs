@@ -34,6 +34,7 @@ impl Shared {
     /// source was given (`spawn`), and wakes the connections when the reader waits (a late
     /// head piece may be worth a copy). Ends with the download.
     pub fn conduct(self: &Arc<Self>, spawn: &dyn Fn(&Arc<Shared>, usize, usize) -> bool) {
+        let _aside = crate::aside::Aside::enter();
         // (time, the reader's wait so far), over the rate window.
         let mut waits: VecDeque<(f64, f64)> = VecDeque::new();
         loop {

@@ -166,13 +166,13 @@ pub struct State {
 
 /// The reader's side: the chunk being consumed, and what consumed bytes feed.
 pub struct Sink {
-    /// The chunk being consumed (`pos` and `len` move as it is), and its length.
-    cur: Option<(Chunk, usize)>,
-    /// Bytes consumed: the archive offset of the next byte.
+    /// Bytes the reader has taken: the archive offset of the next byte.
     pub at: u64,
     pub hasher: Option<Sha256>,
     pub keep: Option<std::fs::File>,
     eof: bool,
+    /// A write of the kept copy failed: every take from then on fails with it.
+    broken: Option<(std::io::ErrorKind, String)>,
 }
 
 /// The download shared by its connection threads, its conductor and its reader.
@@ -243,7 +243,7 @@ impl Shared {
             drain: None,
             whole_taken: false,
         };
-        let sink = Sink { cur: None, at: from, hasher: sink.0, keep: sink.1, eof: false };
+        let sink = Sink { at: from, hasher: sink.0, keep: sink.1, eof: false, broken: None };
         Shared {
             fixed,
             client,

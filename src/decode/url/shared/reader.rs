@@ -1,6 +1,7 @@
 //! The reader's side of the download (actions): it takes the window's chunks in archive
 //! order, waiting on the first piece (`Window::first_start`: any block landing there wakes
-//! it), and feeds what it consumed to `--checksum` and `--keep-archive`.
+//! it), and feeds what it took to `--checksum` and `--keep-archive`; the decoders read the
+//! chunks' blocks in place (`url::Reader`, a `BufRead`) and hand them back (`consumed`).
 
 use std::io::{self, Write};
 use std::sync::MutexGuard;
@@ -48,7 +49,9 @@ impl Shared {
         }
     }
 
-    fn consumed(&self, block: Box<[u8]>, len: usize) {
+    /// A chunk's block back in the window once the reader is done with it (`len`: the
+    /// chunk's length when taken).
+    pub fn consumed(&self, block: Box<[u8]>, len: usize) {
         let mut st = self.lock();
         st.window.consumed(block, len);
         // Wake the waiting connections once what they wait for fits.
@@ -62,47 +65,38 @@ impl Shared {
         }
     }
 
-    /// The reader's read: the next bytes in archive order, fed to the checksum and the kept
-    /// copy as they go. As a regular file's read, it fills `out` unless the archive ends (or
-    /// the download fails: the bytes before the failure come first, the error at the next
-    /// call), so the decoders see the same reads as from a file, whatever the pieces and
-    /// blocks the bytes arrived in.
-    pub fn read(&self, out: &mut [u8]) -> io::Result<usize> {
-        let mut sink = self.sink.lock().unwrap_or_else(|e| e.into_inner());
-        let mut n = 0;
-        while n < out.len() && !sink.eof {
-            if let Some((c, _)) = &mut sink.cur {
-                let k = c.len.min(out.len() - n);
-                out[n..n + k].copy_from_slice(&c.block[c.pos..c.pos + k]);
-                c.pos += k;
-                c.len -= k;
-                n += k;
-                if c.len == 0 {
-                    let (c, total) = sink.cur.take().expect("just matched");
-                    self.consumed(c.block, total);
-                }
-                continue;
-            }
-            match self.next_chunk() {
-                Ok(Some(c)) => {
-                    let total = c.len;
-                    sink.cur = Some((c, total));
-                }
-                Ok(None) => sink.eof = true,
-                Err(e) if n == 0 => return Err(e),
-                Err(_) => break,
-            }
+    /// The reader's next chunk in archive order (None at the end of the download), fed whole
+    /// to the checksum and the kept copy as it is taken: the bytes the reader holds count as
+    /// read, as a file's read-ahead does. Its block goes back to the window with `consumed`.
+    pub fn take(&self) -> io::Result<Option<Chunk>> {
+        let mut sink = self.sink();
+        if let Some((kind, why)) = &sink.broken {
+            return Err(io::Error::new(*kind, why.clone()));
         }
-        sink.at += n as u64;
-        let done = &out[..n];
+        if sink.eof {
+            return Ok(None);
+        }
+        let Some(c) = self.next_chunk()? else {
+            sink.eof = true;
+            return Ok(None);
+        };
+        let bytes = &c.block[c.pos..c.pos + c.len];
+        sink.at += c.len as u64;
         if let Some(h) = &mut sink.hasher {
-            h.update(done);
+            h.update(bytes);
         }
-        if let Some(f) = &mut sink.keep {
-            f.write_all(done)
-                .map_err(|e| io::Error::new(e.kind(), format!("--keep-archive: {e}")))?;
+        if let Some(f) = &mut sink.keep
+            && let Err(e) = f.write_all(bytes)
+        {
+            // Every later take fails too: a reader that already has bytes of this read goes
+            // on with them and meets the error at its next call, not a hole in the archive.
+            let why = format!("--keep-archive: {e}");
+            sink.broken = Some((e.kind(), why.clone()));
+            drop(sink);
+            self.consumed(c.block, c.len);
+            return Err(io::Error::new(e.kind(), why));
         }
-        Ok(n)
+        Ok(Some(c))
     }
 
     pub fn sink(&self) -> MutexGuard<'_, Sink> {
