@@ -4,7 +4,7 @@
 #
 #   scripts/bench-url.sh [--rounds N] [--scale F] [--rate RATE] [--workdir DIR] [--bin PATH]
 #                        [--port PORT] [--rows LIST] [--mirrors paced,nginx,three]
-#                        [--peer RATE] [--chart [--chart-out DIR]] [--warm]
+#                        [--peer RATE] [--chart [--chart-out DIR]] [--warm] [--prealloc]
 #   (also reached as `scripts/bench.sh --only url [same options]`, and with --chart as
 #   `scripts/bench.sh --only chart`)
 #
@@ -60,6 +60,12 @@
 # archive from the virtio disk at the default readahead, and `curl -o /dev/null` alone took
 # 1.13-1.38 s against 1.04-1.41 s for the whole local extraction (2026-11-28): the server's
 # disk, not the client, sets the fast rows' pace.
+# --prealloc: the RAM-backed ext4's image is allocated once (fallocate) and kept for every
+# run (mkfs each time, nodiscard, so its pages stay). Without it each run writes into a new
+# sparse file in /dev/shm, and tmpfs allocates and zeroes a page for every block the
+# extraction writes: 0.4-0.5 CPU-s of 1.76 GB on this machine's two CPUs (2026-11-28: the
+# fast row 1.21 s against 1.02, the local file 0.97 against 0.88), work a disk would not put
+# on the CPUs, and more of a burden to the busier URL run.
 # Printed: medians of extract+sync, of peak RSS and of CPU seconds (/usr/bin/time %M, %U and
 # %S of the extractor; curl's for fast-curl), nginx's CPU seconds, the load average before the
 # run, and the targets: issue 29's `url` within 1.15x of max(aria2, local), and issue 42's
@@ -90,6 +96,7 @@ MIRRORS="paced nginx"
 CHART=0
 CHART_OUT=$REPO/docs
 WARM=0
+PREALLOC=0
 # The command line, for the table: as given to bench.sh (--only url|chart) or to this script.
 [[ " $* " == *" --only "* ]] && COMMAND="scripts/bench.sh $*" || COMMAND="scripts/bench-url.sh $*"
 declare -A GIVEN=()
@@ -101,6 +108,7 @@ while (($#)); do
     --chart) CHART=1; shift ;;
     --chart-out) CHART_OUT=$2; shift 2 ;;
     --warm) WARM=1; shift ;;
+    --prealloc) PREALLOC=1; shift ;;
     --rate) RATE=$2; shift 2 ;;
     --workdir) WORKDIR=$2; shift 2 ;;
     --bin) BIN=$2; shift 2 ;;
@@ -215,7 +223,7 @@ LOOP=""
 down() {
     mountpoint -q "$MNT" 2>/dev/null && { umount "$MNT" || umount -l "$MNT"; }
     [[ -n $LOOP ]] && { losetup -d "$LOOP" 2>/dev/null || true; LOOP=""; }
-    rm -f -- "$IMG"
+    ((PREALLOC)) || rm -f -- "$IMG"
 }
 TC=""
 # The peers' caps: an HTB class per port on lo (server to client), the rest of lo unlimited.
@@ -255,6 +263,7 @@ nginx_cpu() {
 }
 cleanup() {
     down
+    rm -f -- "$IMG"
     [[ -n $TC ]] && tc qdisc del dev lo root 2>/dev/null
     kill "$NGX_PID" "$PACED_PID" 2>/dev/null || true
     wait "$NGX_PID" "$PACED_PID" 2>/dev/null || true
@@ -264,7 +273,12 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 up() {
     down
-    truncate -s $(((TAR_SIZE * 5 / 2 + SIZE * 3 / 2) >> 20 << 20)) "$IMG"
+    local bytes=$(((TAR_SIZE * 5 / 2 + SIZE * 3 / 2) >> 20 << 20))
+    if ((PREALLOC)); then
+        [[ -f $IMG ]] || fallocate -l "$bytes" "$IMG"
+    else
+        truncate -s "$bytes" "$IMG"
+    fi
     LOOP=$(losetup -f --show "$IMG")
     mkfs.ext4 -q -F -E nodiscard,lazy_itable_init=0,lazy_journal_init=0 "$LOOP"
     mkdir -p "$MNT"
@@ -414,10 +428,12 @@ down
     echo "# mirror	$MIRROR_SAYS"
     echo "# build	$BUILD"
     echo "# rounds	$ROUNDS"
+    image="a RAM-backed loop device"
+    ((PREALLOC)) && image="a RAM-backed loop device over an image allocated once (--prealloc)"
     if ((WARM)); then
-        echo "# method	the archive in the page cache for every run (--warm), a fresh ext4 on a RAM-backed loop device for each, timed to the end of a sync"
+        echo "# method	the archive in the page cache for every run (--warm), a fresh ext4 on $image for each, timed to the end of a sync"
     else
-        echo "# method	page cache dropped before each run, a fresh ext4 on a RAM-backed loop device for each, timed to the end of a sync"
+        echo "# method	page cache dropped before each run, a fresh ext4 on $image for each, timed to the end of a sync"
     fi
     echo "# command	$COMMAND"
 } >"$RESULTS/summary.tsv"
