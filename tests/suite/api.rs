@@ -417,6 +417,29 @@ fn silent_child() {
     assert_eq!(summary.failed, 1, "{summary:?}");
 }
 
+/// What `read` gives, read as fast as a thread can for as long as `run` runs: `run`'s result,
+/// the values seen and how many reads (a read of None counts and adds nothing).
+fn watched<T: Ord + Send, R>(
+    read: impl Fn() -> Option<T> + Sync,
+    run: impl FnOnce() -> R,
+) -> (R, std::collections::BTreeSet<T>, u64) {
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let poll = s.spawn(|| {
+            let (mut seen, mut reads) = (std::collections::BTreeSet::new(), 0u64);
+            while !done.load(Ordering::Relaxed) {
+                seen.extend(read());
+                reads += 1;
+            }
+            (seen, reads)
+        });
+        let r = run();
+        done.store(true, Ordering::Relaxed);
+        let (seen, reads) = poll.join().unwrap();
+        (r, seen, reads)
+    })
+}
+
 /// The process umask is never changed while a restore runs: a thread reads it (from
 /// /proc/self/status, which does not change it) as fast as it can all along. Until issue 43
 /// the writers set it to 0 for the whole run.
@@ -425,21 +448,11 @@ fn the_umask_is_unchanged_during_a_run() {
     let td = TestDir::new("api::the_umask_is_unchanged");
     let path = td.write("u.tar", archive(10, 100, 6));
     let before = crate::util::umask();
-    let done = AtomicBool::new(false);
-    let (seen, reads) = std::thread::scope(|s| {
-        let poll = s.spawn(|| {
-            let (mut seen, mut reads) = (std::collections::BTreeSet::new(), 0u64);
-            while !done.load(Ordering::Relaxed) {
-                seen.insert(crate::util::umask());
-                reads += 1;
-            }
-            (seen, reads)
-        });
-        let r = Restore::new(Source::Path(path), td.join("out")).run();
-        done.store(true, Ordering::Relaxed);
-        r.unwrap();
-        poll.join().unwrap()
-    });
+    let (r, seen, reads) = watched(
+        || Some(crate::util::umask()),
+        || Restore::new(Source::Path(path), td.join("out")).run(),
+    );
+    r.unwrap();
     assert!(reads > 10, "the umask was read {reads} times during the run");
     assert_eq!(seen, [before].into(), "umasks seen during the run ({reads} reads)");
 }
@@ -457,43 +470,30 @@ fn the_calling_thread_gets_its_policy_back() {
     let td = TestDir::new("api::the_calling_thread_gets_its_policy_back");
     let path = td.write("p.tar", archive(20, 60, 9));
     for writers in [1, 2] {
-        let (during, after, reads) = std::thread::spawn({
-            let (path, out) = (path.clone(), td.join(format!("out{writers}")));
-            move || {
-                // Safety: no arguments; the calling thread's id.
-                let me = unsafe { libc::gettid() };
-                let before = policy_of(me);
-                if before != Some(libc::SCHED_OTHER) {
-                    // A harness run under another policy: the writer leaves it alone.
-                    return (Default::default(), before, u64::MAX);
-                }
-                let done = AtomicBool::new(false);
-                let (during, reads) = std::thread::scope(|s| {
-                    let poll = s.spawn(|| {
-                        let (mut seen, mut reads) = (std::collections::BTreeSet::new(), 0u64);
-                        while !done.load(Ordering::Relaxed) {
-                            seen.extend(policy_of(me));
-                            reads += 1;
-                        }
-                        (seen, reads)
-                    });
-                    let r = Restore::new(Source::Path(path), out).writer_threads(writers).run();
-                    done.store(true, Ordering::Relaxed);
-                    r.unwrap();
-                    poll.join().unwrap()
-                });
-                (during, policy_of(me), reads)
+        let (path, out) = (path.clone(), td.join(format!("out{writers}")));
+        let on_a_thread = std::thread::spawn(move || {
+            // Safety: no arguments; the calling thread's id.
+            let me = unsafe { libc::gettid() };
+            let before = policy_of(me);
+            if before != Some(libc::SCHED_OTHER) {
+                // A harness run under another policy: the writer leaves it alone.
+                return Err(before);
             }
-        })
-        .join()
-        .unwrap();
-        if reads == u64::MAX {
-            crate::util::note(&format!(
-                "the_calling_thread_gets_its_policy_back: SKIP, the test thread's policy is \
-                 {after:?}, not SCHED_OTHER"
-            ));
-            return;
-        }
+            let restore = Restore::new(Source::Path(path), out).writer_threads(writers);
+            let (r, during, reads) = watched(|| policy_of(me), || restore.run());
+            r.unwrap();
+            Ok((during, policy_of(me), reads))
+        });
+        let (during, after, reads) = match on_a_thread.join().unwrap() {
+            Ok(seen) => seen,
+            Err(policy) => {
+                crate::util::note(&format!(
+                    "the_calling_thread_gets_its_policy_back: SKIP, the test thread's policy \
+                     is {policy:?}, not SCHED_OTHER"
+                ));
+                return;
+            }
+        };
         assert!(reads > 10, "{writers} writers: the policy was read {reads} times");
         assert!(during.contains(&libc::SCHED_BATCH), "{writers} writers: seen {during:?}");
         assert_eq!(after, Some(libc::SCHED_OTHER), "{writers} writers");
